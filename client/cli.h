@@ -1,0 +1,43 @@
+// The CLI's commands, behind main.cc's flag parsing so that tests can run them in-process.
+#ifndef WAVECREST_CLIENT_CLI_H_
+#define WAVECREST_CLIENT_CLI_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wavecrest/v1/model.pb.h"
+
+namespace wavecrest {
+
+struct CliOptions {
+  std::string command;
+  std::vector<std::string> args;
+  std::string model;
+  std::string gpu = "h100-sxm";
+  int64_t seq = 0;
+  int64_t micro_batch = 0;
+  int64_t tp = 0;
+  std::string dtype;
+  std::string attention;
+  std::string workload;
+  int64_t kv_cache = 0;
+  std::string format = "table";
+  std::string server;
+  double deadline_s = 60;
+};
+
+// Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).
+int RunCli(const CliOptions& options, std::ostream& out, std::ostream& err);
+
+// Loads --model and applies the override flags.
+absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o);
+
+// 10 + the status code, or 0.
+int ExitCodeFor(const absl::Status& status);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CLIENT_CLI_H_

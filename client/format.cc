@@ -1,0 +1,289 @@
+#include "client/format.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+#include "server/errors.h"
+
+namespace wavecrest {
+namespace {
+
+// A plain left/right aligned text table.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
+  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string Render() const {
+    std::vector<size_t> width(rows_[0].size(), 0);
+    for (const auto& r : rows_) {
+      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+    }
+    std::string out;
+    for (size_t ri = 0; ri < rows_.size(); ++ri) {
+      const auto& r = rows_[ri];
+      std::string line;
+      for (size_t i = 0; i < r.size(); ++i) {
+        const size_t pad = width[i] - r[i].size();
+        if (i == 0) {
+          absl::StrAppend(&line, r[i], std::string(pad, ' '));
+        } else {
+          absl::StrAppend(&line, "  ", std::string(pad, ' '), r[i]);
+        }
+      }
+      absl::StrAppend(&out, line, "\n");
+      if (ri == 0) {
+        size_t total = 0;
+        for (size_t w : width) total += w + 2;
+        absl::StrAppend(&out, std::string(total - 2, '-'), "\n");
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+std::string PassShort(v1::Pass p) {
+  switch (p) {
+    case v1::PASS_FORWARD: return "fwd";
+    case v1::PASS_DGRAD: return "dgrad";
+    case v1::PASS_WGRAD: return "wgrad";
+    case v1::PASS_BACKWARD: return "bwd";
+    default: return "?";
+  }
+}
+
+std::string LayoutShort(v1::Layout l) {
+  switch (l) {
+    case v1::LAYOUT_TN: return "TN";
+    case v1::LAYOUT_NN: return "NN";
+    case v1::LAYOUT_NT: return "NT";
+    default: return "?";
+  }
+}
+
+std::string DtypeShort(v1::Dtype d) {
+  switch (d) {
+    case v1::DTYPE_BF16: return "bf16";
+    case v1::DTYPE_FP16: return "fp16";
+    case v1::DTYPE_FP32: return "fp32";
+    case v1::DTYPE_TF32: return "tf32";
+    case v1::DTYPE_FP8_E4M3: return "fp8";
+    default: return "?";
+  }
+}
+
+std::string BoundShort(v1::Bound b) {
+  switch (b) {
+    case v1::BOUND_COMPUTE: return "compute";
+    case v1::BOUND_MEMORY: return "memory";
+    case v1::BOUND_LATENCY: return "latency";
+    default: return "?";
+  }
+}
+
+std::string SourceName(v1::Source s) {
+  switch (s) {
+    case v1::SOURCE_MEASURED: return "MEASURED";
+    case v1::SOURCE_CACHED: return "CACHED";
+    case v1::SOURCE_PREDICTED: return "PREDICTED";
+    default: return "?";
+  }
+}
+
+// "64" when the dimension meets the alignment rule, "16!" when it does not.
+std::string Align(const v1::DimAlignment& a) {
+  const int64_t p = a.largest_pow2();
+  std::string s = p >= 1024 ? absl::StrCat(p / 1024, "K") : absl::StrCat(p);
+  return a.meets_rule() ? s : s + "!";
+}
+
+std::string Shape(const v1::GemmShape& s) {
+  return absl::StrCat(s.m(), "x", s.n(), "x", s.k(), s.batch() > 1 ? absl::StrCat(" b", s.batch())
+                                                                    : "");
+}
+
+}  // namespace
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+std::string HumanSeconds(double s) {
+  if (s >= 1) return absl::StrFormat("%.3f s", s);
+  if (s >= 1e-3) return absl::StrFormat("%.3f ms", s * 1e3);
+  return absl::StrFormat("%.1f us", s * 1e6);
+}
+
+std::string HumanCount(double n) {
+  if (n >= 1e12) return absl::StrFormat("%.2fT", n / 1e12);
+  if (n >= 1e9) return absl::StrFormat("%.2fB", n / 1e9);
+  if (n >= 1e6) return absl::StrFormat("%.1fM", n / 1e6);
+  if (n >= 1e3) return absl::StrFormat("%.1fK", n / 1e3);
+  return absl::StrFormat("%.0f", n);
+}
+
+std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
+  const v1::ModelSpec& m = r.model();
+  std::string out = absl::StrFormat(
+      "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d %s, %s attention, %s\n\n",
+      m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
+      m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
+      m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
+      m.micro_batch_size(), m.tensor_parallel(), DtypeShort(m.dtype()),
+      m.attention() == v1::ATTENTION_FLASH ? "flash" : "unfused",
+      m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
+      : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
+                                             : "decode step");
+  Table t({"gemm", "pass", "count", "batch", "M", "N", "K", "layout", "dtype", "GFLOP", "share",
+           "alignM", "alignN", "alignK", "tile", "tile_eff", "waves", "wave_eff", "time",
+           "TFLOP/s", "bound"});
+  for (const v1::GemmAnalysis& g : r.gemms()) {
+    const v1::GemmReport& gr = g.gemm();
+    const v1::TileChoice& tc = g.tile();
+    const bool fused = gr.fused_attention();
+    t.Add({gr.name(), PassShort(gr.pass()), absl::StrCat(gr.count()),
+           absl::StrCat(gr.shape().batch()), absl::StrCat(gr.shape().m()),
+           absl::StrCat(gr.shape().n()), absl::StrCat(gr.shape().k()),
+           fused ? "fused" : LayoutShort(gr.layout()), DtypeShort(gr.dtype()),
+           absl::StrFormat("%.1f", gr.flops() / 1e9),
+           absl::StrFormat("%.1f%%", 100 * g.step_flop_share()), Align(g.m_alignment()),
+           Align(g.n_alignment()), Align(g.k_alignment()),
+           fused ? absl::StrCat("q", tc.tile_m())
+                 : absl::StrCat(tc.tile_m(), "x", tc.tile_n(),
+                                tc.split_k() > 1 ? absl::StrCat("/k", tc.split_k()) : ""),
+           absl::StrFormat("%.3f", tc.tile_efficiency()), absl::StrCat(tc.waves()),
+           absl::StrFormat("%.3f", tc.wave_efficiency()), HumanSeconds(g.time_s()),
+           absl::StrFormat("%.1f", g.tflops()), BoundShort(g.bound())});
+  }
+  absl::StrAppend(&out, t.Render());
+  absl::StrAppend(&out,
+                  "align: largest power of two dividing the dimension; '!' = misses the GPU's "
+                  "tensor-core alignment rule. tile/k: split-K. All times PREDICTED (",
+                  r.provenance().method(), ").\n\n");
+  const v1::ParameterCounts& p = r.params();
+  absl::StrAppendFormat(&out, "parameters      %s total (%d), %s per layer, %s embeddings\n",
+                        HumanCount(p.total_params()), p.total_params(),
+                        HumanCount(p.per_layer_params()), HumanCount(p.embedding_params()));
+  absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
+                        HumanCount(r.step_flops()), HumanCount(r.model_flops()),
+                        r.tokens_per_step());
+  absl::StrAppendFormat(&out,
+                        "predicted time  %s per step = %s GEMMs + %s elementwise (estimated)\n",
+                        HumanSeconds(r.step_time_s()), HumanSeconds(r.gemm_time_s()),
+                        HumanSeconds(r.elementwise_time_s()));
+  absl::StrAppendFormat(&out, "predicted MFU   %.1f%%, %s tokens/s per GPU\n", 100 * r.mfu(),
+                        HumanCount(r.tokens_per_second_per_gpu()));
+  if (r.rules().empty()) {
+    absl::StrAppend(&out, "rules           none broken\n");
+  } else {
+    absl::StrAppend(&out, "rules broken:\n");
+    for (const v1::RuleViolation& v : r.rules()) {
+      absl::StrAppend(&out, "  [rule ", v.paper_rule(), "] ", v.message(), "\n");
+    }
+  }
+  return out;
+}
+
+std::string FormatDevices(const v1::ListDevicesResponse& r) {
+  std::string out;
+  if (r.workers().empty()) {
+    absl::StrAppend(&out, "workers: none (measurements unavailable; predictions only)\n\n");
+  } else {
+    Table w({"worker", "address", "device", "backend", "cc", "SMs", "up", "restarts"});
+    for (const auto& d : r.workers()) {
+      w.Add({d.id(), d.address(), d.device().name(), d.device().backend(),
+             absl::StrCat(d.device().compute_capability()), absl::StrCat(d.device().sm_count()),
+             d.up() ? "yes" : "no", absl::StrCat(d.restarts())});
+    }
+    absl::StrAppend(&out, w.Render(), "\n");
+  }
+  Table c({"gpu", "name", "arch", "SMs", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB/s", "L2 MiB",
+           "align B"});
+  for (const auto& g : r.catalog()) {
+    c.Add({g.name(), g.display_name(), g.architecture(), absl::StrCat(g.sm_count()),
+           g.peak_bf16_tflops() > 0 ? absl::StrFormat("%.0f", g.peak_bf16_tflops()) : "-",
+           g.peak_fp8_tflops() > 0 ? absl::StrFormat("%.0f", g.peak_fp8_tflops()) : "-",
+           absl::StrFormat("%.0f", g.memory_bandwidth_gbps()),
+           absl::StrCat(g.l2_bytes() >> 20), absl::StrCat(g.alignment_bytes())});
+  }
+  absl::StrAppend(&out, c.Render());
+  return out;
+}
+
+std::string FormatTimingHeader() {
+  return absl::StrFormat("%-5s %-28s %-6s %-5s %12s %9s %7s %7s  %s\n", "#", "shape", "layout",
+                         "dtype", "time", "TFLOP/s", "samples", "spread", "source");
+}
+
+std::string FormatTiming(const v1::GemmTiming& t) {
+  const v1::TimingStats& s = t.stats();
+  std::string line = absl::StrFormat(
+      "%-5d %-28s %-6s %-5s %12s %9.1f %7s %7s  %s", t.index(), Shape(t.shape()),
+      LayoutShort(t.layout()), DtypeShort(t.dtype()), HumanSeconds(t.time_s()), t.tflops(),
+      s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
+      s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
+      SourceName(t.provenance().source()));
+  if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
+  return line + "\n";
+}
+
+std::string FormatRecommendation(const v1::RecommendResponse& r) {
+  std::string out = absl::StrFormat("%d candidates considered on %s\n\n",
+                                    r.candidates_considered(), r.gpu());
+  Table t({"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params", "Δparams", "step", "tok/s/GPU",
+           "speedup", "MFU", "source"});
+  for (const v1::Candidate& c : r.candidates()) {
+    const v1::ModelSpec& m = c.model();
+    t.Add({absl::StrCat(c.rank()), c.baseline() ? "base" : "", absl::StrCat(m.hidden_size()),
+           absl::StrCat(m.num_attention_heads()), absl::StrCat(m.num_kv_heads()),
+           absl::StrCat(m.head_dim()), absl::StrCat(m.ffn_hidden_size()),
+           absl::StrCat(m.vocab_size()), absl::StrCat(m.num_layers()),
+           HumanCount(c.params().total_params()),
+           absl::StrFormat("%+.2f%%", 100 * c.param_change()), HumanSeconds(c.step_time_s()),
+           HumanCount(c.tokens_per_second_per_gpu()),
+           c.speedup_uncertainty() > 0
+               ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
+               : absl::StrFormat("%.3fx", c.speedup()),
+           absl::StrFormat("%.1f%%", 100 * c.mfu()), SourceName(c.source())});
+  }
+  absl::StrAppend(&out, t.Render(), "\nwhy:\n");
+  for (const v1::Candidate& c : r.candidates()) {
+    if (c.reasons().empty()) continue;
+    absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",
+                    absl::StrJoin(c.reasons(), "; "), "\n");
+  }
+  for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
+std::string FormatError(const absl::Status& status) {
+  std::string out = absl::StrCat(absl::StatusCodeToString(status.code()), ": ");
+  std::vector<FieldViolation> v = ViolationsOf(status);
+  if (v.empty()) {
+    absl::StrAppend(&out, status.message());
+  } else {
+    absl::StrAppend(&out, absl::StrJoin(v, "; ", [](std::string* o, const FieldViolation& f) {
+                      absl::StrAppend(o, f.field, ": ", f.description);
+                    }));
+  }
+  const absl::Duration retry = RetryDelayOf(status);
+  if (retry > absl::ZeroDuration()) {
+    absl::StrAppend(&out, " (retry after ", absl::FormatDuration(retry), ")");
+  }
+  return out;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,33 @@
+// Human-readable rendering of Advisor responses for the CLI (tables), and JSON via the protobuf
+// JSON mapping (field names as in the .proto files).
+#ifndef WAVECREST_CLIENT_FORMAT_H_
+#define WAVECREST_CLIENT_FORMAT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+
+// The protobuf JSON mapping of `message`, snake_case names, defaults printed, indented.
+std::string ToJson(const google::protobuf::Message& message);
+
+std::string FormatAnalysis(const v1::AnalyzeResponse& r);
+std::string FormatDevices(const v1::ListDevicesResponse& r);
+std::string FormatTimingHeader();
+std::string FormatTiming(const v1::GemmTiming& t);
+std::string FormatRecommendation(const v1::RecommendResponse& r);
+
+// One line for a failed call: "INVALID_ARGUMENT: model.hidden_size: must be in [1, 262144]; got 0"
+std::string FormatError(const absl::Status& status);
+
+// "1.23 ms", "45.6 us", "2.00 s"
+std::string HumanSeconds(double s);
+// "6.74B", "124.4M"
+std::string HumanCount(double n);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CLIENT_FORMAT_H_

@@ -1,0 +1,105 @@
+// wavecrest: the command-line client.
+//
+//   wavecrest analyze --model FILE --gpu NAME [--seq N] [--micro-batch N] [--tp N] [--dtype D]
+//                     [--attention A] [--workload W] [--format table|json] [--server ADDR]
+//
+// Flags may be written with '-' or '_' (--micro-batch or --micro_batch).
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "client/cli.h"
+
+ABSL_FLAG(std::string, model, "",
+          "Model spec file: wavecrest JSON (examples/models/*.json) or a Hugging Face config.json");
+ABSL_FLAG(std::string, gpu, "h100-sxm",
+          "Target GPU: a catalog name (v100-sxm2, a100-sxm-40gb, a100-sxm-80gb, a100-pcie-40gb, "
+          "a100-pcie-80gb, a10, l4, l40s, h100-sxm, h100-pcie, h200, b200) or a worker device");
+ABSL_FLAG(int64_t, seq, 0, "Override seq_length (tokens per sequence); 0 = keep (default 2048)");
+ABSL_FLAG(int64_t, micro_batch, 0, "Override micro_batch_size; 0 = keep (default 1)");
+ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)");
+ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
+ABSL_FLAG(std::string, attention, "", "Override attention: unfused or flash");
+ABSL_FLAG(std::string, workload, "", "Override workload: training, prefill or decode");
+ABSL_FLAG(int64_t, kv_cache, 0, "Override kv_cache_length (decode); 0 = keep");
+ABSL_FLAG(std::string, format, "table", "Output: table (for people) or json (protobuf JSON)");
+ABSL_FLAG(std::string, server, "",
+          "Advisor address (host:port). Empty: analyze and recommend --mode predicted run "
+          "in-process; the other commands need a server");
+ABSL_FLAG(double, deadline, 60, "Deadline of each RPC, seconds");
+
+namespace {
+
+constexpr char kUsage[] = R"(wavecrest: hardware-efficient transformer shapes.
+
+usage: wavecrest COMMAND [flags]
+
+commands:
+  analyze   the GEMMs of one step of a model, their alignment, predicted cost and the paper's
+            rules the model breaks (offline, or through --server)
+
+exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
+analysis) fails, e.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 UNAVAILABLE.
+
+flags (both --micro-batch and --micro_batch spellings work):)";
+
+// Abseil flag names cannot contain '-'; accept them anyway by rewriting "--a-b[=v]" to "--a_b[=v]".
+std::vector<std::string> NormalizeFlagSpelling(int argc, char** argv) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && a.rfind("--", 0) == 0) {
+      const size_t eq = a.find('=');
+      for (size_t j = 2; j < std::min(eq, a.size()); ++j) {
+        if (a[j] == '-') a[j] = '_';
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return path.find("client/") != absl::string_view::npos;
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
+
+  std::vector<std::string> args = NormalizeFlagSpelling(argc, argv);
+  std::vector<char*> cargs;
+  for (std::string& a : args) cargs.push_back(a.data());
+  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(cargs.size()),
+                                                         cargs.data());
+  if (positional.size() < 2) {
+    std::cerr << "wavecrest: missing COMMAND (try --help)\n";
+    return 2;
+  }
+  wavecrest::CliOptions o;
+  o.command = positional[1];
+  for (size_t i = 2; i < positional.size(); ++i) o.args.emplace_back(positional[i]);
+  o.model = absl::GetFlag(FLAGS_model);
+  o.gpu = absl::GetFlag(FLAGS_gpu);
+  o.seq = absl::GetFlag(FLAGS_seq);
+  o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
+  o.tp = absl::GetFlag(FLAGS_tp);
+  o.dtype = absl::GetFlag(FLAGS_dtype);
+  o.attention = absl::GetFlag(FLAGS_attention);
+  o.workload = absl::GetFlag(FLAGS_workload);
+  o.kv_cache = absl::GetFlag(FLAGS_kv_cache);
+  o.format = absl::GetFlag(FLAGS_format);
+  o.server = absl::GetFlag(FLAGS_server);
+  o.deadline_s = absl::GetFlag(FLAGS_deadline);
+  return wavecrest::RunCli(o, std::cout, std::cerr);
+}

@@ -1,0 +1,54 @@
+#include "core/analysis.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+
+namespace wavecrest {
+
+absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu) {
+  if (gpu.Supports(dtype)) return absl::OkStatus();
+  std::vector<std::string> ok;
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32, DType::kFp8E4M3}) {
+    if (gpu.Supports(d)) ok.emplace_back(DTypeName(d));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("dtype: ", gpu.name, " cannot run ",
+                                                    DTypeName(dtype), "; it supports ",
+                                                    absl::StrJoin(ok, ", ")));
+}
+
+absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu) {
+  ASSIGN_OR_RETURN(ModelSpec spec, NormalizeSpec(raw));
+  RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, gpu));
+  Analysis a;
+  a.spec = spec;
+  a.gpu = &gpu;
+  std::vector<Gemm> gemms = BuildGemms(spec);
+  a.params = CountParams(spec);
+  a.flops = CountFlops(spec, gemms);
+  a.rules = CheckRules(spec, gemms);
+  a.gemms.reserve(gemms.size());
+  for (Gemm& g : gemms) {
+    GemmAnalysis ga;
+    ga.step_flop_share = a.flops.step_flops > 0 ? g.step_flops() / a.flops.step_flops : 0;
+    ga.m_align = AlignmentOf(g.shape.m, g.dtype, gpu);
+    ga.n_align = AlignmentOf(g.shape.n, g.dtype, gpu);
+    ga.k_align = AlignmentOf(g.shape.k, g.dtype, gpu);
+    ga.prediction = Predict(gpu, g);
+    a.gemm_time_s += ga.prediction.time_s * static_cast<double>(g.count);
+    ga.gemm = std::move(g);
+    a.gemms.push_back(std::move(ga));
+  }
+  a.elementwise = EstimateElementwise(spec, gpu);
+  a.step_time_s = a.gemm_time_s + a.elementwise.time_s;
+  const double peak = gpu.PeakFlops(spec.dtype);
+  a.mfu = a.flops.step_flops / (a.step_time_s * peak);
+  a.tokens_per_s_per_gpu = static_cast<double>(a.flops.tokens_per_step) / a.step_time_s /
+                           static_cast<double>(spec.tensor_parallel);
+  return a;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,49 @@
+// Analyze: one model spec on one catalogued GPU, end to end (GEMMs, alignment, predicted times,
+// parameter and FLOP counts, step time, rules broken). Shared by the CLI's offline mode and the
+// server's Analyze RPC.
+#ifndef WAVECREST_CORE_ANALYSIS_H_
+#define WAVECREST_CORE_ANALYSIS_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/cost_model.h"
+#include "core/gemm.h"
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+#include "core/model_stats.h"
+#include "core/rules.h"
+
+namespace wavecrest {
+
+struct GemmAnalysis {
+  Gemm gemm;
+  double step_flop_share = 0;  // of the step's FLOPs (this GEMM × its count)
+  DimAlignment m_align, n_align, k_align;
+  GemmPrediction prediction;
+};
+
+struct Analysis {
+  ModelSpec spec;  // normalized
+  const GpuSpec* gpu = nullptr;
+  std::vector<GemmAnalysis> gemms;
+  ParamCounts params;
+  FlopCounts flops;
+  double gemm_time_s = 0;         // Σ count × predicted time
+  ElementwiseEstimate elementwise;
+  double step_time_s = 0;         // gemm_time_s + elementwise.time_s
+  double mfu = 0;                 // step FLOPs / (step time × dense peak), per GPU
+  double tokens_per_s_per_gpu = 0;
+  std::vector<RuleViolation> rules;
+};
+
+// INVALID_ARGUMENT for a bad spec (every violation), FAILED_PRECONDITION for a dtype the GPU cannot
+// run on tensor cores.
+absl::StatusOr<Analysis> Analyze(const ModelSpec& spec, const GpuSpec& gpu);
+
+// FAILED_PRECONDITION naming the GPU and the dtypes it can run, or OK.
+absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_ANALYSIS_H_

@@ -1,0 +1,99 @@
+// The analytic cost model: a prediction of one GEMM's time on one catalogued GPU.
+//
+// For every tile T = (Tm, Tn, c = CTAs per SM, f = peak fraction) in the GPU's menu and every
+// split-K factor S (powers of two with K/S >= min_split_k_slice, S <= max_split_k):
+//
+//   tiles      = ceil(M/Tm) · ceil(N/Tn) · batch · S
+//   slots      = SMs · c                                   (tiles that run at once: one wave)
+//   waves      = ceil(tiles / slots)
+//   tile_eff   = M·N / (ceil(M/Tm)·Tm · ceil(N/Tn)·Tn)     (tile quantization)
+//   wave_eff   = tiles / (waves · slots)                   (wave quantization)
+//   align_eff  = misaligned_efficiency if any leading dimension is not a multiple of 16 bytes,
+//                else sub_alignment_efficiency^(number of leading dimensions that miss the GPU's
+//                alignment rule, e.g. 128 bytes), else 1
+//   t_tile     = 2·Tm·Tn·(ceil(K/S) + k_overhead) · slots / (peak · f · align_eff)
+//   t_compute  = waves · t_tile + t_reduce,   t_reduce = 2·4·S·M·N·batch / (BW · mem_eff) if S > 1
+//   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · mem_eff)   (roofline)
+//   t          = max(t_compute, t_memory, latency_floor)
+//
+// and the prediction is the (tile, S) with the smallest t, as cuBLAS's heuristic tries to pick; ties
+// go to the larger tile and the smaller S. The GEMM is compute-, memory- or latency-bound by which
+// term of the max won. K does not enter tiles or waves: it sets the time per wave (and, through
+// k_overhead, makes short reductions less efficient); split-K turns K back into parallelism.
+//
+// Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on Hopper,
+// the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a multiple
+// of 16 bytes forces a kernel family with narrower loads, which we price at misaligned_efficiency
+// (about half speed). Dimensions that are 16-byte aligned but not multiples of the GPU's preferred
+// 128 bytes keep the fast kernels but lose some load efficiency: sub_alignment_efficiency each.
+// All constants live in CostModelParams (core/gpu_catalog.h), one struct per GPU, for calibration.
+#ifndef WAVECREST_CORE_COST_MODEL_H_
+#define WAVECREST_CORE_COST_MODEL_H_
+
+#include <cstdint>
+#include "absl/strings/string_view.h"
+
+#include "core/gemm.h"
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+
+namespace wavecrest {
+
+// Names the model and its version; every PREDICTED number carries it.
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v1";
+
+enum class Bound { kCompute, kMemory, kLatency };
+absl::string_view BoundName(Bound bound);  // "compute", "memory", "latency"
+
+struct GemmPrediction {
+  double time_s = 0;
+  double tflops = 0;  // achieved: useful FLOPs / time_s / 1e12
+  Bound bound = Bound::kCompute;
+  TileShape tile;
+  int64_t split_k = 1;
+  int64_t tiles = 0;
+  int64_t waves = 0;
+  double tile_efficiency = 1;
+  double wave_efficiency = 1;
+  double alignment_efficiency = 1;
+  double compute_time_s = 0;
+  double memory_time_s = 0;
+};
+
+// The alignment of one dimension for one dtype on one GPU.
+struct DimAlignment {
+  int64_t pow2 = 0;         // largest power of two dividing the dimension
+  bool meets_rule = false;  // dim·bytes is a multiple of the GPU's alignment_bytes
+};
+DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu);
+
+// The efficiency factor alignment costs a GEMM with this key (see the file comment).
+double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu);
+
+// Best prediction over the tile menu and split-K factors. The dtype must be supported by the GPU
+// (callers check Supports first; an unsupported dtype predicts an infinite time).
+GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key);
+
+// The prediction for one given tile and split-K factor (what PredictGemm minimises over).
+GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
+                                   int64_t split_k);
+
+// A fused (Flash) attention kernel (Gemm::fused_attention): FLOPs at a fraction of peak that
+// depends on the head dim (kernels are compiled for head dims in steps of 32, so d is padded up),
+// with wave quantization over 128-row query blocks, and a memory floor for Q, K, V and O.
+GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm);
+
+// Either of the above, by kind.
+GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm);
+
+// The non-GEMM work of one step (norms, activation, residual adds, softmax of unfused attention,
+// the loss over the logits), estimated from the bytes it must move at elementwise bandwidth.
+struct ElementwiseEstimate {
+  double bytes = 0;
+  double time_s = 0;
+};
+ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_COST_MODEL_H_

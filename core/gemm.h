@@ -1,0 +1,91 @@
+// The GEMMs one step of a model runs, per tensor-parallel rank.
+//
+// Shapes follow the paper's row-major convention: C[M×N] = op(A)[M×K] · op(B)[K×N], repeated
+// `batch` times (strided-batched), FLOPs = 2·M·N·K·batch. For a linear layer Y = X·Wᵀ with X of
+// T×in and W of out×in: forward M = T, N = out, K = in; dgrad dX = dY·W has M = T, N = in, K = out;
+// wgrad dW = dYᵀ·X has M = out, N = in, K = T.
+//
+// `layout` is in cuBLAS (column-major) terms, as the worker calls it: the row-major product is run
+// as Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. cuBLAS m = N, n = M, k = K, and the two letters are cuBLAS's opA, opB:
+//   forward Y = X·Wᵀ  -> TN (leading dims K, K; C's leading dim N)
+//   dgrad  dX = dY·W  -> NN (leading dims N, K)
+//   wgrad  dW = dYᵀ·X -> NT (leading dims N, M)
+#ifndef WAVECREST_CORE_GEMM_H_
+#define WAVECREST_CORE_GEMM_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "core/model_spec.h"
+
+namespace wavecrest {
+
+enum class Pass { kForward, kDgrad, kWgrad, kBackward };
+enum class Layout { kTN, kNN, kNT };
+
+absl::string_view PassName(Pass pass);      // "forward", "dgrad", "wgrad", "backward"
+absl::string_view LayoutName(Layout layout);  // "TN", "NN", "NT"
+absl::StatusOr<Layout> ParseLayout(absl::string_view name);
+
+struct GemmShape {
+  int64_t m = 0;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t batch = 1;
+  friend bool operator==(const GemmShape&, const GemmShape&) = default;
+  friend auto operator<=>(const GemmShape&, const GemmShape&) = default;
+};
+
+// What one timing measures: the identity of a GEMM for the cache and the worker.
+struct GemmKey {
+  GemmShape shape;
+  Layout layout = Layout::kTN;
+  DType dtype = DType::kBf16;
+  friend bool operator==(const GemmKey&, const GemmKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const GemmKey& g) {
+    return H::combine(std::move(h), g.shape.m, g.shape.n, g.shape.k, g.shape.batch,
+                      static_cast<int>(g.layout), static_cast<int>(g.dtype));
+  }
+};
+std::string GemmKeyString(const GemmKey& key);  // "bf16 TN 8192x12288x4096 b1"
+
+// Names used in reports.
+inline constexpr absl::string_view kQkv = "qkv";
+inline constexpr absl::string_view kAttnScore = "attn_score";
+inline constexpr absl::string_view kAttnOverValue = "attn_over_value";
+inline constexpr absl::string_view kAttnFused = "attn_fused";  // FlashAttention: one kernel
+inline constexpr absl::string_view kAttnProj = "attn_proj";
+inline constexpr absl::string_view kMlpUp = "mlp_up";
+inline constexpr absl::string_view kMlpGate = "mlp_gate";
+inline constexpr absl::string_view kMlpGateUp = "mlp_gate_up";  // SwiGLU, gate and up fused
+inline constexpr absl::string_view kMlpDown = "mlp_down";
+inline constexpr absl::string_view kLogits = "logits";
+
+struct Gemm {
+  std::string name;
+  Pass pass = Pass::kForward;
+  GemmShape shape;
+  Layout layout = Layout::kTN;
+  DType dtype = DType::kBf16;
+  int64_t count = 1;  // times per step (per layer GEMMs: num_layers)
+  // A fused attention kernel, not a GEMM: `shape` is (s_q, s_kv, head_dim, batch = b·a/t) and
+  // `flops` counts its two (forward) or five (backward, with recompute) matrix products.
+  bool fused_attention = false;
+  double flops = 0;  // of one execution (multiply by count for the step)
+
+  GemmKey key() const { return {shape, layout, dtype}; }
+  double step_flops() const { return flops * static_cast<double>(count); }
+};
+
+double GemmFlops(const GemmShape& s);  // 2·M·N·K·batch
+
+// The GEMM list of one step of `spec`'s workload (spec must be normalized): forward only for prefill
+// and decode; forward, dgrad and wgrad for training. Per tensor-parallel rank.
+std::vector<Gemm> BuildGemms(const ModelSpec& spec);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_GEMM_H_

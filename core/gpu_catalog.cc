@@ -1,0 +1,218 @@
+#include "core/gpu_catalog.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace wavecrest {
+
+double GpuSpec::PeakFlops(DType dtype) const {
+  switch (dtype) {
+    case DType::kBf16: return peak_bf16;
+    case DType::kFp16: return peak_fp16;
+    case DType::kTf32: return peak_tf32;
+    case DType::kFp32: return peak_fp32;
+    case DType::kFp8E4M3: return peak_fp8;
+  }
+  return 0;
+}
+
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+
+// cuBLAS's tile menu, largest first (paper notes §4: 256×128 / 128×256 most efficient, down to
+// 64×64). `best` is the fraction of peak the largest tiles reach; smaller tiles reach less because
+// each operand byte they load feeds fewer multiply-adds. Relative factors are priors.
+std::vector<TileShape> TileMenu(double best) {
+  return {
+      {256, 128, 1, best},        {128, 256, 1, best},        {128, 128, 2, best * 0.92},
+      {128, 64, 3, best * 0.82},  {64, 128, 3, best * 0.82},  {64, 64, 4, best * 0.65},
+  };
+}
+
+CostModelParams Params(double best_fraction) {
+  CostModelParams p;
+  p.tiles = TileMenu(best_fraction);
+  return p;
+}
+
+std::vector<GpuSpec> MakeCatalog() {
+  std::vector<GpuSpec> c;
+  // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
+  // PyTorch (paper notes §5). The others are priors of the same kind (power-limited PCIe and Ada
+  // parts lower), to be replaced by calibration against measurements.
+  {
+    GpuSpec g;
+    g.name = "v100-sxm2";
+    g.display_name = "NVIDIA Tesla V100 SXM2 32GB";
+    g.architecture = "Volta";
+    g.compute_capability = 70;
+    g.sm_count = 80;
+    g.boost_clock_mhz = 1530;
+    g.memory_bytes = 32 * kGiB;
+    g.l2_bytes = 6 * kMiB;
+    g.memory_bandwidth_bytes_per_s = 900 * kGiga;
+    g.peak_fp16 = 125 * kTera;
+    g.peak_fp32 = 15.7 * kTera;
+    g.alignment_bytes = 16;
+    g.model = Params(0.85);
+    g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
+    c.push_back(g);
+  }
+  auto a100 = [](std::string name, std::string display, double bw, int64_t mem_gib, double best) {
+    GpuSpec g;
+    g.name = std::move(name);
+    g.display_name = std::move(display);
+    g.architecture = "Ampere";
+    g.compute_capability = 80;
+    g.sm_count = 108;
+    g.boost_clock_mhz = 1410;
+    g.memory_bytes = mem_gib * kGiB;
+    g.l2_bytes = 40 * kMiB;
+    g.memory_bandwidth_bytes_per_s = bw;
+    g.peak_bf16 = g.peak_fp16 = 312 * kTera;
+    g.peak_tf32 = 156 * kTera;
+    g.peak_fp32 = 19.5 * kTera;
+    g.alignment_bytes = 128;
+    g.model = Params(best);
+    g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
+    return g;
+  };
+  c.push_back(a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", 1555 * kGiga, 40, 0.87));
+  c.push_back(a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", 2039 * kGiga, 80, 0.87));
+  c.push_back(a100("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", 1555 * kGiga, 40, 0.82));
+  c.push_back(a100("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 1935 * kGiga, 80, 0.82));
+  {
+    GpuSpec g;
+    g.name = "a10";
+    g.display_name = "NVIDIA A10 24GB";
+    g.architecture = "Ampere";
+    g.compute_capability = 86;
+    g.sm_count = 72;
+    g.boost_clock_mhz = 1695;
+    g.memory_bytes = 24 * kGiB;
+    g.l2_bytes = 6 * kMiB;
+    g.memory_bandwidth_bytes_per_s = 600 * kGiga;
+    g.peak_bf16 = g.peak_fp16 = 125 * kTera;
+    g.peak_tf32 = 62.5 * kTera;
+    g.peak_fp32 = 31.2 * kTera;
+    g.model = Params(0.75);
+    g.sources = "NVIDIA A10 datasheet; Ampere GA102 whitepaper";
+    c.push_back(g);
+  }
+  {
+    GpuSpec g;
+    g.name = "l4";
+    g.display_name = "NVIDIA L4 24GB";
+    g.architecture = "Ada Lovelace";
+    g.compute_capability = 89;
+    g.sm_count = 58;
+    g.boost_clock_mhz = 2040;
+    g.memory_bytes = 24 * kGiB;
+    g.l2_bytes = 48 * kMiB;
+    g.memory_bandwidth_bytes_per_s = 300 * kGiga;
+    g.peak_bf16 = g.peak_fp16 = 121 * kTera;
+    g.peak_fp8 = 242.5 * kTera;
+    g.peak_tf32 = 60 * kTera;
+    g.peak_fp32 = 30.3 * kTera;
+    g.model = Params(0.70);
+    g.sources = "NVIDIA L4 datasheet; Ada Lovelace architecture whitepaper";
+    c.push_back(g);
+  }
+  {
+    GpuSpec g;
+    g.name = "l40s";
+    g.display_name = "NVIDIA L40S 48GB";
+    g.architecture = "Ada Lovelace";
+    g.compute_capability = 89;
+    g.sm_count = 142;
+    g.boost_clock_mhz = 2520;
+    g.memory_bytes = 48 * kGiB;
+    g.l2_bytes = 96 * kMiB;
+    g.memory_bandwidth_bytes_per_s = 864 * kGiga;
+    g.peak_bf16 = g.peak_fp16 = 362 * kTera;
+    g.peak_fp8 = 733 * kTera;
+    g.peak_tf32 = 183 * kTera;
+    g.peak_fp32 = 91.6 * kTera;
+    g.model = Params(0.70);
+    g.sources = "NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper";
+    c.push_back(g);
+  }
+  auto hopper = [](std::string name, std::string display, int64_t sms, int64_t mhz, double peak16,
+                   double bw, int64_t mem_gib, double best) {
+    GpuSpec g;
+    g.name = std::move(name);
+    g.display_name = std::move(display);
+    g.architecture = "Hopper";
+    g.compute_capability = 90;
+    g.sm_count = sms;
+    g.boost_clock_mhz = mhz;
+    g.memory_bytes = mem_gib * kGiB;
+    g.l2_bytes = 50 * kMiB;
+    g.memory_bandwidth_bytes_per_s = bw;
+    g.peak_bf16 = g.peak_fp16 = peak16;
+    g.peak_fp8 = 2 * peak16;
+    g.peak_tf32 = peak16 / 2;
+    g.peak_fp32 = peak16 / 14.8;  // 66.9 of 989.4 (SXM), 51.2 of 756 (PCIe)
+    g.model = Params(best);
+    g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
+    return g;
+  };
+  c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera,
+                     3350 * kGiga, 80, 0.80));
+  c.push_back(hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga,
+                     80, 0.75));
+  c.push_back(hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141,
+                     0.80));
+  {
+    GpuSpec g;
+    g.name = "b200";
+    g.display_name = "NVIDIA B200 180GB";
+    g.architecture = "Blackwell";
+    g.compute_capability = 100;
+    g.sm_count = 148;
+    g.boost_clock_mhz = 0;  // not in NVIDIA's datasheet; read from the device when measuring
+    g.memory_bytes = 180 * kGiB;
+    g.l2_bytes = 126 * kMiB;  // reported figure; read from the device when measuring
+    g.memory_bandwidth_bytes_per_s = 8000 * kGiga;
+    g.peak_bf16 = g.peak_fp16 = 2250 * kTera;
+    g.peak_fp8 = 4500 * kTera;
+    g.peak_tf32 = 1100 * kTera;
+    g.peak_fp32 = 75 * kTera;
+    g.model = Params(0.75);
+    g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
+    c.push_back(g);
+  }
+  return c;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& GpuCatalog() {
+  static const std::vector<GpuSpec>* catalog = new std::vector<GpuSpec>(MakeCatalog());
+  return *catalog;
+}
+
+std::string KnownGpuNames() {
+  return absl::StrJoin(GpuCatalog(), ", ",
+                       [](std::string* out, const GpuSpec& g) { out->append(g.name); });
+}
+
+absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name) {
+  std::string n = absl::AsciiStrToLower(name);
+  if (n == "h100") n = "h100-sxm";
+  if (n == "a100") n = "a100-sxm-80gb";
+  if (n == "v100") n = "v100-sxm2";
+  if (n == "h200-sxm") n = "h200";
+  for (const GpuSpec& g : GpuCatalog()) {
+    if (g.name == n) return &g;
+  }
+  return absl::NotFoundError(
+      absl::StrCat("gpu: unknown \"", name, "\"; known: ", KnownGpuNames()));
+}
+
+}  // namespace wavecrest

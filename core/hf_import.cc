@@ -1,0 +1,127 @@
+#include "core/hf_import.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+
+namespace wavecrest {
+namespace {
+
+using nlohmann::json;
+
+constexpr absl::string_view kSupported =
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPTNeoXForCausalLM, "
+    "GPT2LMHeadModel, GemmaForCausalLM, PhiForCausalLM, Phi3ForCausalLM";
+
+absl::StatusOr<int64_t> GetInt(const json& j, const char* key, std::optional<int64_t> fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (fallback) return *fallback;
+    return absl::InvalidArgumentError(absl::StrCat("config.json: missing field \"", key, "\""));
+  }
+  if (!it->is_number_integer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: field \"", key, "\" must be an integer; got ", it->dump()));
+  }
+  return it->get<int64_t>();
+}
+
+absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: field \"", key, "\" must be true or false; got ", it->dump()));
+  }
+  return it->get<bool>();
+}
+
+#define WC_TRY_ASSIGN(lhs, expr)          \
+  do {                                    \
+    auto wc_v_ = (expr);                  \
+    if (!wc_v_.ok()) return wc_v_.status(); \
+    lhs = *wc_v_;                         \
+  } while (false)
+
+}  // namespace
+
+bool LooksLikeHfConfig(absl::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && (j.contains("architectures") || j.contains("model_type"));
+}
+
+absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
+  json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("config.json: not a JSON object");
+  }
+  std::string arch;
+  if (auto it = j.find("architectures");
+      it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
+    arch = (*it)[0].get<std::string>();
+  } else if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string()) {
+    const std::string t = mt->get<std::string>();
+    if (t == "llama") arch = "LlamaForCausalLM";
+    if (t == "mistral") arch = "MistralForCausalLM";
+    if (t == "qwen2") arch = "Qwen2ForCausalLM";
+    if (t == "gpt_neox") arch = "GPTNeoXForCausalLM";
+    if (t == "gpt2") arch = "GPT2LMHeadModel";
+    if (t == "gemma") arch = "GemmaForCausalLM";
+    if (t == "phi") arch = "PhiForCausalLM";
+    if (t == "phi3") arch = "Phi3ForCausalLM";
+  }
+
+  ModelSpec s;
+  if (auto it = j.find("_name_or_path"); it != j.end() && it->is_string()) {
+    s.name = it->get<std::string>();
+  }
+  if (arch == "GPT2LMHeadModel") {
+    WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "n_embd", std::nullopt));
+    WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "n_head", std::nullopt));
+    WC_TRY_ASSIGN(s.num_layers, GetInt(j, "n_layer", std::nullopt));
+    WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "n_inner", 4 * s.hidden_size));
+    WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+    WC_TRY_ASSIGN(s.learned_position_embeddings, GetInt(j, "n_positions", 1024));
+    WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+    s.mlp = Mlp::kGelu;
+    s.norm = Norm::kLayerNorm;
+    s.bias = Bias::kAll;
+    return s;
+  }
+
+  const bool llama_like = arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" ||
+                          arch == "Qwen2ForCausalLM" || arch == "GemmaForCausalLM" ||
+                          arch == "Phi3ForCausalLM";
+  const bool gelu_like = arch == "GPTNeoXForCausalLM" || arch == "PhiForCausalLM";
+  if (!llama_like && !gelu_like) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: architecture \"", arch.empty() ? "(none)" : arch,
+                     "\" is not supported; supported: ", kSupported));
+  }
+  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
+  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "num_attention_heads", std::nullopt));
+  WC_TRY_ASSIGN(s.num_kv_heads, GetInt(j, "num_key_value_heads", s.num_attention_heads));
+  WC_TRY_ASSIGN(s.num_layers, GetInt(j, "num_hidden_layers", std::nullopt));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "intermediate_size", std::nullopt));
+  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+  WC_TRY_ASSIGN(s.head_dim, GetInt(j, "head_dim", 0));
+  if (llama_like) {
+    s.mlp = Mlp::kSwiglu;
+    s.fused_gate_up = arch == "Phi3ForCausalLM";  // Phi-3 stores gate_up_proj as one matrix
+    s.norm = Norm::kRmsNorm;
+    const bool gemma = arch == "GemmaForCausalLM";
+    WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", gemma));
+    bool attention_bias = false;
+    WC_TRY_ASSIGN(attention_bias, GetBool(j, "attention_bias", arch == "Qwen2ForCausalLM"));
+    s.bias = attention_bias ? Bias::kQkv : Bias::kNone;
+  } else {
+    s.mlp = Mlp::kGelu;
+    s.norm = Norm::kLayerNorm;
+    s.bias = Bias::kAll;
+    WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  }
+  return s;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,216 @@
+#include "core/model_spec.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace wavecrest {
+
+int DTypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::kBf16:
+    case DType::kFp16:
+      return 2;
+    case DType::kFp32:
+    case DType::kTf32:
+      return 4;
+    case DType::kFp8E4M3:
+      return 1;
+  }
+  return 2;
+}
+
+absl::string_view DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kBf16: return "bf16";
+    case DType::kFp16: return "fp16";
+    case DType::kFp32: return "fp32";
+    case DType::kTf32: return "tf32";
+    case DType::kFp8E4M3: return "fp8_e4m3";
+  }
+  return "?";
+}
+
+absl::StatusOr<DType> ParseDType(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "bf16" || n == "bfloat16") return DType::kBf16;
+  if (n == "fp16" || n == "float16" || n == "half") return DType::kFp16;
+  if (n == "fp32" || n == "float32" || n == "float") return DType::kFp32;
+  if (n == "tf32") return DType::kTf32;
+  if (n == "fp8" || n == "fp8_e4m3" || n == "e4m3") return DType::kFp8E4M3;
+  return absl::InvalidArgumentError(
+      absl::StrCat("dtype: unknown \"", name, "\"; allowed: bf16, fp16, fp32, tf32, fp8_e4m3"));
+}
+
+absl::string_view MlpName(Mlp mlp) { return mlp == Mlp::kGelu ? "gelu" : "swiglu"; }
+
+absl::string_view AttentionName(Attention attention) {
+  return attention == Attention::kFlash ? "flash" : "unfused";
+}
+
+absl::StatusOr<Attention> ParseAttention(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "flash" || n == "fused") return Attention::kFlash;
+  if (n == "unfused") return Attention::kUnfused;
+  return absl::InvalidArgumentError(
+      absl::StrCat("attention: unknown \"", name, "\"; allowed: unfused, flash"));
+}
+
+absl::string_view WorkloadName(Workload workload) {
+  switch (workload) {
+    case Workload::kTraining: return "training";
+    case Workload::kPrefill: return "prefill";
+    case Workload::kDecode: return "decode";
+  }
+  return "?";
+}
+
+absl::StatusOr<Workload> ParseWorkload(absl::string_view name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "training" || n == "train") return Workload::kTraining;
+  if (n == "prefill") return Workload::kPrefill;
+  if (n == "decode") return Workload::kDecode;
+  return absl::InvalidArgumentError(
+      absl::StrCat("workload: unknown \"", name, "\"; allowed: training, prefill, decode"));
+}
+
+ModelSpec WithDefaults(const ModelSpec& in) {
+  ModelSpec s = in;
+  if (s.num_kv_heads == 0) s.num_kv_heads = s.num_attention_heads;
+  if (s.head_dim == 0 && s.num_attention_heads > 0 && s.hidden_size > 0 &&
+      s.hidden_size % s.num_attention_heads == 0) {
+    s.head_dim = s.hidden_size / s.num_attention_heads;
+  }
+  if (s.ffn_hidden_size == 0 && s.hidden_size > 0) {
+    // GELU: the classic 4h. SwiGLU: 8h/3 rounded up, the width that keeps the parameter count of a
+    // 4h GELU MLP; it is usually badly aligned, which is exactly what analyze should point out.
+    s.ffn_hidden_size = s.mlp == Mlp::kGelu ? 4 * s.hidden_size : (8 * s.hidden_size + 2) / 3;
+  }
+  if (s.seq_length == 0) s.seq_length = kDefaultSeqLength;
+  if (s.micro_batch_size == 0) s.micro_batch_size = kDefaultMicroBatch;
+  if (s.tensor_parallel == 0) s.tensor_parallel = 1;
+  if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
+  return s;
+}
+
+namespace {
+
+void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64_t value,
+                int64_t lo, int64_t hi) {
+  if (value < lo || value > hi) {
+    out.push_back({std::string(field),
+                   absl::StrCat("must be in [", lo, ", ", hi, "]; got ", value)});
+  }
+}
+
+}  // namespace
+
+std::vector<FieldViolation> Validate(const ModelSpec& s) {
+  std::vector<FieldViolation> v;
+  CheckRange(v, "hidden_size", s.hidden_size, 1, kMaxHiddenSize);
+  CheckRange(v, "num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
+  CheckRange(v, "num_kv_heads", s.num_kv_heads, 1, kMaxHeads);
+  CheckRange(v, "num_layers", s.num_layers, 1, kMaxLayers);
+  CheckRange(v, "ffn_hidden_size", s.ffn_hidden_size, 1, kMaxFfnHiddenSize);
+  CheckRange(v, "vocab_size", s.vocab_size, 1, kMaxVocabSize);
+  CheckRange(v, "seq_length", s.seq_length, 1, kMaxSeqLength);
+  CheckRange(v, "micro_batch_size", s.micro_batch_size, 1, kMaxMicroBatch);
+  CheckRange(v, "tensor_parallel", s.tensor_parallel, 1, kMaxTensorParallel);
+  CheckRange(v, "kv_cache_length", s.kv_cache_length, 1, kMaxKvCacheLength);
+  CheckRange(v, "learned_position_embeddings", s.learned_position_embeddings, 0,
+             kMaxLearnedPositions);
+
+  const bool h_ok = s.hidden_size >= 1 && s.hidden_size <= kMaxHiddenSize;
+  const bool a_ok = s.num_attention_heads >= 1 && s.num_attention_heads <= kMaxHeads;
+  const bool kv_ok = s.num_kv_heads >= 1 && s.num_kv_heads <= kMaxHeads;
+  const bool t_ok = s.tensor_parallel >= 1 && s.tensor_parallel <= kMaxTensorParallel;
+
+  if (s.head_dim == 0) {
+    if (h_ok && a_ok) {
+      v.push_back({"num_attention_heads",
+                   absl::StrCat("must divide hidden_size (", s.hidden_size, ") unless head_dim is "
+                                "given; got ", s.num_attention_heads)});
+    }
+  } else {
+    CheckRange(v, "head_dim", s.head_dim, 1, kMaxHeadDim);
+  }
+  if (a_ok && kv_ok) {
+    if (s.num_kv_heads > s.num_attention_heads || s.num_attention_heads % s.num_kv_heads != 0) {
+      v.push_back({"num_kv_heads",
+                   absl::StrCat("must divide num_attention_heads (", s.num_attention_heads,
+                                "); got ", s.num_kv_heads)});
+    }
+  }
+  if (t_ok && a_ok && s.num_attention_heads % s.tensor_parallel != 0) {
+    v.push_back({"tensor_parallel",
+                 absl::StrCat("must divide num_attention_heads (", s.num_attention_heads,
+                              "); got ", s.tensor_parallel)});
+  }
+  if (t_ok && kv_ok && s.num_kv_heads % s.tensor_parallel != 0 &&
+      s.tensor_parallel % s.num_kv_heads != 0) {
+    v.push_back({"tensor_parallel",
+                 absl::StrCat("must divide num_kv_heads (", s.num_kv_heads,
+                              ") or be a multiple of it (KV heads are then replicated); got ",
+                              s.tensor_parallel)});
+  }
+  if (t_ok && s.ffn_hidden_size >= 1 && s.ffn_hidden_size % s.tensor_parallel != 0) {
+    v.push_back({"ffn_hidden_size",
+                 absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
+                              "); got ", s.ffn_hidden_size)});
+  }
+  if (t_ok && h_ok && s.hidden_size % s.tensor_parallel != 0) {
+    v.push_back({"hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
+                                             s.tensor_parallel, "); got ", s.hidden_size)});
+  }
+  if (s.seq_length >= 1 && s.seq_length <= kMaxSeqLength && s.micro_batch_size >= 1 &&
+      s.micro_batch_size <= kMaxMicroBatch &&
+      s.seq_length * s.micro_batch_size > kMaxTokensPerMicroBatch) {
+    v.push_back({"micro_batch_size",
+                 absl::StrCat("micro_batch_size × seq_length must be at most ",
+                              kMaxTokensPerMicroBatch, "; got ",
+                              s.seq_length * s.micro_batch_size)});
+  }
+  return v;
+}
+
+absl::Status ViolationsToStatus(const std::vector<FieldViolation>& violations,
+                                absl::string_view field_prefix) {
+  if (violations.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(
+      violations, "; ", [&](std::string* out, const FieldViolation& f) {
+        absl::StrAppend(out, field_prefix, f.field, ": ", f.description);
+      }));
+}
+
+absl::StatusOr<ModelSpec> NormalizeSpec(const ModelSpec& spec) {
+  ModelSpec s = WithDefaults(spec);
+  absl::Status st = ViolationsToStatus(Validate(s));
+  if (!st.ok()) return st;
+  return s;
+}
+
+DerivedShape Derive(const ModelSpec& s) {
+  DerivedShape d;
+  const int64_t t = s.tensor_parallel;
+  d.head_dim = s.head_dim;
+  d.q_width = s.num_attention_heads * s.head_dim;
+  d.kv_width = s.num_kv_heads * s.head_dim;
+  d.heads_per_rank = s.num_attention_heads / t;
+  d.kv_heads_per_rank = std::max<int64_t>(s.num_kv_heads / t, 1);
+  d.ffn_per_rank = s.ffn_hidden_size / t;
+  d.vocab_per_rank = (s.vocab_size + t - 1) / t;
+  d.tokens = s.workload == Workload::kDecode ? s.micro_batch_size
+                                             : s.micro_batch_size * s.seq_length;
+  return d;
+}
+
+int64_t LargestPow2Factor(int64_t x) {
+  if (x <= 0) return 0;
+  int64_t p = 1;
+  while (p < (int64_t{1} << 30) && x % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,31 @@
+// The Advisor's request handling that needs no gRPC machinery: validation and the answer of each
+// RPC from its request. The server calls it; the CLI calls it in-process for offline use.
+#ifndef WAVECREST_SERVER_ADVISOR_LOGIC_H_
+#define WAVECREST_SERVER_ADVISOR_LOGIC_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+
+// Converts and validates a request's model spec; every violation is reported with its field path
+// under `prefix` ("model."). Returns the normalized spec.
+absl::StatusOr<ModelSpec> SpecFromRequest(const v1::ModelSpec& p, absl::string_view prefix);
+
+// Looks up a catalogued GPU by a request's field; INVALID_ARGUMENT when empty, NOT_FOUND listing
+// the known names when unknown.
+absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name, absl::string_view field);
+
+// Analyze: INVALID_ARGUMENT (with field violations), NOT_FOUND, FAILED_PRECONDITION or the answer.
+absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request);
+
+// The catalog part of ListDevices.
+v1::ListDevicesResponse CatalogDevices();
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_ADVISOR_LOGIC_H_

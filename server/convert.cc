@@ -1,0 +1,290 @@
+#include "server/convert.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "core/cost_model.h"
+
+namespace wavecrest {
+
+absl::StatusOr<DType> FromProto(v1::Dtype d) {
+  switch (d) {
+    case v1::DTYPE_UNSPECIFIED:
+    case v1::DTYPE_BF16: return DType::kBf16;
+    case v1::DTYPE_FP16: return DType::kFp16;
+    case v1::DTYPE_FP32: return DType::kFp32;
+    case v1::DTYPE_TF32: return DType::kTf32;
+    case v1::DTYPE_FP8_E4M3: return DType::kFp8E4M3;
+    default: break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown value ", static_cast<int>(d), "; allowed: DTYPE_BF16, DTYPE_FP16, "
+                   "DTYPE_FP32, DTYPE_TF32, DTYPE_FP8_E4M3"));
+}
+
+v1::Dtype ToProto(DType d) {
+  switch (d) {
+    case DType::kBf16: return v1::DTYPE_BF16;
+    case DType::kFp16: return v1::DTYPE_FP16;
+    case DType::kFp32: return v1::DTYPE_FP32;
+    case DType::kTf32: return v1::DTYPE_TF32;
+    case DType::kFp8E4M3: return v1::DTYPE_FP8_E4M3;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<Layout> FromProto(v1::Layout l) {
+  switch (l) {
+    case v1::LAYOUT_UNSPECIFIED:
+    case v1::LAYOUT_TN: return Layout::kTN;
+    case v1::LAYOUT_NN: return Layout::kNN;
+    case v1::LAYOUT_NT: return Layout::kNT;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown value ", static_cast<int>(l), "; allowed: LAYOUT_TN, LAYOUT_NN, LAYOUT_NT"));
+}
+
+v1::Layout ToProto(Layout l) {
+  switch (l) {
+    case Layout::kTN: return v1::LAYOUT_TN;
+    case Layout::kNN: return v1::LAYOUT_NN;
+    case Layout::kNT: return v1::LAYOUT_NT;
+  }
+  return v1::LAYOUT_UNSPECIFIED;
+}
+
+v1::Pass ToProto(Pass p) {
+  switch (p) {
+    case Pass::kForward: return v1::PASS_FORWARD;
+    case Pass::kDgrad: return v1::PASS_DGRAD;
+    case Pass::kWgrad: return v1::PASS_WGRAD;
+    case Pass::kBackward: return v1::PASS_BACKWARD;
+  }
+  return v1::PASS_UNSPECIFIED;
+}
+
+v1::Bound ToProto(Bound b) {
+  switch (b) {
+    case Bound::kCompute: return v1::BOUND_COMPUTE;
+    case Bound::kMemory: return v1::BOUND_MEMORY;
+    case Bound::kLatency: return v1::BOUND_LATENCY;
+  }
+  return v1::BOUND_UNSPECIFIED;
+}
+
+namespace {
+
+void BadEnum(std::vector<FieldViolation>* v, const char* field, int value, const char* allowed) {
+  v->push_back({field, absl::StrCat("unknown value ", value, "; allowed: ", allowed)});
+}
+
+}  // namespace
+
+ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violations) {
+  ModelSpec s;
+  s.name = p.name();
+  s.hidden_size = p.hidden_size();
+  s.num_attention_heads = p.num_attention_heads();
+  s.num_kv_heads = p.num_kv_heads();
+  s.head_dim = p.head_dim();
+  s.num_layers = p.num_layers();
+  s.ffn_hidden_size = p.ffn_hidden_size();
+  switch (p.mlp()) {
+    case v1::MLP_UNSPECIFIED:
+    case v1::MLP_GELU: s.mlp = Mlp::kGelu; break;
+    case v1::MLP_SWIGLU: s.mlp = Mlp::kSwiglu; break;
+    default: BadEnum(violations, "mlp", p.mlp(), "MLP_GELU, MLP_SWIGLU");
+  }
+  s.fused_gate_up = p.has_fused_gate_up() ? p.fused_gate_up() : true;
+  s.vocab_size = p.vocab_size();
+  s.seq_length = p.seq_length();
+  s.micro_batch_size = p.micro_batch_size();
+  s.tensor_parallel = p.tensor_parallel();
+  if (auto d = FromProto(p.dtype()); d.ok()) {
+    s.dtype = *d;
+  } else {
+    violations->push_back({"dtype", std::string(d.status().message())});
+  }
+  switch (p.attention()) {
+    case v1::ATTENTION_UNSPECIFIED:
+    case v1::ATTENTION_FLASH: s.attention = Attention::kFlash; break;
+    case v1::ATTENTION_UNFUSED: s.attention = Attention::kUnfused; break;
+    default: BadEnum(violations, "attention", p.attention(), "ATTENTION_UNFUSED, ATTENTION_FLASH");
+  }
+  switch (p.workload()) {
+    case v1::WORKLOAD_UNSPECIFIED:
+    case v1::WORKLOAD_TRAINING: s.workload = Workload::kTraining; break;
+    case v1::WORKLOAD_PREFILL: s.workload = Workload::kPrefill; break;
+    case v1::WORKLOAD_DECODE: s.workload = Workload::kDecode; break;
+    default:
+      BadEnum(violations, "workload", p.workload(),
+              "WORKLOAD_TRAINING, WORKLOAD_PREFILL, WORKLOAD_DECODE");
+  }
+  s.tied_embeddings = p.tied_embeddings();
+  s.kv_cache_length = p.kv_cache_length();
+  switch (p.norm()) {
+    case v1::NORM_UNSPECIFIED:
+    case v1::NORM_LAYERNORM: s.norm = Norm::kLayerNorm; break;
+    case v1::NORM_RMSNORM: s.norm = Norm::kRmsNorm; break;
+    default: BadEnum(violations, "norm", p.norm(), "NORM_LAYERNORM, NORM_RMSNORM");
+  }
+  switch (p.bias()) {
+    case v1::BIAS_UNSPECIFIED:
+    case v1::BIAS_NONE: s.bias = Bias::kNone; break;
+    case v1::BIAS_QKV: s.bias = Bias::kQkv; break;
+    case v1::BIAS_ALL: s.bias = Bias::kAll; break;
+    default: BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
+  }
+  s.learned_position_embeddings = p.learned_position_embeddings();
+  return s;
+}
+
+v1::ModelSpec ToProto(const ModelSpec& s) {
+  v1::ModelSpec p;
+  p.set_name(s.name);
+  p.set_hidden_size(s.hidden_size);
+  p.set_num_attention_heads(s.num_attention_heads);
+  p.set_num_kv_heads(s.num_kv_heads);
+  p.set_head_dim(s.head_dim);
+  p.set_num_layers(s.num_layers);
+  p.set_ffn_hidden_size(s.ffn_hidden_size);
+  p.set_mlp(s.mlp == Mlp::kGelu ? v1::MLP_GELU : v1::MLP_SWIGLU);
+  if (s.mlp == Mlp::kSwiglu) p.set_fused_gate_up(s.fused_gate_up);
+  p.set_vocab_size(s.vocab_size);
+  p.set_seq_length(s.seq_length);
+  p.set_micro_batch_size(s.micro_batch_size);
+  p.set_tensor_parallel(s.tensor_parallel);
+  p.set_dtype(ToProto(s.dtype));
+  p.set_attention(s.attention == Attention::kFlash ? v1::ATTENTION_FLASH : v1::ATTENTION_UNFUSED);
+  switch (s.workload) {
+    case Workload::kTraining: p.set_workload(v1::WORKLOAD_TRAINING); break;
+    case Workload::kPrefill: p.set_workload(v1::WORKLOAD_PREFILL); break;
+    case Workload::kDecode: p.set_workload(v1::WORKLOAD_DECODE); break;
+  }
+  p.set_tied_embeddings(s.tied_embeddings);
+  p.set_kv_cache_length(s.kv_cache_length);
+  p.set_norm(s.norm == Norm::kLayerNorm ? v1::NORM_LAYERNORM : v1::NORM_RMSNORM);
+  switch (s.bias) {
+    case Bias::kNone: p.set_bias(v1::BIAS_NONE); break;
+    case Bias::kQkv: p.set_bias(v1::BIAS_QKV); break;
+    case Bias::kAll: p.set_bias(v1::BIAS_ALL); break;
+  }
+  p.set_learned_position_embeddings(s.learned_position_embeddings);
+  return p;
+}
+
+v1::GemmReport ToProto(const Gemm& g) {
+  v1::GemmReport r;
+  r.set_name(g.name);
+  r.set_pass(ToProto(g.pass));
+  r.mutable_shape()->set_m(g.shape.m);
+  r.mutable_shape()->set_n(g.shape.n);
+  r.mutable_shape()->set_k(g.shape.k);
+  r.mutable_shape()->set_batch(g.shape.batch);
+  r.set_layout(ToProto(g.layout));
+  r.set_dtype(ToProto(g.dtype));
+  r.set_flops(g.flops);
+  r.set_count(g.count);
+  r.set_fused_attention(g.fused_attention);
+  return r;
+}
+
+v1::ParameterCounts ToProto(const ParamCounts& c) {
+  v1::ParameterCounts p;
+  p.set_total_params(c.total_params);
+  p.set_per_layer_params(c.per_layer_params);
+  p.set_embedding_params(c.embedding_params);
+  p.set_non_embedding_params(c.non_embedding_params);
+  return p;
+}
+
+v1::CatalogGpu ToProto(const GpuSpec& g) {
+  v1::CatalogGpu c;
+  c.set_name(g.name);
+  c.set_display_name(g.display_name);
+  c.set_architecture(g.architecture);
+  c.set_compute_capability(g.compute_capability);
+  c.set_sm_count(g.sm_count);
+  c.set_peak_bf16_tflops(g.peak_bf16 / 1e12);
+  c.set_peak_fp8_tflops(g.peak_fp8 / 1e12);
+  c.set_memory_bandwidth_gbps(g.memory_bandwidth_bytes_per_s / 1e9);
+  c.set_memory_bytes(g.memory_bytes);
+  c.set_l2_bytes(g.l2_bytes);
+  c.set_alignment_bytes(g.alignment_bytes);
+  for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32, DType::kFp8E4M3}) {
+    if (g.Supports(d)) c.add_dtypes(ToProto(d));
+  }
+  return c;
+}
+
+v1::TileChoice ToProto(const GemmPrediction& p) {
+  v1::TileChoice t;
+  t.set_tile_m(p.tile.m);
+  t.set_tile_n(p.tile.n);
+  t.set_split_k(p.split_k);
+  t.set_tiles(p.tiles);
+  t.set_waves(p.waves);
+  t.set_tile_efficiency(p.tile_efficiency);
+  t.set_wave_efficiency(p.wave_efficiency);
+  t.set_alignment_efficiency(p.alignment_efficiency);
+  return t;
+}
+
+v1::Provenance PredictedProvenance(const GpuSpec& gpu) {
+  v1::Provenance p;
+  p.set_source(v1::SOURCE_PREDICTED);
+  p.set_method(std::string(kCostModelName) + " (uncalibrated priors)");
+  v1::DeviceFingerprint* d = p.mutable_device();
+  d->set_name(gpu.display_name);
+  d->set_catalog_name(gpu.name);
+  d->set_compute_capability(gpu.compute_capability);
+  d->set_sm_count(static_cast<int32_t>(gpu.sm_count));
+  d->set_memory_bytes(gpu.memory_bytes);
+  d->set_l2_bytes(gpu.l2_bytes);
+  d->set_max_sm_clock_mhz(static_cast<int32_t>(gpu.boost_clock_mhz));
+  d->set_backend("analytic");
+  return p;
+}
+
+v1::AnalyzeResponse ToProto(const Analysis& a) {
+  v1::AnalyzeResponse r;
+  *r.mutable_model() = ToProto(a.spec);
+  r.set_gpu(a.gpu->name);
+  for (const GemmAnalysis& g : a.gemms) {
+    v1::GemmAnalysis* out = r.add_gemms();
+    *out->mutable_gemm() = ToProto(g.gemm);
+    out->set_step_flop_share(g.step_flop_share);
+    auto align = [](v1::DimAlignment* d, const DimAlignment& x) {
+      d->set_largest_pow2(x.pow2);
+      d->set_meets_rule(x.meets_rule);
+    };
+    align(out->mutable_m_alignment(), g.m_align);
+    align(out->mutable_n_alignment(), g.n_align);
+    align(out->mutable_k_alignment(), g.k_align);
+    out->set_time_s(g.prediction.time_s);
+    out->set_tflops(g.prediction.tflops);
+    out->set_bound(ToProto(g.prediction.bound));
+    *out->mutable_tile() = ToProto(g.prediction);
+  }
+  *r.mutable_params() = ToProto(a.params);
+  r.set_step_flops(a.flops.step_flops);
+  r.set_model_flops(a.flops.model_flops);
+  r.set_tokens_per_step(a.flops.tokens_per_step);
+  r.set_gemm_time_s(a.gemm_time_s);
+  r.set_elementwise_time_s(a.elementwise.time_s);
+  r.set_step_time_s(a.step_time_s);
+  r.set_mfu(a.mfu);
+  r.set_tokens_per_second_per_gpu(a.tokens_per_s_per_gpu);
+  for (const RuleViolation& v : a.rules) {
+    v1::RuleViolation* out = r.add_rules();
+    out->set_id(v.id);
+    out->set_paper_rule(v.paper_rule);
+    out->set_message(v.message);
+    for (const auto& h : v.hurts) out->add_hurts(h);
+  }
+  *r.mutable_provenance() = PredictedProvenance(*a.gpu);
+  return r;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,41 @@
+// Conversions between core types and wavecrest.v1 protos. Nothing else in the code base knows both.
+#ifndef WAVECREST_SERVER_CONVERT_H_
+#define WAVECREST_SERVER_CONVERT_H_
+
+#include <vector>
+
+#include "core/analysis.h"
+#include "core/gemm.h"
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+#include "wavecrest/v1/advisor.pb.h"
+#include "wavecrest/v1/model.pb.h"
+
+namespace wavecrest {
+
+// Proto -> core. UNSPECIFIED enums take the documented defaults; an enum number the proto does not
+// define is a violation (appended to `violations`, field names relative to the message).
+ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violations);
+v1::ModelSpec ToProto(const ModelSpec& s);
+
+absl::StatusOr<DType> FromProto(v1::Dtype d);
+v1::Dtype ToProto(DType d);
+absl::StatusOr<Layout> FromProto(v1::Layout l);
+v1::Layout ToProto(Layout l);
+v1::Pass ToProto(Pass p);
+v1::Bound ToProto(Bound b);
+
+v1::GemmReport ToProto(const Gemm& g);
+v1::ParameterCounts ToProto(const ParamCounts& c);
+v1::CatalogGpu ToProto(const GpuSpec& g);
+v1::TileChoice ToProto(const GemmPrediction& p);
+
+// Provenance of a prediction by the analytic model for a catalogued GPU.
+v1::Provenance PredictedProvenance(const GpuSpec& gpu);
+
+// The Analyze response for an analysis.
+v1::AnalyzeResponse ToProto(const Analysis& a);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_CONVERT_H_

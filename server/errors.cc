@@ -1,0 +1,93 @@
+#include "server/errors.h"
+
+#include <string>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/any.pb.h"
+#include "google/protobuf/duration.pb.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
+
+namespace wavecrest {
+
+absl::Status InvalidArgumentWithViolations(const std::vector<FieldViolation>& violations,
+                                           absl::string_view prefix) {
+  std::vector<FieldViolation> prefixed;
+  prefixed.reserve(violations.size());
+  google::rpc::BadRequest bad;
+  for (const FieldViolation& v : violations) {
+    prefixed.push_back({absl::StrCat(prefix, v.field), v.description});
+    auto* fv = bad.add_field_violations();
+    fv->set_field(prefixed.back().field);
+    fv->set_description(v.description);
+  }
+  absl::Status st = ViolationsToStatus(prefixed);
+  if (st.ok()) return st;
+  st.SetPayload(kBadRequestUrl, absl::Cord(bad.SerializeAsString()));
+  return st;
+}
+
+absl::Status FieldError(absl::string_view field, absl::string_view description) {
+  return InvalidArgumentWithViolations({{std::string(field), std::string(description)}});
+}
+
+absl::Status WithRetryDelay(absl::Status status, absl::Duration delay, absl::string_view reason) {
+  google::rpc::RetryInfo retry;
+  const int64_t ns = absl::ToInt64Nanoseconds(delay);
+  retry.mutable_retry_delay()->set_seconds(ns / 1'000'000'000);
+  retry.mutable_retry_delay()->set_nanos(static_cast<int32_t>(ns % 1'000'000'000));
+  status.SetPayload(kRetryInfoUrl, absl::Cord(retry.SerializeAsString()));
+  google::rpc::ErrorInfo info;
+  info.set_reason(std::string(reason));
+  info.set_domain("wavecrest.v1");
+  status.SetPayload(kErrorInfoUrl, absl::Cord(info.SerializeAsString()));
+  return status;
+}
+
+std::vector<FieldViolation> ViolationsOf(const absl::Status& status) {
+  std::vector<FieldViolation> out;
+  auto payload = status.GetPayload(kBadRequestUrl);
+  if (!payload) return out;
+  google::rpc::BadRequest bad;
+  if (!bad.ParseFromString(std::string(*payload))) return out;
+  for (const auto& fv : bad.field_violations()) out.push_back({fv.field(), fv.description()});
+  return out;
+}
+
+absl::Duration RetryDelayOf(const absl::Status& status) {
+  auto payload = status.GetPayload(kRetryInfoUrl);
+  if (!payload) return absl::ZeroDuration();
+  google::rpc::RetryInfo retry;
+  if (!retry.ParseFromString(std::string(*payload))) return absl::ZeroDuration();
+  return absl::Seconds(retry.retry_delay().seconds()) +
+         absl::Nanoseconds(retry.retry_delay().nanos());
+}
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  const auto code = static_cast<grpc::StatusCode>(status.code());
+  const std::string message(status.message());
+  google::rpc::Status rich;
+  rich.set_code(static_cast<int>(status.code()));
+  rich.set_message(message);
+  status.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
+    google::protobuf::Any* any = rich.add_details();
+    any->set_type_url(std::string(url));
+    any->set_value(std::string(payload));
+  });
+  if (rich.details_size() == 0) return grpc::Status(code, message);
+  return grpc::Status(code, message, rich.SerializeAsString());
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  absl::Status out(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+  google::rpc::Status rich;
+  if (!status.error_details().empty() && rich.ParseFromString(status.error_details())) {
+    for (const auto& any : rich.details()) out.SetPayload(any.type_url(), absl::Cord(any.value()));
+  }
+  return out;
+}
+
+}  // namespace wavecrest
