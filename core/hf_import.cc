@@ -108,7 +108,6 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
   WC_TRY_ASSIGN(s.head_dim, GetInt(j, "head_dim", 0));
   if (llama_like) {
     s.mlp = Mlp::kSwiglu;
-    s.fused_gate_up = arch == "Phi3ForCausalLM";  // Phi-3 stores gate_up_proj as one matrix
     s.norm = Norm::kRmsNorm;
     const bool gemma = arch == "GemmaForCausalLM";
     WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", gemma));

@@ -5,7 +5,8 @@
 // A config does not say how the model is trained, so seq_length, micro_batch_size,
 // tensor_parallel and dtype stay 0 / default here (seq 2048, microbatch 1, TP 1, bf16 unless the
 // caller's flags say otherwise). Gated MLPs (SwiGLU, and Gemma's GeGLU, which has the same GEMMs)
-// map to Mlp::kSwiglu.
+// map to Mlp::kSwiglu. Whether gate and up run as one GEMM is the training framework's choice, not
+// the architecture's, so fused_gate_up keeps its default (fused, as Megatron runs it).
 #ifndef WAVECREST_CORE_HF_IMPORT_H_
 #define WAVECREST_CORE_HF_IMPORT_H_
 

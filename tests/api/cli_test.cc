@@ -1,0 +1,156 @@
+// The CLI's commands run in-process (no server): output, JSON mapping and exit codes.
+#include "client/cli.h"
+
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "server/advisor_logic.h"
+#include "server/errors.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+
+struct CliRun {
+  int code;
+  std::string out, err;
+};
+
+CliRun Cli(CliOptions o) {
+  std::ostringstream out, err;
+  int code = RunCli(o, out, err);
+  return {code, out.str(), err.str()};
+}
+
+TEST(CliTest, AnalyzeTableShowsGemmsTotalsAndRules) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/pythia-2.8b.json");
+  o.gpu = "a100-sxm-80gb";
+  o.attention = "unfused";
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("attn_score"));
+  EXPECT_THAT(r.out, HasSubstr("wgrad"));
+  EXPECT_THAT(r.out, HasSubstr("2.78B total (2775208960)"));
+  EXPECT_THAT(r.out, HasSubstr("h/a = 80: largest power-of-two factor 16 < 64; hurts attn_score"));
+  EXPECT_THAT(r.out, HasSubstr("PREDICTED"));
+}
+
+TEST(CliTest, AnalyzeJsonIsTheProtoMappingWithOverrides) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/hf/llama-2-7b.json");
+  o.gpu = "h100-sxm";
+  o.seq = 4096;
+  o.micro_batch = 2;
+  o.tp = 2;
+  o.format = "json";
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  v1::AnalyzeResponse resp;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &resp).ok()) << r.out;
+  EXPECT_EQ(resp.model().seq_length(), 4096);
+  EXPECT_EQ(resp.model().micro_batch_size(), 2);
+  EXPECT_EQ(resp.model().tensor_parallel(), 2);
+  EXPECT_EQ(resp.params().total_params(), 6'738'415'616);
+  ASSERT_GT(resp.gemms_size(), 0);
+  EXPECT_EQ(resp.gemms(0).gemm().name(), "qkv");
+  EXPECT_EQ(resp.gemms(0).gemm().shape().m(), 8192);      // b·s
+  EXPECT_EQ(resp.gemms(0).gemm().shape().n(), 3 * 2048);  // 3h/t
+  EXPECT_EQ(resp.provenance().source(), v1::SOURCE_PREDICTED);
+  // Field names as the issue asks: m, n, k, batch; params named *_params.
+  EXPECT_THAT(r.out, HasSubstr("\"m\": \"8192\""));
+  EXPECT_THAT(r.out, HasSubstr("\"total_params\""));
+}
+
+TEST(CliTest, BadInputGivesOneLineAndExitCode) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/pythia-2.8b.json");
+  o.tp = 3;
+  CliRun r = Cli(o);
+  EXPECT_EQ(r.code, 10 + 3);  // INVALID_ARGUMENT
+  EXPECT_THAT(r.err, HasSubstr("model.tensor_parallel: must divide num_attention_heads (32)"));
+
+  o.tp = 0;
+  o.gpu = "tpu";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 10 + 5);  // NOT_FOUND
+  EXPECT_THAT(r.err, HasSubstr("known: v100-sxm2"));
+
+  o.gpu = "v100-sxm2";  // bf16 is not a V100 tensor-core type
+  r = Cli(o);
+  EXPECT_EQ(r.code, 10 + 9);  // FAILED_PRECONDITION
+
+  o.gpu = "h100-sxm";
+  o.dtype = "int3";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 13);
+  EXPECT_THAT(r.err, HasSubstr("dtype"));
+
+  o.dtype = "";
+  o.model = "/nonexistent.json";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 15);
+
+  o.model = "";
+  r = Cli(o);
+  EXPECT_THAT(r.err, HasSubstr("--model"));
+
+  o.model = Path("examples/models/pythia-2.8b.json");
+  o.format = "yaml";
+  EXPECT_EQ(Cli(o).code, 2);
+  o.format = "table";
+  o.command = "frobnicate";
+  EXPECT_EQ(Cli(o).code, 2);
+}
+
+TEST(CliTest, DecodeWorkloadFromFlag) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/llama-3-8b.json");
+  o.workload = "decode";
+  o.micro_batch = 8;
+  o.format = "json";
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  v1::AnalyzeResponse resp;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(r.out, &resp).ok());
+  for (const auto& g : resp.gemms()) EXPECT_EQ(g.gemm().pass(), v1::PASS_FORWARD);
+  EXPECT_EQ(resp.gemms(0).gemm().shape().m(), 8);
+}
+
+TEST(AdvisorLogicTest, EveryBadFieldIsAViolation) {
+  v1::AnalyzeRequest req;
+  req.mutable_model()->set_hidden_size(-1);
+  req.mutable_model()->set_num_layers(100000);
+  req.mutable_model()->set_dtype(static_cast<v1::Dtype>(77));
+  auto r = HandleAnalyze(req);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  auto v = ViolationsOf(r.status());
+  std::vector<std::string> fields;
+  for (auto& f : v) fields.push_back(f.field);
+  EXPECT_THAT(fields, ::testing::IsSupersetOf({"model.hidden_size", "model.num_layers",
+                                               "model.dtype", "model.vocab_size", "gpu"}));
+}
+
+TEST(ErrorsTest, RoundTripThroughGrpcStatus) {
+  absl::Status st = InvalidArgumentWithViolations({{"a", "bad"}, {"b", "worse"}}, "x.");
+  st = WithRetryDelay(st, absl::Milliseconds(250), "TEST");
+  absl::Status back = FromGrpcStatus(ToGrpcStatus(st));
+  EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_EQ(ViolationsOf(back).size(), 2u);
+  EXPECT_EQ(ViolationsOf(back)[1].field, "x.b");
+  EXPECT_EQ(RetryDelayOf(back), absl::Milliseconds(250));
+}
+
+}  // namespace
+}  // namespace wavecrest

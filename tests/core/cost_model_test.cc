@@ -1,0 +1,187 @@
+#include "core/cost_model.h"
+
+#include <vector>
+
+#include "core/gpu_catalog.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+const GpuSpec& A100() { return **FindGpu("a100-sxm-80gb"); }
+const TileShape& Tile256x128(const GpuSpec& gpu) {
+  for (const TileShape& t : gpu.model.tiles) {
+    if (t.m == 256 && t.n == 128) return t;
+  }
+  ADD_FAILURE() << "no 256x128 tile";
+  return gpu.model.tiles.front();
+}
+
+GemmKey Key(int64_t m, int64_t n, int64_t k, DType d = DType::kBf16) {
+  return {{m, n, k, 1}, Layout::kTN, d};
+}
+
+// The textbook case (paper notes §4): A100, 108 SMs, M = 2304, K = 4096, 256×128 tiles.
+TEST(CostModelTest, N1536IsOneFullWave) {
+  GemmPrediction p = PredictGemmWithTile(A100(), Key(2304, 1536, 4096), Tile256x128(A100()), 1);
+  EXPECT_EQ(p.tiles, 108);
+  EXPECT_EQ(p.waves, 1);
+  EXPECT_DOUBLE_EQ(p.wave_efficiency, 1.0);
+  EXPECT_DOUBLE_EQ(p.tile_efficiency, 1.0);
+}
+
+TEST(CostModelTest, N1537StartsASecondWaveAndIsSlowerPerFlop) {
+  const GpuSpec& gpu = A100();
+  GemmPrediction full = PredictGemmWithTile(gpu, Key(2304, 1536, 4096), Tile256x128(gpu), 1);
+  GemmPrediction over = PredictGemmWithTile(gpu, Key(2304, 1537, 4096), Tile256x128(gpu), 1);
+  EXPECT_EQ(over.tiles, 117);
+  EXPECT_EQ(over.waves, 2);
+  EXPECT_NEAR(over.wave_efficiency, 117.0 / 216.0, 1e-12);
+  EXPECT_LT(over.tflops, full.tflops);
+  // And with the heuristic free to pick any tile and split-K, still slower per FLOP.
+  EXPECT_LT(PredictGemm(gpu, Key(2304, 1537, 4096)).tflops,
+            PredictGemm(gpu, Key(2304, 1536, 4096)).tflops);
+}
+
+TEST(CostModelTest, WaveQuantizationAloneMakesN1537SlowerEvenWhenAligned) {
+  // Same wave effect without the alignment penalty: N = 1536 + 64 (aligned) vs 1536.
+  const GpuSpec& gpu = A100();
+  GemmPrediction full = PredictGemmWithTile(gpu, Key(2304, 1536, 4096), Tile256x128(gpu), 1);
+  GemmPrediction over = PredictGemmWithTile(gpu, Key(2304, 1600, 4096), Tile256x128(gpu), 1);
+  EXPECT_DOUBLE_EQ(over.alignment_efficiency, 1.0);
+  EXPECT_EQ(over.waves, 2);
+  EXPECT_LT(over.tflops, 0.6 * full.tflops);
+}
+
+TEST(CostModelTest, ThroughputAgainstNIsASawtooth) {
+  // Sweep N in steps of 128 (always aligned): throughput rises within a wave and drops when a new
+  // wave starts, several times over the range.
+  const GpuSpec& gpu = A100();
+  std::vector<double> tflops;
+  for (int64_t n = 128; n <= 8192; n += 128) {
+    tflops.push_back(PredictGemmWithTile(gpu, Key(2304, n, 4096), Tile256x128(gpu), 1).tflops);
+  }
+  int rises = 0, drops = 0;
+  for (size_t i = 1; i < tflops.size(); ++i) {
+    if (tflops[i] > tflops[i - 1] * 1.001) ++rises;
+    if (tflops[i] < tflops[i - 1] * 0.999) ++drops;
+  }
+  EXPECT_GE(drops, 5);
+  EXPECT_GE(rises, 20);
+  // The drop right after the first full wave (N = 1536 -> 1664).
+  EXPECT_LT(tflops[1664 / 128 - 1], tflops[1536 / 128 - 1]);
+}
+
+TEST(CostModelTest, HeuristicPredictionAlsoShowsWaveDrops) {
+  const GpuSpec& gpu = A100();
+  int drops = 0;
+  double prev = 0;
+  for (int64_t n = 128; n <= 8192; n += 128) {
+    const double t = PredictGemm(gpu, Key(2304, n, 4096)).tflops;
+    if (t < prev * 0.98) ++drops;
+    prev = t;
+  }
+  EXPECT_GE(drops, 2);
+}
+
+TEST(CostModelTest, AlignedDimensionBeatsSlightlySmallerUnalignedOne) {
+  const GpuSpec& gpu = A100();
+  // Absolute time, not just per FLOP: 4096 does more work and still finishes first.
+  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+            PredictGemm(gpu, Key(8192, 4095, 4096)).time_s);
+  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+            PredictGemm(gpu, Key(8192, 4096, 4088)).time_s);  // 16 B but not 128 B aligned
+  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+            PredictGemm(gpu, Key(8192, 4096, 4095)).time_s);
+}
+
+TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
+  const GpuSpec& gpu = A100();
+  // M is not a leading dimension in TN: an odd M costs tiles, not alignment.
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4095, 4096, 4096, 1}, Layout::kTN, DType::kBf16}, gpu),
+                   1.0);
+  // In NT (wgrad), M is B's leading dimension.
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4095, 4096, 4096, 1}, Layout::kNT, DType::kBf16}, gpu),
+                   gpu.model.misaligned_efficiency);
+  // 16-byte aligned but not 128: one sub-alignment factor.
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kBf16}, gpu),
+                   gpu.model.sub_alignment_efficiency);
+  // V100's rule is 16 bytes: K = 4088 meets it.
+  EXPECT_DOUBLE_EQ(
+      AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kFp16}, **FindGpu("v100")),
+      1.0);
+}
+
+TEST(CostModelTest, AlignmentRuleIsInBytesOfTheDtype) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  EXPECT_TRUE(AlignmentOf(64, DType::kBf16, gpu).meets_rule);    // 128 B
+  EXPECT_FALSE(AlignmentOf(32, DType::kBf16, gpu).meets_rule);   // 64 B
+  EXPECT_TRUE(AlignmentOf(32, DType::kTf32, gpu).meets_rule);    // 128 B
+  EXPECT_TRUE(AlignmentOf(128, DType::kFp8E4M3, gpu).meets_rule);
+  EXPECT_FALSE(AlignmentOf(64, DType::kFp8E4M3, gpu).meets_rule);
+  EXPECT_EQ(AlignmentOf(80, DType::kBf16, gpu).pow2, 16);
+}
+
+TEST(CostModelTest, TinyGemmIsLatencyBoundAndSkinnyOneIsMemoryBound) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  EXPECT_EQ(PredictGemm(gpu, Key(64, 64, 64)).bound, Bound::kLatency);
+  // Decode-like: 8 rows against a large weight is memory bound.
+  EXPECT_EQ(PredictGemm(gpu, Key(8, 28672, 8192)).bound, Bound::kMemory);
+  EXPECT_EQ(PredictGemm(gpu, Key(8192, 8192, 8192)).bound, Bound::kCompute);
+}
+
+TEST(CostModelTest, NeverAbovePeak) {
+  for (const GpuSpec& gpu : GpuCatalog()) {
+    for (DType d : {DType::kBf16, DType::kFp16, DType::kFp8E4M3, DType::kTf32, DType::kFp32}) {
+      if (!gpu.Supports(d)) continue;
+      for (int64_t n : {1, 127, 1536, 4096, 16384}) {
+        GemmPrediction p = PredictGemm(gpu, Key(8192, n, 8192, d));
+        EXPECT_GT(p.time_s, 0);
+        EXPECT_LE(p.tflops * 1e12, gpu.PeakFlops(d)) << gpu.name << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(CostModelTest, LargeAlignedBf16OnH100IsNearTheNotesFigure) {
+  // 8192³ BF16 reaches about 80% of peak on H100 (paper notes §5); the prior should land there.
+  GemmPrediction p = PredictGemm(**FindGpu("h100-sxm"), Key(8192, 8192, 8192));
+  EXPECT_GT(p.tflops, 700);
+  EXPECT_LT(p.tflops, 800);
+}
+
+TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  auto attn = [&](int64_t d, int64_t heads) {
+    Gemm g;
+    g.name = "attn_fused";
+    g.fused_attention = true;
+    g.shape = {2048, 2048, d, heads};
+    g.dtype = DType::kBf16;
+    g.flops = 2 * GemmFlops(g.shape);
+    return PredictFusedAttention(gpu, g);
+  };
+  // Same h = 2560: 32 heads of 80 vs 20 heads of 128.
+  EXPECT_LT(attn(128, 20).time_s, attn(80, 32).time_s);
+}
+
+TEST(CatalogTest, EveryRequiredGpuIsThere) {
+  for (const char* name : {"v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb",
+                           "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm", "h100-pcie", "h200",
+                           "b200"}) {
+    auto g = FindGpu(name);
+    ASSERT_TRUE(g.ok()) << name;
+    EXPECT_GT((*g)->sm_count, 0);
+    EXPECT_GT((*g)->memory_bandwidth_bytes_per_s, 0);
+    EXPECT_FALSE((*g)->model.tiles.empty());
+    EXPECT_FALSE((*g)->sources.empty());
+  }
+  EXPECT_EQ(FindGpu("tpu-v5").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(FindGpu("tpu-v5").status().message().find("h100-sxm"), absl::string_view::npos);
+  EXPECT_FALSE((**FindGpu("v100-sxm2")).Supports(DType::kBf16));
+  EXPECT_FALSE((**FindGpu("a100-sxm-80gb")).Supports(DType::kFp8E4M3));
+  EXPECT_TRUE((**FindGpu("h100-sxm")).Supports(DType::kFp8E4M3));
+}
+
+}  // namespace
+}  // namespace wavecrest

@@ -1,0 +1,217 @@
+#include "core/gemm.h"
+
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "core/model_spec.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+using Key = std::tuple<std::string, Pass>;
+
+std::map<Key, Gemm> ByName(const std::vector<Gemm>& gemms) {
+  std::map<Key, Gemm> out;
+  for (const Gemm& g : gemms) {
+    EXPECT_TRUE(out.emplace(Key{g.name, g.pass}, g).second) << "duplicate " << g.name;
+  }
+  return out;
+}
+
+void ExpectGemm(const std::map<Key, Gemm>& m, const std::string& name, Pass pass, GemmShape shape,
+                Layout layout, int64_t count) {
+  auto it = m.find({name, pass});
+  ASSERT_NE(it, m.end()) << name << " " << PassName(pass);
+  EXPECT_EQ(it->second.shape, shape) << name << " " << PassName(pass) << ": got "
+                                     << it->second.shape.m << "x" << it->second.shape.n << "x"
+                                     << it->second.shape.k << " b" << it->second.shape.batch;
+  EXPECT_EQ(it->second.layout, layout) << name << " " << PassName(pass);
+  EXPECT_EQ(it->second.count, count) << name << " " << PassName(pass);
+  EXPECT_DOUBLE_EQ(it->second.flops, GemmFlops(shape));
+}
+
+// The paper's sample layer: h = 4096, a = 16, b = 4, s = 2048, v = 51200, t = 1, GELU, unfused.
+ModelSpec PaperLayer() {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 16;
+  s.num_layers = 1;
+  s.vocab_size = 51200;
+  s.seq_length = 2048;
+  s.micro_batch_size = 4;
+  s.attention = Attention::kUnfused;
+  return *NormalizeSpec(s);
+}
+
+TEST(GemmTest, PaperSampleLayerEveryGemmAndPass) {
+  const auto m = ByName(BuildGemms(PaperLayer()));
+  EXPECT_EQ(m.size(), 21u);  // 4 linears + logits, 3 passes each; 2 attention GEMMs, 3 passes
+  const int64_t T = 8192;    // b·s
+  ExpectGemm(m, "qkv", Pass::kForward, {T, 12288, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "qkv", Pass::kDgrad, {T, 4096, 12288, 1}, Layout::kNN, 1);
+  ExpectGemm(m, "qkv", Pass::kWgrad, {12288, 4096, T, 1}, Layout::kNT, 1);
+  // 64 batches (b·a/t) of 2048 × 2048 with K = 256 (h/a).
+  ExpectGemm(m, "attn_score", Pass::kForward, {2048, 2048, 256, 64}, Layout::kTN, 1);
+  ExpectGemm(m, "attn_score", Pass::kDgrad, {2048, 256, 2048, 64}, Layout::kNN, 1);   // dQ
+  ExpectGemm(m, "attn_score", Pass::kWgrad, {2048, 256, 2048, 64}, Layout::kNT, 1);   // dK
+  ExpectGemm(m, "attn_over_value", Pass::kForward, {2048, 256, 2048, 64}, Layout::kNN, 1);
+  ExpectGemm(m, "attn_over_value", Pass::kDgrad, {2048, 2048, 256, 64}, Layout::kTN, 1);  // dP
+  ExpectGemm(m, "attn_over_value", Pass::kWgrad, {2048, 256, 2048, 64}, Layout::kNT, 1);  // dV
+  ExpectGemm(m, "attn_proj", Pass::kForward, {T, 4096, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "attn_proj", Pass::kDgrad, {T, 4096, 4096, 1}, Layout::kNN, 1);
+  ExpectGemm(m, "attn_proj", Pass::kWgrad, {4096, 4096, T, 1}, Layout::kNT, 1);
+  ExpectGemm(m, "mlp_up", Pass::kForward, {T, 16384, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "mlp_up", Pass::kDgrad, {T, 4096, 16384, 1}, Layout::kNN, 1);
+  ExpectGemm(m, "mlp_up", Pass::kWgrad, {16384, 4096, T, 1}, Layout::kNT, 1);
+  ExpectGemm(m, "mlp_down", Pass::kForward, {T, 4096, 16384, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "mlp_down", Pass::kDgrad, {T, 16384, 4096, 1}, Layout::kNN, 1);
+  ExpectGemm(m, "mlp_down", Pass::kWgrad, {4096, 16384, T, 1}, Layout::kNT, 1);
+  ExpectGemm(m, "logits", Pass::kForward, {T, 51200, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "logits", Pass::kDgrad, {T, 4096, 51200, 1}, Layout::kNN, 1);
+  ExpectGemm(m, "logits", Pass::kWgrad, {51200, 4096, T, 1}, Layout::kNT, 1);
+}
+
+TEST(GemmTest, PaperLayerForwardFlopsMatchClosedForm) {
+  // Per-layer forward FLOPs with a GELU MLP and a_kv = a: 24·b·s·h² + 4·b·s²·h.
+  ModelSpec s = PaperLayer();
+  double fwd = 0;
+  for (const Gemm& g : BuildGemms(s)) {
+    if (g.pass == Pass::kForward && g.name != "logits") fwd += g.step_flops();
+  }
+  const double b = 4, sl = 2048, h = 4096;
+  EXPECT_DOUBLE_EQ(fwd, 24 * b * sl * h * h + 4 * b * sl * sl * h);
+}
+
+TEST(GemmTest, BackwardIsTwiceForward) {
+  double fwd = 0, bwd = 0;
+  for (const Gemm& g : BuildGemms(PaperLayer())) {
+    (g.pass == Pass::kForward ? fwd : bwd) += g.step_flops();
+  }
+  EXPECT_DOUBLE_EQ(bwd, 2 * fwd);
+}
+
+TEST(GemmTest, GroupedQueryAttentionShrinksQkvOnly) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_kv_heads = 8;
+  s.num_layers = 32;
+  s.vocab_size = 128256;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 14336;
+  s.attention = Attention::kUnfused;
+  const auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  // (a + 2·a_kv)·d = (32 + 16)·128 = 6144
+  ExpectGemm(m, "qkv", Pass::kForward, {2048, 6144, 4096, 1}, Layout::kTN, 32);
+  // attention stays per query head: batch b·a = 32
+  ExpectGemm(m, "attn_score", Pass::kForward, {2048, 2048, 128, 32}, Layout::kTN, 32);
+  ExpectGemm(m, "attn_proj", Pass::kForward, {2048, 4096, 4096, 1}, Layout::kTN, 32);
+}
+
+TEST(GemmTest, SwigluFusedAndSeparateGateUp) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 2;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 11008;
+  auto fused = ByName(BuildGemms(*NormalizeSpec(s)));
+  ExpectGemm(fused, "mlp_gate_up", Pass::kForward, {2048, 22016, 4096, 1}, Layout::kTN, 2);
+  ExpectGemm(fused, "mlp_down", Pass::kForward, {2048, 4096, 11008, 1}, Layout::kTN, 2);
+  EXPECT_EQ(fused.count({"mlp_gate", Pass::kForward}), 0u);
+  s.fused_gate_up = false;
+  auto separate = ByName(BuildGemms(*NormalizeSpec(s)));
+  ExpectGemm(separate, "mlp_gate", Pass::kForward, {2048, 11008, 4096, 1}, Layout::kTN, 2);
+  ExpectGemm(separate, "mlp_up", Pass::kForward, {2048, 11008, 4096, 1}, Layout::kTN, 2);
+  ExpectGemm(separate, "mlp_gate", Pass::kWgrad, {11008, 4096, 2048, 1}, Layout::kNT, 2);
+}
+
+TEST(GemmTest, SwigluDefaultWidthIsEightThirdsRoundedUp) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 1;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  EXPECT_EQ(NormalizeSpec(s)->ffn_hidden_size, 10923);  // ceil(8·4096/3)
+}
+
+TEST(GemmTest, TensorParallelShardsEveryLinear) {
+  ModelSpec s = PaperLayer();
+  s.tensor_parallel = 2;
+  const auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  ExpectGemm(m, "qkv", Pass::kForward, {8192, 6144, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "attn_score", Pass::kForward, {2048, 2048, 256, 32}, Layout::kTN, 1);
+  ExpectGemm(m, "attn_proj", Pass::kForward, {8192, 4096, 2048, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "mlp_up", Pass::kForward, {8192, 8192, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "mlp_down", Pass::kForward, {8192, 4096, 8192, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "logits", Pass::kForward, {8192, 25600, 4096, 1}, Layout::kTN, 1);
+}
+
+TEST(GemmTest, TensorParallelBeyondKvHeadsReplicatesThem) {
+  ModelSpec s;
+  s.hidden_size = 8192;
+  s.num_attention_heads = 64;
+  s.num_kv_heads = 8;
+  s.num_layers = 1;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 28672;
+  s.tensor_parallel = 16;
+  const auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  // 4 query heads and 1 (replicated) KV head per rank: (4 + 2)·128
+  ExpectGemm(m, "qkv", Pass::kForward, {2048, 768, 8192, 1}, Layout::kTN, 1);
+}
+
+TEST(GemmTest, DecodeUsesOneTokenPerSequenceAndTheCache) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_kv_heads = 8;
+  s.num_layers = 32;
+  s.vocab_size = 128256;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 14336;
+  s.micro_batch_size = 16;
+  s.workload = Workload::kDecode;
+  s.kv_cache_length = 4000;
+  s.attention = Attention::kUnfused;
+  const auto gemms = BuildGemms(*NormalizeSpec(s));
+  const auto m = ByName(gemms);
+  for (const Gemm& g : gemms) EXPECT_EQ(g.pass, Pass::kForward);
+  ExpectGemm(m, "qkv", Pass::kForward, {16, 6144, 4096, 1}, Layout::kTN, 32);
+  ExpectGemm(m, "attn_score", Pass::kForward, {1, 4000, 128, 16 * 32}, Layout::kTN, 32);
+  ExpectGemm(m, "attn_over_value", Pass::kForward, {1, 128, 4000, 16 * 32}, Layout::kNN, 32);
+  ExpectGemm(m, "mlp_gate_up", Pass::kForward, {16, 28672, 4096, 1}, Layout::kTN, 32);
+  ExpectGemm(m, "logits", Pass::kForward, {16, 128256, 4096, 1}, Layout::kTN, 1);
+}
+
+TEST(GemmTest, PrefillIsForwardOnlyWithLastPositionLogits) {
+  ModelSpec s = PaperLayer();
+  s.workload = Workload::kPrefill;
+  const auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  EXPECT_EQ(m.size(), 7u);
+  ExpectGemm(m, "qkv", Pass::kForward, {8192, 12288, 4096, 1}, Layout::kTN, 1);
+  ExpectGemm(m, "logits", Pass::kForward, {4, 51200, 4096, 1}, Layout::kTN, 1);
+}
+
+TEST(GemmTest, FlashAttentionIsOneFusedEntryPerPass) {
+  ModelSpec s = PaperLayer();
+  s.attention = Attention::kFlash;
+  const auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  EXPECT_EQ(m.count({"attn_score", Pass::kForward}), 0u);
+  const Gemm& fwd = m.at({"attn_fused", Pass::kForward});
+  const Gemm& bwd = m.at({"attn_fused", Pass::kBackward});
+  EXPECT_TRUE(fwd.fused_attention);
+  EXPECT_EQ(fwd.shape, (GemmShape{2048, 2048, 256, 64}));
+  // Forward = the two unfused GEMMs' FLOPs: 4·b·s²·h
+  EXPECT_DOUBLE_EQ(fwd.flops, 4.0 * 4 * 2048.0 * 2048 * 4096);
+  EXPECT_DOUBLE_EQ(bwd.flops, 2.5 * fwd.flops);
+}
+
+}  // namespace
+}  // namespace wavecrest
