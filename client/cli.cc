@@ -1,6 +1,13 @@
 #include "client/cli.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "client/advisor_client.h"
 #include "client/format.h"
 #include "core/gemm.h"
 #include "core/model_spec.h"
@@ -51,7 +58,126 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   v1::AnalyzeRequest request;
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
-  return HandleAnalyze(request);
+  if (o.server.empty()) return HandleAnalyze(request);
+  return AdvisorClient(o.server, absl::Seconds(o.deadline_s)).Analyze(request);
+}
+
+absl::Status NeedServer(const CliOptions& o) {
+  if (!o.server.empty()) return absl::OkStatus();
+  return FieldError("--server", absl::StrCat("required for '", o.command,
+                                             "': the address of a wavecrest-server"));
+}
+
+// "8192x12288x4096" or "2048x2048x128x64" (batch last), several separated by commas.
+absl::StatusOr<std::vector<v1::GemmShape>> ParseGemms(absl::string_view text) {
+  std::vector<v1::GemmShape> out;
+  for (absl::string_view one : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    std::vector<absl::string_view> parts = absl::StrSplit(one, 'x');
+    std::vector<int64_t> v;
+    for (absl::string_view p : parts) {
+      int64_t x = 0;
+      if (absl::SimpleAtoi(p, &x)) v.push_back(x);
+    }
+    if ((parts.size() != 3 && parts.size() != 4) || v.size() != parts.size()) {
+      return FieldError("--gemm", absl::StrCat("\"", one, "\": expected MxNxK or MxNxKxBATCH"));
+    }
+    v1::GemmShape s;
+    s.set_m(v[0]);
+    s.set_n(v[1]);
+    s.set_k(v[2]);
+    s.set_batch(v.size() == 4 ? v[3] : 1);
+    out.push_back(s);
+  }
+  if (out.empty()) return FieldError("--gemm", "required: MxNxK[xBATCH][,...] or --model");
+  return out;
+}
+
+absl::StatusOr<v1::Mode> ParseMode(absl::string_view m) {
+  if (m.empty() || m == "auto") return v1::MODE_AUTO;
+  if (m == "measured") return v1::MODE_MEASURED;
+  if (m == "predicted") return v1::MODE_PREDICTED;
+  return FieldError("--mode", absl::StrCat("\"", m, "\"; allowed: auto, measured, predicted"));
+}
+
+// A one-line progress bar on stderr, only when stderr is a terminal.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  ~ProgressBar() { Clear(); }
+  void Update(const v1::Progress& p) {
+    if (!enabled_ || p.total() <= 0) return;
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * p.done() / p.total());
+    std::fprintf(stderr, "\r[%s%s] %lld/%lld %-30.30s", std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, ' ').c_str(), static_cast<long long>(p.done()),
+                 static_cast<long long>(p.total()), p.message().c_str());
+    std::fflush(stderr);
+    shown_ = true;
+  }
+  void Clear() {
+    if (shown_) std::fprintf(stderr, "\r%80s\r", "");
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  v1::TimeGemmsRequest request;
+  request.set_gpu(o.gpu);
+  request.set_autotune(o.autotune);
+  absl::StatusOr<v1::Mode> mode = ParseMode(o.mode);
+  if (!mode.ok()) return Fail(err, mode.status());
+  request.set_mode(*mode);
+  if (!o.model.empty()) {
+    absl::StatusOr<v1::ModelSpec> spec = LoadSpecWithOverrides(o);
+    if (!spec.ok()) return Fail(err, spec.status());
+    *request.mutable_model() = *spec;
+  } else {
+    absl::StatusOr<std::vector<v1::GemmShape>> gemms = ParseGemms(o.gemm);
+    if (!gemms.ok()) return Fail(err, gemms.status());
+    for (auto& g : *gemms) *request.add_gemms() = g;
+    absl::StatusOr<DType> d = ParseDType(o.dtype.empty() ? "bf16" : o.dtype);
+    if (!d.ok()) return Fail(err, d.status());
+    request.set_dtype(ToProto(*d));
+    absl::StatusOr<Layout> l = ParseLayout(o.layout.empty() ? "TN" : o.layout);
+    if (!l.ok()) return Fail(err, l.status());
+    request.set_layout(ToProto(*l));
+  }
+  const bool json = o.format == "json";
+  ProgressBar bar(!json);
+  std::vector<v1::GemmTiming> results;
+  std::vector<std::string> notes;
+  absl::Status st = AdvisorClient(o.server, absl::Seconds(o.deadline_s))
+                        .TimeGemms(request, [&](const v1::TimeGemmsResponse& m) {
+                          if (m.has_progress()) {
+                            bar.Update(m.progress());
+                            if (m.progress().message().rfind("note: ", 0) == 0) {
+                              notes.push_back(m.progress().message());
+                            }
+                          }
+                          if (m.has_timing()) results.push_back(m.timing());
+                        });
+  bar.Clear();
+  if (!st.ok()) return Fail(err, st);
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.index() < b.index(); });
+  if (json) {
+    v1::TimeGemmsResponse wrapper;  // print each result's JSON, one array
+    out << "[\n";
+    for (size_t i = 0; i < results.size(); ++i) {
+      out << ToJson(results[i]) << (i + 1 < results.size() ? ",\n" : "\n");
+    }
+    out << "]\n";
+  } else {
+    out << FormatTimingHeader();
+    for (const auto& r : results) out << FormatTiming(r);
+    for (const auto& n : notes) out << n << "\n";
+  }
+  return 0;
 }
 
 }  // namespace
@@ -68,6 +194,27 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     out << (json ? ToJson(*r) + "\n" : FormatAnalysis(*r));
     return 0;
   }
+  if (o.command == "devices") {
+    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+    absl::StatusOr<v1::ListDevicesResponse> r =
+        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).ListDevices();
+    if (!r.ok()) return Fail(err, r.status());
+    out << (json ? ToJson(*r) + "\n" : FormatDevices(*r));
+    return 0;
+  }
+  if (o.command == "health") {
+    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+    AdvisorClient client(o.server, absl::Seconds(o.deadline_s));
+    bool all_serving = true;
+    for (const char* service : {"", "wavecrest.v1.Advisor", "wavecrest.v1.Advisor/measure"}) {
+      absl::StatusOr<std::string> h = client.Health(service);
+      if (!h.ok()) return Fail(err, h.status());
+      out << (*service ? service : "(overall)") << ": " << *h << "\n";
+      if (std::string(service) != "wavecrest.v1.Advisor/measure") all_serving &= *h == "SERVING";
+    }
+    return all_serving ? 0 : 10 + static_cast<int>(absl::StatusCode::kUnavailable);
+  }
+  if (o.command == "time") return DoTime(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";
   return 2;
 }

@@ -27,6 +27,10 @@ struct CliOptions {
   std::string format = "table";
   std::string server;
   double deadline_s = 60;
+  std::string gemm;    // time: "MxNxK[xBATCH],..."
+  std::string layout;  // time: TN, NN, NT
+  std::string mode;    // auto, measured, predicted
+  bool autotune = false;
 };
 
 // Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).

@@ -34,6 +34,12 @@ ABSL_FLAG(std::string, server, "",
           "Advisor address (host:port). Empty: analyze and recommend --mode predicted run "
           "in-process; the other commands need a server");
 ABSL_FLAG(double, deadline, 60, "Deadline of each RPC, seconds");
+ABSL_FLAG(std::string, gemm, "",
+          "time: GEMM shapes MxNxK or MxNxKxBATCH, comma-separated (e.g. 8192x12288x4096)");
+ABSL_FLAG(std::string, layout, "", "time: cuBLAS layout of --gemm: TN (default), NN or NT");
+ABSL_FLAG(std::string, mode, "",
+          "time, recommend: where numbers come from: auto (default), measured or predicted");
+ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 
 namespace {
 
@@ -44,6 +50,10 @@ usage: wavecrest COMMAND [flags]
 commands:
   analyze   the GEMMs of one step of a model, their alignment, predicted cost and the paper's
             rules the model breaks (offline, or through --server)
+  time      time GEMMs (--gemm MxNxK,...) or every GEMM of a model step (--model) through
+            --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which
+  devices   the worker devices a server measures on and the GPUs it can predict for
+  health    the server's health: overall, Advisor (can answer), measure (a GPU worker is up)
 
 exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
 analysis) fails, e.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 UNAVAILABLE.
@@ -101,5 +111,9 @@ int main(int argc, char** argv) {
   o.format = absl::GetFlag(FLAGS_format);
   o.server = absl::GetFlag(FLAGS_server);
   o.deadline_s = absl::GetFlag(FLAGS_deadline);
+  o.gemm = absl::GetFlag(FLAGS_gemm);
+  o.layout = absl::GetFlag(FLAGS_layout);
+  o.mode = absl::GetFlag(FLAGS_mode);
+  o.autotune = absl::GetFlag(FLAGS_autotune);
   return wavecrest::RunCli(o, std::cout, std::cerr);
 }

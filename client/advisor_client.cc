@@ -1,0 +1,74 @@
+#include "client/advisor_client.h"
+
+#include "absl/time/clock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "server/errors.h"
+
+namespace wavecrest {
+
+AdvisorClient::AdvisorClient(const std::string& address, absl::Duration deadline)
+    : deadline_(deadline) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Advisor::NewStub(channel_);
+}
+
+void AdvisorClient::Prepare(grpc::ClientContext* ctx) const {
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+}
+
+absl::StatusOr<v1::AnalyzeResponse> AdvisorClient::Analyze(const v1::AnalyzeRequest& request) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  v1::AnalyzeResponse response;
+  grpc::Status st = stub_->Analyze(&ctx, request, &response);
+  if (!st.ok()) return FromGrpcStatus(st);
+  return response;
+}
+
+absl::StatusOr<v1::ListDevicesResponse> AdvisorClient::ListDevices() {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  v1::ListDevicesResponse response;
+  grpc::Status st = stub_->ListDevices(&ctx, v1::ListDevicesRequest(), &response);
+  if (!st.ok()) return FromGrpcStatus(st);
+  return response;
+}
+
+absl::Status AdvisorClient::TimeGemms(
+    const v1::TimeGemmsRequest& request,
+    const std::function<void(const v1::TimeGemmsResponse&)>& on_message) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  auto reader = stub_->TimeGemms(&ctx, request);
+  v1::TimeGemmsResponse msg;
+  while (reader->Read(&msg)) on_message(msg);
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::Status AdvisorClient::Recommend(
+    const v1::RecommendRequest& request,
+    const std::function<void(const v1::RecommendResponse&)>& on_message) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  auto reader = stub_->Recommend(&ctx, request);
+  v1::RecommendResponse msg;
+  while (reader->Read(&msg)) on_message(msg);
+  return FromGrpcStatus(reader->Finish());
+}
+
+absl::StatusOr<std::string> AdvisorClient::Health(const std::string& service) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status st = grpc::health::v1::Health::NewStub(channel_)->Check(&ctx, request, &response);
+  if (!st.ok()) return FromGrpcStatus(st);
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,44 @@
+// A small C++ client for wavecrest.v1.Advisor: deadlines on every call, errors as absl::Status
+// carrying the server's field violations and retry hints (see server/errors.h).
+#ifndef WAVECREST_CLIENT_ADVISOR_CLIENT_H_
+#define WAVECREST_CLIENT_ADVISOR_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+#include "wavecrest/v1/advisor.grpc.pb.h"
+
+namespace wavecrest {
+
+class AdvisorClient {
+ public:
+  // `address` is host:port (or any gRPC target).
+  explicit AdvisorClient(const std::string& address, absl::Duration deadline = absl::Seconds(60));
+
+  absl::StatusOr<v1::AnalyzeResponse> Analyze(const v1::AnalyzeRequest& request);
+  absl::StatusOr<v1::ListDevicesResponse> ListDevices();
+  // Streams: every message goes to `on_message`; returns the final status.
+  absl::Status TimeGemms(const v1::TimeGemmsRequest& request,
+                         const std::function<void(const v1::TimeGemmsResponse&)>& on_message);
+  absl::Status Recommend(const v1::RecommendRequest& request,
+                         const std::function<void(const v1::RecommendResponse&)>& on_message);
+  // grpc.health.v1 Check of `service` ("" = overall): "SERVING", "NOT_SERVING", ...
+  absl::StatusOr<std::string> Health(const std::string& service);
+
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+
+ private:
+  void Prepare(grpc::ClientContext* ctx) const;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Advisor::Stub> stub_;
+  absl::Duration deadline_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CLIENT_ADVISOR_CLIENT_H_

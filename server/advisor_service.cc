@@ -1,0 +1,290 @@
+#include "server/advisor_service.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/analysis.h"
+#include "core/status_macros.h"
+#include "server/advisor_logic.h"
+#include "server/convert.h"
+#include "server/errors.h"
+#include "server/log.h"
+#include "server/stream_reactor.h"
+
+namespace wavecrest {
+namespace {
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
+  const auto d = ctx->deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(d);
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
+
+// A unary reactor that finishes at once with `status`.
+grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* ctx,
+                                      const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+absl::Status CheckShape(const v1::GemmShape& s, const std::string& field,
+                        std::vector<FieldViolation>* v) {
+  auto dim = [&](const char* name, int64_t x, int64_t lo) {
+    if (x < lo || x > kMaxGemmDim) {
+      v->push_back({absl::StrCat(field, ".", name),
+                    absl::StrCat("must be in [", lo, ", ", kMaxGemmDim, "]; got ", x)});
+      return false;
+    }
+    return true;
+  };
+  bool ok = dim("m", s.m(), 1) & dim("n", s.n(), 1) & dim("k", s.k(), 1) &
+            dim("batch", s.batch(), 0);
+  if (ok) {
+    const double flops = GemmFlops({s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)});
+    if (flops > kMaxGemmFlops) {
+      v->push_back({field, absl::StrCat("2·m·n·k·batch = ", flops, " FLOPs; at most ",
+                                        kMaxGemmFlops, " allowed")});
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status QueueFullError(const JobQueue& jobs) {
+  return WithRetryDelay(absl::ResourceExhaustedError(absl::StrCat(
+                            "job queue full (", jobs.capacity(), " jobs waiting); retry later")),
+                        absl::Seconds(1), "QUEUE_FULL");
+}
+
+absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
+                                            const TimingService& timing) {
+  std::vector<FieldViolation> v;
+  const bool has_model = request.has_model();
+  if (has_model == (request.gemms_size() > 0)) {
+    v.push_back({"gemms", "give either gemms (1 to 4096 shapes) or model, not both or neither"});
+  }
+  if (request.gemms_size() > kMaxGemmsPerRequest) {
+    v.push_back({"gemms", absl::StrCat("at most ", kMaxGemmsPerRequest, " shapes; got ",
+                                       request.gemms_size())});
+  }
+  if (!v1::Mode_IsValid(request.mode())) {
+    v.push_back({"mode", absl::StrCat("unknown value ", request.mode(),
+                                      "; allowed: MODE_AUTO, MODE_MEASURED, MODE_PREDICTED")});
+  }
+  absl::StatusOr<DType> dtype = FromProto(request.dtype());
+  if (!dtype.ok()) v.push_back({"dtype", std::string(dtype.status().message())});
+  absl::StatusOr<Layout> layout = FromProto(request.layout());
+  if (!layout.ok()) v.push_back({"layout", std::string(layout.status().message())});
+  if (request.gemms_size() <= kMaxGemmsPerRequest) {
+    for (int i = 0; i < request.gemms_size(); ++i) {
+      (void)CheckShape(request.gemms(i), absl::StrCat("gemms[", i, "]"), &v);
+    }
+  }
+  ModelSpec spec;
+  if (has_model) {
+    absl::StatusOr<ModelSpec> s = SpecFromRequest(request.model(), "model.");
+    if (!s.ok()) {
+      for (auto& f : ViolationsOf(s.status())) v.push_back(std::move(f));
+    } else {
+      spec = *s;
+    }
+  }
+  absl::StatusOr<std::pair<std::string, const GpuSpec*>> gpu =
+      timing.ResolveGpu(request.gpu(), "gpu");
+  if (!gpu.ok() && gpu.status().code() == absl::StatusCode::kInvalidArgument) {
+    for (auto& f : ViolationsOf(gpu.status())) v.push_back(std::move(f));
+  }
+  if (!v.empty()) return InvalidArgumentWithViolations(v);
+  if (!gpu.ok()) return gpu.status();
+
+  TimeGemmsPlan plan;
+  plan.task.kind = gpu->first;
+  plan.task.gpu = gpu->second;
+  plan.task.mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
+  plan.task.autotune = request.autotune();
+  if (has_model) {
+    RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *plan.task.gpu));
+    absl::flat_hash_map<GemmKey, size_t> index;
+    for (const Gemm& g : BuildGemms(spec)) {
+      if (g.fused_attention) continue;  // a fused kernel, not a cuBLASLt GEMM
+      auto [it, added] = index.emplace(g.key(), plan.task.gemms.size());
+      if (added) {
+        plan.task.gemms.push_back(g.key());
+        plan.used_by.emplace_back();
+      }
+      plan.used_by[it->second].push_back(absl::StrCat(g.name, " ", PassName(g.pass)));
+    }
+  } else {
+    RETURN_IF_ERROR(CheckDtypeSupported(*dtype, *plan.task.gpu));
+    for (const v1::GemmShape& s : request.gemms()) {
+      plan.task.gemms.push_back(
+          {{s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)}, *layout, *dtype});
+    }
+  }
+  return plan;
+}
+
+AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
+                               const WorkerDirectory* workers, RecommendHandler recommend)
+    : timing_(timing),
+      jobs_(jobs),
+      metrics_(metrics),
+      workers_(workers),
+      recommend_(std::move(recommend)) {}
+
+std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method) {
+  const absl::Time start = absl::Now();
+  prometheus::Gauge& in_flight = metrics_->InFlight(method);
+  in_flight.Increment();
+  return [this, method, start, &in_flight](const grpc::Status& status) {
+    in_flight.Decrement();
+    metrics_->RequestDone(method, CodeName(status.error_code()),
+                          absl::ToDoubleSeconds(absl::Now() - start));
+  };
+}
+
+grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* ctx,
+                                                  const v1::AnalyzeRequest* request,
+                                                  v1::AnalyzeResponse* response) {
+  auto done = Track("Analyze");
+  grpc::Status status;
+  if (absl::Now() > DeadlineOf(ctx)) {
+    status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
+  } else {
+    absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(*request);
+    if (r.ok()) {
+      *response = std::move(*r);
+    } else {
+      status = ToGrpcStatus(r.status());
+    }
+  }
+  done(status);
+  return FinishUnary(ctx, status);
+}
+
+grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContext* ctx,
+                                                      const v1::ListDevicesRequest* request,
+                                                      v1::ListDevicesResponse* response) {
+  auto done = Track("ListDevices");
+  *response = CatalogDevices();
+  if (workers_) workers_->AddWorkers(response);
+  done(grpc::Status::OK);
+  return FinishUnary(ctx, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
+    grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
+  auto* reactor = new StreamReactor<v1::TimeGemmsResponse>(Track("TimeGemms"));
+  absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(*request, *timing_);
+  if (!plan.ok()) {
+    reactor->Finish(ToGrpcStatus(plan.status()));
+    return reactor;
+  }
+  plan->task.deadline = DeadlineOf(ctx);
+  auto shared = std::make_shared<TimeGemmsPlan>(std::move(*plan));
+  const bool queued = jobs_->TrySubmit([this, reactor, shared](absl::Duration wait) {
+    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
+    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+    const TimingTask& task = shared->task;
+    {
+      v1::TimeGemmsResponse first;
+      first.mutable_progress()->set_total(static_cast<int64_t>(task.gemms.size()));
+      first.mutable_progress()->set_message(
+          absl::StrCat(task.gemms.size(), " distinct GEMMs on ", task.kind));
+      reactor->Push(std::move(first));
+    }
+    absl::StatusOr<TimingSummary> summary = timing_->Run(
+        task,
+        [&](size_t i, v1::GemmTiming t) {
+          t.set_index(static_cast<int32_t>(i));
+          if (i < shared->used_by.size()) {
+            for (const auto& u : shared->used_by[i]) t.add_used_by(u);
+          }
+          v1::TimeGemmsResponse msg;
+          *msg.mutable_timing() = std::move(t);
+          reactor->Push(std::move(msg));
+        },
+        [&](int64_t done, int64_t total, absl::string_view what) {
+          v1::TimeGemmsResponse msg;
+          msg.mutable_progress()->set_done(done);
+          msg.mutable_progress()->set_total(total);
+          msg.mutable_progress()->set_message(std::string(what));
+          reactor->Push(std::move(msg));
+        },
+        [reactor] { return reactor->cancelled(); });
+    if (summary.ok()) {
+      for (const std::string& note : summary->notes) {
+        v1::TimeGemmsResponse msg;
+        msg.mutable_progress()->set_message("note: " + note);
+        reactor->Push(std::move(msg));
+      }
+    }
+    reactor->Finish(ToGrpcStatus(summary.status()));
+  });
+  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  if (!queued) reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
+    grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
+  auto* reactor = new StreamReactor<v1::RecommendResponse>(Track("Recommend"));
+  if (!recommend_) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Recommend is not available"));
+    return reactor;
+  }
+  auto req = std::make_shared<v1::RecommendRequest>(*request);
+  const absl::Time deadline = DeadlineOf(ctx);
+  const bool queued = jobs_->TrySubmit([this, reactor, req, deadline](absl::Duration wait) {
+    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
+    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+    absl::StatusOr<v1::RecommendResponse> r = recommend_(
+        *req, deadline,
+        [reactor](const v1::Progress& p) {
+          v1::RecommendResponse msg;
+          *msg.mutable_progress() = p;
+          reactor->Push(std::move(msg));
+        },
+        [reactor] { return reactor->cancelled(); });
+    if (r.ok()) {
+      r->set_done(true);
+      reactor->Push(std::move(*r));
+    }
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
+  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  if (!queued) reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  return reactor;
+}
+
+}  // namespace wavecrest

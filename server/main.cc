@@ -1,0 +1,97 @@
+// wavecrest-server: the Advisor gRPC service.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/str_split.h"
+#include "server/log.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
+          "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
+ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
+          "Prometheus /metrics address (host:port; port 0 picks one); empty disables it");
+ABSL_FLAG(std::string, cache, "",
+          "SQLite result cache file (created if missing; a corrupt one is moved aside); empty "
+          "disables caching");
+ABSL_FLAG(std::string, port_file, "",
+          "Write {\"grpc\": PORT, \"metrics\": PORT} here once listening (for scripts and tests)");
+ABSL_FLAG(int, threads, 0, "Threads running TimeGemms and Recommend jobs; 0 = number of CPUs");
+ABSL_FLAG(int, queue_capacity, 64,
+          "Jobs that may wait for a thread; more are refused with RESOURCE_EXHAUSTED");
+ABSL_FLAG(int, max_request_bytes, 4 << 20, "Largest request message accepted, bytes");
+ABSL_FLAG(double, shutdown_grace_s, 20,
+          "On SIGTERM/SIGINT: seconds in-flight work may take to finish before it is cancelled");
+ABSL_FLAG(std::string, workers, "none",
+          "GPU workers to start: 'auto' (one per visible GPU, or one emulating worker when there "
+          "is none), 'none', or a count");
+ABSL_FLAG(std::string, worker_address, "",
+          "Comma-separated remote wavecrest-worker addresses (host:port) to measure on");
+ABSL_FLAG(std::string, worker_binary, "",
+          "Path of wavecrest-worker; empty = next to this binary");
+ABSL_FLAG(std::string, emulate, "h100-sxm",
+          "GPU kind an emulating (analytic) worker stands in for when there is no GPU");
+ABSL_FLAG(std::string, worker_backend, "",
+          "Force the backend of local workers: 'analytic' or 'cublaslt'; empty = by hardware");
+ABSL_FLAG(std::string, worker_extra_args, "",
+          "Testing only: space-separated extra arguments for each local worker");
+ABSL_FLAG(double, worker_job_timeout_s, 60,
+          "Watchdog: a worker that takes longer than this for one GEMM is killed and restarted");
+ABSL_FLAG(std::string, worker_socket_dir, "",
+          "Directory for local workers' unix sockets; empty = a private temporary directory");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
+      "  wavecrest-server --listen 127.0.0.1:50051 --metrics_listen 127.0.0.1:9464 \\\n"
+      "                   --cache ~/.cache/wavecrest/results.db --workers auto\n\n"
+      "SIGTERM or SIGINT: health goes NOT_SERVING, in-flight work finishes (up to\n"
+      "--shutdown_grace_s), exit 0. Logs are JSON lines on stderr.");
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return path.find("server/") != absl::string_view::npos;
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
+  absl::ParseCommandLine(argc, argv);
+  wavecrest::SetLogComponent("server");
+
+  wavecrest::ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.cache_path = absl::GetFlag(FLAGS_cache);
+  o.port_file = absl::GetFlag(FLAGS_port_file);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  o.workers = absl::GetFlag(FLAGS_workers);
+  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',',
+                                            absl::SkipWhitespace())) {
+    o.worker_addresses.emplace_back(a);
+  }
+  o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  o.emulate = absl::GetFlag(FLAGS_emulate);
+  o.worker_backend = absl::GetFlag(FLAGS_worker_backend);
+  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_worker_extra_args), ' ',
+                                            absl::SkipWhitespace())) {
+    o.worker_extra_args.emplace_back(a);
+  }
+  o.worker_job_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_job_timeout_s));
+  o.worker_socket_dir = absl::GetFlag(FLAGS_worker_socket_dir);
+  if (o.queue_capacity < 1 || o.threads < 0 || o.max_request_bytes < 1024) {
+    std::cerr << "wavecrest-server: --queue_capacity must be >= 1, --threads >= 0, "
+                 "--max_request_bytes >= 1024\n";
+    return 2;
+  }
+  absl::Status st = wavecrest::RunServer(o);
+  if (!st.ok()) {
+    wavecrest::LogError("server failed", {{"error", std::string(st.ToString())}});
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+// Prometheus metrics of the server (prometheus-cpp), all prefixed wavecrest_.
+#ifndef WAVECREST_SERVER_METRICS_H_
+#define WAVECREST_SERVER_METRICS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace wavecrest {
+
+class Metrics {
+ public:
+  Metrics();
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  // One finished RPC: code is the gRPC status code name ("OK", "INVALID_ARGUMENT", ...).
+  void RequestDone(absl::string_view method, absl::string_view code, double seconds);
+  prometheus::Gauge& InFlight(absl::string_view method);
+  void SetQueue(int depth, int capacity);
+  void QueueWait(double seconds);
+  void CacheLookup(bool hit);
+  void GemmTimed(absl::string_view dtype, absl::string_view provenance);
+  void SetWorkerUp(absl::string_view worker, bool up);
+  void WorkerRestart(absl::string_view worker, absl::string_view reason);
+  void SetCacheEntries(int64_t entries);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& latency_;
+  prometheus::Family<prometheus::Gauge>& in_flight_;
+  prometheus::Gauge& queue_depth_;
+  prometheus::Gauge& queue_capacity_;
+  prometheus::Histogram& queue_wait_;
+  prometheus::Family<prometheus::Counter>& cache_lookups_;
+  prometheus::Family<prometheus::Counter>& gemms_timed_;
+  prometheus::Family<prometheus::Gauge>& worker_up_;
+  prometheus::Family<prometheus::Counter>& worker_restarts_;
+  prometheus::Gauge& cache_entries_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_METRICS_H_

@@ -1,0 +1,212 @@
+#include "server/result_cache.h"
+
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "server/convert.h"
+#include "server/log.h"
+
+namespace wavecrest {
+namespace {
+
+constexpr char kCreate[] = R"sql(
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS results (
+  kind TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  method TEXT NOT NULL,
+  dtype INTEGER NOT NULL,
+  layout INTEGER NOT NULL,
+  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL, batch INTEGER NOT NULL,
+  timing BLOB NOT NULL,
+  measured_at_unix_s INTEGER NOT NULL,
+  PRIMARY KEY (fingerprint, method, dtype, layout, m, n, k, batch)
+);
+CREATE INDEX IF NOT EXISTS results_by_kind ON results (kind, method, dtype, layout, m, n, k, batch);
+)sql";
+
+absl::Status Exec(sqlite3* db, const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    absl::Status st = absl::InternalError(err ? err : "sqlite error");
+    sqlite3_free(err);
+    return st;
+  }
+  return absl::OkStatus();
+}
+
+// Opens `path` and checks that it is our schema (or empty). Returns the handle or an error that
+// means "this file is not usable as our cache".
+absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                             SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
+    sqlite3_close(db);
+    return absl::DataLossError(msg);
+  }
+  sqlite3_busy_timeout(db, 5000);
+  auto fail = [&](absl::Status st) -> absl::StatusOr<sqlite3*> {
+    sqlite3_close(db);
+    return st;
+  };
+  // Any read of a non-database file fails here with SQLITE_NOTADB.
+  if (absl::Status st = Exec(db, "PRAGMA journal_mode=WAL;"); !st.ok()) return fail(st);
+  sqlite3_stmt* stmt = nullptr;
+  int tables = 0;
+  bool has_meta = false;
+  if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'", -1, &stmt,
+                         nullptr) != SQLITE_OK) {
+    return fail(absl::DataLossError(sqlite3_errmsg(db)));
+  }
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    ++tables;
+    const char* name = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    if (name && std::string(name) == "meta") has_meta = true;
+  }
+  sqlite3_finalize(stmt);
+  if (tables > 0) {
+    if (!has_meta) return fail(absl::DataLossError("foreign database (no meta table)"));
+    std::string schema;
+    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &stmt, nullptr) ==
+        SQLITE_OK) {
+      if (sqlite3_step(stmt) == SQLITE_ROW) {
+        schema = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+      }
+      sqlite3_finalize(stmt);
+    }
+    if (schema != kCacheSchema) {
+      return fail(absl::DataLossError(absl::StrCat("foreign schema \"", schema, "\"")));
+    }
+  }
+  if (absl::Status st = Exec(db, kCreate); !st.ok()) return fail(st);
+  if (absl::Status st = Exec(db, absl::StrCat("INSERT OR IGNORE INTO meta VALUES ('schema', '",
+                                              kCacheSchema, "');")
+                                     .c_str());
+      !st.ok()) {
+    return fail(st);
+  }
+  return db;
+}
+
+}  // namespace
+
+std::string FingerprintKey(const v1::DeviceFingerprint& fp) {
+  return absl::StrJoin({fp.name(), absl::StrCat(fp.compute_capability()),
+                        absl::StrCat(fp.sm_count()), fp.driver_version(),
+                        fp.cuda_runtime_version(), fp.cublaslt_version(), fp.backend()},
+                       "|");
+}
+
+absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  absl::StatusOr<sqlite3*> db = TryOpen(path);
+  std::string moved;
+  if (!db.ok()) {
+    moved = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
+    LogWarning("result cache unusable; moving it aside and starting fresh",
+               {{"path", path}, {"moved_to", moved}, {"reason", std::string(db.status().message())}});
+    std::filesystem::rename(path, moved, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("cache ", path, ": cannot move aside: ",
+                                                 ec.message()));
+    }
+    for (const char* suffix : {"-wal", "-shm"}) {
+      std::filesystem::rename(path + suffix, moved + suffix, ec);
+    }
+    db = TryOpen(path);
+    if (!db.ok()) {
+      return absl::UnavailableError(absl::StrCat("cache ", path, ": ", db.status().message()));
+    }
+  }
+  std::unique_ptr<ResultCache> cache(new ResultCache(*db));
+  cache->moved_aside_ = moved;
+  return cache;
+}
+
+ResultCache::~ResultCache() { sqlite3_close(db_); }
+
+std::optional<v1::GemmTiming> ResultCache::Lookup(absl::string_view kind, const GemmKey& key,
+                                                  absl::string_view method,
+                                                  const v1::DeviceFingerprint* fingerprint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const char* sql =
+      fingerprint ? "SELECT timing FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
+                    "AND layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8"
+                  : "SELECT timing FROM results WHERE kind=?1 AND method=?2 AND dtype=?3 AND "
+                    "layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8 "
+                    "ORDER BY measured_at_unix_s DESC LIMIT 1";
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return std::nullopt;
+  const std::string first = fingerprint ? FingerprintKey(*fingerprint) : std::string(kind);
+  const std::string m(method);
+  sqlite3_bind_text(stmt, 1, first.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, m.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(stmt, 3, static_cast<int>(key.dtype));
+  sqlite3_bind_int(stmt, 4, static_cast<int>(key.layout));
+  sqlite3_bind_int64(stmt, 5, key.shape.m);
+  sqlite3_bind_int64(stmt, 6, key.shape.n);
+  sqlite3_bind_int64(stmt, 7, key.shape.k);
+  sqlite3_bind_int64(stmt, 8, key.shape.batch);
+  std::optional<v1::GemmTiming> out;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::GemmTiming t;
+    const void* blob = sqlite3_column_blob(stmt, 0);
+    const int size = sqlite3_column_bytes(stmt, 0);
+    if (blob && t.ParseFromArray(blob, size)) out = std::move(t);
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
+  const absl::StatusOr<DType> dtype = FromProto(timing.dtype());
+  const absl::StatusOr<Layout> layout = FromProto(timing.layout());
+  if (!dtype.ok() || !layout.ok()) return;
+  const std::string blob = timing.SerializeAsString();
+  const std::string fp = FingerprintKey(timing.provenance().device());
+  const std::string k(kind);
+  const std::string& method = timing.provenance().method();
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+                         -1, &stmt, nullptr) != SQLITE_OK) {
+    LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
+    return;
+  }
+  sqlite3_bind_text(stmt, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, fp.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 3, method.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(stmt, 4, static_cast<int>(*dtype));
+  sqlite3_bind_int(stmt, 5, static_cast<int>(*layout));
+  sqlite3_bind_int64(stmt, 6, timing.shape().m());
+  sqlite3_bind_int64(stmt, 7, timing.shape().n());
+  sqlite3_bind_int64(stmt, 8, timing.shape().k());
+  sqlite3_bind_int64(stmt, 9, std::max<int64_t>(timing.shape().batch(), 1));
+  sqlite3_bind_blob(stmt, 10, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(stmt, 11, timing.provenance().measured_at().seconds());
+  if (sqlite3_step(stmt) != SQLITE_DONE) {
+    LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
+  }
+  sqlite3_finalize(stmt);
+}
+
+int64_t ResultCache::Count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* stmt = nullptr;
+  int64_t n = 0;
+  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM results", -1, &stmt, nullptr) == SQLITE_OK) {
+    if (sqlite3_step(stmt) == SQLITE_ROW) n = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+  }
+  return n;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,50 @@
+// The persistent result cache: SQLite in WAL mode, written only by the server.
+//
+// Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend)
+// + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming (statistics,
+// algorithm, clocks, provenance with the time of measurement). A file that is not a SQLite database,
+// or is one with another schema, is moved aside (logged) and a fresh cache started.
+#ifndef WAVECREST_SERVER_RESULT_CACHE_H_
+#define WAVECREST_SERVER_RESULT_CACHE_H_
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/timing_service.h"
+
+struct sqlite3;
+
+namespace wavecrest {
+
+inline constexpr char kCacheSchema[] = "wavecrest-result-cache-v1";
+
+// "name|cc|sms|driver|cuda|cublaslt|backend"
+std::string FingerprintKey(const v1::DeviceFingerprint& fp);
+
+class ResultCache final : public ResultStore {
+ public:
+  // Opens (creating parent directories and the file when needed) or recovers the cache.
+  static absl::StatusOr<std::unique_ptr<ResultCache>> Open(const std::string& path);
+  ~ResultCache() override;
+
+  std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
+                                       absl::string_view method,
+                                       const v1::DeviceFingerprint* fingerprint) override;
+  void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
+
+  int64_t Count();
+  // Where a corrupt or foreign file was moved, if that happened at Open.
+  const std::string& moved_aside() const { return moved_aside_; }
+
+ private:
+  explicit ResultCache(sqlite3* db) : db_(db) {}
+  std::mutex mu_;
+  sqlite3* db_;
+  std::string moved_aside_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_RESULT_CACHE_H_

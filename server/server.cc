@@ -1,0 +1,112 @@
+#include "server/server.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "prometheus/exposer.h"
+#include "server/advisor_service.h"
+#include "server/job_queue.h"
+#include "server/log.h"
+#include "server/metrics.h"
+#include "server/recommend_handler.h"
+#include "server/timing_service.h"
+#include "server/worker_setup.h"
+
+namespace wavecrest {
+
+absl::Status RunServer(const ServerOptions& options) {
+  // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  int metrics_port = 0;
+  if (!options.metrics_listen.empty()) {
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(
+          absl::StrCat("--metrics_listen ", options.metrics_listen, ": ", e.what()));
+    }
+    exposer->RegisterCollectable(metrics.registry());
+    auto ports = exposer->GetListeningPorts();
+    if (!ports.empty()) metrics_port = ports.front();
+  }
+
+  absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
+  if (!workers.ok()) return workers.status();
+
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  JobQueue jobs(std::max(threads, 1), options.queue_capacity);
+  metrics.SetQueue(0, options.queue_capacity);
+  TimingService timing((*workers)->source(), (*workers)->cache(), &metrics);
+  AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(),
+                         MakeRecommendHandler(&timing));
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.RegisterService(&service);
+  builder.SetMaxReceiveMessageSize(options.max_request_bytes);
+  // Long-lived orchestration channels: accept client pings every 10 s even without calls, and
+  // ping idle clients every 60 s so that dead peers are noticed.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || grpc_port == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen ", options.listen, ": cannot listen"));
+  }
+  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kAdvisorHealthName, true);
+  (*workers)->SetHealth(health, kMeasureHealthName);
+
+  if (!options.port_file.empty()) {
+    const std::string tmp = options.port_file + ".tmp";
+    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port
+                       << "}\n";
+    std::rename(tmp.c_str(), options.port_file.c_str());
+  }
+  LogInfo("listening", {{"grpc_port", std::to_string(grpc_port)},
+                        {"metrics_port", std::to_string(metrics_port)},
+                        {"queue_capacity", std::to_string(options.queue_capacity)},
+                        {"threads", std::to_string(threads)}});
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  LogInfo("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                            {"grace_s", absl::StrCat(absl::ToDoubleSeconds(
+                                            options.shutdown_grace))}});
+  health->SetServingStatus(false);
+  health->SetServingStatus(kAdvisorHealthName, false);
+  health->SetServingStatus(kMeasureHealthName, false);
+  (*workers)->StopHealthUpdates();
+  // In-flight calls finish up to the grace period; after it, gRPC cancels them, and the jobs see
+  // the cancellation and stop.
+  server->Shutdown(absl::ToChronoTime(absl::Now() + options.shutdown_grace));
+  jobs.WaitIdle(absl::Now() + absl::Seconds(5));
+  (*workers)->Stop();
+  LogInfo("stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,112 @@
+// Where GEMM timings come from: the result cache, a GPU worker, or the analytic model; every
+// result says which (MEASURED, CACHED, PREDICTED). Shared by TimeGemms and Recommend.
+#ifndef WAVECREST_SERVER_TIMING_SERVICE_H_
+#define WAVECREST_SERVER_TIMING_SERVICE_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/gemm.h"
+#include "core/gpu_catalog.h"
+#include "server/metrics.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+
+struct MeasureOptions {
+  bool autotune = false;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// Called once per GEMM of a Measure call, with its index in the list, as each result arrives.
+using MeasureCallback = std::function<void(size_t index, absl::StatusOr<v1::GemmTiming> result)>;
+
+// GPU workers (server/worker_pool.h). Kinds are catalog names ("h100-sxm").
+class MeasurementSource {
+ public:
+  virtual ~MeasurementSource() = default;
+  // A worker of this kind is up now.
+  virtual bool CanMeasure(absl::string_view kind) const = 0;
+  // The fingerprint of the kind's current (or last seen) device, if any worker of it ever ran.
+  virtual std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const = 0;
+  // Maps a worker device name (as ListDevices shows it) to its kind; nullopt when unknown.
+  virtual std::optional<std::string> KindOfDevice(absl::string_view device_name) const = 0;
+  // Times `keys` on a worker of `kind`. Results arrive through `on_result` (one call per key that
+  // finished); returns when all did, or with UNAVAILABLE / DEADLINE_EXCEEDED / CANCELLED when the
+  // rest cannot be measured (the keys without a result are then not measured).
+  virtual absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
+                               const MeasureOptions& options, const MeasureCallback& on_result,
+                               const std::function<bool()>& cancelled) = 0;
+};
+
+// The persistent result cache (server/result_cache.h).
+class ResultStore {
+ public:
+  virtual ~ResultStore() = default;
+  // A measurement of `key` by `method` on a device of `kind` (preferring `fingerprint` when given).
+  virtual std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
+                                               absl::string_view method,
+                                               const v1::DeviceFingerprint* fingerprint) = 0;
+  // Stores a MEASURED result; failures are logged, never fatal.
+  virtual void Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
+};
+
+// The method string of worker measurements; part of the cache key.
+std::string MeasureMethod(bool autotune);
+
+struct TimingTask {
+  std::string kind;  // catalog name
+  const GpuSpec* gpu = nullptr;  // for predictions
+  std::vector<GemmKey> gemms;    // distinct
+  v1::Mode mode = v1::MODE_AUTO;
+  bool autotune = false;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+struct TimingSummary {
+  int64_t measured = 0;
+  int64_t cached = 0;
+  int64_t predicted = 0;
+  std::vector<std::string> notes;  // e.g. why measurement was not possible
+};
+
+class TimingService {
+ public:
+  // `workers` and `cache` may be null (no GPU workers; no cache).
+  TimingService(MeasurementSource* workers, ResultStore* cache, Metrics* metrics)
+      : workers_(workers), cache_(cache), metrics_(metrics) {}
+
+  // Resolves a request's GPU field (catalog or worker device name) to its kind and catalog entry.
+  // INVALID_ARGUMENT when empty, NOT_FOUND listing the known names.
+  absl::StatusOr<std::pair<std::string, const GpuSpec*>> ResolveGpu(absl::string_view name,
+                                                                    absl::string_view field) const;
+
+  bool CanMeasure(absl::string_view kind) const;
+
+  // Produces one result per task GEMM through `emit(index, timing)` (from the calling thread or a
+  // worker-reader thread, one call at a time); `progress(done, total, message)` after each.
+  // MODE_MEASURED with no worker of the kind: UNAVAILABLE (retryable). Stops early, with
+  // CANCELLED or DEADLINE_EXCEEDED, when `cancelled()` turns true or the deadline passes.
+  absl::StatusOr<TimingSummary> Run(
+      const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
+      const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+      const std::function<bool()>& cancelled);
+
+  // The analytic model's answer for one GEMM.
+  static v1::GemmTiming Predicted(const GpuSpec& gpu, const GemmKey& key);
+
+ private:
+  MeasurementSource* workers_;
+  ResultStore* cache_;
+  Metrics* metrics_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_TIMING_SERVICE_H_

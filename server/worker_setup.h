@@ -1,0 +1,34 @@
+// What the server measures with: the GPU worker pool (local processes it supervises, or remote
+// workers) and the result cache, built from ServerOptions; and the "can measure" health status.
+#ifndef WAVECREST_SERVER_WORKER_SETUP_H_
+#define WAVECREST_SERVER_WORKER_SETUP_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/advisor_service.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "server/timing_service.h"
+
+namespace wavecrest {
+
+class WorkerSetup {
+ public:
+  virtual ~WorkerSetup() = default;
+  virtual MeasurementSource* source() = 0;       // null when there are no workers
+  virtual ResultStore* cache() = 0;              // null when there is no cache
+  virtual const WorkerDirectory* directory() = 0;
+  // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
+  virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;
+  virtual void StopHealthUpdates() = 0;
+  virtual void Stop() = 0;  // stops local workers
+};
+
+absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
+                                                          Metrics* metrics);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_WORKER_SETUP_H_
