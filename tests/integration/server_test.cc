@@ -1,0 +1,423 @@
+// End-to-end tests of the real wavecrest-server binary on loopback ports chosen at run time.
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/advisor_client.h"
+#include "gmock/gmock.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "gtest/gtest.h"
+#include "server/errors.h"
+#include "tests/integration/process.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using testing::ServerUnderTest;
+using testing::Shell;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(server_.WaitReady()) << server_.Log(); }
+  ServerUnderTest server_;
+};
+
+v1::ModelSpec Pythia() {
+  v1::ModelSpec m;
+  m.set_hidden_size(2560);
+  m.set_num_attention_heads(32);
+  m.set_num_layers(32);
+  m.set_vocab_size(50304);
+  return m;
+}
+
+std::string Metrics(int port) {
+  return Shell(absl::StrCat("curl -s http://127.0.0.1:", port, "/metrics")).second;
+}
+
+TEST_F(ServerTest, HealthSeparatesAnsweringFromMeasuring) {
+  AdvisorClient c(server_.address());
+  EXPECT_EQ(*c.Health(""), "SERVING");
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
+  // No GPU worker: the service answers (from the model) but cannot measure.
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor/measure"), "NOT_SERVING");
+}
+
+TEST_F(ServerTest, ReflectionListsTheAdvisor) {
+  AdvisorClient c(server_.address());
+  auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(c.channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = stub->ServerReflectionInfo(&ctx);
+  grpc::reflection::v1alpha::ServerReflectionRequest req;
+  req.set_list_services("");
+  ASSERT_TRUE(stream->Write(req));
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse resp;
+  ASSERT_TRUE(stream->Read(&resp));
+  std::vector<std::string> names;
+  for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+  EXPECT_THAT(names, Contains("wavecrest.v1.Advisor"));
+  EXPECT_THAT(names, Contains("grpc.health.v1.Health"));
+  while (stream->Read(&resp)) {
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
+TEST_F(ServerTest, AnalyzeRoundTrip) {
+  AdvisorClient c(server_.address());
+  v1::AnalyzeRequest req;
+  *req.mutable_model() = Pythia();
+  req.mutable_model()->set_attention(v1::ATTENTION_UNFUSED);
+  req.set_gpu("a100-sxm-80gb");
+  auto r = c.Analyze(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->gpu(), "a100-sxm-80gb");
+  EXPECT_EQ(r->gemms_size(), 21);
+  EXPECT_EQ(r->provenance().source(), v1::SOURCE_PREDICTED);
+  ASSERT_GT(r->rules_size(), 0);
+  EXPECT_EQ(r->rules(0).id(), "head_dim_pow2");
+}
+
+TEST_F(ServerTest, CliAgainstServer) {
+  const std::string cli = testing::BinaryPath("client/wavecrest");
+  auto [code, out] = Shell(absl::StrCat(cli, " analyze --server ", server_.address(),
+                                        " --model ", testing::SourcePath("examples/models/llama-2-7b.json"),
+                                        " --gpu h100-sxm"));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("6.74B total (6738415616)"));
+  std::tie(code, out) = Shell(absl::StrCat(cli, " time --server ", server_.address(),
+                                           " --gpu h100-sxm --gemm 8192x12288x4096 --dtype bf16"));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("8192x12288x4096"));
+  EXPECT_THAT(out, HasSubstr("PREDICTED"));
+  std::tie(code, out) = Shell(absl::StrCat(cli, " devices --server ", server_.address()));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("h100-sxm"));
+  std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address()));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
+  // Measured mode without a worker: UNAVAILABLE (14) -> exit 24, with the retry hint.
+  std::tie(code, out) = Shell(absl::StrCat(cli, " time --server ", server_.address(),
+                                           " --gpu h100-sxm --gemm 64x64x64 --mode measured"));
+  EXPECT_EQ(code, 24) << out;
+  EXPECT_THAT(out, HasSubstr("retry after"));
+  // A field violation shows field and range on one line; exit 13.
+  std::tie(code, out) = Shell(absl::StrCat(cli, " analyze --server ", server_.address(),
+                                           " --model ", testing::SourcePath("examples/models/llama-2-7b.json"),
+                                           " --tp 3"));
+  EXPECT_EQ(code, 13) << out;
+  EXPECT_THAT(out, HasSubstr("model.tensor_parallel: must divide num_attention_heads (32)"));
+}
+
+TEST_F(ServerTest, TimeGemmsStreamsProgressThenResults) {
+  AdvisorClient c(server_.address());
+  v1::TimeGemmsRequest req;
+  req.set_gpu("h100-sxm");
+  for (int n : {4096, 4095, 1536}) {
+    auto* g = req.add_gemms();
+    g->set_m(8192);
+    g->set_n(n);
+    g->set_k(4096);
+  }
+  std::vector<v1::GemmTiming> results;
+  int progress = 0;
+  absl::Status st = c.TimeGemms(req, [&](const v1::TimeGemmsResponse& m) {
+    if (m.has_progress()) ++progress;
+    if (m.has_timing()) results.push_back(m.timing());
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_GE(progress, 3);
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].index(), static_cast<int>(i));
+    EXPECT_EQ(results[i].provenance().source(), v1::SOURCE_PREDICTED);
+    EXPECT_GT(results[i].time_s(), 0);
+  }
+  EXPECT_LT(results[0].time_s(), results[1].time_s());  // aligned 4096 beats 4095
+}
+
+TEST_F(ServerTest, TimeGemmsOfAModelDedupesAndNamesUsers) {
+  AdvisorClient c(server_.address());
+  v1::TimeGemmsRequest req;
+  req.set_gpu("h100-sxm");
+  *req.mutable_model() = Pythia();
+  req.mutable_model()->set_attention(v1::ATTENTION_UNFUSED);
+  std::vector<v1::GemmTiming> results;
+  ASSERT_TRUE(c.TimeGemms(req, [&](const v1::TimeGemmsResponse& m) {
+                 if (m.has_timing()) results.push_back(m.timing());
+               }).ok());
+  // 21 GEMM entries; dQ (attn_score dgrad) has the shape and layout of attn_over_value forward,
+  // and the two attention wgrads (dK, dV) are identical too: 19 distinct GEMMs, each timed once.
+  EXPECT_EQ(results.size(), 19u);
+  bool shared = false;
+  for (const auto& r : results) {
+    std::vector<std::string> users(r.used_by().begin(), r.used_by().end());
+    if (r.used_by_size() == 2) {
+      EXPECT_THAT(users, ::testing::AnyOf(
+                             ::testing::UnorderedElementsAre("attn_score dgrad",
+                                                             "attn_over_value forward"),
+                             ::testing::UnorderedElementsAre("attn_score wgrad",
+                                                             "attn_over_value wgrad")));
+      shared = true;
+    } else {
+      EXPECT_EQ(r.used_by_size(), 1);
+    }
+  }
+  EXPECT_TRUE(shared);
+}
+
+struct Bad {
+  std::string name;
+  std::function<absl::Status(AdvisorClient&)> call;
+  absl::StatusCode code;
+  std::string field_or_text;  // a violation's field, or text in the message
+};
+
+absl::Status AnalyzeWith(AdvisorClient& c, std::function<void(v1::AnalyzeRequest&)> edit) {
+  v1::AnalyzeRequest req;
+  *req.mutable_model() = Pythia();
+  req.set_gpu("h100-sxm");
+  edit(req);
+  return c.Analyze(req).status();
+}
+
+absl::Status TimeWith(AdvisorClient& c, std::function<void(v1::TimeGemmsRequest&)> edit) {
+  v1::TimeGemmsRequest req;
+  req.set_gpu("h100-sxm");
+  auto* g = req.add_gemms();
+  g->set_m(1024);
+  g->set_n(1024);
+  g->set_k(1024);
+  edit(req);
+  return c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
+}
+
+TEST_F(ServerTest, MalformedRequestsGetTheRightCodeAndField) {
+  using C = absl::StatusCode;
+  constexpr int64_t kHuge = 1'000'000'000'000'000;  // 10^15
+  std::vector<Bad> cases = {
+      {"empty", [](auto& c) { return c.Analyze(v1::AnalyzeRequest()).status(); },
+       C::kInvalidArgument, "model.hidden_size"},
+      {"no gpu", [](auto& c) { return AnalyzeWith(c, [](auto& r) { r.clear_gpu(); }); },
+       C::kInvalidArgument, "gpu"},
+      {"hidden 0", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(0); }); },
+       C::kInvalidArgument, "model.hidden_size"},
+      {"hidden negative", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(-4096); }); },
+       C::kInvalidArgument, "model.hidden_size"},
+      {"hidden 1e15", [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_hidden_size(kHuge); }); },
+       C::kInvalidArgument, "model.hidden_size"},
+      {"heads do not divide hidden", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_attention_heads(48); }); },
+       C::kInvalidArgument, "model.num_attention_heads"},
+      {"tp does not divide heads", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_tensor_parallel(3); }); },
+       C::kInvalidArgument, "model.tensor_parallel"},
+      {"kv heads do not divide heads", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_kv_heads(5); }); },
+       C::kInvalidArgument, "model.num_kv_heads"},
+      {"layers 1e15", [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_num_layers(kHuge); }); },
+       C::kInvalidArgument, "model.num_layers"},
+      {"vocab negative", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_vocab_size(-1); }); },
+       C::kInvalidArgument, "model.vocab_size"},
+      {"seq 1e15", [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_seq_length(kHuge); }); },
+       C::kInvalidArgument, "model.seq_length"},
+      {"b·s overflow", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) {
+           r.mutable_model()->set_seq_length(1'048'576);
+           r.mutable_model()->set_micro_batch_size(65'536);
+         }); },
+       C::kInvalidArgument, "model.micro_batch_size"},
+      {"dtype enum 99", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) {
+           r.mutable_model()->set_dtype(static_cast<v1::Dtype>(99)); }); },
+       C::kInvalidArgument, "model.dtype"},
+      {"mlp enum 42", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) {
+           r.mutable_model()->set_mlp(static_cast<v1::Mlp>(42)); }); },
+       C::kInvalidArgument, "model.mlp"},
+      {"unknown gpu", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.set_gpu("tpu-v4"); }); },
+       C::kNotFound, "h100-sxm"},
+      {"bf16 on v100", [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.set_gpu("v100-sxm2"); }); },
+       C::kFailedPrecondition, "cannot run bf16"},
+      {"time: neither gemms nor model", [](auto& c) {
+         return TimeWith(c, [](auto& r) { r.clear_gemms(); }); },
+       C::kInvalidArgument, "gemms"},
+      {"time: both gemms and model", [](auto& c) {
+         return TimeWith(c, [](auto& r) { *r.mutable_model() = Pythia(); }); },
+       C::kInvalidArgument, "gemms"},
+      {"time: m = 0", [](auto& c) {
+         return TimeWith(c, [](auto& r) { r.mutable_gemms(0)->set_m(0); }); },
+       C::kInvalidArgument, "gemms[0].m"},
+      {"time: k = 1e15", [&](auto& c) {
+         return TimeWith(c, [&](auto& r) { r.mutable_gemms(0)->set_k(kHuge); }); },
+       C::kInvalidArgument, "gemms[0].k"},
+      {"time: M·N·K overflow", [](auto& c) {
+         return TimeWith(c, [](auto& r) {
+           r.mutable_gemms(0)->set_m(2'000'000'000);
+           r.mutable_gemms(0)->set_n(2'000'000'000);
+           r.mutable_gemms(0)->set_k(2'000'000'000);
+         }); },
+       C::kInvalidArgument, "gemms[0]"},
+      {"time: 5000 gemms", [](auto& c) {
+         return TimeWith(c, [](auto& r) {
+           for (int i = 0; i < 4999; ++i) *r.add_gemms() = r.gemms(0);
+         }); },
+       C::kInvalidArgument, "gemms"},
+      {"time: layout 9", [](auto& c) {
+         return TimeWith(c, [](auto& r) { r.set_layout(static_cast<v1::Layout>(9)); }); },
+       C::kInvalidArgument, "layout"},
+      {"time: mode 7", [](auto& c) {
+         return TimeWith(c, [](auto& r) { r.set_mode(static_cast<v1::Mode>(7)); }); },
+       C::kInvalidArgument, "mode"},
+      {"time: fp8 on a100", [](auto& c) {
+         return TimeWith(c, [](auto& r) {
+           r.set_gpu("a100-sxm-80gb");
+           r.set_dtype(v1::DTYPE_FP8_E4M3);
+         }); },
+       C::kFailedPrecondition, "cannot run fp8"},
+      {"time: no gpu", [](auto& c) { return TimeWith(c, [](auto& r) { r.clear_gpu(); }); },
+       C::kInvalidArgument, "gpu"},
+  };
+  ASSERT_GE(cases.size(), 20u);
+  AdvisorClient c(server_.address(), absl::Seconds(20));
+  for (const Bad& b : cases) {
+    absl::Status st = b.call(c);
+    EXPECT_EQ(st.code(), b.code) << b.name << ": " << st;
+    std::vector<std::string> fields;
+    for (const auto& v : ViolationsOf(st)) fields.push_back(v.field);
+    if (b.code == absl::StatusCode::kInvalidArgument) {
+      EXPECT_THAT(fields, Contains(b.field_or_text)) << b.name << ": " << st;
+    } else {
+      EXPECT_THAT(std::string(st.message()), HasSubstr(b.field_or_text)) << b.name;
+    }
+  }
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
+  // And it still answers a good request.
+  EXPECT_TRUE(AnalyzeWith(c, [](auto&) {}).ok());
+}
+
+TEST_F(ServerTest, HundredMegabyteRequestIsRefusedNotFatal) {
+  AdvisorClient c(server_.address(), absl::Seconds(60));
+  v1::AnalyzeRequest req;
+  *req.mutable_model() = Pythia();
+  req.mutable_model()->set_name(std::string(100 << 20, 'x'));
+  req.set_gpu("h100-sxm");
+  absl::Status st = c.Analyze(req).status();
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_EQ(*c.Health(""), "SERVING");
+}
+
+TEST_F(ServerTest, GarbageSpecFileIsAClearCliError) {
+  testing::TempDir tmp;
+  const std::string bad = tmp.File("bad.json");
+  std::ofstream(bad) << "{\"hidden_size\": 4096, \"num_attention_heads\": [";
+  auto [code, out] = Shell(absl::StrCat(testing::BinaryPath("client/wavecrest"),
+                                        " analyze --server ", server_.address(), " --model ", bad));
+  EXPECT_EQ(code, 13) << out;
+  EXPECT_THAT(out, HasSubstr("bad.json"));
+}
+
+TEST_F(ServerTest, ShortDeadlineGivesDeadlineExceededAndFreesTheWork) {
+  AdvisorClient c(server_.address(), absl::Milliseconds(30));
+  v1::TimeGemmsRequest req;
+  req.set_gpu("h100-sxm");
+  for (int i = 1; i <= 4096; ++i) {
+    auto* g = req.add_gemms();
+    g->set_m(64 * i);
+    g->set_n(4096);
+    g->set_k(4096);
+  }
+  absl::Status st = c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  // The work is freed: nothing in flight or queued shortly after.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  std::string m;
+  while (absl::Now() < deadline) {
+    m = Metrics(server_.metrics_port());
+    if (m.find("wavecrest_requests_in_flight{method=\"TimeGemms\"} 0") != std::string::npos &&
+        m.find("wavecrest_queue_depth 0") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_THAT(m, HasSubstr("wavecrest_requests_in_flight{method=\"TimeGemms\"} 0"));
+  AdvisorClient ok(server_.address(), absl::Seconds(20));
+  req.mutable_gemms()->DeleteSubrange(1, 4095);
+  EXPECT_TRUE(ok.TimeGemms(req, [](const v1::TimeGemmsResponse&) {}).ok());
+}
+
+TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
+  AdvisorClient c(server_.address());
+  ASSERT_TRUE(AnalyzeWith(c, [](auto&) {}).ok());
+  EXPECT_FALSE(AnalyzeWith(c, [](auto& r) { r.set_gpu("nope"); }).ok());
+  const std::string m = Metrics(server_.metrics_port());
+  EXPECT_THAT(m, HasSubstr("wavecrest_requests_total{code=\"OK\",method=\"Analyze\"} 1"));
+  EXPECT_THAT(m, HasSubstr("wavecrest_requests_total{code=\"NOT_FOUND\",method=\"Analyze\"} 1"));
+  EXPECT_THAT(m, HasSubstr("wavecrest_request_duration_seconds_bucket{method=\"Analyze\""));
+  EXPECT_THAT(m, HasSubstr("wavecrest_queue_capacity 64"));
+  EXPECT_THAT(m, HasSubstr("wavecrest_build_info{"));
+  testing::TempDir tmp;
+  std::ofstream(tmp.File("m.txt")) << m;
+  auto [code, out] = Shell("promtool check metrics < " + tmp.File("m.txt"));
+  EXPECT_EQ(code, 0) << out;
+}
+
+TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {
+  ServerUnderTest server;
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  constexpr int kCalls = 8;
+  std::atomic<int> ok{0}, retryable{0}, other{0};
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kCalls; ++t) {
+    threads.emplace_back([&] {
+      AdvisorClient c(server.address(), absl::Seconds(60));
+      v1::TimeGemmsRequest req;
+      req.set_gpu("h100-sxm");
+      for (int i = 1; i <= 2048; ++i) {
+        auto* g = req.add_gemms();
+        g->set_m(64 * i);
+        g->set_n(8192);
+        g->set_k(8192);
+      }
+      bool first = true;
+      absl::Status st = c.TimeGemms(req, [&](const v1::TimeGemmsResponse&) {
+        if (first) started.fetch_add(1);
+        first = false;
+      });
+      if (st.ok()) {
+        ok.fetch_add(1);
+      } else if (st.code() == absl::StatusCode::kUnavailable ||
+                 st.code() == absl::StatusCode::kResourceExhausted) {
+        retryable.fetch_add(1);
+      } else {
+        other.fetch_add(1);
+      }
+    });
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (started.load() == 0 && absl::Now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  server.process().Signal(SIGTERM);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load() + retryable.load(), kCalls) << "other failures: " << other.load();
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(server.process().Wait(absl::Seconds(30)), 0) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("shutting down"));
+}
+
+}  // namespace
+}  // namespace wavecrest
