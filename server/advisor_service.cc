@@ -78,6 +78,14 @@ absl::Status CheckShape(const v1::GemmShape& s, const std::string& field,
   return absl::OkStatus();
 }
 
+// The first message of an accepted streaming call: it is queued.
+template <typename Response>
+Response QueuedMessage(int depth) {
+  Response r;
+  r.mutable_progress()->set_message(absl::StrCat("queued (", depth, " jobs waiting)"));
+  return r;
+}
+
 }  // namespace
 
 absl::Status QueueFullError(const JobQueue& jobs) {
@@ -162,12 +170,20 @@ AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* m
       workers_(workers),
       recommend_(std::move(recommend)) {}
 
+absl::Status AdvisorService::CheckAccepting() const {
+  if (!draining_.load()) return absl::OkStatus();
+  return WithRetryDelay(absl::UnavailableError("server shutting down; retry on another replica"),
+                        absl::Seconds(1), "SHUTTING_DOWN");
+}
+
 std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method) {
   const absl::Time start = absl::Now();
   prometheus::Gauge& in_flight = metrics_->InFlight(method);
   in_flight.Increment();
+  in_flight_.fetch_add(1);
   return [this, method, start, &in_flight](const grpc::Status& status) {
     in_flight.Decrement();
+    in_flight_.fetch_sub(1);
     metrics_->RequestDone(method, CodeName(status.error_code()),
                           absl::ToDoubleSeconds(absl::Now() - start));
   };
@@ -178,7 +194,9 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
                                                   v1::AnalyzeResponse* response) {
   auto done = Track("Analyze");
   grpc::Status status;
-  if (absl::Now() > DeadlineOf(ctx)) {
+  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+    status = ToGrpcStatus(accepting);
+  } else if (absl::Now() > DeadlineOf(ctx)) {
     status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
   } else {
     absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(*request);
@@ -205,6 +223,10 @@ grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContex
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
   auto* reactor = new StreamReactor<v1::TimeGemmsResponse>(Track("TimeGemms"));
+  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+    reactor->Finish(ToGrpcStatus(accepting));
+    return reactor;
+  }
   absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(*request, *timing_);
   if (!plan.ok()) {
     reactor->Finish(ToGrpcStatus(plan.status()));
@@ -252,13 +274,21 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     reactor->Finish(ToGrpcStatus(summary.status()));
   });
   metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-  if (!queued) reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  if (!queued) {
+    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  } else {
+    reactor->Push(QueuedMessage<v1::TimeGemmsResponse>(jobs_->depth()));
+  }
   return reactor;
 }
 
 grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
     grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
   auto* reactor = new StreamReactor<v1::RecommendResponse>(Track("Recommend"));
+  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+    reactor->Finish(ToGrpcStatus(accepting));
+    return reactor;
+  }
   if (!recommend_) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Recommend is not available"));
     return reactor;
@@ -283,7 +313,11 @@ grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
     reactor->Finish(ToGrpcStatus(r.status()));
   });
   metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-  if (!queued) reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  if (!queued) {
+    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  } else {
+    reactor->Push(QueuedMessage<v1::RecommendResponse>(jobs_->depth()));
+  }
   return reactor;
 }
 

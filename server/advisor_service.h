@@ -54,7 +54,15 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   grpc::ServerWriteReactor<v1::RecommendResponse>* Recommend(
       grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) override;
 
+  // Graceful shutdown: from now on new calls get UNAVAILABLE (retryable) while the ones in flight,
+  // queued ones included, run to completion.
+  void StartDraining() { draining_.store(true); }
+  // Calls accepted and not yet finished.
+  int in_flight() const { return in_flight_.load(); }
+
  private:
+  // UNAVAILABLE with a retry hint when draining, else OK.
+  absl::Status CheckAccepting() const;
   // Metrics and the final status of one RPC.
   std::function<void(const grpc::Status&)> Track(const char* method);
 
@@ -63,6 +71,8 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   Metrics* metrics_;
   const WorkerDirectory* workers_;
   RecommendHandler recommend_;
+  std::atomic<bool> draining_{false};
+  std::atomic<int> in_flight_{0};
 };
 
 // The validated work of a TimeGemms request.

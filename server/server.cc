@@ -100,9 +100,14 @@ absl::Status RunServer(const ServerOptions& options) {
   health->SetServingStatus(kAdvisorHealthName, false);
   health->SetServingStatus(kMeasureHealthName, false);
   (*workers)->StopHealthUpdates();
-  // In-flight calls finish up to the grace period; after it, gRPC cancels them, and the jobs see
-  // the cancellation and stop.
-  server->Shutdown(absl::ToChronoTime(absl::Now() + options.shutdown_grace));
+  // New calls now get UNAVAILABLE (retryable); calls in flight, queued ones included, run to
+  // completion up to the grace period. Only then does gRPC shut down (cancelling what is left,
+  // which the jobs see and stop on).
+  service.StartDraining();
+  const absl::Time grace_end = absl::Now() + options.shutdown_grace;
+  while (service.in_flight() > 0 && absl::Now() < grace_end) absl::SleepFor(absl::Milliseconds(10));
+  LogInfo("drained", {{"in_flight", std::to_string(service.in_flight())}});
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   jobs.WaitIdle(absl::Now() + absl::Seconds(5));
   (*workers)->Stop();
   LogInfo("stopped");
