@@ -21,14 +21,26 @@ for p in "${packages[@]}"; do
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
-  echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+  echo "install-deps: all ${#packages[@]} Debian packages present"
+else
+  echo "install-deps: installing ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "install-deps: Debian packages done"
 fi
 
-echo "install-deps: installing ${missing[*]}"
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-deps: done"
+# buf (proto lint) from npm into tools/node_modules, pinned by tools/package-lock.json. Optional:
+# without npm the lint test reports itself skipped.
+here=$(cd "$(dirname "$0")/.." && pwd)
+if [[ ! -x $here/tools/node_modules/.bin/buf ]]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "install-deps: installing buf from npm into tools/node_modules"
+    (cd "$here/tools" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+      echo "install-deps: npm install of buf failed; the proto lint test will be skipped"
+  else
+    echo "install-deps: npm not found; the proto lint test will be skipped"
+  fi
+fi
