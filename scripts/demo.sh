@@ -1,7 +1,39 @@
 #!/usr/bin/env bash
-# The demo: an offline analysis of a shipped model (no server, no GPU needed).
+# The demo: starts wavecrest-server (with a GPU worker when the worker binary is built: it emulates
+# an H100 with the analytic model where there is no GPU), then runs the CLI against it.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
-echo "== wavecrest analyze --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb"
-"$build/client/wavecrest" analyze --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb
+tmp=$(mktemp -d)
+server_pid=""
+cleanup() {
+  [[ -n $server_pid ]] && kill -TERM "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+workers=none
+[[ -x $build/gpu_worker/wavecrest-worker ]] && workers=auto
+echo "== starting wavecrest-server (--workers $workers; logs in $tmp/server.log)"
+"$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
+  --port_file="$tmp/ports.json" --cache="$tmp/results.db" --workers=$workers \
+  2>"$tmp/server.log" &
+server_pid=$!
+for _ in $(seq 600); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done
+[[ -s $tmp/ports.json ]] || { cat "$tmp/server.log"; echo "server did not start"; exit 1; }
+port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/ports.json")
+cli=("$build/client/wavecrest")
+server="--server=127.0.0.1:$port"
+for _ in $(seq 200); do "${cli[@]}" health "$server" >/dev/null 2>&1 && break; sleep 0.05; done
+
+echo; echo "== wavecrest health $server"
+"${cli[@]}" health "$server" || true
+echo; echo "== wavecrest devices $server"
+"${cli[@]}" devices "$server"
+echo; echo "== wavecrest analyze $server --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused"
+"${cli[@]}" analyze "$server" --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused
+echo; echo "== wavecrest time $server --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16"
+"${cli[@]}" time "$server" --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16
+if "${cli[@]}" recommend --help >/dev/null 2>&1 && grep -q '"recommend"' client/cli.cc; then
+  echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused"
+  "${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused
+fi

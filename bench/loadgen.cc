@@ -1,0 +1,109 @@
+// Load generator for wavecrest-server: N Analyze requests at concurrency C, each with a deadline.
+// Prints p50/p90/p99/max latency and error counts by code.
+//
+//   loadgen --server 127.0.0.1:50051 --requests 20000 --concurrency 32 --deadline_ms 1000
+//     --model examples/models/llama-2-7b.json --gpu h100-sxm
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+#include "server/spec_io.h"
+#include "wavecrest/v1/advisor.grpc.pb.h"
+
+ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Advisor address");
+ABSL_FLAG(int, requests, 10000, "Requests in all");
+ABSL_FLAG(int, concurrency, 32, "Requests in flight at once (one thread each)");
+ABSL_FLAG(int, channels, 4, "gRPC channels shared round-robin by the threads");
+ABSL_FLAG(int, deadline_ms, 1000, "Deadline of each request");
+ABSL_FLAG(std::string, model, "examples/models/llama-2-7b.json", "Model spec to analyze");
+ABSL_FLAG(std::string, gpu, "h100-sxm", "GPU to analyze for");
+ABSL_FLAG(int, warmup, 200, "Requests sent first and not counted");
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  auto spec = wavecrest::LoadModelFile(absl::GetFlag(FLAGS_model));
+  if (!spec.ok()) {
+    std::fprintf(stderr, "loadgen: %s\n", std::string(spec.status().message()).c_str());
+    return 2;
+  }
+  wavecrest::v1::AnalyzeRequest request;
+  *request.mutable_model() = *spec;
+  request.set_gpu(absl::GetFlag(FLAGS_gpu));
+
+  const int n = absl::GetFlag(FLAGS_requests);
+  const int c = std::max(1, absl::GetFlag(FLAGS_concurrency));
+  const auto deadline = std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  std::vector<std::unique_ptr<wavecrest::v1::Advisor::Stub>> stubs;
+  for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_channels)); ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("grpc.channel_id", i);  // distinct channels, not one shared subchannel
+    stubs.push_back(wavecrest::v1::Advisor::NewStub(grpc::CreateCustomChannel(
+        absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args)));
+  }
+  auto call = [&](int i, grpc::StatusCode* code) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    wavecrest::v1::AnalyzeResponse response;
+    const absl::Time t0 = absl::Now();
+    *code = stubs[i % stubs.size()]->Analyze(&ctx, request, &response).error_code();
+    return absl::ToDoubleMilliseconds(absl::Now() - t0);
+  };
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
+    grpc::StatusCode code;
+    call(i, &code);
+  }
+
+  std::atomic<int> next{0};
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  std::map<int, int> codes;
+  const absl::Time start = absl::Now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < c; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<double> mine;
+      std::map<int, int> my_codes;
+      while (next.fetch_add(1) < n) {
+        grpc::StatusCode code;
+        mine.push_back(call(t, &code));
+        ++my_codes[static_cast<int>(code)];
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
+      for (auto [k, v] : my_codes) codes[k] += v;
+    });
+  }
+  for (auto& th : threads) th.join();
+  const double wall_s = absl::ToDoubleSeconds(absl::Now() - start);
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto pct = [&](double p) {
+    return latencies_ms[std::min(latencies_ms.size() - 1,
+                                 static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
+  };
+  int errors = 0;
+  for (auto [k, v] : codes) {
+    if (k != 0) errors += v;
+  }
+  std::printf("Analyze %s on %s: %d requests, concurrency %d, %d channels, deadline %d ms\n",
+              absl::GetFlag(FLAGS_model).c_str(), absl::GetFlag(FLAGS_gpu).c_str(), n, c,
+              static_cast<int>(stubs.size()), absl::GetFlag(FLAGS_deadline_ms));
+  std::printf("throughput  %.0f requests/s over %.2f s\n", n / wall_s, wall_s);
+  std::printf("latency ms  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", pct(0.50), pct(0.90),
+              pct(0.99), latencies_ms.back());
+  std::printf("errors      %d", errors);
+  for (auto [k, v] : codes) {
+    if (k != 0) std::printf("  code %d: %d", k, v);
+  }
+  std::printf("\n");
+  return errors == 0 ? 0 : 1;
+}
