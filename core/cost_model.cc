@@ -104,7 +104,9 @@ GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const
                       (static_cast<double>(tm * tile.m) * static_cast<double>(tn * tile.n));
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * slots);
   p.alignment_efficiency = AlignmentEfficiency(key, gpu);
-  const double k_slice = static_cast<double>(CeilDiv(s.k, split_k) + mp.k_overhead);
+  const int64_t tile_k = std::max<int64_t>(1, mp.k_tile_bytes / DTypeBytes(key.dtype));
+  const double k_slice =
+      static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k + mp.k_overhead);
   const double mem_bw = gpu.memory_bandwidth_bytes_per_s * mp.memory_efficiency;
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
@@ -117,7 +119,8 @@ GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const
                           static_cast<double>(s.batch) / mem_bw;
     }
   }
-  p.memory_time_s = MemoryTime(gpu, key);
+  // Narrow loads and stores lower the bandwidth reached as much as the math rate.
+  p.memory_time_s = MemoryTime(gpu, key) / p.alignment_efficiency;
   Finish(p, GemmFlops(s), mp.latency_floor_s);
   return p;
 }

@@ -11,9 +11,11 @@
 //   align_eff  = misaligned_efficiency if any leading dimension is not a multiple of 16 bytes,
 //                else sub_alignment_efficiency^(number of leading dimensions that miss the GPU's
 //                alignment rule, e.g. 128 bytes), else 1
-//   t_tile     = 2·Tm·Tn·(ceil(K/S) + k_overhead) · slots / (peak · f · align_eff)
+//   K_slice    = ceil(ceil(K/S) / Tk) · Tk,  Tk = k_tile_bytes / dtype bytes  (K quantization: the
+//                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16)
+//   t_tile     = 2·Tm·Tn·(K_slice + k_overhead) · slots / (peak · f · align_eff)
 //   t_compute  = waves · t_tile + t_reduce,   t_reduce = 2·4·S·M·N·batch / (BW · mem_eff) if S > 1
-//   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · mem_eff)   (roofline)
+//   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · mem_eff · align_eff)
 //   t          = max(t_compute, t_memory, latency_floor)
 //
 // and the prediction is the (tile, S) with the smallest t, as cuBLAS's heuristic tries to pick; ties
@@ -24,8 +26,10 @@
 // Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on Hopper,
 // the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a multiple
 // of 16 bytes forces a kernel family with narrower loads, which we price at misaligned_efficiency
-// (about half speed). Dimensions that are 16-byte aligned but not multiples of the GPU's preferred
-// 128 bytes keep the fast kernels but lose some load efficiency: sub_alignment_efficiency each.
+// (0.45). Dimensions that are 16-byte aligned but not multiples of the GPU's preferred 128 bytes
+// keep the fast kernel families but lose wide loads: sub_alignment_efficiency (0.6) each. Both
+// factors divide the memory time as well as the compute time: narrow accesses lower the bandwidth
+// reached too.
 // All constants live in CostModelParams (core/gpu_catalog.h), one struct per GPU, for calibration.
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
