@@ -10,11 +10,13 @@
 #include "client/advisor_client.h"
 #include "client/format.h"
 #include "core/gemm.h"
+#include "core/recommend.h"
 #include "core/model_spec.h"
 #include "core/status_macros.h"
 #include "server/advisor_logic.h"
 #include "server/convert.h"
 #include "server/errors.h"
+#include "server/recommend_logic.h"
 #include "server/spec_io.h"
 
 namespace wavecrest {
@@ -124,6 +126,70 @@ class ProgressBar {
   bool shown_ = false;
 };
 
+int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::RecommendRequest request;
+  absl::StatusOr<v1::ModelSpec> spec = LoadSpecWithOverrides(o);
+  if (!spec.ok()) return Fail(err, spec.status());
+  *request.mutable_model() = *spec;
+  request.set_gpu(o.gpu);
+  absl::StatusOr<v1::Mode> mode = ParseMode(o.mode);
+  if (!mode.ok()) return Fail(err, mode.status());
+  request.set_mode(*mode);
+  request.set_param_tolerance(o.param_tolerance);
+  for (absl::string_view k : absl::StrSplit(o.vary, ',', absl::SkipWhitespace())) {
+    absl::StatusOr<Knob> knob = ParseKnob(k);
+    if (!knob.ok()) return Fail(err, FieldError("--vary", knob.status().message()));
+    request.add_vary(static_cast<v1::Knob>(static_cast<int>(*knob) + 1));
+  }
+  for (absl::string_view d : absl::StrSplit(o.allowed_head_dims, ',', absl::SkipWhitespace())) {
+    int64_t x = 0;
+    if (!absl::SimpleAtoi(d, &x)) {
+      return Fail(err, FieldError("--allowed-head-dims", absl::StrCat("not a number: ", d)));
+    }
+    request.add_allowed_head_dims(x);
+  }
+  request.set_min_heads(o.min_heads);
+  request.set_max_heads(o.max_heads);
+  request.set_keep_layers(o.keep_layers);
+  request.set_max_candidates(o.max_candidates);
+  request.set_top(o.top);
+  request.set_measure_top_k(o.measure_top_k);
+  request.set_max_gpu_seconds(o.max_gpu_seconds);
+
+  const bool json = o.format == "json";
+  ProgressBar bar(!json);
+  absl::StatusOr<v1::RecommendResponse> result;
+  if (o.server.empty()) {
+    if (*mode == v1::MODE_MEASURED) {
+      return Fail(err, FieldError("--mode", "measured needs --server (a server with a GPU worker)"));
+    }
+    RecommendContext ctx;
+    ctx.progress = [&](const v1::Progress& p) { bar.Update(p); };
+    ctx.no_measure_reason = "offline (no --server)";
+    result = RunRecommend(request, ctx);
+  } else {
+    v1::RecommendResponse final;
+    absl::Status st = AdvisorClient(o.server, absl::Seconds(o.deadline_s))
+                          .Recommend(request, [&](const v1::RecommendResponse& m) {
+                            if (m.done()) {
+                              final = m;
+                            } else {
+                              bar.Update(m.progress());
+                            }
+                          });
+    if (st.ok()) {
+      result = final;
+    } else {
+      result = st;
+    }
+  }
+  bar.Clear();
+  if (!result.ok()) return Fail(err, result.status());
+  result->clear_progress();
+  out << (json ? ToJson(*result) + "\n" : FormatRecommendation(*result));
+  return 0;
+}
+
 int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
   v1::TimeGemmsRequest request;
@@ -215,6 +281,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return all_serving ? 0 : 10 + static_cast<int>(absl::StatusCode::kUnavailable);
   }
   if (o.command == "time") return DoTime(o, out, err);
+  if (o.command == "recommend") return DoRecommend(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";
   return 2;
 }

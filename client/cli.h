@@ -31,6 +31,17 @@ struct CliOptions {
   std::string layout;  // time: TN, NN, NT
   std::string mode;    // auto, measured, predicted
   bool autotune = false;
+  // recommend
+  double param_tolerance = 0;  // 0 = 0.02
+  std::string vary;            // "heads,hidden,ffn,vocab"
+  std::string allowed_head_dims;
+  int64_t min_heads = 0;
+  int64_t max_heads = 0;
+  bool keep_layers = false;
+  int64_t max_candidates = 0;
+  int top = 0;
+  int measure_top_k = 0;
+  double max_gpu_seconds = 0;
 };
 
 // Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).

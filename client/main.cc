@@ -39,6 +39,21 @@ ABSL_FLAG(std::string, gemm, "",
 ABSL_FLAG(std::string, layout, "", "time: cuBLAS layout of --gemm: TN (default), NN or NT");
 ABSL_FLAG(std::string, mode, "",
           "time, recommend: where numbers come from: auto (default), measured or predicted");
+ABSL_FLAG(double, param_tolerance, 0,
+          "recommend: largest relative parameter change of a candidate, in [0, 0.5]; 0 = 0.02");
+ABSL_FLAG(std::string, vary, "",
+          "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
+          "layers; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers)");
+ABSL_FLAG(std::string, allowed_head_dims, "",
+          "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] (and the baseline's)");
+ABSL_FLAG(int64_t, min_heads, 0, "recommend: fewest heads a candidate may have; 0 = 1");
+ABSL_FLAG(int64_t, max_heads, 0, "recommend: most heads a candidate may have; 0 = no limit");
+ABSL_FLAG(bool, keep_layers, false, "recommend: never change num_layers");
+ABSL_FLAG(int64_t, max_candidates, 0, "recommend: candidates to generate at most; 0 = 5000");
+ABSL_FLAG(int, top, 0, "recommend: rows to show (the baseline is always shown); 0 = 10");
+ABSL_FLAG(int, measure_top_k, 0,
+          "recommend: candidates (besides the baseline) to measure on a worker; 0 = 8");
+ABSL_FLAG(double, max_gpu_seconds, 0, "recommend: GPU time the measuring stage may use; 0 = 60");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 
 namespace {
@@ -53,6 +68,8 @@ commands:
   time      time GEMMs (--gemm MxNxK,...) or every GEMM of a model step (--model) through
             --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which
   devices   the worker devices a server measures on and the GPUs it can predict for
+  recommend nearby shapes at about the same parameter count, ranked by step time, with the
+            reasons; offline with --mode predicted, or through --server (measured on a worker)
   health    the server's health: overall, Advisor (can answer), measure (a GPU worker is up)
 
 exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
@@ -115,5 +132,15 @@ int main(int argc, char** argv) {
   o.layout = absl::GetFlag(FLAGS_layout);
   o.mode = absl::GetFlag(FLAGS_mode);
   o.autotune = absl::GetFlag(FLAGS_autotune);
+  o.param_tolerance = absl::GetFlag(FLAGS_param_tolerance);
+  o.vary = absl::GetFlag(FLAGS_vary);
+  o.allowed_head_dims = absl::GetFlag(FLAGS_allowed_head_dims);
+  o.min_heads = absl::GetFlag(FLAGS_min_heads);
+  o.max_heads = absl::GetFlag(FLAGS_max_heads);
+  o.keep_layers = absl::GetFlag(FLAGS_keep_layers);
+  o.max_candidates = absl::GetFlag(FLAGS_max_candidates);
+  o.top = absl::GetFlag(FLAGS_top);
+  o.measure_top_k = absl::GetFlag(FLAGS_measure_top_k);
+  o.max_gpu_seconds = absl::GetFlag(FLAGS_max_gpu_seconds);
   return wavecrest::RunCli(o, std::cout, std::cerr);
 }

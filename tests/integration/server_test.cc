@@ -9,6 +9,7 @@
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "server/errors.h"
+#include "server/spec_io.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {
@@ -374,6 +375,143 @@ TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
   std::ofstream(tmp.File("m.txt")) << m;
   auto [code, out] = Shell("promtool check metrics < " + tmp.File("m.txt"));
   EXPECT_EQ(code, 0) << out;
+}
+
+TEST_F(ServerTest, RecommendPredictedEndToEnd) {
+  AdvisorClient c(server_.address());
+  v1::RecommendRequest req;
+  *req.mutable_model() = Pythia();
+  req.mutable_model()->set_attention(v1::ATTENTION_UNFUSED);
+  req.set_gpu("h100-sxm");
+  req.set_mode(v1::MODE_PREDICTED);
+  req.set_top(5);
+  int progress = 0;
+  v1::RecommendResponse final;
+  ASSERT_TRUE(c.Recommend(req, [&](const v1::RecommendResponse& m) {
+                 if (m.done()) {
+                   final = m;
+                 } else {
+                   ++progress;
+                 }
+               }).ok());
+  EXPECT_GT(progress, 0);
+  ASSERT_GE(final.candidates_size(), 2);
+  EXPECT_EQ(final.candidates(0).rank(), 1);
+  EXPECT_GT(final.candidates(0).speedup(), 1.0);
+  EXPECT_EQ(final.candidates(0).source(), v1::SOURCE_PREDICTED);
+  bool baseline = false;
+  for (const auto& cand : final.candidates()) baseline |= cand.baseline();
+  EXPECT_TRUE(baseline);
+  EXPECT_FALSE(final.candidates(0).reasons().empty());
+}
+
+TEST_F(ServerTest, RecommendMeasuredWithoutWorkerIsRefusedAndAutoSaysSo) {
+  AdvisorClient c(server_.address());
+  v1::RecommendRequest req;
+  *req.mutable_model() = Pythia();
+  req.set_gpu("h100-sxm");
+  req.set_mode(v1::MODE_MEASURED);
+  absl::Status st = c.Recommend(req, [](const v1::RecommendResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("no h100-sxm worker is up"));
+  EXPECT_GT(RetryDelayOf(st), absl::ZeroDuration());
+  req.set_mode(v1::MODE_AUTO);
+  v1::RecommendResponse final;
+  ASSERT_TRUE(c.Recommend(req, [&](const v1::RecommendResponse& m) {
+                 if (m.done()) final = m;
+               }).ok());
+  ASSERT_GT(final.notes_size(), 0);
+  EXPECT_THAT(final.notes(0), HasSubstr("PREDICTED"));
+  for (const auto& cand : final.candidates()) EXPECT_EQ(cand.source(), v1::SOURCE_PREDICTED);
+}
+
+TEST_F(ServerTest, RecommendBadConstraintsNameTheFields) {
+  AdvisorClient c(server_.address());
+  v1::RecommendRequest req;
+  *req.mutable_model() = Pythia();
+  req.set_gpu("h100-sxm");
+  req.set_param_tolerance(3);
+  req.add_allowed_head_dims(-8);
+  req.set_top(5000);
+  req.add_vary(static_cast<v1::Knob>(42));
+  absl::Status st = c.Recommend(req, [](const v1::RecommendResponse&) {});
+  ASSERT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  std::vector<std::string> fields;
+  for (const auto& v : ViolationsOf(st)) fields.push_back(v.field);
+  EXPECT_THAT(fields, ::testing::IsSupersetOf({"param_tolerance", "allowed_head_dims[0]", "top",
+                                               "vary[0]"}));
+}
+
+TEST_F(ServerTest, RecommendCancelledMidSearch) {
+  AdvisorClient c(server_.address());
+  auto stub = v1::Advisor::NewStub(c.channel());
+  v1::RecommendRequest req;
+  auto spec = LoadModelFile(testing::SourcePath("examples/models/llama-2-70b.json"));
+  ASSERT_TRUE(spec.ok());
+  *req.mutable_model() = *spec;
+  req.set_gpu("h100-sxm");
+  req.set_mode(v1::MODE_PREDICTED);
+  req.set_param_tolerance(0.5);
+  req.set_max_candidates(100000);
+  req.add_vary(v1::KNOB_HEADS);
+  req.add_vary(v1::KNOB_KV_HEADS);
+  req.add_vary(v1::KNOB_FFN);
+  req.add_vary(v1::KNOB_HIDDEN);
+  req.add_vary(v1::KNOB_VOCAB);
+  req.add_vary(v1::KNOB_LAYERS);
+  grpc::ClientContext ctx;
+  auto reader = stub->Recommend(&ctx, req);
+  v1::RecommendResponse m;
+  bool cancelled_mid_search = false;
+  while (reader->Read(&m)) {
+    if (m.has_progress() && m.progress().total() > 0 && !m.done()) {
+      ctx.TryCancel();
+      cancelled_mid_search = true;
+      break;
+    }
+  }
+  while (reader->Read(&m)) {
+  }
+  grpc::Status st = reader->Finish();
+  ASSERT_TRUE(cancelled_mid_search);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
+  // The server is free again: nothing in flight.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  std::string metrics;
+  while (absl::Now() < deadline) {
+    metrics = Metrics(server_.metrics_port());
+    if (metrics.find("wavecrest_requests_in_flight{method=\"Recommend\"} 0") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_in_flight{method=\"Recommend\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_total{code=\"CANCELLED\",method=\"Recommend\"} 1"));
+}
+
+TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
+  const std::string cli = testing::BinaryPath("client/wavecrest");
+  const std::string args = absl::StrCat(" recommend --model ",
+                                        testing::SourcePath("examples/models/pythia-2.8b.json"),
+                                        " --gpu h100-sxm --attention unfused --mode predicted"
+                                        " --top 3 --format json");
+  auto [c1, offline] = Shell(cli + args);
+  auto [c2, online] = Shell(cli + args + " --server " + server_.address());
+  ASSERT_EQ(c1, 0) << offline;
+  ASSERT_EQ(c2, 0) << online;
+  EXPECT_EQ(offline, online);  // same inputs, same ranking, in-process or over RPC
+  EXPECT_THAT(offline, HasSubstr("\"candidates\""));
+  EXPECT_THAT(offline, HasSubstr("\"baseline\": true"));
+  auto [c3, table] = Shell(absl::StrCat(cli, " recommend --model ",
+                                        testing::SourcePath("examples/models/gpt2-small.json"),
+                                        " --gpu a100-sxm-80gb --mode predicted"));
+  EXPECT_EQ(c3, 0) << table;
+  EXPECT_THAT(table, HasSubstr("v 50257 → 50304"));
+  auto [c4, err] = Shell(absl::StrCat(cli, " recommend --model ",
+                                      testing::SourcePath("examples/models/gpt2-small.json"),
+                                      " --mode measured"));
+  EXPECT_EQ(c4, 13) << err;
+  EXPECT_THAT(err, HasSubstr("--mode"));
 }
 
 TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {

@@ -1,0 +1,244 @@
+#include "server/recommend_logic.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/analysis.h"
+#include "core/status_macros.h"
+#include "server/advisor_logic.h"
+#include "server/convert.h"
+#include "server/errors.h"
+
+namespace wavecrest {
+namespace {
+
+Knob FromProto(v1::Knob k, bool* ok) {
+  *ok = true;
+  switch (k) {
+    case v1::KNOB_HEADS: return Knob::kHeads;
+    case v1::KNOB_KV_HEADS: return Knob::kKvHeads;
+    case v1::KNOB_HIDDEN: return Knob::kHidden;
+    case v1::KNOB_FFN: return Knob::kFfn;
+    case v1::KNOB_VOCAB: return Knob::kVocab;
+    case v1::KNOB_LAYERS: return Knob::kLayers;
+    default: *ok = false; return Knob::kHeads;
+  }
+}
+
+v1::Candidate ToProto(const CandidateScore& s, int rank) {
+  v1::Candidate c;
+  c.set_rank(rank);
+  c.set_baseline(s.baseline);
+  *c.mutable_model() = wavecrest::ToProto(s.spec);
+  *c.mutable_params() = wavecrest::ToProto(s.params);
+  c.set_param_change(s.param_change);
+  c.set_step_time_s(s.step_time_s);
+  c.set_tokens_per_second_per_gpu(s.tokens_per_s_per_gpu);
+  c.set_speedup(s.speedup);
+  c.set_speedup_uncertainty(s.speedup_uncertainty);
+  c.set_mfu(s.mfu);
+  c.set_source(s.all_measured ? v1::SOURCE_MEASURED : v1::SOURCE_PREDICTED);
+  for (const auto& r : s.reasons) c.add_reasons(r);
+  c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
+  return c;
+}
+
+absl::Status StopStatus(const RecommendContext& ctx) {
+  if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
+  if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
+  return absl::OkStatus();
+}
+
+void Progress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
+  v1::Progress p;
+  p.set_done(done);
+  p.set_total(total);
+  p.set_message(std::move(message));
+  ctx.progress(p);
+}
+
+}  // namespace
+
+absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendRequest& r) {
+  RecommendConstraints c;
+  std::vector<FieldViolation> v;
+  c.param_tolerance = r.param_tolerance() == 0 ? kDefaultParamTolerance : r.param_tolerance();
+  for (int i = 0; i < r.vary_size(); ++i) {
+    bool ok = false;
+    Knob k = FromProto(r.vary(i), &ok);
+    if (!ok) {
+      v.push_back({absl::StrCat("vary[", i, "]"),
+                   absl::StrCat("unknown value ", r.vary(i), "; allowed: KNOB_HEADS, "
+                                "KNOB_KV_HEADS, KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS")});
+    } else {
+      c.vary.insert(k);
+    }
+  }
+  c.allowed_head_dims.assign(r.allowed_head_dims().begin(), r.allowed_head_dims().end());
+  c.min_heads = r.min_heads();
+  c.max_heads = r.max_heads();
+  c.keep_layers = r.keep_layers();
+  c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
+  c.top = r.top() == 0 ? kDefaultTop : r.top();
+  for (auto& f : ValidateConstraints(c)) v.push_back(std::move(f));
+  if (r.max_gpu_seconds() < 0 || r.max_gpu_seconds() > 3600) {
+    v.push_back({"max_gpu_seconds",
+                 absl::StrCat("must be in [0, 3600]; got ", r.max_gpu_seconds())});
+  }
+  if (r.measure_top_k() < 0 || r.measure_top_k() > 1000) {
+    v.push_back({"measure_top_k", absl::StrCat("must be in [0, 1000]; got ", r.measure_top_k())});
+  }
+  if (!v1::Mode_IsValid(r.mode())) {
+    v.push_back({"mode", absl::StrCat("unknown value ", r.mode(),
+                                      "; allowed: MODE_AUTO, MODE_MEASURED, MODE_PREDICTED")});
+  }
+  if (!v.empty()) return InvalidArgumentWithViolations(v);
+  return c;
+}
+
+absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& request,
+                                                   const RecommendContext& ctx) {
+  std::vector<FieldViolation> violations;
+  absl::StatusOr<ModelSpec> base = SpecFromRequest(request.model(), "model.");
+  if (!base.ok()) violations = ViolationsOf(base.status());
+  absl::StatusOr<RecommendConstraints> constraints = ConstraintsFromRequest(request);
+  if (!constraints.ok()) {
+    for (auto& f : ViolationsOf(constraints.status())) violations.push_back(std::move(f));
+  }
+  if (request.gpu().empty()) violations.push_back({"gpu", "required: a GPU name such as h100-sxm"});
+  if (!violations.empty()) return InvalidArgumentWithViolations(violations);
+  ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
+  RETURN_IF_ERROR(CheckDtypeSupported(base->dtype, *gpu));
+
+  const v1::Mode mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
+  const bool can_measure = ctx.measurer && ctx.measurer->can_measure;
+  if (mode == v1::MODE_MEASURED && !can_measure) {
+    return WithRetryDelay(absl::UnavailableError(absl::StrCat(
+                              "MODE_MEASURED: ", ctx.no_measure_reason,
+                              "; retry later, or ask for MODE_AUTO or MODE_PREDICTED")),
+                          absl::Seconds(5), "NO_WORKER");
+  }
+
+  v1::RecommendResponse response;
+  response.set_gpu(gpu->name);
+  response.set_mode(mode);
+
+  // Stage 1: every candidate, analytic model.
+  int64_t generated = 0;
+  std::vector<ModelSpec> specs = GenerateCandidates(*base, *constraints, &generated);
+  const int64_t base_params = CountParams(*base).total_params;
+  ScoreCache predicted([gpu](const GemmKey& k) {
+    return GemmTime{PredictGemm(*gpu, k).time_s, 0, false};
+  });
+  std::vector<CandidateScore> scores;
+  scores.reserve(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (i % 256 == 0) {
+      RETURN_IF_ERROR(StopStatus(ctx));
+      Progress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(specs.size()),
+               "scoring candidates (analytic model)");
+    }
+    scores.push_back(ScoreCandidate(specs[i], *gpu, predicted, base_params));
+    scores.back().baseline = i == 0;
+  }
+  response.set_candidates_considered(static_cast<int64_t>(scores.size()));
+  RankCandidates(scores);
+
+  // Stage 2: measure the best K and the baseline.
+  std::vector<CandidateScore> measured_group;
+  if (mode != v1::MODE_PREDICTED && can_measure) {
+    const int k = request.measure_top_k() == 0 ? kDefaultMeasureTopK : request.measure_top_k();
+    const double budget_s =
+        request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
+    std::vector<size_t> chosen;
+    absl::flat_hash_map<GemmKey, double> keys;  // key -> predicted time
+    auto add_keys = [&](const ModelSpec& s) {
+      absl::flat_hash_map<GemmKey, double> extra;
+      double cost = 0;
+      for (const Gemm& g : BuildGemms(s)) {
+        if (g.fused_attention || keys.contains(g.key()) || extra.contains(g.key())) continue;
+        const double t = predicted.Get(g.key()).time_s;
+        extra.emplace(g.key(), t);
+        cost += t * kMeasureCostFactor;
+      }
+      return std::make_pair(extra, cost);
+    };
+    double spent = 0;
+    for (size_t i = 0; i < scores.size(); ++i) {
+      const bool is_base = scores[i].baseline;
+      if (!is_base && static_cast<int>(chosen.size()) >= k + 1) continue;
+      auto [extra, cost] = add_keys(scores[i].spec);
+      if (!is_base && spent + cost > budget_s) continue;
+      spent += cost;
+      keys.insert(extra.begin(), extra.end());
+      chosen.push_back(i);
+    }
+    std::vector<GemmKey> key_list;
+    for (const auto& [key, t] : keys) key_list.push_back(key);
+    std::sort(key_list.begin(), key_list.end(), [](const GemmKey& a, const GemmKey& b) {
+      return std::tie(a.shape, a.layout, a.dtype) < std::tie(b.shape, b.layout, b.dtype);
+    });
+    Progress(ctx, 0, static_cast<int64_t>(key_list.size()),
+             absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
+                          " candidates"));
+    absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
+        key_list,
+        [&](int64_t done, int64_t total) { Progress(ctx, done, total, "measuring GEMMs"); },
+        &response);
+    RETURN_IF_ERROR(StopStatus(ctx));
+    if (!times.ok()) {
+      if (mode == v1::MODE_MEASURED) return times.status();
+      response.add_notes(absl::StrCat("measurement failed (", times.status().message(),
+                                      "); ranking is PREDICTED"));
+    } else {
+      absl::flat_hash_map<GemmKey, GemmTime> by_key;
+      for (size_t i = 0; i < key_list.size(); ++i) {
+        if ((*times)[i]) by_key[key_list[i]] = *(*times)[i];
+      }
+      ScoreCache measured([&](const GemmKey& key) {
+        auto it = by_key.find(key);
+        return it != by_key.end() ? it->second : predicted.Get(key);
+      });
+      for (size_t i : chosen) {
+        measured_group.push_back(ScoreCandidate(scores[i].spec, *gpu, measured, base_params));
+        measured_group.back().baseline = scores[i].baseline;
+      }
+      RankCandidates(measured_group);
+      // The rest keep their predicted ranking, after the measured ones.
+      std::vector<CandidateScore> rest;
+      for (size_t i = 0; i < scores.size(); ++i) {
+        if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) rest.push_back(scores[i]);
+      }
+      scores = std::move(rest);
+      response.add_notes(absl::StrCat(
+          "the first ", measured_group.size(),
+          " rows were re-scored with measured GEMM times (the best by the analytic model, and the "
+          "baseline); the rest are ranked by the analytic model"));
+    }
+  } else if (mode == v1::MODE_AUTO) {
+    response.add_notes(absl::StrCat(ctx.no_measure_reason, ": every number is PREDICTED"));
+  }
+
+  // The answer: measured group first, then predicted ones; top N plus the baseline.
+  std::vector<CandidateScore> ordered = measured_group;
+  for (auto& s : scores) {
+    if (!measured_group.empty() && s.baseline) continue;  // the baseline is in the measured group
+    ordered.push_back(std::move(s));
+  }
+  const int top = constraints->top;
+  int rank = 0;
+  bool base_shown = false;
+  for (const CandidateScore& s : ordered) {
+    ++rank;
+    if (rank > top && !s.baseline) continue;
+    if (rank > top && base_shown) continue;
+    base_shown |= s.baseline;
+    *response.add_candidates() = ToProto(s, rank);
+  }
+  response.set_done(true);
+  Progress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
+  return response;
+}
+
+}  // namespace wavecrest

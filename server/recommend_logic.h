@@ -1,0 +1,50 @@
+// Recommend, from request to response: constraints, candidates, the analytic stage over all of
+// them, the measuring stage over the best K and the baseline, ranking and the answer.
+#ifndef WAVECREST_SERVER_RECOMMEND_LOGIC_H_
+#define WAVECREST_SERVER_RECOMMEND_LOGIC_H_
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/recommend.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+
+inline constexpr int kDefaultMeasureTopK = 8;
+inline constexpr double kDefaultMaxGpuSeconds = 60;
+// GPU time one GEMM measurement takes, in units of the GEMM's own time (warm-up, samples and
+// launches per sample), for the GPU-seconds budget.
+inline constexpr double kMeasureCostFactor = 400;
+
+// What the measuring stage can do.
+struct Measurer {
+  bool can_measure = false;  // a worker of the GPU kind is up (or a cache may answer)
+  // Times `keys` (distinct); returns one entry per key: a measured (or cached) time, or nullopt.
+  // `progress(done, total)` as results arrive. Counts what came from where into the response.
+  std::function<absl::StatusOr<std::vector<std::optional<GemmTime>>>(
+      const std::vector<GemmKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
+      v1::RecommendResponse* counts)>
+      measure;
+};
+
+struct RecommendContext {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::function<void(const v1::Progress&)> progress = [](const v1::Progress&) {};
+  std::function<bool()> cancelled = [] { return false; };
+  const Measurer* measurer = nullptr;  // null: predictions only
+  std::string no_measure_reason = "no worker of this GPU kind is up";
+};
+
+// Reads the constraints of `request` (0 fields take their defaults). Violations name the fields.
+absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendRequest& request);
+
+absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& request,
+                                                   const RecommendContext& context);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_RECOMMEND_LOGIC_H_
