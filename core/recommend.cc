@@ -316,7 +316,11 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     if (!why.empty()) absl::StrAppend(&x, " (", absl::StrJoin(why, "; "), ")");
     r.push_back(x);
   }
-  if (s.num_kv_heads != b.num_kv_heads) r.push_back(Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
+  const bool both_mha = b.num_kv_heads == b.num_attention_heads &&
+                       s.num_kv_heads == s.num_attention_heads;  // KV heads follow the heads
+  if (s.num_kv_heads != b.num_kv_heads && !both_mha) {
+    r.push_back(Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
+  }
   if (s.ffn_hidden_size != b.ffn_hidden_size) {
     std::string x = Arrow("f", b.ffn_hidden_size, s.ffn_hidden_size);
     const int64_t p1 = LargestPow2Factor(s.ffn_hidden_size / t);

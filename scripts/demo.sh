@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The demo: starts wavecrest-server (with a GPU worker when the worker binary is built: it emulates
-# an H100 with the analytic model where there is no GPU), then runs the CLI against it.
+# The demo: starts wavecrest-server (with GPU workers once wavecrest-worker is built; until then
+# every number comes from the analytic model and says so), then runs the CLI against it, ending
+# with a recommendation for Pythia-2.8B (h = 2560, a = 32).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -33,7 +34,6 @@ echo; echo "== wavecrest analyze $server --model examples/models/pythia-2.8b.jso
 "${cli[@]}" analyze "$server" --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused
 echo; echo "== wavecrest time $server --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16"
 "${cli[@]}" time "$server" --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16
-if "${cli[@]}" recommend --help >/dev/null 2>&1 && grep -q '"recommend"' client/cli.cc; then
-  echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused"
-  "${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused
-fi
+echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused --top 8"
+"${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu h100-sxm \
+  --attention unfused --top 8
