@@ -38,13 +38,11 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   }
   if (!o.attention.empty()) {
     ASSIGN_OR_RETURN(Attention a, ParseAttention(o.attention));
-    spec.set_attention(a == Attention::kFlash ? v1::ATTENTION_FLASH : v1::ATTENTION_UNFUSED);
+    spec.set_attention(ToProto(a));
   }
   if (!o.workload.empty()) {
     ASSIGN_OR_RETURN(Workload w, ParseWorkload(o.workload));
-    spec.set_workload(w == Workload::kTraining  ? v1::WORKLOAD_TRAINING
-                      : w == Workload::kPrefill ? v1::WORKLOAD_PREFILL
-                                                : v1::WORKLOAD_DECODE);
+    spec.set_workload(ToProto(w));
   }
   return spec;
 }

@@ -64,6 +64,19 @@ v1::Pass ToProto(Pass p) {
   return v1::PASS_UNSPECIFIED;
 }
 
+v1::Attention ToProto(Attention a) {
+  return a == Attention::kFlash ? v1::ATTENTION_FLASH : v1::ATTENTION_UNFUSED;
+}
+
+v1::Workload ToProto(Workload w) {
+  switch (w) {
+    case Workload::kTraining: return v1::WORKLOAD_TRAINING;
+    case Workload::kPrefill: return v1::WORKLOAD_PREFILL;
+    case Workload::kDecode: return v1::WORKLOAD_DECODE;
+  }
+  return v1::WORKLOAD_UNSPECIFIED;
+}
+
 v1::Bound ToProto(Bound b) {
   switch (b) {
     case Bound::kCompute: return v1::BOUND_COMPUTE;
@@ -156,12 +169,8 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_micro_batch_size(s.micro_batch_size);
   p.set_tensor_parallel(s.tensor_parallel);
   p.set_dtype(ToProto(s.dtype));
-  p.set_attention(s.attention == Attention::kFlash ? v1::ATTENTION_FLASH : v1::ATTENTION_UNFUSED);
-  switch (s.workload) {
-    case Workload::kTraining: p.set_workload(v1::WORKLOAD_TRAINING); break;
-    case Workload::kPrefill: p.set_workload(v1::WORKLOAD_PREFILL); break;
-    case Workload::kDecode: p.set_workload(v1::WORKLOAD_DECODE); break;
-  }
+  p.set_attention(ToProto(s.attention));
+  p.set_workload(ToProto(s.workload));
   p.set_tied_embeddings(s.tied_embeddings);
   p.set_kv_cache_length(s.kv_cache_length);
   p.set_norm(s.norm == Norm::kLayerNorm ? v1::NORM_LAYERNORM : v1::NORM_RMSNORM);

@@ -23,6 +23,8 @@ v1::Dtype ToProto(DType d);
 absl::StatusOr<Layout> FromProto(v1::Layout l);
 v1::Layout ToProto(Layout l);
 v1::Pass ToProto(Pass p);
+v1::Attention ToProto(Attention a);
+v1::Workload ToProto(Workload w);
 v1::Bound ToProto(Bound b);
 
 v1::GemmReport ToProto(const Gemm& g);
