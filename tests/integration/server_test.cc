@@ -514,6 +514,44 @@ TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
   EXPECT_THAT(err, HasSubstr("--mode"));
 }
 
+TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
+  ServerUnderTest server({"--threads=1", "--queue_capacity=1"});
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  constexpr int kCalls = 16;
+  std::atomic<int> ok{0}, exhausted{0}, other{0};
+  std::atomic<int64_t> retry_ms{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kCalls; ++t) {
+    threads.emplace_back([&] {
+      AdvisorClient c(server.address(), absl::Seconds(60));
+      v1::TimeGemmsRequest req;
+      req.set_gpu("h100-sxm");
+      for (int i = 1; i <= 4096; ++i) {
+        auto* g = req.add_gemms();
+        g->set_m(64 * i);
+        g->set_n(4096);
+        g->set_k(4096);
+      }
+      absl::Status st = c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
+      if (st.ok()) {
+        ok.fetch_add(1);
+      } else if (st.code() == absl::StatusCode::kResourceExhausted) {
+        exhausted.fetch_add(1);
+        retry_ms.store(absl::ToInt64Milliseconds(RetryDelayOf(st)));
+      } else {
+        other.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_GE(exhausted.load(), 1);  // 16 calls of ~4096 GEMMs each cannot all fit 1 + 1 slots
+  EXPECT_GE(ok.load(), 1);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(retry_ms.load(), 1000);
+  AdvisorClient c(server.address());
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
+}
+
 TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {
   ServerUnderTest server;
   ASSERT_TRUE(server.WaitReady()) << server.Log();
