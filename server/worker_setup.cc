@@ -26,6 +26,12 @@ class CacheOnlySetup final : public WorkerSetup {
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics) {
+  if ((options.workers != "none" && !options.workers.empty()) ||
+      !options.worker_addresses.empty()) {
+    return absl::UnimplementedError(
+        "--workers/--worker_address: GPU workers (wavecrest-worker) are not part of this build "
+        "yet; run with --workers=none (every answer is then PREDICTED and says so)");
+  }
   std::unique_ptr<ResultCache> cache;
   if (!options.cache_path.empty()) {
     absl::StatusOr<std::unique_ptr<ResultCache>> c = ResultCache::Open(options.cache_path);
