@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
       "  wavecrest-server --listen 127.0.0.1:50051 --metrics_listen 127.0.0.1:9464 \\\n"
-      "                   --cache ~/.cache/wavecrest/results.db --workers auto\n\n"
+      "                   --cache ~/.cache/wavecrest/results.db\n\n"
+      "GPU workers (--workers, --worker_address) are not part of this build yet: every number is\n"
+      "then PREDICTED by the analytic model, and says so.\n\n"
       "SIGTERM or SIGINT: health goes NOT_SERVING, in-flight work finishes (up to\n"
       "--shutdown_grace_s), exit 0. Logs are JSON lines on stderr.");
   absl::FlagsUsageConfig config;
