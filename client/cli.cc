@@ -137,7 +137,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   for (absl::string_view k : absl::StrSplit(o.vary, ',', absl::SkipWhitespace())) {
     absl::StatusOr<Knob> knob = ParseKnob(k);
     if (!knob.ok()) return Fail(err, FieldError("--vary", knob.status().message()));
-    request.add_vary(static_cast<v1::Knob>(static_cast<int>(*knob) + 1));
+    request.add_vary(ToProto(*knob));
   }
   for (absl::string_view d : absl::StrSplit(o.allowed_head_dims, ',', absl::SkipWhitespace())) {
     int64_t x = 0;

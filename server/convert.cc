@@ -77,6 +77,33 @@ v1::Workload ToProto(Workload w) {
   return v1::WORKLOAD_UNSPECIFIED;
 }
 
+v1::Knob ToProto(Knob k) {
+  switch (k) {
+    case Knob::kHeads: return v1::KNOB_HEADS;
+    case Knob::kKvHeads: return v1::KNOB_KV_HEADS;
+    case Knob::kHidden: return v1::KNOB_HIDDEN;
+    case Knob::kFfn: return v1::KNOB_FFN;
+    case Knob::kVocab: return v1::KNOB_VOCAB;
+    case Knob::kLayers: return v1::KNOB_LAYERS;
+  }
+  return v1::KNOB_UNSPECIFIED;
+}
+
+absl::StatusOr<Knob> FromProto(v1::Knob k) {
+  switch (k) {
+    case v1::KNOB_HEADS: return Knob::kHeads;
+    case v1::KNOB_KV_HEADS: return Knob::kKvHeads;
+    case v1::KNOB_HIDDEN: return Knob::kHidden;
+    case v1::KNOB_FFN: return Knob::kFfn;
+    case v1::KNOB_VOCAB: return Knob::kVocab;
+    case v1::KNOB_LAYERS: return Knob::kLayers;
+    default: break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown value ", static_cast<int>(k),
+      "; allowed: KNOB_HEADS, KNOB_KV_HEADS, KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS"));
+}
+
 v1::Bound ToProto(Bound b) {
   switch (b) {
     case Bound::kCompute: return v1::BOUND_COMPUTE;

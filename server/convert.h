@@ -8,6 +8,7 @@
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"
+#include "core/recommend.h"
 #include "wavecrest/v1/advisor.pb.h"
 #include "wavecrest/v1/model.pb.h"
 
@@ -26,6 +27,8 @@ v1::Pass ToProto(Pass p);
 v1::Attention ToProto(Attention a);
 v1::Workload ToProto(Workload w);
 v1::Bound ToProto(Bound b);
+v1::Knob ToProto(Knob k);
+absl::StatusOr<Knob> FromProto(v1::Knob k);
 
 v1::GemmReport ToProto(const Gemm& g);
 v1::ParameterCounts ToProto(const ParamCounts& c);

@@ -13,19 +13,6 @@
 namespace wavecrest {
 namespace {
 
-Knob FromProto(v1::Knob k, bool* ok) {
-  *ok = true;
-  switch (k) {
-    case v1::KNOB_HEADS: return Knob::kHeads;
-    case v1::KNOB_KV_HEADS: return Knob::kKvHeads;
-    case v1::KNOB_HIDDEN: return Knob::kHidden;
-    case v1::KNOB_FFN: return Knob::kFfn;
-    case v1::KNOB_VOCAB: return Knob::kVocab;
-    case v1::KNOB_LAYERS: return Knob::kLayers;
-    default: *ok = false; return Knob::kHeads;
-  }
-}
-
 v1::Candidate ToProto(const CandidateScore& s, int rank) {
   v1::Candidate c;
   c.set_rank(rank);
@@ -65,14 +52,11 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   std::vector<FieldViolation> v;
   c.param_tolerance = r.param_tolerance() == 0 ? kDefaultParamTolerance : r.param_tolerance();
   for (int i = 0; i < r.vary_size(); ++i) {
-    bool ok = false;
-    Knob k = FromProto(r.vary(i), &ok);
-    if (!ok) {
-      v.push_back({absl::StrCat("vary[", i, "]"),
-                   absl::StrCat("unknown value ", r.vary(i), "; allowed: KNOB_HEADS, "
-                                "KNOB_KV_HEADS, KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS")});
+    absl::StatusOr<Knob> k = FromProto(r.vary(i));
+    if (!k.ok()) {
+      v.push_back({absl::StrCat("vary[", i, "]"), std::string(k.status().message())});
     } else {
-      c.vary.insert(k);
+      c.vary.insert(*k);
     }
   }
   c.allowed_head_dims.assign(r.allowed_head_dims().begin(), r.allowed_head_dims().end());

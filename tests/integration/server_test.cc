@@ -35,6 +35,19 @@ v1::ModelSpec Pythia() {
   return m;
 }
 
+// A TimeGemms request of `count` shapes (m = 64·i, n, k): enough work to keep a job busy.
+v1::TimeGemmsRequest HeavyTimeRequest(int count, int64_t n, int64_t k) {
+  v1::TimeGemmsRequest req;
+  req.set_gpu("h100-sxm");
+  for (int i = 1; i <= count; ++i) {
+    auto* g = req.add_gemms();
+    g->set_m(64 * i);
+    g->set_n(n);
+    g->set_k(k);
+  }
+  return req;
+}
+
 std::string Metrics(int port) {
   return Shell(absl::StrCat("curl -s http://127.0.0.1:", port, "/metrics")).second;
 }
@@ -334,14 +347,7 @@ TEST_F(ServerTest, GarbageSpecFileIsAClearCliError) {
 
 TEST_F(ServerTest, ShortDeadlineGivesDeadlineExceededAndFreesTheWork) {
   AdvisorClient c(server_.address(), absl::Milliseconds(30));
-  v1::TimeGemmsRequest req;
-  req.set_gpu("h100-sxm");
-  for (int i = 1; i <= 4096; ++i) {
-    auto* g = req.add_gemms();
-    g->set_m(64 * i);
-    g->set_n(4096);
-    g->set_k(4096);
-  }
+  v1::TimeGemmsRequest req = HeavyTimeRequest(4096, 4096, 4096);
   absl::Status st = c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   // The work is freed: nothing in flight or queued shortly after.
@@ -524,15 +530,8 @@ TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
   for (int t = 0; t < kCalls; ++t) {
     threads.emplace_back([&] {
       AdvisorClient c(server.address(), absl::Seconds(60));
-      v1::TimeGemmsRequest req;
-      req.set_gpu("h100-sxm");
-      for (int i = 1; i <= 4096; ++i) {
-        auto* g = req.add_gemms();
-        g->set_m(64 * i);
-        g->set_n(4096);
-        g->set_k(4096);
-      }
-      absl::Status st = c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
+      absl::Status st =
+          c.TimeGemms(HeavyTimeRequest(4096, 4096, 4096), [](const v1::TimeGemmsResponse&) {});
       if (st.ok()) {
         ok.fetch_add(1);
       } else if (st.code() == absl::StatusCode::kResourceExhausted) {
@@ -570,16 +569,9 @@ TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {
   for (int t = 0; t < kCalls; ++t) {
     threads.emplace_back([&] {
       AdvisorClient c(server.address(), absl::Seconds(60));
-      v1::TimeGemmsRequest req;
-      req.set_gpu("h100-sxm");
-      for (int i = 1; i <= 2048; ++i) {
-        auto* g = req.add_gemms();
-        g->set_m(64 * i);
-        g->set_n(8192);
-        g->set_k(8192);
-      }
       bool first = true;
-      absl::Status st = c.TimeGemms(req, [&](const v1::TimeGemmsResponse&) {
+      absl::Status st = c.TimeGemms(HeavyTimeRequest(2048, 8192, 8192),
+                                    [&](const v1::TimeGemmsResponse&) {
         if (first) started.fetch_add(1);
         first = false;
       });
