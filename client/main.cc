@@ -45,7 +45,8 @@ ABSL_FLAG(std::string, vary, "",
           "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
           "layers; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers)");
 ABSL_FLAG(std::string, allowed_head_dims, "",
-          "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] (and the baseline's)");
+          "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] "
+          "(and the baseline's)");
 ABSL_FLAG(int64_t, min_heads, 0, "recommend: fewest heads a candidate may have; 0 = 1");
 ABSL_FLAG(int64_t, max_heads, 0, "recommend: most heads a candidate may have; 0 = no limit");
 ABSL_FLAG(bool, keep_layers, false, "recommend: never change num_layers");

@@ -21,11 +21,11 @@ ModelSpec ConvertAndCheck(const v1::ModelSpec& p, absl::string_view prefix,
   return spec;
 }
 
+}  // namespace
+
 std::string GpuRequired() {
   return "required: a GPU name such as h100-sxm (known: " + KnownGpuNames() + ")";
 }
-
-}  // namespace
 
 absl::StatusOr<ModelSpec> SpecFromRequest(const v1::ModelSpec& p, absl::string_view prefix) {
   std::vector<FieldViolation> violations;

@@ -16,6 +16,9 @@ namespace wavecrest {
 // under `prefix` ("model."). Returns the normalized spec.
 absl::StatusOr<ModelSpec> SpecFromRequest(const v1::ModelSpec& p, absl::string_view prefix);
 
+// The description of a missing GPU field: what to give, and the known names.
+std::string GpuRequired();
+
 // Looks up a catalogued GPU by a request's field; INVALID_ARGUMENT when empty, NOT_FOUND listing
 // the known names when unknown.
 absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name, absl::string_view field);

@@ -27,10 +27,11 @@ ABSL_FLAG(int, max_request_bytes, 4 << 20, "Largest request message accepted, by
 ABSL_FLAG(double, shutdown_grace_s, 20,
           "On SIGTERM/SIGINT: seconds in-flight work may take to finish before it is cancelled");
 ABSL_FLAG(std::string, workers, "none",
-          "GPU workers to start: 'auto' (one per visible GPU, or one emulating worker when there "
-          "is none), 'none', or a count");
+          "GPU workers to start. Only 'none' works in this build: wavecrest-worker does not exist "
+          "yet, and any other value stops the server at start with that message");
 ABSL_FLAG(std::string, worker_address, "",
-          "Comma-separated remote wavecrest-worker addresses (host:port) to measure on");
+          "Remote wavecrest-worker addresses (host:port, comma-separated). Not available in this "
+          "build: a non-empty value stops the server at start");
 ABSL_FLAG(std::string, worker_binary, "",
           "Path of wavecrest-worker; empty = next to this binary");
 ABSL_FLAG(std::string, emulate, "h100-sxm",

@@ -90,7 +90,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   if (!constraints.ok()) {
     for (auto& f : ViolationsOf(constraints.status())) violations.push_back(std::move(f));
   }
-  if (request.gpu().empty()) violations.push_back({"gpu", "required: a GPU name such as h100-sxm"});
+  if (request.gpu().empty()) violations.push_back({"gpu", GpuRequired()});
   if (!violations.empty()) return InvalidArgumentWithViolations(violations);
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
   RETURN_IF_ERROR(CheckDtypeSupported(base->dtype, *gpu));

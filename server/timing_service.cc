@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "server/advisor_logic.h"
 #include "server/convert.h"
 #include "server/errors.h"
 
@@ -16,8 +17,7 @@ std::string MeasureMethod(bool autotune) {
 absl::StatusOr<std::pair<std::string, const GpuSpec*>> TimingService::ResolveGpu(
     absl::string_view name, absl::string_view field) const {
   if (name.empty()) {
-    return FieldError(field, "required: a GPU name such as h100-sxm (known: " + KnownGpuNames() +
-                                 ")");
+    return FieldError(field, GpuRequired());
   }
   if (auto gpu = FindGpu(name); gpu.ok()) return std::make_pair((*gpu)->name, *gpu);
   if (workers_) {

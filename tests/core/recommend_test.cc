@@ -6,21 +6,13 @@
 #include "core/analysis.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
 
-ModelSpec Pythia28(Attention attention) {
-  ModelSpec s;
-  s.name = "pythia-2.8b";
-  s.hidden_size = 2560;
-  s.num_attention_heads = 32;
-  s.num_layers = 32;
-  s.vocab_size = 50304;
-  s.bias = Bias::kAll;
-  s.attention = attention;
-  return *NormalizeSpec(s);
-}
+using testing::Pythia28;
+
 
 std::vector<CandidateScore> RankPredicted(const ModelSpec& base, const RecommendConstraints& c,
                                           const GpuSpec& gpu) {

@@ -3,24 +3,16 @@
 #include "core/analysis.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
 
+using testing::Pythia28;
+
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-ModelSpec Pythia28() {
-  ModelSpec s;
-  s.name = "pythia-2.8b";
-  s.hidden_size = 2560;
-  s.num_attention_heads = 32;
-  s.num_layers = 32;
-  s.vocab_size = 50304;
-  s.attention = Attention::kUnfused;
-  s.bias = Bias::kAll;
-  return *NormalizeSpec(s);
-}
 
 const RuleViolation* Find(const std::vector<RuleViolation>& v, const std::string& id) {
   for (const auto& r : v) {
@@ -30,7 +22,7 @@ const RuleViolation* Find(const std::vector<RuleViolation>& v, const std::string
 }
 
 TEST(RulesTest, HeadDimEightyNamesTheAttentionGemms) {
-  ModelSpec s = Pythia28();
+  ModelSpec s = Pythia28(Attention::kUnfused);
   auto rules = CheckRules(s, BuildGemms(s));
   const RuleViolation* r = Find(rules, "head_dim_pow2");
   ASSERT_NE(r, nullptr);
@@ -52,7 +44,7 @@ TEST(RulesTest, AlignedModelBreaksNone) {
 }
 
 TEST(RulesTest, OddVocabularyIsFlaggedWithPadding) {
-  ModelSpec s = Pythia28();
+  ModelSpec s = Pythia28(Attention::kUnfused);
   s.vocab_size = 50257;
   auto rules = CheckRules(s, BuildGemms(s));
   const RuleViolation* r = Find(rules, "vocab_multiple_of_64");
@@ -78,7 +70,7 @@ TEST(RulesTest, SwigluEightThirdsWidthIsFlagged) {
 }
 
 TEST(RulesTest, TokensAndTensorParallelRules) {
-  ModelSpec s = Pythia28();
+  ModelSpec s = Pythia28(Attention::kUnfused);
   s.seq_length = 2000;  // b·s = 2000: factor 16
   s.tensor_parallel = 8;  // h/t = 320: factor 64, fine
   s = *NormalizeSpec(s);
@@ -92,7 +84,7 @@ TEST(RulesTest, TokensAndTensorParallelRules) {
 }
 
 TEST(AnalysisTest, StepTotalsAreConsistent) {
-  auto a = Analyze(Pythia28(), **FindGpu("a100-sxm-80gb"));
+  auto a = Analyze(Pythia28(Attention::kUnfused), **FindGpu("a100-sxm-80gb"));
   ASSERT_TRUE(a.ok()) << a.status();
   double gemm_time = 0, share = 0;
   for (const auto& g : a->gemms) {
@@ -108,7 +100,7 @@ TEST(AnalysisTest, StepTotalsAreConsistent) {
 }
 
 TEST(AnalysisTest, UnsupportedDtypeIsFailedPrecondition) {
-  ModelSpec s = Pythia28();
+  ModelSpec s = Pythia28(Attention::kUnfused);
   s.dtype = DType::kBf16;
   auto a = Analyze(s, **FindGpu("v100-sxm2"));
   EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);

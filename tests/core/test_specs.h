@@ -1,0 +1,25 @@
+// Model specs shared by the core tests.
+#ifndef WAVECREST_TESTS_CORE_TEST_SPECS_H_
+#define WAVECREST_TESTS_CORE_TEST_SPECS_H_
+
+#include "core/model_spec.h"
+
+namespace wavecrest::testing {
+
+// Pythia-2.8B (h = 2560, a = 32, h/a = 80, L = 32, v = 50304, GELU, biases), normalized: the
+// paper's running example.
+inline ModelSpec Pythia28(Attention attention) {
+  ModelSpec s;
+  s.name = "pythia-2.8b";
+  s.hidden_size = 2560;
+  s.num_attention_heads = 32;
+  s.num_layers = 32;
+  s.vocab_size = 50304;
+  s.bias = Bias::kAll;
+  s.attention = attention;
+  return *NormalizeSpec(s);
+}
+
+}  // namespace wavecrest::testing
+
+#endif  // WAVECREST_TESTS_CORE_TEST_SPECS_H_
