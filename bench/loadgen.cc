@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   const double wall_s = absl::ToDoubleSeconds(absl::Now() - start);
   std::sort(latencies_ms.begin(), latencies_ms.end());
   auto pct = [&](double p) {
-    return latencies_ms[std::min(latencies_ms.size() - 1,
-                                 static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
+    return latencies_ms[std::min(
+        latencies_ms.size() - 1,
+        static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
   };
   int errors = 0;
   for (auto [k, v] : codes) {

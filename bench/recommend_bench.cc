@@ -10,7 +10,8 @@ namespace wavecrest {
 namespace {
 
 void BM_RecommendLlama2_70B(benchmark::State& state) {
-  auto spec = LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/llama-2-70b.json");
+  auto spec =
+      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/llama-2-70b.json");
   if (!spec.ok()) {
     state.SkipWithError("cannot load llama-2-70b.json");
     return;
@@ -32,7 +33,10 @@ void BM_RecommendLlama2_70B(benchmark::State& state) {
   }
   state.counters["candidates"] = static_cast<double>(considered);
 }
-BENCHMARK(BM_RecommendLlama2_70B)->Arg(1000)->Arg(5000)->ArgName("max_candidates")
+BENCHMARK(BM_RecommendLlama2_70B)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->ArgName("max_candidates")
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -10,8 +10,8 @@
 #include "client/advisor_client.h"
 #include "client/format.h"
 #include "core/gemm.h"
-#include "core/recommend.h"
 #include "core/model_spec.h"
+#include "core/recommend.h"
 #include "core/status_macros.h"
 #include "server/advisor_logic.h"
 #include "server/convert.h"
@@ -159,7 +159,8 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   absl::StatusOr<v1::RecommendResponse> result;
   if (o.server.empty()) {
     if (*mode == v1::MODE_MEASURED) {
-      return Fail(err, FieldError("--mode", "measured needs --server (a server with a GPU worker)"));
+      return Fail(err,
+                  FieldError("--mode", "measured needs --server (a server with a GPU worker)"));
     }
     RecommendContext ctx;
     ctx.progress = [&](const v1::Progress& p) { bar.Update(p); };

@@ -51,49 +51,72 @@ class Table {
 
 std::string PassShort(v1::Pass p) {
   switch (p) {
-    case v1::PASS_FORWARD: return "fwd";
-    case v1::PASS_DGRAD: return "dgrad";
-    case v1::PASS_WGRAD: return "wgrad";
-    case v1::PASS_BACKWARD: return "bwd";
-    default: return "?";
+    case v1::PASS_FORWARD:
+      return "fwd";
+    case v1::PASS_DGRAD:
+      return "dgrad";
+    case v1::PASS_WGRAD:
+      return "wgrad";
+    case v1::PASS_BACKWARD:
+      return "bwd";
+    default:
+      return "?";
   }
 }
 
 std::string LayoutShort(v1::Layout l) {
   switch (l) {
-    case v1::LAYOUT_TN: return "TN";
-    case v1::LAYOUT_NN: return "NN";
-    case v1::LAYOUT_NT: return "NT";
-    default: return "?";
+    case v1::LAYOUT_TN:
+      return "TN";
+    case v1::LAYOUT_NN:
+      return "NN";
+    case v1::LAYOUT_NT:
+      return "NT";
+    default:
+      return "?";
   }
 }
 
 std::string DtypeShort(v1::Dtype d) {
   switch (d) {
-    case v1::DTYPE_BF16: return "bf16";
-    case v1::DTYPE_FP16: return "fp16";
-    case v1::DTYPE_FP32: return "fp32";
-    case v1::DTYPE_TF32: return "tf32";
-    case v1::DTYPE_FP8_E4M3: return "fp8";
-    default: return "?";
+    case v1::DTYPE_BF16:
+      return "bf16";
+    case v1::DTYPE_FP16:
+      return "fp16";
+    case v1::DTYPE_FP32:
+      return "fp32";
+    case v1::DTYPE_TF32:
+      return "tf32";
+    case v1::DTYPE_FP8_E4M3:
+      return "fp8";
+    default:
+      return "?";
   }
 }
 
 std::string BoundShort(v1::Bound b) {
   switch (b) {
-    case v1::BOUND_COMPUTE: return "compute";
-    case v1::BOUND_MEMORY: return "memory";
-    case v1::BOUND_LATENCY: return "latency";
-    default: return "?";
+    case v1::BOUND_COMPUTE:
+      return "compute";
+    case v1::BOUND_MEMORY:
+      return "memory";
+    case v1::BOUND_LATENCY:
+      return "latency";
+    default:
+      return "?";
   }
 }
 
 std::string SourceName(v1::Source s) {
   switch (s) {
-    case v1::SOURCE_MEASURED: return "MEASURED";
-    case v1::SOURCE_CACHED: return "CACHED";
-    case v1::SOURCE_PREDICTED: return "PREDICTED";
-    default: return "?";
+    case v1::SOURCE_MEASURED:
+      return "MEASURED";
+    case v1::SOURCE_CACHED:
+      return "CACHED";
+    case v1::SOURCE_PREDICTED:
+      return "PREDICTED";
+    default:
+      return "?";
   }
 }
 
@@ -105,8 +128,8 @@ std::string Align(const v1::DimAlignment& a) {
 }
 
 std::string Shape(const v1::GemmShape& s) {
-  return absl::StrCat(s.m(), "x", s.n(), "x", s.k(), s.batch() > 1 ? absl::StrCat(" b", s.batch())
-                                                                    : "");
+  return absl::StrCat(s.m(), "x", s.n(), "x", s.k(),
+                      s.batch() > 1 ? absl::StrCat(" b", s.batch()) : "");
 }
 
 }  // namespace
@@ -138,7 +161,8 @@ std::string HumanCount(double n) {
 std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   std::string out = absl::StrFormat(
-      "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d %s, %s attention, %s\n\n",
+      "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d %s, %s attention, "
+      "%s\n\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
@@ -147,26 +171,36 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step");
-  Table t({"gemm", "pass", "count", "batch", "M", "N", "K", "layout", "dtype", "GFLOP", "share",
-           "alignM", "alignN", "alignK", "tile", "tile_eff", "waves", "wave_eff", "time",
-           "TFLOP/s", "bound"});
+  Table t({"gemm",   "pass",     "count", "batch",    "M",      "N",       "K",
+           "layout", "dtype",    "GFLOP", "share",    "alignM", "alignN",  "alignK",
+           "tile",   "tile_eff", "waves", "wave_eff", "time",   "TFLOP/s", "bound"});
   for (const v1::GemmAnalysis& g : r.gemms()) {
     const v1::GemmReport& gr = g.gemm();
     const v1::TileChoice& tc = g.tile();
     const bool fused = gr.fused_attention();
-    t.Add({gr.name(), PassShort(gr.pass()), absl::StrCat(gr.count()),
-           absl::StrCat(gr.shape().batch()), absl::StrCat(gr.shape().m()),
-           absl::StrCat(gr.shape().n()), absl::StrCat(gr.shape().k()),
-           fused ? "fused" : LayoutShort(gr.layout()), DtypeShort(gr.dtype()),
+    t.Add({gr.name(),
+           PassShort(gr.pass()),
+           absl::StrCat(gr.count()),
+           absl::StrCat(gr.shape().batch()),
+           absl::StrCat(gr.shape().m()),
+           absl::StrCat(gr.shape().n()),
+           absl::StrCat(gr.shape().k()),
+           fused ? "fused" : LayoutShort(gr.layout()),
+           DtypeShort(gr.dtype()),
            absl::StrFormat("%.1f", gr.flops() / 1e9),
-           absl::StrFormat("%.1f%%", 100 * g.step_flop_share()), Align(g.m_alignment()),
-           Align(g.n_alignment()), Align(g.k_alignment()),
+           absl::StrFormat("%.1f%%", 100 * g.step_flop_share()),
+           Align(g.m_alignment()),
+           Align(g.n_alignment()),
+           Align(g.k_alignment()),
            fused ? absl::StrCat("q", tc.tile_m())
                  : absl::StrCat(tc.tile_m(), "x", tc.tile_n(),
                                 tc.split_k() > 1 ? absl::StrCat("/k", tc.split_k()) : ""),
-           absl::StrFormat("%.3f", tc.tile_efficiency()), absl::StrCat(tc.waves()),
-           absl::StrFormat("%.3f", tc.wave_efficiency()), HumanSeconds(g.time_s()),
-           absl::StrFormat("%.1f", g.tflops()), BoundShort(g.bound())});
+           absl::StrFormat("%.3f", tc.tile_efficiency()),
+           absl::StrCat(tc.waves()),
+           absl::StrFormat("%.3f", tc.wave_efficiency()),
+           HumanSeconds(g.time_s()),
+           absl::StrFormat("%.1f", g.tflops()),
+           BoundShort(g.bound())});
   }
   absl::StrAppend(&out, t.Render());
   absl::StrAppend(&out,
@@ -216,8 +250,8 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
     c.Add({g.name(), g.display_name(), g.architecture(), absl::StrCat(g.sm_count()),
            g.peak_bf16_tflops() > 0 ? absl::StrFormat("%.0f", g.peak_bf16_tflops()) : "-",
            g.peak_fp8_tflops() > 0 ? absl::StrFormat("%.0f", g.peak_fp8_tflops()) : "-",
-           absl::StrFormat("%.0f", g.memory_bandwidth_gbps()),
-           absl::StrCat(g.l2_bytes() >> 20), absl::StrCat(g.alignment_bytes())});
+           absl::StrFormat("%.0f", g.memory_bandwidth_gbps()), absl::StrCat(g.l2_bytes() >> 20),
+           absl::StrCat(g.alignment_bytes())});
   }
   absl::StrAppend(&out, c.Render());
   return out;
@@ -230,21 +264,21 @@ std::string FormatTimingHeader() {
 
 std::string FormatTiming(const v1::GemmTiming& t) {
   const v1::TimingStats& s = t.stats();
-  std::string line = absl::StrFormat(
-      "%-5d %-28s %-6s %-5s %12s %9.1f %7s %7s  %s", t.index(), Shape(t.shape()),
-      LayoutShort(t.layout()), DtypeShort(t.dtype()), HumanSeconds(t.time_s()), t.tflops(),
-      s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
-      s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
-      SourceName(t.provenance().source()));
+  std::string line =
+      absl::StrFormat("%-5d %-28s %-6s %-5s %12s %9.1f %7s %7s  %s", t.index(), Shape(t.shape()),
+                      LayoutShort(t.layout()), DtypeShort(t.dtype()), HumanSeconds(t.time_s()),
+                      t.tflops(), s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
+                      s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
+                      SourceName(t.provenance().source()));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
 }
 
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
-  std::string out = absl::StrFormat("%d candidates considered on %s\n\n",
-                                    r.candidates_considered(), r.gpu());
-  Table t({"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params", "Δparams", "step", "tok/s/GPU",
-           "speedup", "MFU", "source"});
+  std::string out =
+      absl::StrFormat("%d candidates considered on %s\n\n", r.candidates_considered(), r.gpu());
+  Table t({"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params", "Δparams", "step",
+           "tok/s/GPU", "speedup", "MFU", "source"});
   for (const v1::Candidate& c : r.candidates()) {
     const v1::ModelSpec& m = c.model();
     t.Add({absl::StrCat(c.rank()), c.baseline() ? "base" : "", absl::StrCat(m.hidden_size()),
@@ -276,8 +310,8 @@ std::string FormatError(const absl::Status& status) {
     absl::StrAppend(&out, status.message());
   } else {
     absl::StrAppend(&out, absl::StrJoin(v, "; ", [](std::string* o, const FieldViolation& f) {
-                      absl::StrAppend(o, f.field, ": ", f.description);
-                    }));
+      absl::StrAppend(o, f.field, ": ", f.description);
+    }));
   }
   const absl::Duration retry = RetryDelayOf(status);
   if (retry > absl::ZeroDuration()) {

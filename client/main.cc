@@ -108,8 +108,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = NormalizeFlagSpelling(argc, argv);
   std::vector<char*> cargs;
   for (std::string& a : args) cargs.push_back(a.data());
-  std::vector<char*> positional = absl::ParseCommandLine(static_cast<int>(cargs.size()),
-                                                         cargs.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
   if (positional.size() < 2) {
     std::cerr << "wavecrest: missing COMMAND (try --help)\n";
     return 2;

@@ -29,10 +29,10 @@ struct Analysis {
   std::vector<GemmAnalysis> gemms;
   ParamCounts params;
   FlopCounts flops;
-  double gemm_time_s = 0;         // Σ count × predicted time
+  double gemm_time_s = 0;  // Σ count × predicted time
   ElementwiseEstimate elementwise;
-  double step_time_s = 0;         // gemm_time_s + elementwise.time_s
-  double mfu = 0;                 // step FLOPs / (step time × dense peak), per GPU
+  double step_time_s = 0;  // gemm_time_s + elementwise.time_s
+  double mfu = 0;          // step FLOPs / (step time × dense peak), per GPU
   double tokens_per_s_per_gpu = 0;
   std::vector<RuleViolation> rules;
 };

@@ -9,9 +9,12 @@ namespace wavecrest {
 
 absl::string_view BoundName(Bound bound) {
   switch (bound) {
-    case Bound::kCompute: return "compute";
-    case Bound::kMemory: return "memory";
-    case Bound::kLatency: return "latency";
+    case Bound::kCompute:
+      return "compute";
+    case Bound::kMemory:
+      return "memory";
+    case Bound::kLatency:
+      return "latency";
   }
   return "?";
 }
@@ -36,9 +39,12 @@ int OutputBytes(DType dtype) {
 std::vector<int64_t> LeadingDims(const GemmKey& key) {
   const GemmShape& s = key.shape;
   switch (key.layout) {
-    case Layout::kTN: return {s.k, s.n};        // A and B have ld K; C has ld N
-    case Layout::kNN: return {s.n, s.k};        // A ld N, B ld K, C ld N
-    case Layout::kNT: return {s.n, s.m};        // A ld N, B ld M, C ld N
+    case Layout::kTN:
+      return {s.k, s.n};  // A and B have ld K; C has ld N
+    case Layout::kNN:
+      return {s.n, s.k};  // A ld N, B ld K, C ld N
+    case Layout::kNT:
+      return {s.n, s.m};  // A ld N, B ld M, C ld N
   }
   return {s.k, s.n};
 }
@@ -54,8 +60,8 @@ double MemoryTime(const GpuSpec& gpu, const GemmKey& key) {
 
 void Finish(GemmPrediction& p, double useful_flops, double latency_floor_s) {
   p.time_s = std::max({p.compute_time_s, p.memory_time_s, latency_floor_s});
-  if (p.time_s == latency_floor_s && latency_floor_s > std::max(p.compute_time_s,
-                                                                p.memory_time_s)) {
+  if (p.time_s == latency_floor_s &&
+      latency_floor_s > std::max(p.compute_time_s, p.memory_time_s)) {
     p.bound = Bound::kLatency;
   } else if (p.memory_time_s > p.compute_time_s) {
     p.bound = Bound::kMemory;
@@ -145,8 +151,8 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const double peak = gpu.PeakFlops(gemm.dtype);
   const int64_t d = s.k;
   const int64_t padded_d = CeilDiv(d, kFlashHeadDimStep) * kFlashHeadDimStep;
-  const double fraction = gemm.pass == Pass::kForward ? mp.flash_forward_fraction
-                                                      : mp.flash_backward_fraction;
+  const double fraction =
+      gemm.pass == Pass::kForward ? mp.flash_forward_fraction : mp.flash_backward_fraction;
   // Small head dims keep the tensor cores less busy per byte of K and V loaded.
   const double d_factor = std::min(1.0, static_cast<double>(padded_d) / kFlashHeadDimFull);
   p.tile = {kFlashQueryBlock, s.n, 1, fraction};
@@ -158,8 +164,8 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
   } else {
-    p.compute_time_s = gemm.flops / (peak * fraction * d_factor * p.tile_efficiency *
-                                     p.wave_efficiency);
+    p.compute_time_s =
+        gemm.flops / (peak * fraction * d_factor * p.tile_efficiency * p.wave_efficiency);
   }
   const double io_tensors = gemm.pass == Pass::kForward ? 4.0 : 8.0;  // Q K V O (+ their grads)
   const double bytes = io_tensors * static_cast<double>(std::max(s.m, s.n)) * d *
@@ -178,13 +184,13 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const double eb = DTypeBytes(spec.dtype) == 1 ? 2 : DTypeBytes(spec.dtype);  // FP8 keeps BF16
   const double h = static_cast<double>(spec.hidden_size);
   const double f = static_cast<double>(d.ffn_per_rank);
-  // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write h),
-  // the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
+  // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
+  // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
   double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
   if (spec.attention == Attention::kUnfused) {
     // Softmax over each score row, read and written, per head on this rank.
-    const double kv_len = spec.workload == Workload::kDecode ? spec.kv_cache_length
-                                                             : spec.seq_length;
+    const double kv_len =
+        spec.workload == Workload::kDecode ? spec.kv_cache_length : spec.seq_length;
     per_token += 2 * kv_len * static_cast<double>(d.heads_per_rank);
   }
   double bytes = per_token * eb * static_cast<double>(d.tokens) * spec.num_layers;

@@ -18,25 +18,26 @@
 //   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · mem_eff · align_eff)
 //   t          = max(t_compute, t_memory, latency_floor)
 //
-// and the prediction is the (tile, S) with the smallest t, as cuBLAS's heuristic tries to pick; ties
-// go to the larger tile and the smaller S. The GEMM is compute-, memory- or latency-bound by which
-// term of the max won. K does not enter tiles or waves: it sets the time per wave (and, through
-// k_overhead, makes short reductions less efficient); split-K turns K back into parallelism.
+// and the prediction is the (tile, S) with the smallest t, as cuBLAS's heuristic tries to pick;
+// ties go to the larger tile and the smaller S. The GEMM is compute-, memory- or latency-bound by
+// which term of the max won. K does not enter tiles or waves: it sets the time per wave (and,
+// through k_overhead, makes short reductions less efficient); split-K turns K back into
+// parallelism.
 //
-// Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on Hopper,
-// the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a multiple
-// of 16 bytes forces a kernel family with narrower loads, which we price at misaligned_efficiency
-// (0.45). Dimensions that are 16-byte aligned but not multiples of the GPU's preferred 128 bytes
-// keep the fast kernel families but lose wide loads: sub_alignment_efficiency (0.6) each. Both
-// factors divide the memory time as well as the compute time: narrow accesses lower the bandwidth
-// reached too.
-// All constants live in CostModelParams (core/gpu_catalog.h), one struct per GPU, for calibration.
+// Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on
+// Hopper, the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a
+// multiple of 16 bytes forces a kernel family with narrower loads, which we price at
+// misaligned_efficiency (0.45). Dimensions that are 16-byte aligned but not multiples of the GPU's
+// preferred 128 bytes keep the fast kernel families but lose wide loads: sub_alignment_efficiency
+// (0.6) each. Both factors divide the memory time as well as the compute time: narrow accesses
+// lower the bandwidth reached too. All constants live in CostModelParams (core/gpu_catalog.h), one
+// struct per GPU, for calibration.
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
 
 #include <cstdint>
-#include "absl/strings/string_view.h"
 
+#include "absl/strings/string_view.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"

@@ -7,19 +7,26 @@ namespace wavecrest {
 
 absl::string_view PassName(Pass pass) {
   switch (pass) {
-    case Pass::kForward: return "forward";
-    case Pass::kDgrad: return "dgrad";
-    case Pass::kWgrad: return "wgrad";
-    case Pass::kBackward: return "backward";
+    case Pass::kForward:
+      return "forward";
+    case Pass::kDgrad:
+      return "dgrad";
+    case Pass::kWgrad:
+      return "wgrad";
+    case Pass::kBackward:
+      return "backward";
   }
   return "?";
 }
 
 absl::string_view LayoutName(Layout layout) {
   switch (layout) {
-    case Layout::kTN: return "TN";
-    case Layout::kNN: return "NN";
-    case Layout::kNT: return "NT";
+    case Layout::kTN:
+      return "TN";
+    case Layout::kNN:
+      return "NN";
+    case Layout::kNT:
+      return "NT";
   }
   return "?";
 }
@@ -102,7 +109,8 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   const bool decode = spec.workload == Workload::kDecode;
   Builder b(spec, out);
 
-  // Attention projections. QKV is one fused GEMM (Megatron style); output projection is row-parallel.
+  // Attention projections. QKV is one fused GEMM (Megatron style); output projection is
+  // row-parallel.
   const int64_t qkv_out = (d.heads_per_rank + 2 * d.kv_heads_per_rank) * d.head_dim;
   b.Linear(kQkv, T, qkv_out, h, L);
 
@@ -114,17 +122,14 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
     // S = Q·Kᵀ: Q[s×d], K[s×d] -> like a linear layer with K as the weight.
     b.Add(kAttnScore, Pass::kForward, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN, L);
     // O = P·V: P[s×s], V[s×d] stored as is.
-    b.Add(kAttnOverValue, Pass::kForward, {q_len, d.head_dim, kv_len, heads_batch}, Layout::kNN,
-          L);
+    b.Add(kAttnOverValue, Pass::kForward, {q_len, d.head_dim, kv_len, heads_batch}, Layout::kNN, L);
     if (b.training()) {
       // dQ = dS·K (dgrad form), dK = dSᵀ·Q (wgrad form).
       b.Add(kAttnScore, Pass::kDgrad, {q_len, d.head_dim, kv_len, heads_batch}, Layout::kNN, L);
       b.Add(kAttnScore, Pass::kWgrad, {kv_len, d.head_dim, q_len, heads_batch}, Layout::kNT, L);
       // dP = dO·Vᵀ (dgrad form), dV = Pᵀ·dO (wgrad form).
-      b.Add(kAttnOverValue, Pass::kDgrad, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN,
-            L);
-      b.Add(kAttnOverValue, Pass::kWgrad, {kv_len, d.head_dim, q_len, heads_batch}, Layout::kNT,
-            L);
+      b.Add(kAttnOverValue, Pass::kDgrad, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN, L);
+      b.Add(kAttnOverValue, Pass::kWgrad, {kv_len, d.head_dim, q_len, heads_batch}, Layout::kNT, L);
     }
   } else {
     // FlashAttention: forward runs Q·Kᵀ and P·V (2 products of s×s×d per head); backward runs
@@ -148,8 +153,7 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   b.Linear(kMlpDown, T, h, d.ffn_per_rank, L);
 
   // Logits: training needs every position; prefill and decode only the last one per sequence.
-  const int64_t logit_rows =
-      spec.workload == Workload::kTraining ? T : spec.micro_batch_size;
+  const int64_t logit_rows = spec.workload == Workload::kTraining ? T : spec.micro_batch_size;
   b.Linear(kLogits, logit_rows, d.vocab_per_rank, h, 1);
   return out;
 }

@@ -6,7 +6,8 @@
 // wgrad dW = dYᵀ·X has M = out, N = in, K = T.
 //
 // `layout` is in cuBLAS (column-major) terms, as the worker calls it: the row-major product is run
-// as Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. cuBLAS m = N, n = M, k = K, and the two letters are cuBLAS's opA, opB:
+// as Cᵀ = op(B)ᵀ·op(A)ᵀ, i.e. cuBLAS m = N, n = M, k = K, and the two letters are cuBLAS's opA,
+// opB:
 //   forward Y = X·Wᵀ  -> TN (leading dims K, K; C's leading dim N)
 //   dgrad  dX = dY·W  -> NN (leading dims N, K)
 //   wgrad  dW = dYᵀ·X -> NT (leading dims N, M)
@@ -15,9 +16,9 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/model_spec.h"
 
 namespace wavecrest {
@@ -25,7 +26,7 @@ namespace wavecrest {
 enum class Pass { kForward, kDgrad, kWgrad, kBackward };
 enum class Layout { kTN, kNN, kNT };
 
-absl::string_view PassName(Pass pass);      // "forward", "dgrad", "wgrad", "backward"
+absl::string_view PassName(Pass pass);        // "forward", "dgrad", "wgrad", "backward"
 absl::string_view LayoutName(Layout layout);  // "TN", "NN", "NT"
 absl::StatusOr<Layout> ParseLayout(absl::string_view name);
 
@@ -82,8 +83,8 @@ struct Gemm {
 
 double GemmFlops(const GemmShape& s);  // 2·M·N·K·batch
 
-// The GEMM list of one step of `spec`'s workload (spec must be normalized): forward only for prefill
-// and decode; forward, dgrad and wgrad for training. Per tensor-parallel rank.
+// The GEMM list of one step of `spec`'s workload (spec must be normalized): forward only for
+// prefill and decode; forward, dgrad and wgrad for training. Per tensor-parallel rank.
 std::vector<Gemm> BuildGemms(const ModelSpec& spec);
 
 }  // namespace wavecrest

@@ -8,11 +8,16 @@ namespace wavecrest {
 
 double GpuSpec::PeakFlops(DType dtype) const {
   switch (dtype) {
-    case DType::kBf16: return peak_bf16;
-    case DType::kFp16: return peak_fp16;
-    case DType::kTf32: return peak_tf32;
-    case DType::kFp32: return peak_fp32;
-    case DType::kFp8E4M3: return peak_fp8;
+    case DType::kBf16:
+      return peak_bf16;
+    case DType::kFp16:
+      return peak_fp16;
+    case DType::kTf32:
+      return peak_tf32;
+    case DType::kFp32:
+      return peak_fp32;
+    case DType::kFp8E4M3:
+      return peak_fp8;
   }
   return 0;
 }
@@ -29,8 +34,8 @@ constexpr int64_t kGiB = int64_t{1} << 30;
 // each operand byte they load feeds fewer multiply-adds. Relative factors are priors.
 std::vector<TileShape> TileMenu(double best) {
   return {
-      {256, 128, 1, best},        {128, 256, 1, best},        {128, 128, 2, best * 0.92},
-      {128, 64, 3, best * 0.82},  {64, 128, 3, best * 0.82},  {64, 64, 4, best * 0.65},
+      {256, 128, 1, best},       {128, 256, 1, best},       {128, 128, 2, best * 0.92},
+      {128, 64, 3, best * 0.82}, {64, 128, 3, best * 0.82}, {64, 64, 4, best * 0.65},
   };
 }
 
@@ -162,12 +167,12 @@ std::vector<GpuSpec> MakeCatalog() {
     g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
     return g;
   };
-  c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera,
-                     3350 * kGiga, 80, 0.80));
-  c.push_back(hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga,
-                     80, 0.75));
-  c.push_back(hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141,
-                     0.80));
+  c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera, 3350 * kGiga,
+                     80, 0.80));
+  c.push_back(
+      hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga, 80, 0.75));
+  c.push_back(
+      hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141, 0.80));
   {
     GpuSpec g;
     g.name = "b200";
@@ -211,8 +216,7 @@ absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name) {
   for (const GpuSpec& g : GpuCatalog()) {
     if (g.name == n) return &g;
   }
-  return absl::NotFoundError(
-      absl::StrCat("gpu: unknown \"", name, "\"; known: ", KnownGpuNames()));
+  return absl::NotFoundError(absl::StrCat("gpu: unknown \"", name, "\"; known: ", KnownGpuNames()));
 }
 
 }  // namespace wavecrest

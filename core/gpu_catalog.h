@@ -4,10 +4,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model_spec.h"
 
 namespace wavecrest {
@@ -59,9 +59,9 @@ struct CostModelParams {
 };
 
 struct GpuSpec {
-  std::string name;          // catalog key, lowercase: "h100-sxm"
-  std::string display_name;  // "NVIDIA H100 SXM5 80GB"
-  std::string architecture;  // "Hopper"
+  std::string name;            // catalog key, lowercase: "h100-sxm"
+  std::string display_name;    // "NVIDIA H100 SXM5 80GB"
+  std::string architecture;    // "Hopper"
   int compute_capability = 0;  // 90 for 9.0
   int64_t sm_count = 0;
   int64_t boost_clock_mhz = 0;

@@ -37,11 +37,11 @@ absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
   return it->get<bool>();
 }
 
-#define WC_TRY_ASSIGN(lhs, expr)          \
-  do {                                    \
-    auto wc_v_ = (expr);                  \
+#define WC_TRY_ASSIGN(lhs, expr)            \
+  do {                                      \
+    auto wc_v_ = (expr);                    \
     if (!wc_v_.ok()) return wc_v_.status(); \
-    lhs = *wc_v_;                         \
+    lhs = *wc_v_;                           \
   } while (false)
 
 }  // namespace
@@ -95,9 +95,9 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
                           arch == "Phi3ForCausalLM";
   const bool gelu_like = arch == "GPTNeoXForCausalLM" || arch == "PhiForCausalLM";
   if (!llama_like && !gelu_like) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.json: architecture \"", arch.empty() ? "(none)" : arch,
-                     "\" is not supported; supported: ", kSupported));
+    return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"",
+                                                   arch.empty() ? "(none)" : arch,
+                                                   "\" is not supported; supported: ", kSupported));
   }
   WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
   WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "num_attention_heads", std::nullopt));

@@ -11,9 +11,9 @@
 #define WAVECREST_CORE_HF_IMPORT_H_
 
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model_spec.h"
 
 namespace wavecrest {

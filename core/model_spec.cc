@@ -24,11 +24,16 @@ int DTypeBytes(DType dtype) {
 
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kFp32: return "fp32";
-    case DType::kTf32: return "tf32";
-    case DType::kFp8E4M3: return "fp8_e4m3";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kTf32:
+      return "tf32";
+    case DType::kFp8E4M3:
+      return "fp8_e4m3";
   }
   return "?";
 }
@@ -60,9 +65,12 @@ absl::StatusOr<Attention> ParseAttention(absl::string_view name) {
 
 absl::string_view WorkloadName(Workload workload) {
   switch (workload) {
-    case Workload::kTraining: return "training";
-    case Workload::kPrefill: return "prefill";
-    case Workload::kDecode: return "decode";
+    case Workload::kTraining:
+      return "training";
+    case Workload::kPrefill:
+      return "prefill";
+    case Workload::kDecode:
+      return "decode";
   }
   return "?";
 }
@@ -100,8 +108,8 @@ namespace {
 void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64_t value,
                 int64_t lo, int64_t hi) {
   if (value < lo || value > hi) {
-    out.push_back({std::string(field),
-                   absl::StrCat("must be in [", lo, ", ", hi, "]; got ", value)});
+    out.push_back(
+        {std::string(field), absl::StrCat("must be in [", lo, ", ", hi, "]; got ", value)});
   }
 }
 
@@ -129,24 +137,24 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
 
   if (s.head_dim == 0) {
     if (h_ok && a_ok) {
-      v.push_back({"num_attention_heads",
-                   absl::StrCat("must divide hidden_size (", s.hidden_size, ") unless head_dim is "
-                                "given; got ", s.num_attention_heads)});
+      v.push_back({"num_attention_heads", absl::StrCat("must divide hidden_size (", s.hidden_size,
+                                                       ") unless head_dim is "
+                                                       "given; got ",
+                                                       s.num_attention_heads)});
     }
   } else {
     CheckRange(v, "head_dim", s.head_dim, 1, kMaxHeadDim);
   }
   if (a_ok && kv_ok) {
     if (s.num_kv_heads > s.num_attention_heads || s.num_attention_heads % s.num_kv_heads != 0) {
-      v.push_back({"num_kv_heads",
-                   absl::StrCat("must divide num_attention_heads (", s.num_attention_heads,
-                                "); got ", s.num_kv_heads)});
+      v.push_back({"num_kv_heads", absl::StrCat("must divide num_attention_heads (",
+                                                s.num_attention_heads, "); got ", s.num_kv_heads)});
     }
   }
   if (t_ok && a_ok && s.num_attention_heads % s.tensor_parallel != 0) {
-    v.push_back({"tensor_parallel",
-                 absl::StrCat("must divide num_attention_heads (", s.num_attention_heads,
-                              "); got ", s.tensor_parallel)});
+    v.push_back(
+        {"tensor_parallel", absl::StrCat("must divide num_attention_heads (", s.num_attention_heads,
+                                         "); got ", s.tensor_parallel)});
   }
   if (t_ok && kv_ok && s.num_kv_heads % s.tensor_parallel != 0 &&
       s.tensor_parallel % s.num_kv_heads != 0) {
@@ -156,9 +164,8 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
                               s.tensor_parallel)});
   }
   if (t_ok && s.ffn_hidden_size >= 1 && s.ffn_hidden_size % s.tensor_parallel != 0) {
-    v.push_back({"ffn_hidden_size",
-                 absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
-                              "); got ", s.ffn_hidden_size)});
+    v.push_back({"ffn_hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
+                                                 s.tensor_parallel, "); got ", s.ffn_hidden_size)});
   }
   if (t_ok && h_ok && s.hidden_size % s.tensor_parallel != 0) {
     v.push_back({"hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
@@ -167,10 +174,9 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   if (s.seq_length >= 1 && s.seq_length <= kMaxSeqLength && s.micro_batch_size >= 1 &&
       s.micro_batch_size <= kMaxMicroBatch &&
       s.seq_length * s.micro_batch_size > kMaxTokensPerMicroBatch) {
-    v.push_back({"micro_batch_size",
-                 absl::StrCat("micro_batch_size × seq_length must be at most ",
-                              kMaxTokensPerMicroBatch, "; got ",
-                              s.seq_length * s.micro_batch_size)});
+    v.push_back({"micro_batch_size", absl::StrCat("micro_batch_size × seq_length must be at most ",
+                                                  kMaxTokensPerMicroBatch, "; got ",
+                                                  s.seq_length * s.micro_batch_size)});
   }
   return v;
 }
@@ -178,8 +184,8 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
 absl::Status ViolationsToStatus(const std::vector<FieldViolation>& violations,
                                 absl::string_view field_prefix) {
   if (violations.empty()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrJoin(
-      violations, "; ", [&](std::string* out, const FieldViolation& f) {
+  return absl::InvalidArgumentError(
+      absl::StrJoin(violations, "; ", [&](std::string* out, const FieldViolation& f) {
         absl::StrAppend(out, field_prefix, f.field, ": ", f.description);
       }));
 }
@@ -201,8 +207,8 @@ DerivedShape Derive(const ModelSpec& s) {
   d.kv_heads_per_rank = std::max<int64_t>(s.num_kv_heads / t, 1);
   d.ffn_per_rank = s.ffn_hidden_size / t;
   d.vocab_per_rank = (s.vocab_size + t - 1) / t;
-  d.tokens = s.workload == Workload::kDecode ? s.micro_batch_size
-                                             : s.micro_batch_size * s.seq_length;
+  d.tokens =
+      s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * s.seq_length;
   return d;
 }
 

@@ -8,11 +8,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace wavecrest {
 
@@ -28,7 +28,7 @@ enum class Bias { kNone, kQkv, kAll };
 int DTypeBytes(DType dtype);
 absl::string_view DTypeName(DType dtype);  // "bf16", "fp16", "fp32", "tf32", "fp8_e4m3"
 absl::StatusOr<DType> ParseDType(absl::string_view name);
-absl::string_view MlpName(Mlp mlp);  // "gelu", "swiglu"
+absl::string_view MlpName(Mlp mlp);                    // "gelu", "swiglu"
 absl::string_view AttentionName(Attention attention);  // "unfused", "flash"
 absl::StatusOr<Attention> ParseAttention(absl::string_view name);
 absl::string_view WorkloadName(Workload workload);  // "training", "prefill", "decode"
@@ -53,24 +53,24 @@ inline constexpr int64_t kDefaultSeqLength = 2048;
 inline constexpr int64_t kDefaultMicroBatch = 1;
 
 struct ModelSpec {
-  std::string name;                // free text, e.g. "pythia-2.8b"
-  int64_t hidden_size = 0;         // h
-  int64_t num_attention_heads = 0; // a
-  int64_t num_kv_heads = 0;        // a_kv; 0 = a (multi-head attention)
-  int64_t head_dim = 0;            // d; 0 = h / a
-  int64_t num_layers = 0;          // L
-  int64_t ffn_hidden_size = 0;     // f; 0 = 4h (GELU) or ceil(8h/3) (SwiGLU)
+  std::string name;                 // free text, e.g. "pythia-2.8b"
+  int64_t hidden_size = 0;          // h
+  int64_t num_attention_heads = 0;  // a
+  int64_t num_kv_heads = 0;         // a_kv; 0 = a (multi-head attention)
+  int64_t head_dim = 0;             // d; 0 = h / a
+  int64_t num_layers = 0;           // L
+  int64_t ffn_hidden_size = 0;      // f; 0 = 4h (GELU) or ceil(8h/3) (SwiGLU)
   Mlp mlp = Mlp::kGelu;
-  bool fused_gate_up = true;       // SwiGLU: gate and up projections as one GEMM with N = 2f/t
-  int64_t vocab_size = 0;          // v
-  int64_t seq_length = 0;          // s; 0 = kDefaultSeqLength
-  int64_t micro_batch_size = 0;    // b; 0 = kDefaultMicroBatch
-  int64_t tensor_parallel = 0;     // t; 0 = 1
+  bool fused_gate_up = true;     // SwiGLU: gate and up projections as one GEMM with N = 2f/t
+  int64_t vocab_size = 0;        // v
+  int64_t seq_length = 0;        // s; 0 = kDefaultSeqLength
+  int64_t micro_batch_size = 0;  // b; 0 = kDefaultMicroBatch
+  int64_t tensor_parallel = 0;   // t; 0 = 1
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;
-  bool tied_embeddings = false;    // output projection shares the input embedding matrix
-  int64_t kv_cache_length = 0;     // decode: tokens already in the KV cache; 0 = seq_length
+  bool tied_embeddings = false;  // output projection shares the input embedding matrix
+  int64_t kv_cache_length = 0;   // decode: tokens already in the KV cache; 0 = seq_length
   Norm norm = Norm::kLayerNorm;
   Bias bias = Bias::kNone;
   int64_t learned_position_embeddings = 0;  // rows of a learned position table (GPT-2); 0 = none
@@ -78,7 +78,8 @@ struct ModelSpec {
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
 
-// One problem with one field, e.g. {"num_attention_heads", "must divide hidden_size (4096); got 48"}.
+// One problem with one field, e.g. {"num_attention_heads", "must divide hidden_size (4096); got
+// 48"}.
 struct FieldViolation {
   std::string field;
   std::string description;
@@ -88,9 +89,9 @@ struct FieldViolation {
 // Returns `spec` with every "0 = default" field filled in. Does not validate.
 ModelSpec WithDefaults(const ModelSpec& spec);
 
-// Checks a spec (after WithDefaults) and returns every violation, not just the first: ranges of each
-// field, and the divisibility the GEMM mapping needs (heads divide hidden unless head_dim is given,
-// kv heads divide heads, tensor parallel divides heads and the MLP width, ...).
+// Checks a spec (after WithDefaults) and returns every violation, not just the first: ranges of
+// each field, and the divisibility the GEMM mapping needs (heads divide hidden unless head_dim is
+// given, kv heads divide heads, tensor parallel divides heads and the MLP width, ...).
 std::vector<FieldViolation> Validate(const ModelSpec& spec);
 
 // INVALID_ARGUMENT listing every violation ("field: description; field: description"), or OK.
@@ -103,14 +104,14 @@ absl::StatusOr<ModelSpec> NormalizeSpec(const ModelSpec& spec);
 
 // Derived sizes of a normalized spec, per tensor-parallel rank where it says so.
 struct DerivedShape {
-  int64_t head_dim;         // d
-  int64_t q_width;          // a·d
-  int64_t kv_width;         // a_kv·d
-  int64_t heads_per_rank;   // a/t
+  int64_t head_dim;           // d
+  int64_t q_width;            // a·d
+  int64_t kv_width;           // a_kv·d
+  int64_t heads_per_rank;     // a/t
   int64_t kv_heads_per_rank;  // max(a_kv/t, 1): KV heads are replicated when t > a_kv
-  int64_t ffn_per_rank;     // f/t
-  int64_t vocab_per_rank;   // ceil(v/t)
-  int64_t tokens;           // rows of every linear GEMM this step: b·s (training, prefill) or b
+  int64_t ffn_per_rank;       // f/t
+  int64_t vocab_per_rank;     // ceil(v/t)
+  int64_t tokens;             // rows of every linear GEMM this step: b·s (training, prefill) or b
 };
 DerivedShape Derive(const ModelSpec& spec);
 

@@ -15,20 +15,26 @@ namespace wavecrest {
 
 absl::string_view KnobName(Knob k) {
   switch (k) {
-    case Knob::kHeads: return "heads";
-    case Knob::kKvHeads: return "kv_heads";
-    case Knob::kHidden: return "hidden";
-    case Knob::kFfn: return "ffn";
-    case Knob::kVocab: return "vocab";
-    case Knob::kLayers: return "layers";
+    case Knob::kHeads:
+      return "heads";
+    case Knob::kKvHeads:
+      return "kv_heads";
+    case Knob::kHidden:
+      return "hidden";
+    case Knob::kFfn:
+      return "ffn";
+    case Knob::kVocab:
+      return "vocab";
+    case Knob::kLayers:
+      return "layers";
   }
   return "?";
 }
 
 absl::StatusOr<Knob> ParseKnob(absl::string_view name) {
   const std::string n = absl::AsciiStrToLower(name);
-  for (Knob k : {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab,
-                 Knob::kLayers}) {
+  for (Knob k :
+       {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab, Knob::kLayers}) {
     if (n == KnobName(k)) return k;
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -57,8 +63,8 @@ std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c) {
                                            c.max_heads)});
   }
   if (c.max_candidates < 1 || c.max_candidates > kMaxMaxCandidates) {
-    v.push_back({"max_candidates", absl::StrCat("must be in [1, ", kMaxMaxCandidates, "]; got ",
-                                                c.max_candidates)});
+    v.push_back({"max_candidates",
+                 absl::StrCat("must be in [1, ", kMaxMaxCandidates, "]; got ", c.max_candidates)});
   }
   if (c.top < 1 || c.top > 1000) {
     v.push_back({"top", absl::StrCat("must be in [1, 1000]; got ", c.top)});
@@ -84,8 +90,8 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
 using SpecKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 SpecKey KeyOf(const ModelSpec& s) {
-  return {s.hidden_size, s.num_attention_heads, s.num_kv_heads, s.head_dim, s.ffn_hidden_size,
-          s.vocab_size, s.num_layers};
+  return {s.hidden_size,     s.num_attention_heads, s.num_kv_heads, s.head_dim,
+          s.ffn_hidden_size, s.vocab_size,          s.num_layers};
 }
 
 bool ValidTpForKv(int64_t kv, int64_t t) { return kv % t == 0 || t % kv == 0; }
@@ -137,11 +143,10 @@ std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const Recommend
       for (int64_t d = 8; d <= std::min<int64_t>(h, 1024); ++d) {
         if (h % d != 0) continue;
         const int64_t a = h / d;
-        const bool allowed =
-            c.allowed_head_dims.empty()
-                ? (d >= kDefaultMinHeadDim && d <= kDefaultMaxHeadDim)
-                : std::find(c.allowed_head_dims.begin(), c.allowed_head_dims.end(), d) !=
-                      c.allowed_head_dims.end();
+        const bool allowed = c.allowed_head_dims.empty()
+                                 ? (d >= kDefaultMinHeadDim && d <= kDefaultMaxHeadDim)
+                                 : std::find(c.allowed_head_dims.begin(), c.allowed_head_dims.end(),
+                                             d) != c.allowed_head_dims.end();
         const bool base_shape = h == h0 && a == base.num_attention_heads;
         if (!allowed && !base_shape) continue;
         if (a % t != 0 || a < std::max<int64_t>(1, c.min_heads)) continue;
@@ -252,8 +257,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   CandidateScore c;
   c.spec = spec;
   c.params = CountParams(spec);
-  c.param_change = static_cast<double>(c.params.total_params - base_params) /
-                   static_cast<double>(base_params);
+  c.param_change =
+      static_cast<double>(c.params.total_params - base_params) / static_cast<double>(base_params);
   const std::vector<Gemm> gemms = BuildGemms(spec);
   double var = 0;
   bool all_measured = true;
@@ -317,7 +322,7 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     r.push_back(x);
   }
   const bool both_mha = b.num_kv_heads == b.num_attention_heads &&
-                       s.num_kv_heads == s.num_attention_heads;  // KV heads follow the heads
+                        s.num_kv_heads == s.num_attention_heads;  // KV heads follow the heads
   if (s.num_kv_heads != b.num_kv_heads && !both_mha) {
     r.push_back(Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
   }
@@ -332,8 +337,8 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
   }
   if (s.vocab_size != b.vocab_size) {
     r.push_back(absl::StrCat(Arrow("v", b.vocab_size, s.vocab_size),
-                             " (rule 1: padded to a multiple of ",
-                             LargestPow2Factor(s.vocab_size), ")"));
+                             " (rule 1: padded to a multiple of ", LargestPow2Factor(s.vocab_size),
+                             ")"));
   }
   if (s.num_layers != b.num_layers) {
     r.push_back(absl::StrCat(Arrow("L", b.num_layers, s.num_layers),

@@ -42,10 +42,10 @@ inline constexpr int64_t kDefaultMaxHeadDim = 128;
 
 struct RecommendConstraints {
   double param_tolerance = kDefaultParamTolerance;  // |Δparams| / params, in [0, 0.5]
-  std::set<Knob> vary;                 // empty = heads, hidden, ffn, vocab (+ layers)
-  std::vector<int64_t> allowed_head_dims;  // empty = any in [32, 128]
-  int64_t min_heads = 0;               // 0 = 1
-  int64_t max_heads = 0;               // 0 = no limit
+  std::set<Knob> vary;                              // empty = heads, hidden, ffn, vocab (+ layers)
+  std::vector<int64_t> allowed_head_dims;           // empty = any in [32, 128]
+  int64_t min_heads = 0;                            // 0 = 1
+  int64_t max_heads = 0;                            // 0 = no limit
   bool keep_layers = false;
   int64_t max_candidates = kDefaultMaxCandidates;
   int top = kDefaultTop;
@@ -89,13 +89,13 @@ struct CandidateScore {
   bool baseline = false;
   ParamCounts params;
   double param_change = 0;
-  double gemm_time_s = 0;        // Σ count × time (GEMMs and fused attention)
-  double elementwise_time_s = 0; // estimated
+  double gemm_time_s = 0;         // Σ count × time (GEMMs and fused attention)
+  double elementwise_time_s = 0;  // estimated
   double step_time_s = 0;
-  double step_sigma_s = 0;       // from measurement spreads
+  double step_sigma_s = 0;  // from measurement spreads
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  bool all_measured = false;     // every GEMM (not fused attention) measured or cached
+  bool all_measured = false;  // every GEMM (not fused attention) measured or cached
   double speedup = 1;
   double speedup_uncertainty = 0;
   // Time per GEMM name (all passes, × count), for the reasons.
@@ -108,8 +108,9 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
                               int64_t base_params);
 
 // Ranks `scores` in place: by step time, ties (within 1e-9 relative) by smaller |param change|,
-// then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v, L). Fills speedup (and its uncertainty) against the baseline entry
-// and the reasons of every non-baseline entry. `measured_label` says how GEMM gains were obtained.
+// then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v, L). Fills
+// speedup (and its uncertainty) against the baseline entry and the reasons of every non-baseline
+// entry. `measured_label` says how GEMM gains were obtained.
 void RankCandidates(std::vector<CandidateScore>& scores);
 
 // Plain-words reasons for `c` against `base`: which rule the change satisfies and which GEMMs

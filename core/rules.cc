@@ -52,8 +52,10 @@ std::vector<RuleViolation> CheckRules(const ModelSpec& spec, const std::vector<G
     v.paper_rule = 1;
     v.hurts = GemmsWithDim(gemms, d.vocab_per_rank, false);
     const int64_t padded = (spec.vocab_size + kRulePow2 * t - 1) / (kRulePow2 * t) * kRulePow2 * t;
-    v.message = absl::StrCat("v = ", spec.vocab_size, ": not divisible by 64 (largest power-of-two "
-                             "factor ", LargestPow2Factor(spec.vocab_size), "); pad to ", padded);
+    v.message = absl::StrCat("v = ", spec.vocab_size,
+                             ": not divisible by 64 (largest power-of-two "
+                             "factor ",
+                             LargestPow2Factor(spec.vocab_size), "); pad to ", padded);
     if (!v.hurts.empty()) absl::StrAppend(&v.message, "; hurts ", absl::StrJoin(v.hurts, ", "));
     out.push_back(std::move(v));
   }
@@ -61,9 +63,9 @@ std::vector<RuleViolation> CheckRules(const ModelSpec& spec, const std::vector<G
     RuleViolation v;
     v.id = "vocab_divisible_by_tp";
     v.paper_rule = 1;
-    v.message = absl::StrCat("v/t = ", spec.vocab_size, "/", t,
-                             " is not an integer: each rank's logits GEMM is padded to N = ",
-                             d.vocab_per_rank);
+    v.message = absl::StrCat(
+        "v/t = ", spec.vocab_size, "/", t,
+        " is not an integer: each rank's logits GEMM is padded to N = ", d.vocab_per_rank);
     out.push_back(std::move(v));
   }
   // Rule 3: b·s, h/a and h/t divisible by a large power of two.
@@ -71,16 +73,16 @@ std::vector<RuleViolation> CheckRules(const ModelSpec& spec, const std::vector<G
     AddPow2Rule(out, gemms, "tokens_pow2", 3, "b·s", d.tokens, false);
   }
   const bool flash = spec.attention == Attention::kFlash;
-  AddPow2Rule(out, gemms, "head_dim_pow2", 3, spec.head_dim * spec.num_attention_heads ==
-                                                      spec.hidden_size ? "h/a" : "head_dim",
+  AddPow2Rule(out, gemms, "head_dim_pow2", 3,
+              spec.head_dim * spec.num_attention_heads == spec.hidden_size ? "h/a" : "head_dim",
               spec.head_dim, true,
               flash ? " (FlashAttention pads the head dim up to a multiple of 32)" : "");
   AddPow2Rule(out, gemms, "hidden_per_tp_pow2", 3, t == 1 ? "h" : "h/t", spec.hidden_size / t,
               false);
   // Rule 6: the MLP width (SwiGLU especially: 8h/3 breaks every alignment).
-  AddPow2Rule(out, gemms, "ffn_pow2", 6, t == 1 ? "f" : "f/t", d.ffn_per_rank, false,
-              spec.mlp == Mlp::kSwiglu ? " (search near 8h/3 for a width that is a multiple of 64)"
-                                       : "");
+  AddPow2Rule(
+      out, gemms, "ffn_pow2", 6, t == 1 ? "f" : "f/t", d.ffn_per_rank, false,
+      spec.mlp == Mlp::kSwiglu ? " (search near 8h/3 for a width that is a multiple of 64)" : "");
   return out;
 }
 

@@ -9,10 +9,10 @@
 #define WC_CONCAT_(a, b) WC_CONCAT_INNER_(a, b)
 
 // Returns from the current function if `expr` (an absl::Status) is not OK.
-#define RETURN_IF_ERROR(expr)                       \
-  do {                                              \
-    ::absl::Status wc_status_ = (expr);             \
-    if (!wc_status_.ok()) return wc_status_;        \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::absl::Status wc_status_ = (expr);      \
+    if (!wc_status_.ok()) return wc_status_; \
   } while (false)
 
 // `ASSIGN_OR_RETURN(auto x, Foo())` evaluates Foo() (an absl::StatusOr<T>), returns its status when

@@ -21,7 +21,8 @@ std::string GpuRequired();
 
 // Looks up a catalogued GPU by a request's field; INVALID_ARGUMENT when empty, NOT_FOUND listing
 // the known names when unknown.
-absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name, absl::string_view field);
+absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
+                                                     absl::string_view field);
 
 // Analyze: INVALID_ARGUMENT (with field violations), NOT_FOUND, FAILED_PRECONDITION or the answer.
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request);

@@ -27,24 +27,42 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
   }
 }
 
@@ -66,8 +84,8 @@ absl::Status CheckShape(const v1::GemmShape& s, const std::string& field,
     }
     return true;
   };
-  bool ok = dim("m", s.m(), 1) & dim("n", s.n(), 1) & dim("k", s.k(), 1) &
-            dim("batch", s.batch(), 0);
+  bool ok =
+      dim("m", s.m(), 1) & dim("n", s.n(), 1) & dim("k", s.k(), 1) & dim("batch", s.batch(), 0);
   if (ok) {
     const double flops = GemmFlops({s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)});
     if (flops > kMaxGemmFlops) {

@@ -10,25 +10,36 @@ namespace wavecrest {
 absl::StatusOr<DType> FromProto(v1::Dtype d) {
   switch (d) {
     case v1::DTYPE_UNSPECIFIED:
-    case v1::DTYPE_BF16: return DType::kBf16;
-    case v1::DTYPE_FP16: return DType::kFp16;
-    case v1::DTYPE_FP32: return DType::kFp32;
-    case v1::DTYPE_TF32: return DType::kTf32;
-    case v1::DTYPE_FP8_E4M3: return DType::kFp8E4M3;
-    default: break;
+    case v1::DTYPE_BF16:
+      return DType::kBf16;
+    case v1::DTYPE_FP16:
+      return DType::kFp16;
+    case v1::DTYPE_FP32:
+      return DType::kFp32;
+    case v1::DTYPE_TF32:
+      return DType::kTf32;
+    case v1::DTYPE_FP8_E4M3:
+      return DType::kFp8E4M3;
+    default:
+      break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown value ", static_cast<int>(d), "; allowed: DTYPE_BF16, DTYPE_FP16, "
-                   "DTYPE_FP32, DTYPE_TF32, DTYPE_FP8_E4M3"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown value ", static_cast<int>(d),
+                                                 "; allowed: DTYPE_BF16, DTYPE_FP16, "
+                                                 "DTYPE_FP32, DTYPE_TF32, DTYPE_FP8_E4M3"));
 }
 
 v1::Dtype ToProto(DType d) {
   switch (d) {
-    case DType::kBf16: return v1::DTYPE_BF16;
-    case DType::kFp16: return v1::DTYPE_FP16;
-    case DType::kFp32: return v1::DTYPE_FP32;
-    case DType::kTf32: return v1::DTYPE_TF32;
-    case DType::kFp8E4M3: return v1::DTYPE_FP8_E4M3;
+    case DType::kBf16:
+      return v1::DTYPE_BF16;
+    case DType::kFp16:
+      return v1::DTYPE_FP16;
+    case DType::kFp32:
+      return v1::DTYPE_FP32;
+    case DType::kTf32:
+      return v1::DTYPE_TF32;
+    case DType::kFp8E4M3:
+      return v1::DTYPE_FP8_E4M3;
   }
   return v1::DTYPE_UNSPECIFIED;
 }
@@ -36,30 +47,41 @@ v1::Dtype ToProto(DType d) {
 absl::StatusOr<Layout> FromProto(v1::Layout l) {
   switch (l) {
     case v1::LAYOUT_UNSPECIFIED:
-    case v1::LAYOUT_TN: return Layout::kTN;
-    case v1::LAYOUT_NN: return Layout::kNN;
-    case v1::LAYOUT_NT: return Layout::kNT;
-    default: break;
+    case v1::LAYOUT_TN:
+      return Layout::kTN;
+    case v1::LAYOUT_NN:
+      return Layout::kNN;
+    case v1::LAYOUT_NT:
+      return Layout::kNT;
+    default:
+      break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown value ", static_cast<int>(l), "; allowed: LAYOUT_TN, LAYOUT_NN, LAYOUT_NT"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown value ", static_cast<int>(l),
+                                                 "; allowed: LAYOUT_TN, LAYOUT_NN, LAYOUT_NT"));
 }
 
 v1::Layout ToProto(Layout l) {
   switch (l) {
-    case Layout::kTN: return v1::LAYOUT_TN;
-    case Layout::kNN: return v1::LAYOUT_NN;
-    case Layout::kNT: return v1::LAYOUT_NT;
+    case Layout::kTN:
+      return v1::LAYOUT_TN;
+    case Layout::kNN:
+      return v1::LAYOUT_NN;
+    case Layout::kNT:
+      return v1::LAYOUT_NT;
   }
   return v1::LAYOUT_UNSPECIFIED;
 }
 
 v1::Pass ToProto(Pass p) {
   switch (p) {
-    case Pass::kForward: return v1::PASS_FORWARD;
-    case Pass::kDgrad: return v1::PASS_DGRAD;
-    case Pass::kWgrad: return v1::PASS_WGRAD;
-    case Pass::kBackward: return v1::PASS_BACKWARD;
+    case Pass::kForward:
+      return v1::PASS_FORWARD;
+    case Pass::kDgrad:
+      return v1::PASS_DGRAD;
+    case Pass::kWgrad:
+      return v1::PASS_WGRAD;
+    case Pass::kBackward:
+      return v1::PASS_BACKWARD;
   }
   return v1::PASS_UNSPECIFIED;
 }
@@ -70,34 +92,50 @@ v1::Attention ToProto(Attention a) {
 
 v1::Workload ToProto(Workload w) {
   switch (w) {
-    case Workload::kTraining: return v1::WORKLOAD_TRAINING;
-    case Workload::kPrefill: return v1::WORKLOAD_PREFILL;
-    case Workload::kDecode: return v1::WORKLOAD_DECODE;
+    case Workload::kTraining:
+      return v1::WORKLOAD_TRAINING;
+    case Workload::kPrefill:
+      return v1::WORKLOAD_PREFILL;
+    case Workload::kDecode:
+      return v1::WORKLOAD_DECODE;
   }
   return v1::WORKLOAD_UNSPECIFIED;
 }
 
 v1::Knob ToProto(Knob k) {
   switch (k) {
-    case Knob::kHeads: return v1::KNOB_HEADS;
-    case Knob::kKvHeads: return v1::KNOB_KV_HEADS;
-    case Knob::kHidden: return v1::KNOB_HIDDEN;
-    case Knob::kFfn: return v1::KNOB_FFN;
-    case Knob::kVocab: return v1::KNOB_VOCAB;
-    case Knob::kLayers: return v1::KNOB_LAYERS;
+    case Knob::kHeads:
+      return v1::KNOB_HEADS;
+    case Knob::kKvHeads:
+      return v1::KNOB_KV_HEADS;
+    case Knob::kHidden:
+      return v1::KNOB_HIDDEN;
+    case Knob::kFfn:
+      return v1::KNOB_FFN;
+    case Knob::kVocab:
+      return v1::KNOB_VOCAB;
+    case Knob::kLayers:
+      return v1::KNOB_LAYERS;
   }
   return v1::KNOB_UNSPECIFIED;
 }
 
 absl::StatusOr<Knob> FromProto(v1::Knob k) {
   switch (k) {
-    case v1::KNOB_HEADS: return Knob::kHeads;
-    case v1::KNOB_KV_HEADS: return Knob::kKvHeads;
-    case v1::KNOB_HIDDEN: return Knob::kHidden;
-    case v1::KNOB_FFN: return Knob::kFfn;
-    case v1::KNOB_VOCAB: return Knob::kVocab;
-    case v1::KNOB_LAYERS: return Knob::kLayers;
-    default: break;
+    case v1::KNOB_HEADS:
+      return Knob::kHeads;
+    case v1::KNOB_KV_HEADS:
+      return Knob::kKvHeads;
+    case v1::KNOB_HIDDEN:
+      return Knob::kHidden;
+    case v1::KNOB_FFN:
+      return Knob::kFfn;
+    case v1::KNOB_VOCAB:
+      return Knob::kVocab;
+    case v1::KNOB_LAYERS:
+      return Knob::kLayers;
+    default:
+      break;
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown value ", static_cast<int>(k),
@@ -106,9 +144,12 @@ absl::StatusOr<Knob> FromProto(v1::Knob k) {
 
 v1::Bound ToProto(Bound b) {
   switch (b) {
-    case Bound::kCompute: return v1::BOUND_COMPUTE;
-    case Bound::kMemory: return v1::BOUND_MEMORY;
-    case Bound::kLatency: return v1::BOUND_LATENCY;
+    case Bound::kCompute:
+      return v1::BOUND_COMPUTE;
+    case Bound::kMemory:
+      return v1::BOUND_MEMORY;
+    case Bound::kLatency:
+      return v1::BOUND_LATENCY;
   }
   return v1::BOUND_UNSPECIFIED;
 }
@@ -132,9 +173,14 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.ffn_hidden_size = p.ffn_hidden_size();
   switch (p.mlp()) {
     case v1::MLP_UNSPECIFIED:
-    case v1::MLP_GELU: s.mlp = Mlp::kGelu; break;
-    case v1::MLP_SWIGLU: s.mlp = Mlp::kSwiglu; break;
-    default: BadEnum(violations, "mlp", p.mlp(), "MLP_GELU, MLP_SWIGLU");
+    case v1::MLP_GELU:
+      s.mlp = Mlp::kGelu;
+      break;
+    case v1::MLP_SWIGLU:
+      s.mlp = Mlp::kSwiglu;
+      break;
+    default:
+      BadEnum(violations, "mlp", p.mlp(), "MLP_GELU, MLP_SWIGLU");
   }
   s.fused_gate_up = p.has_fused_gate_up() ? p.fused_gate_up() : true;
   s.vocab_size = p.vocab_size();
@@ -148,15 +194,26 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   }
   switch (p.attention()) {
     case v1::ATTENTION_UNSPECIFIED:
-    case v1::ATTENTION_FLASH: s.attention = Attention::kFlash; break;
-    case v1::ATTENTION_UNFUSED: s.attention = Attention::kUnfused; break;
-    default: BadEnum(violations, "attention", p.attention(), "ATTENTION_UNFUSED, ATTENTION_FLASH");
+    case v1::ATTENTION_FLASH:
+      s.attention = Attention::kFlash;
+      break;
+    case v1::ATTENTION_UNFUSED:
+      s.attention = Attention::kUnfused;
+      break;
+    default:
+      BadEnum(violations, "attention", p.attention(), "ATTENTION_UNFUSED, ATTENTION_FLASH");
   }
   switch (p.workload()) {
     case v1::WORKLOAD_UNSPECIFIED:
-    case v1::WORKLOAD_TRAINING: s.workload = Workload::kTraining; break;
-    case v1::WORKLOAD_PREFILL: s.workload = Workload::kPrefill; break;
-    case v1::WORKLOAD_DECODE: s.workload = Workload::kDecode; break;
+    case v1::WORKLOAD_TRAINING:
+      s.workload = Workload::kTraining;
+      break;
+    case v1::WORKLOAD_PREFILL:
+      s.workload = Workload::kPrefill;
+      break;
+    case v1::WORKLOAD_DECODE:
+      s.workload = Workload::kDecode;
+      break;
     default:
       BadEnum(violations, "workload", p.workload(),
               "WORKLOAD_TRAINING, WORKLOAD_PREFILL, WORKLOAD_DECODE");
@@ -165,16 +222,28 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.kv_cache_length = p.kv_cache_length();
   switch (p.norm()) {
     case v1::NORM_UNSPECIFIED:
-    case v1::NORM_LAYERNORM: s.norm = Norm::kLayerNorm; break;
-    case v1::NORM_RMSNORM: s.norm = Norm::kRmsNorm; break;
-    default: BadEnum(violations, "norm", p.norm(), "NORM_LAYERNORM, NORM_RMSNORM");
+    case v1::NORM_LAYERNORM:
+      s.norm = Norm::kLayerNorm;
+      break;
+    case v1::NORM_RMSNORM:
+      s.norm = Norm::kRmsNorm;
+      break;
+    default:
+      BadEnum(violations, "norm", p.norm(), "NORM_LAYERNORM, NORM_RMSNORM");
   }
   switch (p.bias()) {
     case v1::BIAS_UNSPECIFIED:
-    case v1::BIAS_NONE: s.bias = Bias::kNone; break;
-    case v1::BIAS_QKV: s.bias = Bias::kQkv; break;
-    case v1::BIAS_ALL: s.bias = Bias::kAll; break;
-    default: BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
+    case v1::BIAS_NONE:
+      s.bias = Bias::kNone;
+      break;
+    case v1::BIAS_QKV:
+      s.bias = Bias::kQkv;
+      break;
+    case v1::BIAS_ALL:
+      s.bias = Bias::kAll;
+      break;
+    default:
+      BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
   }
   s.learned_position_embeddings = p.learned_position_embeddings();
   return s;
@@ -202,9 +271,15 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_kv_cache_length(s.kv_cache_length);
   p.set_norm(s.norm == Norm::kLayerNorm ? v1::NORM_LAYERNORM : v1::NORM_RMSNORM);
   switch (s.bias) {
-    case Bias::kNone: p.set_bias(v1::BIAS_NONE); break;
-    case Bias::kQkv: p.set_bias(v1::BIAS_QKV); break;
-    case Bias::kAll: p.set_bias(v1::BIAS_ALL); break;
+    case Bias::kNone:
+      p.set_bias(v1::BIAS_NONE);
+      break;
+    case Bias::kQkv:
+      p.set_bias(v1::BIAS_QKV);
+      break;
+    case Bias::kAll:
+      p.set_bias(v1::BIAS_ALL);
+      break;
   }
   p.set_learned_position_embeddings(s.learned_position_embeddings);
   return p;

@@ -6,10 +6,10 @@
 #ifndef WAVECREST_SERVER_ERRORS_H_
 #define WAVECREST_SERVER_ERRORS_H_
 
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "core/model_spec.h"
 #include "grpcpp/support/status.h"

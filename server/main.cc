@@ -32,8 +32,7 @@ ABSL_FLAG(std::string, workers, "none",
 ABSL_FLAG(std::string, worker_address, "",
           "Remote wavecrest-worker addresses (host:port, comma-separated). Not available in this "
           "build: a non-empty value stops the server at start");
-ABSL_FLAG(std::string, worker_binary, "",
-          "Path of wavecrest-worker; empty = next to this binary");
+ABSL_FLAG(std::string, worker_binary, "", "Path of wavecrest-worker; empty = next to this binary");
 ABSL_FLAG(std::string, emulate, "h100-sxm",
           "GPU kind an emulating (analytic) worker stands in for when there is no GPU");
 ABSL_FLAG(std::string, worker_backend, "",
@@ -73,15 +72,15 @@ int main(int argc, char** argv) {
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
   o.workers = absl::GetFlag(FLAGS_workers);
-  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',',
-                                            absl::SkipWhitespace())) {
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',', absl::SkipWhitespace())) {
     o.worker_addresses.emplace_back(a);
   }
   o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   o.emulate = absl::GetFlag(FLAGS_emulate);
   o.worker_backend = absl::GetFlag(FLAGS_worker_backend);
-  for (absl::string_view a : absl::StrSplit(absl::GetFlag(FLAGS_worker_extra_args), ' ',
-                                            absl::SkipWhitespace())) {
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_worker_extra_args), ' ', absl::SkipWhitespace())) {
     o.worker_extra_args.emplace_back(a);
   }
   o.worker_job_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_job_timeout_s));

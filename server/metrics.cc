@@ -94,8 +94,8 @@ void Metrics::CacheLookup(bool hit) {
 }
 
 void Metrics::GemmTimed(absl::string_view dtype, absl::string_view provenance) {
-  gemms_timed_.Add({{"dtype", std::string(dtype)},
-                    {"provenance", absl::AsciiStrToLower(provenance)}})
+  gemms_timed_
+      .Add({{"dtype", std::string(dtype)}, {"provenance", absl::AsciiStrToLower(provenance)}})
       .Increment();
 }
 

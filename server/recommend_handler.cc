@@ -8,8 +8,7 @@ namespace wavecrest {
 RecommendHandler MakeRecommendHandler(TimingService* timing) {
   return [timing](const v1::RecommendRequest& request, absl::Time deadline,
                   const std::function<void(const v1::Progress&)>& progress,
-                  const std::function<bool()>& cancelled)
-             -> absl::StatusOr<v1::RecommendResponse> {
+                  const std::function<bool()>& cancelled) -> absl::StatusOr<v1::RecommendResponse> {
     RecommendContext ctx;
     ctx.deadline = deadline;
     ctx.progress = progress;
@@ -20,8 +19,7 @@ RecommendHandler MakeRecommendHandler(TimingService* timing) {
     if (gpu.ok()) {
       measurer.can_measure = timing->CanMeasure(gpu->first);
       ctx.no_measure_reason = absl::StrCat("no ", gpu->first, " worker is up");
-      const v1::Mode mode =
-          request.mode() == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
+      const v1::Mode mode = request.mode() == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
       measurer.measure = [timing, gpu, mode, deadline, &cancelled](
                              const std::vector<GemmKey>& keys,
                              const std::function<void(int64_t, int64_t)>& on_progress,

@@ -67,8 +67,8 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   c.top = r.top() == 0 ? kDefaultTop : r.top();
   for (auto& f : ValidateConstraints(c)) v.push_back(std::move(f));
   if (r.max_gpu_seconds() < 0 || r.max_gpu_seconds() > 3600) {
-    v.push_back({"max_gpu_seconds",
-                 absl::StrCat("must be in [0, 3600]; got ", r.max_gpu_seconds())});
+    v.push_back(
+        {"max_gpu_seconds", absl::StrCat("must be in [0, 3600]; got ", r.max_gpu_seconds())});
   }
   if (r.measure_top_k() < 0 || r.measure_top_k() > 1000) {
     v.push_back({"measure_top_k", absl::StrCat("must be in [0, 1000]; got ", r.measure_top_k())});

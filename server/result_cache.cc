@@ -43,8 +43,9 @@ absl::Status Exec(sqlite3* db, const char* sql) {
 // means "this file is not usable as our cache".
 absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                             SQLITE_OPEN_FULLMUTEX, nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
     std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
     sqlite3_close(db);
     return absl::DataLossError(msg);
@@ -84,9 +85,9 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
     }
   }
   if (absl::Status st = Exec(db, kCreate); !st.ok()) return fail(st);
-  if (absl::Status st = Exec(db, absl::StrCat("INSERT OR IGNORE INTO meta VALUES ('schema', '",
-                                              kCacheSchema, "');")
-                                     .c_str());
+  if (absl::Status st = Exec(
+          db, absl::StrCat("INSERT OR IGNORE INTO meta VALUES ('schema', '", kCacheSchema, "');")
+                  .c_str());
       !st.ok()) {
     return fail(st);
   }
@@ -96,10 +97,10 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
 }  // namespace
 
 std::string FingerprintKey(const v1::DeviceFingerprint& fp) {
-  return absl::StrJoin({fp.name(), absl::StrCat(fp.compute_capability()),
-                        absl::StrCat(fp.sm_count()), fp.driver_version(),
-                        fp.cuda_runtime_version(), fp.cublaslt_version(), fp.backend()},
-                       "|");
+  return absl::StrJoin(
+      {fp.name(), absl::StrCat(fp.compute_capability()), absl::StrCat(fp.sm_count()),
+       fp.driver_version(), fp.cuda_runtime_version(), fp.cublaslt_version(), fp.backend()},
+      "|");
 }
 
 absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string& path) {
@@ -110,12 +111,13 @@ absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string
   std::string moved;
   if (!db.ok()) {
     moved = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
-    LogWarning("result cache unusable; moving it aside and starting fresh",
-               {{"path", path}, {"moved_to", moved}, {"reason", std::string(db.status().message())}});
+    LogWarning(
+        "result cache unusable; moving it aside and starting fresh",
+        {{"path", path}, {"moved_to", moved}, {"reason", std::string(db.status().message())}});
     std::filesystem::rename(path, moved, ec);
     if (ec) {
-      return absl::UnavailableError(absl::StrCat("cache ", path, ": cannot move aside: ",
-                                                 ec.message()));
+      return absl::UnavailableError(
+          absl::StrCat("cache ", path, ": cannot move aside: ", ec.message()));
     }
     for (const char* suffix : {"-wal", "-shm"}) {
       std::filesystem::rename(path + suffix, moved + suffix, ec);
@@ -175,9 +177,9 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const std::string& method = timing.provenance().method();
   std::lock_guard<std::mutex> lock(mu_);
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_,
-                         "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
-                         -1, &stmt, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(
+          db_, "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", -1,
+          &stmt, nullptr) != SQLITE_OK) {
     LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
     return;
   }

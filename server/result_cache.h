@@ -2,8 +2,8 @@
 //
 // Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend)
 // + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming (statistics,
-// algorithm, clocks, provenance with the time of measurement). A file that is not a SQLite database,
-// or is one with another schema, is moved aside (logged) and a fresh cache started.
+// algorithm, clocks, provenance with the time of measurement). A file that is not a SQLite
+// database, or is one with another schema, is moved aside (logged) and a fresh cache started.
 #ifndef WAVECREST_SERVER_RESULT_CACHE_H_
 #define WAVECREST_SERVER_RESULT_CACHE_H_
 

@@ -82,8 +82,7 @@ absl::Status RunServer(const ServerOptions& options) {
 
   if (!options.port_file.empty()) {
     const std::string tmp = options.port_file + ".tmp";
-    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port
-                       << "}\n";
+    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port << "}\n";
     std::rename(tmp.c_str(), options.port_file.c_str());
   }
   LogInfo("listening", {{"grpc_port", std::to_string(grpc_port)},
@@ -93,9 +92,9 @@ absl::Status RunServer(const ServerOptions& options) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  LogInfo("shutting down", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-                            {"grace_s", absl::StrCat(absl::ToDoubleSeconds(
-                                            options.shutdown_grace))}});
+  LogInfo("shutting down",
+          {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+           {"grace_s", absl::StrCat(absl::ToDoubleSeconds(options.shutdown_grace))}});
   health->SetServingStatus(false);
   health->SetServingStatus(kAdvisorHealthName, false);
   health->SetServingStatus(kMeasureHealthName, false);

@@ -18,22 +18,22 @@ inline constexpr char kMeasureHealthName[] = "wavecrest.v1.Advisor/measure";
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:9464";  // empty = no metrics endpoint
-  std::string cache_path;                          // empty = no result cache
-  std::string port_file;                           // written once listening: {"grpc":P,"metrics":Q}
-  int threads = 0;                                 // job threads; 0 = number of CPUs
+  std::string cache_path;                         // empty = no result cache
+  std::string port_file;                          // written once listening: {"grpc":P,"metrics":Q}
+  int threads = 0;                                // job threads; 0 = number of CPUs
   int queue_capacity = 64;
   int max_request_bytes = 4 << 20;
   absl::Duration shutdown_grace = absl::Seconds(20);
   // Workers: "auto" (one local worker per GPU, or one emulating worker without a GPU), "none",
   // or a number of local workers.
   std::string workers = "none";
-  std::vector<std::string> worker_addresses;  // remote workers (host:port)
-  std::string worker_binary;                  // wavecrest-worker; empty = next to this binary
-  std::string emulate = "h100-sxm";           // kind the emulating worker predicts for
-  std::string worker_backend;                 // force a backend for local workers ("analytic")
-  std::vector<std::string> worker_extra_args; // test-only: appended to each local worker
+  std::vector<std::string> worker_addresses;   // remote workers (host:port)
+  std::string worker_binary;                   // wavecrest-worker; empty = next to this binary
+  std::string emulate = "h100-sxm";            // kind the emulating worker predicts for
+  std::string worker_backend;                  // force a backend for local workers ("analytic")
+  std::vector<std::string> worker_extra_args;  // test-only: appended to each local worker
   absl::Duration worker_job_timeout = absl::Seconds(60);  // watchdog per GEMM
-  std::string worker_socket_dir;              // unix sockets; empty = a temp dir
+  std::string worker_socket_dir;                          // unix sockets; empty = a temp dir
 };
 
 // Runs until SIGTERM or SIGINT, then shuts down gracefully: health NOT_SERVING, in-flight work

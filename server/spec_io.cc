@@ -21,8 +21,7 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
   options.ignore_unknown_fields = false;
   auto st = google::protobuf::util::JsonStringToMessage(std::string(text), &out, options);
   if (!st.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model spec JSON: ", std::string(st.message())));
+    return absl::InvalidArgumentError(absl::StrCat("model spec JSON: ", std::string(st.message())));
   }
   return out;
 }

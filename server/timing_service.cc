@@ -124,8 +124,8 @@ absl::StatusOr<TimingSummary> TimingService::Run(
       if (absl::Status stop = stop_status(); !stop.ok()) return stop;
       if (!st.ok()) {
         if (task.mode == v1::MODE_MEASURED) return st;
-        summary.notes.push_back(absl::StrCat("measurement stopped (", st.message(),
-                                             "); the rest is PREDICTED"));
+        summary.notes.push_back(
+            absl::StrCat("measurement stopped (", st.message(), "); the rest is PREDICTED"));
       }
     } else if (task.mode == v1::MODE_MEASURED) {
       return WithRetryDelay(
@@ -134,8 +134,8 @@ absl::StatusOr<TimingSummary> TimingService::Run(
                                               "MODE_AUTO or MODE_PREDICTED")),
           absl::Seconds(5), "NO_WORKER");
     } else {
-      summary.notes.push_back(absl::StrCat("no ", task.kind,
-                                           " worker is up: uncached GEMMs are PREDICTED"));
+      summary.notes.push_back(
+          absl::StrCat("no ", task.kind, " worker is up: uncached GEMMs are PREDICTED"));
     }
   }
   // 3. The analytic model for whatever is left.

@@ -61,7 +61,7 @@ class ResultStore {
 std::string MeasureMethod(bool autotune);
 
 struct TimingTask {
-  std::string kind;  // catalog name
+  std::string kind;              // catalog name
   const GpuSpec* gpu = nullptr;  // for predictions
   std::vector<GemmKey> gemms;    // distinct
   v1::Mode mode = v1::MODE_AUTO;

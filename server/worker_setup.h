@@ -17,8 +17,8 @@ namespace wavecrest {
 class WorkerSetup {
  public:
   virtual ~WorkerSetup() = default;
-  virtual MeasurementSource* source() = 0;       // null when there are no workers
-  virtual ResultStore* cache() = 0;              // null when there is no cache
+  virtual MeasurementSource* source() = 0;  // null when there are no workers
+  virtual ResultStore* cache() = 0;         // null when there is no cache
   virtual const WorkerDirectory* directory() = 0;
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
   virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;

@@ -114,9 +114,9 @@ TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
 
 TEST(CostModelTest, AlignmentRuleIsInBytesOfTheDtype) {
   const GpuSpec& gpu = **FindGpu("h100-sxm");
-  EXPECT_TRUE(AlignmentOf(64, DType::kBf16, gpu).meets_rule);    // 128 B
-  EXPECT_FALSE(AlignmentOf(32, DType::kBf16, gpu).meets_rule);   // 64 B
-  EXPECT_TRUE(AlignmentOf(32, DType::kTf32, gpu).meets_rule);    // 128 B
+  EXPECT_TRUE(AlignmentOf(64, DType::kBf16, gpu).meets_rule);   // 128 B
+  EXPECT_FALSE(AlignmentOf(32, DType::kBf16, gpu).meets_rule);  // 64 B
+  EXPECT_TRUE(AlignmentOf(32, DType::kTf32, gpu).meets_rule);   // 128 B
   EXPECT_TRUE(AlignmentOf(128, DType::kFp8E4M3, gpu).meets_rule);
   EXPECT_FALSE(AlignmentOf(64, DType::kFp8E4M3, gpu).meets_rule);
   EXPECT_EQ(AlignmentOf(80, DType::kBf16, gpu).pow2, 16);
@@ -166,9 +166,9 @@ TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
 }
 
 TEST(CatalogTest, EveryRequiredGpuIsThere) {
-  for (const char* name : {"v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb",
-                           "a100-pcie-80gb", "a10", "l4", "l40s", "h100-sxm", "h100-pcie", "h200",
-                           "b200"}) {
+  for (const char* name :
+       {"v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a10",
+        "l4", "l40s", "h100-sxm", "h100-pcie", "h200", "b200"}) {
     auto g = FindGpu(name);
     ASSERT_TRUE(g.ok()) << name;
     EXPECT_GT((*g)->sm_count, 0);

@@ -25,9 +25,9 @@ void ExpectGemm(const std::map<Key, Gemm>& m, const std::string& name, Pass pass
                 Layout layout, int64_t count) {
   auto it = m.find({name, pass});
   ASSERT_NE(it, m.end()) << name << " " << PassName(pass);
-  EXPECT_EQ(it->second.shape, shape) << name << " " << PassName(pass) << ": got "
-                                     << it->second.shape.m << "x" << it->second.shape.n << "x"
-                                     << it->second.shape.k << " b" << it->second.shape.batch;
+  EXPECT_EQ(it->second.shape, shape)
+      << name << " " << PassName(pass) << ": got " << it->second.shape.m << "x"
+      << it->second.shape.n << "x" << it->second.shape.k << " b" << it->second.shape.batch;
   EXPECT_EQ(it->second.layout, layout) << name << " " << PassName(pass);
   EXPECT_EQ(it->second.count, count) << name << " " << PassName(pass);
   EXPECT_DOUBLE_EQ(it->second.flops, GemmFlops(shape));
@@ -55,8 +55,8 @@ TEST(GemmTest, PaperSampleLayerEveryGemmAndPass) {
   ExpectGemm(m, "qkv", Pass::kWgrad, {12288, 4096, T, 1}, Layout::kNT, 1);
   // 64 batches (b·a/t) of 2048 × 2048 with K = 256 (h/a).
   ExpectGemm(m, "attn_score", Pass::kForward, {2048, 2048, 256, 64}, Layout::kTN, 1);
-  ExpectGemm(m, "attn_score", Pass::kDgrad, {2048, 256, 2048, 64}, Layout::kNN, 1);   // dQ
-  ExpectGemm(m, "attn_score", Pass::kWgrad, {2048, 256, 2048, 64}, Layout::kNT, 1);   // dK
+  ExpectGemm(m, "attn_score", Pass::kDgrad, {2048, 256, 2048, 64}, Layout::kNN, 1);  // dQ
+  ExpectGemm(m, "attn_score", Pass::kWgrad, {2048, 256, 2048, 64}, Layout::kNT, 1);  // dK
   ExpectGemm(m, "attn_over_value", Pass::kForward, {2048, 256, 2048, 64}, Layout::kNN, 1);
   ExpectGemm(m, "attn_over_value", Pass::kDgrad, {2048, 2048, 256, 64}, Layout::kTN, 1);  // dP
   ExpectGemm(m, "attn_over_value", Pass::kWgrad, {2048, 256, 2048, 64}, Layout::kNT, 1);  // dV

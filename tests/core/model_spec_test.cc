@@ -71,8 +71,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RangeCase{"tensor_parallel", SETTER(tensor_parallel), 4096},
                       RangeCase{"kv_cache_length", SETTER(kv_cache_length), -1},
                       RangeCase{"head_dim", SETTER(head_dim), 100'000},
-                      RangeCase{"learned_position_embeddings",
-                                SETTER(learned_position_embeddings), -1}),
+                      RangeCase{"learned_position_embeddings", SETTER(learned_position_embeddings),
+                                -1}),
     [](const auto& i) { return i.param.field + std::to_string(i.index); });
 
 TEST(ValidateTest, HeadsMustDivideHiddenUnlessHeadDimGiven) {

@@ -13,12 +13,13 @@ namespace {
 
 using testing::Pythia28;
 
-
 std::vector<CandidateScore> RankPredicted(const ModelSpec& base, const RecommendConstraints& c,
                                           const GpuSpec& gpu) {
   int64_t generated = 0;
   std::vector<ModelSpec> specs = GenerateCandidates(base, c, &generated);
-  ScoreCache times([&](const GemmKey& k) { return GemmTime{PredictGemm(gpu, k).time_s, 0, false}; });
+  ScoreCache times([&](const GemmKey& k) {
+    return GemmTime{PredictGemm(gpu, k).time_s, 0, false};
+  });
   std::vector<CandidateScore> scores;
   const int64_t base_params = CountParams(base).total_params;
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -64,8 +65,9 @@ TEST_P(PaperAdviceTest, HeadDimMultipleOf64RanksAbove80) {
   EXPECT_GT(a64, a32);
   EXPECT_TRUE(scores[a32].baseline);
   EXPECT_GT(scores[a20].speedup, 1.0);
-  EXPECT_THAT(scores[a40].reasons,
-              ::testing::Contains(::testing::HasSubstr("h/a 80 → 64 (rule 3: h/a divisible by 64")));
+  EXPECT_THAT(
+      scores[a40].reasons,
+      ::testing::Contains(::testing::HasSubstr("h/a 80 → 64 (rule 3: h/a divisible by 64")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, PaperAdviceTest, ::testing::Values("a100-sxm-80gb", "h100-sxm"));
@@ -140,7 +142,8 @@ TEST(RecommendTest, ConstraintsAndToleranceAlwaysHold) {
     c.param_tolerance = 0.01;
     cases.push_back({c, [&](const ModelSpec& s) {
                        const double d = std::abs(static_cast<double>(CountParams(s).total_params -
-                                                                     base_params)) / base_params;
+                                                                     base_params)) /
+                                        base_params;
                        EXPECT_LE(d, 0.01);
                      }});
   }
@@ -249,9 +252,9 @@ TEST(RecommendTest, ConstraintViolationsNameTheField) {
   c.vary = {Knob::kLayers};
   std::vector<std::string> fields;
   for (const auto& v : ValidateConstraints(c)) fields.push_back(v.field);
-  EXPECT_THAT(fields, ::testing::UnorderedElementsAre("param_tolerance", "allowed_head_dims[0]",
-                                                      "max_heads", "max_candidates", "top",
-                                                      "keep_layers"));
+  EXPECT_THAT(fields,
+              ::testing::UnorderedElementsAre("param_tolerance", "allowed_head_dims[0]",
+                                              "max_heads", "max_candidates", "top", "keep_layers"));
 }
 
 }  // namespace

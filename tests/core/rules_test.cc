@@ -13,7 +13,6 @@ using testing::Pythia28;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
-
 const RuleViolation* Find(const std::vector<RuleViolation>& v, const std::string& id) {
   for (const auto& r : v) {
     if (r.id == id) return &r;
@@ -71,7 +70,7 @@ TEST(RulesTest, SwigluEightThirdsWidthIsFlagged) {
 
 TEST(RulesTest, TokensAndTensorParallelRules) {
   ModelSpec s = Pythia28(Attention::kUnfused);
-  s.seq_length = 2000;  // b·s = 2000: factor 16
+  s.seq_length = 2000;    // b·s = 2000: factor 16
   s.tensor_parallel = 8;  // h/t = 320: factor 64, fine
   s = *NormalizeSpec(s);
   auto rules = CheckRules(s, BuildGemms(s));

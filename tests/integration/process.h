@@ -109,9 +109,8 @@ class ServerUnderTest {
                            const std::string& dir_override = "") {
     dir_ = dir_override.empty() ? tmp_.path() : dir_override;
     std::filesystem::remove(port_file());
-    std::vector<std::string> argv = {BinaryPath("server/wavecrest-server"),
-                                     "--listen=127.0.0.1:0", "--metrics_listen=127.0.0.1:0",
-                                     "--port_file=" + port_file()};
+    std::vector<std::string> argv = {BinaryPath("server/wavecrest-server"), "--listen=127.0.0.1:0",
+                                     "--metrics_listen=127.0.0.1:0", "--port_file=" + port_file()};
     for (auto& a : extra_args) argv.push_back(a);
     process_ = std::make_unique<Process>(argv, log_file());
   }

@@ -98,8 +98,8 @@ TEST_F(ServerTest, AnalyzeRoundTrip) {
 
 TEST_F(ServerTest, CliAgainstServer) {
   const std::string cli = testing::BinaryPath("client/wavecrest");
-  auto [code, out] = Shell(absl::StrCat(cli, " analyze --server ", server_.address(),
-                                        " --model ", testing::SourcePath("examples/models/llama-2-7b.json"),
+  auto [code, out] = Shell(absl::StrCat(cli, " analyze --server ", server_.address(), " --model ",
+                                        testing::SourcePath("examples/models/llama-2-7b.json"),
                                         " --gpu h100-sxm"));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("6.74B total (6738415616)"));
@@ -120,9 +120,9 @@ TEST_F(ServerTest, CliAgainstServer) {
   EXPECT_EQ(code, 24) << out;
   EXPECT_THAT(out, HasSubstr("retry after"));
   // A field violation shows field and range on one line; exit 13.
-  std::tie(code, out) = Shell(absl::StrCat(cli, " analyze --server ", server_.address(),
-                                           " --model ", testing::SourcePath("examples/models/llama-2-7b.json"),
-                                           " --tp 3"));
+  std::tie(code, out) =
+      Shell(absl::StrCat(cli, " analyze --server ", server_.address(), " --model ",
+                         testing::SourcePath("examples/models/llama-2-7b.json"), " --tp 3"));
   EXPECT_EQ(code, 13) << out;
   EXPECT_THAT(out, HasSubstr("model.tensor_parallel: must divide num_attention_heads (32)"));
 }
@@ -171,13 +171,11 @@ TEST_F(ServerTest, TimeGemmsOfAModelDedupesAndNamesUsers) {
   for (const auto& r : results) {
     std::vector<std::string> users(r.used_by().begin(), r.used_by().end());
     if (r.used_by_size() == 2) {
-      EXPECT_THAT(users, ::testing::AnyOf(
-                             ::testing::UnorderedElementsAre("attn_score forward",
-                                                             "attn_over_value dgrad"),
-                             ::testing::UnorderedElementsAre("attn_score dgrad",
-                                                             "attn_over_value forward"),
-                             ::testing::UnorderedElementsAre("attn_score wgrad",
-                                                             "attn_over_value wgrad")));
+      EXPECT_THAT(
+          users, ::testing::AnyOf(
+                     ::testing::UnorderedElementsAre("attn_score forward", "attn_over_value dgrad"),
+                     ::testing::UnorderedElementsAre("attn_score dgrad", "attn_over_value forward"),
+                     ::testing::UnorderedElementsAre("attn_score wgrad", "attn_over_value wgrad")));
       shared = true;
     } else {
       EXPECT_EQ(r.used_by_size(), 1);
@@ -220,88 +218,119 @@ TEST_F(ServerTest, MalformedRequestsGetTheRightCodeAndField) {
        C::kInvalidArgument, "model.hidden_size"},
       {"no gpu", [](auto& c) { return AnalyzeWith(c, [](auto& r) { r.clear_gpu(); }); },
        C::kInvalidArgument, "gpu"},
-      {"hidden 0", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(0); }); },
+      {"hidden 0",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(0); });
+       },
        C::kInvalidArgument, "model.hidden_size"},
-      {"hidden negative", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(-4096); }); },
+      {"hidden negative",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_hidden_size(-4096); });
+       },
        C::kInvalidArgument, "model.hidden_size"},
-      {"hidden 1e15", [&](auto& c) {
-         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_hidden_size(kHuge); }); },
+      {"hidden 1e15",
+       [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_hidden_size(kHuge); });
+       },
        C::kInvalidArgument, "model.hidden_size"},
-      {"heads do not divide hidden", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_attention_heads(48); }); },
+      {"heads do not divide hidden",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_attention_heads(48); });
+       },
        C::kInvalidArgument, "model.num_attention_heads"},
-      {"tp does not divide heads", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_tensor_parallel(3); }); },
+      {"tp does not divide heads",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_tensor_parallel(3); });
+       },
        C::kInvalidArgument, "model.tensor_parallel"},
-      {"kv heads do not divide heads", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_kv_heads(5); }); },
+      {"kv heads do not divide heads",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_num_kv_heads(5); });
+       },
        C::kInvalidArgument, "model.num_kv_heads"},
-      {"layers 1e15", [&](auto& c) {
-         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_num_layers(kHuge); }); },
+      {"layers 1e15",
+       [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_num_layers(kHuge); });
+       },
        C::kInvalidArgument, "model.num_layers"},
-      {"vocab negative", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_vocab_size(-1); }); },
+      {"vocab negative",
+       [](auto& c) {
+         return AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_vocab_size(-1); });
+       },
        C::kInvalidArgument, "model.vocab_size"},
-      {"seq 1e15", [&](auto& c) {
-         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_seq_length(kHuge); }); },
+      {"seq 1e15",
+       [&](auto& c) {
+         return AnalyzeWith(c, [&](auto& r) { r.mutable_model()->set_seq_length(kHuge); });
+       },
        C::kInvalidArgument, "model.seq_length"},
-      {"b·s overflow", [](auto& c) {
+      {"b·s overflow",
+       [](auto& c) {
          return AnalyzeWith(c, [](auto& r) {
            r.mutable_model()->set_seq_length(1'048'576);
            r.mutable_model()->set_micro_batch_size(65'536);
-         }); },
+         });
+       },
        C::kInvalidArgument, "model.micro_batch_size"},
-      {"dtype enum 99", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) {
-           r.mutable_model()->set_dtype(static_cast<v1::Dtype>(99)); }); },
+      {"dtype enum 99",
+       [](auto& c) {
+         return AnalyzeWith(
+             c, [](auto& r) { r.mutable_model()->set_dtype(static_cast<v1::Dtype>(99)); });
+       },
        C::kInvalidArgument, "model.dtype"},
-      {"mlp enum 42", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) {
-           r.mutable_model()->set_mlp(static_cast<v1::Mlp>(42)); }); },
+      {"mlp enum 42",
+       [](auto& c) {
+         return AnalyzeWith(c,
+                            [](auto& r) { r.mutable_model()->set_mlp(static_cast<v1::Mlp>(42)); });
+       },
        C::kInvalidArgument, "model.mlp"},
-      {"unknown gpu", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.set_gpu("tpu-v4"); }); },
+      {"unknown gpu", [](auto& c) { return AnalyzeWith(c, [](auto& r) { r.set_gpu("tpu-v4"); }); },
        C::kNotFound, "h100-sxm"},
-      {"bf16 on v100", [](auto& c) {
-         return AnalyzeWith(c, [](auto& r) { r.set_gpu("v100-sxm2"); }); },
+      {"bf16 on v100",
+       [](auto& c) { return AnalyzeWith(c, [](auto& r) { r.set_gpu("v100-sxm2"); }); },
        C::kFailedPrecondition, "cannot run bf16"},
-      {"time: neither gemms nor model", [](auto& c) {
-         return TimeWith(c, [](auto& r) { r.clear_gemms(); }); },
+      {"time: neither gemms nor model",
+       [](auto& c) { return TimeWith(c, [](auto& r) { r.clear_gemms(); }); }, C::kInvalidArgument,
+       "gemms"},
+      {"time: both gemms and model",
+       [](auto& c) { return TimeWith(c, [](auto& r) { *r.mutable_model() = Pythia(); }); },
        C::kInvalidArgument, "gemms"},
-      {"time: both gemms and model", [](auto& c) {
-         return TimeWith(c, [](auto& r) { *r.mutable_model() = Pythia(); }); },
-       C::kInvalidArgument, "gemms"},
-      {"time: m = 0", [](auto& c) {
-         return TimeWith(c, [](auto& r) { r.mutable_gemms(0)->set_m(0); }); },
+      {"time: m = 0",
+       [](auto& c) { return TimeWith(c, [](auto& r) { r.mutable_gemms(0)->set_m(0); }); },
        C::kInvalidArgument, "gemms[0].m"},
-      {"time: k = 1e15", [&](auto& c) {
-         return TimeWith(c, [&](auto& r) { r.mutable_gemms(0)->set_k(kHuge); }); },
+      {"time: k = 1e15",
+       [&](auto& c) { return TimeWith(c, [&](auto& r) { r.mutable_gemms(0)->set_k(kHuge); }); },
        C::kInvalidArgument, "gemms[0].k"},
-      {"time: M·N·K overflow", [](auto& c) {
+      {"time: M·N·K overflow",
+       [](auto& c) {
          return TimeWith(c, [](auto& r) {
            r.mutable_gemms(0)->set_m(2'000'000'000);
            r.mutable_gemms(0)->set_n(2'000'000'000);
            r.mutable_gemms(0)->set_k(2'000'000'000);
-         }); },
+         });
+       },
        C::kInvalidArgument, "gemms[0]"},
-      {"time: 5000 gemms", [](auto& c) {
+      {"time: 5000 gemms",
+       [](auto& c) {
          return TimeWith(c, [](auto& r) {
            for (int i = 0; i < 4999; ++i) *r.add_gemms() = r.gemms(0);
-         }); },
+         });
+       },
        C::kInvalidArgument, "gemms"},
-      {"time: layout 9", [](auto& c) {
-         return TimeWith(c, [](auto& r) { r.set_layout(static_cast<v1::Layout>(9)); }); },
+      {"time: layout 9",
+       [](auto& c) {
+         return TimeWith(c, [](auto& r) { r.set_layout(static_cast<v1::Layout>(9)); });
+       },
        C::kInvalidArgument, "layout"},
-      {"time: mode 7", [](auto& c) {
-         return TimeWith(c, [](auto& r) { r.set_mode(static_cast<v1::Mode>(7)); }); },
+      {"time: mode 7",
+       [](auto& c) { return TimeWith(c, [](auto& r) { r.set_mode(static_cast<v1::Mode>(7)); }); },
        C::kInvalidArgument, "mode"},
-      {"time: fp8 on a100", [](auto& c) {
+      {"time: fp8 on a100",
+       [](auto& c) {
          return TimeWith(c, [](auto& r) {
            r.set_gpu("a100-sxm-80gb");
            r.set_dtype(v1::DTYPE_FP8_E4M3);
-         }); },
+         });
+       },
        C::kFailedPrecondition, "cannot run fp8"},
       {"time: no gpu", [](auto& c) { return TimeWith(c, [](auto& r) { r.clear_gpu(); }); },
        C::kInvalidArgument, "gpu"},
@@ -444,8 +473,8 @@ TEST_F(ServerTest, RecommendBadConstraintsNameTheFields) {
   ASSERT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   std::vector<std::string> fields;
   for (const auto& v : ViolationsOf(st)) fields.push_back(v.field);
-  EXPECT_THAT(fields, ::testing::IsSupersetOf({"param_tolerance", "allowed_head_dims[0]", "top",
-                                               "vary[0]"}));
+  EXPECT_THAT(fields, ::testing::IsSupersetOf(
+                          {"param_tolerance", "allowed_head_dims[0]", "top", "vary[0]"}));
 }
 
 TEST_F(ServerTest, RecommendCancelledMidSearch) {
@@ -492,15 +521,16 @@ TEST_F(ServerTest, RecommendCancelledMidSearch) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_in_flight{method=\"Recommend\"} 0"));
-  EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_total{code=\"CANCELLED\",method=\"Recommend\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("wavecrest_requests_total{code=\"CANCELLED\",method=\"Recommend\"} 1"));
 }
 
 TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
   const std::string cli = testing::BinaryPath("client/wavecrest");
-  const std::string args = absl::StrCat(" recommend --model ",
-                                        testing::SourcePath("examples/models/pythia-2.8b.json"),
-                                        " --gpu h100-sxm --attention unfused --mode predicted"
-                                        " --top 3 --format json");
+  const std::string args =
+      absl::StrCat(" recommend --model ", testing::SourcePath("examples/models/pythia-2.8b.json"),
+                   " --gpu h100-sxm --attention unfused --mode predicted"
+                   " --top 3 --format json");
   auto [c1, offline] = Shell(cli + args);
   auto [c2, online] = Shell(cli + args + " --server " + server_.address());
   ASSERT_EQ(c1, 0) << offline;
@@ -570,11 +600,11 @@ TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {
     threads.emplace_back([&] {
       AdvisorClient c(server.address(), absl::Seconds(60));
       bool first = true;
-      absl::Status st = c.TimeGemms(HeavyTimeRequest(2048, 8192, 8192),
-                                    [&](const v1::TimeGemmsResponse&) {
-        if (first) started.fetch_add(1);
-        first = false;
-      });
+      absl::Status st =
+          c.TimeGemms(HeavyTimeRequest(2048, 8192, 8192), [&](const v1::TimeGemmsResponse&) {
+            if (first) started.fetch_add(1);
+            first = false;
+          });
       if (st.ok()) {
         ok.fetch_add(1);
       } else if (st.code() == absl::StatusCode::kUnavailable ||
