@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 namespace wavecrest {
 
 absl::string_view BoundName(Bound bound) {
@@ -204,6 +206,12 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   e.bytes = bytes;
   e.time_s = bytes / (gpu.memory_bandwidth_bytes_per_s * gpu.model.elementwise_memory_efficiency);
   return e;
+}
+
+std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2) {
+  const bool analytic = backend == "analytic";
+  return absl::StrCat(analytic ? kCostModelName : kCublasLtMethod, analytic ? " emulated" : "",
+                      warm_l2 ? " warm-L2" : " cold-L2", autotune ? " autotune" : " heuristic");
 }
 
 }  // namespace wavecrest

@@ -36,6 +36,7 @@
 #define WAVECREST_CORE_COST_MODEL_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "core/gemm.h"
@@ -46,6 +47,14 @@ namespace wavecrest {
 
 // Names the model and its version; every PREDICTED number carries it.
 inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v1";
+// The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
+// changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
+inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v1";
+
+// The method string of a worker's result, part of the result-cache key:
+// "cublaslt-timing-v1 cold-L2 heuristic", "wavecrest-analytic-v1 emulated autotune", ...
+// `backend` is the worker's backend ("cublaslt" or "analytic").
+std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);
 
 enum class Bound { kCompute, kMemory, kLatency };
 absl::string_view BoundName(Bound bound);  // "compute", "memory", "latency"

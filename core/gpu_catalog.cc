@@ -1,6 +1,7 @@
 #include "core/gpu_catalog.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -217,6 +218,32 @@ absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name) {
     if (g.name == n) return &g;
   }
   return absl::NotFoundError(absl::StrCat("gpu: unknown \"", name, "\"; known: ", KnownGpuNames()));
+}
+
+std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count,
+                                 int64_t memory_bytes) {
+  const std::string n = absl::AsciiStrToUpper(device_name);
+  auto has = [&](absl::string_view s) { return absl::StrContains(n, s); };
+  const bool pcie = has("PCIE");
+  const int64_t gib = memory_bytes >> 30;
+  if (has("GH200")) return "";
+  if (has("H200")) return has("NVL") ? "" : "h200";
+  if (has("H100")) {
+    if (has("NVL")) return "";
+    if (pcie) return "h100-pcie";
+    return sm_count == 132 ? "h100-sxm" : "";
+  }
+  if (has("A100")) {
+    const bool big = gib > 48;
+    if (pcie) return big ? "a100-pcie-80gb" : "a100-pcie-40gb";
+    return big ? "a100-sxm-80gb" : "a100-sxm-40gb";
+  }
+  if (has("V100")) return has("SXM2") ? "v100-sxm2" : "";
+  if (has("B200")) return "b200";
+  if (has("L40S")) return "l40s";
+  if (absl::EndsWith(n, " L4")) return "l4";
+  if (absl::EndsWith(n, " A10")) return "a10";
+  return "";
 }
 
 }  // namespace wavecrest

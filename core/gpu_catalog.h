@@ -92,6 +92,11 @@ const std::vector<GpuSpec>& GpuCatalog();
 // NOT_FOUND names every known GPU.
 absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name);
 
+// The catalog name of a device as the CUDA driver names it ("NVIDIA H100 80GB HBM3" with 132 SMs ->
+// "h100-sxm"); empty when the catalog has no entry for it (an H100 NVL, say).
+std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count,
+                                 int64_t memory_bytes);
+
 // "v100-sxm2, a100-sxm-40gb, ..."
 std::string KnownGpuNames();
 

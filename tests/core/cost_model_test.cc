@@ -185,3 +185,29 @@ TEST(CatalogTest, EveryRequiredGpuIsThere) {
 
 }  // namespace
 }  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+TEST(CatalogNameForDevice, MapsDriverNamesToCatalogEntries) {
+  const int64_t gib = int64_t{1} << 30;
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 80GB HBM3", 132, 80 * gib), "h100-sxm");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 PCIe", 114, 80 * gib), "h100-pcie");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 NVL", 132, 94 * gib), "");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H200", 132, 141 * gib), "h200");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA A100-SXM4-80GB", 108, 80 * gib), "a100-sxm-80gb");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA A100-SXM4-40GB", 108, 40 * gib), "a100-sxm-40gb");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA A100 80GB PCIe", 108, 80 * gib), "a100-pcie-80gb");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA L4", 58, 24 * gib), "l4");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA GeForce RTX 4090", 128, 24 * gib), "");
+  for (const GpuSpec& g : GpuCatalog()) EXPECT_TRUE(FindGpu(g.name).ok()) << g.name;
+}
+
+TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
+  EXPECT_EQ(TimingMethod("cublaslt", false, false), "cublaslt-timing-v1 cold-L2 heuristic");
+  EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v1 warm-L2 autotune");
+  EXPECT_EQ(TimingMethod("analytic", false, false), "wavecrest-analytic-v1 emulated cold-L2 heuristic");
+}
+
+}  // namespace
+}  // namespace wavecrest

@@ -1,0 +1,64 @@
+// A timing backend: what a worker times GEMMs with. `cublaslt` (gpu_worker/cuda, only when built
+// with CUDA and a GPU is present) measures; `analytic` answers with the core's cost model for an
+// emulated GPU and labels every result PREDICTED, so that the whole system runs without a GPU.
+#ifndef WAVECREST_GPU_WORKER_BACKEND_H_
+#define WAVECREST_GPU_WORKER_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/gemm.h"
+#include "wavecrest/v1/worker.pb.h"
+
+namespace wavecrest {
+
+struct TimingParams {
+  bool autotune = false;
+  int top_k = 8;
+  bool warm_l2 = false;
+  double target_spread = 0.01;  // stop once (p90 - p10) / median is below this
+  double max_seconds = 2.0;     // sampling budget per GEMM (each algorithm when autotuning)
+};
+// Applies the documented defaults to unset fields; INVALID_ARGUMENT for out-of-range values.
+absl::StatusOr<TimingParams> ParamsFromProto(const v1::TimingOptions& options);
+
+class TimingBackend {
+ public:
+  virtual ~TimingBackend() = default;
+  virtual v1::DeviceFingerprint Fingerprint() const = 0;
+  // Free device memory, bytes; 0 when not applicable.
+  virtual int64_t FreeMemoryBytes() = 0;
+  // Times one GEMM. The result has shape, layout, dtype, time_s, tflops, stats and provenance
+  // (source, method = TimingMethod(...), device, samples, spread, measured_at).
+  // RESOURCE_EXHAUSTED: does not fit in free device memory. FAILED_PRECONDITION: the device cannot
+  // run the dtype. INTERNAL: a CUDA or cuBLASLt error (see Broken()) or a failed correctness check.
+  virtual absl::StatusOr<v1::GemmTiming> Time(const GemmKey& key, const TimingParams& params) = 0;
+  // True once a sticky CUDA error left the context unusable: the process must exit.
+  virtual bool Broken() const { return false; }
+};
+
+// Bytes of A, B and C of one GEMM, all batches (FP8 GEMMs write BF16).
+int64_t GemmOperandBytes(const GemmKey& key);
+
+// The analytic model for catalogued GPU `emulate` (NOT_FOUND lists the known names).
+absl::StatusOr<std::unique_ptr<TimingBackend>> MakeAnalyticBackend(absl::string_view emulate);
+
+// cuBLASLt on CUDA device `device`. FAILED_PRECONDITION with a clear message when this build has no
+// CUDA, when there is no GPU or driver, or when `device` does not exist.
+absl::StatusOr<std::unique_ptr<TimingBackend>> MakeCublasLtBackend(int device);
+
+// One visible CUDA device, as `wavecrest-worker devices` lists it.
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  std::string catalog_name;  // empty when the catalog does not know it
+};
+// Visible CUDA devices; empty without CUDA, driver or GPU (the reason in `why_none`).
+std::vector<CudaDeviceInfo> ListCudaDevices(std::string* why_none);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_GPU_WORKER_BACKEND_H_

@@ -1,0 +1,160 @@
+#include "gpu_worker/bench.h"
+
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "core/cost_model.h"
+#include "google/protobuf/util/json_util.h"
+#include "server/advisor_logic.h"
+#include "server/spec_io.h"
+
+namespace wavecrest {
+
+absl::StatusOr<std::vector<BenchGemm>> ParseGemmCsv(absl::string_view text, DType dtype) {
+  std::vector<BenchGemm> out;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#' || line[0] == 'm' || line[0] == 'M') continue;
+    std::vector<absl::string_view> f = absl::StrSplit(line, ',');
+    for (auto& x : f) x = absl::StripAsciiWhitespace(x);
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, " (\"", line, "\"): ", why));
+    };
+    if (f.size() < 3 || f.size() > 5) return bad("want m,n,k[,batch[,layout]]");
+    BenchGemm g;
+    g.key.dtype = dtype;
+    int64_t* dims[] = {&g.key.shape.m, &g.key.shape.n, &g.key.shape.k, &g.key.shape.batch};
+    for (size_t i = 0; i < std::min<size_t>(f.size(), 4); ++i) {
+      if (!absl::SimpleAtoi(f[i], dims[i]) || *dims[i] < 1 || *dims[i] > (int64_t{1} << 31) - 1) {
+        return bad(absl::StrCat("field ", i + 1, " must be an integer in [1, 2^31)"));
+      }
+    }
+    if (f.size() == 5) {
+      absl::StatusOr<Layout> layout = ParseLayout(absl::AsciiStrToUpper(f[4]));
+      if (!layout.ok()) return bad("layout must be TN, NN or NT");
+      g.key.layout = *layout;
+    }
+    out.push_back(g);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("no GEMMs in the CSV");
+  return out;
+}
+
+absl::StatusOr<std::vector<BenchGemm>> ModelGemms(const std::string& path) {
+  absl::StatusOr<v1::ModelSpec> proto = LoadModelFile(path);
+  if (!proto.ok()) return proto.status();
+  absl::StatusOr<ModelSpec> spec = SpecFromRequest(*proto, "model.");
+  if (!spec.ok()) return spec.status();
+  std::vector<BenchGemm> out;
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int, int>, size_t> index;
+  for (const Gemm& g : BuildGemms(*spec)) {
+    if (g.fused_attention) continue;
+    const GemmKey k = g.key();
+    auto [it, fresh] = index.try_emplace(
+        {k.shape.m, k.shape.n, k.shape.k, k.shape.batch, static_cast<int>(k.layout),
+         static_cast<int>(k.dtype)},
+        out.size());
+    if (fresh) out.push_back({k, {}});
+    out[it->second].used_by.push_back(absl::StrCat(g.name, " ", PassName(g.pass)));
+  }
+  return out;
+}
+
+namespace {
+nlohmann::json ProtoJson(const google::protobuf::Message& m) {
+  std::string s;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &s, o);
+  return nlohmann::json::parse(s, nullptr, false);
+}
+}  // namespace
+
+nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& gemms,
+                        const TimingParams& params, std::ostream* progress) {
+  nlohmann::json doc;
+  doc["device"] = ProtoJson(backend.Fingerprint());
+  doc["method"] = TimingMethod(backend.Fingerprint().backend(), params.autotune, params.warm_l2);
+  doc["options"] = {{"autotune", params.autotune},
+                    {"top_k", params.top_k},
+                    {"warm_l2", params.warm_l2},
+                    {"target_relative_spread", params.target_spread},
+                    {"max_seconds_per_gemm", params.max_seconds}};
+  doc["started_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  nlohmann::json rows = nlohmann::json::array();
+  const absl::Time start = absl::Now();
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmKey& key = gemms[i].key;
+    nlohmann::json row = {{"m", key.shape.m},
+                          {"n", key.shape.n},
+                          {"k", key.shape.k},
+                          {"batch", key.shape.batch},
+                          {"layout", std::string(LayoutName(key.layout))},
+                          {"dtype", std::string(DTypeName(key.dtype))}};
+    if (!gemms[i].used_by.empty()) row["used_by"] = gemms[i].used_by;
+    absl::StatusOr<v1::GemmTiming> t = backend.Time(key, params);
+    if (t.ok()) {
+      row["time_s"] = t->time_s();
+      row["tflops"] = t->tflops();
+      row["source"] = v1::Source_Name(t->provenance().source());
+      if (t->has_stats()) row["stats"] = ProtoJson(t->stats());
+    } else {
+      row["error"] = {{"code", absl::StatusCodeToString(t.status().code())},
+                      {"message", std::string(t.status().message())}};
+    }
+    if (progress) {
+      *progress << absl::StrFormat("[%zu/%zu] %s: %s\n", i + 1, gemms.size(), GemmKeyString(key),
+                                   t.ok() ? absl::StrFormat("%.2f us, %.1f TFLOP/s",
+                                                            t->time_s() * 1e6, t->tflops())
+                                          : t.status().ToString());
+    }
+    rows.push_back(std::move(row));
+    if (backend.Broken()) break;
+  }
+  doc["wall_s"] = absl::ToDoubleSeconds(absl::Now() - start);
+  doc["gemms"] = std::move(rows);
+  return doc;
+}
+
+std::string BenchTable(const nlohmann::json& doc) {
+  std::string out = absl::StrFormat(
+      "device: %s (%s)\nmethod: %s\n%8s %8s %8s %6s %3s %-8s %12s %9s %8s %7s %12s\n",
+      doc["device"].value("name", ""), doc["device"].value("backend", ""),
+      doc.value("method", ""), "m", "n", "k", "batch", "lay", "dtype", "median_us", "TFLOP/s",
+      "spread%", "samples", "algo");
+  for (const auto& r : doc["gemms"]) {
+    out += absl::StrFormat("%8d %8d %8d %6d %3s %-8s ", r["m"].get<int64_t>(),
+                           r["n"].get<int64_t>(), r["k"].get<int64_t>(),
+                           r["batch"].get<int64_t>(), r["layout"].get<std::string>(),
+                           r["dtype"].get<std::string>());
+    if (r.contains("error")) {
+      out += absl::StrCat("error: ", r["error"]["message"].get<std::string>(), "\n");
+      continue;
+    }
+    const nlohmann::json stats = r.value("stats", nlohmann::json::object());
+    out += absl::StrFormat("%12.2f %9.1f %8.2f %7d %12s\n", r["time_s"].get<double>() * 1e6,
+                           r["tflops"].get<double>(),
+                           stats.value("relative_spread", 0.0) * 100,
+                           stats.value("samples", 0),
+                           stats.contains("algorithm_id")
+                               ? (stats["algorithm_id"].is_string()
+                                      ? stats["algorithm_id"].get<std::string>()
+                                      : stats["algorithm_id"].dump())
+                               : std::string(r.value("source", "") == "SOURCE_PREDICTED"
+                                                 ? "predicted"
+                                                 : "-"));
+  }
+  out += absl::StrFormat("wall time: %.2f s\n", doc.value("wall_s", 0.0));
+  return out;
+}
+
+}  // namespace wavecrest

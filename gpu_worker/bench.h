@@ -1,0 +1,41 @@
+// `wavecrest-worker bench`: times a list of GEMMs (CSV) or every distinct GEMM of a model step on
+// this machine's GPU, with no server, and writes JSON. This is what runs on a GPU machine that has
+// no wavecrest-server.
+#ifndef WAVECREST_GPU_WORKER_BENCH_H_
+#define WAVECREST_GPU_WORKER_BENCH_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "gpu_worker/backend.h"
+#include "nlohmann/json.hpp"
+
+namespace wavecrest {
+
+struct BenchGemm {
+  GemmKey key;
+  std::vector<std::string> used_by;  // model mode: "qkv forward", ...
+};
+
+// CSV: one GEMM per line, `m,n,k[,batch[,layout]]` (batch 1 and layout TN when left out); a header
+// line starting with "m" and lines starting with '#' are skipped. Errors name the line.
+absl::StatusOr<std::vector<BenchGemm>> ParseGemmCsv(absl::string_view text, DType dtype);
+
+// The distinct GEMMs of one step of the model in `path` (wavecrest JSON or HF config.json); fused
+// attention kernels are left out (they are not GEMMs).
+absl::StatusOr<std::vector<BenchGemm>> ModelGemms(const std::string& path);
+
+// Times every GEMM; a GEMM that fails is reported with its error and the rest go on. Progress
+// lines go to `progress` (may be null). Returns the JSON document.
+nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& gemms,
+                        const TimingParams& params, std::ostream* progress);
+
+// A table of the JSON document, for people.
+std::string BenchTable(const nlohmann::json& doc);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_GPU_WORKER_BENCH_H_

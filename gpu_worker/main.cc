@@ -1,0 +1,281 @@
+// wavecrest-worker: times GEMMs on one GPU, for wavecrest-server (serve) or alone (bench).
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "gpu_worker/bench.h"
+#include "gpu_worker/faults.h"
+#include "gpu_worker/worker_service.h"
+#include "server/log.h"
+#include "server/spec_io.h"
+
+ABSL_FLAG(int, device, 0, "CUDA device index to time on (cublaslt backend)");
+ABSL_FLAG(std::string, listen, "",
+          "serve: address to listen on: unix:/path/to.sock, or host:port (port 0 picks one; see "
+          "--port_file)");
+ABSL_FLAG(std::string, port_file, "", "serve: write {\"port\": P} here once listening (TCP)");
+ABSL_FLAG(std::string, backend, "cublaslt",
+          "'cublaslt' (measure on the GPU; fails at start where there is none) or 'analytic' "
+          "(the cost model for --emulate; every result PREDICTED)");
+ABSL_FLAG(std::string, emulate, "h100-sxm", "analytic backend: the catalogued GPU to predict for");
+ABSL_FLAG(std::string, request_log, "",
+          "Append one JSON line per GEMM the device is asked to time (audit; tests count it)");
+ABSL_FLAG(std::string, gemms, "", "bench: CSV of GEMMs, one per line: m,n,k[,batch[,layout]]");
+ABSL_FLAG(std::string, model, "", "bench: a model spec (wavecrest JSON or HF config.json)");
+ABSL_FLAG(std::string, dtype, "bf16", "bench: operand type for --gemms: bf16 fp16 tf32 fp32 fp8_e4m3");
+ABSL_FLAG(std::string, json, "", "bench: write the results here as JSON ('-' = stdout)");
+ABSL_FLAG(bool, autotune, false, "bench: also time the heuristic's top-k algorithms");
+ABSL_FLAG(int, top_k, 8, "bench: k for --autotune");
+ABSL_FLAG(bool, warm_l2, false, "bench: time with warm L2 (default: cold, inputs rotated)");
+ABSL_FLAG(double, target_spread, 0.01, "bench: stop sampling below this relative spread");
+ABSL_FLAG(double, max_seconds, 2.0, "bench: sampling budget per GEMM, seconds");
+ABSL_FLAG(std::string, fault, "",
+          "TESTING ONLY: inject a fault: crash, hang, sticky, oom or slow");
+ABSL_FLAG(std::string, fault_shape, "", "TESTING ONLY: inject only on GEMMs of this MxNxK");
+ABSL_FLAG(int64_t, fault_after, 0, "TESTING ONLY: inject only after this many GEMMs");
+ABSL_FLAG(int, fault_slow_ms, 500, "TESTING ONLY: --fault=slow adds this many ms per GEMM");
+
+namespace wavecrest {
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitSticky = 3;
+
+absl::StatusOr<std::unique_ptr<TimingBackend>> MakeBackend() {
+  absl::StatusOr<std::unique_ptr<TimingBackend>> b;
+  const std::string backend = absl::GetFlag(FLAGS_backend);
+  if (backend == "analytic") {
+    b = MakeAnalyticBackend(absl::GetFlag(FLAGS_emulate));
+  } else if (backend == "cublaslt") {
+    b = MakeCublasLtBackend(absl::GetFlag(FLAGS_device));
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend: \"", backend, "\" is not 'cublaslt' or 'analytic'"));
+  }
+  if (!b.ok()) return b.status();
+  absl::StatusOr<FaultPlan> plan =
+      ParseFaultPlan(absl::GetFlag(FLAGS_fault), absl::GetFlag(FLAGS_fault_shape),
+                     absl::GetFlag(FLAGS_fault_after), absl::GetFlag(FLAGS_fault_slow_ms));
+  if (!plan.ok()) return plan.status();
+  return WithFaults(std::move(*b), *plan);
+}
+
+int Devices() {
+  std::string why;
+  std::vector<CudaDeviceInfo> devices = ListCudaDevices(&why);
+  nlohmann::json j = {{"count", devices.size()}, {"devices", nlohmann::json::array()}};
+  if (devices.empty()) j["why_none"] = why;
+  for (const CudaDeviceInfo& d : devices) {
+    j["devices"].push_back(
+        {{"index", d.index}, {"name", d.name}, {"catalog_name", d.catalog_name}});
+  }
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+int Bench() {
+  const std::string csv = absl::GetFlag(FLAGS_gemms), model = absl::GetFlag(FLAGS_model);
+  if (csv.empty() == model.empty()) {
+    std::cerr << "wavecrest-worker bench: give exactly one of --gemms FILE.csv or --model FILE\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<std::vector<BenchGemm>> gemms;
+  if (!csv.empty()) {
+    absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
+    if (!dtype.ok()) {
+      std::cerr << "wavecrest-worker bench: --dtype: " << dtype.status().message() << "\n";
+      return kExitUsage;
+    }
+    absl::StatusOr<std::string> text = ReadFile(csv, int64_t{16} << 20);
+    if (!text.ok()) {
+      std::cerr << "wavecrest-worker bench: --gemms: " << text.status().message() << "\n";
+      return kExitUsage;
+    }
+    gemms = ParseGemmCsv(*text, *dtype);
+  } else {
+    gemms = ModelGemms(model);
+  }
+  if (!gemms.ok()) {
+    std::cerr << "wavecrest-worker bench: " << (csv.empty() ? "--model " : "--gemms ")
+              << gemms.status().message() << "\n";
+    return kExitUsage;
+  }
+  v1::TimingOptions o;
+  o.set_autotune(absl::GetFlag(FLAGS_autotune));
+  o.set_autotune_top_k(absl::GetFlag(FLAGS_top_k));
+  o.set_warm_l2(absl::GetFlag(FLAGS_warm_l2));
+  o.set_target_relative_spread(absl::GetFlag(FLAGS_target_spread));
+  o.set_max_seconds_per_gemm(absl::GetFlag(FLAGS_max_seconds));
+  absl::StatusOr<TimingParams> params = ParamsFromProto(o);
+  if (!params.ok()) {
+    std::cerr << "wavecrest-worker bench: " << params.status().message() << "\n";
+    return kExitUsage;
+  }
+  absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();
+  if (!backend.ok()) {
+    std::cerr << "wavecrest-worker bench: " << backend.status().message() << "\n";
+    return kExitUsage;
+  }
+  nlohmann::json doc = RunBench(**backend, *gemms, *params, &std::cerr);
+  const std::string json = absl::GetFlag(FLAGS_json);
+  if (json == "-") {
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << doc.dump(2) << "\n";
+      if (!out) {
+        std::cerr << "wavecrest-worker bench: cannot write " << json << "\n";
+        return 1;
+      }
+    }
+    std::cout << BenchTable(doc);
+  }
+  return (*backend)->Broken() ? kExitSticky : 0;
+}
+
+int Serve() {
+  std::string listen = absl::GetFlag(FLAGS_listen);
+  if (listen.empty()) {
+    std::cerr << "wavecrest-worker: --listen is required (unix:/path.sock or host:port)\n";
+    return kExitUsage;
+  }
+  // Signals are taken by one thread with sigwait; every other thread has them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();
+  if (!backend.ok()) {
+    LogError("worker cannot start", {{"error", std::string(backend.status().message())}});
+    std::cerr << "wavecrest-worker: " << backend.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (absl::StartsWith(listen, "unix:")) {
+    // A socket left by a worker that died is removed; anything else at the path is an error.
+    const std::string path = listen.substr(5);
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode)) {
+        std::cerr << "wavecrest-worker: --listen: " << path << " exists and is not a socket\n";
+        return kExitUsage;
+      }
+      unlink(path.c_str());
+    }
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  int exit_code = -1;
+  auto stop = [&](int code) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (exit_code < 0) exit_code = code;
+    cv.notify_all();
+  };
+  grpc::HealthCheckServiceInterface* health = nullptr;
+  WorkerService service((*backend).get(), absl::GetFlag(FLAGS_request_log), [&] {
+    LogError("sticky CUDA error: exiting so that the supervisor restarts this worker");
+    if (health) health->SetServingStatus(false);
+    stop(kExitSticky);
+  });
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
+                           absl::StartsWith(listen, "unix:") ? nullptr : &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) {
+    std::cerr << "wavecrest-worker: cannot listen on " << listen << "\n";
+    return kExitUsage;
+  }
+  health = server->GetHealthCheckService();
+  health->SetServingStatus("wavecrest.v1.GemmWorker", true);
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    std::ofstream(port_file + ".tmp") << nlohmann::json({{"port", port}}).dump() << "\n";
+    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  }
+  const v1::DeviceFingerprint fp = (*backend)->Fingerprint();
+  LogInfo("worker ready", {{"listen", listen},
+                           {"port", std::to_string(port)},
+                           {"device", fp.name()},
+                           {"kind", fp.catalog_name()},
+                           {"backend", fp.backend()},
+                           {"pid", std::to_string(getpid())}});
+
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    LogInfo("worker stopping", {{"signal", std::to_string(sig)}});
+    stop(0);
+  });
+  signal_thread.detach();
+  int code;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return exit_code >= 0; });
+    code = exit_code;
+  }
+  health->SetServingStatus(false);
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  if (code == kExitSticky) std::_Exit(kExitSticky);  // the CUDA context cannot be torn down
+  return code;
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "wavecrest-worker: times GEMMs with cuBLASLt on one GPU.\n\n"
+      "  wavecrest-worker --device 0 --listen unix:/run/wavecrest/w0.sock\n"
+      "      serve wavecrest.v1.GemmWorker (wavecrest-server starts and supervises these)\n"
+      "  wavecrest-worker --backend analytic --emulate h100-sxm --listen unix:/tmp/w.sock\n"
+      "      no GPU: answer with the analytic model; every result PREDICTED\n"
+      "  wavecrest-worker bench --device 0 --gemms shapes.csv --dtype bf16 --json out.json\n"
+      "  wavecrest-worker bench --model examples/models/llama-2-7b.json --json out.json\n"
+      "      time GEMMs without a server; CSV lines are m,n,k[,batch[,layout]]\n"
+      "  wavecrest-worker devices\n"
+      "      list visible CUDA devices as JSON\n\n"
+      "Exit codes: 0 done, 2 bad flags or no usable device, 3 sticky CUDA error (restart me).");
+  absl::FlagsUsageConfig config;
+  config.contains_help_flags = [](absl::string_view path) {
+    return path.find("gpu_worker/") != absl::string_view::npos;
+  };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  wavecrest::SetLogComponent("worker");
+  const std::string command = args.size() > 1 ? args[1] : "serve";
+  if (args.size() > 2) {
+    std::cerr << "wavecrest-worker: unexpected argument " << args[2] << "\n";
+    return 2;
+  }
+  if (command == "serve") return wavecrest::Serve();
+  if (command == "bench") return wavecrest::Bench();
+  if (command == "devices") return wavecrest::Devices();
+  std::cerr << "wavecrest-worker: unknown command \"" << command
+            << "\"; use serve, bench or devices (see --help)\n";
+  return 2;
+}

@@ -1,0 +1,135 @@
+#include "gpu_worker/worker_service.h"
+
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/cost_model.h"
+#include "nlohmann/json.hpp"
+#include "server/convert.h"
+#include "server/errors.h"
+
+namespace wavecrest {
+
+absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::string& field) {
+  GemmKey key;
+  const v1::GemmShape& s = g.shape();
+  auto dim = [&](const char* name, int64_t v, int64_t lo) -> absl::Status {
+    if (v < lo || v > kMaxWorkerDim) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".shape.", name, ": ", v,
+                                                     " is outside [", lo, ", ", kMaxWorkerDim,
+                                                     "]"));
+    }
+    return absl::OkStatus();
+  };
+  for (absl::Status st : {dim("m", s.m(), 1), dim("n", s.n(), 1), dim("k", s.k(), 1),
+                          dim("batch", s.batch(), 0)}) {
+    if (!st.ok()) return st;
+  }
+  key.shape = {s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)};
+  absl::StatusOr<Layout> layout = FromProto(g.layout());
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".layout: ", layout.status().message()));
+  }
+  key.layout = *layout;
+  absl::StatusOr<DType> dtype = FromProto(g.dtype());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".dtype: ", dtype.status().message()));
+  }
+  key.dtype = *dtype;
+  return key;
+}
+
+WorkerService::WorkerService(TimingBackend* backend, const std::string& request_log,
+                             std::function<void()> on_broken)
+    : backend_(backend), on_broken_(std::move(on_broken)) {
+  if (!request_log.empty()) log_ = std::fopen(request_log.c_str(), "a");
+}
+
+WorkerService::~WorkerService() {
+  if (log_) std::fclose(log_);
+}
+
+void WorkerService::LogRequest(const GemmKey& key, const TimingParams& params) {
+  if (!log_) return;
+  nlohmann::json j = {{"unix_ms", absl::ToUnixMillis(absl::Now())},
+                      {"pid", static_cast<int64_t>(getpid())},
+                      {"m", key.shape.m},
+                      {"n", key.shape.n},
+                      {"k", key.shape.k},
+                      {"batch", key.shape.batch},
+                      {"layout", std::string(LayoutName(key.layout))},
+                      {"dtype", std::string(DTypeName(key.dtype))},
+                      {"autotune", params.autotune},
+                      {"warm_l2", params.warm_l2}};
+  std::lock_guard<std::mutex> lock(log_mu_);
+  std::fputs((j.dump() + "\n").c_str(), log_);
+  std::fflush(log_);
+}
+
+grpc::Status WorkerService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
+                                     v1::DescribeResponse* response) {
+  const v1::DeviceFingerprint fp = backend_->Fingerprint();
+  *response->mutable_device() = fp;
+  response->set_pid(getpid());
+  response->set_gemms_timed(timed_.load());
+  response->set_method(fp.backend() == "analytic" ? std::string(kCostModelName)
+                                                  : std::string(kCublasLtMethod));
+  if (!broken_.load()) {
+    std::unique_lock<std::mutex> lock(device_mu_, std::try_to_lock);
+    if (lock.owns_lock()) response->set_free_memory_bytes(backend_->FreeMemoryBytes());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
+                                      const v1::GemmWorkerTimeGemmsRequest* request,
+                                      grpc::ServerWriter<v1::GemmWorkerTimeGemmsResponse>* writer) {
+  if (request->gemms_size() == 0 || request->gemms_size() > kMaxWorkerGemms) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("gemms: ", request->gemms_size(), " GEMMs; give 1 to ",
+                                     kMaxWorkerGemms));
+  }
+  absl::StatusOr<TimingParams> params = ParamsFromProto(request->options());
+  if (!params.ok()) return ToGrpcStatus(params.status());
+  std::vector<GemmKey> keys;
+  for (int i = 0; i < request->gemms_size(); ++i) {
+    absl::StatusOr<GemmKey> key =
+        KeyFromWorkerGemm(request->gemms(i), absl::StrCat("gemms[", i, "]"));
+    if (!key.ok()) return ToGrpcStatus(key.status());
+    keys.push_back(*key);
+  }
+  std::lock_guard<std::mutex> device(device_mu_);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (broken_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
+    }
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    v1::GemmWorkerTimeGemmsResponse started;
+    started.set_index(static_cast<int32_t>(i));
+    started.set_started(true);
+    if (!writer->Write(started)) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+    LogRequest(keys[i], *params);
+    absl::StatusOr<v1::GemmTiming> t = backend_->Time(keys[i], *params);
+    v1::GemmWorkerTimeGemmsResponse out;
+    out.set_index(static_cast<int32_t>(i));
+    if (t.ok()) {
+      ++timed_;
+      *out.mutable_timing() = std::move(*t);
+      out.mutable_timing()->set_index(static_cast<int32_t>(i));
+    } else {
+      out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
+      out.mutable_error()->set_message(std::string(t.status().message()));
+    }
+    const bool written = writer->Write(out);
+    if (backend_->Broken()) {
+      if (!broken_.exchange(true) && on_broken_) on_broken_();
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          absl::StrCat("sticky CUDA error: ", t.status().message()));
+    }
+    if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace wavecrest

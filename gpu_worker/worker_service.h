@@ -1,0 +1,52 @@
+// wavecrest.v1.GemmWorker over one TimingBackend. GEMMs are timed one at a time (a second
+// TimeGemms call waits for the device), and each one is appended to the request log, when there
+// is one, before it starts: the log is the audit of what the device was asked to do.
+#ifndef WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
+#define WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gpu_worker/backend.h"
+#include "wavecrest/v1/worker.grpc.pb.h"
+
+namespace wavecrest {
+
+// Most GEMMs in one worker request; each dimension is in [1, kMaxWorkerDim].
+inline constexpr int kMaxWorkerGemms = 4096;
+inline constexpr int64_t kMaxWorkerDim = (int64_t{1} << 31) - 1;
+
+// Validates and converts one request GEMM (`field` names it in errors).
+absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::string& field);
+
+class WorkerService final : public v1::GemmWorker::Service {
+ public:
+  // `on_broken` runs (once) after a sticky error was reported: the process must go.
+  WorkerService(TimingBackend* backend, const std::string& request_log,
+                std::function<void()> on_broken);
+  ~WorkerService() override;
+
+  grpc::Status Describe(grpc::ServerContext* ctx, const v1::DescribeRequest* request,
+                        v1::DescribeResponse* response) override;
+  grpc::Status TimeGemms(grpc::ServerContext* ctx, const v1::GemmWorkerTimeGemmsRequest* request,
+                         grpc::ServerWriter<v1::GemmWorkerTimeGemmsResponse>* writer) override;
+
+ private:
+  void LogRequest(const GemmKey& key, const TimingParams& params);
+
+  TimingBackend* backend_;
+  std::function<void()> on_broken_;
+  std::mutex device_mu_;  // one GEMM on the device at a time
+  std::atomic<int64_t> timed_{0};
+  std::atomic<bool> broken_{false};
+  std::mutex log_mu_;
+  FILE* log_ = nullptr;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
