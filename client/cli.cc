@@ -194,6 +194,7 @@ int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::TimeGemmsRequest request;
   request.set_gpu(o.gpu);
   request.set_autotune(o.autotune);
+  request.set_warm_l2(o.warm_l2);
   absl::StatusOr<v1::Mode> mode = ParseMode(o.mode);
   if (!mode.ok()) return Fail(err, mode.status());
   request.set_mode(*mode);

@@ -31,6 +31,7 @@ struct CliOptions {
   std::string layout;  // time: TN, NN, NT
   std::string mode;    // auto, measured, predicted
   bool autotune = false;
+  bool warm_l2 = false;
   // recommend
   double param_tolerance = 0;  // 0 = 0.02
   std::string vary;            // "heads,hidden,ffn,vocab"

@@ -236,11 +236,14 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
   if (r.workers().empty()) {
     absl::StrAppend(&out, "workers: none (measurements unavailable; predictions only)\n\n");
   } else {
-    Table w({"worker", "address", "device", "backend", "cc", "SMs", "up", "restarts"});
+    Table w({"worker", "kind", "device", "backend", "cc", "SMs", "up", "pid", "restarts",
+             "last reason"});
     for (const auto& d : r.workers()) {
-      w.Add({d.id(), d.address(), d.device().name(), d.device().backend(),
+      w.Add({d.id(), d.device().catalog_name(), d.device().name(), d.device().backend(),
              absl::StrCat(d.device().compute_capability()), absl::StrCat(d.device().sm_count()),
-             d.up() ? "yes" : "no", absl::StrCat(d.restarts())});
+             d.up() ? "yes" : "no", d.pid() > 0 ? absl::StrCat(d.pid()) : "-",
+             absl::StrCat(d.restarts()),
+             d.last_restart_reason().empty() ? "-" : d.last_restart_reason()});
     }
     absl::StrAppend(&out, w.Render(), "\n");
   }
@@ -269,7 +272,11 @@ std::string FormatTiming(const v1::GemmTiming& t) {
                       LayoutShort(t.layout()), DtypeShort(t.dtype()), HumanSeconds(t.time_s()),
                       t.tflops(), s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
                       s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
-                      SourceName(t.provenance().source()));
+                      absl::StrCat(SourceName(t.provenance().source()),
+                                   t.provenance().from_cache() &&
+                                           t.provenance().source() != v1::SOURCE_CACHED
+                                       ? " (cache)"
+                                       : ""));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
 }

@@ -56,6 +56,7 @@ ABSL_FLAG(int, measure_top_k, 0,
           "recommend: candidates (besides the baseline) to measure on a worker; 0 = 8");
 ABSL_FLAG(double, max_gpu_seconds, 0, "recommend: GPU time the measuring stage may use; 0 = 60");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
+ABSL_FLAG(bool, warm_l2, false, "time: time with inputs resident in L2 (default: cold L2)");
 
 namespace {
 
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   o.layout = absl::GetFlag(FLAGS_layout);
   o.mode = absl::GetFlag(FLAGS_mode);
   o.autotune = absl::GetFlag(FLAGS_autotune);
+  o.warm_l2 = absl::GetFlag(FLAGS_warm_l2);
   o.param_tolerance = absl::GetFlag(FLAGS_param_tolerance);
   o.vary = absl::GetFlag(FLAGS_vary);
   o.allowed_head_dims = absl::GetFlag(FLAGS_allowed_head_dims);

@@ -158,6 +158,7 @@ absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
   plan.task.gpu = gpu->second;
   plan.task.mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
   plan.task.autotune = request.autotune();
+  plan.task.warm_l2 = request.warm_l2();
   if (has_model) {
     RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *plan.task.gpu));
     absl::flat_hash_map<GemmKey, size_t> index;

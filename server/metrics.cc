@@ -62,7 +62,18 @@ Metrics::Metrics()
                          .Name("wavecrest_cache_entries")
                          .Help("Measurements held in the result cache")
                          .Register(*registry_)
-                         .Add({})) {
+                         .Add({})),
+      worker_wait_(prometheus::BuildHistogram()
+                       .Name("wavecrest_worker_wait_seconds")
+                       .Help("Time a measurement waited for a free worker of its kind")
+                       .Register(*registry_)
+                       .Add({}, prometheus::Histogram::BucketBoundaries{
+                                    0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300})),
+      quarantined_(prometheus::BuildGauge()
+                       .Name("wavecrest_quarantined_gemms")
+                       .Help("GEMMs quarantined after crashing a worker twice")
+                       .Register(*registry_)
+                       .Add({})) {
   prometheus::BuildGauge()
       .Name("wavecrest_build_info")
       .Help("Build information; the value is always 1")
@@ -107,6 +118,10 @@ void Metrics::WorkerRestart(absl::string_view worker, absl::string_view reason) 
   worker_restarts_.Add({{"worker", std::string(worker)}, {"reason", std::string(reason)}})
       .Increment();
 }
+
+void Metrics::WorkerWait(double seconds) { worker_wait_.Observe(seconds); }
+
+void Metrics::SetQuarantined(int64_t gemms) { quarantined_.Set(static_cast<double>(gemms)); }
 
 void Metrics::SetCacheEntries(int64_t entries) { cache_entries_.Set(static_cast<double>(entries)); }
 

@@ -30,6 +30,8 @@ class Metrics {
   void SetWorkerUp(absl::string_view worker, bool up);
   void WorkerRestart(absl::string_view worker, absl::string_view reason);
   void SetCacheEntries(int64_t entries);
+  void WorkerWait(double seconds);
+  void SetQuarantined(int64_t gemms);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -44,6 +46,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& worker_up_;
   prometheus::Family<prometheus::Counter>& worker_restarts_;
   prometheus::Gauge& cache_entries_;
+  prometheus::Histogram& worker_wait_;
+  prometheus::Gauge& quarantined_;
 };
 
 }  // namespace wavecrest

@@ -35,9 +35,10 @@ RecommendHandler MakeRecommendHandler(TimingService* timing) {
         absl::StatusOr<TimingSummary> summary = timing->Run(
             task,
             [&](size_t i, v1::GemmTiming t) {
-              if (t.provenance().source() == v1::SOURCE_PREDICTED) return;
+              // An emulating worker's answers are predictions and stay labelled so.
               const double spread = t.stats().relative_spread();
-              out[i] = GemmTime{t.time_s(), spread, true};
+              out[i] = GemmTime{t.time_s(), spread,
+                                t.provenance().source() != v1::SOURCE_PREDICTED};
             },
             [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
             cancelled);

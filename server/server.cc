@@ -95,10 +95,10 @@ absl::Status RunServer(const ServerOptions& options) {
   LogInfo("shutting down",
           {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
            {"grace_s", absl::StrCat(absl::ToDoubleSeconds(options.shutdown_grace))}});
+  (*workers)->StopHealthUpdates();
   health->SetServingStatus(false);
   health->SetServingStatus(kAdvisorHealthName, false);
   health->SetServingStatus(kMeasureHealthName, false);
-  (*workers)->StopHealthUpdates();
   // New calls now get UNAVAILABLE (retryable); calls in flight, queued ones included, run to
   // completion up to the grace period. Only then does gRPC shut down (cancelling what is left,
   // which the jobs see and stop on).

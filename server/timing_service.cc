@@ -2,16 +2,19 @@
 
 #include <mutex>
 
+#include "absl/cleanup/cleanup.h"
+
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "server/log.h"
 #include "server/advisor_logic.h"
 #include "server/convert.h"
 #include "server/errors.h"
 
 namespace wavecrest {
 
-std::string MeasureMethod(bool autotune) {
-  return autotune ? "cublaslt-timing-v1 autotune" : "cublaslt-timing-v1 heuristic";
+std::string TimingService::FlightKey(const TimingTask& task, const GemmKey& key) {
+  return absl::StrCat(task.kind, "|", task.autotune, task.warm_l2, "|", GemmKeyString(key));
 }
 
 absl::StatusOr<std::pair<std::string, const GpuSpec*>> TimingService::ResolveGpu(
@@ -75,51 +78,157 @@ absl::StatusOr<TimingSummary> TimingService::Run(
   };
 
   const bool may_measure = task.mode != v1::MODE_PREDICTED;
-  // 1. The cache.
+  std::optional<v1::DeviceFingerprint> fp =
+      may_measure && workers_ ? workers_->Fingerprint(task.kind) : std::nullopt;
+  if (fp && fp->backend() == "analytic") {
+    summary.notes.push_back(absl::StrCat(
+        "the ", task.kind, " worker emulates the GPU with the analytic model (no GPU): its "
+        "results are PREDICTED"));
+  }
+  // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements
+  // of the kind are looked up.
   if (may_measure && cache_) {
-    std::optional<v1::DeviceFingerprint> fp =
-        workers_ ? workers_->Fingerprint(task.kind) : std::nullopt;
-    const std::string method = MeasureMethod(task.autotune);
+    const std::string method =
+        TimingMethod(fp ? fp->backend() : "cublaslt", task.autotune, task.warm_l2);
     for (size_t i = 0; i < task.gemms.size(); ++i) {
       std::optional<v1::GemmTiming> hit =
           cache_->Lookup(task.kind, task.gemms[i], method, fp ? &*fp : nullptr);
       if (metrics_) metrics_->CacheLookup(hit.has_value());
       if (hit) {
-        hit->mutable_provenance()->set_source(v1::SOURCE_CACHED);
+        v1::Provenance* p = hit->mutable_provenance();
+        p->set_from_cache(true);
+        if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
         ++summary.cached;
         deliver(i, std::move(*hit), "cache");
       }
     }
   }
-  // 2. A worker, for the misses.
+  // 2. A worker, for the misses. A GEMM that an identical request is measuring right now is not
+  // measured again: this request waits for that result.
   std::vector<size_t> missing;
   for (size_t i = 0; i < task.gemms.size(); ++i) {
     if (!done[i]) missing.push_back(i);
   }
+  std::vector<absl::Status> key_errors(task.gemms.size());
   if (may_measure && !missing.empty()) {
     if (CanMeasure(task.kind)) {
-      std::vector<GemmKey> keys;
-      for (size_t i : missing) keys.push_back(task.gemms[i]);
-      MeasureOptions options;
-      options.autotune = task.autotune;
-      options.deadline = task.deadline;
-      absl::Status st = workers_->Measure(
-          task.kind, keys, options,
-          [&](size_t j, absl::StatusOr<v1::GemmTiming> r) {
-            if (!r.ok()) {
-              std::lock_guard<std::mutex> lock(mu);
-              summary.notes.push_back(absl::StrCat(GemmKeyString(keys[j]), ": not measured (",
-                                                   r.status().message(), ")"));
-              return;
-            }
-            if (cache_) cache_->Store(task.kind, *r);
+      std::vector<size_t> mine;
+      std::vector<std::shared_ptr<Flight>> my_flights;
+      std::vector<std::pair<size_t, std::shared_ptr<Flight>>> theirs;
+      {
+        std::lock_guard<std::mutex> lock(flights_mu_);
+        for (size_t i : missing) {
+          const std::string fk = FlightKey(task, task.gemms[i]);
+          auto it = flights_.find(fk);
+          if (it != flights_.end()) {
+            theirs.emplace_back(i, it->second);
+          } else {
+            auto f = std::make_shared<Flight>();
+            flights_.emplace(fk, f);
+            mine.push_back(i);
+            my_flights.push_back(f);
+          }
+        }
+      }
+      // A flight that finished between this request's cache lookup and its claim left its result
+      // in the cache (stored before the flight ends): look once more before measuring.
+      if (cache_ && !mine.empty()) {
+        const std::string method = TimingMethod(fp->backend(), task.autotune, task.warm_l2);
+        std::vector<size_t> still;
+        std::vector<std::shared_ptr<Flight>> still_flights;
+        for (size_t j = 0; j < mine.size(); ++j) {
+          std::optional<v1::GemmTiming> hit =
+              cache_->Lookup(task.kind, task.gemms[mine[j]], method, &*fp);
+          if (hit) {
+            v1::Provenance* p = hit->mutable_provenance();
+            p->set_from_cache(true);
+            if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
             {
-              std::lock_guard<std::mutex> lock(mu);
-              ++summary.measured;
+              std::lock_guard<std::mutex> lock(my_flights[j]->mu);
+              my_flights[j]->done = true;
+              my_flights[j]->result = *hit;
             }
-            deliver(missing[j], std::move(*r), "measured");
-          },
-          cancelled);
+            my_flights[j]->cv.notify_all();
+            {
+              std::lock_guard<std::mutex> lock(flights_mu_);
+              flights_.erase(FlightKey(task, task.gemms[mine[j]]));
+            }
+            ++summary.cached;
+            deliver(mine[j], std::move(*hit), "cache");
+          } else {
+            still.push_back(mine[j]);
+            still_flights.push_back(my_flights[j]);
+          }
+        }
+        mine = std::move(still);
+        my_flights = std::move(still_flights);
+      }
+      // Every flight this request owns is finished, whatever happens below.
+      auto finish = [&](size_t j, const v1::GemmTiming* t) {
+        Flight& f = *my_flights[j];
+        {
+          std::lock_guard<std::mutex> lock(f.mu);
+          if (f.done) return;
+          f.done = true;
+          if (t) f.result = *t;
+        }
+        f.cv.notify_all();
+        std::lock_guard<std::mutex> lock(flights_mu_);
+        flights_.erase(FlightKey(task, task.gemms[mine[j]]));
+      };
+      absl::Cleanup finish_all = [&] {
+        for (size_t j = 0; j < mine.size(); ++j) finish(j, nullptr);
+      };
+      absl::Status st;
+      if (!mine.empty()) {
+        std::vector<GemmKey> keys;
+        for (size_t i : mine) keys.push_back(task.gemms[i]);
+        MeasureOptions options;
+        options.autotune = task.autotune;
+        options.warm_l2 = task.warm_l2;
+        options.deadline = task.deadline;
+        st = workers_->Measure(
+            task.kind, keys, options,
+            [&](size_t j, absl::StatusOr<v1::GemmTiming> r) {
+              if (!r.ok()) {
+                std::lock_guard<std::mutex> lock(mu);
+                key_errors[mine[j]] = r.status();
+                summary.notes.push_back(absl::StrCat(GemmKeyString(keys[j]), ": not measured (",
+                                                     r.status().message(), ")"));
+                return;
+              }
+              if (cache_) cache_->Store(task.kind, *r);
+              finish(j, &*r);
+              {
+                std::lock_guard<std::mutex> lock(mu);
+                // An emulating worker's answer is a prediction, and is counted as one.
+                ++(r->provenance().source() == v1::SOURCE_MEASURED ? summary.measured
+                                                                   : summary.predicted);
+              }
+              deliver(mine[j], std::move(*r), "measured");
+            },
+            cancelled);
+      }
+      std::move(finish_all).Invoke();
+      // The GEMMs another request was measuring.
+      for (auto& [i, flight] : theirs) {
+        std::unique_lock<std::mutex> lock(flight->mu);
+        while (!flight->done) {
+          if (!stop_status().ok()) break;
+          flight->cv.wait_for(lock, std::chrono::milliseconds(50));
+        }
+        if (flight->done && flight->result) {
+          v1::GemmTiming t = *flight->result;
+          lock.unlock();
+          {
+            std::lock_guard<std::mutex> l(mu);
+            ++(t.provenance().source() == v1::SOURCE_MEASURED ? summary.measured
+                                                              : summary.predicted);
+            ++summary.shared;
+          }
+          deliver(i, std::move(t), "measured (shared with an identical request)");
+        }
+      }
 
       if (absl::Status stop = stop_status(); !stop.ok()) return stop;
       if (!st.ok()) {
@@ -143,6 +252,10 @@ absl::StatusOr<TimingSummary> TimingService::Run(
     if (done[i]) continue;
     if (absl::Status stop = stop_status(); !stop.ok()) return stop;
     if (task.mode == v1::MODE_MEASURED) {
+      if (!key_errors[i].ok()) {
+        return absl::Status(key_errors[i].code(), absl::StrCat(GemmKeyString(task.gemms[i]),
+                                                               ": ", key_errors[i].message()));
+      }
       return absl::UnavailableError(
           absl::StrCat(GemmKeyString(task.gemms[i]), " could not be measured"));
     }

@@ -3,11 +3,15 @@
 #ifndef WAVECREST_SERVER_TIMING_SERVICE_H_
 #define WAVECREST_SERVER_TIMING_SERVICE_H_
 
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -21,6 +25,7 @@ namespace wavecrest {
 
 struct MeasureOptions {
   bool autotune = false;
+  bool warm_l2 = false;
   absl::Time deadline = absl::InfiniteFuture();
 };
 
@@ -57,8 +62,6 @@ class ResultStore {
   virtual void Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
 };
 
-// The method string of worker measurements; part of the cache key.
-std::string MeasureMethod(bool autotune);
 
 struct TimingTask {
   std::string kind;              // catalog name
@@ -66,13 +69,15 @@ struct TimingTask {
   std::vector<GemmKey> gemms;    // distinct
   v1::Mode mode = v1::MODE_AUTO;
   bool autotune = false;
+  bool warm_l2 = false;
   absl::Time deadline = absl::InfiniteFuture();
 };
 
 struct TimingSummary {
-  int64_t measured = 0;
+  int64_t measured = 0;   // by source: a GPU measured it
   int64_t cached = 0;
-  int64_t predicted = 0;
+  int64_t predicted = 0;  // the analytic model, here or in an emulating worker
+  int64_t shared = 0;     // of all these, taken from an identical request measuring them
   std::vector<std::string> notes;  // e.g. why measurement was not possible
 };
 
@@ -102,6 +107,17 @@ class TimingService {
   static v1::GemmTiming Predicted(const GpuSpec& gpu, const GemmKey& key);
 
  private:
+  // One GEMM being measured for some request; identical requests wait for it.
+  struct Flight {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    std::optional<v1::GemmTiming> result;
+  };
+  static std::string FlightKey(const TimingTask& task, const GemmKey& key);
+
+  std::mutex flights_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_;
   MeasurementSource* workers_;
   ResultStore* cache_;
   Metrics* metrics_;

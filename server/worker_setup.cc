@@ -1,7 +1,18 @@
 #include "server/worker_setup.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/gpu_catalog.h"
+#include "nlohmann/json.hpp"
 #include "server/log.h"
 #include "server/result_cache.h"
+#include "server/worker_pool.h"
 
 namespace wavecrest {
 namespace {
@@ -22,16 +33,83 @@ class CacheOnlySetup final : public WorkerSetup {
   std::unique_ptr<ResultCache> cache_;
 };
 
+class PoolSetup final : public WorkerSetup {
+ public:
+  PoolSetup(std::unique_ptr<ResultCache> cache, std::unique_ptr<WorkerPool> pool,
+            std::string owned_dir)
+      : cache_(std::move(cache)), pool_(std::move(pool)), owned_dir_(std::move(owned_dir)) {}
+  ~PoolSetup() override { Stop(); }
+  MeasurementSource* source() override { return pool_.get(); }
+  ResultStore* cache() override { return cache_.get(); }
+  const WorkerDirectory* directory() override { return pool_.get(); }
+  void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
+    health->SetServingStatus(name, pool_->UpCount() > 0);
+    pool_->OnChange([health, name](int up) { health->SetServingStatus(name, up > 0); });
+  }
+  void StopHealthUpdates() override { pool_->OnChange(nullptr); }
+  void Stop() override {
+    pool_->Stop();
+    if (!owned_dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(owned_dir_, ec);
+      owned_dir_.clear();
+    }
+  }
+
+ private:
+  std::unique_ptr<ResultCache> cache_;
+  std::unique_ptr<WorkerPool> pool_;
+  std::string owned_dir_;
+};
+
+// wavecrest-worker: --worker_binary, else beside this program, else in the build tree's gpu_worker.
+absl::StatusOr<std::string> FindWorkerBinary(const std::string& flag) {
+  if (!flag.empty()) {
+    if (access(flag.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--worker_binary: ", flag, " is not an executable file"));
+    }
+    return flag;
+  }
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  std::vector<std::string> tried;
+  for (const std::filesystem::path& p :
+       {self.parent_path() / "wavecrest-worker",
+        self.parent_path().parent_path() / "gpu_worker" / "wavecrest-worker"}) {
+    if (access(p.c_str(), X_OK) == 0) return p.string();
+    tried.push_back(p.string());
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("wavecrest-worker not found (looked at ", absl::StrJoin(tried, ", "),
+                   "); build it or pass --worker_binary"));
+}
+
+// The GPUs `binary devices` sees (0 without CUDA, driver or GPU; the reason in `why`).
+int CountGpus(const std::string& binary, std::string* why) {
+  FILE* p = popen(absl::StrCat("'", binary, "' devices 2>/dev/null").c_str(), "r");
+  if (!p) {
+    *why = "cannot run wavecrest-worker devices";
+    return 0;
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+  if (j.is_discarded() || !j.contains("count")) {
+    *why = "wavecrest-worker devices gave no answer";
+    return 0;
+  }
+  *why = j.value("why_none", "");
+  return j["count"].get<int>();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics) {
-  if ((options.workers != "none" && !options.workers.empty()) ||
-      !options.worker_addresses.empty()) {
-    return absl::UnimplementedError(
-        "--workers/--worker_address: GPU workers (wavecrest-worker) are not part of this build "
-        "yet; run with --workers=none (every answer is then PREDICTED and says so)");
-  }
   std::unique_ptr<ResultCache> cache;
   if (!options.cache_path.empty()) {
     absl::StatusOr<std::unique_ptr<ResultCache>> c = ResultCache::Open(options.cache_path);
@@ -41,7 +119,77 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     LogInfo("result cache open",
             {{"path", options.cache_path}, {"entries", std::to_string(cache->Count())}});
   }
-  return std::make_unique<CacheOnlySetup>(std::move(cache));
+  const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
+  int requested = 0;  // 0 = auto
+  if (spec != "auto" && spec != "none" &&
+      (!absl::SimpleAtoi(spec, &requested) || requested < 1 || requested > 64)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers: \"", spec, "\" is not 'auto', 'none' or a number in [1, 64]"));
+  }
+  if (spec == "none" && options.worker_addresses.empty()) {
+    return std::make_unique<CacheOnlySetup>(std::move(cache));
+  }
+
+  WorkerPoolOptions pool;
+  pool.remote = options.worker_addresses;
+  pool.job_timeout = options.worker_job_timeout;
+  std::string owned_dir;
+  if (spec != "none") {
+    absl::StatusOr<std::string> binary = FindWorkerBinary(options.worker_binary);
+    if (!binary.ok()) return binary.status();
+    if (!options.worker_backend.empty() && options.worker_backend != "analytic" &&
+        options.worker_backend != "cublaslt") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--worker_backend: \"", options.worker_backend, "\" is not 'analytic' or 'cublaslt'"));
+    }
+    std::string why;
+    const int gpus = options.worker_backend == "analytic" ? 0 : CountGpus(*binary, &why);
+    std::string backend = options.worker_backend;
+    if (backend.empty()) backend = gpus > 0 ? "cublaslt" : "analytic";
+    if (backend == "cublaslt" && gpus == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--worker_backend=cublaslt, but wavecrest-worker sees no GPU (", why,
+          "); use --worker_backend=analytic (or leave it empty) to emulate one"));
+    }
+    if (backend == "analytic") {
+      if (absl::StatusOr<const GpuSpec*> g = FindGpu(options.emulate); !g.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("--emulate: ", g.status().message()));
+      }
+    }
+    const int count = requested > 0 ? requested : (backend == "cublaslt" ? gpus : 1);
+    std::string dir = options.worker_socket_dir;
+    if (dir.empty()) {
+      std::string tmpl =
+          (std::filesystem::temp_directory_path() / "wavecrest-workers-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) return absl::InternalError("cannot create a socket directory");
+      dir = owned_dir = tmpl;
+    } else {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+    }
+    for (int i = 0; i < count; ++i) {
+      WorkerPoolOptions::Local local;
+      local.argv = {*binary, "--backend=" + backend};
+      if (backend == "cublaslt") {
+        local.argv.push_back(absl::StrCat("--device=", i % gpus));
+      } else {
+        local.argv.push_back("--emulate=" + options.emulate);
+      }
+      for (const std::string& a : options.worker_extra_args) local.argv.push_back(a);
+      local.socket_path = absl::StrCat(dir, "/w", i, ".sock");
+      pool.local.push_back(std::move(local));
+    }
+    LogInfo("starting local workers",
+            {{"count", std::to_string(count)},
+             {"backend", backend},
+             {"gpus", std::to_string(gpus)},
+             {"emulate", backend == "analytic" ? options.emulate : ""},
+             {"binary", *binary},
+             {"socket_dir", dir}});
+  }
+  auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics);
+  workers->Start();
+  return std::make_unique<PoolSetup>(std::move(cache), std::move(workers), std::move(owned_dir));
 }
 
 }  // namespace wavecrest

@@ -581,14 +581,6 @@ TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
   EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
 }
 
-TEST(ServerStartTest, WorkerFlagsFailClearlyUntilWorkersExist) {
-  testing::TempDir tmp;
-  auto [code, out] = Shell(absl::StrCat(testing::BinaryPath("server/wavecrest-server"),
-                                        " --listen=127.0.0.1:0 --metrics_listen= --workers=auto"));
-  EXPECT_EQ(code, 1) << out;
-  EXPECT_THAT(out, HasSubstr("not part of this build"));
-}
-
 TEST(ServerShutdownTest, SigtermLosesNoInFlightRequestAndExitsZero) {
   ServerUnderTest server;
   ASSERT_TRUE(server.WaitReady()) << server.Log();

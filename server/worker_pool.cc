@@ -1,0 +1,542 @@
+#include "server/worker_pool.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "server/convert.h"
+#include "server/errors.h"
+#include "server/log.h"
+
+namespace wavecrest {
+namespace {
+
+constexpr int kExitSticky = 3;  // wavecrest-worker's exit code after a sticky CUDA error
+
+std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  // Reconnect quickly: a restarted local worker listens again within milliseconds.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(16 << 20);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+std::chrono::system_clock::time_point In(absl::Duration d) {
+  return absl::ToChronoTime(absl::Now() + d);
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(WorkerPoolOptions options, Metrics* metrics)
+    : options_(std::move(options)), metrics_(metrics) {
+  for (size_t i = 0; i < options_.local.size(); ++i) {
+    auto w = std::make_unique<Worker>();
+    w->id = absl::StrCat("local-", i);
+    w->local = true;
+    w->argv = options_.local[i].argv;
+    w->socket_path = options_.local[i].socket_path;
+    w->address = "unix:" + w->socket_path;
+    workers_.push_back(std::move(w));
+  }
+  for (const std::string& a : options_.remote) {
+    auto w = std::make_unique<Worker>();
+    w->id = a;
+    w->address = a;
+    workers_.push_back(std::move(w));
+  }
+  for (auto& w : workers_) {
+    if (metrics_) metrics_->SetWorkerUp(w->id, false);
+  }
+}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+void WorkerPool::OnChange(std::function<void(int)> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_change_ = std::move(callback);
+}
+
+int WorkerPool::UpCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int up = 0;
+  for (const auto& w : workers_) up += w->state == State::kUp;
+  return up;
+}
+
+void WorkerPool::Start() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& w : workers_) {
+      if (w->local) {
+        Spawn(*w);
+      } else {
+        Connect(*w);
+      }
+    }
+  }
+  supervisor_ = std::thread([this] { Supervise(); });
+}
+
+void WorkerPool::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ && !supervisor_.joinable()) return;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (supervisor_.joinable()) supervisor_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& w : workers_) {
+    if (w->pid > 0) kill(w->pid, SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(2);
+  for (auto& w : workers_) {
+    while (w->pid > 0) {
+      int status = 0;
+      const pid_t r = waitpid(w->pid, &status, WNOHANG);
+      if (r == w->pid || (r < 0 && errno == ECHILD)) {
+        w->pid = 0;
+        break;
+      }
+      if (absl::Now() > deadline) {
+        kill(w->pid, SIGKILL);
+        waitpid(w->pid, &status, 0);
+        w->pid = 0;
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (w->local) unlink(w->socket_path.c_str());
+    w->state = State::kDown;
+    if (metrics_) metrics_->SetWorkerUp(w->id, false);
+  }
+}
+
+void WorkerPool::Spawn(Worker& w) {
+  std::vector<std::string> argv = w.argv;
+  argv.push_back("--listen=" + w.address);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  unlink(w.socket_path.c_str());
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Only async-signal-safe calls here: the parent is multithreaded.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  if (pid < 0) {
+    LogError("cannot start worker", {{"worker", w.id}, {"error", std::strerror(errno)}});
+    w.next_attempt = absl::Now() + options_.backoff_max;
+    return;
+  }
+  w.pid = pid;
+  w.state = State::kStarting;
+  w.started_at = absl::Now();
+  w.kill_reason.clear();
+  w.channel = WorkerChannel(w.address);
+  w.stub = v1::GemmWorker::NewStub(w.channel);
+  LogInfo("worker starting", {{"worker", w.id}, {"pid", std::to_string(pid)}});
+}
+
+void WorkerPool::Connect(Worker& w) {
+  w.state = State::kStarting;
+  w.started_at = absl::Now();
+  w.channel = WorkerChannel(w.address);
+  w.stub = v1::GemmWorker::NewStub(w.channel);
+}
+
+void WorkerPool::MarkDown(Worker& w, const std::string& reason) {
+  const bool was_up = w.state == State::kUp;
+  if (was_up && absl::Now() - w.started_at > absl::Seconds(30)) w.failures = 0;
+  w.state = State::kDown;
+  w.missed_heartbeats = 0;
+  if (w.busy) w.died_in_job = true;
+  ++w.restarts;
+  ++w.failures;
+  w.last_reason = reason;
+  if (metrics_) {
+    metrics_->SetWorkerUp(w.id, false);
+    metrics_->WorkerRestart(w.id, reason);
+  }
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  const double jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+  absl::Duration backoff = options_.backoff_initial * (1 << std::min(w.failures - 1, 16));
+  backoff = std::min(backoff, options_.backoff_max) * jitter;
+  w.next_attempt = absl::Now() + backoff;
+  LogWarning("worker down", {{"worker", w.id},
+                             {"reason", reason},
+                             {"restarts", std::to_string(w.restarts)},
+                             {"next_attempt_in_s", absl::StrCat(absl::ToDoubleSeconds(backoff))}});
+  cv_.notify_all();
+}
+
+void WorkerPool::Kill(Worker& w, const std::string& reason) {
+  if (w.local && w.pid > 0) {
+    if (w.kill_reason.empty()) {
+      w.kill_reason = reason;
+      LogWarning("killing worker", {{"worker", w.id}, {"reason", reason}});
+      kill(w.pid, SIGKILL);
+    }
+    return;  // reaped on the next tick
+  }
+  if (w.call) w.call->TryCancel();
+  MarkDown(w, reason);
+}
+
+std::string WorkerPool::QuarantineKey(absl::string_view kind, const GemmKey& key) {
+  return absl::StrCat(kind, "|", GemmKeyString(key));
+}
+
+void WorkerPool::ChargeCrash(const std::string& kind, const GemmKey& key, const std::string& why) {
+  const int n = ++crashes_[QuarantineKey(kind, key)];
+  if (n == options_.quarantine_after) {
+    LogError("GEMM quarantined: it stopped a worker twice",
+             {{"kind", kind}, {"gemm", GemmKeyString(key)}, {"last_reason", why}});
+    int64_t q = 0;
+    for (const auto& [k, c] : crashes_) q += c >= options_.quarantine_after;
+    if (metrics_) metrics_->SetQuarantined(q);
+  }
+}
+
+void WorkerPool::NotifyChange() {
+  int up = 0;
+  for (const auto& w : workers_) up += w->state == State::kUp;
+  if (up != last_up_) {
+    last_up_ = up;
+    if (on_change_) on_change_(up);
+  }
+}
+
+void WorkerPool::Supervise() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    Tick();
+    lock.lock();
+    NotifyChange();
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.tick), [&] { return stopping_; });
+  }
+}
+
+void WorkerPool::Tick() {
+  for (auto& wp : workers_) {
+    Worker& w = *wp;
+    // 1. Reap an exited child.
+    if (w.local) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (w.pid > 0) {
+        int status = 0;
+        if (waitpid(w.pid, &status, WNOHANG) == w.pid) {
+          std::string reason = w.kill_reason;
+          if (reason.empty()) {
+            reason = WIFEXITED(status) && WEXITSTATUS(status) == kExitSticky ? "sticky_error"
+                                                                              : "exit";
+          }
+          LogWarning("worker exited",
+                     {{"worker", w.id},
+                      {"pid", std::to_string(w.pid)},
+                      {"status", WIFEXITED(status)
+                                     ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                                     : absl::StrCat("signal ", WTERMSIG(status))}});
+          w.pid = 0;
+          MarkDown(w, reason);
+        }
+      }
+    }
+    // 2. What to do with it, decided under the lock; RPCs made without it.
+    enum class Action { kNone, kDescribe, kHeartbeat, kRestart } action = Action::kNone;
+    std::shared_ptr<grpc::Channel> channel;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const absl::Time now = absl::Now();
+      if (w.busy && w.call) {
+        if (w.cancelled && (*w.cancelled)()) w.call->TryCancel();
+        if (w.state == State::kUp && now - w.last_event > options_.job_timeout) {
+          Kill(w, "hang");
+        }
+      }
+      if (w.state == State::kStarting) {
+        if (now - w.started_at > options_.start_timeout) {
+          if (w.local) {
+            Kill(w, "start_timeout");
+          } else {
+            MarkDown(w, "unreachable");
+          }
+        } else {
+          action = Action::kDescribe;
+        }
+      } else if (w.state == State::kUp && now >= w.next_heartbeat && w.kill_reason.empty()) {
+        action = Action::kHeartbeat;
+        w.next_heartbeat = now + options_.heartbeat_interval;
+      } else if (w.state == State::kDown && !w.busy && w.pid == 0 && now >= w.next_attempt &&
+                 !stopping_) {
+        action = Action::kRestart;
+      }
+      channel = w.channel;
+    }
+    switch (action) {
+      case Action::kNone:
+        break;
+      case Action::kRestart: {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (w.local) {
+          Spawn(w);
+        } else {
+          Connect(w);
+        }
+        break;
+      }
+      case Action::kDescribe: {
+        auto stub = v1::GemmWorker::NewStub(channel);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(In(absl::Milliseconds(500)));
+        v1::DescribeResponse d;
+        const grpc::Status st = stub->Describe(&ctx, v1::DescribeRequest(), &d);
+        if (!st.ok()) break;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (w.state != State::kStarting) break;
+        w.state = State::kUp;
+        w.started_at = absl::Now();
+        w.fingerprint = d.device();
+        w.kind = !d.device().catalog_name().empty() ? d.device().catalog_name()
+                                                    : absl::AsciiStrToLower(d.device().name());
+        w.missed_heartbeats = 0;
+        w.next_heartbeat = absl::Now() + options_.heartbeat_interval;
+        if (metrics_) metrics_->SetWorkerUp(w.id, true);
+        LogInfo("worker up", {{"worker", w.id},
+                              {"kind", w.kind},
+                              {"device", d.device().name()},
+                              {"backend", d.device().backend()},
+                              {"pid", std::to_string(d.pid())}});
+        cv_.notify_all();
+        break;
+      }
+      case Action::kHeartbeat: {
+        auto health = grpc::health::v1::Health::NewStub(channel);
+        grpc::ClientContext ctx;
+        ctx.set_deadline(In(absl::Seconds(1)));
+        grpc::health::v1::HealthCheckRequest req;
+        grpc::health::v1::HealthCheckResponse resp;
+        const grpc::Status st = health->Check(&ctx, req, &resp);
+        const bool ok =
+            st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+        std::lock_guard<std::mutex> lock(mu_);
+        if (w.state != State::kUp) break;
+        if (ok) {
+          w.missed_heartbeats = 0;
+        } else if (++w.missed_heartbeats >= options_.heartbeat_failures) {
+          Kill(w, "heartbeat");
+        }
+        break;
+      }
+    }
+  }
+}
+
+bool WorkerPool::CanMeasure(absl::string_view kind) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : workers_) {
+    if (w->state == State::kUp && w->kind == kind) return true;
+  }
+  return false;
+}
+
+std::optional<v1::DeviceFingerprint> WorkerPool::Fingerprint(absl::string_view kind) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<v1::DeviceFingerprint> seen;
+  for (const auto& w : workers_) {
+    if (w->kind != kind || !w->fingerprint) continue;
+    if (w->state == State::kUp) return w->fingerprint;
+    seen = w->fingerprint;
+  }
+  return seen;
+}
+
+std::optional<std::string> WorkerPool::KindOfDevice(absl::string_view device_name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : workers_) {
+    if (w->fingerprint && absl::EqualsIgnoreCase(w->fingerprint->name(), device_name)) {
+      return w->kind;
+    }
+  }
+  return std::nullopt;
+}
+
+void WorkerPool::AddWorkers(v1::ListDevicesResponse* response) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : workers_) {
+    v1::WorkerDevice* d = response->add_workers();
+    d->set_id(w->id);
+    d->set_address(w->address);
+    if (w->fingerprint) *d->mutable_device() = *w->fingerprint;
+    d->set_up(w->state == State::kUp);
+    d->set_restarts(w->restarts);
+    d->set_pid(w->local ? w->pid : 0);
+    d->set_last_restart_reason(w->last_reason);
+  }
+}
+
+absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
+                                 const MeasureOptions& options, const MeasureCallback& on_result,
+                                 const std::function<bool()>& cancelled) {
+  const std::string k(kind);
+  std::vector<size_t> todo;
+  std::vector<size_t> quarantined;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t j = 0; j < keys.size(); ++j) {
+      auto it = crashes_.find(QuarantineKey(kind, keys[j]));
+      if (it != crashes_.end() && it->second >= options_.quarantine_after) {
+        quarantined.push_back(j);
+      } else {
+        todo.push_back(j);
+      }
+    }
+  }
+  for (size_t j : quarantined) {
+    on_result(j, absl::FailedPreconditionError(absl::StrCat(
+                     GemmKeyString(keys[j]), " is quarantined: it stopped a ", kind,
+                     " worker ", options_.quarantine_after,
+                     " times, so it is no longer sent to workers")));
+  }
+  if (todo.empty()) return absl::OkStatus();
+
+  // A free worker of the kind; wait while all of them are busy.
+  Worker* w = nullptr;
+  std::shared_ptr<grpc::Channel> channel;
+  const absl::Time wait_start = absl::Now();
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      if (stopping_) return absl::UnavailableError("the server is stopping");
+      bool any_up = false;
+      for (auto& c : workers_) {
+        if (c->kind != kind || c->state != State::kUp) continue;
+        any_up = true;
+        if (!c->busy) {
+          w = c.get();
+          break;
+        }
+      }
+      if (w) break;
+      if (!any_up) {
+        return WithRetryDelay(
+            absl::UnavailableError(absl::StrCat("no ", kind, " worker is up")), absl::Seconds(2),
+            "NO_WORKER");
+      }
+      if (cancelled()) return absl::CancelledError("the call was cancelled");
+      if (absl::Now() > options.deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat("deadline passed while waiting for a free ", kind, " worker"));
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    w->busy = true;
+    w->died_in_job = false;
+    w->in_flight.reset();
+    w->last_event = absl::Now();
+    channel = w->channel;
+  }
+  if (metrics_) metrics_->WorkerWait(absl::ToDoubleSeconds(absl::Now() - wait_start));
+
+  v1::GemmWorkerTimeGemmsRequest request;
+  for (size_t j : todo) {
+    v1::WorkerGemm* g = request.add_gemms();
+    g->mutable_shape()->set_m(keys[j].shape.m);
+    g->mutable_shape()->set_n(keys[j].shape.n);
+    g->mutable_shape()->set_k(keys[j].shape.k);
+    g->mutable_shape()->set_batch(keys[j].shape.batch);
+    g->set_layout(ToProto(keys[j].layout));
+    g->set_dtype(ToProto(keys[j].dtype));
+  }
+  request.mutable_options()->set_autotune(options.autotune);
+  request.mutable_options()->set_warm_l2(options.warm_l2);
+
+  grpc::ClientContext ctx;
+  if (options.deadline < absl::InfiniteFuture()) ctx.set_deadline(absl::ToChronoTime(options.deadline));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    w->call = &ctx;
+    w->cancelled = &cancelled;
+  }
+  auto stub = v1::GemmWorker::NewStub(channel);
+  std::unique_ptr<grpc::ClientReader<v1::GemmWorkerTimeGemmsResponse>> reader =
+      stub->TimeGemms(&ctx, request);
+  v1::GemmWorkerTimeGemmsResponse event;
+  std::string last_error;  // the worker's last per-GEMM error (a sticky error comes this way)
+  while (reader->Read(&event)) {
+    if (event.index() < 0 || static_cast<size_t>(event.index()) >= todo.size()) continue;
+    const size_t j = todo[event.index()];
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      w->last_event = absl::Now();
+      // A GEMM stays "in flight" until its result, or an error other than INTERNAL: a sticky
+      // error (INTERNAL) ends the worker, and the GEMM is charged with that.
+      if (event.has_timing() ||
+          (event.has_error() && event.error().code() != static_cast<int>(absl::StatusCode::kInternal))) {
+        w->in_flight.reset();
+      } else {
+        w->in_flight = keys[j];
+      }
+    }
+    if (event.has_timing()) {
+      on_result(j, std::move(*event.mutable_timing()));
+    } else if (event.has_error()) {
+      last_error = event.error().message();
+      on_result(j, absl::Status(static_cast<absl::StatusCode>(event.error().code()),
+                                event.error().message()));
+    }
+  }
+  const grpc::Status st = reader->Finish();
+
+  std::unique_lock<std::mutex> lock(mu_);
+  w->call = nullptr;
+  w->cancelled = nullptr;
+  const bool caller_stopped = cancelled() || absl::Now() > options.deadline;
+  if (!st.ok() && !caller_stopped) {
+    // The worker failed under this job: give the supervisor a moment to see it die.
+    cv_.wait_for(lock, std::chrono::seconds(3),
+                 [&] { return w->died_in_job || w->state != State::kUp; });
+  }
+  const bool died = w->died_in_job || w->state != State::kUp;
+  const std::optional<GemmKey> in_flight = w->in_flight;
+  const std::string id = w->id, reason = w->last_reason;
+  w->busy = false;
+  w->in_flight.reset();
+  w->died_in_job = false;
+  cv_.notify_all();
+  if (st.ok()) return absl::OkStatus();
+  if (cancelled()) return absl::CancelledError("the call was cancelled");
+  if (absl::Now() > options.deadline) return absl::DeadlineExceededError("deadline passed");
+  if (died) {
+    if (in_flight) ChargeCrash(k, *in_flight, reason);
+    return WithRetryDelay(
+        absl::UnavailableError(absl::StrCat(
+            "worker ", id, " stopped (", reason, ")",
+            in_flight ? absl::StrCat(" while timing ", GemmKeyString(*in_flight)) : "",
+            last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
+            "; it is being restarted")),
+        absl::Seconds(1), "WORKER_RESTARTING");
+  }
+  return absl::UnavailableError(
+      absl::StrCat("worker ", id, ": ", st.error_message(), " (code ", st.error_code(), ")"));
+}
+
+}  // namespace wavecrest

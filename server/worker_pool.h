@@ -1,0 +1,137 @@
+// Supervision of GPU workers (wavecrest-worker processes) and routing of measurements to them.
+//
+// Local workers are child processes the pool starts (fork/exec, killed with the server through
+// PR_SET_PDEATHSIG) on private unix sockets; remote workers are addresses it connects to. One
+// supervisor thread, every `tick`:
+//   - reaps exited children (reason "exit", or "sticky_error" for exit code 3);
+//   - brings starting workers up once Describe answers (their device fingerprint gives their kind);
+//   - sends heartbeats (grpc.health.v1 Check) to idle workers; `heartbeat_failures` misses in a
+//     row and a local worker is killed (reason "heartbeat"), a remote one marked down;
+//   - enforces the per-GEMM watchdog on busy workers: no event for `job_timeout` and the worker is
+//     killed (reason "hang");
+//   - cancels the worker call of a request that was cancelled;
+//   - restarts (local) or reconnects (remote) down workers with exponential backoff and jitter.
+// A GEMM in flight when its worker died (crash, hang, sticky error) is charged with it; after
+// `quarantine_after` such deaths it is quarantined: later requests get FAILED_PRECONDITION for it
+// instead of crashing the worker again.
+#ifndef WAVECREST_SERVER_WORKER_POOL_H_
+#define WAVECREST_SERVER_WORKER_POOL_H_
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "server/advisor_service.h"
+#include "server/metrics.h"
+#include "server/timing_service.h"
+#include "wavecrest/v1/worker.grpc.pb.h"
+
+namespace wavecrest {
+
+struct WorkerPoolOptions {
+  struct Local {
+    std::vector<std::string> argv;  // without --listen (the pool adds it)
+    std::string socket_path;
+  };
+  std::vector<Local> local;
+  std::vector<std::string> remote;  // host:port
+  absl::Duration job_timeout = absl::Seconds(60);
+  absl::Duration tick = absl::Milliseconds(100);
+  absl::Duration heartbeat_interval = absl::Milliseconds(500);
+  int heartbeat_failures = 3;
+  absl::Duration start_timeout = absl::Seconds(30);
+  absl::Duration backoff_initial = absl::Milliseconds(200);
+  absl::Duration backoff_max = absl::Seconds(30);
+  int quarantine_after = 2;
+};
+
+class WorkerPool final : public MeasurementSource, public WorkerDirectory {
+ public:
+  WorkerPool(WorkerPoolOptions options, Metrics* metrics);
+  ~WorkerPool() override;
+
+  // Starts the workers and the supervisor thread.
+  void Start();
+  // Stops the supervisor and the local workers (SIGTERM, then SIGKILL after 2 s).
+  void Stop();
+  // Called (from the supervisor thread) whenever the number of up workers changes.
+  void OnChange(std::function<void(int up)> callback);
+  int UpCount() const;
+
+  // MeasurementSource.
+  bool CanMeasure(absl::string_view kind) const override;
+  std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const override;
+  std::optional<std::string> KindOfDevice(absl::string_view device_name) const override;
+  absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
+                       const MeasureOptions& options, const MeasureCallback& on_result,
+                       const std::function<bool()>& cancelled) override;
+
+  // WorkerDirectory.
+  void AddWorkers(v1::ListDevicesResponse* response) const override;
+
+ private:
+  enum class State { kDown, kStarting, kUp };
+  struct Worker {
+    std::string id;
+    std::string address;
+    bool local = false;
+    std::vector<std::string> argv;
+    std::string socket_path;
+    State state = State::kDown;
+    pid_t pid = 0;
+    absl::Time next_attempt = absl::InfinitePast();
+    absl::Time started_at;
+    int failures = 0;  // consecutive failed starts, for the backoff
+    int64_t restarts = 0;
+    std::string last_reason;
+    std::string kill_reason;  // set when the pool killed it, reported when it is reaped
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<v1::GemmWorker::Stub> stub;
+    std::optional<v1::DeviceFingerprint> fingerprint;
+    std::string kind;
+    absl::Time next_heartbeat = absl::InfinitePast();
+    int missed_heartbeats = 0;
+    // The job running on it, if any.
+    bool busy = false;
+    grpc::ClientContext* call = nullptr;
+    const std::function<bool()>* cancelled = nullptr;
+    absl::Time last_event;
+    std::optional<GemmKey> in_flight;
+    bool died_in_job = false;  // the worker died (or was killed) while `call` ran
+  };
+
+  void Supervise();
+  void Tick();
+  void Spawn(Worker& w);
+  void Connect(Worker& w);
+  // The worker is gone: down, metrics, restart scheduled. `reason` is the restart reason.
+  void MarkDown(Worker& w, const std::string& reason);
+  void Kill(Worker& w, const std::string& reason);
+  void ChargeCrash(const std::string& kind, const GemmKey& key, const std::string& why);
+  void NotifyChange();
+  static std::string QuarantineKey(absl::string_view kind, const GemmKey& key);
+
+  WorkerPoolOptions options_;
+  Metrics* metrics_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // a worker became free or changed state
+  std::vector<std::unique_ptr<Worker>> workers_;
+  absl::flat_hash_map<std::string, int> crashes_;  // by QuarantineKey
+  std::function<void(int)> on_change_;
+  int last_up_ = -1;
+  bool stopping_ = false;
+  std::thread supervisor_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_WORKER_POOL_H_

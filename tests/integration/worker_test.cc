@@ -1,0 +1,458 @@
+// End-to-end tests of GPU worker supervision: a real wavecrest-server with real wavecrest-worker
+// processes (the analytic backend, so they run anywhere), driven into crashes, hangs, sticky
+// errors and slowness by the worker's test-only --fault flags.
+#include <signal.h>
+
+#include <atomic>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/advisor_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/errors.h"
+#include "tests/integration/process.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::BinaryPath;
+using testing::ServerUnderTest;
+using testing::Shell;
+using testing::TempDir;
+
+// A server with one emulating local worker; `fault` goes to the worker (e.g. "--fault=crash").
+class Rig {
+ public:
+  explicit Rig(const std::vector<std::string>& worker_args = {},
+               std::vector<std::string> server_args = {}, const std::string& cache = "")
+      : request_log_(dir_.File("requests.jsonl")) {
+    std::vector<std::string> worker = {"--request_log=" + request_log_};
+    for (const auto& a : worker_args) worker.push_back(a);
+    server_args.push_back("--workers=1");
+    server_args.push_back("--worker_backend=analytic");
+    server_args.push_back("--worker_socket_dir=" + dir_.File("sockets"));
+    server_args.push_back("--worker_extra_args=" + absl::StrJoin(worker, " "));
+    if (!cache.empty()) server_args.push_back("--cache=" + cache);
+    server_ = std::make_unique<ServerUnderTest>(server_args);
+  }
+  // The server answers and its worker is up.
+  bool Ready() {
+    return server_->WaitReady() && server_->WaitHealth("wavecrest.v1.Advisor/measure", "SERVING");
+  }
+  ServerUnderTest& server() { return *server_; }
+  std::string address() const { return server_->address(); }
+
+  // The GEMMs the worker was asked to time, one JSON line each.
+  std::vector<std::string> RequestLog() const {
+    std::ifstream in(request_log_);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) {
+      if (!l.empty()) lines.push_back(l);
+    }
+    return lines;
+  }
+
+  v1::WorkerDevice Worker() {
+    AdvisorClient c(address(), absl::Seconds(5));
+    absl::StatusOr<v1::ListDevicesResponse> d = c.ListDevices();
+    if (!d.ok() || d->workers_size() == 0) return {};
+    return d->workers(0);
+  }
+
+  // Waits until the worker is up after `restarts` restarts.
+  bool WaitRestarted(int64_t restarts, absl::Duration timeout = absl::Seconds(20)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      v1::WorkerDevice w = Worker();
+      if (w.up() && w.restarts() >= restarts) return true;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return false;
+  }
+
+  std::string Metrics() {
+    return Shell(absl::StrCat("curl -s http://127.0.0.1:", server_->metrics_port(), "/metrics"))
+        .second;
+  }
+
+ private:
+  TempDir dir_;
+  std::string request_log_;
+  std::unique_ptr<ServerUnderTest> server_;
+};
+
+struct TimeResult {
+  absl::Status status;
+  std::vector<v1::GemmTiming> timings;
+  std::vector<std::string> notes;
+};
+
+v1::TimeGemmsRequest Request(const std::vector<std::array<int64_t, 3>>& shapes, v1::Mode mode) {
+  v1::TimeGemmsRequest r;
+  r.set_gpu("h100-sxm");
+  r.set_mode(mode);
+  for (const auto& s : shapes) {
+    v1::GemmShape* g = r.add_gemms();
+    g->set_m(s[0]);
+    g->set_n(s[1]);
+    g->set_k(s[2]);
+  }
+  return r;
+}
+
+TimeResult Time(const std::string& address, const v1::TimeGemmsRequest& request) {
+  AdvisorClient c(address, absl::Seconds(60));
+  TimeResult r;
+  r.status = c.TimeGemms(request, [&](const v1::TimeGemmsResponse& m) {
+    if (m.has_timing()) r.timings.push_back(m.timing());
+    if (absl::StartsWith(m.progress().message(), "note: ")) {
+      r.notes.push_back(m.progress().message());
+    }
+  });
+  return r;
+}
+
+// The value of the metric line that starts with `name{` and contains every label in `labels`.
+double MetricValue(const std::string& text, const std::string& name,
+                   const std::vector<std::string>& labels) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name + "{")) continue;
+    bool all = true;
+    for (const auto& l : labels) all = all && absl::StrContains(line, l);
+    if (!all) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) return v;
+  }
+  return 0;
+}
+
+std::vector<std::array<int64_t, 3>> Shapes(int count) {
+  std::vector<std::array<int64_t, 3>> s;
+  for (int i = 1; i <= count; ++i) s.push_back({512 * i, 4096, 4096});
+  return s;
+}
+
+TEST(WorkerTest, TimeGemmsThroughTheEmulatingWorkerIsLabelledPredicted) {
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  TimeResult r = Time(rig.address(), Request(Shapes(3), v1::MODE_MEASURED));
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.timings.size(), 3u);
+  for (const auto& t : r.timings) {
+    EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
+    EXPECT_EQ(t.provenance().device().backend(), "analytic");
+    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v1 emulated cold-L2 heuristic");
+    EXPECT_GT(t.time_s(), 0);
+  }
+  EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("emulates the GPU"));
+  EXPECT_EQ(rig.RequestLog().size(), 3u);  // the worker did the work
+  v1::WorkerDevice w = rig.Worker();
+  EXPECT_TRUE(w.up());
+  EXPECT_GT(w.pid(), 0);
+  EXPECT_EQ(w.device().catalog_name(), "h100-sxm");
+  EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_worker_up", {"local-0"}), 1);
+}
+
+TEST(WorkerTest, KillNineDuringARequestGivesRetryableErrorThenTheWorkerIsBack) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=300"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const pid_t pid = static_cast<pid_t>(rig.Worker().pid());
+  ASSERT_GT(pid, 0);
+  TimeResult measured, autoreq;
+  std::thread t([&] { measured = Time(rig.address(), Request(Shapes(10), v1::MODE_MEASURED)); });
+  // Kill it once it is busy with the request.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (rig.RequestLog().size() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  t.join();
+  EXPECT_EQ(measured.status.code(), absl::StatusCode::kUnavailable) << measured.status;
+  EXPECT_THAT(std::string(measured.status.message()), HasSubstr("being restarted"));
+  EXPECT_GT(RetryDelayOf(measured.status), absl::ZeroDuration());
+  EXPECT_LT(measured.timings.size(), 10u);
+
+  const absl::Time killed = absl::Now();
+  ASSERT_TRUE(rig.WaitRestarted(1)) << rig.server().Log();
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(10));
+  v1::WorkerDevice w = rig.Worker();
+  EXPECT_NE(w.pid(), pid);
+  EXPECT_EQ(w.last_restart_reason(), "exit");
+  EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total",
+                        {"reason=\"exit\"", "local-0"}),
+            1);
+  // The next request succeeds.
+  TimeResult again = Time(rig.address(), Request(Shapes(2), v1::MODE_MEASURED));
+  EXPECT_TRUE(again.status.ok()) << again.status;
+  EXPECT_EQ(again.timings.size(), 2u);
+}
+
+TEST(WorkerTest, KillDuringAnAutoRequestFallsBackAndSaysSo) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=300"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const pid_t pid = static_cast<pid_t>(rig.Worker().pid());
+  TimeResult r;
+  std::thread t([&] { r = Time(rig.address(), Request(Shapes(10), v1::MODE_AUTO)); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (rig.RequestLog().size() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  kill(pid, SIGKILL);
+  t.join();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.timings.size(), 10u);  // every GEMM answered
+  EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("measurement stopped"));
+  EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("the rest is PREDICTED"));
+}
+
+TEST(WorkerTest, HangIsKilledByTheWatchdog) {
+  Rig rig({"--fault=hang", "--fault_shape=1024x4096x4096"}, {"--worker_job_timeout_s=1"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const absl::Time start = absl::Now();
+  TimeResult r = Time(rig.address(), Request(Shapes(3), v1::MODE_MEASURED));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  EXPECT_THAT(std::string(r.status.message()), HasSubstr("hang"));
+  EXPECT_THAT(std::string(r.status.message()), HasSubstr("1024x4096x4096"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  ASSERT_TRUE(rig.WaitRestarted(1)) << rig.server().Log();
+  EXPECT_EQ(rig.Worker().last_restart_reason(), "hang");
+  EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total", {"reason=\"hang\""}), 1);
+}
+
+TEST(WorkerTest, StickyErrorRestartsTheWorker) {
+  Rig rig({"--fault=sticky", "--fault_shape=512x4096x4096"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  TimeResult r = Time(rig.address(), Request(Shapes(1), v1::MODE_MEASURED));
+  EXPECT_FALSE(r.status.ok());
+  EXPECT_THAT(std::string(r.status.message()), HasSubstr("cudaErrorIllegalAddress"));
+  ASSERT_TRUE(rig.WaitRestarted(1)) << rig.server().Log();
+  EXPECT_EQ(rig.Worker().last_restart_reason(), "sticky_error");
+  EXPECT_EQ(
+      MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total", {"reason=\"sticky_error\""}),
+      1);
+  // Other GEMMs still work on the restarted worker.
+  TimeResult ok = Time(rig.address(), Request({{1024, 4096, 4096}}, v1::MODE_MEASURED));
+  EXPECT_TRUE(ok.status.ok()) << ok.status;
+}
+
+TEST(WorkerTest, AGemmThatCrashesTheWorkerTwiceIsQuarantined) {
+  Rig rig({"--fault=crash", "--fault_shape=1536x4096x4096"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const auto bad = Request({{1536, 4096, 4096}}, v1::MODE_MEASURED);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    TimeResult r = Time(rig.address(), bad);
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << attempt << ": " << r.status;
+    ASSERT_TRUE(rig.WaitRestarted(attempt)) << rig.server().Log();
+  }
+  const size_t asked = rig.RequestLog().size();
+  TimeResult third = Time(rig.address(), bad);
+  EXPECT_EQ(third.status.code(), absl::StatusCode::kFailedPrecondition) << third.status;
+  EXPECT_THAT(std::string(third.status.message()), HasSubstr("quarantined"));
+  EXPECT_EQ(rig.RequestLog().size(), asked);  // not sent to the worker again
+  EXPECT_EQ(rig.Worker().restarts(), 2);
+  EXPECT_THAT(rig.Metrics(), HasSubstr("wavecrest_quarantined_gemms 1"));
+  // AUTO answers it with a prediction and says why.
+  auto auto_req = bad;
+  auto_req.set_mode(v1::MODE_AUTO);
+  TimeResult a = Time(rig.address(), auto_req);
+  ASSERT_TRUE(a.status.ok()) << a.status;
+  ASSERT_EQ(a.timings.size(), 1u);
+  EXPECT_THAT(absl::StrJoin(a.notes, "\n"), HasSubstr("quarantined"));
+  // Other GEMMs are still measured.
+  TimeResult good = Time(rig.address(), Request({{512, 4096, 4096}}, v1::MODE_MEASURED));
+  EXPECT_TRUE(good.status.ok()) << good.status;
+}
+
+TEST(WorkerTest, OutOfMemoryIsResourceExhaustedNotACrash) {
+  Rig rig({"--fault=oom"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  TimeResult r = Time(rig.address(), Request(Shapes(1), v1::MODE_MEASURED));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kResourceExhausted) << r.status;
+  EXPECT_THAT(std::string(r.status.message()), HasSubstr("512x4096x4096"));
+  EXPECT_EQ(rig.Worker().restarts(), 0);
+}
+
+TEST(WorkerTest, StoppedWorkerMissesHeartbeatsAndIsReplaced) {
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const pid_t pid = static_cast<pid_t>(rig.Worker().pid());
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  ASSERT_TRUE(rig.WaitRestarted(1, absl::Seconds(30))) << rig.server().Log();
+  EXPECT_EQ(rig.Worker().last_restart_reason(), "heartbeat");
+  EXPECT_NE(rig.Worker().pid(), pid);
+}
+
+TEST(WorkerTest, IdenticalConcurrentRequestsAreMeasuredOnce) {
+  TempDir dir;
+  Rig rig({"--fault=slow", "--fault_slow_ms=200"}, {"--threads=4"}, dir.File("cache.db"));
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const auto req = Request(Shapes(5), v1::MODE_MEASURED);
+  std::vector<TimeResult> results(3);
+  std::vector<std::thread> threads;
+  for (auto& r : results) {
+    threads.emplace_back([&] { r = Time(rig.address(), req); });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.timings.size(), 5u);
+  }
+  EXPECT_EQ(rig.RequestLog().size(), 5u) << absl::StrJoin(rig.RequestLog(), "\n");
+}
+
+TEST(WorkerTest, CacheHitAfterServerRestartAndCorruptCacheSurvived) {
+  TempDir dir;
+  const std::string cache = dir.File("results.db");
+  std::vector<std::string> first_log;
+  {
+    Rig rig({}, {}, cache);
+    ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+    TimeResult r = Time(rig.address(), Request(Shapes(3), v1::MODE_AUTO));
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    for (const auto& t : r.timings) EXPECT_FALSE(t.provenance().from_cache());
+    EXPECT_EQ(rig.RequestLog().size(), 3u);
+    rig.server().process().Signal(SIGTERM);
+    EXPECT_EQ(rig.server().process().Wait(absl::Seconds(20)), 0);
+  }
+  {
+    Rig rig({}, {}, cache);
+    ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+    TimeResult r = Time(rig.address(), Request(Shapes(3), v1::MODE_AUTO));
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    ASSERT_EQ(r.timings.size(), 3u);
+    for (const auto& t : r.timings) {
+      EXPECT_TRUE(t.provenance().from_cache());
+      // An emulating worker's answer stays a prediction when read back.
+      EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
+    }
+    EXPECT_TRUE(rig.RequestLog().empty());  // nothing re-timed
+    EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_cache_lookups_total", {"result=\"hit\""}), 3);
+  }
+  {
+    std::ofstream(cache, std::ios::trunc) << "this is not a SQLite database";
+    Rig rig({}, {}, cache);
+    ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+    EXPECT_THAT(rig.server().Log(), HasSubstr("moving it aside"));
+    TimeResult r = Time(rig.address(), Request(Shapes(1), v1::MODE_AUTO));
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(rig.RequestLog().size(), 1u);
+  }
+}
+
+TEST(WorkerTest, MeasuredRecommendTimesEachDistinctGemmOnce) {
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  v1::RecommendRequest req;
+  req.mutable_model()->set_hidden_size(2560);
+  req.mutable_model()->set_num_attention_heads(32);
+  req.mutable_model()->set_num_layers(32);
+  req.mutable_model()->set_vocab_size(50304);
+  req.mutable_model()->set_attention(v1::ATTENTION_UNFUSED);
+  req.set_gpu("h100-sxm");
+  req.set_mode(v1::MODE_MEASURED);
+  req.set_top(5);
+  AdvisorClient c(rig.address());
+  v1::RecommendResponse final;
+  int progress = 0;
+  absl::Status st = c.Recommend(req, [&](const v1::RecommendResponse& m) {
+    if (m.done()) final = m;
+    if (m.has_progress()) ++progress;
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_GT(final.candidates_size(), 1);
+  EXPECT_GT(progress, 0);
+  const std::vector<std::string> log = rig.RequestLog();
+  ASSERT_FALSE(log.empty());
+  // Each line is one GEMM the device was asked for: no GEMM was asked for twice.
+  std::set<std::string> distinct;
+  for (const std::string& line : log) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    const std::string key = absl::StrCat(j["m"].dump(), "x", j["n"].dump(), "x", j["k"].dump(), "b",
+                                         j["batch"].dump(), j["layout"].dump(), j["dtype"].dump());
+    EXPECT_TRUE(distinct.insert(key).second) << "timed twice: " << line;
+  }
+  EXPECT_EQ(static_cast<int64_t>(log.size()), final.gemms_measured() + final.gemms_predicted())
+      << "every GEMM of the measuring stage went to the worker";
+}
+
+TEST(WorkerStartTest, BadWorkerFlagsFailAtStartWithTheFieldNamed) {
+  const std::string server = BinaryPath("server/wavecrest-server");
+  auto [code, out] = Shell(server + " --listen=127.0.0.1:0 --metrics_listen= --workers=lots");
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, HasSubstr("--workers"));
+  auto [code2, out2] = Shell(server + " --listen=127.0.0.1:0 --metrics_listen= --workers=1 "
+                                      "--worker_backend=analytic --emulate=h900");
+  EXPECT_EQ(code2, 1) << out2;
+  EXPECT_THAT(out2, HasSubstr("--emulate"));
+  EXPECT_THAT(out2, HasSubstr("h100-sxm"));  // the known names are listed
+}
+
+bool HasGpu() {
+  auto [code, out] = Shell(BinaryPath("gpu_worker/wavecrest-worker") + " devices");
+  return code == 0 && !absl::StrContains(out, "\"count\":0");
+}
+
+TEST(WorkerStartTest, CublasLtBackendWithoutAGpuFailsClearly) {
+  if (HasGpu()) GTEST_SKIP() << "this machine has a GPU";
+  auto [code, out] = Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+                           " --backend=cublaslt --listen=unix:/tmp/wavecrest-never.sock");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("--backend=analytic"));
+  auto [scode, sout] = Shell(BinaryPath("server/wavecrest-server") +
+                             " --listen=127.0.0.1:0 --metrics_listen= --workers=auto "
+                             "--worker_backend=cublaslt");
+  EXPECT_EQ(scode, 1) << sout;
+  EXPECT_THAT(sout, HasSubstr("no GPU"));
+}
+
+TEST(WorkerBenchTest, CsvToJsonWithoutAServer) {
+  TempDir dir;
+  std::ofstream(dir.File("shapes.csv")) << "m,n,k,batch,layout\n# a comment\n8192,8192,8192\n"
+                                           "4096,1537,4096,1,NN\n2048,2048,128,64,NT\n";
+  auto [code, out] = Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+                           " bench --backend=analytic --emulate=a100-sxm-80gb --gemms=" +
+                           dir.File("shapes.csv") + " --json=" + dir.File("out.json"));
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("predicted"));
+  std::ifstream in(dir.File("out.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["device"]["catalog_name"], "a100-sxm-80gb");
+  ASSERT_EQ(j["gemms"].size(), 3u);
+  EXPECT_EQ(j["gemms"][1]["layout"], "NN");
+  EXPECT_EQ(j["gemms"][2]["batch"], 64);
+  EXPECT_EQ(j["gemms"][0]["source"], "SOURCE_PREDICTED");
+  EXPECT_GT(j["gemms"][0]["tflops"].get<double>(), 0);
+
+  std::ofstream(dir.File("bad.csv")) << "8192,8192\n";
+  auto [bcode, bout] = Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+                             " bench --backend=analytic --gemms=" + dir.File("bad.csv"));
+  EXPECT_EQ(bcode, 2) << bout;
+  EXPECT_THAT(bout, HasSubstr("line 1"));
+}
+
+TEST(WorkerBenchTest, ModelSpecGivesEachDistinctGemmWithItsUsers) {
+  TempDir dir;
+  auto [code, out] =
+      Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+            " bench --backend=analytic --model=" + testing::SourcePath("examples/models/llama-2-7b.json") +
+            " --json=" + dir.File("out.json"));
+  ASSERT_EQ(code, 0) << out;
+  std::ifstream in(dir.File("out.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  std::set<std::string> keys;
+  for (const auto& g : j["gemms"]) {
+    EXPECT_TRUE(keys.insert(g.dump()).second);
+    EXPECT_FALSE(g["used_by"].empty());
+  }
+  EXPECT_GE(j["gemms"].size(), 6u);
+}
+
+}  // namespace
+}  // namespace wavecrest
