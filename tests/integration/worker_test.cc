@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
@@ -380,6 +381,71 @@ TEST(WorkerTest, MeasuredRecommendTimesEachDistinctGemmOnce) {
   }
   EXPECT_EQ(static_cast<int64_t>(log.size()), final.gemms_measured() + final.gemms_predicted())
       << "every GEMM of the measuring stage went to the worker";
+}
+
+TEST(WorkerTest, DeadlineStopsTheWorkerBetweenGemmsWithoutARestart) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=300"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  AdvisorClient c(rig.address(), absl::Seconds(1));
+  absl::Status st = c.TimeGemms(Request(Shapes(10), v1::MODE_MEASURED),
+                                [](const v1::TimeGemmsResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  absl::SleepFor(absl::Seconds(1));
+  const size_t asked = rig.RequestLog().size();
+  EXPECT_GE(asked, 1u);
+  EXPECT_LE(asked, 6u);  // the worker stopped instead of timing all ten
+  EXPECT_EQ(rig.Worker().restarts(), 0);
+  TimeResult again = Time(rig.address(), Request(Shapes(1), v1::MODE_MEASURED));
+  EXPECT_TRUE(again.status.ok()) << again.status;
+}
+
+TEST(WorkerTest, RemoteWorkerIsUsedAndReconnectedAfterItComesBack) {
+  TempDir dir;
+  auto start_worker = [&](int port) {
+    std::filesystem::remove(dir.File("port.json"));
+    return std::make_unique<testing::Process>(
+        std::vector<std::string>{BinaryPath("gpu_worker/wavecrest-worker"), "--backend=analytic",
+                                 absl::StrCat("--listen=127.0.0.1:", port),
+                                 "--port_file=" + dir.File("port.json"),
+                                 "--request_log=" + dir.File("requests.jsonl")},
+        dir.File("worker.log"));
+  };
+  auto read_port = [&]() {
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline) {
+      std::ifstream in(dir.File("port.json"));
+      nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (!j.is_discarded() && j.contains("port")) return j["port"].get<int>();
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return 0;
+  };
+  auto worker = start_worker(0);
+  const int port = read_port();
+  ASSERT_GT(port, 0);
+  ServerUnderTest server({absl::StrCat("--worker_address=127.0.0.1:", port)});
+  ASSERT_TRUE(server.WaitReady());
+  ASSERT_TRUE(server.WaitHealth("wavecrest.v1.Advisor/measure", "SERVING")) << server.Log();
+  TimeResult r = Time(server.address(), Request(Shapes(2), v1::MODE_MEASURED));
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  AdvisorClient c(server.address());
+  absl::StatusOr<v1::ListDevicesResponse> d = c.ListDevices();
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->workers_size(), 1);
+  EXPECT_EQ(d->workers(0).id(), absl::StrCat("127.0.0.1:", port));
+  EXPECT_EQ(d->workers(0).pid(), 0);  // not ours to manage
+
+  worker.reset();  // SIGKILL
+  ASSERT_TRUE(server.WaitHealth("wavecrest.v1.Advisor/measure", "NOT_SERVING")) << server.Log();
+  TimeResult fallback = Time(server.address(), Request(Shapes(2), v1::MODE_AUTO));
+  ASSERT_TRUE(fallback.status.ok()) << fallback.status;
+  EXPECT_THAT(absl::StrJoin(fallback.notes, "\n"), HasSubstr("no h100-sxm worker is up"));
+
+  worker = start_worker(port);
+  ASSERT_EQ(read_port(), port);
+  ASSERT_TRUE(server.WaitHealth("wavecrest.v1.Advisor/measure", "SERVING")) << server.Log();
+  TimeResult back = Time(server.address(), Request(Shapes(1), v1::MODE_MEASURED));
+  EXPECT_TRUE(back.status.ok()) << back.status;
 }
 
 TEST(WorkerStartTest, BadWorkerFlagsFailAtStartWithTheFieldNamed) {

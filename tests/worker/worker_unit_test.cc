@@ -1,0 +1,160 @@
+// Unit tests of the worker's parts that need no GPU: request validation, timing options, CSV and
+// model input of bench mode, fault plans, and the analytic backend.
+#include "absl/strings/str_cat.h"
+#include "core/cost_model.h"
+#include "gmock/gmock.h"
+#include "gpu_worker/backend.h"
+#include "gpu_worker/bench.h"
+#include "gpu_worker/faults.h"
+#include "gpu_worker/worker_service.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ParseGemmCsv, ReadsShapesWithDefaultsAndSkipsHeaderAndComments) {
+  absl::StatusOr<std::vector<BenchGemm>> g =
+      ParseGemmCsv("m,n,k,batch,layout\n# comment\n\n8192, 8192, 8192\n4096,1537,4096,1,nn\n"
+                   "2048,2048,128,64,NT\n",
+                   DType::kFp16);
+  ASSERT_TRUE(g.ok()) << g.status();
+  ASSERT_EQ(g->size(), 3u);
+  EXPECT_EQ((*g)[0].key.shape, (GemmShape{8192, 8192, 8192, 1}));
+  EXPECT_EQ((*g)[0].key.layout, Layout::kTN);
+  EXPECT_EQ((*g)[0].key.dtype, DType::kFp16);
+  EXPECT_EQ((*g)[1].key.layout, Layout::kNN);
+  EXPECT_EQ((*g)[2].key.shape.batch, 64);
+  EXPECT_EQ((*g)[2].key.layout, Layout::kNT);
+}
+
+TEST(ParseGemmCsv, ErrorsNameTheLine) {
+  for (const char* bad : {"1,2\n", "1,2,3,4,5,6\n", "1,0,3\n", "1,x,3\n", "1,2,3,1,TT\n",
+                          "1,2,3000000000\n"}) {
+    absl::StatusOr<std::vector<BenchGemm>> g = ParseGemmCsv(absl::StrCat("m,n,k\n", bad),
+                                                            DType::kBf16);
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(g.status().message()), HasSubstr("line 2")) << bad;
+  }
+  EXPECT_FALSE(ParseGemmCsv("# nothing\n", DType::kBf16).ok());
+}
+
+TEST(ParseFaultPlan, AcceptsTheKindsAndRejectsTheRest) {
+  for (const char* k : {"crash", "hang", "sticky", "oom", "slow"}) {
+    EXPECT_TRUE(ParseFaultPlan(k, "", 0, 10).ok()) << k;
+  }
+  absl::StatusOr<FaultPlan> p = ParseFaultPlan("crash", "1x2x3", 4, 10);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->shape->m, 1);
+  EXPECT_EQ(p->shape->k, 3);
+  EXPECT_EQ(p->after, 4);
+  EXPECT_THAT(std::string(ParseFaultPlan("explode", "", 0, 1).status().message()),
+              HasSubstr("--fault"));
+  EXPECT_THAT(std::string(ParseFaultPlan("hang", "1x2", 0, 1).status().message()),
+              HasSubstr("--fault_shape"));
+  EXPECT_FALSE(ParseFaultPlan("slow", "", -1, 1).ok());
+}
+
+TEST(FaultyBackend, OomAndStickyOnlyOnTheChosenShapeAfterN) {
+  auto inner = MakeAnalyticBackend("h100-sxm");
+  ASSERT_TRUE(inner.ok());
+  absl::StatusOr<FaultPlan> plan = ParseFaultPlan("sticky", "64x64x64", 1, 0);
+  ASSERT_TRUE(plan.ok());
+  std::unique_ptr<TimingBackend> b = WithFaults(std::move(*inner), *plan);
+  const GemmKey hit{{64, 64, 64, 1}, Layout::kTN, DType::kBf16};
+  const GemmKey other{{128, 64, 64, 1}, Layout::kTN, DType::kBf16};
+  EXPECT_TRUE(b->Time(hit, {}).ok());  // the first GEMM is spared (after = 1)
+  EXPECT_TRUE(b->Time(other, {}).ok());
+  EXPECT_FALSE(b->Broken());
+  absl::StatusOr<v1::GemmTiming> t = b->Time(hit, {});
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(b->Broken());
+}
+
+TEST(ParamsFromProto, DefaultsAndRanges) {
+  absl::StatusOr<TimingParams> p = ParamsFromProto(v1::TimingOptions());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->top_k, 8);
+  EXPECT_DOUBLE_EQ(p->target_spread, 0.01);
+  EXPECT_DOUBLE_EQ(p->max_seconds, 2.0);
+  EXPECT_FALSE(p->warm_l2);
+  v1::TimingOptions o;
+  o.set_autotune_top_k(65);
+  EXPECT_THAT(std::string(ParamsFromProto(o).status().message()), HasSubstr("autotune_top_k"));
+  o = {};
+  o.set_target_relative_spread(-0.1);
+  EXPECT_THAT(std::string(ParamsFromProto(o).status().message()),
+              HasSubstr("target_relative_spread"));
+  o = {};
+  o.set_max_seconds_per_gemm(1e9);
+  EXPECT_THAT(std::string(ParamsFromProto(o).status().message()), HasSubstr("max_seconds"));
+}
+
+TEST(KeyFromWorkerGemm, ValidatesEachField) {
+  v1::WorkerGemm g;
+  g.mutable_shape()->set_m(16);
+  g.mutable_shape()->set_n(32);
+  g.mutable_shape()->set_k(64);
+  g.set_layout(v1::LAYOUT_NT);
+  g.set_dtype(v1::DTYPE_FP16);
+  absl::StatusOr<GemmKey> k = KeyFromWorkerGemm(g, "gemms[0]");
+  ASSERT_TRUE(k.ok()) << k.status();
+  EXPECT_EQ(k->shape.batch, 1);  // 0 = 1
+  EXPECT_EQ(k->layout, Layout::kNT);
+  EXPECT_EQ(k->dtype, DType::kFp16);
+  g.mutable_shape()->set_n(0);
+  EXPECT_THAT(std::string(KeyFromWorkerGemm(g, "gemms[3]").status().message()),
+              HasSubstr("gemms[3].shape.n"));
+  g.mutable_shape()->set_n(32);
+  g.set_layout(static_cast<v1::Layout>(42));
+  EXPECT_THAT(std::string(KeyFromWorkerGemm(g, "gemms[0]").status().message()),
+              HasSubstr("gemms[0].layout"));
+}
+
+TEST(AnalyticBackend, PredictsLabelsAndChecksDtypeAndMemory) {
+  auto b = MakeAnalyticBackend("a100-sxm-80gb");
+  ASSERT_TRUE(b.ok());
+  const v1::DeviceFingerprint fp = (*b)->Fingerprint();
+  EXPECT_EQ(fp.backend(), "analytic");
+  EXPECT_EQ(fp.catalog_name(), "a100-sxm-80gb");
+  EXPECT_THAT(fp.name(), HasSubstr("emulated"));
+  const GemmKey key{{4096, 4096, 4096, 1}, Layout::kNN, DType::kBf16};
+  absl::StatusOr<v1::GemmTiming> t = (*b)->Time(key, {});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->provenance().source(), v1::SOURCE_PREDICTED);
+  EXPECT_EQ(t->provenance().method(), TimingMethod("analytic", false, false));
+  EXPECT_EQ(t->layout(), v1::LAYOUT_NN);
+  EXPECT_GT(t->time_s(), 0);
+  // A100 has no FP8 tensor cores.
+  EXPECT_EQ((*b)->Time({{64, 64, 64, 1}, Layout::kTN, DType::kFp8E4M3}, {}).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // 3 × 2^34 elements of BF16 do not fit in 80 GB.
+  EXPECT_EQ(
+      (*b)->Time({{int64_t{1} << 17, int64_t{1} << 17, int64_t{1} << 17, 1}, Layout::kTN,
+                  DType::kBf16},
+                 {})
+          .status()
+          .code(),
+      absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(MakeAnalyticBackend("h900").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(GemmOperandBytes, CountsAllBatchesAndFp8Output) {
+  EXPECT_EQ(GemmOperandBytes({{2, 3, 4, 5}, Layout::kTN, DType::kBf16}),
+            5 * (2 * 4 * 2 + 4 * 3 * 2 + 2 * 3 * 2));
+  EXPECT_EQ(GemmOperandBytes({{2, 3, 4, 1}, Layout::kTN, DType::kFp8E4M3}),
+            2 * 4 + 4 * 3 + 2 * 3 * 2);
+}
+
+TEST(CublasLtBackend, WithoutAGpuFailsWithAClearMessage) {
+  std::string why;
+  if (!ListCudaDevices(&why).empty()) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_FALSE(why.empty());
+  absl::StatusOr<std::unique_ptr<TimingBackend>> b = MakeCublasLtBackend(0);
+  EXPECT_EQ(b.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(b.status().message()), HasSubstr("--backend=analytic"));
+}
+
+}  // namespace
+}  // namespace wavecrest
