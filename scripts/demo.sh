@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The demo: starts wavecrest-server (with GPU workers once wavecrest-worker is built; until then
-# every number comes from the analytic model and says so), then runs the CLI against it, ending
-# with a recommendation for Pythia-2.8B (h = 2560, a = 32).
+# The demo: starts wavecrest-server with --workers auto (one supervised wavecrest-worker per GPU; on
+# a machine without a GPU, one worker emulating an H100 with the analytic model, whose answers are
+# labelled PREDICTED), then runs the CLI against it, ending with a recommendation for Pythia-2.8B
+# (h = 2560, a = 32) on the default device: the first GPU's kind, else h100-sxm.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -12,8 +13,10 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-workers=none
-[[ -x $build/gpu_worker/wavecrest-worker ]] && workers=auto
+workers=auto
+gpu=$("$build/gpu_worker/wavecrest-worker" devices |
+  sed -nE 's/.*"catalog_name":"([a-z0-9-]+)".*/\1/p' | head -n 1)
+gpu=${gpu:-h100-sxm}
 echo "== starting wavecrest-server (--workers $workers; logs in $tmp/server.log)"
 "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
   --port_file="$tmp/ports.json" --cache="$tmp/results.db" --workers=$workers \
@@ -24,7 +27,7 @@ for _ in $(seq 600); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done
 port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/ports.json")
 cli=("$build/client/wavecrest")
 server="--server=127.0.0.1:$port"
-for _ in $(seq 200); do "${cli[@]}" health "$server" >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 200); do "${cli[@]}" health "$server" 2>/dev/null | grep -q "measure: SERVING" && break; sleep 0.05; done
 
 echo; echo "== wavecrest health $server"
 "${cli[@]}" health "$server" || true
@@ -32,8 +35,8 @@ echo; echo "== wavecrest devices $server"
 "${cli[@]}" devices "$server"
 echo; echo "== wavecrest analyze $server --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused"
 "${cli[@]}" analyze "$server" --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused
-echo; echo "== wavecrest time $server --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16"
-"${cli[@]}" time "$server" --gpu h100-sxm --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16
-echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu h100-sxm --attention unfused --top 8"
-"${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu h100-sxm \
+echo; echo "== wavecrest time $server --gpu $gpu --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16"
+"${cli[@]}" time "$server" --gpu "$gpu" --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16
+echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu $gpu --attention unfused --top 8"
+"${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu "$gpu" \
   --attention unfused --top 8

@@ -27,11 +27,12 @@ ABSL_FLAG(int, max_request_bytes, 4 << 20, "Largest request message accepted, by
 ABSL_FLAG(double, shutdown_grace_s, 20,
           "On SIGTERM/SIGINT: seconds in-flight work may take to finish before it is cancelled");
 ABSL_FLAG(std::string, workers, "none",
-          "GPU workers to start. Only 'none' works in this build: wavecrest-worker does not exist "
-          "yet, and any other value stops the server at start with that message");
+          "Local GPU workers to start and supervise: 'auto' (one wavecrest-worker per visible GPU; "
+          "with no GPU, one worker emulating --emulate with the analytic model, every answer "
+          "PREDICTED), a number N, or 'none'");
 ABSL_FLAG(std::string, worker_address, "",
-          "Remote wavecrest-worker addresses (host:port, comma-separated). Not available in this "
-          "build: a non-empty value stops the server at start");
+          "Remote wavecrest-worker addresses to use as well (host:port, comma-separated); they "
+          "are heartbeated and reconnected, not restarted");
 ABSL_FLAG(std::string, worker_binary, "", "Path of wavecrest-worker; empty = next to this binary");
 ABSL_FLAG(std::string, emulate, "h100-sxm",
           "GPU kind an emulating (analytic) worker stands in for when there is no GPU");
@@ -49,8 +50,14 @@ int main(int argc, char** argv) {
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
       "  wavecrest-server --listen 127.0.0.1:50051 --metrics_listen 127.0.0.1:9464 \\\n"
       "                   --cache ~/.cache/wavecrest/results.db\n\n"
-      "GPU workers (--workers, --worker_address) are not part of this build yet: every number is\n"
-      "then PREDICTED by the analytic model, and says so.\n\n"
+      "  wavecrest-server --workers auto --cache ~/.cache/wavecrest/results.db\n"
+      "      one supervised wavecrest-worker per GPU (or one emulating worker without a GPU)\n"
+      "  wavecrest-server --worker_address gpu-node-3:50061,gpu-node-4:50061\n"
+      "      remote workers\n\n"
+      "Workers that exit, hang (--worker_job_timeout_s) or miss heartbeats are killed and\n"
+      "restarted with exponential backoff; a GEMM that stops a worker twice is quarantined.\n"
+      "While no worker of a GPU kind is up, answers come from the cache or the analytic model\n"
+      "and say so; health \"wavecrest.v1.Advisor/measure\" is NOT_SERVING.\n\n"
       "SIGTERM or SIGINT: health goes NOT_SERVING, in-flight work finishes (up to\n"
       "--shutdown_grace_s), exit 0. Logs are JSON lines on stderr.");
   absl::FlagsUsageConfig config;

@@ -195,10 +195,19 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
         if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) rest.push_back(scores[i]);
       }
       scores = std::move(rest);
-      response.add_notes(absl::StrCat(
-          "the first ", measured_group.size(),
-          " rows were re-scored with measured GEMM times (the best by the analytic model, and the "
-          "baseline); the rest are ranked by the analytic model"));
+      int64_t measured_keys = 0;
+      for (const auto& [key, t] : by_key) measured_keys += t.measured;
+      if (measured_keys > 0) {
+        response.add_notes(absl::StrCat(
+            "the first ", measured_group.size(), " rows were re-scored with measured GEMM times ",
+            "(", measured_keys, " of ", key_list.size(), " distinct GEMMs measured; the best by "
+            "the analytic model, and the baseline); the rest are ranked by the analytic model"));
+      } else {
+        response.add_notes(absl::StrCat(
+            "the measuring stage for the first ", measured_group.size(),
+            " rows got no GPU measurement (an emulating worker, or every GEMM failed): their "
+            "times are PREDICTED"));
+      }
     }
   } else if (mode == v1::MODE_AUTO) {
     response.add_notes(absl::StrCat(ctx.no_measure_reason, ": every number is PREDICTED"));
