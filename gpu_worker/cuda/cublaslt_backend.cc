@@ -443,6 +443,11 @@ class CublasLtBackend final : public TimingBackend {
       }
       results.push_back(std::move(*r));
     }
+    if (results.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "none of the ", returned, " algorithms cuBLASLt's heuristic offered for ",
+          GemmKeyString(key), " could run"));
+    }
     const AlgoResult* best = &results[0];
     for (const AlgoResult& r : results) {
       if (r.median < best->median) best = &r;
@@ -484,7 +489,9 @@ class CublasLtBackend final : public TimingBackend {
     st->set_sm_clock_mhz(sm_mhz);
     st->set_algorithm_id(algo_id);
     st->set_heuristic_waves(heur[best->index].wavesCount);
-    if (params.autotune) st->set_heuristic_median_s(results[0].median);
+    if (params.autotune && results[0].index == 0) {
+      st->set_heuristic_median_s(results[0].median);
+    }
     st->set_launches_per_sample(best->launches);
     st->set_cold_l2(cold);
     v1::Provenance* prov = t.mutable_provenance();
