@@ -63,13 +63,7 @@ class AnalyticBackend final : public TimingBackend {
                        gpu_->name, " has ", gpu_->memory_bytes >> 20, " MiB"));
     }
     const GemmPrediction p = PredictGemm(*gpu_, key);
-    v1::GemmTiming t;
-    t.mutable_shape()->set_m(key.shape.m);
-    t.mutable_shape()->set_n(key.shape.n);
-    t.mutable_shape()->set_k(key.shape.k);
-    t.mutable_shape()->set_batch(key.shape.batch);
-    t.set_layout(ToProto(key.layout));
-    t.set_dtype(ToProto(key.dtype));
+    v1::GemmTiming t = TimingOf(key);
     t.set_time_s(p.time_s);
     t.set_tflops(p.tflops);
     v1::Provenance* prov = t.mutable_provenance();

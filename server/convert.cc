@@ -285,14 +285,28 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   return p;
 }
 
+v1::GemmShape ToProto(const GemmShape& s) {
+  v1::GemmShape p;
+  p.set_m(s.m);
+  p.set_n(s.n);
+  p.set_k(s.k);
+  p.set_batch(s.batch);
+  return p;
+}
+
+v1::GemmTiming TimingOf(const GemmKey& key) {
+  v1::GemmTiming t;
+  *t.mutable_shape() = ToProto(key.shape);
+  t.set_layout(ToProto(key.layout));
+  t.set_dtype(ToProto(key.dtype));
+  return t;
+}
+
 v1::GemmReport ToProto(const Gemm& g) {
   v1::GemmReport r;
   r.set_name(g.name);
   r.set_pass(ToProto(g.pass));
-  r.mutable_shape()->set_m(g.shape.m);
-  r.mutable_shape()->set_n(g.shape.n);
-  r.mutable_shape()->set_k(g.shape.k);
-  r.mutable_shape()->set_batch(g.shape.batch);
+  *r.mutable_shape() = ToProto(g.shape);
   r.set_layout(ToProto(g.layout));
   r.set_dtype(ToProto(g.dtype));
   r.set_flops(g.flops);

@@ -30,6 +30,9 @@ v1::Bound ToProto(Bound b);
 v1::Knob ToProto(Knob k);
 absl::StatusOr<Knob> FromProto(v1::Knob k);
 
+v1::GemmShape ToProto(const GemmShape& s);
+// A GemmTiming with the key's shape, layout and dtype set (the rest for the caller to fill).
+v1::GemmTiming TimingOf(const GemmKey& key);
 v1::GemmReport ToProto(const Gemm& g);
 v1::ParameterCounts ToProto(const ParamCounts& c);
 v1::CatalogGpu ToProto(const GpuSpec& g);

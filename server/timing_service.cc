@@ -37,13 +37,7 @@ bool TimingService::CanMeasure(absl::string_view kind) const {
 
 v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) {
   const GemmPrediction p = PredictGemm(gpu, key);
-  v1::GemmTiming t;
-  t.mutable_shape()->set_m(key.shape.m);
-  t.mutable_shape()->set_n(key.shape.n);
-  t.mutable_shape()->set_k(key.shape.k);
-  t.mutable_shape()->set_batch(key.shape.batch);
-  t.set_layout(ToProto(key.layout));
-  t.set_dtype(ToProto(key.dtype));
+  v1::GemmTiming t = TimingOf(key);
   t.set_time_s(p.time_s);
   t.set_tflops(p.tflops);
   *t.mutable_provenance() = PredictedProvenance(gpu);

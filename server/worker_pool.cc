@@ -459,10 +459,7 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   v1::GemmWorkerTimeGemmsRequest request;
   for (size_t j : todo) {
     v1::WorkerGemm* g = request.add_gemms();
-    g->mutable_shape()->set_m(keys[j].shape.m);
-    g->mutable_shape()->set_n(keys[j].shape.n);
-    g->mutable_shape()->set_k(keys[j].shape.k);
-    g->mutable_shape()->set_batch(keys[j].shape.batch);
+    *g->mutable_shape() = ToProto(keys[j].shape);
     g->set_layout(ToProto(keys[j].layout));
     g->set_dtype(ToProto(keys[j].dtype));
   }

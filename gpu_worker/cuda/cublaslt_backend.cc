@@ -469,13 +469,7 @@ class CublasLtBackend final : public TimingBackend {
     int algo_id = 0;
     cublasLtMatmulAlgoConfigGetAttribute(&heur[best->index].algo, CUBLASLT_ALGO_CONFIG_ID,
                                          &algo_id, sizeof(algo_id), nullptr);
-    v1::GemmTiming t;
-    t.mutable_shape()->set_m(key.shape.m);
-    t.mutable_shape()->set_n(key.shape.n);
-    t.mutable_shape()->set_k(key.shape.k);
-    t.mutable_shape()->set_batch(key.shape.batch);
-    t.set_layout(ToProto(key.layout));
-    t.set_dtype(ToProto(key.dtype));
+    v1::GemmTiming t = TimingOf(key);
     const double p10 = Percentile(best->samples, 0.1), p90 = Percentile(best->samples, 0.9);
     const double spread = (p90 - p10) / best->median;
     t.set_time_s(best->median);
