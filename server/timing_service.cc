@@ -126,7 +126,7 @@ absl::StatusOr<TimingSummary> TimingService::Run(
       }
       // A flight that finished between this request's cache lookup and its claim left its result
       // in the cache (stored before the flight ends): look once more before measuring.
-      if (cache_ && !mine.empty()) {
+      if (cache_ && fp && !mine.empty()) {
         const std::string method = TimingMethod(fp->backend(), task.autotune, task.warm_l2);
         std::vector<size_t> still;
         std::vector<std::shared_ptr<Flight>> still_flights;

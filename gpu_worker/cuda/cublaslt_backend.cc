@@ -25,6 +25,7 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
+#include "core/timing_stats.h"
 #include "gpu_worker/backend.h"
 #include "gpu_worker/cuda/kernels.h"
 #include "server/convert.h"
@@ -38,8 +39,6 @@ constexpr size_t kWorkspaceBytes = size_t{64} << 20;  // cuBLASLt recommends >= 
 constexpr int64_t kMemoryMargin = int64_t{512} << 20;  // left free for the context and kernels
 constexpr double kSampleTargetS = 1e-3;                // one graph replay lasts about this long
 constexpr int kMaxLaunchesPerSample = 1000;
-constexpr int kMinSamples = 10;
-constexpr int kMaxSamples = 2000;
 constexpr int kCheckSamples = 16;
 
 bool IsSticky(cudaError_t e) {
@@ -92,14 +91,6 @@ TypeInfo Types(DType d) {
               1.0 / 128, 1e-3};
   }
   return Types(DType::kBf16);
-}
-
-double Percentile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 std::string DriverVersion() {
@@ -334,12 +325,7 @@ class CublasLtBackend final : public TimingBackend {
           GemmKeyString(key), " needs ", set_bytes >> 20, " MiB of device memory; ",
           std::max<int64_t>(usable, 0) >> 20, " MiB are free on ", fp_.name()));
     }
-    int sets = 1;
-    if (!params.warm_l2) {
-      sets = static_cast<int>(std::clamp<int64_t>((3 * l2_bytes_ + set_bytes - 1) / set_bytes, 1,
-                                                  64));
-      sets = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(sets, usable / set_bytes)));
-    }
+    const int sets = InputSets(set_bytes, l2_bytes_, usable, params.warm_l2);
     const bool cold = !params.warm_l2 && sets * set_bytes >= 2 * l2_bytes_;
 
     std::vector<std::unique_ptr<DeviceBuffer>> a(sets), b(sets), d(sets);
@@ -470,8 +456,8 @@ class CublasLtBackend final : public TimingBackend {
     cublasLtMatmulAlgoConfigGetAttribute(&heur[best->index].algo, CUBLASLT_ALGO_CONFIG_ID,
                                          &algo_id, sizeof(algo_id), nullptr);
     v1::GemmTiming t = TimingOf(key);
-    const double p10 = Percentile(best->samples, 0.1), p90 = Percentile(best->samples, 0.9);
-    const double spread = (p90 - p10) / best->median;
+    const SampleStats stats = Summarize(best->samples);
+    const double p10 = stats.p10, p90 = stats.p90, spread = stats.relative_spread;
     t.set_time_s(best->median);
     t.set_tflops(GemmFlops(key.shape) / best->median / 1e12);
     v1::TimingStats* st = t.mutable_stats();
@@ -617,8 +603,7 @@ class CublasLtBackend final : public TimingBackend {
     float ms = 0;
     cudaEventElapsedTime(&ms, start_, stop_);
     const double estimate = std::max(ms / 3.0 * 1e-3, 1e-7);
-    r.launches = static_cast<int>(
-        std::clamp<double>(std::ceil(kSampleTargetS / estimate), 1, kMaxLaunchesPerSample));
+    r.launches = LaunchesPerSample(estimate, kSampleTargetS, kMaxLaunchesPerSample);
 
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
@@ -649,8 +634,10 @@ class CublasLtBackend final : public TimingBackend {
     }
     if (auto st = Cuda(cudaStreamSynchronize(stream_), "warm-up"); !st.ok()) return st;
 
+    StoppingRule rule;
+    rule.target_spread = params.target_spread;
+    rule.budget_s = params.max_seconds;
     const absl::Time start = absl::Now();
-    const absl::Duration budget = absl::Seconds(params.max_seconds);
     while (true) {
       if (auto st = Cuda(cudaEventRecord(start_, stream_), "event"); !st.ok()) return st;
       if (auto st = Cuda(cudaGraphLaunch(exec, stream_), "graph launch"); !st.ok()) return st;
@@ -658,15 +645,7 @@ class CublasLtBackend final : public TimingBackend {
       if (auto st = Cuda(cudaEventSynchronize(stop_), "event sync"); !st.ok()) return st;
       cudaEventElapsedTime(&ms, start_, stop_);
       r.samples.push_back(ms * 1e-3 / r.launches);
-      const int n = static_cast<int>(r.samples.size());
-      if (n >= kMaxSamples) break;
-      if (n >= kMinSamples) {
-        const double med = Percentile(r.samples, 0.5);
-        const double spread =
-            (Percentile(r.samples, 0.9) - Percentile(r.samples, 0.1)) / med;
-        if (spread <= params.target_spread) break;
-      }
-      if (n >= 3 && absl::Now() - start > budget) break;
+      if (rule.Done(r.samples, absl::ToDoubleSeconds(absl::Now() - start))) break;
     }
     r.median = Percentile(r.samples, 0.5);
     return r;
