@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# run_on_device.sh: the whole GPU plan in one device call (build here, bench/gpu/make_bundle.sh,
+# then run this there with .devbundle carried). Writes everything under $OUT and prints a short
+# summary last:
+#   1. the `gpu` tests (cuBLASLt engine behaviour);
+#   2. compare_torch.sh (wavecrest-worker bench twice, torch.matmul once, same device);
+#   3. measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
+#      Llama-2-7B through a real server with `--workers auto`, beside the predicted ones.
+set -uo pipefail
+out=${OUT:-/tmp/wavecrest-gpu}
+mkdir -p "$out"
+R=.devbundle/run
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+"$R" wavecrest-worker devices > "$out/devices.json" 2>&1
+kind=$(sed -nE 's/.*"catalog_name":"([a-z0-9-]+)".*/\1/p' "$out/devices.json" | head -n 1)
+kind=${kind:-h100-sxm}
+
+"$R" gpu_test --gtest_output=json:"$out/gpu_test.json" > "$out/gpu_test.txt" 2>&1
+echo "gpu_test exit $?" >> "$out/gpu_test.txt"
+
+WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
+  > "$out/compare.log" 2>&1
+
+"$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
+  --port_file="$out/ports.json" --workers=auto --cache="$out/cache.db" 2> "$out/server.log" &
+server=$!
+for _ in $(seq 600); do [[ -s $out/ports.json ]] && break; sleep 0.1; done
+port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$out/ports.json")
+for _ in $(seq 600); do
+  "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break
+  sleep 0.1
+done
+"$R" wavecrest devices --server=127.0.0.1:$port > "$out/server-devices.txt" 2>&1
+for m in "pythia-2.8b --attention unfused" "llama-2-7b"; do
+  name=${m%% *}
+  args=(--model "examples/models/$name.json" --gpu "$kind" --top 10 ${m#"$name"})
+  "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured \
+    > "$out/recommend-$name-measured.txt" 2>&1
+  "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured --format json \
+    > "$out/recommend-$name-measured.json" 2>&1
+  "$R" wavecrest recommend "${args[@]}" --mode predicted --format json \
+    > "$out/recommend-$name-predicted.json" 2>&1
+done
+kill -TERM $server; wait $server
+
+echo "== device"; head -n 12 "$out/nvidia-smi.txt"
+echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
+echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
+for name in pythia-2.8b llama-2-7b; do
+  echo "== recommend $name (measured)"; head -n 8 "$out/recommend-$name-measured.txt"
+done
