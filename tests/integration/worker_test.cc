@@ -36,12 +36,13 @@ class Rig {
       : request_log_(dir_.File("requests.jsonl")) {
     std::vector<std::string> worker = {"--request_log=" + request_log_};
     for (const auto& a : worker_args) worker.push_back(a);
-    server_args.push_back("--workers=1");
-    server_args.push_back("--worker_backend=analytic");
-    server_args.push_back("--worker_socket_dir=" + dir_.File("sockets"));
-    server_args.push_back("--worker_extra_args=" + absl::StrJoin(worker, " "));
-    if (!cache.empty()) server_args.push_back("--cache=" + cache);
-    server_ = std::make_unique<ServerUnderTest>(server_args);
+    // The test's own server flags come last, so that they win.
+    std::vector<std::string> args = {"--workers=1", "--worker_backend=analytic",
+                                     "--worker_socket_dir=" + dir_.File("sockets"),
+                                     "--worker_extra_args=" + absl::StrJoin(worker, " ")};
+    if (!cache.empty()) args.push_back("--cache=" + cache);
+    for (auto& a : server_args) args.push_back(a);
+    server_ = std::make_unique<ServerUnderTest>(args);
   }
   // The server answers and its worker is up.
   bool Ready() {
@@ -381,6 +382,28 @@ TEST(WorkerTest, MeasuredRecommendTimesEachDistinctGemmOnce) {
   }
   EXPECT_EQ(static_cast<int64_t>(log.size()), final.gemms_measured() + final.gemms_predicted())
       << "every GEMM of the measuring stage went to the worker";
+}
+
+TEST(WorkerTest, ConcurrentRequestsAreSpreadOverTheWorkersOfTheKind) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=500"}, {"--workers=2", "--threads=4"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  std::vector<TimeResult> results(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = Time(rig.address(), Request({{512 * (i + 1), 4096, 4096},
+                                                {512 * (i + 1), 8192, 4096},
+                                                {512 * (i + 1), 4096, 8192}},
+                                               v1::MODE_MEASURED));
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& r : results) ASSERT_TRUE(r.status.ok()) << r.status;
+  std::set<int64_t> pids;
+  for (const std::string& line : rig.RequestLog()) {
+    pids.insert(nlohmann::json::parse(line)["pid"].get<int64_t>());
+  }
+  EXPECT_EQ(pids.size(), 2u) << "both workers of the kind took work";
 }
 
 TEST(WorkerTest, DeadlineStopsTheWorkerBetweenGemmsWithoutARestart) {
