@@ -470,7 +470,11 @@ class CublasLtBackend final : public TimingBackend {
     st->set_algorithm_id(algo_id);
     st->set_heuristic_waves(heur[best->index].wavesCount);
     if (params.autotune && results[0].index == 0) {
+      int first_id = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&heur[0].algo, CUBLASLT_ALGO_CONFIG_ID, &first_id,
+                                           sizeof(first_id), nullptr);
       st->set_heuristic_median_s(results[0].median);
+      st->set_heuristic_algorithm_id(first_id);
     }
     st->set_launches_per_sample(best->launches);
     st->set_cold_l2(cold);
