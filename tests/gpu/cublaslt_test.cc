@@ -88,7 +88,6 @@ TEST_F(CublasLtTest, AutotuneReportsTheHeuristicsTimeBesideTheBest) {
       backend_->Time({{4096, 4096, 4096, 1}, Layout::kTN, DType::kBf16}, p);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_GT(t->stats().heuristic_median_s(), 0);
-  EXPECT_NE(t->stats().heuristic_algorithm_id(), 0);
   EXPECT_LE(t->time_s(), t->stats().heuristic_median_s());
   EXPECT_EQ(t->provenance().method(), TimingMethod("cublaslt", true, false));
 }
