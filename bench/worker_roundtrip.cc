@@ -109,14 +109,15 @@ int main(int argc, char** argv) {
               absl::StrFormat("TimeGemms, %d new GEMMs (worker round trip)", n).c_str(),
               m.p50 * 1e3, m.p90 * 1e3, m.p50 / n * 1e6);
   std::printf("%-44s %8.2fms %8.2fms %12.1fus\n",
-              absl::StrFormat("TimeGemms, %d GEMMs from the result cache", n).c_str(),
-              h.p50 * 1e3, h.p90 * 1e3, h.p50 / n * 1e6);
+              absl::StrFormat("TimeGemms, %d GEMMs from the result cache", n).c_str(), h.p50 * 1e3,
+              h.p90 * 1e3, h.p50 / n * 1e6);
   std::printf("%-44s %8.2fms %8.2fms\n", "Recommend (AUTO, measuring stage via worker)",
               r.p50 * 1e3, r.p90 * 1e3);
-  std::printf("repeats %d; cache answers: %lld of %lld in the first case, %lld of %lld in the "
-              "second; the first Recommend timed %lld GEMMs\n",
-              repeat, static_cast<long long>(miss_cached), static_cast<long long>(repeat) * n,
-              static_cast<long long>(hit_cached), static_cast<long long>(repeat) * n,
-              static_cast<long long>(rec_gemms));
+  std::printf(
+      "repeats %d; cache answers: %lld of %lld in the first case, %lld of %lld in the "
+      "second; the first Recommend timed %lld GEMMs\n",
+      repeat, static_cast<long long>(miss_cached), static_cast<long long>(repeat) * n,
+      static_cast<long long>(hit_cached), static_cast<long long>(repeat) * n,
+      static_cast<long long>(rec_gemms));
   return 0;
 }

@@ -268,19 +268,17 @@ std::string FormatTimingHeader() {
 
 std::string FormatTiming(const v1::GemmTiming& t) {
   const v1::TimingStats& s = t.stats();
-  std::string line =
-      absl::StrFormat("%-5d %-28s %-6s %-5s %12s %9.1f %7s %7s %6s %7s  %s", t.index(),
-                      Shape(t.shape()), LayoutShort(t.layout()), DtypeShort(t.dtype()),
-                      HumanSeconds(t.time_s()), t.tflops(),
-                      s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
-                      s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
-                      s.samples() > 0 ? absl::StrCat(s.algorithm_id()) : "-",
-                      s.sm_clock_mhz() > 0 ? absl::StrCat(s.sm_clock_mhz()) : "-",
-                      absl::StrCat(SourceName(t.provenance().source()),
-                                   t.provenance().from_cache() &&
-                                           t.provenance().source() != v1::SOURCE_CACHED
-                                       ? " (cache)"
-                                       : ""));
+  std::string line = absl::StrFormat(
+      "%-5d %-28s %-6s %-5s %12s %9.1f %7s %7s %6s %7s  %s", t.index(), Shape(t.shape()),
+      LayoutShort(t.layout()), DtypeShort(t.dtype()), HumanSeconds(t.time_s()), t.tflops(),
+      s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
+      s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-",
+      s.samples() > 0 ? absl::StrCat(s.algorithm_id()) : "-",
+      s.sm_clock_mhz() > 0 ? absl::StrCat(s.sm_clock_mhz()) : "-",
+      absl::StrCat(SourceName(t.provenance().source()),
+                   t.provenance().from_cache() && t.provenance().source() != v1::SOURCE_CACHED
+                       ? " (cache)"
+                       : ""));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
 }

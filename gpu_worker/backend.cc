@@ -18,9 +18,8 @@ absl::StatusOr<TimingParams> ParamsFromProto(const v1::TimingOptions& o) {
   }
   if (o.autotune_top_k() > 0) p.top_k = o.autotune_top_k();
   if (!(o.target_relative_spread() >= 0 && o.target_relative_spread() <= 1)) {
-    return absl::InvalidArgumentError(absl::StrCat("options.target_relative_spread: ",
-                                                   o.target_relative_spread(),
-                                                   " is outside [0, 1]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.target_relative_spread: ", o.target_relative_spread(), " is outside [0, 1]"));
   }
   if (o.target_relative_spread() > 0) p.target_spread = o.target_relative_spread();
   if (!(o.max_seconds_per_gemm() >= 0 && o.max_seconds_per_gemm() <= 600)) {
@@ -53,14 +52,14 @@ class AnalyticBackend final : public TimingBackend {
 
   absl::StatusOr<v1::GemmTiming> Time(const GemmKey& key, const TimingParams& params) override {
     if (!gpu_->Supports(key.dtype)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          gpu_->name, " has no tensor-core support for ", DTypeName(key.dtype)));
+      return absl::FailedPreconditionError(
+          absl::StrCat(gpu_->name, " has no tensor-core support for ", DTypeName(key.dtype)));
     }
     // The same memory check the cuBLASLt backend makes, against the emulated GPU's memory.
     if (OperandBytes(key) > gpu_->memory_bytes) {
       return absl::ResourceExhaustedError(
-          absl::StrCat(GemmKeyString(key), " needs ", OperandBytes(key) >> 20, " MiB; ",
-                       gpu_->name, " has ", gpu_->memory_bytes >> 20, " MiB"));
+          absl::StrCat(GemmKeyString(key), " needs ", OperandBytes(key) >> 20, " MiB; ", gpu_->name,
+                       " has ", gpu_->memory_bytes >> 20, " MiB"));
     }
     const GemmPrediction p = PredictGemm(*gpu_, key);
     v1::GemmTiming t = TimingOf(key);

@@ -26,8 +26,7 @@ absl::StatusOr<std::vector<BenchGemm>> ParseGemmCsv(absl::string_view text, DTyp
     std::vector<absl::string_view> f = absl::StrSplit(line, ',');
     for (auto& x : f) x = absl::StripAsciiWhitespace(x);
     auto bad = [&](absl::string_view why) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", line_no, " (\"", line, "\"): ", why));
+      return absl::InvalidArgumentError(absl::StrCat("line ", line_no, " (\"", line, "\"): ", why));
     };
     if (f.size() < 3 || f.size() > 5) return bad("want m,n,k[,batch[,layout]]");
     BenchGemm g;
@@ -59,10 +58,9 @@ absl::StatusOr<std::vector<BenchGemm>> ModelGemms(const std::string& path) {
   for (const Gemm& g : BuildGemms(*spec)) {
     if (g.fused_attention) continue;
     const GemmKey k = g.key();
-    auto [it, fresh] = index.try_emplace(
-        {k.shape.m, k.shape.n, k.shape.k, k.shape.batch, static_cast<int>(k.layout),
-         static_cast<int>(k.dtype)},
-        out.size());
+    auto [it, fresh] = index.try_emplace({k.shape.m, k.shape.n, k.shape.k, k.shape.batch,
+                                          static_cast<int>(k.layout), static_cast<int>(k.dtype)},
+                                         out.size());
     if (fresh) out.push_back({k, {}});
     out[it->second].used_by.push_back(absl::StrCat(g.name, " ", PassName(g.pass)));
   }
@@ -112,10 +110,10 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
                       {"message", std::string(t.status().message())}};
     }
     if (progress) {
-      *progress << absl::StrFormat("[%zu/%zu] %s: %s\n", i + 1, gemms.size(), GemmKeyString(key),
-                                   t.ok() ? absl::StrFormat("%.2f us, %.1f TFLOP/s",
-                                                            t->time_s() * 1e6, t->tflops())
-                                          : t.status().ToString());
+      *progress << absl::StrFormat(
+          "[%zu/%zu] %s: %s\n", i + 1, gemms.size(), GemmKeyString(key),
+          t.ok() ? absl::StrFormat("%.2f us, %.1f TFLOP/s", t->time_s() * 1e6, t->tflops())
+                 : t.status().ToString());
     }
     rows.push_back(std::move(row));
     if (backend.Broken()) break;
@@ -128,30 +126,24 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
 std::string BenchTable(const nlohmann::json& doc) {
   std::string out = absl::StrFormat(
       "device: %s (%s)\nmethod: %s\n%8s %8s %8s %6s %3s %-8s %12s %9s %8s %7s %12s\n",
-      doc["device"].value("name", ""), doc["device"].value("backend", ""),
-      doc.value("method", ""), "m", "n", "k", "batch", "lay", "dtype", "median_us", "TFLOP/s",
-      "spread%", "samples", "algo");
+      doc["device"].value("name", ""), doc["device"].value("backend", ""), doc.value("method", ""),
+      "m", "n", "k", "batch", "lay", "dtype", "median_us", "TFLOP/s", "spread%", "samples", "algo");
   for (const auto& r : doc["gemms"]) {
     out += absl::StrFormat("%8d %8d %8d %6d %3s %-8s ", r["m"].get<int64_t>(),
-                           r["n"].get<int64_t>(), r["k"].get<int64_t>(),
-                           r["batch"].get<int64_t>(), r["layout"].get<std::string>(),
-                           r["dtype"].get<std::string>());
+                           r["n"].get<int64_t>(), r["k"].get<int64_t>(), r["batch"].get<int64_t>(),
+                           r["layout"].get<std::string>(), r["dtype"].get<std::string>());
     if (r.contains("error")) {
       out += absl::StrCat("error: ", r["error"]["message"].get<std::string>(), "\n");
       continue;
     }
     const nlohmann::json stats = r.value("stats", nlohmann::json::object());
-    out += absl::StrFormat("%12.2f %9.1f %8.2f %7d %12s\n", r["time_s"].get<double>() * 1e6,
-                           r["tflops"].get<double>(),
-                           stats.value("relative_spread", 0.0) * 100,
-                           stats.value("samples", 0),
-                           stats.contains("algorithm_id")
-                               ? (stats["algorithm_id"].is_string()
-                                      ? stats["algorithm_id"].get<std::string>()
-                                      : stats["algorithm_id"].dump())
-                               : std::string(r.value("source", "") == "SOURCE_PREDICTED"
-                                                 ? "predicted"
-                                                 : "-"));
+    out += absl::StrFormat(
+        "%12.2f %9.1f %8.2f %7d %12s\n", r["time_s"].get<double>() * 1e6, r["tflops"].get<double>(),
+        stats.value("relative_spread", 0.0) * 100, stats.value("samples", 0),
+        stats.contains("algorithm_id")
+            ? (stats["algorithm_id"].is_string() ? stats["algorithm_id"].get<std::string>()
+                                                 : stats["algorithm_id"].dump())
+            : std::string(r.value("source", "") == "SOURCE_PREDICTED" ? "predicted" : "-"));
   }
   out += absl::StrFormat("wall time: %.2f s\n", doc.value("wall_s", 0.0));
   return out;

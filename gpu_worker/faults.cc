@@ -61,10 +61,10 @@ class FaultyBackend final : public TimingBackend {
   bool Broken() const override { return broken_ || inner_->Broken(); }
 
   absl::StatusOr<v1::GemmTiming> Time(const GemmKey& key, const TimingParams& params) override {
-    const bool applies = seen_++ >= plan_.after &&
-                         (!plan_.shape || (plan_.shape->m == key.shape.m &&
-                                           plan_.shape->n == key.shape.n &&
-                                           plan_.shape->k == key.shape.k));
+    const bool applies =
+        seen_++ >= plan_.after &&
+        (!plan_.shape || (plan_.shape->m == key.shape.m && plan_.shape->n == key.shape.n &&
+                          plan_.shape->k == key.shape.k));
     if (applies) {
       switch (plan_.kind) {
         case FaultPlan::Kind::kNone:
@@ -81,8 +81,9 @@ class FaultyBackend final : public TimingBackend {
               "--fault=sticky); the CUDA context is unusable");
         case FaultPlan::Kind::kOom:
           return absl::ResourceExhaustedError(
-              absl::StrCat(GemmKeyString(key), " does not fit in free device memory (injected by "
-                                               "--fault=oom)"));
+              absl::StrCat(GemmKeyString(key),
+                           " does not fit in free device memory (injected by "
+                           "--fault=oom)"));
         case FaultPlan::Kind::kSlow:
           absl::SleepFor(absl::Milliseconds(plan_.slow_ms));
           break;

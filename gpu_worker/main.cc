@@ -17,12 +17,12 @@
 #include "absl/flags/usage_config.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
-#include "grpcpp/grpcpp.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "gpu_worker/bench.h"
 #include "gpu_worker/faults.h"
 #include "gpu_worker/worker_service.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
 #include "server/log.h"
 #include "server/spec_io.h"
 
@@ -39,15 +39,15 @@ ABSL_FLAG(std::string, request_log, "",
           "Append one JSON line per GEMM the device is asked to time (audit; tests count it)");
 ABSL_FLAG(std::string, gemms, "", "bench: CSV of GEMMs, one per line: m,n,k[,batch[,layout]]");
 ABSL_FLAG(std::string, model, "", "bench: a model spec (wavecrest JSON or HF config.json)");
-ABSL_FLAG(std::string, dtype, "bf16", "bench: operand type for --gemms: bf16 fp16 tf32 fp32 fp8_e4m3");
+ABSL_FLAG(std::string, dtype, "bf16",
+          "bench: operand type for --gemms: bf16 fp16 tf32 fp32 fp8_e4m3");
 ABSL_FLAG(std::string, json, "", "bench: write the results here as JSON ('-' = stdout)");
 ABSL_FLAG(bool, autotune, false, "bench: also time the heuristic's top-k algorithms");
 ABSL_FLAG(int, top_k, 8, "bench: k for --autotune");
 ABSL_FLAG(bool, warm_l2, false, "bench: time with warm L2 (default: cold, inputs rotated)");
 ABSL_FLAG(double, target_spread, 0.01, "bench: stop sampling below this relative spread");
 ABSL_FLAG(double, max_seconds, 2.0, "bench: sampling budget per GEMM, seconds");
-ABSL_FLAG(std::string, fault, "",
-          "TESTING ONLY: inject a fault: crash, hang, sticky, oom or slow");
+ABSL_FLAG(std::string, fault, "", "TESTING ONLY: inject a fault: crash, hang, sticky, oom or slow");
 ABSL_FLAG(std::string, fault_shape, "", "TESTING ONLY: inject only on GEMMs of this MxNxK");
 ABSL_FLAG(int64_t, fault_after, 0, "TESTING ONLY: inject only after this many GEMMs");
 ABSL_FLAG(int, fault_slow_ms, 500, "TESTING ONLY: --fault=slow adds this many ms per GEMM");

@@ -16,14 +16,13 @@ absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::st
   const v1::GemmShape& s = g.shape();
   auto dim = [&](const char* name, int64_t v, int64_t lo) -> absl::Status {
     if (v < lo || v > kMaxWorkerDim) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".shape.", name, ": ", v,
-                                                     " is outside [", lo, ", ", kMaxWorkerDim,
-                                                     "]"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".shape.", name, ": ", v, " is outside [", lo, ", ", kMaxWorkerDim, "]"));
     }
     return absl::OkStatus();
   };
-  for (absl::Status st : {dim("m", s.m(), 1), dim("n", s.n(), 1), dim("k", s.k(), 1),
-                          dim("batch", s.batch(), 0)}) {
+  for (absl::Status st :
+       {dim("m", s.m(), 1), dim("n", s.n(), 1), dim("k", s.k(), 1), dim("batch", s.batch(), 0)}) {
     if (!st.ok()) return st;
   }
   key.shape = {s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)};
@@ -86,9 +85,9 @@ grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
                                       const v1::GemmWorkerTimeGemmsRequest* request,
                                       grpc::ServerWriter<v1::GemmWorkerTimeGemmsResponse>* writer) {
   if (request->gemms_size() == 0 || request->gemms_size() > kMaxWorkerGemms) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("gemms: ", request->gemms_size(), " GEMMs; give 1 to ",
-                                     kMaxWorkerGemms));
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("gemms: ", request->gemms_size(), " GEMMs; give 1 to ", kMaxWorkerGemms));
   }
   absl::StatusOr<TimingParams> params = ParamsFromProto(request->options());
   if (!params.ok()) return ToGrpcStatus(params.status());

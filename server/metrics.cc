@@ -67,8 +67,8 @@ Metrics::Metrics()
                        .Name("wavecrest_worker_wait_seconds")
                        .Help("Time a measurement waited for a free worker of its kind")
                        .Register(*registry_)
-                       .Add({}, prometheus::Histogram::BucketBoundaries{
-                                    0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300})),
+                       .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.01, 0.1, 0.5, 1, 5,
+                                                                        10, 30, 60, 300})),
       quarantined_(prometheus::BuildGauge()
                        .Name("wavecrest_quarantined_gemms")
                        .Help("GEMMs quarantined after crashing a worker twice")

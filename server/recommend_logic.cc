@@ -200,7 +200,8 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
       if (measured_keys > 0) {
         response.add_notes(absl::StrCat(
             "the first ", measured_group.size(), " rows were re-scored with measured GEMM times ",
-            "(", measured_keys, " of ", key_list.size(), " distinct GEMMs measured; the best by "
+            "(", measured_keys, " of ", key_list.size(),
+            " distinct GEMMs measured; the best by "
             "the analytic model, and the baseline); the rest are ranked by the analytic model"));
       } else {
         response.add_notes(absl::StrCat(

@@ -3,13 +3,12 @@
 #include <mutex>
 
 #include "absl/cleanup/cleanup.h"
-
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
-#include "server/log.h"
 #include "server/advisor_logic.h"
 #include "server/convert.h"
 #include "server/errors.h"
+#include "server/log.h"
 
 namespace wavecrest {
 
@@ -75,9 +74,10 @@ absl::StatusOr<TimingSummary> TimingService::Run(
   std::optional<v1::DeviceFingerprint> fp =
       may_measure && workers_ ? workers_->Fingerprint(task.kind) : std::nullopt;
   if (fp && fp->backend() == "analytic") {
-    summary.notes.push_back(absl::StrCat(
-        "the ", task.kind, " worker emulates the GPU with the analytic model (no GPU): its "
-        "results are PREDICTED"));
+    summary.notes.push_back(
+        absl::StrCat("the ", task.kind,
+                     " worker emulates the GPU with the analytic model (no GPU): its "
+                     "results are PREDICTED"));
   }
   // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements
   // of the kind are looked up.
@@ -247,8 +247,8 @@ absl::StatusOr<TimingSummary> TimingService::Run(
     if (absl::Status stop = stop_status(); !stop.ok()) return stop;
     if (task.mode == v1::MODE_MEASURED) {
       if (!key_errors[i].ok()) {
-        return absl::Status(key_errors[i].code(), absl::StrCat(GemmKeyString(task.gemms[i]),
-                                                               ": ", key_errors[i].message()));
+        return absl::Status(key_errors[i].code(), absl::StrCat(GemmKeyString(task.gemms[i]), ": ",
+                                                               key_errors[i].message()));
       }
       return absl::UnavailableError(
           absl::StrCat(GemmKeyString(task.gemms[i]), " could not be measured"));

@@ -62,7 +62,6 @@ class ResultStore {
   virtual void Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
 };
 
-
 struct TimingTask {
   std::string kind;              // catalog name
   const GpuSpec* gpu = nullptr;  // for predictions
@@ -74,10 +73,10 @@ struct TimingTask {
 };
 
 struct TimingSummary {
-  int64_t measured = 0;   // by source: a GPU measured it
+  int64_t measured = 0;  // by source: a GPU measured it
   int64_t cached = 0;
-  int64_t predicted = 0;  // the analytic model, here or in an emulating worker
-  int64_t shared = 0;     // of all these, taken from an identical request measuring them
+  int64_t predicted = 0;           // the analytic model, here or in an emulating worker
+  int64_t shared = 0;              // of all these, taken from an identical request measuring them
   std::vector<std::string> notes;  // e.g. why measurement was not possible
 };
 

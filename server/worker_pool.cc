@@ -246,15 +246,14 @@ void WorkerPool::Tick() {
         if (waitpid(w.pid, &status, WNOHANG) == w.pid) {
           std::string reason = w.kill_reason;
           if (reason.empty()) {
-            reason = WIFEXITED(status) && WEXITSTATUS(status) == kExitSticky ? "sticky_error"
-                                                                              : "exit";
+            reason =
+                WIFEXITED(status) && WEXITSTATUS(status) == kExitSticky ? "sticky_error" : "exit";
           }
           LogWarning("worker exited",
                      {{"worker", w.id},
                       {"pid", std::to_string(w.pid)},
-                      {"status", WIFEXITED(status)
-                                     ? absl::StrCat("exit code ", WEXITSTATUS(status))
-                                     : absl::StrCat("signal ", WTERMSIG(status))}});
+                      {"status", WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                                                   : absl::StrCat("signal ", WTERMSIG(status))}});
           w.pid = 0;
           MarkDown(w, reason);
         }
@@ -335,8 +334,7 @@ void WorkerPool::Tick() {
         grpc::health::v1::HealthCheckRequest req;
         grpc::health::v1::HealthCheckResponse resp;
         const grpc::Status st = health->Check(&ctx, req, &resp);
-        const bool ok =
-            st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+        const bool ok = st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
         std::lock_guard<std::mutex> lock(mu_);
         if (w.state != State::kUp) break;
         if (ok) {
@@ -412,9 +410,8 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   }
   for (size_t j : quarantined) {
     on_result(j, absl::FailedPreconditionError(absl::StrCat(
-                     GemmKeyString(keys[j]), " is quarantined: it stopped a ", kind,
-                     " worker ", options_.quarantine_after,
-                     " times, so it is no longer sent to workers")));
+                     GemmKeyString(keys[j]), " is quarantined: it stopped a ", kind, " worker ",
+                     options_.quarantine_after, " times, so it is no longer sent to workers")));
   }
   if (todo.empty()) return absl::OkStatus();
 
@@ -437,9 +434,8 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
       }
       if (w) break;
       if (!any_up) {
-        return WithRetryDelay(
-            absl::UnavailableError(absl::StrCat("no ", kind, " worker is up")), absl::Seconds(2),
-            "NO_WORKER");
+        return WithRetryDelay(absl::UnavailableError(absl::StrCat("no ", kind, " worker is up")),
+                              absl::Seconds(2), "NO_WORKER");
       }
       if (cancelled()) return absl::CancelledError("the call was cancelled");
       if (absl::Now() > options.deadline) {
@@ -467,7 +463,8 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   request.mutable_options()->set_warm_l2(options.warm_l2);
 
   grpc::ClientContext ctx;
-  if (options.deadline < absl::InfiniteFuture()) ctx.set_deadline(absl::ToChronoTime(options.deadline));
+  if (options.deadline < absl::InfiniteFuture())
+    ctx.set_deadline(absl::ToChronoTime(options.deadline));
   {
     std::lock_guard<std::mutex> lock(mu_);
     w->call = &ctx;
@@ -487,7 +484,8 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
       // A GEMM stays "in flight" until its result, or an error other than INTERNAL: a sticky
       // error (INTERNAL) ends the worker, and the GEMM is charged with that.
       if (event.has_timing() ||
-          (event.has_error() && event.error().code() != static_cast<int>(absl::StatusCode::kInternal))) {
+          (event.has_error() &&
+           event.error().code() != static_cast<int>(absl::StatusCode::kInternal))) {
         w->in_flight.reset();
       } else {
         w->in_flight = keys[j];
@@ -525,11 +523,11 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   if (died) {
     if (in_flight) ChargeCrash(k, *in_flight, reason);
     return WithRetryDelay(
-        absl::UnavailableError(absl::StrCat(
-            "worker ", id, " stopped (", reason, ")",
-            in_flight ? absl::StrCat(" while timing ", GemmKeyString(*in_flight)) : "",
-            last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
-            "; it is being restarted")),
+        absl::UnavailableError(
+            absl::StrCat("worker ", id, " stopped (", reason, ")",
+                         in_flight ? absl::StrCat(" while timing ", GemmKeyString(*in_flight)) : "",
+                         last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
+                         "; it is being restarted")),
         absl::Seconds(1), "WORKER_RESTARTING");
   }
   return absl::UnavailableError(

@@ -80,9 +80,9 @@ absl::StatusOr<std::string> FindWorkerBinary(const std::string& flag) {
     if (access(p.c_str(), X_OK) == 0) return p.string();
     tried.push_back(p.string());
   }
-  return absl::FailedPreconditionError(
-      absl::StrCat("wavecrest-worker not found (looked at ", absl::StrJoin(tried, ", "),
-                   "); build it or pass --worker_binary"));
+  return absl::FailedPreconditionError(absl::StrCat("wavecrest-worker not found (looked at ",
+                                                    absl::StrJoin(tried, ", "),
+                                                    "); build it or pass --worker_binary"));
 }
 
 // The GPUs `binary devices` sees (0 without CUDA, driver or GPU; the reason in `why`).
@@ -139,17 +139,17 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     if (!binary.ok()) return binary.status();
     if (!options.worker_backend.empty() && options.worker_backend != "analytic" &&
         options.worker_backend != "cublaslt") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--worker_backend: \"", options.worker_backend, "\" is not 'analytic' or 'cublaslt'"));
+      return absl::InvalidArgumentError(absl::StrCat("--worker_backend: \"", options.worker_backend,
+                                                     "\" is not 'analytic' or 'cublaslt'"));
     }
     std::string why;
     const int gpus = options.worker_backend == "analytic" ? 0 : CountGpus(*binary, &why);
     std::string backend = options.worker_backend;
     if (backend.empty()) backend = gpus > 0 ? "cublaslt" : "analytic";
     if (backend == "cublaslt" && gpus == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--worker_backend=cublaslt, but wavecrest-worker sees no GPU (", why,
-          "); use --worker_backend=analytic (or leave it empty) to emulate one"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("--worker_backend=cublaslt, but wavecrest-worker sees no GPU (", why,
+                       "); use --worker_backend=analytic (or leave it empty) to emulate one"));
     }
     if (backend == "analytic") {
       if (absl::StatusOr<const GpuSpec*> g = FindGpu(options.emulate); !g.ok()) {
@@ -179,13 +179,12 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
       local.socket_path = absl::StrCat(dir, "/w", i, ".sock");
       pool.local.push_back(std::move(local));
     }
-    LogInfo("starting local workers",
-            {{"count", std::to_string(count)},
-             {"backend", backend},
-             {"gpus", std::to_string(gpus)},
-             {"emulate", backend == "analytic" ? options.emulate : ""},
-             {"binary", *binary},
-             {"socket_dir", dir}});
+    LogInfo("starting local workers", {{"count", std::to_string(count)},
+                                       {"backend", backend},
+                                       {"gpus", std::to_string(gpus)},
+                                       {"emulate", backend == "analytic" ? options.emulate : ""},
+                                       {"binary", *binary},
+                                       {"socket_dir", dir}});
   }
   auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics);
   workers->Start();

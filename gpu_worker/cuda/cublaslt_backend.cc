@@ -35,7 +35,7 @@ namespace {
 
 using cuda::Elem;
 
-constexpr size_t kWorkspaceBytes = size_t{64} << 20;  // cuBLASLt recommends >= 32 MiB on Hopper
+constexpr size_t kWorkspaceBytes = size_t{64} << 20;   // cuBLASLt recommends >= 32 MiB on Hopper
 constexpr int64_t kMemoryMargin = int64_t{512} << 20;  // left free for the context and kernels
 constexpr double kSampleTargetS = 1e-3;                // one graph replay lasts about this long
 constexpr int kMaxLaunchesPerSample = 1000;
@@ -75,20 +75,20 @@ struct TypeInfo {
 TypeInfo Types(DType d) {
   switch (d) {
     case DType::kBf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, Elem::kBf16, Elem::kBf16, CUBLAS_COMPUTE_32F, 2, 2,
-              1.0 / 128, 1e-3};
+      return {CUDA_R_16BF, CUDA_R_16BF, Elem::kBf16, Elem::kBf16, CUBLAS_COMPUTE_32F,
+              2,           2,           1.0 / 128,   1e-3};
     case DType::kFp16:
-      return {CUDA_R_16F, CUDA_R_16F, Elem::kFp16, Elem::kFp16, CUBLAS_COMPUTE_32F, 2, 2,
-              1.0 / 512, 1e-3};
+      return {CUDA_R_16F, CUDA_R_16F, Elem::kFp16, Elem::kFp16, CUBLAS_COMPUTE_32F,
+              2,          2,          1.0 / 512,   1e-3};
     case DType::kTf32:
       return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F_FAST_TF32,
-              4, 4, 1e-5, 4e-3};
+              4,          4,          1e-5,        4e-3};
     case DType::kFp32:
-      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F, 4, 4, 1e-5,
-              1e-4};
+      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F,
+              4,          4,          1e-5,        1e-4};
     case DType::kFp8E4M3:
       return {CUDA_R_8F_E4M3, CUDA_R_16BF, Elem::kFp8E4M3, Elem::kBf16, CUBLAS_COMPUTE_32F, 1, 2,
-              1.0 / 128, 1e-3};
+              1.0 / 128,      1e-3};
   }
   return Types(DType::kBf16);
 }
@@ -131,10 +131,11 @@ class CublasLtBackend final : public TimingBackend {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "--backend=cublaslt needs a CUDA GPU, and this machine has none usable (",
-          e != cudaSuccess ? cudaGetErrorString(e) : "no devices", "). Use --backend=analytic "
-                                                                   "--emulate=GPU to run without one"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("--backend=cublaslt needs a CUDA GPU, and this machine has none usable (",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "no devices",
+                       "). Use --backend=analytic "
+                       "--emulate=GPU to run without one"));
     }
     if (device < 0 || device >= count) {
       return absl::FailedPreconditionError(
@@ -186,10 +187,9 @@ class CublasLtBackend final : public TimingBackend {
           absl::StrCat(what, ": out of device memory (", cudaGetErrorString(e), ")"));
     }
     if (IsSticky(e)) broken_ = true;
-    return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorName(e), ": ",
-                                            cudaGetErrorString(e),
-                                            broken_ ? " (sticky: the CUDA context is unusable)"
-                                                    : ""));
+    return absl::InternalError(
+        absl::StrCat(what, ": ", cudaGetErrorName(e), ": ", cudaGetErrorString(e),
+                     broken_ ? " (sticky: the CUDA context is unusable)" : ""));
   }
 
   absl::Status Blas(cublasStatus_t s, absl::string_view what) {
@@ -200,8 +200,8 @@ class CublasLtBackend final : public TimingBackend {
       return absl::FailedPreconditionError(
           absl::StrCat(what, ": cuBLASLt does not support this GEMM on this device"));
     }
-    return absl::InternalError(absl::StrCat(what, ": ", cublasLtGetStatusName(s), ": ",
-                                            cublasLtGetStatusString(s)));
+    return absl::InternalError(
+        absl::StrCat(what, ": ", cublasLtGetStatusName(s), ": ", cublasLtGetStatusString(s)));
   }
 
   absl::Status Init() {
@@ -283,8 +283,8 @@ class CublasLtBackend final : public TimingBackend {
     o.n = key.shape.m;
     o.k = key.shape.k;
     o.batch = key.shape.batch;
-    const bool ta = key.layout == Layout::kTN;                       // op(A) = Aᵀ
-    const bool tb = key.layout == Layout::kNT;                       // op(B) = Bᵀ
+    const bool ta = key.layout == Layout::kTN;  // op(A) = Aᵀ
+    const bool tb = key.layout == Layout::kNT;  // op(B) = Bᵀ
     o.op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     o.op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     o.a_rows = ta ? o.k : o.m;
@@ -299,9 +299,9 @@ class CublasLtBackend final : public TimingBackend {
 
   absl::StatusOr<v1::GemmTiming> TimeLocked(const GemmKey& key, const TimingParams& params) {
     if (!Supports(key.dtype)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          fp_.name(), " (compute capability ", cc_ / 10, ".", cc_ % 10,
-          ") cannot run ", DTypeName(key.dtype), " GEMMs on tensor cores"));
+      return absl::FailedPreconditionError(
+          absl::StrCat(fp_.name(), " (compute capability ", cc_ / 10, ".", cc_ % 10,
+                       ") cannot run ", DTypeName(key.dtype), " GEMMs on tensor cores"));
     }
     if (key.dtype == DType::kFp8E4M3 && key.layout != Layout::kTN) {
       return absl::FailedPreconditionError(
@@ -321,9 +321,9 @@ class CublasLtBackend final : public TimingBackend {
     }
     const int64_t usable = static_cast<int64_t>(free) - kMemoryMargin;
     if (set_bytes > usable) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          GemmKeyString(key), " needs ", set_bytes >> 20, " MiB of device memory; ",
-          std::max<int64_t>(usable, 0) >> 20, " MiB are free on ", fp_.name()));
+      return absl::ResourceExhaustedError(
+          absl::StrCat(GemmKeyString(key), " needs ", set_bytes >> 20, " MiB of device memory; ",
+                       std::max<int64_t>(usable, 0) >> 20, " MiB are free on ", fp_.name()));
     }
     const int sets = InputSets(set_bytes, l2_bytes_, usable, params.warm_l2);
     const bool cold = !params.warm_l2 && sets * set_bytes >= 2 * l2_bytes_;
@@ -393,17 +393,16 @@ class CublasLtBackend final : public TimingBackend {
                                          sizeof(ws));
     std::vector<cublasLtMatmulHeuristicResult_t> heur(params.autotune ? params.top_k : 1);
     int returned = 0;
-    if (auto st = Blas(cublasLtMatmulAlgoGetHeuristic(handle_, op, la, lb, ld, ld, pref,
-                                                      static_cast<int>(heur.size()), heur.data(),
-                                                      &returned),
-                       "cublasLtMatmulAlgoGetHeuristic");
+    if (auto st = Blas(
+            cublasLtMatmulAlgoGetHeuristic(handle_, op, la, lb, ld, ld, pref,
+                                           static_cast<int>(heur.size()), heur.data(), &returned),
+            "cublasLtMatmulAlgoGetHeuristic");
         !st.ok()) {
       return st;
     }
     if (returned == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cuBLASLt's heuristic has no algorithm for ", GemmKeyString(key), " on ",
-                       fp_.name()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cuBLASLt's heuristic has no algorithm for ", GemmKeyString(key), " on ", fp_.name()));
     }
 
     const float alpha = 1.0f, beta = 0.0f;
@@ -430,9 +429,9 @@ class CublasLtBackend final : public TimingBackend {
       results.push_back(std::move(*r));
     }
     if (results.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "none of the ", returned, " algorithms cuBLASLt's heuristic offered for ",
-          GemmKeyString(key), " could run"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("none of the ", returned, " algorithms cuBLASLt's heuristic offered for ",
+                       GemmKeyString(key), " could run"));
     }
     const AlgoResult* best = &results[0];
     for (const AlgoResult& r : results) {
@@ -446,15 +445,15 @@ class CublasLtBackend final : public TimingBackend {
                "clock copy")
               .ok() &&
           Cuda(cudaStreamSynchronize(stream_), "clock sync").ok() && host[1] > 0) {
-        sm_mhz = static_cast<int>(std::lround(1000.0 * static_cast<double>(host[0]) /
-                                              static_cast<double>(host[1])));
+        sm_mhz = static_cast<int>(
+            std::lround(1000.0 * static_cast<double>(host[0]) / static_cast<double>(host[1])));
       }
     }
     if (broken_) return absl::InternalError("sticky CUDA error after timing");
 
     int algo_id = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&heur[best->index].algo, CUBLASLT_ALGO_CONFIG_ID,
-                                         &algo_id, sizeof(algo_id), nullptr);
+    cublasLtMatmulAlgoConfigGetAttribute(&heur[best->index].algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id,
+                                         sizeof(algo_id), nullptr);
     v1::GemmTiming t = TimingOf(key);
     const SampleStats stats = Summarize(best->samples);
     const double p10 = stats.p10, p90 = stats.p90, spread = stats.relative_spread;
@@ -572,19 +571,19 @@ class CublasLtBackend final : public TimingBackend {
     }
     if (auto st = Cuda(cudaStreamSynchronize(stream_), "check sync"); !st.ok()) return st;
     if (nonfinite > 0) {
-      return absl::InternalError(absl::StrCat(
-          "correctness check: ", nonfinite, " output elements are NaN or infinite after the "
-          "GEMM (unwritten or wrong): refusing to time it"));
+      return absl::InternalError(absl::StrCat("correctness check: ", nonfinite,
+                                              " output elements are NaN or infinite after the "
+                                              "GEMM (unwritten or wrong): refusing to time it"));
     }
     for (int s = 0; s < kCheckSamples; ++s) {
       const double ref = vals[s], abs_sum = vals[kCheckSamples + s],
                    got = vals[2 * kCheckSamples + s];
       const double tol = ty.out_rel * std::fabs(ref) + ty.acc_rel * abs_sum + 1e-6;
       if (!(std::fabs(got - ref) <= tol)) {
-        return absl::InternalError(absl::StrCat(
-            "correctness check: output (", host[s], ", ", host[kCheckSamples + s], ") of batch ",
-            host[2 * kCheckSamples + s], " is ", got, ", the reference ", ref, " (tolerance ",
-            tol, "): refusing to time it"));
+        return absl::InternalError(
+            absl::StrCat("correctness check: output (", host[s], ", ", host[kCheckSamples + s],
+                         ") of batch ", host[2 * kCheckSamples + s], " is ", got,
+                         ", the reference ", ref, " (tolerance ", tol, "): refusing to time it"));
       }
     }
     return absl::OkStatus();
@@ -631,8 +630,8 @@ class CublasLtBackend final : public TimingBackend {
       return st;
     }
     // Warm-up: at least one replay and about 50 ms of work, to settle clocks and caches.
-    const int warm = static_cast<int>(std::clamp<double>(
-        std::ceil(0.05 / (estimate * r.launches)), 1, 200));
+    const int warm =
+        static_cast<int>(std::clamp<double>(std::ceil(0.05 / (estimate * r.launches)), 1, 200));
     for (int i = 0; i < warm; ++i) {
       if (auto st = Cuda(cudaGraphLaunch(exec, stream_), "graph launch"); !st.ok()) return st;
     }

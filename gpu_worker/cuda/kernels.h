@@ -17,8 +17,8 @@ cudaError_t FillRandom(void* data, int64_t count, Elem elem, uint64_t seed, cuda
 // NaN in every element, so that an element the GEMM did not write is caught.
 cudaError_t FillNaN(void* data, int64_t count, Elem elem, cudaStream_t stream);
 // Elements that are NaN or infinite; `*out` is device memory.
-cudaError_t CountNonFinite(const void* data, int64_t count, Elem elem,
-                           unsigned long long* out, cudaStream_t stream);
+cudaError_t CountNonFinite(const void* data, int64_t count, Elem elem, unsigned long long* out,
+                           cudaStream_t stream);
 
 // The reference for `samples` elements of D = op(A)·op(B) in cuBLAS (column-major) terms. For
 // sample s, element (rows[s], cols[s]) of batch batches[s]; writes ref (fp32 accumulate of the

@@ -22,8 +22,8 @@
 namespace wavecrest {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::BinaryPath;
+using ::testing::HasSubstr;
 using testing::ServerUnderTest;
 using testing::Shell;
 using testing::TempDir;
@@ -187,9 +187,9 @@ TEST(WorkerTest, KillNineDuringARequestGivesRetryableErrorThenTheWorkerIsBack) {
   v1::WorkerDevice w = rig.Worker();
   EXPECT_NE(w.pid(), pid);
   EXPECT_EQ(w.last_restart_reason(), "exit");
-  EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total",
-                        {"reason=\"exit\"", "local-0"}),
-            1);
+  EXPECT_EQ(
+      MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total", {"reason=\"exit\"", "local-0"}),
+      1);
   // The next request succeeds.
   TimeResult again = Time(rig.address(), Request(Shapes(2), v1::MODE_MEASURED));
   EXPECT_TRUE(again.status.ok()) << again.status;
@@ -410,8 +410,8 @@ TEST(WorkerTest, DeadlineStopsTheWorkerBetweenGemmsWithoutARestart) {
   Rig rig({"--fault=slow", "--fault_slow_ms=300"});
   ASSERT_TRUE(rig.Ready()) << rig.server().Log();
   AdvisorClient c(rig.address(), absl::Seconds(1));
-  absl::Status st = c.TimeGemms(Request(Shapes(10), v1::MODE_MEASURED),
-                                [](const v1::TimeGemmsResponse&) {});
+  absl::Status st =
+      c.TimeGemms(Request(Shapes(10), v1::MODE_MEASURED), [](const v1::TimeGemmsResponse&) {});
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
   absl::SleepFor(absl::Seconds(1));
   const size_t asked = rig.RequestLog().size();
@@ -476,8 +476,9 @@ TEST(WorkerStartTest, BadWorkerFlagsFailAtStartWithTheFieldNamed) {
   auto [code, out] = Shell(server + " --listen=127.0.0.1:0 --metrics_listen= --workers=lots");
   EXPECT_EQ(code, 1) << out;
   EXPECT_THAT(out, HasSubstr("--workers"));
-  auto [code2, out2] = Shell(server + " --listen=127.0.0.1:0 --metrics_listen= --workers=1 "
-                                      "--worker_backend=analytic --emulate=h900");
+  auto [code2, out2] = Shell(server +
+                             " --listen=127.0.0.1:0 --metrics_listen= --workers=1 "
+                             "--worker_backend=analytic --emulate=h900");
   EXPECT_EQ(code2, 1) << out2;
   EXPECT_THAT(out2, HasSubstr("--emulate"));
   EXPECT_THAT(out2, HasSubstr("h100-sxm"));  // the known names are listed
@@ -505,9 +506,10 @@ TEST(WorkerBenchTest, CsvToJsonWithoutAServer) {
   TempDir dir;
   std::ofstream(dir.File("shapes.csv")) << "m,n,k,batch,layout\n# a comment\n8192,8192,8192\n"
                                            "4096,1537,4096,1,NN\n2048,2048,128,64,NT\n";
-  auto [code, out] = Shell(BinaryPath("gpu_worker/wavecrest-worker") +
-                           " bench --backend=analytic --emulate=a100-sxm-80gb --gemms=" +
-                           dir.File("shapes.csv") + " --json=" + dir.File("out.json"));
+  auto [code, out] =
+      Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+            " bench --backend=analytic --emulate=a100-sxm-80gb --gemms=" + dir.File("shapes.csv") +
+            " --json=" + dir.File("out.json"));
   ASSERT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("predicted"));
   std::ifstream in(dir.File("out.json"));
@@ -528,10 +530,9 @@ TEST(WorkerBenchTest, CsvToJsonWithoutAServer) {
 
 TEST(WorkerBenchTest, ModelSpecGivesEachDistinctGemmWithItsUsers) {
   TempDir dir;
-  auto [code, out] =
-      Shell(BinaryPath("gpu_worker/wavecrest-worker") +
-            " bench --backend=analytic --model=" + testing::SourcePath("examples/models/llama-2-7b.json") +
-            " --json=" + dir.File("out.json"));
+  auto [code, out] = Shell(
+      BinaryPath("gpu_worker/wavecrest-worker") + " bench --backend=analytic --model=" +
+      testing::SourcePath("examples/models/llama-2-7b.json") + " --json=" + dir.File("out.json"));
   ASSERT_EQ(code, 0) << out;
   std::ifstream in(dir.File("out.json"));
   nlohmann::json j = nlohmann::json::parse(in);

@@ -15,10 +15,10 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ParseGemmCsv, ReadsShapesWithDefaultsAndSkipsHeaderAndComments) {
-  absl::StatusOr<std::vector<BenchGemm>> g =
-      ParseGemmCsv("m,n,k,batch,layout\n# comment\n\n8192, 8192, 8192\n4096,1537,4096,1,nn\n"
-                   "2048,2048,128,64,NT\n",
-                   DType::kFp16);
+  absl::StatusOr<std::vector<BenchGemm>> g = ParseGemmCsv(
+      "m,n,k,batch,layout\n# comment\n\n8192, 8192, 8192\n4096,1537,4096,1,nn\n"
+      "2048,2048,128,64,NT\n",
+      DType::kFp16);
   ASSERT_TRUE(g.ok()) << g.status();
   ASSERT_EQ(g->size(), 3u);
   EXPECT_EQ((*g)[0].key.shape, (GemmShape{8192, 8192, 8192, 1}));
@@ -30,10 +30,10 @@ TEST(ParseGemmCsv, ReadsShapesWithDefaultsAndSkipsHeaderAndComments) {
 }
 
 TEST(ParseGemmCsv, ErrorsNameTheLine) {
-  for (const char* bad : {"1,2\n", "1,2,3,4,5,6\n", "1,0,3\n", "1,x,3\n", "1,2,3,1,TT\n",
-                          "1,2,3000000000\n"}) {
-    absl::StatusOr<std::vector<BenchGemm>> g = ParseGemmCsv(absl::StrCat("m,n,k\n", bad),
-                                                            DType::kBf16);
+  for (const char* bad :
+       {"1,2\n", "1,2,3,4,5,6\n", "1,0,3\n", "1,x,3\n", "1,2,3,1,TT\n", "1,2,3000000000\n"}) {
+    absl::StatusOr<std::vector<BenchGemm>> g =
+        ParseGemmCsv(absl::StrCat("m,n,k\n", bad), DType::kBf16);
     EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_THAT(std::string(g.status().message()), HasSubstr("line 2")) << bad;
   }
@@ -130,13 +130,13 @@ TEST(AnalyticBackend, PredictsLabelsAndChecksDtypeAndMemory) {
   EXPECT_EQ((*b)->Time({{64, 64, 64, 1}, Layout::kTN, DType::kFp8E4M3}, {}).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // 3 × 2^34 elements of BF16 do not fit in 80 GB.
-  EXPECT_EQ(
-      (*b)->Time({{int64_t{1} << 17, int64_t{1} << 17, int64_t{1} << 17, 1}, Layout::kTN,
-                  DType::kBf16},
-                 {})
-          .status()
-          .code(),
-      absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ((*b)->Time({{int64_t{1} << 17, int64_t{1} << 17, int64_t{1} << 17, 1},
+                        Layout::kTN,
+                        DType::kBf16},
+                       {})
+                .status()
+                .code(),
+            absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(MakeAnalyticBackend("h900").status().code(), absl::StatusCode::kNotFound);
 }
 
