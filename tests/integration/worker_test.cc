@@ -406,6 +406,24 @@ TEST(WorkerTest, ConcurrentRequestsAreSpreadOverTheWorkersOfTheKind) {
   EXPECT_EQ(pids.size(), 2u) << "both workers of the kind took work";
 }
 
+TEST(WorkerTest, AWorkerThatCannotStartIsRetriedWithBackoffWhileAnswersArePredicted) {
+  Rig rig({"--fault=bogus"});  // the worker refuses its flags and exits 2, every time
+  ASSERT_TRUE(rig.server().WaitReady()) << rig.server().Log();
+  absl::SleepFor(absl::Seconds(3));
+  const int64_t restarts = rig.Worker().restarts();
+  EXPECT_GE(restarts, 1);
+  // Without backoff a worker that exits at once would be restarted dozens of times in 3 s.
+  EXPECT_LE(restarts, 8) << rig.server().Log();
+  EXPECT_FALSE(rig.Worker().up());
+  AdvisorClient c(rig.address());
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor/measure"), "NOT_SERVING");
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
+  TimeResult r = Time(rig.address(), Request(Shapes(2), v1::MODE_AUTO));
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("no h100-sxm worker is up"));
+  for (const auto& t : r.timings) EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
+}
+
 TEST(WorkerTest, DeadlineStopsTheWorkerBetweenGemmsWithoutARestart) {
   Rig rig({"--fault=slow", "--fault_slow_ms=300"});
   ASSERT_TRUE(rig.Ready()) << rig.server().Log();
