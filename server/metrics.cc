@@ -110,6 +110,13 @@ void Metrics::GemmTimed(absl::string_view dtype, absl::string_view provenance) {
       .Increment();
 }
 
+void Metrics::AddWorker(absl::string_view worker, const std::vector<std::string>& reasons) {
+  SetWorkerUp(worker, false);
+  for (const std::string& r : reasons) {
+    worker_restarts_.Add({{"worker", std::string(worker)}, {"reason", r}});
+  }
+}
+
 void Metrics::SetWorkerUp(absl::string_view worker, bool up) {
   worker_up_.Add({{"worker", std::string(worker)}}).Set(up ? 1 : 0);
 }

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "prometheus/counter.h"
@@ -27,6 +28,9 @@ class Metrics {
   void QueueWait(double seconds);
   void CacheLookup(bool hit);
   void GemmTimed(absl::string_view dtype, absl::string_view provenance);
+  // A worker the server knows of: up = 0, and a zero restart counter per reason in `reasons`, so
+  // that rate() and increase() have series from the start.
+  void AddWorker(absl::string_view worker, const std::vector<std::string>& reasons);
   void SetWorkerUp(absl::string_view worker, bool up);
   void WorkerRestart(absl::string_view worker, absl::string_view reason);
   void SetCacheEntries(int64_t entries);

@@ -58,7 +58,7 @@ WorkerPool::WorkerPool(WorkerPoolOptions options, Metrics* metrics)
     workers_.push_back(std::move(w));
   }
   for (auto& w : workers_) {
-    if (metrics_) metrics_->SetWorkerUp(w->id, false);
+    if (metrics_) metrics_->AddWorker(w->id, RestartReasons());
   }
 }
 

@@ -37,6 +37,13 @@
 
 namespace wavecrest {
 
+// Why a worker was restarted (the `reason` label of wavecrest_worker_restarts_total).
+inline const std::vector<std::string>& RestartReasons() {
+  static const std::vector<std::string> r = {"exit",      "sticky_error",  "hang",
+                                             "heartbeat", "start_timeout", "unreachable"};
+  return r;
+}
+
 struct WorkerPoolOptions {
   struct Local {
     std::vector<std::string> argv;  // without --listen (the pool adds it)

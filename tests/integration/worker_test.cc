@@ -4,9 +4,11 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -487,6 +489,57 @@ TEST(WorkerTest, RemoteWorkerIsUsedAndReconnectedAfterItComesBack) {
   ASSERT_TRUE(server.WaitHealth("wavecrest.v1.Advisor/measure", "SERVING")) << server.Log();
   TimeResult back = Time(server.address(), Request(Shapes(1), v1::MODE_MEASURED));
   EXPECT_TRUE(back.status.ok()) << back.status;
+}
+
+// deploy/: the Prometheus files pass promtool, and every metric the dashboard and the alerts use is
+// one a running server with a worker exports.
+TEST(DeployTest, DashboardAndAlertsUseOnlyMetricsTheServerExports) {
+  const std::string prom = testing::SourcePath("deploy/prometheus");
+  auto [ccode, cout] = Shell("promtool check config " + prom + "/prometheus.yml");
+  EXPECT_EQ(ccode, 0) << cout;
+  auto [rcode, rout] = Shell("promtool check rules " + prom + "/alerts.yml");
+  EXPECT_EQ(rcode, 0) << rout;
+
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  ASSERT_TRUE(Time(rig.address(), Request(Shapes(1), v1::MODE_AUTO)).status.ok());
+  const std::string metrics = rig.Metrics();
+  std::set<std::string> exported;
+  for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
+    if (!absl::StartsWith(line, "# TYPE ")) continue;
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ');
+    if (f.size() >= 3) exported.insert(std::string(f[2]));
+  }
+  ASSERT_FALSE(exported.empty()) << metrics;
+  for (const std::string file :
+       {"deploy/grafana/wavecrest-dashboard.json", "deploy/prometheus/alerts.yml"}) {
+    std::ifstream in(testing::SourcePath(file));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    int used = 0;
+    for (size_t at = text.find("wavecrest_"); at != std::string::npos;
+         at = text.find("wavecrest_", at + 1)) {
+      if (at > 0 &&
+          (std::isalnum(static_cast<unsigned char>(text[at - 1])) || text[at - 1] == '_')) {
+        continue;
+      }
+      size_t end = at;
+      while (end < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) {
+        ++end;
+      }
+      std::string name = text.substr(at, end - at);
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        if (absl::EndsWith(name, suffix) && !exported.contains(name)) {
+          name = name.substr(0, name.size() - std::strlen(suffix));
+        }
+      }
+      ++used;
+      EXPECT_TRUE(exported.contains(name)) << file << " uses " << name << ", not exported";
+    }
+    EXPECT_GT(used, 3) << file;
+  }
 }
 
 TEST(WorkerStartTest, BadWorkerFlagsFailAtStartWithTheFieldNamed) {
