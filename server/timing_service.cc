@@ -12,6 +12,27 @@
 
 namespace wavecrest {
 
+namespace {
+// A cached answer: a GPU measurement becomes CACHED; an emulating worker's stays PREDICTED.
+void MarkFromCache(v1::GemmTiming* t) {
+  v1::Provenance* p = t->mutable_provenance();
+  p->set_from_cache(true);
+  if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
+}
+}  // namespace
+
+void TimingService::Land(const std::string& key, Flight& flight, const v1::GemmTiming* result) {
+  {
+    std::lock_guard<std::mutex> lock(flight.mu);
+    if (flight.done) return;
+    flight.done = true;
+    if (result) flight.result = *result;
+  }
+  flight.cv.notify_all();
+  std::lock_guard<std::mutex> lock(flights_mu_);
+  flights_.erase(key);
+}
+
 std::string TimingService::FlightKey(const TimingTask& task, const GemmKey& key) {
   return absl::StrCat(task.kind, "|", task.autotune, task.warm_l2, "|", GemmKeyString(key));
 }
@@ -89,9 +110,7 @@ absl::StatusOr<TimingSummary> TimingService::Run(
           cache_->Lookup(task.kind, task.gemms[i], method, fp ? &*fp : nullptr);
       if (metrics_) metrics_->CacheLookup(hit.has_value());
       if (hit) {
-        v1::Provenance* p = hit->mutable_provenance();
-        p->set_from_cache(true);
-        if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
+        MarkFromCache(&*hit);
         ++summary.cached;
         deliver(i, std::move(*hit), "cache");
       }
@@ -134,19 +153,8 @@ absl::StatusOr<TimingSummary> TimingService::Run(
           std::optional<v1::GemmTiming> hit =
               cache_->Lookup(task.kind, task.gemms[mine[j]], method, &*fp);
           if (hit) {
-            v1::Provenance* p = hit->mutable_provenance();
-            p->set_from_cache(true);
-            if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
-            {
-              std::lock_guard<std::mutex> lock(my_flights[j]->mu);
-              my_flights[j]->done = true;
-              my_flights[j]->result = *hit;
-            }
-            my_flights[j]->cv.notify_all();
-            {
-              std::lock_guard<std::mutex> lock(flights_mu_);
-              flights_.erase(FlightKey(task, task.gemms[mine[j]]));
-            }
+            MarkFromCache(&*hit);
+            Land(FlightKey(task, task.gemms[mine[j]]), *my_flights[j], &*hit);
             ++summary.cached;
             deliver(mine[j], std::move(*hit), "cache");
           } else {
@@ -159,16 +167,7 @@ absl::StatusOr<TimingSummary> TimingService::Run(
       }
       // Every flight this request owns is finished, whatever happens below.
       auto finish = [&](size_t j, const v1::GemmTiming* t) {
-        Flight& f = *my_flights[j];
-        {
-          std::lock_guard<std::mutex> lock(f.mu);
-          if (f.done) return;
-          f.done = true;
-          if (t) f.result = *t;
-        }
-        f.cv.notify_all();
-        std::lock_guard<std::mutex> lock(flights_mu_);
-        flights_.erase(FlightKey(task, task.gemms[mine[j]]));
+        Land(FlightKey(task, task.gemms[mine[j]]), *my_flights[j], t);
       };
       absl::Cleanup finish_all = [&] {
         for (size_t j = 0; j < mine.size(); ++j) finish(j, nullptr);

@@ -114,6 +114,9 @@ class TimingService {
     std::optional<v1::GemmTiming> result;
   };
   static std::string FlightKey(const TimingTask& task, const GemmKey& key);
+  // Ends a flight (with its result, or none when it could not be measured): waiters wake, and the
+  // next request for the GEMM goes to the cache.
+  void Land(const std::string& key, Flight& flight, const v1::GemmTiming* result);
 
   std::mutex flights_mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_;
