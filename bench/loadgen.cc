@@ -1,8 +1,9 @@
-// Load generator for wavecrest-server: N Analyze requests at concurrency C, each with a deadline.
-// Prints p50/p90/p99/max latency and error counts by code.
+// Load generator for wavecrest-server: N Analyze requests at concurrency C, each with a deadline,
+// optionally beside R clients that stream Recommend (AUTO) calls for the same model.
+// Prints p50/p90/p99/max latency and error counts by code, per RPC.
 //
 //   loadgen --server 127.0.0.1:50051 --requests 20000 --concurrency 32 --deadline_ms 1000
-//     --model examples/models/llama-2-7b.json --gpu h100-sxm
+//     --model examples/models/llama-2-7b.json --gpu h100-sxm [--recommend_clients 32]
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -28,6 +29,50 @@ ABSL_FLAG(int, deadline_ms, 1000, "Deadline of each request");
 ABSL_FLAG(std::string, model, "examples/models/llama-2-7b.json", "Model spec to analyze");
 ABSL_FLAG(std::string, gpu, "h100-sxm", "GPU to analyze for");
 ABSL_FLAG(int, warmup, 200, "Requests sent first and not counted");
+ABSL_FLAG(int, recommend_clients, 0,
+          "Clients that send Recommend (mode AUTO) streams, one after another, while the Analyze "
+          "requests run");
+ABSL_FLAG(int, recommend_deadline_ms, 5000, "Deadline of each Recommend call");
+
+namespace {
+
+// Latencies and status codes of one RPC kind, merged from the client threads.
+struct Tally {
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  std::map<int, int> codes;
+
+  void Merge(const std::vector<double>& ms, const std::map<int, int>& c) {
+    std::lock_guard<std::mutex> lock(mu);
+    latencies_ms.insert(latencies_ms.end(), ms.begin(), ms.end());
+    for (auto [k, v] : c) codes[k] += v;
+  }
+
+  // Prints one block and returns the number of calls that did not end OK.
+  int Print(const char* what) {
+    std::sort(latencies_ms.begin(), latencies_ms.end());
+    if (latencies_ms.empty()) return 0;
+    auto pct = [&](double p) {
+      return latencies_ms[std::min(
+          latencies_ms.size() - 1,
+          static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
+    };
+    std::printf("%-10s latency ms  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f  (%zu calls)\n", what,
+                pct(0.50), pct(0.90), pct(0.99), latencies_ms.back(), latencies_ms.size());
+    int errors = 0;
+    for (auto [k, v] : codes) {
+      if (k != 0) errors += v;
+    }
+    std::printf("%-10s errors      %d", what, errors);
+    for (auto [k, v] : codes) {
+      if (k != 0) std::printf("  code %d: %d", k, v);
+    }
+    std::printf("\n");
+    return errors;
+  }
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
@@ -39,10 +84,16 @@ int main(int argc, char** argv) {
   wavecrest::v1::AnalyzeRequest request;
   *request.mutable_model() = *spec;
   request.set_gpu(absl::GetFlag(FLAGS_gpu));
+  wavecrest::v1::RecommendRequest recommend;
+  *recommend.mutable_model() = *spec;
+  recommend.set_gpu(absl::GetFlag(FLAGS_gpu));
+  recommend.set_mode(wavecrest::v1::MODE_AUTO);
 
   const int n = absl::GetFlag(FLAGS_requests);
   const int c = std::max(1, absl::GetFlag(FLAGS_concurrency));
   const auto deadline = std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  const auto recommend_deadline =
+      std::chrono::milliseconds(absl::GetFlag(FLAGS_recommend_deadline_ms));
   std::vector<std::unique_ptr<wavecrest::v1::Advisor::Stub>> stubs;
   for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_channels)); ++i) {
     grpc::ChannelArguments args;
@@ -58,15 +109,25 @@ int main(int argc, char** argv) {
     *code = stubs[i % stubs.size()]->Analyze(&ctx, request, &response).error_code();
     return absl::ToDoubleMilliseconds(absl::Now() - t0);
   };
+  auto call_recommend = [&](int i, grpc::StatusCode* code) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + recommend_deadline);
+    const absl::Time t0 = absl::Now();
+    auto reader = stubs[i % stubs.size()]->Recommend(&ctx, recommend);
+    wavecrest::v1::RecommendResponse msg;
+    while (reader->Read(&msg)) {
+    }
+    *code = reader->Finish().error_code();
+    return absl::ToDoubleMilliseconds(absl::Now() - t0);
+  };
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
     grpc::StatusCode code;
     call(i, &code);
   }
 
   std::atomic<int> next{0};
-  std::mutex mu;
-  std::vector<double> latencies_ms;
-  std::map<int, int> codes;
+  std::atomic<bool> analyze_done{false};
+  Tally analyze, recommends;
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int t = 0; t < c; ++t) {
@@ -78,33 +139,34 @@ int main(int argc, char** argv) {
         mine.push_back(call(t, &code));
         ++my_codes[static_cast<int>(code)];
       }
-      std::lock_guard<std::mutex> lock(mu);
-      latencies_ms.insert(latencies_ms.end(), mine.begin(), mine.end());
-      for (auto [k, v] : my_codes) codes[k] += v;
+      analyze.Merge(mine, my_codes);
+    });
+  }
+  std::vector<std::thread> recommenders;
+  for (int t = 0; t < absl::GetFlag(FLAGS_recommend_clients); ++t) {
+    recommenders.emplace_back([&, t] {
+      std::vector<double> mine;
+      std::map<int, int> my_codes;
+      while (!analyze_done.load()) {
+        grpc::StatusCode code;
+        mine.push_back(call_recommend(t, &code));
+        ++my_codes[static_cast<int>(code)];
+      }
+      recommends.Merge(mine, my_codes);
     });
   }
   for (auto& th : threads) th.join();
   const double wall_s = absl::ToDoubleSeconds(absl::Now() - start);
-  std::sort(latencies_ms.begin(), latencies_ms.end());
-  auto pct = [&](double p) {
-    return latencies_ms[std::min(
-        latencies_ms.size() - 1,
-        static_cast<size_t>(p * static_cast<double>(latencies_ms.size())))];
-  };
-  int errors = 0;
-  for (auto [k, v] : codes) {
-    if (k != 0) errors += v;
-  }
-  std::printf("Analyze %s on %s: %d requests, concurrency %d, %d channels, deadline %d ms\n",
+  analyze_done.store(true);
+  for (auto& th : recommenders) th.join();
+  std::printf("Analyze %s on %s: %d requests, concurrency %d, %d channels, deadline %d ms",
               absl::GetFlag(FLAGS_model).c_str(), absl::GetFlag(FLAGS_gpu).c_str(), n, c,
               static_cast<int>(stubs.size()), absl::GetFlag(FLAGS_deadline_ms));
-  std::printf("throughput  %.0f requests/s over %.2f s\n", n / wall_s, wall_s);
-  std::printf("latency ms  p50 %.3f  p90 %.3f  p99 %.3f  max %.3f\n", pct(0.50), pct(0.90),
-              pct(0.99), latencies_ms.back());
-  std::printf("errors      %d", errors);
-  for (auto [k, v] : codes) {
-    if (k != 0) std::printf("  code %d: %d", k, v);
+  if (absl::GetFlag(FLAGS_recommend_clients) > 0) {
+    std::printf("; beside %d Recommend (AUTO) clients, deadline %d ms",
+                absl::GetFlag(FLAGS_recommend_clients), absl::GetFlag(FLAGS_recommend_deadline_ms));
   }
-  std::printf("\n");
+  std::printf("\nthroughput  %.0f Analyze requests/s over %.2f s\n", n / wall_s, wall_s);
+  const int errors = analyze.Print("Analyze") + recommends.Print("Recommend");
   return errors == 0 ? 0 : 1;
 }

@@ -241,15 +241,16 @@ grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
-  auto* reactor = new StreamReactor<v1::TimeGemmsResponse>(Track("TimeGemms"));
+  std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor =
+      StreamReactor<v1::TimeGemmsResponse>::Create(Track("TimeGemms"));
   if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
-    return reactor;
+    return reactor.get();
   }
   absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(*request, *timing_);
   if (!plan.ok()) {
     reactor->Finish(ToGrpcStatus(plan.status()));
-    return reactor;
+    return reactor.get();
   }
   plan->task.deadline = DeadlineOf(ctx);
   auto shared = std::make_shared<TimeGemmsPlan>(std::move(*plan));
@@ -298,19 +299,20 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
   } else {
     reactor->Push(QueuedMessage<v1::TimeGemmsResponse>(jobs_->depth()));
   }
-  return reactor;
+  return reactor.get();
 }
 
 grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
     grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
-  auto* reactor = new StreamReactor<v1::RecommendResponse>(Track("Recommend"));
+  std::shared_ptr<StreamReactor<v1::RecommendResponse>> reactor =
+      StreamReactor<v1::RecommendResponse>::Create(Track("Recommend"));
   if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
-    return reactor;
+    return reactor.get();
   }
   if (!recommend_) {
     reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Recommend is not available"));
-    return reactor;
+    return reactor.get();
   }
   auto req = std::make_shared<v1::RecommendRequest>(*request);
   const absl::Time deadline = DeadlineOf(ctx);
@@ -337,7 +339,7 @@ grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
   } else {
     reactor->Push(QueuedMessage<v1::RecommendResponse>(jobs_->depth()));
   }
-  return reactor;
+  return reactor.get();
 }
 
 }  // namespace wavecrest

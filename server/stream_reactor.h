@@ -1,14 +1,21 @@
 // A server-streaming reactor fed from another thread: the producer Push()es messages and ends with
 // Finish(status); the reactor writes them one at a time. OnCancel (client gone, deadline passed)
-// raises cancelled(), which the producer polls to stop early. The reactor deletes itself only after
-// gRPC's OnDone, which comes after Finish, which comes only from the producer, so the producer
-// never touches a deleted reactor.
+// raises cancelled(), which the producer polls to stop early.
+//
+// Lifetime: the reactor is shared. gRPC's side holds one reference until OnDone; every producer
+// (the handler and the job it queues) holds its own through the shared_ptr that Create() returns.
+// So a producer may still touch the reactor after gRPC is done with it, and gRPC may finish the
+// call on another thread at any moment after Finish without freeing memory a producer still uses.
+// gRPC operations (StartWrite, Finish) are decided under the mutex and issued after it is
+// released: OnDone may run on another thread as soon as Finish is issued, and nothing here touches
+// the reactor's state after issuing an operation.
 #ifndef WAVECREST_SERVER_STREAM_REACTOR_H_
 #define WAVECREST_SERVER_STREAM_REACTOR_H_
 
 #include <atomic>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 
 #include "grpcpp/grpcpp.h"
@@ -18,62 +25,105 @@ namespace wavecrest {
 template <typename Response>
 class StreamReactor : public grpc::ServerWriteReactor<Response> {
  public:
-  // `on_done` runs once the RPC is over (for metrics), with the final status.
-  explicit StreamReactor(std::function<void(const grpc::Status&)> on_done)
-      : on_done_(std::move(on_done)) {}
+  // `on_done` runs once the RPC is over (for metrics), with the final status. Hand `get()` to
+  // gRPC and keep the shared_ptr for as long as this side pushes.
+  static std::shared_ptr<StreamReactor> Create(std::function<void(const grpc::Status&)> on_done) {
+    std::shared_ptr<StreamReactor> r(new StreamReactor(std::move(on_done)));
+    r->self_ = r;
+    return r;
+  }
 
   void Push(Response message) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (broken_) return;
-    pending_.push_back(std::move(message));
-    MaybeWriteLocked();
+    Action next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (broken_ || finishing_) return;
+      pending_.push_back(std::move(message));
+      next = NextLocked();
+    }
+    Issue(next);
   }
 
   // Ends the stream after the pending messages are written (or at once if the stream broke).
+  // Calls after the first are ignored.
   void Finish(grpc::Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    final_status_ = std::move(status);
-    finishing_ = true;
-    MaybeWriteLocked();
+    Action next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finishing_) return;
+      final_status_ = std::move(status);
+      finishing_ = true;
+      next = NextLocked();
+    }
+    Issue(next);
   }
 
   bool cancelled() const { return cancelled_.load(); }
 
  private:
+  explicit StreamReactor(std::function<void(const grpc::Status&)> on_done)
+      : on_done_(std::move(on_done)) {}
+
+  // What to ask of gRPC once the mutex is released.
+  struct Action {
+    const Response* write = nullptr;  // StartWrite this message
+    bool finish = false;              // Finish with finish_status
+    grpc::Status finish_status;
+  };
+
   void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    writing_ = false;
-    if (!ok) {
-      broken_ = true;
-      pending_.clear();
-    } else {
-      pending_.pop_front();
+    Action next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+      if (!ok) {
+        broken_ = true;
+        pending_.clear();
+      } else {
+        pending_.pop_front();
+      }
+      next = NextLocked();
     }
-    MaybeWriteLocked();
+    Issue(next);
   }
 
   void OnCancel() override { cancelled_.store(true); }
 
   void OnDone() override {
     on_done_(final_status_);
-    delete this;
+    // The last reference may be this one: release it as the very last thing.
+    std::shared_ptr<StreamReactor> last = std::move(self_);
   }
 
-  void MaybeWriteLocked() {
-    if (writing_ || finished_) return;
+  Action NextLocked() {
+    Action a;
+    if (writing_ || finished_) return a;
     if (!pending_.empty() && !broken_) {
       writing_ = true;
-      this->StartWrite(&pending_.front());
-      return;
+      // The front element stays put until its OnWriteDone pops it (deque::push_back keeps
+      // references to existing elements valid).
+      a.write = &pending_.front();
+      return a;
     }
     if (finishing_) {
       finished_ = true;
       if (broken_ && final_status_.ok()) final_status_ = grpc::Status::CANCELLED;
-      this->grpc::ServerWriteReactor<Response>::Finish(final_status_);
+      a.finish = true;
+      a.finish_status = final_status_;
+    }
+    return a;
+  }
+
+  void Issue(const Action& a) {
+    if (a.write != nullptr) {
+      this->StartWrite(a.write);
+    } else if (a.finish) {
+      this->grpc::ServerWriteReactor<Response>::Finish(a.finish_status);
     }
   }
 
   std::function<void(const grpc::Status&)> on_done_;
+  std::shared_ptr<StreamReactor> self_;  // gRPC's reference, dropped in OnDone
   std::mutex mu_;
   std::deque<Response> pending_;
   bool writing_ = false;
