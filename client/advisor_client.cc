@@ -38,6 +38,29 @@ absl::StatusOr<v1::ListDevicesResponse> AdvisorClient::ListDevices() {
   return response;
 }
 
+absl::StatusOr<v1::RecalibrateResponse> AdvisorClient::Recalibrate(
+    const v1::RecalibrateRequest& request) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  v1::RecalibrateResponse response;
+  grpc::Status st = stub_->Recalibrate(&ctx, request, &response);
+  if (!st.ok()) return FromGrpcStatus(st);
+  return response;
+}
+
+absl::StatusOr<std::string> AdvisorClient::ExportMeasurements(
+    const v1::ExportMeasurementsRequest& request) {
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  auto reader = stub_->ExportMeasurements(&ctx, request);
+  v1::ExportMeasurementsResponse msg;
+  std::string csv;
+  while (reader->Read(&msg)) csv += msg.csv();
+  grpc::Status st = reader->Finish();
+  if (!st.ok()) return FromGrpcStatus(st);
+  return csv;
+}
+
 absl::Status AdvisorClient::TimeGemms(
     const v1::TimeGemmsRequest& request,
     const std::function<void(const v1::TimeGemmsResponse&)>& on_message) {

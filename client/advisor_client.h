@@ -27,6 +27,9 @@ class AdvisorClient {
                          const std::function<void(const v1::TimeGemmsResponse&)>& on_message);
   absl::Status Recommend(const v1::RecommendRequest& request,
                          const std::function<void(const v1::RecommendResponse&)>& on_message);
+  absl::StatusOr<v1::RecalibrateResponse> Recalibrate(const v1::RecalibrateRequest& request);
+  // The cache's GPU measurements as one CSV text (the chunks joined).
+  absl::StatusOr<std::string> ExportMeasurements(const v1::ExportMeasurementsRequest& request);
   // grpc.health.v1 Check of `service` ("" = overall): "SERVING", "NOT_SERVING", ...
   absl::StatusOr<std::string> Health(const std::string& service);
 

@@ -3,16 +3,23 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "client/advisor_client.h"
 #include "client/format.h"
+#include "core/calibration.h"
+#include "core/cost_model.h"
 #include "core/gemm.h"
 #include "core/model_spec.h"
 #include "core/recommend.h"
 #include "core/status_macros.h"
+#include "nlohmann/json.hpp"
 #include "server/advisor_logic.h"
 #include "server/convert.h"
 #include "server/errors.h"
@@ -31,6 +38,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.seq != 0) spec.set_seq_length(o.seq);
   if (o.micro_batch != 0) spec.set_micro_batch_size(o.micro_batch);
   if (o.tp != 0) spec.set_tensor_parallel(o.tp);
+  if (o.pp != 0) spec.set_pipeline_parallel(o.pp);
   if (o.kv_cache != 0) spec.set_kv_cache_length(o.kv_cache);
   if (!o.dtype.empty()) {
     ASSIGN_OR_RETURN(DType d, ParseDType(o.dtype));
@@ -146,6 +154,13 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
     }
     request.add_allowed_head_dims(x);
   }
+  for (absl::string_view t : absl::StrSplit(o.tp_options, ',', absl::SkipWhitespace())) {
+    int64_t x = 0;
+    if (!absl::SimpleAtoi(t, &x)) {
+      return Fail(err, FieldError("--tp-options", absl::StrCat("not a number: ", t)));
+    }
+    request.add_tensor_parallel_options(x);
+  }
   request.set_min_heads(o.min_heads);
   request.set_max_heads(o.max_heads);
   request.set_keep_layers(o.keep_layers);
@@ -246,9 +261,146 @@ int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+std::vector<std::string> Files(const std::string& list) {
+  return absl::StrSplit(list, ',', absl::SkipWhitespace());
+}
+
+// Rows of every file in a comma-separated list; `labels` gets one line per file.
+absl::StatusOr<std::vector<Measurement>> ReadAll(const std::string& list,
+                                                 std::vector<std::string>* labels) {
+  std::vector<Measurement> all;
+  for (const std::string& f : Files(list)) {
+    ASSIGN_OR_RETURN(std::vector<Measurement> rows, ReadMeasurementsFile(f));
+    if (labels) labels->push_back(absl::StrCat(f, ": ", rows.size(), " rows"));
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  if (!f || !(f << text)) return absl::PermissionDeniedError(absl::StrCat(path, ": cannot write"));
+  return absl::OkStatus();
+}
+
+// `wavecrest calibrate --evaluate FILE[,FILE]`: the current calibration's errors on measurements.
+int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<Measurement>> rows = ReadAll(o.evaluate, nullptr);
+  if (!rows.ok()) return Fail(err, rows.status());
+  struct Group {
+    std::vector<double> ratios;
+    std::vector<const Measurement*> rows;
+  };
+  std::map<std::string, Group> groups;
+  nlohmann::json json_rows = nlohmann::json::array();
+  for (const Measurement& m : *rows) {
+    absl::StatusOr<const GpuSpec*> gpu = FindGpu(m.gpu);
+    if (!gpu.ok()) return Fail(err, gpu.status());
+    if (!(*gpu)->Supports(m.key.dtype)) continue;
+    const GemmPrediction p = PredictGemm(**gpu, m.key);
+    Group& g = groups[absl::StrCat(m.source, " ", m.gpu, " ", DTypeName(m.key.dtype))];
+    g.ratios.push_back(m.median_s / p.time_s);
+    g.rows.push_back(&m);
+    json_rows.push_back({{"source", m.source},
+                         {"gpu", m.gpu},
+                         {"gemm", GemmKeyString(m.key)},
+                         {"measured_s", m.median_s},
+                         {"predicted_s", p.time_s},
+                         {"error", m.median_s / p.time_s - 1}});
+  }
+  if (o.format == "json") {
+    nlohmann::json j;
+    j["model"] = std::string(kCostModelName);
+    j["rows"] = json_rows;
+    for (const auto& [name, g] : groups) {
+      const ErrorStats e = ErrorsOf(g.ratios);
+      j["groups"][name] = {{"rows", e.rows},
+                           {"median_abs", e.median_abs},
+                           {"p90_abs", e.p90_abs},
+                           {"max_abs", e.max_abs},
+                           {"median_signed", e.median_signed}};
+    }
+    out << j.dump(1) << "\n";
+    return 0;
+  }
+  out << absl::StrFormat("%-58s %6s %8s %8s %8s %8s\n",
+                         "measurements (error = measured/predicted - 1)", "rows", "median", "p90",
+                         "max", "signed");
+  for (const auto& [name, g] : groups) {
+    const ErrorStats e = ErrorsOf(g.ratios);
+    out << absl::StrFormat("%-58s %6d %7.1f%% %7.1f%% %7.1f%% %+7.1f%%\n", name, e.rows,
+                           100 * e.median_abs, 100 * e.p90_abs, 100 * e.max_abs,
+                           100 * e.median_signed);
+  }
+  return 0;
+}
+
+// `wavecrest calibrate`: fit, cross-validate, report; with --out, write the calibration file.
+int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.evaluate.empty()) return DoEvaluate(o, out, err);
+  CalibrateInputs in;
+  absl::StatusOr<std::vector<Measurement>> fit = ReadAll(o.fit, &in.dataset_labels);
+  if (!fit.ok()) return Fail(err, fit.status());
+  in.fit_rows = std::move(*fit);
+  absl::StatusOr<std::vector<Measurement>> anchors = ReadAll(o.anchor, &in.dataset_labels);
+  if (!anchors.ok()) return Fail(err, anchors.status());
+  in.anchor_rows = std::move(*anchors);
+  absl::StatusOr<std::vector<Measurement>> checks = ReadAll(o.check, &in.dataset_labels);
+  if (!checks.ok()) return Fail(err, checks.status());
+  in.check_rows = std::move(*checks);
+  for (const std::string& f : Files(o.ratios)) {
+    std::ifstream file(f);
+    std::stringstream text;
+    text << file.rdbuf();
+    if (!file) return Fail(err, absl::NotFoundError(absl::StrCat(f, ": cannot open")));
+    absl::StatusOr<std::vector<TimeRatio>> r = ParseRatiosCsv(text.str(), f);
+    if (!r.ok()) return Fail(err, r.status());
+    in.dataset_labels.push_back(absl::StrCat(f, ": ", r->size(), " ratios"));
+    in.ratios.insert(in.ratios.end(), r->begin(), r->end());
+  }
+  if (o.folds < 2 || o.folds > 50) {
+    return Fail(err, FieldError("--folds", absl::StrCat("must be in [2, 50]; got ", o.folds)));
+  }
+  FitOptions options;
+  options.folds = o.folds;
+  ProgressBar bar(true);
+  CalibrateOutput result = Calibrate(in, options, [&](const std::string& what) {
+    v1::Progress p;
+    p.set_message(what);
+    p.set_total(1);
+    bar.Update(p);
+  });
+  bar.Clear();
+  result.file.command =
+      absl::StrCat("wavecrest calibrate --fit ", o.fit, " --anchor ", o.anchor, " --check ",
+                   o.check, " --ratios ", o.ratios, " --folds ", o.folds);
+  if (!o.out.empty()) {
+    if (absl::Status st = WriteFile(o.out, SerializeCalibration(result.file)); !st.ok()) {
+      return Fail(err, st);
+    }
+  }
+  if (!o.report.empty()) {
+    if (absl::Status st = WriteFile(o.report, result.report); !st.ok()) return Fail(err, st);
+  }
+  out << result.report;
+  return 0;
+}
+
 }  // namespace
 
 int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.calibration.empty()) {
+    std::ifstream file(o.calibration);
+    std::stringstream text;
+    text << file.rdbuf();
+    absl::StatusOr<CalibrationFile> cal =
+        file ? ParseCalibration(text.str())
+             : absl::NotFoundError(absl::StrCat(o.calibration, ": cannot open"));
+    std::vector<GpuSpec> catalog = GpuCatalog();
+    absl::Status st = cal.ok() ? ApplyCalibration(*cal, catalog) : cal.status();
+    if (!st.ok()) return Fail(err, FieldError("--calibration", st.message()));
+    PublishCatalog(std::move(catalog));
+  }
   if (o.format != "table" && o.format != "json") {
     err << "wavecrest: --format: must be table or json; got \"" << o.format << "\"\n";
     return 2;
@@ -281,6 +433,44 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return all_serving ? 0 : 10 + static_cast<int>(absl::StatusCode::kUnavailable);
   }
   if (o.command == "time") return DoTime(o, out, err);
+  if (o.command == "calibrate") return DoCalibrate(o, out, err);
+  if (o.command == "export-measurements") {
+    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+    v1::ExportMeasurementsRequest request;
+    if (o.gpu_given) request.set_gpu(o.gpu);
+    absl::StatusOr<std::string> csv =
+        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).ExportMeasurements(request);
+    if (!csv.ok()) return Fail(err, csv.status());
+    if (o.out.empty()) {
+      out << *csv;
+    } else if (absl::Status st = WriteFile(o.out, *csv); !st.ok()) {
+      return Fail(err, st);
+    }
+    return 0;
+  }
+  if (o.command == "recalibrate") {
+    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+    v1::RecalibrateRequest request;
+    if (o.gpu_given) request.set_gpu(o.gpu);
+    request.set_min_rows(o.min_rows);
+    absl::StatusOr<v1::RecalibrateResponse> r =
+        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).Recalibrate(request);
+    if (!r.ok()) return Fail(err, r.status());
+    if (json) {
+      out << ToJson(*r) << "\n";
+      return 0;
+    }
+    if (r->results().empty()) out << "no GPU measurements in the server's result cache\n";
+    for (const v1::RecalibrationResult& x : r->results()) {
+      out << x.gpu() << " " << DTypeName(*FromProto(x.dtype())) << ": " << x.rows()
+          << " measurements; "
+          << (x.applied() ? absl::StrFormat("refitted, CV median error %.1f%%, p90 %.1f%%",
+                                            100 * x.cv_median_error(), 100 * x.cv_p90_error())
+                          : "not refitted (" + x.reason() + ")")
+          << "\n";
+    }
+    return 0;
+  }
   if (o.command == "recommend") return DoRecommend(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";
   return 2;

@@ -20,6 +20,8 @@ struct CliOptions {
   int64_t seq = 0;
   int64_t micro_batch = 0;
   int64_t tp = 0;
+  int64_t pp = 0;          // pipeline stages override
+  std::string tp_options;  // recommend: "2,4,8"
   std::string dtype;
   std::string attention;
   std::string workload;
@@ -43,6 +45,18 @@ struct CliOptions {
   int top = 0;
   int measure_top_k = 0;
   double max_gpu_seconds = 0;
+  // calibrate
+  std::string fit = "data/measurements/xla-gemm-perf-table.csv";
+  std::string anchor = "data/measurements/mamf.csv";
+  std::string check = "data/measurements/cookbook-a100.csv";
+  std::string ratios = "data/measurements/h100-swiglu-ratios.csv";
+  std::string out;       // calibration file to write
+  std::string report;    // report file to write (also printed)
+  std::string evaluate;  // measurement file(s) to score the current calibration on
+  int folds = 5;
+  std::string calibration;  // a calibration file to load before the command runs
+  bool gpu_given = false;   // --gpu was on the command line (export-measurements, recalibrate)
+  int64_t min_rows = 0;     // recalibrate
 };
 
 // Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).

@@ -205,8 +205,8 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   absl::StrAppend(&out, t.Render());
   absl::StrAppend(&out,
                   "align: largest power of two dividing the dimension; '!' = misses the GPU's "
-                  "tensor-core alignment rule. tile/k: split-K. All times PREDICTED (",
-                  r.provenance().method(), ").\n\n");
+                  "tensor-core alignment rule. tile/k: split-K. All times PREDICTED by ",
+                  r.provenance().method(), ".\n\n");
   const v1::ParameterCounts& p = r.params();
   absl::StrAppendFormat(&out, "parameters      %s total (%d), %s per layer, %s embeddings\n",
                         HumanCount(p.total_params()), p.total_params(),
@@ -215,17 +215,36 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
                         r.tokens_per_step());
   absl::StrAppendFormat(&out,
-                        "predicted time  %s per step = %s GEMMs + %s elementwise (estimated)\n",
+                        "predicted time  %s per step = %s GEMMs + %s elementwise (estimated); "
+                        "error band of the GEMMs %+.0f%% .. %+.0f%%\n",
                         HumanSeconds(r.step_time_s()), HumanSeconds(r.gemm_time_s()),
-                        HumanSeconds(r.elementwise_time_s()));
+                        HumanSeconds(r.elementwise_time_s()), 100 * r.provenance().error_band_p10(),
+                        100 * r.provenance().error_band_p90());
   absl::StrAppendFormat(&out, "predicted MFU   %.1f%%, %s tokens/s per GPU\n", 100 * r.mfu(),
                         HumanCount(r.tokens_per_second_per_gpu()));
+  // The GEMMs that lose the most time to their penalties, by share of the step.
+  std::vector<const v1::GemmAnalysis*> slow;
+  for (const v1::GemmAnalysis& g : r.gemms()) {
+    if (g.penalties_size() > 0) slow.push_back(&g);
+  }
+  std::sort(slow.begin(), slow.end(), [](const v1::GemmAnalysis* a, const v1::GemmAnalysis* b) {
+    return a->time_s() * static_cast<double>(a->gemm().count()) >
+           b->time_s() * static_cast<double>(b->gemm().count());
+  });
+  if (!slow.empty())
+    absl::StrAppend(&out, "why GEMMs are slow (largest share of the step first):\n");
+  for (size_t i = 0; i < slow.size() && i < 5; ++i) {
+    const v1::GemmAnalysis& g = *slow[i];
+    absl::StrAppend(&out, "  ", g.gemm().name(), " ", PassShort(g.gemm().pass()), ": ",
+                    absl::StrJoin(g.penalties(), "; "), "\n");
+  }
   if (r.rules().empty()) {
     absl::StrAppend(&out, "rules           none broken\n");
   } else {
     absl::StrAppend(&out, "rules broken:\n");
     for (const v1::RuleViolation& v : r.rules()) {
-      absl::StrAppend(&out, "  [rule ", v.paper_rule(), "] ", v.message(), "\n");
+      absl::StrAppend(&out, "  [rule ", v.paper_rule(), v.priced() ? "" : ", not priced", "] ",
+                      v.message(), "\n");
     }
   }
   return out;

@@ -4,6 +4,7 @@
 //                     [--attention A] [--workload W] [--format table|json] [--server ADDR]
 //
 // Flags may be written with '-' or '_' (--micro-batch or --micro_batch).
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -25,6 +26,11 @@ ABSL_FLAG(std::string, gpu, "h100-sxm",
 ABSL_FLAG(int64_t, seq, 0, "Override seq_length (tokens per sequence); 0 = keep (default 2048)");
 ABSL_FLAG(int64_t, micro_batch, 0, "Override micro_batch_size; 0 = keep (default 1)");
 ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)");
+ABSL_FLAG(int64_t, pp, 0,
+          "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
+ABSL_FLAG(std::string, tp_options, "",
+          "recommend: further tensor-parallel degrees every candidate must also be legal for, "
+          "comma-separated (e.g. 2,4,8)");
 ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
 ABSL_FLAG(std::string, attention, "", "Override attention: unfused or flash");
 ABSL_FLAG(std::string, workload, "", "Override workload: training, prefill or decode");
@@ -57,6 +63,26 @@ ABSL_FLAG(int, measure_top_k, 0,
 ABSL_FLAG(double, max_gpu_seconds, 0, "recommend: GPU time the measuring stage may use; 0 = 60");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 ABSL_FLAG(bool, warm_l2, false, "time: time with inputs resident in L2 (default: cold L2)");
+ABSL_FLAG(std::string, fit, "data/measurements/xla-gemm-perf-table.csv",
+          "calibrate: measurement CSVs to fit the cost model to, comma-separated");
+ABSL_FLAG(std::string, anchor, "data/measurements/mamf.csv",
+          "calibrate: one published figure per GPU that sets an unfitted GPU's peak fraction");
+ABSL_FLAG(std::string, check, "data/measurements/cookbook-a100.csv",
+          "calibrate: measurement CSVs never fitted, reported as held-out checks");
+ABSL_FLAG(std::string, ratios, "data/measurements/h100-swiglu-ratios.csv",
+          "calibrate: published time ratios that fit the misalignment penalty");
+ABSL_FLAG(std::string, out, "", "calibrate: write the calibration file here (JSON)");
+ABSL_FLAG(std::string, report, "", "calibrate: also write the report here");
+ABSL_FLAG(std::string, evaluate, "",
+          "calibrate: only score the current calibration on these measurement CSVs (ours or "
+          "XLA's table format), comma-separated");
+ABSL_FLAG(int, folds, 5, "calibrate: folds of the cross-validation");
+ABSL_FLAG(int64_t, min_rows, 0,
+          "recalibrate: measurements a device kind and dtype needs to be refitted; 0 = the "
+          "server's --self_calibrate_min_rows");
+ABSL_FLAG(std::string, calibration, "",
+          "A calibration file (from `wavecrest calibrate --out`) to use instead of the built-in "
+          "one, for offline commands");
 
 namespace {
 
@@ -73,6 +99,11 @@ commands:
   recommend nearby shapes at about the same parameter count, ranked by step time, with the
             reasons; offline with --mode predicted, or through --server (measured on a worker)
   health    the server's health: overall, Advisor (can answer), measure (a GPU worker is up)
+  calibrate fit the cost model to published or exported measurements, cross-validate, report;
+            --out writes the calibration file, --evaluate scores the current one on a CSV
+  export-measurements  the GPU measurements in a server's result cache, as the measurement CSV
+            (--out FILE, or stdout); feed them to calibrate --fit
+  recalibrate  ask a server to refit its device kinds from its own measurements
 
 exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
 analysis) fails, e.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 UNAVAILABLE.
@@ -123,6 +154,8 @@ int main(int argc, char** argv) {
   o.seq = absl::GetFlag(FLAGS_seq);
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.tp = absl::GetFlag(FLAGS_tp);
+  o.pp = absl::GetFlag(FLAGS_pp);
+  o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.dtype = absl::GetFlag(FLAGS_dtype);
   o.attention = absl::GetFlag(FLAGS_attention);
   o.workload = absl::GetFlag(FLAGS_workload);
@@ -145,5 +178,18 @@ int main(int argc, char** argv) {
   o.top = absl::GetFlag(FLAGS_top);
   o.measure_top_k = absl::GetFlag(FLAGS_measure_top_k);
   o.max_gpu_seconds = absl::GetFlag(FLAGS_max_gpu_seconds);
+  o.fit = absl::GetFlag(FLAGS_fit);
+  o.anchor = absl::GetFlag(FLAGS_anchor);
+  o.check = absl::GetFlag(FLAGS_check);
+  o.ratios = absl::GetFlag(FLAGS_ratios);
+  o.out = absl::GetFlag(FLAGS_out);
+  o.report = absl::GetFlag(FLAGS_report);
+  o.evaluate = absl::GetFlag(FLAGS_evaluate);
+  o.folds = absl::GetFlag(FLAGS_folds);
+  o.calibration = absl::GetFlag(FLAGS_calibration);
+  o.min_rows = absl::GetFlag(FLAGS_min_rows);
+  o.gpu_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--gpu" || a.rfind("--gpu=", 0) == 0;
+  });
   return wavecrest::RunCli(o, std::cout, std::cerr);
 }

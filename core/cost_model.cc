@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace wavecrest {
 
@@ -37,33 +39,27 @@ int OutputBytes(DType dtype) {
   return dtype == DType::kFp8E4M3 ? 2 : DTypeBytes(dtype);
 }
 
-// The leading dimensions cuBLAS sees for this layout (see core/gemm.h): A, B, then C.
-std::vector<int64_t> LeadingDims(const GemmKey& key) {
-  const GemmShape& s = key.shape;
-  switch (key.layout) {
-    case Layout::kTN:
-      return {s.k, s.n};  // A and B have ld K; C has ld N
-    case Layout::kNN:
-      return {s.n, s.k};  // A ld N, B ld K, C ld N
-    case Layout::kNT:
-      return {s.n, s.m};  // A ld N, B ld M, C ld N
-  }
-  return {s.k, s.n};
+double MemoryBandwidth(const GpuSpec& gpu, const CostModelParams& mp) {
+  return gpu.memory_bandwidth_bytes_per_s * mp.memory_efficiency;
 }
 
-double MemoryTime(const GpuSpec& gpu, const GemmKey& key) {
+double MemoryTime(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key) {
   const GemmShape& s = key.shape;
   const double in = DTypeBytes(key.dtype);
   const double bytes = (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n) * in +
                        static_cast<double>(s.m) * s.n * OutputBytes(key.dtype);
-  return bytes * static_cast<double>(s.batch) /
-         (gpu.memory_bandwidth_bytes_per_s * gpu.model.memory_efficiency);
+  return bytes * static_cast<double>(s.batch) / MemoryBandwidth(gpu, mp);
 }
 
-void Finish(GemmPrediction& p, double useful_flops, double latency_floor_s) {
-  p.time_s = std::max({p.compute_time_s, p.memory_time_s, latency_floor_s});
-  if (p.time_s == latency_floor_s &&
-      latency_floor_s > std::max(p.compute_time_s, p.memory_time_s)) {
+// Operand reuse of a tile: multiply-adds per operand element loaded, up to a constant.
+double Reuse(const TileShape& t) {
+  return static_cast<double>(t.m) * static_cast<double>(t.n) / static_cast<double>(t.m + t.n);
+}
+
+void Finish(GemmPrediction& p, double useful_flops, double launch_s) {
+  const double work = std::max(p.compute_time_s, p.memory_time_s);
+  p.time_s = launch_s + work;
+  if (launch_s > work) {
     p.bound = Bound::kLatency;
   } else if (p.memory_time_s > p.compute_time_s) {
     p.bound = Bound::kMemory;
@@ -73,7 +69,90 @@ void Finish(GemmPrediction& p, double useful_flops, double latency_floor_s) {
   p.tflops = useful_flops / p.time_s / 1e12;
 }
 
+int64_t KTile(const CostModelParams& mp, DType dtype) {
+  return std::max<int64_t>(1, mp.k_tile_bytes / DTypeBytes(dtype));
+}
+
+// Bytes of the operands an FP8 GEMM must transpose first to run as TN (0 when none must).
+double Fp8TransposeBytes(const GpuSpec& gpu, const GemmKey& key) {
+  if (!Fp8NeedsTn(gpu, key.dtype) || key.layout == Layout::kTN) return 0;
+  const GemmShape& s = key.shape;
+  const double batch = static_cast<double>(s.batch);
+  // cuBLAS's A is the row-major B[K×N] (needs op T: NN and NT have N); cuBLAS's B is the
+  // row-major A[M×K] (needs op N: NT has T).
+  double bytes = static_cast<double>(s.k) * static_cast<double>(s.n) * batch;
+  if (key.layout == Layout::kNT)
+    bytes += static_cast<double>(s.m) * static_cast<double>(s.k) * batch;
+  return bytes * DTypeBytes(key.dtype);
+}
+
+// Why this GEMM runs slower than its size suggests, in words (for the chosen tile and split).
+std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
+                                   const GemmPrediction& p) {
+  std::vector<std::string> out;
+  const GemmShape& s = key.shape;
+  const CostModelParams& mp = gpu.Model(key.dtype);
+  if (p.transpose_time_s > 0) {
+    out.push_back(absl::StrFormat(
+        "FP8 runs only as TN on %s: a %s GEMM first transposes its operands (%.0f%% of the time)",
+        gpu.architecture, LayoutName(key.layout), 100 * p.transpose_time_s / p.time_s));
+  }
+  for (int64_t d : LeadingDims(key)) {
+    if ((d * DTypeBytes(key.dtype)) % kMinVectorBytes != 0) {
+      out.push_back(absl::StrFormat(
+          "leading dimension %d is not a multiple of 16 bytes (%d %s elements): cuBLAS falls back "
+          "to narrow-load kernels, %.0f%% of the aligned speed",
+          d, kMinVectorBytes / DTypeBytes(key.dtype), DTypeName(key.dtype),
+          100 * mp.misaligned_efficiency));
+      break;
+    }
+  }
+  const int64_t tk = KTile(mp, key.dtype);
+  const int64_t k_per = CeilDiv(s.k, p.split_k);
+  const int64_t k_slice = CeilDiv(k_per, tk) * tk;
+  if (static_cast<double>(k_per) < 0.9 * static_cast<double>(k_slice)) {
+    out.push_back(absl::StrFormat(
+        "K = %d pads to %d in the mainloop's %d-element slices (%.0f%% of the work is useful)",
+        k_per, k_slice, tk, 100.0 * static_cast<double>(k_per) / static_cast<double>(k_slice)));
+  }
+  const double mainloop_share =
+      static_cast<double>(k_slice) / (static_cast<double>(k_slice) + mp.k_overhead);
+  if (mainloop_share * (1 - p.epilogue_share) < 0.8) {
+    out.push_back(absl::StrFormat(
+        "short reduction (K = %d per tile): the pipeline prologue and the output write take %.0f%% "
+        "of each wave",
+        k_per, 100 * (1 - mainloop_share * (1 - p.epilogue_share))));
+  }
+  if (p.tile_efficiency < 0.9) {
+    out.push_back(absl::StrFormat("tile quantization: %dx%d tiles are %.0f%% full", p.tile.m,
+                                  p.tile.n, 100 * p.tile_efficiency));
+  }
+  if (p.wave_efficiency < 0.9) {
+    out.push_back(absl::StrFormat("wave quantization: %d tiles in %d waves of %d (%.0f%% busy)",
+                                  p.tiles, p.waves, gpu.sm_count * p.tile.ctas_per_sm,
+                                  100 * p.wave_efficiency));
+  }
+  return out;
+}
+
 }  // namespace
+
+bool Fp8NeedsTn(const GpuSpec& gpu, DType dtype) {
+  return dtype == DType::kFp8E4M3 && gpu.compute_capability >= 89 && gpu.compute_capability < 100;
+}
+
+std::vector<int64_t> LeadingDims(const GemmKey& key) {
+  const GemmShape& s = key.shape;
+  switch (key.layout) {
+    case Layout::kTN:
+      return {s.k, s.k, s.n};  // A and B have ld K; C has ld N
+    case Layout::kNN:
+      return {s.n, s.k, s.n};  // A ld N, B ld K, C ld N
+    case Layout::kNT:
+      return {s.n, s.m, s.n};  // A ld N, B ld M, C ld N
+  }
+  return {s.k, s.k, s.n};
+}
 
 DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu) {
   DimAlignment a;
@@ -87,18 +166,22 @@ double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu) {
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
   const int64_t bytes = DTypeBytes(key.dtype);
+  const CostModelParams& mp = gpu.Model(key.dtype);
   double eff = 1.0;
   for (int64_t d : dims) {
-    if ((d * bytes) % kMinVectorBytes != 0) return gpu.model.misaligned_efficiency;
-    if ((d * bytes) % gpu.alignment_bytes != 0) eff *= gpu.model.sub_alignment_efficiency;
+    if ((d * bytes) % kMinVectorBytes != 0) return mp.misaligned_efficiency;
+    if ((d * bytes) % gpu.alignment_bytes != 0) eff *= mp.sub_alignment_efficiency;
   }
   return eff;
 }
 
-GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
-                                   int64_t split_k) {
+namespace {
+
+// One (tile, split) prediction with the alignment factor already known.
+GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
+                              const TileShape& tile, int64_t split_k, double align_eff,
+                              double best_reuse) {
   const GemmShape& s = key.shape;
-  const CostModelParams& mp = gpu.model;
   GemmPrediction p;
   p.tile = tile;
   p.split_k = split_k;
@@ -111,44 +194,100 @@ GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const
   p.tile_efficiency = static_cast<double>(s.m) * s.n /
                       (static_cast<double>(tm * tile.m) * static_cast<double>(tn * tile.n));
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * slots);
-  p.alignment_efficiency = AlignmentEfficiency(key, gpu);
-  const int64_t tile_k = std::max<int64_t>(1, mp.k_tile_bytes / DTypeBytes(key.dtype));
+  p.alignment_efficiency = align_eff;
+  const int64_t tile_k = KTile(mp, key.dtype);
   const double k_slice =
-      static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k + mp.k_overhead);
-  const double mem_bw = gpu.memory_bandwidth_bytes_per_s * mp.memory_efficiency;
+      static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k) + mp.k_overhead;
+  const double mem_bw = MemoryBandwidth(gpu, mp);
+  const double reuse = std::pow(Reuse(tile) / best_reuse, mp.tile_reuse_exponent);
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
   } else {
-    const double t_tile = 2.0 * tile.m * tile.n * k_slice * static_cast<double>(slots) /
-                          (peak * tile.peak_fraction * p.alignment_efficiency);
-    p.compute_time_s = static_cast<double>(p.waves) * t_tile;
+    const double t_main = 2.0 * tile.m * tile.n * k_slice * static_cast<double>(slots) /
+                          (peak * mp.peak_fraction * reuse * align_eff);
+    const double t_epilogue = mp.epilogue_weight * static_cast<double>(slots) * tile.m * tile.n *
+                              OutputBytes(key.dtype) / mem_bw;
+    p.compute_time_s = static_cast<double>(p.waves) * (t_main + t_epilogue + mp.wave_latency_s);
+    p.epilogue_share = t_epilogue / (t_main + t_epilogue + mp.wave_latency_s);
     if (split_k > 1) {
-      p.compute_time_s += 2.0 * kSplitKPartialBytes * split_k * static_cast<double>(s.m) * s.n *
-                          static_cast<double>(s.batch) / mem_bw;
+      p.compute_time_s += mp.split_k_weight * 2.0 * kSplitKPartialBytes * split_k *
+                          static_cast<double>(s.m) * s.n * static_cast<double>(s.batch) /
+                          gpu.memory_bandwidth_bytes_per_s;
     }
   }
   // Narrow loads and stores lower the bandwidth reached as much as the math rate.
-  p.memory_time_s = MemoryTime(gpu, key) / p.alignment_efficiency;
-  Finish(p, GemmFlops(s), mp.latency_floor_s);
+  p.memory_time_s = MemoryTime(gpu, mp, key) / align_eff;
+  Finish(p, GemmFlops(s), mp.launch_s);
   return p;
 }
 
-GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key) {
+double BestReuse(const CostModelParams& mp, const TileShape& fallback) {
+  return Reuse(mp.tiles.empty() ? fallback : mp.tiles.front());
+}
+
+// The best (tile, split) as cuBLAS's heuristic tries to pick, without band and reasons.
+GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
+  const CostModelParams& mp = gpu.Model(key.dtype);
+  const double align = AlignmentEfficiency(key, gpu);
   GemmPrediction best;
   best.time_s = std::numeric_limits<double>::infinity();
-  for (const TileShape& tile : gpu.model.tiles) {
-    for (int64_t split = 1; split <= gpu.model.max_split_k; split *= 2) {
-      if (split > 1 && key.shape.k / split < gpu.model.min_split_k_slice) break;
-      GemmPrediction p = PredictGemmWithTile(gpu, key, tile, split);
+  if (mp.tiles.empty()) return best;
+  const double best_reuse = BestReuse(mp, mp.tiles.front());
+  for (const TileShape& tile : mp.tiles) {
+    for (int64_t split = 1; split <= mp.max_split_k; split *= 2) {
+      if (split > 1 && key.shape.k / split < mp.min_split_k_slice) break;
+      GemmPrediction p = TilePrediction(gpu, mp, key, tile, split, align, best_reuse);
       if (p.time_s < best.time_s) best = p;
     }
   }
+  // FP8 on Ada and Hopper runs in TN only: another layout first copies the operands cuBLAS needs
+  // transposed (Transformer Engine keeps transposed FP8 copies; XLA transposes): one more kernel
+  // that reads and writes each such operand.
+  const double copy_bytes = Fp8TransposeBytes(gpu, key);
+  if (copy_bytes > 0) {
+    best.transpose_time_s = mp.fp8_transpose_launch_s +
+                            mp.fp8_transpose_weight * 2 * copy_bytes / MemoryBandwidth(gpu, mp);
+    best.time_s += best.transpose_time_s;
+  }
+  // Never faster than the datasheet peak, or than the fastest the GPU's calibration data ever
+  // ran (published data can pass the peak; the calibration report flags them).
+  const double ceiling =
+      std::max(gpu.PeakFlops(key.dtype), gpu.Calibration(key.dtype).max_measured_flops);
+  if (ceiling > 0) best.time_s = std::max(best.time_s, GemmFlops(key.shape) / ceiling);
+  best.tflops = GemmFlops(key.shape) / best.time_s / 1e12;
   return best;
+}
+
+}  // namespace
+
+GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
+                                   int64_t split_k) {
+  const CostModelParams& mp = gpu.Model(key.dtype);
+  return TilePrediction(gpu, mp, key, tile, split_k, AlignmentEfficiency(key, gpu),
+                        BestReuse(mp, tile));
+}
+
+double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key) { return BestTile(gpu, key).time_s; }
+
+GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key) {
+  GemmPrediction best = BestTile(gpu, key);
+  std::tie(best.band_p10, best.band_p90) = ErrorBand(gpu, key.dtype, best.time_s);
+  best.penalties = Penalties(gpu, key, best);
+  return best;
+}
+
+std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s) {
+  const CalibrationInfo& c = gpu.Calibration(dtype);
+  for (const CalibrationInfo::Band& b : c.bands) {
+    if (time_s <= b.max_time_s) return {b.p10, b.p90};
+  }
+  return c.bands.empty() ? std::make_pair(0.0, 0.0)
+                         : std::make_pair(c.bands.back().p10, c.bands.back().p90);
 }
 
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const GemmShape& s = gemm.shape;  // (s_q, s_kv, d, batch)
-  const CostModelParams& mp = gpu.model;
+  const CostModelParams& mp = gpu.Model(gemm.dtype);
   GemmPrediction p;
   const double peak = gpu.PeakFlops(gemm.dtype);
   const int64_t d = s.k;
@@ -157,7 +296,7 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
       gemm.pass == Pass::kForward ? mp.flash_forward_fraction : mp.flash_backward_fraction;
   // Small head dims keep the tensor cores less busy per byte of K and V loaded.
   const double d_factor = std::min(1.0, static_cast<double>(padded_d) / kFlashHeadDimFull);
-  p.tile = {kFlashQueryBlock, s.n, 1, fraction};
+  p.tile = {kFlashQueryBlock, s.n, 1};
   p.tiles = CeilDiv(s.m, kFlashQueryBlock) * s.batch;
   p.waves = CeilDiv(p.tiles, gpu.sm_count);
   p.tile_efficiency = static_cast<double>(d) / static_cast<double>(padded_d);
@@ -169,11 +308,16 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
     p.compute_time_s =
         gemm.flops / (peak * fraction * d_factor * p.tile_efficiency * p.wave_efficiency);
   }
-  const double io_tensors = gemm.pass == Pass::kForward ? 4.0 : 8.0;  // Q K V O (+ their grads)
-  const double bytes = io_tensors * static_cast<double>(std::max(s.m, s.n)) * d *
-                       static_cast<double>(s.batch) * DTypeBytes(gemm.dtype);
-  p.memory_time_s = bytes / (gpu.memory_bandwidth_bytes_per_s * mp.memory_efficiency);
-  Finish(p, gemm.flops, mp.latency_floor_s);
+  // Forward reads Q and K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
+  // Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
+  const double per_side = gemm.pass == Pass::kForward ? 2.0 : 4.0;
+  const double kv_batch = static_cast<double>(gemm.kv_batch > 0 ? gemm.kv_batch : s.batch);
+  const double bytes = per_side * d * DTypeBytes(gemm.dtype) *
+                       (static_cast<double>(s.m) * static_cast<double>(s.batch) +
+                        static_cast<double>(s.n) * kv_batch);
+  p.memory_time_s = bytes / MemoryBandwidth(gpu, mp);
+  Finish(p, gemm.flops, mp.launch_s);
+  std::tie(p.band_p10, p.band_p90) = ErrorBand(gpu, gemm.dtype, p.time_s);
   return p;
 }
 
@@ -204,7 +348,8 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   if (spec.workload == Workload::kTraining) bytes *= 3;  // backward moves about twice as much
   ElementwiseEstimate e;
   e.bytes = bytes;
-  e.time_s = bytes / (gpu.memory_bandwidth_bytes_per_s * gpu.model.elementwise_memory_efficiency);
+  e.time_s = bytes / (gpu.memory_bandwidth_bytes_per_s *
+                      gpu.Model(spec.dtype).elementwise_memory_efficiency);
   return e;
 }
 

@@ -1,7 +1,9 @@
-// The analytic cost model: a prediction of one GEMM's time on one catalogued GPU.
+// The analytic cost model: a prediction of one GEMM's time on one catalogued GPU, with parameters
+// per GPU and dtype (CostModelParams, core/gpu_catalog.h) that `wavecrest calibrate` fits to
+// measurements (core/calibration.h).
 //
-// For every tile T = (Tm, Tn, c = CTAs per SM, f = peak fraction) in the GPU's menu and every
-// split-K factor S (powers of two with K/S >= min_split_k_slice, S <= max_split_k):
+// For every tile T = (Tm, Tn, c = CTAs per SM) in the menu and every split-K factor S (powers of
+// two with K/S >= min_split_k_slice, S <= max_split_k):
 //
 //   tiles      = ceil(M/Tm) · ceil(N/Tn) · batch · S
 //   slots      = SMs · c                                   (tiles that run at once: one wave)
@@ -9,34 +11,38 @@
 //   tile_eff   = M·N / (ceil(M/Tm)·Tm · ceil(N/Tn)·Tn)     (tile quantization)
 //   wave_eff   = tiles / (waves · slots)                   (wave quantization)
 //   align_eff  = misaligned_efficiency if any leading dimension is not a multiple of 16 bytes,
-//                else sub_alignment_efficiency^(number of leading dimensions that miss the GPU's
-//                alignment rule, e.g. 128 bytes), else 1
+//                else sub_alignment_efficiency^(leading dimensions missing the GPU's 128-byte
+//                preference; 1 by the evidence), else 1
 //   K_slice    = ceil(ceil(K/S) / Tk) · Tk,  Tk = k_tile_bytes / dtype bytes  (K quantization: the
 //                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16)
-//   t_tile     = 2·Tm·Tn·(K_slice + k_overhead) · slots / (peak · f · align_eff)
-//   t_compute  = waves · t_tile + t_reduce,   t_reduce = 2·4·S·M·N·batch / (BW · mem_eff) if S > 1
-//   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · mem_eff · align_eff)
-//   t          = max(t_compute, t_memory, latency_floor)
+//   reuse      = (I(T) / I(best))^γ, I = Tm·Tn/(Tm+Tn)     (smaller tiles reuse operands less)
+//   t_main     = 2·Tm·Tn·(K_slice + k_overhead) · slots / (peak · peak_fraction · reuse ·
+//   align_eff) t_epilogue = epilogue_weight · slots·Tm·Tn·out_bytes / (BW · memory_efficiency)
+//   t_compute  = waves · (t_main + t_epilogue) + t_reduce,  t_reduce = 2·4·S·M·N·batch / BW_eff
+//   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · memory_efficiency ·
+//                align_eff)
+//   t          = launch_s + max(t_compute, t_memory)  (+ t_transpose: FP8 on Ada and Hopper runs
+//                only as TN, so another layout first copies the operands it needs transposed:
+//                launch_s + 2·bytes / BW_eff)
 //
 // and the prediction is the (tile, S) with the smallest t, as cuBLAS's heuristic tries to pick;
 // ties go to the larger tile and the smaller S. The GEMM is compute-, memory- or latency-bound by
-// which term of the max won. K does not enter tiles or waves: it sets the time per wave (and,
-// through k_overhead, makes short reductions less efficient); split-K turns K back into
-// parallelism.
+// which of t_compute, t_memory and launch_s is largest. K does not enter tiles or waves: it sets
+// the time per wave (and, through k_overhead and the epilogue, makes short reductions less
+// efficient: the paper's small-K attention GEMMs); split-K turns K back into parallelism.
 //
 // Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on
 // Hopper, the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a
-// multiple of 16 bytes forces a kernel family with narrower loads, which we price at
-// misaligned_efficiency (0.45). Dimensions that are 16-byte aligned but not multiples of the GPU's
-// preferred 128 bytes keep the fast kernel families but lose wide loads: sub_alignment_efficiency
-// (0.6) each. Both factors divide the memory time as well as the compute time: narrow accesses
-// lower the bandwidth reached too. All constants live in CostModelParams (core/gpu_catalog.h), one
-// struct per GPU, for calibration.
+// multiple of 16 bytes forces a kernel family with narrower loads. Public H100 measurements show
+// no cost for 16-byte aligned dimensions that miss the 128-byte preference, so only the first
+// penalty applies (see CostModelParams for the evidence of each constant).
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/gemm.h"
@@ -46,7 +52,7 @@
 namespace wavecrest {
 
 // Names the model and its version; every PREDICTED number carries it.
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v1";
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v2";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
 // changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v1";
@@ -61,6 +67,9 @@ absl::string_view BoundName(Bound bound);  // "compute", "memory", "latency"
 
 struct GemmPrediction {
   double time_s = 0;
+  // Relative error band of time_s from the calibration (measured/predicted − 1 at p10 and p90).
+  double band_p10 = 0;
+  double band_p90 = 0;
   double tflops = 0;  // achieved: useful FLOPs / time_s / 1e12
   Bound bound = Bound::kCompute;
   TileShape tile;
@@ -72,6 +81,12 @@ struct GemmPrediction {
   double alignment_efficiency = 1;
   double compute_time_s = 0;
   double memory_time_s = 0;
+  double epilogue_share = 0;  // of each wave's compute time, the output write
+  // FP8 on Ada/Hopper in a layout other than TN: the transpose kernel before the GEMM (in time_s).
+  double transpose_time_s = 0;
+  // Why the GEMM loses speed, in words: "K = 80 pads to 128 in the mainloop (62% of the slices
+  // do work)", "a leading dimension (10922) is not a multiple of 16 bytes: narrow-load kernels"
+  std::vector<std::string> penalties;
 };
 
 // The alignment of one dimension for one dtype on one GPU.
@@ -84,9 +99,22 @@ DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu);
 // The efficiency factor alignment costs a GEMM with this key (see the file comment).
 double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu);
 
+// The leading dimensions cuBLAS sees for this key's layout: A's, B's, then C's.
+std::vector<int64_t> LeadingDims(const GemmKey& key);
+
+// The relative error band of a prediction of `time_s` for this GPU and dtype (p10, p90 of
+// measured/predicted − 1).
+std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s);
+
 // Best prediction over the tile menu and split-K factors. The dtype must be supported by the GPU
 // (callers check Supports first; an unsupported dtype predicts an infinite time).
 GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key);
+
+// FP8 on this GPU runs in the TN layout only (Ada and Hopper); other layouts transpose first.
+bool Fp8NeedsTn(const GpuSpec& gpu, DType dtype);
+
+// The time of PredictGemm alone, without its band and reasons: the fitter's hot path.
+double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key);
 
 // The prediction for one given tile and split-K factor (what PredictGemm minimises over).
 GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,

@@ -77,7 +77,7 @@ class Builder {
     out_.push_back(std::move(g));
   }
 
-  void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t count) {
+  void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, int64_t count) {
     Gemm g;
     g.name = std::string(kAttnFused);
     g.pass = pass;
@@ -86,6 +86,7 @@ class Builder {
     g.dtype = spec_.dtype;
     g.count = count;
     g.fused_attention = true;
+    g.kv_batch = kv_batch;
     g.flops = matmuls * GemmFlops(shape);
     out_.push_back(std::move(g));
   }
@@ -118,7 +119,16 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   const int64_t q_len = decode ? 1 : spec.seq_length;
   const int64_t kv_len = decode ? spec.kv_cache_length : spec.seq_length;
   const int64_t heads_batch = spec.micro_batch_size * d.heads_per_rank;
-  if (spec.attention == Attention::kUnfused) {
+  const int64_t kv_batch = spec.micro_batch_size * d.kv_heads_per_rank;
+  if (spec.attention == Attention::kUnfused && decode) {
+    // Decode with a KV cache: the query heads that share a KV head are one GEMM's rows (what
+    // grouped-query decode kernels do), so the cache of a_kv heads is read once, not a/a_kv times.
+    const int64_t group = std::max<int64_t>(1, d.heads_per_rank / d.kv_heads_per_rank);
+    b.Add(kAttnScore, Pass::kForward, {group * q_len, kv_len, d.head_dim, kv_batch}, Layout::kTN,
+          L);
+    b.Add(kAttnOverValue, Pass::kForward, {group * q_len, d.head_dim, kv_len, kv_batch},
+          Layout::kNN, L);
+  } else if (spec.attention == Attention::kUnfused) {
     // S = Q·Kᵀ: Q[s×d], K[s×d] -> like a linear layer with K as the weight.
     b.Add(kAttnScore, Pass::kForward, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN, L);
     // O = P·V: P[s×s], V[s×d] stored as is.
@@ -136,8 +146,8 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
     // five (recomputing S, then dV, dP, dQ, dK). FLOPs are counted for full (non-causal) attention,
     // as the paper's 4·b·s²·h term does.
     const GemmShape shape{q_len, kv_len, d.head_dim, heads_batch};
-    b.FusedAttention(Pass::kForward, shape, 2.0, L);
-    if (b.training()) b.FusedAttention(Pass::kBackward, shape, 5.0, L);
+    b.FusedAttention(Pass::kForward, shape, 2.0, kv_batch, L);
+    if (b.training()) b.FusedAttention(Pass::kBackward, shape, 5.0, kv_batch, L);
   }
 
   b.Linear(kAttnProj, T, h, d.heads_per_rank * d.head_dim, L);

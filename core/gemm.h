@@ -75,6 +75,9 @@ struct Gemm {
   // A fused attention kernel, not a GEMM: `shape` is (s_q, s_kv, head_dim, batch = b·a/t) and
   // `flops` counts its two (forward) or five (backward, with recompute) matrix products.
   bool fused_attention = false;
+  // Fused attention: key/value heads in the batch (b·a_kv per rank, K and V read once per group
+  // of query heads); 0 = one per query head.
+  int64_t kv_batch = 0;
   double flops = 0;  // of one execution (multiply by count for the step)
 
   GemmKey key() const { return {shape, layout, dtype}; }

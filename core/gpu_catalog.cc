@@ -1,9 +1,15 @@
 #include "core/gpu_catalog.h"
 
+#include <atomic>
+#include <memory>
+#include <mutex>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/calibration.h"
+#include "core/cost_model.h"
 
 namespace wavecrest {
 
@@ -31,19 +37,23 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 constexpr int64_t kGiB = int64_t{1} << 30;
 
 // cuBLAS's tile menu, largest first (paper notes §4: 256×128 / 128×256 most efficient, down to
-// 64×64). `best` is the fraction of peak the largest tiles reach; smaller tiles reach less because
-// each operand byte they load feeds fewer multiply-adds. Relative factors are priors.
-std::vector<TileShape> TileMenu(double best) {
-  return {
-      {256, 128, 1, best},       {128, 256, 1, best},       {128, 128, 2, best * 0.92},
-      {128, 64, 3, best * 0.82}, {64, 128, 3, best * 0.82}, {64, 64, 4, best * 0.65},
-  };
+// 64×64), with the CTAs of each that fit on one SM at once. How much less a small tile reaches is
+// CostModelParams::tile_reuse_exponent.
+std::vector<TileShape> TileMenu() {
+  return {{256, 128, 1}, {128, 256, 1}, {128, 128, 2}, {128, 64, 3}, {64, 128, 3}, {64, 64, 4}};
 }
 
-CostModelParams Params(double best_fraction) {
+// The same prior parameters for every dtype; `best_fraction` is the GPU's prior peak fraction.
+// Calibration replaces them per dtype.
+void SetPriors(GpuSpec& g, double best_fraction) {
   CostModelParams p;
-  p.tiles = TileMenu(best_fraction);
-  return p;
+  p.tiles = TileMenu();
+  p.peak_fraction = best_fraction;
+  for (DType d : kAllDTypes) {
+    g.Model(d) = p;
+    g.Calibration(d).label = absl::StrCat("uncalibrated prior (", kCostModelName,
+                                          " built-in constants; no measurements of this GPU)");
+  }
 }
 
 std::vector<GpuSpec> MakeCatalog() {
@@ -65,7 +75,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp16 = 125 * kTera;
     g.peak_fp32 = 15.7 * kTera;
     g.alignment_bytes = 16;
-    g.model = Params(0.85);
+    SetPriors(g, 0.85);
     g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
     c.push_back(g);
   }
@@ -84,7 +94,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_tf32 = 156 * kTera;
     g.peak_fp32 = 19.5 * kTera;
     g.alignment_bytes = 128;
-    g.model = Params(best);
+    SetPriors(g, best);
     g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
     return g;
   };
@@ -106,7 +116,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_bf16 = g.peak_fp16 = 125 * kTera;
     g.peak_tf32 = 62.5 * kTera;
     g.peak_fp32 = 31.2 * kTera;
-    g.model = Params(0.75);
+    SetPriors(g, 0.75);
     g.sources = "NVIDIA A10 datasheet; Ampere GA102 whitepaper";
     c.push_back(g);
   }
@@ -125,7 +135,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp8 = 242.5 * kTera;
     g.peak_tf32 = 60 * kTera;
     g.peak_fp32 = 30.3 * kTera;
-    g.model = Params(0.70);
+    SetPriors(g, 0.70);
     g.sources = "NVIDIA L4 datasheet; Ada Lovelace architecture whitepaper";
     c.push_back(g);
   }
@@ -144,7 +154,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp8 = 733 * kTera;
     g.peak_tf32 = 183 * kTera;
     g.peak_fp32 = 91.6 * kTera;
-    g.model = Params(0.70);
+    SetPriors(g, 0.70);
     g.sources = "NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper";
     c.push_back(g);
   }
@@ -164,7 +174,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp8 = 2 * peak16;
     g.peak_tf32 = peak16 / 2;
     g.peak_fp32 = peak16 / 14.8;  // 66.9 of 989.4 (SXM), 51.2 of 756 (PCIe)
-    g.model = Params(best);
+    SetPriors(g, best);
     g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
     return g;
   };
@@ -189,7 +199,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp8 = 4500 * kTera;
     g.peak_tf32 = 1100 * kTera;
     g.peak_fp32 = 75 * kTera;
-    g.model = Params(0.75);
+    SetPriors(g, 0.75);
     g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
     c.push_back(g);
   }
@@ -198,9 +208,38 @@ std::vector<GpuSpec> MakeCatalog() {
 
 }  // namespace
 
-const std::vector<GpuSpec>& GpuCatalog() {
-  static const std::vector<GpuSpec>* catalog = new std::vector<GpuSpec>(MakeCatalog());
-  return *catalog;
+std::vector<GpuSpec> PriorCatalog() { return MakeCatalog(); }
+
+namespace {
+
+// Catalog generations, oldest first; never freed (see PublishCatalog).
+struct Generations {
+  std::mutex mu;
+  std::vector<std::unique_ptr<const std::vector<GpuSpec>>> all;
+  std::atomic<const std::vector<GpuSpec>*> current{nullptr};
+};
+
+Generations& Catalogs() {
+  static Generations* g = [] {
+    auto* gens = new Generations();
+    std::vector<GpuSpec> catalog = MakeCatalog();
+    ApplyBuiltinCalibration(catalog);
+    gens->all.push_back(std::make_unique<const std::vector<GpuSpec>>(std::move(catalog)));
+    gens->current.store(gens->all.back().get());
+    return gens;
+  }();
+  return *g;
+}
+
+}  // namespace
+
+const std::vector<GpuSpec>& GpuCatalog() { return *Catalogs().current.load(); }
+
+void PublishCatalog(std::vector<GpuSpec> catalog) {
+  Generations& g = Catalogs();
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.all.push_back(std::make_unique<const std::vector<GpuSpec>>(std::move(catalog)));
+  g.current.store(g.all.back().get());
 }
 
 std::string KnownGpuNames() {

@@ -2,6 +2,7 @@
 #ifndef WAVECREST_CORE_GPU_CATALOG_H_
 #define WAVECREST_CORE_GPU_CATALOG_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,44 +19,85 @@ struct TileShape {
   int64_t n = 0;  // columns of C per CTA
   // CTAs of this tile that are resident on one SM at once (the c in waves = tiles / (SMs·c)).
   int64_t ctas_per_sm = 1;
-  // Fraction of the dtype's dense peak a full wave of full tiles reaches at large K. Larger tiles
-  // reuse each loaded operand byte more (intensity ∝ m·n/(m+n)), so they sit closer to peak.
-  double peak_fraction = 1.0;
 };
 
-// Parameters of the analytic cost model (core/cost_model.h) for one GPU. Kept in one struct so that
-// a later calibration against measurements replaces one value, not a formula. The values below are
-// priors, chosen from the public figures cited in gpu_catalog.cc, not fitted to measurements.
+// Parameters of the analytic cost model (core/cost_model.h) for one GPU and one dtype. Kept in one
+// struct so that calibration (core/calibration.h) replaces values, never formulas. Each field says
+// where its value comes from: FITTED (by `wavecrest calibrate`, per GPU and dtype, to the
+// measurements named in the calibration file), CITED (a public source), or PRIOR (assumed; the
+// calibration file lists which GPUs and dtypes still run on priors).
 struct CostModelParams {
+  // PRIOR: cuBLAS's tile menu (paper notes §4: 256×128 / 128×256 down to 64×64).
   std::vector<TileShape> tiles;
-  // Extra K-steps' worth of time per tile for the pipeline prologue and the epilogue: a tile with
-  // reduction K costs as much as one with K + k_overhead at full speed.
-  int64_t k_overhead = 32;
-  // The mainloop reads K in slices of this many bytes per operand row (64 BF16 elements); a partial
-  // last slice costs a whole one.
-  int64_t k_tile_bytes = 128;
-  // Smallest split-K slice a kernel will use, and the largest number of slices.
-  int64_t min_split_k_slice = 256;
-  int64_t max_split_k = 16;
-  // Efficiency factor for each leading dimension whose byte size is a multiple of 16 but not of
-  // the GPU's alignment rule (e.g. 128 B): wider vector loads and the TMA path are lost, in the
-  // math and in the bandwidth reached. 0.6 is a prior set so that the model's head-dim penalty
-  // has the size the paper measured (h/a = 64 beating h/a = 80 at the same h, unfused attention,
-  // A100); it has not been fitted to measurements of our own.
-  double sub_alignment_efficiency = 0.6;
-  // Efficiency factor when any leading dimension is not a multiple of 16 bytes: cuBLAS must fall
-  // back to a kernel family with narrow (or scalar) loads.
-  double misaligned_efficiency = 0.45;
-  // Achievable fraction of the datasheet memory bandwidth.
+  // FITTED: fraction of the dtype's dense peak that a full wave of the largest tiles reaches in
+  // the mainloop. Prior 0.80 (paper notes §5: about 80% on H100 through PyTorch).
+  double peak_fraction = 0.80;
+  // FITTED: how much less a smaller tile reaches: rate(tile) = rate(best) · (I/I_best)^γ with
+  // I = m·n/(m+n), the operand reuse of the tile (multiply-adds per element loaded).
+  double tile_reuse_exponent = 0.3;
+  // FITTED: pipeline prologue and epilogue of one tile, in K elements at full speed: a tile with
+  // reduction K costs as much as K + k_overhead.
+  double k_overhead = 32;
+  // FITTED: fixed latency of one wave of tiles, seconds: filling the load pipeline before the
+  // first multiply-add and draining the last output, whatever the tile's size.
+  double wave_latency_s = 1e-6;
+  // FITTED: cost of split-K's partial sums relative to writing and reading them once at the
+  // datasheet memory bandwidth (partials of small outputs stay in L2, so less than 1).
+  double split_k_weight = 1.0;
+  // FITTED: how much of the transposes an FP8 GEMM in a layout other than TN needs on Ada and
+  // Hopper (core/cost_model.h) the measurements include (1 = all of a copy kernel's time).
+  double fp8_transpose_weight = 1.0;
+  // FITTED: fixed time of those transposes (their kernel launches), seconds.
+  double fp8_transpose_launch_s = 4e-6;
+  // FITTED: the share of each wave's output write that is not hidden behind the mainloop (1 = the
+  // whole wave's tiles are written at memory bandwidth after their math).
+  double epilogue_weight = 0.5;
+  // FITTED: fixed time of one kernel as the measurement sees it (launch and ramp), seconds, added
+  // to the larger of the compute and memory times.
+  double launch_s = 4e-6;
+  // FITTED: fraction of the datasheet memory bandwidth that streaming operands reach.
   double memory_efficiency = 0.85;
-  // Smallest time any kernel takes (launch plus minimal execution), seconds.
-  double latency_floor_s = 4e-6;
-  // Fused (Flash) attention kernels: fraction of dense peak reached, forward and backward, at a
-  // head dim of 128; smaller head dims reach less (scaled by d/128 below 64).
+  // CITED: the mainloop consumes K in slices of this many bytes per operand row; a partial last
+  // slice costs a whole one. 128 bytes = the 64-element BF16 K tiles of cuBLAS's Hopper kernels
+  // ("tilesize128x256x64") and the "_64x3" stages of its Ampere ones.
+  int64_t k_tile_bytes = 128;
+  // PRIOR: smallest split-K slice a kernel will use, and the largest number of slices.
+  int64_t min_split_k_slice = 128;
+  int64_t max_split_k = 16;
+  // Efficiency factor when any leading dimension is not a multiple of 16 bytes: cuBLAS must use a
+  // kernel family with narrow loads (no TMA on Hopper). FITTED on Hopper to the public H100
+  // SwiGLU-width sweep (K = 10922 about 1.46× slower than K = 10944, paper notes §4); PRIOR
+  // elsewhere (the same value).
+  double misaligned_efficiency = 0.685;
+  // Efficiency factor for each leading dimension that is a multiple of 16 bytes but not of the
+  // GPU's preferred alignment (128 B). CITED evidence says none: on H100, K = 10848, 10880 and
+  // 10912 (multiples of 32/16/32 elements) ran within 1% of K = 10944 (paper notes §4). So 1.
+  double sub_alignment_efficiency = 1.0;
+  // PRIOR: fused (Flash) attention kernels, fraction of dense peak at head dim 128, forward and
+  // backward; smaller head dims reach less (scaled by d/128).
   double flash_forward_fraction = 0.60;
   double flash_backward_fraction = 0.45;
-  // Non-GEMM work (norms, activations, softmax, residuals): achievable memory-bandwidth fraction.
+  // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
+};
+
+// Where one GPU's and dtype's parameters come from, and how far their predictions are off.
+struct CalibrationInfo {
+  bool calibrated = false;  // fitted to measurements of this GPU (or an identical one)
+  // "xla-gemm-perf-table (sm_90, bf16xbf16->bf16), 225 rows, 5-fold CV median 4.1%" or
+  // "uncalibrated prior: ..." — every PREDICTED figure carries it.
+  std::string label;
+  // Relative error band of predicted times: measured/predicted − 1 at the 10th and 90th
+  // percentile of the cross-validated residuals, per size class (by predicted time).
+  struct Band {
+    double max_time_s = 0;  // the class holds predictions up to this time (the last: infinity)
+    double p10 = 0;
+    double p90 = 0;
+  };
+  std::vector<Band> bands;
+  // The largest throughput in the calibration data, FLOP/s (0 when none): the model may predict
+  // up to it even where it passes the datasheet peak (the calibration report flags such data).
+  double max_measured_flops = 0;
 };
 
 struct GpuSpec {
@@ -78,15 +120,32 @@ struct GpuSpec {
   // The tensor-core alignment rule, in bytes of each leading dimension: 16 (V100), 128 (A100 and
   // later, per NVIDIA's Matrix Multiplication Background guide).
   int64_t alignment_bytes = 128;
-  CostModelParams model;
+  // The cost model's parameters and their provenance, per dtype (indexed by DType).
+  std::array<CostModelParams, kDTypeCount> models;
+  std::array<CalibrationInfo, kDTypeCount> calibration;
   std::string sources;  // where the figures come from
 
   double PeakFlops(DType dtype) const;
   bool Supports(DType dtype) const { return PeakFlops(dtype) > 0; }
+  const CostModelParams& Model(DType dtype) const { return models[static_cast<size_t>(dtype)]; }
+  CostModelParams& Model(DType dtype) { return models[static_cast<size_t>(dtype)]; }
+  const CalibrationInfo& Calibration(DType dtype) const {
+    return calibration[static_cast<size_t>(dtype)];
+  }
+  CalibrationInfo& Calibration(DType dtype) { return calibration[static_cast<size_t>(dtype)]; }
 };
 
-// Every catalogued GPU, in a stable order.
+// Every catalogued GPU, in a stable order, with the current calibration applied.
 const std::vector<GpuSpec>& GpuCatalog();
+
+// The catalog with only the built-in priors (no calibration file applied): what `wavecrest
+// calibrate` starts from and reports as "before".
+std::vector<GpuSpec> PriorCatalog();
+
+// Publishes a new catalog generation (e.g. after a refit). References and pointers into earlier
+// generations stay valid for the life of the process (generations are never freed: a refit is
+// rare, and a caller may hold a GpuSpec* across a request). Thread-safe.
+void PublishCatalog(std::vector<GpuSpec> catalog);
 
 // Looks a GPU up by its catalog name (case-insensitive; a few aliases such as "h100" accepted).
 // NOT_FOUND names every known GPU.

@@ -91,7 +91,7 @@ ModelSpec WithDefaults(const ModelSpec& in) {
       s.hidden_size % s.num_attention_heads == 0) {
     s.head_dim = s.hidden_size / s.num_attention_heads;
   }
-  if (s.ffn_hidden_size == 0 && s.hidden_size > 0) {
+  if (s.ffn_hidden_size == 0 && s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize) {
     // GELU: the classic 4h. SwiGLU: 8h/3 rounded up, the width that keeps the parameter count of a
     // 4h GELU MLP; it is usually badly aligned, which is exactly what analyze should point out.
     s.ffn_hidden_size = s.mlp == Mlp::kGelu ? 4 * s.hidden_size : (8 * s.hidden_size + 2) / 3;
@@ -99,6 +99,7 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.seq_length == 0) s.seq_length = kDefaultSeqLength;
   if (s.micro_batch_size == 0) s.micro_batch_size = kDefaultMicroBatch;
   if (s.tensor_parallel == 0) s.tensor_parallel = 1;
+  if (s.pipeline_parallel == 0) s.pipeline_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   return s;
 }
@@ -126,6 +127,7 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   CheckRange(v, "seq_length", s.seq_length, 1, kMaxSeqLength);
   CheckRange(v, "micro_batch_size", s.micro_batch_size, 1, kMaxMicroBatch);
   CheckRange(v, "tensor_parallel", s.tensor_parallel, 1, kMaxTensorParallel);
+  CheckRange(v, "pipeline_parallel", s.pipeline_parallel, 1, kMaxPipelineParallel);
   CheckRange(v, "kv_cache_length", s.kv_cache_length, 1, kMaxKvCacheLength);
   CheckRange(v, "learned_position_embeddings", s.learned_position_embeddings, 0,
              kMaxLearnedPositions);
@@ -170,6 +172,11 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   if (t_ok && h_ok && s.hidden_size % s.tensor_parallel != 0) {
     v.push_back({"hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
                                              s.tensor_parallel, "); got ", s.hidden_size)});
+  }
+  if (s.pipeline_parallel >= 1 && s.pipeline_parallel <= kMaxPipelineParallel &&
+      s.num_layers >= 1 && s.num_layers <= kMaxLayers && s.num_layers % s.pipeline_parallel != 0) {
+    v.push_back({"pipeline_parallel", absl::StrCat("must divide num_layers (", s.num_layers,
+                                                   "); got ", s.pipeline_parallel)});
   }
   if (s.seq_length >= 1 && s.seq_length <= kMaxSeqLength && s.micro_batch_size >= 1 &&
       s.micro_batch_size <= kMaxMicroBatch &&

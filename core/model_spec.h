@@ -6,6 +6,7 @@
 #ifndef WAVECREST_CORE_MODEL_SPEC_H_
 #define WAVECREST_CORE_MODEL_SPEC_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 namespace wavecrest {
 
 enum class DType { kBf16, kFp16, kFp32, kTf32, kFp8E4M3 };
+inline constexpr size_t kDTypeCount = 5;
+inline constexpr DType kAllDTypes[kDTypeCount] = {DType::kBf16, DType::kFp16, DType::kFp32,
+                                                  DType::kTf32, DType::kFp8E4M3};
 enum class Mlp { kGelu, kSwiglu };
 enum class Attention { kUnfused, kFlash };
 enum class Workload { kTraining, kPrefill, kDecode };
@@ -46,6 +50,7 @@ inline constexpr int64_t kMaxSeqLength = 1'048'576;
 inline constexpr int64_t kMaxMicroBatch = 65'536;
 inline constexpr int64_t kMaxTokensPerMicroBatch = 67'108'864;  // b·s
 inline constexpr int64_t kMaxTensorParallel = 1'024;
+inline constexpr int64_t kMaxPipelineParallel = 1'024;
 inline constexpr int64_t kMaxKvCacheLength = 16'777'216;
 inline constexpr int64_t kMaxLearnedPositions = 16'777'216;
 
@@ -61,11 +66,12 @@ struct ModelSpec {
   int64_t num_layers = 0;           // L
   int64_t ffn_hidden_size = 0;      // f; 0 = 4h (GELU) or ceil(8h/3) (SwiGLU)
   Mlp mlp = Mlp::kGelu;
-  bool fused_gate_up = true;     // SwiGLU: gate and up projections as one GEMM with N = 2f/t
-  int64_t vocab_size = 0;        // v
-  int64_t seq_length = 0;        // s; 0 = kDefaultSeqLength
-  int64_t micro_batch_size = 0;  // b; 0 = kDefaultMicroBatch
-  int64_t tensor_parallel = 0;   // t; 0 = 1
+  bool fused_gate_up = true;      // SwiGLU: gate and up projections as one GEMM with N = 2f/t
+  int64_t vocab_size = 0;         // v
+  int64_t seq_length = 0;         // s; 0 = kDefaultSeqLength
+  int64_t micro_batch_size = 0;   // b; 0 = kDefaultMicroBatch
+  int64_t tensor_parallel = 0;    // t; 0 = 1
+  int64_t pipeline_parallel = 0;  // pipeline stages; 0 = 1; must divide num_layers
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;

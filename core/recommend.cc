@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/rules.h"
 
 namespace wavecrest {
 
@@ -98,47 +99,107 @@ bool ValidTpForKv(int64_t kv, int64_t t) { return kv % t == 0 || t % kv == 0; }
 
 }  // namespace
 
-std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const RecommendConstraints& c,
-                                          int64_t* generated) {
+namespace {
+
+// Every tensor-parallel degree a candidate must be legal for.
+std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c) {
+  std::vector<int64_t> t = {base.tensor_parallel};
+  for (int64_t x : c.tensor_parallel_options) {
+    if (x >= 1 && std::find(t.begin(), t.end(), x) == t.end()) t.push_back(x);
+  }
+  return t;
+}
+
+bool LegalForAll(const ModelSpec& s, const std::vector<int64_t>& tps) {
+  for (int64_t t : tps) {
+    if (s.num_attention_heads % t != 0 || !ValidTpForKv(s.num_kv_heads, t) ||
+        s.hidden_size % t != 0 || s.ffn_hidden_size % t != 0) {
+      return false;
+    }
+  }
+  return s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) == 0;
+}
+
+// Keeps the `cap` candidates with the smallest parameter change (ties by shape), the baseline
+// always first, without holding more than `cap` specs at once.
+class BoundedCandidates {
+ public:
+  BoundedCandidates(int64_t base_params, size_t cap) : base_params_(base_params), cap_(cap) {}
+
+  void Add(ModelSpec s, int64_t params) {
+    const Entry e{std::abs(static_cast<double>(params - base_params_)), KeyOf(s), std::move(s)};
+    if (heap_.size() < cap_) {
+      heap_.push_back(std::move(e));
+      std::push_heap(heap_.begin(), heap_.end(), Less);
+    } else if (!heap_.empty() && Less(e, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), Less);
+      heap_.back() = std::move(e);
+      std::push_heap(heap_.begin(), heap_.end(), Less);
+    }
+  }
+
+  std::vector<ModelSpec> Take(ModelSpec baseline) {
+    std::sort(heap_.begin(), heap_.end(), Less);
+    std::vector<ModelSpec> out = {std::move(baseline)};
+    for (Entry& e : heap_) out.push_back(std::move(e.spec));
+    return out;
+  }
+
+ private:
+  struct Entry {
+    double change;
+    SpecKey key;
+    ModelSpec spec;
+  };
+  static bool Less(const Entry& a, const Entry& b) {
+    return a.change != b.change ? a.change < b.change : a.key < b.key;
+  }
+  int64_t base_params_;
+  size_t cap_;
+  std::vector<Entry> heap_;  // max-heap by (change, key): the worst kept candidate on top
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
+                                                          const RecommendConstraints& c,
+                                                          int64_t* generated,
+                                                          const std::function<bool()>& stop) {
   const std::set<Knob> knobs = EffectiveKnobs(c);
   auto has = [&](Knob k) { return knobs.count(k) > 0; };
+  const std::vector<int64_t> tps = TpDegrees(base, c);
+  int64_t t_all = 1;  // every dimension sharded by t must divide by each degree asked
+  for (int64_t t : tps) t_all = std::lcm(t_all, t);
   const int64_t t = base.tensor_parallel;
+  const int64_t pp = std::max<int64_t>(1, base.pipeline_parallel);
   const int64_t h0 = base.hidden_size;
   const int64_t base_params = CountParams(base).total_params;
   const bool explicit_head_dim = base.head_dim * base.num_attention_heads != h0;
   const bool layers_move = has(Knob::kLayers) && !c.keep_layers;
   *generated = 0;
 
-  // hidden_size: the baseline, and multiples of 64 (and of t) in a window.
+  // hidden_size: the baseline, and multiples of 64 (and of every t) in a window.
   std::vector<int64_t> hiddens = {h0};
   if (has(Knob::kHidden)) {
     const double window = layers_move ? kHiddenWindow : c.param_tolerance / 2 + 0.01;
     const int64_t lo = static_cast<int64_t>(std::floor(h0 * (1 - window)));
     const int64_t hi = static_cast<int64_t>(std::ceil(h0 * (1 + window)));
-    const int64_t step = std::lcm<int64_t>(64, t);
+    const int64_t step = std::lcm<int64_t>(64, t_all);
     for (int64_t h = RoundUp(std::max<int64_t>(lo, step), step); h <= hi; h += step) {
       if (h != h0 && h <= kMaxHiddenSize) hiddens.push_back(h);
     }
   }
 
-  std::vector<ModelSpec> out;
-  std::map<SpecKey, bool> seen;
-  auto consider = [&](ModelSpec s) {
-    ++*generated;
-    absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
-    if (!n.ok()) return;
-    const int64_t p = CountParams(*n).total_params;
-    const double change = static_cast<double>(p - base_params) / static_cast<double>(base_params);
-    if (std::abs(change) > c.param_tolerance + 1e-12) return;
-    if (seen.emplace(KeyOf(*n), true).second) out.push_back(*n);
+  // The options of each knob for one hidden size.
+  struct Options {
+    std::vector<std::pair<int64_t, int64_t>> heads;  // (a, d)
+    std::vector<int64_t> ffns;
+    std::vector<int64_t> vocabs;
   };
-  consider(base);  // the baseline is always candidate 0
-
-  for (int64_t h : hiddens) {
-    // Heads (and head dim) for this hidden size.
-    std::vector<std::pair<int64_t, int64_t>> head_options;  // (a, d)
+  auto options_for = [&](int64_t h) {
+    Options o;
     if (explicit_head_dim) {
-      head_options.push_back({base.num_attention_heads, base.head_dim});
+      o.heads.push_back({base.num_attention_heads, base.head_dim});
     } else if (has(Knob::kHeads)) {
       for (int64_t d = 8; d <= std::min<int64_t>(h, 1024); ++d) {
         if (h % d != 0) continue;
@@ -149,54 +210,96 @@ std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const Recommend
                                              d) != c.allowed_head_dims.end();
         const bool base_shape = h == h0 && a == base.num_attention_heads;
         if (!allowed && !base_shape) continue;
-        if (a % t != 0 || a < std::max<int64_t>(1, c.min_heads)) continue;
+        if (a % t_all != 0 || a < std::max<int64_t>(1, c.min_heads)) continue;
         if (c.max_heads > 0 && a > c.max_heads) continue;
-        head_options.push_back({a, d});
+        o.heads.push_back({a, d});
       }
     } else if (h % base.num_attention_heads == 0) {
-      head_options.push_back({base.num_attention_heads, h / base.num_attention_heads});
+      o.heads.push_back({base.num_attention_heads, h / base.num_attention_heads});
     }
-
     // MLP width targets scale with h.
     const double f_target = static_cast<double>(base.ffn_hidden_size) * h / h0;
-    std::vector<int64_t> ffns;
-    if (h == h0) ffns.push_back(base.ffn_hidden_size);
-    const int64_t f_round = static_cast<int64_t>(std::llround(f_target / t)) * t;
-    if (f_round != base.ffn_hidden_size || h != h0) ffns.push_back(f_round);
+    if (h == h0) o.ffns.push_back(base.ffn_hidden_size);
+    const int64_t f_round = static_cast<int64_t>(std::llround(f_target / t_all)) * t_all;
+    if (f_round != base.ffn_hidden_size || h != h0) o.ffns.push_back(f_round);
     if (has(Knob::kFfn)) {
       const double span = base.mlp == Mlp::kSwiglu ? 0.03 : 0.01;
-      const int64_t step = std::lcm<int64_t>(64, t);
+      const int64_t step = std::lcm<int64_t>(64, t_all);
       for (int64_t f = RoundUp(static_cast<int64_t>(f_target * (1 - span)), step);
            f <= static_cast<int64_t>(f_target * (1 + span)); f += step) {
-        if (std::find(ffns.begin(), ffns.end(), f) == ffns.end()) ffns.push_back(f);
+        if (std::find(o.ffns.begin(), o.ffns.end(), f) == o.ffns.end()) o.ffns.push_back(f);
       }
     }
-
-    std::vector<int64_t> vocabs = {base.vocab_size};
+    o.vocabs = {base.vocab_size};
     if (has(Knob::kVocab)) {
       for (int64_t m : {64 * t, 128 * t}) {
         const int64_t v = RoundUp(base.vocab_size, m);
-        if (std::find(vocabs.begin(), vocabs.end(), v) == vocabs.end()) vocabs.push_back(v);
+        if (std::find(o.vocabs.begin(), o.vocabs.end(), v) == o.vocabs.end()) o.vocabs.push_back(v);
       }
     }
-
-    for (auto [a, d] : head_options) {
-      std::vector<int64_t> kvs;
-      if (has(Knob::kKvHeads)) {
-        for (int64_t kv = 1; kv <= a; ++kv) {
-          if (a % kv == 0 && ValidTpForKv(kv, t)) kvs.push_back(kv);
-        }
-      } else if (base.num_kv_heads == base.num_attention_heads) {
-        kvs.push_back(a);
-      } else if (base.num_attention_heads % base.num_kv_heads == 0 &&
-                 a % (base.num_attention_heads / base.num_kv_heads) == 0) {
-        kvs.push_back(a / (base.num_attention_heads / base.num_kv_heads));  // same group size
-      } else if (a % base.num_kv_heads == 0) {
-        kvs.push_back(base.num_kv_heads);
+    return o;
+  };
+  auto kv_options = [&](int64_t a) {
+    std::vector<int64_t> kvs;
+    if (has(Knob::kKvHeads)) {
+      for (int64_t kv = 1; kv <= a; ++kv) {
+        if (a % kv != 0) continue;
+        bool ok = true;
+        for (int64_t x : tps) ok &= ValidTpForKv(kv, x);
+        if (ok) kvs.push_back(kv);
       }
-      for (int64_t kv : kvs) {
-        for (int64_t f : ffns) {
-          for (int64_t v : vocabs) {
+    } else if (base.num_kv_heads == base.num_attention_heads) {
+      kvs.push_back(a);
+    } else if (base.num_attention_heads % base.num_kv_heads == 0 &&
+               a % (base.num_attention_heads / base.num_kv_heads) == 0) {
+      kvs.push_back(a / (base.num_attention_heads / base.num_kv_heads));  // same group size
+    } else if (a % base.num_kv_heads == 0) {
+      kvs.push_back(base.num_kv_heads);
+    }
+    return kvs;
+  };
+
+  // Refuse a search space too large to examine, before any work, naming what makes it large.
+  {
+    int64_t space = 0;
+    for (int64_t h : hiddens) {
+      const Options o = options_for(h);
+      int64_t per_h = 0;
+      for (auto [a, d] : o.heads) per_h += static_cast<int64_t>(kv_options(a).size());
+      space +=
+          per_h * static_cast<int64_t>(o.ffns.size() * o.vocabs.size()) * (layers_move ? 2 : 1);
+      if (space > kMaxExaminedShapes) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "vary: the search space exceeds ", kMaxExaminedShapes,
+            " shapes; narrow it (fewer knobs in vary, fewer allowed_head_dims, a smaller "
+            "param_tolerance, or vary kv_heads separately)"));
+      }
+    }
+  }
+
+  BoundedCandidates kept(base_params,
+                         static_cast<size_t>(std::max<int64_t>(0, c.max_candidates - 1)));
+  std::set<SpecKey> seen;
+  absl::StatusOr<ModelSpec> base_n = NormalizeSpec(base);
+  if (!base_n.ok()) return base_n.status();
+  seen.insert(KeyOf(*base_n));
+  auto consider = [&](const ModelSpec& s) {
+    ++*generated;
+    absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
+    if (!n.ok() || !LegalForAll(*n, tps)) return;
+    const int64_t p = CountParams(*n).total_params;
+    const double change = static_cast<double>(p - base_params) / static_cast<double>(base_params);
+    if (std::abs(change) > c.param_tolerance + 1e-12) return;
+    if (seen.insert(KeyOf(*n)).second) kept.Add(*n, p);
+  };
+
+  for (int64_t h : hiddens) {
+    const Options o = options_for(h);
+    for (auto [a, d] : o.heads) {
+      for (int64_t kv : kv_options(a)) {
+        if (stop && stop()) return absl::CancelledError("the call was cancelled");
+        for (int64_t f : o.ffns) {
+          for (int64_t v : o.vocabs) {
             ModelSpec s = base;
             s.hidden_size = h;
             s.num_attention_heads = a;
@@ -206,15 +309,19 @@ std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const Recommend
             s.vocab_size = v;
             std::vector<int64_t> layers = {base.num_layers};
             if (layers_move) {
-              // Solve total(L) = base_params for L with everything else fixed.
+              // Solve total(L) = base_params for L with everything else fixed; L a multiple of the
+              // pipeline stages.
               ModelSpec one = s;
-              one.num_layers = 1;
+              one.num_layers = pp;
+              one.pipeline_parallel = pp;
               const ParamCounts pc = CountParams(one);
-              const double fixed = static_cast<double>(pc.total_params - pc.per_layer_params);
+              const double fixed = static_cast<double>(pc.total_params - pp * pc.per_layer_params);
               const double exact = (static_cast<double>(base_params) - fixed) /
-                                   static_cast<double>(pc.per_layer_params);
-              for (int64_t L : {static_cast<int64_t>(std::floor(exact)),
-                                static_cast<int64_t>(std::ceil(exact))}) {
+                                   static_cast<double>(pc.per_layer_params) /
+                                   static_cast<double>(pp);
+              for (int64_t stages : {static_cast<int64_t>(std::floor(exact)),
+                                     static_cast<int64_t>(std::ceil(exact))}) {
+                const int64_t L = stages * pp;
                 if (L >= 1 && L <= kMaxLayers &&
                     std::find(layers.begin(), layers.end(), L) == layers.end()) {
                   layers.push_back(L);
@@ -230,20 +337,7 @@ std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const Recommend
       }
     }
   }
-
-  // Deterministic cap: the baseline, then the smallest parameter changes, ties by shape.
-  if (static_cast<int64_t>(out.size()) > c.max_candidates) {
-    auto change = [&](const ModelSpec& s) {
-      return std::abs(static_cast<double>(CountParams(s).total_params - base_params));
-    };
-    std::sort(out.begin() + 1, out.end(), [&](const ModelSpec& x, const ModelSpec& y) {
-      const double cx = change(x), cy = change(y);
-      if (cx != cy) return cx < cy;
-      return KeyOf(x) < KeyOf(y);
-    });
-    out.resize(static_cast<size_t>(std::max<int64_t>(1, c.max_candidates)));
-  }
-  return out;
+  return kept.Take(*base_n);
 }
 
 const GemmTime& ScoreCache::Get(const GemmKey& key) {
@@ -251,6 +345,13 @@ const GemmTime& ScoreCache::Get(const GemmKey& key) {
   if (it != memo_.end()) return it->second;
   return memo_.emplace(key, fn_(key)).first->second;
 }
+
+namespace {
+
+// Relative standard deviation of a time from its p10–p90 band (a normal's p10–p90 spans 2.56σ).
+double SigmaOfBand(double p10, double p90) { return std::max(0.0, p90 - p10) / 2.56; }
+
+}  // namespace
 
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
                               int64_t base_params) {
@@ -264,22 +365,33 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   bool all_measured = true;
   std::map<std::string, double> by_name;
   for (const Gemm& g : gemms) {
-    double t = 0;
+    double t = 0, sigma = 0;
+    std::string key;
     if (g.fused_attention) {
-      t = PredictFusedAttention(gpu, g).time_s;
+      const GemmPrediction p = PredictFusedAttention(gpu, g);
+      t = p.time_s;
+      sigma = SigmaOfBand(p.band_p10, p.band_p90);
+      key =
+          absl::StrCat("fused ", PassName(g.pass), " ", GemmKeyString(g.key()), " kv", g.kv_batch);
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;
       all_measured &= gt.measured;
-      const double sigma = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
-      var += sigma * sigma;
+      sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
+      key = GemmKeyString(g.key());
+      const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
+      var += s * s;
     }
     const double step = t * static_cast<double>(g.count);
     c.gemm_time_s += step;
     by_name[g.name] += step;
+    auto& [time, rel_sigma] = c.contributions[key];
+    time += step;
+    rel_sigma = sigma;
   }
   c.time_by_gemm.assign(by_name.begin(), by_name.end());
   c.elementwise_time_s = EstimateElementwise(spec, gpu).time_s;
+  c.contributions["elementwise"] = {c.elementwise_time_s, kElementwiseRelativeSigma};
   c.step_time_s = c.gemm_time_s + c.elementwise_time_s;
   c.step_sigma_s = std::sqrt(var);
   c.all_measured = all_measured;
@@ -358,9 +470,14 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     r.push_back(absl::StrCat(absl::StrJoin(gains, ", "),
                              base.all_measured && c.all_measured ? " (measured)" : " (predicted)"));
   }
-  if (c.param_change < -0.005) {
-    r.push_back(absl::StrFormat("%.1f%% fewer parameters account for part of the gain",
-                                -100 * c.param_change));
+  if (std::abs(c.param_change) >= 0.0005) {
+    r.push_back(absl::StrFormat(
+        "%+.1f%% parameters; the speed-up compares model FLOP/s at equal work (MFU %.1f%% vs "
+        "%.1f%%)",
+        100 * c.param_change, 100 * c.mfu, 100 * base.mfu));
+  }
+  for (const RuleViolation& v : CheckRules(s, BuildGemms(s))) {
+    r.push_back(absl::StrCat("still breaks rule ", v.paper_rule, ": ", v.message.substr(0, 160)));
   }
   const double ew = base.elementwise_time_s > 0 && c.elementwise_time_s > 0
                         ? base.elementwise_time_s / c.elementwise_time_s
@@ -371,35 +488,72 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
   return r;
 }
 
+namespace {
+
+// Relative standard deviation of time(base)/time(c): errors of the GEMMs both run cancel.
+double RatioSigma(const CandidateScore& base, const CandidateScore& c) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : base.contributions) keys.insert(k);
+  for (const auto& [k, v] : c.contributions) keys.insert(k);
+  double var = 0;
+  for (const std::string& k : keys) {
+    auto b = base.contributions.find(k);
+    auto x = c.contributions.find(k);
+    const double wb = b == base.contributions.end() ? 0 : b->second.first / base.step_time_s;
+    const double wc = x == c.contributions.end() ? 0 : x->second.first / c.step_time_s;
+    const double sigma = std::max(b == base.contributions.end() ? 0 : b->second.second,
+                                  x == c.contributions.end() ? 0 : x->second.second);
+    var += sigma * sigma * (wb - wc) * (wb - wc);
+  }
+  return std::sqrt(var);
+}
+
+}  // namespace
+
 void RankCandidates(std::vector<CandidateScore>& scores) {
   const CandidateScore* base = nullptr;
   for (const auto& s : scores) {
     if (s.baseline) base = &s;
   }
   const CandidateScore base_copy = base ? *base : CandidateScore();
-  // Fields a candidate changes against the baseline: among equal times, the smaller change wins.
+  // Fields a candidate changes against the baseline: among equal efficiency, the smaller change
+  // wins.
   auto changed = [&](const ModelSpec& s) {
     const SpecKey a = KeyOf(s), b = KeyOf(base_copy.spec);
     return (std::get<0>(a) != std::get<0>(b)) + (std::get<1>(a) != std::get<1>(b)) +
            (std::get<2>(a) != std::get<2>(b)) + (std::get<4>(a) != std::get<4>(b)) +
            (std::get<5>(a) != std::get<5>(b)) + (std::get<6>(a) != std::get<6>(b));
   };
-  std::sort(scores.begin(), scores.end(), [&](const CandidateScore& x, const CandidateScore& y) {
-    const double tol = 1e-9 * std::max(x.step_time_s, y.step_time_s);
-    if (std::abs(x.step_time_s - y.step_time_s) > tol) return x.step_time_s < y.step_time_s;
-    if (std::abs(x.param_change) != std::abs(y.param_change)) {
-      return std::abs(x.param_change) < std::abs(y.param_change);
-    }
-    if (base && changed(x.spec) != changed(y.spec)) return changed(x.spec) < changed(y.spec);
-    return KeyOf(x.spec) < KeyOf(y.spec);
-  });
+  std::stable_sort(scores.begin(), scores.end(),
+                   [&](const CandidateScore& x, const CandidateScore& y) {
+                     const double tol = 1e-9 * std::max(x.mfu, y.mfu);
+                     if (std::abs(x.mfu - y.mfu) > tol) return x.mfu > y.mfu;
+                     if (std::abs(x.param_change) != std::abs(y.param_change)) {
+                       return std::abs(x.param_change) < std::abs(y.param_change);
+                     }
+                     if (base && changed(x.spec) != changed(y.spec)) {
+                       return changed(x.spec) < changed(y.spec);
+                     }
+                     return KeyOf(x.spec) < KeyOf(y.spec);
+                   });
+  // No shape twice: the first (best) entry of each shape stays; the baseline always stays.
+  std::set<SpecKey> seen;
+  std::vector<CandidateScore> unique;
+  unique.reserve(scores.size());
+  for (CandidateScore& s : scores) {
+    if (seen.insert(KeyOf(s.spec)).second || s.baseline) unique.push_back(std::move(s));
+  }
+  scores = std::move(unique);
   if (!base) return;
   for (CandidateScore& s : scores) {
-    s.speedup = base_copy.step_time_s / s.step_time_s;
-    const double rb = base_copy.step_sigma_s / base_copy.step_time_s;
-    const double rc = s.step_sigma_s / s.step_time_s;
-    s.speedup_uncertainty = s.baseline ? 0 : s.speedup * std::sqrt(rb * rb + rc * rc);
-    if (!s.baseline) s.reasons = Explain(base_copy, s);
+    s.speedup = base_copy.mfu > 0 ? s.mfu / base_copy.mfu : 1;
+    if (s.baseline) {
+      s.speedup_uncertainty = 0;
+      continue;
+    }
+    // Measured spreads and predicted bands both sit in the contributions, per distinct GEMM.
+    s.speedup_uncertainty = s.speedup * RatioSigma(base_copy, s);
+    s.reasons = Explain(base_copy, s);
   }
 }
 

@@ -1,5 +1,6 @@
-// The recommender: nearby model shapes at about the same parameter count, ranked by step time,
-// with the reasons in words.
+// The recommender: nearby model shapes at about the same parameter count, ranked by efficiency
+// (model FLOP/s per GPU, i.e. MFU) so that no candidate wins by being smaller, with the reasons in
+// words and the uncertainty of each speed-up.
 //
 // Stage 1 scores every candidate with a GEMM-time source (the analytic model by default); stage 2
 // (in server/recommend_handler.cc) re-scores the best K and the baseline with measured times.
@@ -9,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -49,7 +51,14 @@ struct RecommendConstraints {
   bool keep_layers = false;
   int64_t max_candidates = kDefaultMaxCandidates;
   int top = kDefaultTop;
+  // Further tensor-parallel degrees every candidate must also be legal for (heads, KV heads, h and
+  // f divisible as each needs), beside the spec's own.
+  std::vector<int64_t> tensor_parallel_options;
 };
+
+// Shapes examined at most while generating candidates; a search space larger than this is refused
+// with RESOURCE_EXHAUSTED naming the knobs that make it large.
+inline constexpr int64_t kMaxExaminedShapes = 2'000'000;
 
 // Every problem with the constraints, with field names as in RecommendRequest.
 std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c);
@@ -57,18 +66,25 @@ std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c);
 // The knobs that move: the explicit set, or the default one.
 std::set<Knob> EffectiveKnobs(const RecommendConstraints& c);
 
-// Candidate specs (normalized, valid, within the parameter tolerance), the baseline first, then
-// the rest in a deterministic order, at most max_candidates in all. `generated` counts every
-// shape examined before the tolerance and the cap.
-std::vector<ModelSpec> GenerateCandidates(const ModelSpec& base, const RecommendConstraints& c,
-                                          int64_t* generated);
+// Candidate specs (normalized, valid, within the parameter tolerance, legal for every tensor-
+// parallel degree asked and the spec's pipeline stages), the baseline first, then the rest in a
+// deterministic order (smallest parameter change first), at most max_candidates in all; memory
+// stays bounded by max_candidates as the search runs. `generated` counts every shape examined.
+// `stop` is polled as the search runs (CANCELLED when it says so); a search space over
+// kMaxExaminedShapes is RESOURCE_EXHAUSTED before any work.
+absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(
+    const ModelSpec& base, const RecommendConstraints& c, int64_t* generated,
+    const std::function<bool()>& stop = nullptr);
 
 // The time of one GEMM (not fused attention) and the relative spread of that time (0 when
 // predicted), with whether it was measured.
 struct GemmTime {
   double time_s = 0;
-  double relative_spread = 0;
+  double relative_spread = 0;  // measured: (p90 − p10) / median
   bool measured = false;
+  // Predicted: the calibration's relative error band (measured/predicted − 1 at p10 and p90).
+  double band_p10 = 0;
+  double band_p90 = 0;
 };
 using GemmTimeFn = std::function<GemmTime(const GemmKey&)>;
 
@@ -95,9 +111,12 @@ struct CandidateScore {
   double step_sigma_s = 0;  // from measurement spreads
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  bool all_measured = false;  // every GEMM (not fused attention) measured or cached
-  double speedup = 1;
-  double speedup_uncertainty = 0;
+  bool all_measured = false;       // every GEMM (not fused attention) measured or cached
+  double speedup = 1;              // mfu / baseline mfu: throughput at equal work
+  double speedup_uncertainty = 0;  // one standard deviation of speedup (see RankCandidates)
+  // Time and relative standard deviation of each distinct GEMM (and fused attention, and the
+  // elementwise estimate) in the step, for the uncertainty of ratios between candidates.
+  std::map<std::string, std::pair<double, double>> contributions;
   // Time per GEMM name (all passes, × count), for the reasons.
   std::vector<std::pair<std::string, double>> time_by_gemm;
   std::vector<std::string> reasons;
@@ -107,11 +126,21 @@ struct CandidateScore {
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
                               int64_t base_params);
 
-// Ranks `scores` in place: by step time, ties (within 1e-9 relative) by smaller |param change|,
-// then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v, L). Fills
-// speedup (and its uncertainty) against the baseline entry and the reasons of every non-baseline
-// entry. `measured_label` says how GEMM gains were obtained.
+// Ranks `scores` in place: by MFU (model FLOP/s per GPU: equal work, so a smaller model does not
+// win by being smaller), ties (within 1e-9 relative) by smaller |param change|, then by fewer
+// fields changed against the baseline, then by (h, a, a_kv, d, f, v, L); identical shapes are
+// dropped. Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
+// non-baseline entry (what changed, which rules it satisfies or still breaks).
+//
+// Uncertainty: the errors of a GEMM's time are shared by every candidate that runs it, so they
+// cancel in a ratio; speedup_uncertainty = speedup · sqrt(Σ_g σ_g² (t_g,base/T_base −
+// t_g,cand/T_cand)²) over the distinct GEMMs g, σ_g the GEMM's relative standard deviation (the
+// calibration band's (p90 − p10) / 2.56, or half the measured spread).
 void RankCandidates(std::vector<CandidateScore>& scores);
+
+// The relative standard deviation of the elementwise estimate in a step: a PRIOR (no
+// measurements of norms, activations and softmax yet).
+inline constexpr double kElementwiseRelativeSigma = 0.15;
 
 // Plain-words reasons for `c` against `base`: which rule the change satisfies and which GEMMs
 // gained how much ("h/a 80 → 128 (rule 3, 7): attn_score 1.31× (predicted)").

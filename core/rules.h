@@ -18,6 +18,9 @@ struct RuleViolation {
   int paper_rule = 0;   // the rule's number in the paper's list (paper notes §3)
   std::string message;  // "h/a = 80: largest power-of-two factor 16 < 64; hurts attn_score ..."
   std::vector<std::string> hurts;  // "attn_score forward (K=80)", one per GEMM and pass
+  // The cost model charges time for it (see the message for the evidence); false: the paper's
+  // rule, which measurements do not price for this case.
+  bool priced = false;
 };
 
 // Every rule `spec` (normalized) breaks, with the GEMMs of `gemms` each one hurts.

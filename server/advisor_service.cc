@@ -182,12 +182,15 @@ absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
 }
 
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                               const WorkerDirectory* workers, RecommendHandler recommend)
+                               const WorkerDirectory* workers, RecommendHandler recommend,
+                               SelfCalibration* calibration, ResultCache* cache)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
       workers_(workers),
-      recommend_(std::move(recommend)) {}
+      recommend_(std::move(recommend)),
+      calibration_(calibration),
+      cache_(cache) {}
 
 absl::Status AdvisorService::CheckAccepting() const {
   if (!draining_.load()) return absl::OkStatus();
@@ -339,6 +342,76 @@ grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
   } else {
     reactor->Push(QueuedMessage<v1::RecommendResponse>(jobs_->depth()));
   }
+  return reactor.get();
+}
+
+namespace {
+
+absl::Status NoCache(absl::string_view rpc) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(rpc, ": this server has no result cache (start it with --cache=FILE)"));
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContext* ctx,
+                                                      const v1::RecalibrateRequest* request,
+                                                      v1::RecalibrateResponse* response) {
+  auto done = Track("Recalibrate");
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::Status st = CheckAccepting();
+  if (st.ok() && calibration_ == nullptr) st = NoCache("Recalibrate");
+  if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
+  if (st.ok() && (request->min_rows() < 0 || request->min_rows() > 1'000'000)) {
+    st = FieldError("min_rows", absl::StrCat("must be in [0, 1000000]; got ", request->min_rows()));
+  }
+  if (!st.ok()) {
+    const grpc::Status g = ToGrpcStatus(st);
+    done(g);
+    reactor->Finish(g);
+    return reactor;
+  }
+  // A refit is seconds of CPU: it runs on a job thread, like the other long calls.
+  const bool queued = jobs_->TrySubmit([this, reactor, request, response, done](absl::Duration) {
+    *response = calibration_->Run(request->gpu(), request->min_rows());
+    done(grpc::Status::OK);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!queued) {
+    const grpc::Status g = ToGrpcStatus(QueueFullError(*jobs_));
+    done(g);
+    reactor->Finish(g);
+  }
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* AdvisorService::ExportMeasurements(
+    grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) {
+  std::shared_ptr<StreamReactor<v1::ExportMeasurementsResponse>> reactor =
+      StreamReactor<v1::ExportMeasurementsResponse>::Create(Track("ExportMeasurements"));
+  absl::Status st = CheckAccepting();
+  if (st.ok() && cache_ == nullptr) st = NoCache("ExportMeasurements");
+  if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
+  if (!st.ok()) {
+    reactor->Finish(ToGrpcStatus(st));
+    return reactor.get();
+  }
+  const std::vector<Measurement> rows = CachedMeasurements(*cache_, request->gpu());
+  // Chunks of at most 4096 rows (about 0.5 MiB), well under any message limit.
+  constexpr size_t kRowsPerChunk = 4096;
+  for (size_t i = 0; i == 0 || i < rows.size(); i += kRowsPerChunk) {
+    const std::vector<Measurement> chunk(
+        rows.begin() + static_cast<std::ptrdiff_t>(i),
+        rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), i + kRowsPerChunk)));
+    std::string csv = FormatMeasurementsCsv(chunk);
+    if (i > 0) csv = csv.substr(csv.find('\n') + 1);  // the header once
+    v1::ExportMeasurementsResponse msg;
+    msg.set_csv(std::move(csv));
+    msg.set_rows(static_cast<int64_t>(chunk.size()));
+    reactor->Push(std::move(msg));
+    if (rows.empty()) break;
+  }
+  reactor->Finish(grpc::Status::OK);
   return reactor.get();
 }
 

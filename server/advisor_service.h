@@ -13,6 +13,8 @@
 
 #include "server/job_queue.h"
 #include "server/metrics.h"
+#include "server/result_cache.h"
+#include "server/self_calibration.h"
 #include "server/timing_service.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
@@ -40,8 +42,11 @@ using RecommendHandler = std::function<absl::StatusOr<v1::RecommendResponse>(
 
 class AdvisorService final : public v1::Advisor::CallbackService {
  public:
+  // `calibration` and `cache` may be null (no result cache: Recalibrate and ExportMeasurements
+  // answer FAILED_PRECONDITION).
   AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                 const WorkerDirectory* workers, RecommendHandler recommend);
+                 const WorkerDirectory* workers, RecommendHandler recommend,
+                 SelfCalibration* calibration = nullptr, ResultCache* cache = nullptr);
 
   grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
                                     const v1::AnalyzeRequest* request,
@@ -53,6 +58,11 @@ class AdvisorService final : public v1::Advisor::CallbackService {
       grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) override;
   grpc::ServerWriteReactor<v1::RecommendResponse>* Recommend(
       grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) override;
+  grpc::ServerUnaryReactor* Recalibrate(grpc::CallbackServerContext* ctx,
+                                        const v1::RecalibrateRequest* request,
+                                        v1::RecalibrateResponse* response) override;
+  grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* ExportMeasurements(
+      grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) override;
 
   // Graceful shutdown: from now on new calls get UNAVAILABLE (retryable) while the ones in flight,
   // queued ones included, run to completion.
@@ -71,6 +81,8 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   Metrics* metrics_;
   const WorkerDirectory* workers_;
   RecommendHandler recommend_;
+  SelfCalibration* calibration_;
+  ResultCache* cache_;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
 };

@@ -187,6 +187,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.seq_length = p.seq_length();
   s.micro_batch_size = p.micro_batch_size();
   s.tensor_parallel = p.tensor_parallel();
+  s.pipeline_parallel = p.pipeline_parallel();
   if (auto d = FromProto(p.dtype()); d.ok()) {
     s.dtype = *d;
   } else {
@@ -264,6 +265,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_seq_length(s.seq_length);
   p.set_micro_batch_size(s.micro_batch_size);
   p.set_tensor_parallel(s.tensor_parallel);
+  p.set_pipeline_parallel(s.pipeline_parallel);
   p.set_dtype(ToProto(s.dtype));
   p.set_attention(ToProto(s.attention));
   p.set_workload(ToProto(s.workload));
@@ -356,10 +358,20 @@ v1::TileChoice ToProto(const GemmPrediction& p) {
   return t;
 }
 
-v1::Provenance PredictedProvenance(const GpuSpec& gpu) {
+std::string PredictedMethod(const GpuSpec& gpu, DType dtype) {
+  return absl::StrCat(kCostModelName, " (", gpu.Calibration(dtype).label, ")");
+}
+
+v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s) {
   v1::Provenance p;
   p.set_source(v1::SOURCE_PREDICTED);
-  p.set_method(std::string(kCostModelName) + " (uncalibrated priors)");
+  p.set_method(PredictedMethod(gpu, dtype));
+  p.set_calibration(gpu.Calibration(dtype).label);
+  if (time_s > 0) {
+    const auto [p10, p90] = ErrorBand(gpu, dtype, time_s);
+    p.set_error_band_p10(p10);
+    p.set_error_band_p90(p90);
+  }
   v1::DeviceFingerprint* d = p.mutable_device();
   d->set_name(gpu.display_name);
   d->set_catalog_name(gpu.name);
@@ -391,6 +403,9 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
     out->set_tflops(g.prediction.tflops);
     out->set_bound(ToProto(g.prediction.bound));
     *out->mutable_tile() = ToProto(g.prediction);
+    out->set_error_band_p10(g.prediction.band_p10);
+    out->set_error_band_p90(g.prediction.band_p90);
+    for (const std::string& why : g.prediction.penalties) out->add_penalties(why);
   }
   *r.mutable_params() = ToProto(a.params);
   r.set_step_flops(a.flops.step_flops);
@@ -403,12 +418,23 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
   r.set_tokens_per_second_per_gpu(a.tokens_per_s_per_gpu);
   for (const RuleViolation& v : a.rules) {
     v1::RuleViolation* out = r.add_rules();
+    out->set_priced(v.priced);
     out->set_id(v.id);
     out->set_paper_rule(v.paper_rule);
     out->set_message(v.message);
     for (const auto& h : v.hurts) out->add_hurts(h);
   }
-  *r.mutable_provenance() = PredictedProvenance(*a.gpu);
+  *r.mutable_provenance() = PredictedProvenance(*a.gpu, a.spec.dtype, 0);
+  // The step's band: the GEMMs' bands weighted by their share of the step (their errors come
+  // from one model, so they are taken as moving together: a conservative band).
+  double p10 = 0, p90 = 0;
+  for (const GemmAnalysis& g : a.gemms) {
+    const double w = g.prediction.time_s * static_cast<double>(g.gemm.count) / a.step_time_s;
+    p10 += w * g.prediction.band_p10;
+    p90 += w * g.prediction.band_p90;
+  }
+  r.mutable_provenance()->set_error_band_p10(p10);
+  r.mutable_provenance()->set_error_band_p90(p90);
   return r;
 }
 

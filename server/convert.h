@@ -39,7 +39,10 @@ v1::CatalogGpu ToProto(const GpuSpec& g);
 v1::TileChoice ToProto(const GemmPrediction& p);
 
 // Provenance of a prediction by the analytic model for a catalogued GPU.
-v1::Provenance PredictedProvenance(const GpuSpec& gpu);
+// "wavecrest-analytic-v2 (<calibration label>)": the method string of a prediction.
+std::string PredictedMethod(const GpuSpec& gpu, DType dtype);
+// A prediction's provenance: model, calibration and (for time_s > 0) the error band.
+v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s);
 
 // The Analyze response for an analysis.
 v1::AnalyzeResponse ToProto(const Analysis& a);

@@ -45,6 +45,13 @@ ABSL_FLAG(double, worker_job_timeout_s, 60,
 ABSL_FLAG(std::string, worker_socket_dir, "",
           "Directory for local workers' unix sockets; empty = a private temporary directory");
 
+ABSL_FLAG(std::string, calibration, "",
+          "A calibration file (wavecrest calibrate --out) to use over the built-in one");
+ABSL_FLAG(int64_t, self_calibrate_min_rows, 64,
+          "Refit a device kind's cost model from the result cache's GPU measurements at start "
+          "when it has at least this many for a dtype; 0 = never at start (the Recalibrate RPC "
+          "still can)");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
@@ -92,6 +99,8 @@ int main(int argc, char** argv) {
   }
   o.worker_job_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_job_timeout_s));
   o.worker_socket_dir = absl::GetFlag(FLAGS_worker_socket_dir);
+  o.calibration_file = absl::GetFlag(FLAGS_calibration);
+  o.self_calibrate_min_rows = absl::GetFlag(FLAGS_self_calibrate_min_rows);
   if (o.queue_capacity < 1 || o.threads < 0 || o.max_request_bytes < 1024) {
     std::cerr << "wavecrest-server: --queue_capacity must be >= 1, --threads >= 0, "
                  "--max_request_bytes >= 1024\n";

@@ -35,10 +35,13 @@ RecommendHandler MakeRecommendHandler(TimingService* timing) {
         absl::StatusOr<TimingSummary> summary = timing->Run(
             task,
             [&](size_t i, v1::GemmTiming t) {
-              // An emulating worker's answers are predictions and stay labelled so.
+              // An emulating worker's answers are predictions and stay labelled so, with the
+              // calibration's error band.
               const double spread = t.stats().relative_spread();
-              out[i] = GemmTime{t.time_s(), spread,
-                                t.provenance().source() != v1::SOURCE_PREDICTED};
+              const bool measured = t.provenance().source() != v1::SOURCE_PREDICTED;
+              const auto [p10, p90] = measured ? std::make_pair(0.0, 0.0)
+                                               : ErrorBand(*gpu->second, keys[i].dtype, t.time_s());
+              out[i] = GemmTime{t.time_s(), spread, measured, p10, p90};
             },
             [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
             cancelled);

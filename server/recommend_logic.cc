@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/analysis.h"
 #include "core/status_macros.h"
@@ -29,6 +31,30 @@ v1::Candidate ToProto(const CandidateScore& s, int rank) {
   for (const auto& r : s.reasons) c.add_reasons(r);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
   return c;
+}
+
+// "candidates 1 and 2 are within each other's uncertainty ..." for the leading candidates whose
+// speed-up bands overlap (speed-up ± its uncertainty), or empty.
+std::string OverlapNote(const v1::RecommendResponse& r) {
+  std::vector<const v1::Candidate*> lead;
+  for (const v1::Candidate& c : r.candidates()) {
+    if (!c.baseline() && lead.size() < 5) lead.push_back(&c);
+  }
+  if (lead.size() < 2) return "";
+  const v1::Candidate& first = *lead.front();
+  std::vector<std::string> close;
+  for (size_t i = 1; i < lead.size(); ++i) {
+    const v1::Candidate& c = *lead[i];
+    if (c.speedup() + c.speedup_uncertainty() >= first.speedup() - first.speedup_uncertainty()) {
+      close.push_back(
+          absl::StrFormat("#%d (%.3f ± %.3f)", c.rank(), c.speedup(), c.speedup_uncertainty()));
+    }
+  }
+  if (close.empty()) return "";
+  return absl::StrFormat(
+      "#%d (%.3f ± %.3f) is within the uncertainty of %s: the model cannot tell them apart; "
+      "measure them on a GPU worker (mode MEASURED) before choosing",
+      first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "));
 }
 
 absl::Status StopStatus(const RecommendContext& ctx) {
@@ -61,6 +87,15 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   }
   c.allowed_head_dims.assign(r.allowed_head_dims().begin(), r.allowed_head_dims().end());
   c.min_heads = r.min_heads();
+  for (int i = 0; i < r.tensor_parallel_options_size(); ++i) {
+    const int64_t t = r.tensor_parallel_options(i);
+    if (t < 1 || t > kMaxTensorParallel) {
+      v.push_back({absl::StrCat("tensor_parallel_options[", i, "]"),
+                   absl::StrCat("must be in [1, ", kMaxTensorParallel, "]; got ", t)});
+    } else {
+      c.tensor_parallel_options.push_back(t);
+    }
+  }
   c.max_heads = r.max_heads();
   c.keep_layers = r.keep_layers();
   c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
@@ -110,10 +145,13 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
 
   // Stage 1: every candidate, analytic model.
   int64_t generated = 0;
-  std::vector<ModelSpec> specs = GenerateCandidates(*base, *constraints, &generated);
+  ASSIGN_OR_RETURN(
+      std::vector<ModelSpec> specs,
+      GenerateCandidates(*base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); }));
   const int64_t base_params = CountParams(*base).total_params;
   ScoreCache predicted([gpu](const GemmKey& k) {
-    return GemmTime{PredictGemm(*gpu, k).time_s, 0, false};
+    const GemmPrediction p = PredictGemm(*gpu, k);
+    return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
   });
   std::vector<CandidateScore> scores;
   scores.reserve(specs.size());
@@ -230,6 +268,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     base_shown |= s.baseline;
     *response.add_candidates() = ToProto(s, rank);
   }
+  if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
   response.set_done(true);
   Progress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
   return response;

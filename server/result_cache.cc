@@ -203,6 +203,29 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   sqlite3_finalize(stmt);
 }
 
+std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
+    absl::string_view kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<std::string, v1::GemmTiming>> out;
+  sqlite3_stmt* stmt = nullptr;
+  const char* sql = kind.empty() ? "SELECT kind, timing FROM results ORDER BY rowid"
+                                 : "SELECT kind, timing FROM results WHERE kind=?1 ORDER BY rowid";
+  if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return out;
+  const std::string k(kind);
+  if (!kind.empty()) sqlite3_bind_text(stmt, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::GemmTiming t;
+    const void* blob = sqlite3_column_blob(stmt, 1);
+    const int size = sqlite3_column_bytes(stmt, 1);
+    if (!blob || !t.ParseFromArray(blob, size)) continue;
+    if (t.provenance().source() != v1::SOURCE_MEASURED || !(t.time_s() > 0)) continue;
+    const char* row_kind = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    out.emplace_back(row_kind ? row_kind : "", std::move(t));
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
 int64_t ResultCache::Count() {
   std::lock_guard<std::mutex> lock(mu_);
   sqlite3_stmt* stmt = nullptr;

@@ -10,6 +10,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/timing_service.h"
@@ -35,6 +37,9 @@ class ResultCache final : public ResultStore {
   void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
 
   int64_t Count();
+  // Every GPU measurement (source MEASURED, not an emulating worker's prediction) of `kind`, or of
+  // every kind when empty, with the kind each was stored under.
+  std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(absl::string_view kind);
   // Where a corrupt or foreign file was moved, if that happened at Open.
   const std::string& moved_aside() const { return moved_aside_; }
 

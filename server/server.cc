@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,10 +19,32 @@
 #include "server/log.h"
 #include "server/metrics.h"
 #include "server/recommend_handler.h"
+#include "server/self_calibration.h"
 #include "server/timing_service.h"
 #include "server/worker_setup.h"
 
 namespace wavecrest {
+
+absl::Status ApplyCalibrationFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::NotFoundError(absl::StrCat("--calibration ", path, ": cannot open"));
+  absl::StatusOr<CalibrationFile> file = ParseCalibration(text.str());
+  if (!file.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--calibration ", path, ": ", file.status().message()));
+  }
+  std::vector<GpuSpec> catalog = GpuCatalog();
+  if (absl::Status st = ApplyCalibration(*file, catalog); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--calibration ", path, ": ", st.message()));
+  }
+  PublishCatalog(std::move(catalog));
+  LogInfo("calibration loaded", {{"path", path},
+                                 {"entries", std::to_string(file->entries.size())},
+                                 {"created", file->created}});
+  return absl::OkStatus();
+}
 
 absl::Status RunServer(const ServerOptions& options) {
   // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
@@ -46,8 +69,19 @@ absl::Status RunServer(const ServerOptions& options) {
     if (!ports.empty()) metrics_port = ports.front();
   }
 
+  if (!options.calibration_file.empty()) {
+    if (absl::Status st = ApplyCalibrationFile(options.calibration_file); !st.ok()) return st;
+  }
   absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
   if (!workers.ok()) return workers.status();
+  std::unique_ptr<SelfCalibration> calibration;
+  if ((*workers)->cache() != nullptr) {
+    SelfCalibrationOptions sc;
+    sc.min_rows = options.self_calibrate_min_rows;
+    calibration = std::make_unique<SelfCalibration>((*workers)->cache(), sc);
+    // Refit from this deployment's own measurements before answering anything.
+    if (options.self_calibrate_min_rows > 0) calibration->Run("", 0);
+  }
 
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
@@ -55,7 +89,7 @@ absl::Status RunServer(const ServerOptions& options) {
   metrics.SetQueue(0, options.queue_capacity);
   TimingService timing((*workers)->source(), (*workers)->cache(), &metrics);
   AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(),
-                         MakeRecommendHandler(&timing));
+                         MakeRecommendHandler(&timing), calibration.get(), (*workers)->cache());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

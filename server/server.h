@@ -34,7 +34,15 @@ struct ServerOptions {
   std::vector<std::string> worker_extra_args;  // test-only: appended to each local worker
   absl::Duration worker_job_timeout = absl::Seconds(60);  // watchdog per GEMM
   std::string worker_socket_dir;                          // unix sockets; empty = a temp dir
+  // A calibration file (wavecrest calibrate --out) applied over the built-in one; empty = none.
+  std::string calibration_file;
+  // GPU measurements in the result cache a (kind, dtype) needs before the server refits it at
+  // start (and by default for Recalibrate); 0 = never at start.
+  int64_t self_calibrate_min_rows = 64;
 };
+
+// Applies a calibration file (wavecrest calibrate --out) over the current catalog.
+absl::Status ApplyCalibrationFile(const std::string& path);
 
 // Runs until SIGTERM or SIGINT, then shuts down gracefully: health NOT_SERVING, in-flight work
 // finishes (up to shutdown_grace), exit. Returns OK on a clean shutdown.

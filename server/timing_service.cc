@@ -60,7 +60,7 @@ v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) 
   v1::GemmTiming t = TimingOf(key);
   t.set_time_s(p.time_s);
   t.set_tflops(p.tflops);
-  *t.mutable_provenance() = PredictedProvenance(gpu);
+  *t.mutable_provenance() = PredictedProvenance(gpu, key.dtype, p.time_s);
   return t;
 }
 

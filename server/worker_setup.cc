@@ -21,7 +21,7 @@ class CacheOnlySetup final : public WorkerSetup {
  public:
   explicit CacheOnlySetup(std::unique_ptr<ResultCache> cache) : cache_(std::move(cache)) {}
   MeasurementSource* source() override { return nullptr; }
-  ResultStore* cache() override { return cache_.get(); }
+  ResultCache* cache() override { return cache_.get(); }
   const WorkerDirectory* directory() override { return nullptr; }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, false);
@@ -40,7 +40,7 @@ class PoolSetup final : public WorkerSetup {
       : cache_(std::move(cache)), pool_(std::move(pool)), owned_dir_(std::move(owned_dir)) {}
   ~PoolSetup() override { Stop(); }
   MeasurementSource* source() override { return pool_.get(); }
-  ResultStore* cache() override { return cache_.get(); }
+  ResultCache* cache() override { return cache_.get(); }
   const WorkerDirectory* directory() override { return pool_.get(); }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, pool_->UpCount() > 0);

@@ -9,6 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/advisor_service.h"
 #include "server/metrics.h"
+#include "server/result_cache.h"
 #include "server/server.h"
 #include "server/timing_service.h"
 
@@ -18,7 +19,7 @@ class WorkerSetup {
  public:
   virtual ~WorkerSetup() = default;
   virtual MeasurementSource* source() = 0;  // null when there are no workers
-  virtual ResultStore* cache() = 0;         // null when there is no cache
+  virtual ResultCache* cache() = 0;         // null when there is no cache
   virtual const WorkerDirectory* directory() = 0;
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
   virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;

@@ -1,5 +1,6 @@
 #include "core/cost_model.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/gpu_catalog.h"
@@ -10,11 +11,11 @@ namespace {
 
 const GpuSpec& A100() { return **FindGpu("a100-sxm-80gb"); }
 const TileShape& Tile256x128(const GpuSpec& gpu) {
-  for (const TileShape& t : gpu.model.tiles) {
+  for (const TileShape& t : gpu.Model(DType::kBf16).tiles) {
     if (t.m == 256 && t.n == 128) return t;
   }
   ADD_FAILURE() << "no 256x128 tile";
-  return gpu.model.tiles.front();
+  return gpu.Model(DType::kBf16).tiles.front();
 }
 
 GemmKey Key(int64_t m, int64_t n, int64_t k, DType d = DType::kBf16) {
@@ -85,14 +86,21 @@ TEST(CostModelTest, HeuristicPredictionAlsoShowsWaveDrops) {
 }
 
 TEST(CostModelTest, AlignedDimensionBeatsSlightlySmallerUnalignedOne) {
-  const GpuSpec& gpu = A100();
-  // Absolute time, not just per FLOP: 4096 does more work and still finishes first.
-  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
-            PredictGemm(gpu, Key(8192, 4095, 4096)).time_s);
-  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
-            PredictGemm(gpu, Key(8192, 4096, 4088)).time_s);  // 16 B but not 128 B aligned
-  EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
-            PredictGemm(gpu, Key(8192, 4096, 4095)).time_s);
+  for (const char* name : {"a100-sxm-80gb", "h100-sxm", "b200"}) {
+    const GpuSpec& gpu = **FindGpu(name);
+    // Absolute time, not just per FLOP: 4096 does more work and still finishes first.
+    EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+              PredictGemm(gpu, Key(8192, 4095, 4096)).time_s)
+        << name;
+    EXPECT_LT(PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+              PredictGemm(gpu, Key(8192, 4096, 4095)).time_s)
+        << name;
+    // 16 bytes but not 128: no penalty beyond its share of K (the public H100 evidence).
+    EXPECT_NEAR(PredictGemm(gpu, Key(8192, 4096, 4088)).time_s,
+                PredictGemm(gpu, Key(8192, 4096, 4096)).time_s,
+                0.01 * PredictGemm(gpu, Key(8192, 4096, 4096)).time_s)
+        << name;
+  }
 }
 
 TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
@@ -102,10 +110,12 @@ TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
                    1.0);
   // In NT (wgrad), M is B's leading dimension.
   EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4095, 4096, 4096, 1}, Layout::kNT, DType::kBf16}, gpu),
-                   gpu.model.misaligned_efficiency);
-  // 16-byte aligned but not 128: one sub-alignment factor.
+                   gpu.Model(DType::kBf16).misaligned_efficiency);
+  EXPECT_LT(gpu.Model(DType::kBf16).misaligned_efficiency, 0.9);
+  // 16-byte aligned but not 128: the sub-alignment factor, which the evidence sets to 1.
   EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kBf16}, gpu),
-                   gpu.model.sub_alignment_efficiency);
+                   gpu.Model(DType::kBf16).sub_alignment_efficiency);
+  EXPECT_DOUBLE_EQ(gpu.Model(DType::kBf16).sub_alignment_efficiency, 1.0);
   // V100's rule is 16 bytes: K = 4088 meets it.
   EXPECT_DOUBLE_EQ(
       AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kFp16}, **FindGpu("v100")),
@@ -130,24 +140,31 @@ TEST(CostModelTest, TinyGemmIsLatencyBoundAndSkinnyOneIsMemoryBound) {
   EXPECT_EQ(PredictGemm(gpu, Key(8192, 8192, 8192)).bound, Bound::kCompute);
 }
 
-TEST(CostModelTest, NeverAbovePeak) {
+TEST(CostModelTest, NeverAbovePeakUnlessItsCalibrationDataWere) {
+  // A prediction may pass the datasheet peak only as far as the measurements it was fitted to did
+  // (the report flags such data); never further, and never for a GPU on priors.
   for (const GpuSpec& gpu : GpuCatalog()) {
     for (DType d : {DType::kBf16, DType::kFp16, DType::kFp8E4M3, DType::kTf32, DType::kFp32}) {
       if (!gpu.Supports(d)) continue;
+      const double ceiling =
+          std::max(gpu.PeakFlops(d), 1.02 * gpu.Calibration(d).max_measured_flops);
       for (int64_t n : {1, 127, 1536, 4096, 16384}) {
-        GemmPrediction p = PredictGemm(gpu, Key(8192, n, 8192, d));
-        EXPECT_GT(p.time_s, 0);
-        EXPECT_LE(p.tflops * 1e12, gpu.PeakFlops(d)) << gpu.name << " n=" << n;
+        for (int64_t k : {4096, 8192, 65536}) {
+          GemmPrediction p = PredictGemm(gpu, Key(8192, n, k, d));
+          EXPECT_GT(p.time_s, 0);
+          EXPECT_LE(p.tflops * 1e12, ceiling) << gpu.name << " " << DTypeName(d) << " n=" << n;
+        }
       }
     }
   }
 }
 
 TEST(CostModelTest, LargeAlignedBf16OnH100IsNearTheNotesFigure) {
-  // 8192³ BF16 reaches about 80% of peak on H100 (paper notes §5); the prior should land there.
+  // 8192³ BF16 has been seen at 770-800 TFLOP/s on H100 (paper notes §5); the calibrated model,
+  // fitted to shapes up to 4096 only, lands within its error band of that.
   GemmPrediction p = PredictGemm(**FindGpu("h100-sxm"), Key(8192, 8192, 8192));
-  EXPECT_GT(p.tflops, 700);
-  EXPECT_LT(p.tflops, 800);
+  EXPECT_GT(p.tflops, 720);
+  EXPECT_LT(p.tflops, 860);
 }
 
 TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
@@ -173,7 +190,7 @@ TEST(CatalogTest, EveryRequiredGpuIsThere) {
     ASSERT_TRUE(g.ok()) << name;
     EXPECT_GT((*g)->sm_count, 0);
     EXPECT_GT((*g)->memory_bandwidth_bytes_per_s, 0);
-    EXPECT_FALSE((*g)->model.tiles.empty());
+    EXPECT_FALSE((*g)->Model(DType::kBf16).tiles.empty());
     EXPECT_FALSE((*g)->sources.empty());
   }
   EXPECT_EQ(FindGpu("tpu-v5").status().code(), absl::StatusCode::kNotFound);
@@ -207,7 +224,7 @@ TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
   EXPECT_EQ(TimingMethod("cublaslt", false, false), "cublaslt-timing-v1 cold-L2 heuristic");
   EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v1 warm-L2 autotune");
   EXPECT_EQ(TimingMethod("analytic", false, false),
-            "wavecrest-analytic-v1 emulated cold-L2 heuristic");
+            "wavecrest-analytic-v2 emulated cold-L2 heuristic");
 }
 
 }  // namespace

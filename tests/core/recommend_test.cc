@@ -1,6 +1,8 @@
 #include "core/recommend.h"
 
+#include <cstdlib>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/analysis.h"
@@ -16,9 +18,10 @@ using testing::Pythia28;
 std::vector<CandidateScore> RankPredicted(const ModelSpec& base, const RecommendConstraints& c,
                                           const GpuSpec& gpu) {
   int64_t generated = 0;
-  std::vector<ModelSpec> specs = GenerateCandidates(base, c, &generated);
+  std::vector<ModelSpec> specs = *GenerateCandidates(base, c, &generated);
   ScoreCache times([&](const GemmKey& k) {
-    return GemmTime{PredictGemm(gpu, k).time_s, 0, false};
+    const GemmPrediction p = PredictGemm(gpu, k);
+    return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
   });
   std::vector<CandidateScore> scores;
   const int64_t base_params = CountParams(base).total_params;
@@ -42,12 +45,18 @@ int RankOf(const std::vector<CandidateScore>& scores, int64_t h, int64_t a, int6
   return -1;
 }
 
-// The paper's advice for Pythia-2.8B (h = 2560, a = 32, h/a = 80), unfused attention: head counts
-// with h/a a multiple of 64 (a = 40: 64, a = 20: 128) rank above a = 32, and a = 64 (h/a = 40)
-// ranks below it.
+// The paper's advice for Pythia-2.8B (h = 2560, a = 32, h/a = 80), unfused attention, on the
+// calibrated model: fewer, larger heads (a = 20, h/a = 128: rules 3 and 7) rank above a = 32 by
+// more than the prediction's uncertainty, and a = 64 (h/a = 40) ranks below it.
+//
+// a = 40 (h/a = 64) is NOT asserted above a = 32 any more. The old model ranked it there only
+// through a 0.6 penalty on 16-byte-aligned dimensions that no measurement supports (public H100
+// data show none). Without it the physics favours fewer heads at this size: P·V has arithmetic
+// intensity h/a FLOP/byte, below the A100's ridge (153), so it is bound by reading a·s² scores,
+// and the score GEMM writes a·s² outputs; both grow with a. a = 40 must still rank below a = 20.
 class PaperAdviceTest : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(PaperAdviceTest, HeadDimMultipleOf64RanksAbove80) {
+TEST_P(PaperAdviceTest, FewerLargerHeadsRankAbove80AndMoreHeadsBelow) {
   const GpuSpec& gpu = **FindGpu(GetParam());
   RecommendConstraints c;
   c.vary = {Knob::kHeads};
@@ -60,14 +69,18 @@ TEST_P(PaperAdviceTest, HeadDimMultipleOf64RanksAbove80) {
   ASSERT_GE(a40, 0);
   ASSERT_GE(a20, 0);
   ASSERT_GE(a64, 0);
-  EXPECT_LT(a40, a32);
   EXPECT_LT(a20, a32);
+  EXPECT_LT(a20, a40);
   EXPECT_GT(a64, a32);
   EXPECT_TRUE(scores[a32].baseline);
-  EXPECT_GT(scores[a20].speedup, 1.0);
-  EXPECT_THAT(
-      scores[a40].reasons,
-      ::testing::Contains(::testing::HasSubstr("h/a 80 → 64 (rule 3: h/a divisible by 64")));
+  EXPECT_GT(scores[a20].speedup - scores[a20].speedup_uncertainty, 1.0);
+  EXPECT_GT(scores[a20].speedup_uncertainty, 0.0);
+  EXPECT_THAT(scores[a20].reasons,
+              ::testing::Contains(::testing::HasSubstr("h/a 80 → 128 (rule 3: h/a divisible by "
+                                                       "64; rule 7: fewer, larger heads)")));
+  // The baseline's own rule violations are named for the candidates that keep them.
+  EXPECT_THAT(scores[a64].reasons,
+              ::testing::Contains(::testing::HasSubstr("still breaks rule 3")));
 }
 
 INSTANTIATE_TEST_SUITE_P(Gpus, PaperAdviceTest, ::testing::Values("a100-sxm-80gb", "h100-sxm"));
@@ -184,7 +197,7 @@ TEST(RecommendTest, ConstraintsAndToleranceAlwaysHold) {
   }
   for (const Case& cs : cases) {
     int64_t generated = 0;
-    auto specs = GenerateCandidates(base, cs.c, &generated);
+    auto specs = *GenerateCandidates(base, cs.c, &generated);
     ASSERT_FALSE(specs.empty());
     EXPECT_EQ(specs[0], base);  // baseline first
     EXPECT_LE(static_cast<int64_t>(specs.size()), cs.c.max_candidates);
@@ -201,7 +214,10 @@ TEST(RecommendTest, TensorParallelKeepsShardsIntegral) {
   s.tensor_parallel = 4;
   s = *NormalizeSpec(s);
   int64_t generated = 0;
-  for (const ModelSpec& c : GenerateCandidates(s, RecommendConstraints(), &generated)) {
+  const absl::StatusOr<std::vector<ModelSpec>> candidates =
+      GenerateCandidates(s, RecommendConstraints(), &generated);
+  ASSERT_TRUE(candidates.ok());
+  for (const ModelSpec& c : *candidates) {
     EXPECT_EQ(c.num_attention_heads % 4, 0);
     EXPECT_EQ(c.ffn_hidden_size % 4, 0);
     if (c.vocab_size != s.vocab_size) {
@@ -226,11 +242,12 @@ TEST(RecommendTest, IdenticalGemmsAreTimedOnce) {
   int calls = 0;
   ScoreCache times([&](const GemmKey& k) {
     ++calls;
-    return GemmTime{PredictGemm(gpu, k).time_s, 0, false};
+    const GemmPrediction p = PredictGemm(gpu, k);
+    return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
   });
   int64_t generated = 0;
   const ModelSpec base = Pythia28(Attention::kUnfused);
-  auto specs = GenerateCandidates(base, RecommendConstraints(), &generated);
+  auto specs = *GenerateCandidates(base, RecommendConstraints(), &generated);
   size_t total_gemms = 0;
   for (const ModelSpec& s : specs) {
     ScoreCandidate(s, gpu, times, CountParams(base).total_params);
@@ -255,6 +272,123 @@ TEST(RecommendTest, ConstraintViolationsNameTheField) {
   EXPECT_THAT(fields,
               ::testing::UnorderedElementsAre("param_tolerance", "allowed_head_dims[0]",
                                               "max_heads", "max_candidates", "top", "keep_layers"));
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+ModelSpec Llama27b() {
+  ModelSpec s;
+  s.name = "llama-2-7b";
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 32;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 11008;
+  s.vocab_size = 32000;
+  s.norm = Norm::kRmsNorm;
+  return *NormalizeSpec(s);
+}
+
+// The issue's case: ranked by step time, seven smaller candidates sat above Llama-2-7B with lower
+// MFU. Ranked by efficiency, every candidate above the baseline is more efficient than it.
+TEST(RecommendTest, NoCandidateAboveTheBaselineIsLessEfficient) {
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
+    RecommendConstraints c;
+    c.keep_layers = true;
+    const auto scores = RankPredicted(Llama27b(), c, **FindGpu(gpu));
+    ASSERT_GT(scores.size(), 10u);
+    size_t base = 0;
+    while (!scores[base].baseline) ++base;
+    for (size_t i = 0; i < base; ++i) {
+      EXPECT_GT(scores[i].mfu, scores[base].mfu) << gpu << " #" << i;
+      EXPECT_GT(scores[i].speedup, 1.0);
+    }
+    for (size_t i = base + 1; i < scores.size(); ++i) EXPECT_LE(scores[i].speedup, 1.0 + 1e-9);
+  }
+}
+
+TEST(RecommendTest, NoShapeAppearsTwice) {
+  const auto scores = RankPredicted(Llama27b(), RecommendConstraints(), **FindGpu("h100-sxm"));
+  std::set<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>> seen;
+  for (const CandidateScore& s : scores) {
+    const ModelSpec& m = s.spec;
+    EXPECT_TRUE(seen.insert({m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim,
+                             m.ffn_hidden_size, m.vocab_size, m.num_layers})
+                    .second);
+  }
+}
+
+TEST(RecommendTest, EveryTensorParallelDegreeAskedAndThePipelineStagesStayLegal) {
+  ModelSpec s = Llama27b();
+  s.num_kv_heads = 8;
+  s.pipeline_parallel = 4;
+  s = *NormalizeSpec(s);
+  RecommendConstraints c;
+  c.vary = {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kLayers};
+  c.tensor_parallel_options = {2, 8};
+  int64_t generated = 0;
+  const absl::StatusOr<std::vector<ModelSpec>> specs = GenerateCandidates(s, c, &generated);
+  ASSERT_TRUE(specs.ok()) << specs.status();
+  ASSERT_GT(specs->size(), 20u);
+  bool layers_moved = false;
+  for (const ModelSpec& x : *specs) {
+    for (int64_t t : {1, 2, 8}) {
+      ModelSpec y = x;
+      y.tensor_parallel = t;
+      EXPECT_TRUE(NormalizeSpec(y).ok())
+          << "t=" << t << " h=" << x.hidden_size << " a=" << x.num_attention_heads
+          << " kv=" << x.num_kv_heads << " f=" << x.ffn_hidden_size;
+    }
+    EXPECT_EQ(x.num_layers % 4, 0);
+    layers_moved |= x.num_layers != s.num_layers;
+  }
+  EXPECT_TRUE(layers_moved);
+}
+
+TEST(RecommendTest, ASearchSpaceTooLargeIsRefusedUpFrontAndAStopEndsTheSearch) {
+  ModelSpec big;
+  big.hidden_size = 65536;
+  big.num_attention_heads = 512;
+  big.num_layers = 32;
+  big.vocab_size = 32000;
+  big.mlp = Mlp::kSwiglu;
+  big = *NormalizeSpec(big);
+  RecommendConstraints c;
+  c.param_tolerance = 0.5;
+  c.vary = {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab};
+  for (int64_t d = 8; d <= 1024; d += 8) c.allowed_head_dims.push_back(d);
+  c.max_candidates = kMaxMaxCandidates;
+  int64_t generated = 0;
+  const auto refused = GenerateCandidates(big, c, &generated);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), ::testing::HasSubstr("vary"));
+  EXPECT_EQ(generated, 0);
+
+  int polls = 0;
+  const auto stopped = GenerateCandidates(Llama27b(), RecommendConstraints(), &generated,
+                                          [&] { return ++polls > 3; });
+  EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
+}
+
+TEST(RecommendTest, CandidatesStayWithinMaxCandidatesWhileTheSearchRuns) {
+  RecommendConstraints c;
+  c.max_candidates = 7;
+  int64_t generated = 0;
+  const auto specs = GenerateCandidates(Llama27b(), c, &generated);
+  ASSERT_TRUE(specs.ok());
+  EXPECT_EQ(specs->size(), 7u);
+  EXPECT_GT(generated, 7);
+  EXPECT_EQ((*specs)[0], Llama27b());  // the baseline first
+  // The rest by smallest parameter change.
+  const int64_t p0 = CountParams(Llama27b()).total_params;
+  for (size_t i = 2; i < specs->size(); ++i) {
+    EXPECT_LE(std::abs(CountParams((*specs)[i - 1]).total_params - p0),
+              std::abs(CountParams((*specs)[i]).total_params - p0));
+  }
 }
 
 }  // namespace

@@ -25,10 +25,38 @@ TEST(RulesTest, HeadDimEightyNamesTheAttentionGemms) {
   auto rules = CheckRules(s, BuildGemms(s));
   const RuleViolation* r = Find(rules, "head_dim_pow2");
   ASSERT_NE(r, nullptr);
-  EXPECT_THAT(r->message, HasSubstr("h/a = 80: largest power-of-two factor 16 < 64; hurts"));
+  EXPECT_THAT(r->message, HasSubstr("h/a = 80: largest power-of-two factor 16 < 64"));
+  // Priced by the evidence: 80 pads to 128 in 64-element K slices.
+  EXPECT_THAT(r->message, HasSubstr("pads to 128 in the mainloop's 64-element K slices (62%"));
+  EXPECT_TRUE(r->priced);
+  EXPECT_THAT(r->message, HasSubstr("; hurts attn_score forward (K=80)"));
   EXPECT_THAT(r->hurts, Contains("attn_score forward (K=80)"));
   EXPECT_THAT(r->hurts, Contains("attn_over_value forward (N=80)"));
   EXPECT_EQ(r->paper_rule, 3);
+}
+
+TEST(RulesTest, RulesArePricedOnlyWhereTheEvidenceShowsACost) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 32;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  // 10922 = 2 · 5461: not a multiple of 16 bytes in BF16 (H100: about 1.46x slower).
+  s.ffn_hidden_size = 10922;
+  auto rules = CheckRules(*NormalizeSpec(s), BuildGemms(*NormalizeSpec(s)));
+  const RuleViolation* r = Find(rules, "ffn_pow2");
+  ASSERT_NE(r, nullptr);
+  EXPECT_TRUE(r->priced);
+  EXPECT_THAT(r->message, HasSubstr("not a multiple of 16 bytes"));
+  // 10880 = 2^7 · 85: the paper's rule (factor 128 >= 64) holds; 10912 = 2^5 · 341 breaks it, yet
+  // it is 16-byte aligned and a whole number of K slices away from nothing: not priced.
+  s.ffn_hidden_size = 10912;
+  rules = CheckRules(*NormalizeSpec(s), BuildGemms(*NormalizeSpec(s)));
+  r = Find(rules, "ffn_pow2");
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->priced);
+  EXPECT_THAT(r->message, HasSubstr("no measured cost"));
 }
 
 TEST(RulesTest, AlignedModelBreaksNone) {

@@ -152,7 +152,7 @@ TEST(WorkerTest, TimeGemmsThroughTheEmulatingWorkerIsLabelledPredicted) {
   for (const auto& t : r.timings) {
     EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
     EXPECT_EQ(t.provenance().device().backend(), "analytic");
-    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v1 emulated cold-L2 heuristic");
+    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v2 emulated cold-L2 heuristic");
     EXPECT_GT(t.time_s(), 0);
   }
   EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("emulates the GPU"));

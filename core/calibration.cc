@@ -1,0 +1,650 @@
+#include "core/calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/cost_model.h"
+#include "core/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace wavecrest {
+
+namespace {
+
+constexpr absl::string_view kXlaHeader = "gpu,b,m,n,k,dtype,flops_per_s";
+constexpr absl::string_view kRatiosHeader =
+    "source,gpu,dtype,layout,m,n,k,batch,ref_m,ref_n,ref_k,ref_batch,time_ratio,method";
+constexpr int64_t kMaxCsvBytes = 64 << 20;
+
+absl::Status LineError(absl::string_view origin, int line, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(origin, ":", line, ": ", what));
+}
+
+absl::StatusOr<int64_t> Dim(absl::string_view origin, int line, absl::string_view field,
+                            absl::string_view text, int64_t lo) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &v) || v < lo || v > (int64_t{1} << 31)) {
+    return LineError(origin, line,
+                     absl::StrCat(field, ": \"", text, "\" is not an integer in [", lo, ", 2^31]"));
+  }
+  return v;
+}
+
+absl::StatusOr<double> Positive(absl::string_view origin, int line, absl::string_view field,
+                                absl::string_view text) {
+  double v = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &v) || !(v > 0) || !std::isfinite(v)) {
+    return LineError(origin, line,
+                     absl::StrCat(field, ": \"", text, "\" is not a positive number"));
+  }
+  return v;
+}
+
+// XLA's GPU keys and dtype strings, mapped to the catalog and our dtypes.
+absl::StatusOr<std::string> XlaGpu(absl::string_view key) {
+  if (key == "sm_90") return std::string("h100-sxm");
+  if (key == "sm_100" || key == "sm_100_B200") return std::string("b200");
+  return absl::InvalidArgumentError(
+      absl::StrCat("gpu: unknown XLA device key \"", key, "\"; known: sm_90, sm_100_B200"));
+}
+
+absl::StatusOr<DType> XlaDtype(absl::string_view s) {
+  if (s == "bf16xbf16->bf16") return DType::kBf16;
+  if (s == "f16xf16->f16") return DType::kFp16;
+  // XLA's default precision lets f32 dots run on TF32 tensor cores.
+  if (s == "f32xf32->f32") return DType::kTf32;
+  if (absl::StartsWith(s, "f8e4m3fnx") || absl::StartsWith(s, "f8e5m2x")) return DType::kFp8E4M3;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "dtype: unknown XLA dtype \"", s,
+      "\"; known: bf16xbf16->bf16, f16xf16->f16, f32xf32->f32, f8e4m3fn/f8e5m2 pairs"));
+}
+
+std::vector<std::pair<int, std::vector<std::string>>> CsvRows(absl::string_view text,
+                                                              std::string* header) {
+  std::vector<std::pair<int, std::vector<std::string>>> rows;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_no;
+    line = absl::StripTrailingAsciiWhitespace(line);
+    if (line.empty() || line[0] == '#') continue;
+    if (header->empty()) {
+      *header = std::string(line);
+      continue;
+    }
+    rows.push_back({line_no, absl::StrSplit(line, ',')});
+  }
+  return rows;
+}
+
+absl::StatusOr<Measurement> ParseOurRow(absl::string_view origin, int line,
+                                        const std::vector<std::string>& f) {
+  if (f.size() != 13) {
+    return LineError(origin, line, absl::StrCat("expected 13 fields, got ", f.size()));
+  }
+  Measurement m;
+  m.source = f[0];
+  m.gpu = absl::AsciiStrToLower(f[1]);
+  if (!FindGpu(m.gpu).ok()) {
+    return LineError(origin, line,
+                     absl::StrCat("gpu: unknown \"", f[1], "\"; known: ", KnownGpuNames()));
+  }
+  absl::StatusOr<DType> dtype = ParseDType(f[2]);
+  if (!dtype.ok()) return LineError(origin, line, dtype.status().message());
+  m.key.dtype = *dtype;
+  m.dtype_detail = f[3];
+  absl::StatusOr<Layout> layout = ParseLayout(f[4]);
+  if (!layout.ok()) return LineError(origin, line, layout.status().message());
+  m.key.layout = *layout;
+  ASSIGN_OR_RETURN(m.key.shape.m, Dim(origin, line, "m", f[5], 1));
+  ASSIGN_OR_RETURN(m.key.shape.n, Dim(origin, line, "n", f[6], 1));
+  ASSIGN_OR_RETURN(m.key.shape.k, Dim(origin, line, "k", f[7], 1));
+  ASSIGN_OR_RETURN(m.key.shape.batch, Dim(origin, line, "batch", f[8], 1));
+  ASSIGN_OR_RETURN(m.median_s, Positive(origin, line, "median_s", f[9]));
+  m.method = f[11];
+  m.device = f[12];
+  return m;
+}
+
+absl::StatusOr<Measurement> ParseXlaRow(absl::string_view origin, int line,
+                                        const std::vector<std::string>& f) {
+  if (f.size() != 7) {
+    return LineError(origin, line, absl::StrCat("expected 7 fields, got ", f.size()));
+  }
+  Measurement m;
+  m.source = "xla-default-matmul-perf-table";
+  absl::StatusOr<std::string> gpu = XlaGpu(f[0]);
+  if (!gpu.ok()) return LineError(origin, line, gpu.status().message());
+  m.gpu = *gpu;
+  absl::StatusOr<DType> dtype = XlaDtype(f[5]);
+  if (!dtype.ok()) return LineError(origin, line, dtype.status().message());
+  m.key.dtype = *dtype;
+  m.dtype_detail = f[5];
+  m.key.layout = Layout::kNN;  // a row-major dot with no transposes
+  ASSIGN_OR_RETURN(m.key.shape.batch, Dim(origin, line, "b", f[1], 1));
+  ASSIGN_OR_RETURN(m.key.shape.m, Dim(origin, line, "m", f[2], 1));
+  ASSIGN_OR_RETURN(m.key.shape.n, Dim(origin, line, "n", f[3], 1));
+  ASSIGN_OR_RETURN(m.key.shape.k, Dim(origin, line, "k", f[4], 1));
+  ASSIGN_OR_RETURN(const double flops, Positive(origin, line, "flops_per_s", f[6]));
+  m.median_s = GemmFlops(m.key.shape) / flops;
+  m.method = "xla-perf-table";
+  return m;
+}
+
+absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > kMaxCsvBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": larger than ", kMaxCsvBytes >> 20, " MiB"));
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementsCsv(absl::string_view text,
+                                                              absl::string_view origin) {
+  std::string header;
+  auto rows = CsvRows(text, &header);
+  const bool ours = header == kMeasurementsHeader;
+  const bool xla = header == kXlaHeader;
+  if (!ours && !xla) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": header \"", header,
+                                                   "\" is neither \"", kMeasurementsHeader,
+                                                   "\" nor XLA's \"", kXlaHeader, "\""));
+  }
+  std::vector<Measurement> out;
+  out.reserve(rows.size());
+  for (const auto& [line, fields] : rows) {
+    ASSIGN_OR_RETURN(Measurement m,
+                     ours ? ParseOurRow(origin, line, fields) : ParseXlaRow(origin, line, fields));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Measurement>> ReadMeasurementsFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  return ParseMeasurementsCsv(text, path);
+}
+
+std::string FormatMeasurementsCsv(const std::vector<Measurement>& rows) {
+  std::string out = absl::StrCat(kMeasurementsHeader, "\n");
+  for (const Measurement& m : rows) {
+    const GemmShape& s = m.key.shape;
+    absl::StrAppend(&out, m.source, ",", m.gpu, ",", DTypeName(m.key.dtype), ",", m.dtype_detail,
+                    ",", LayoutName(m.key.layout), ",", s.m, ",", s.n, ",", s.k, ",", s.batch, ",",
+                    absl::StrFormat("%.6g", m.median_s), ",",
+                    absl::StrFormat("%.4g", GemmFlops(s) / m.median_s / 1e12), ",", m.method, ",",
+                    m.device, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<TimeRatio>> ParseRatiosCsv(absl::string_view text,
+                                                      absl::string_view origin) {
+  std::string header;
+  auto rows = CsvRows(text, &header);
+  if (header != kRatiosHeader) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": header \"", header, "\" is not \"", kRatiosHeader, "\""));
+  }
+  std::vector<TimeRatio> out;
+  for (const auto& [line, f] : rows) {
+    if (f.size() != 14) {
+      return LineError(origin, line, absl::StrCat("expected 14 fields, got ", f.size()));
+    }
+    // The first nine fields read like a measurement row without dtype_detail.
+    std::vector<std::string> as_row = {f[0], f[1], f[2],  "", f[3],  f[4], f[5],
+                                       f[6], f[7], f[12], "", f[13], ""};
+    ASSIGN_OR_RETURN(Measurement m, ParseOurRow(origin, line, as_row));
+    TimeRatio r;
+    r.row = std::move(m);
+    ASSIGN_OR_RETURN(r.reference.m, Dim(origin, line, "ref_m", f[8], 1));
+    ASSIGN_OR_RETURN(r.reference.n, Dim(origin, line, "ref_n", f[9], 1));
+    ASSIGN_OR_RETURN(r.reference.k, Dim(origin, line, "ref_k", f[10], 1));
+    ASSIGN_OR_RETURN(r.reference.batch, Dim(origin, line, "ref_batch", f[11], 1));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(v.size() - 1, lo + 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace
+
+ErrorStats ErrorsOf(const std::vector<double>& ratios) {
+  ErrorStats e;
+  e.rows = static_cast<int64_t>(ratios.size());
+  if (ratios.empty()) return e;
+  std::vector<double> abs, signed_err;
+  for (double r : ratios) {
+    abs.push_back(std::abs(r - 1));
+    signed_err.push_back(r - 1);
+  }
+  e.median_abs = Quantile(abs, 0.5);
+  e.p90_abs = Quantile(abs, 0.9);
+  e.max_abs = *std::max_element(abs.begin(), abs.end());
+  e.median_signed = Quantile(signed_err, 0.5);
+  e.p10 = Quantile(signed_err, 0.1);
+  e.p90 = Quantile(signed_err, 0.9);
+  return e;
+}
+
+std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& rows) {
+  std::vector<double> out;
+  out.reserve(rows.size());
+  for (const Measurement& m : rows) out.push_back(m.median_s / PredictGemmTime(gpu, m.key));
+  return out;
+}
+
+const std::vector<FittedParam>& FittedParams() {
+  // The peak fraction's upper bound is loose on purpose: published data that pass the datasheet
+  // peak are fitted as published and flagged in the report (data/measurements/README.md).
+  static const std::vector<FittedParam>* p = new std::vector<FittedParam>{
+      {"peak_fraction", &CostModelParams::peak_fraction, 0.2, 4.0},
+      {"tile_reuse_exponent", &CostModelParams::tile_reuse_exponent, 0.0, 1.5},
+      {"k_overhead", &CostModelParams::k_overhead, 0.0, 2048.0},
+      {"wave_latency_s", &CostModelParams::wave_latency_s, 0.0, 20e-6},
+      {"split_k_weight", &CostModelParams::split_k_weight, 0.0, 4.0},
+      {"epilogue_weight", &CostModelParams::epilogue_weight, 0.0, 3.0},
+      {"launch_s", &CostModelParams::launch_s, 0.5e-6, 30e-6},
+      {"memory_efficiency", &CostModelParams::memory_efficiency, 0.2, 1.0},
+      {"fp8_transpose_weight", &CostModelParams::fp8_transpose_weight, 0.0, 2.0, true},
+      {"fp8_transpose_launch_s", &CostModelParams::fp8_transpose_launch_s, 0.0, 20e-6, true},
+  };
+  return *p;
+}
+
+namespace {
+
+// Maps an unbounded coordinate to a parameter in [lo, hi] and back.
+double ToParam(const FittedParam& f, double x) { return f.lo + (f.hi - f.lo) / (1 + std::exp(-x)); }
+double ToCoord(const FittedParam& f, double v) {
+  const double t = std::clamp((v - f.lo) / (f.hi - f.lo), 1e-6, 1 - 1e-6);
+  return std::log(t / (1 - t));
+}
+
+// A deterministic uniform in [0, 1) from 53 random bits (the same on every standard library).
+double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
+
+// Minimises f over R^d from x0 with Nelder-Mead (standard coefficients), at most `budget`
+// evaluations. Returns the best point.
+std::vector<double> NelderMead(const std::function<double(const std::vector<double>&)>& f,
+                               std::vector<double> x0, double step, int budget) {
+  const size_t d = x0.size();
+  std::vector<std::vector<double>> pts(d + 1, x0);
+  std::vector<double> val(d + 1);
+  for (size_t i = 0; i < d; ++i) pts[i + 1][i] += step;
+  int evals = 0;
+  for (size_t i = 0; i <= d; ++i, ++evals) val[i] = f(pts[i]);
+  std::vector<size_t> order(d + 1);
+  while (evals < budget) {
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return val[a] < val[b]; });
+    const size_t best = order.front(), worst = order.back(), second = order[d - 1];
+    if (std::abs(val[worst] - val[best]) < 1e-10 * (1 + std::abs(val[best]))) break;
+    std::vector<double> c(d, 0);
+    for (size_t i = 0; i <= d; ++i) {
+      if (i == worst) continue;
+      for (size_t j = 0; j < d; ++j) c[j] += pts[i][j] / static_cast<double>(d);
+    }
+    auto along = [&](double t) {
+      std::vector<double> x(d);
+      for (size_t j = 0; j < d; ++j) x[j] = c[j] + t * (pts[worst][j] - c[j]);
+      return x;
+    };
+    std::vector<double> xr = along(-1);
+    const double fr = f(xr);
+    ++evals;
+    if (fr < val[best]) {
+      std::vector<double> xe = along(-2);
+      const double fe = f(xe);
+      ++evals;
+      if (fe < fr) {
+        pts[worst] = xe, val[worst] = fe;
+      } else {
+        pts[worst] = xr, val[worst] = fr;
+      }
+    } else if (fr < val[second]) {
+      pts[worst] = xr, val[worst] = fr;
+    } else {
+      std::vector<double> xc = fr < val[worst] ? along(-0.5) : along(0.5);
+      const double fc = f(xc);
+      ++evals;
+      if (fc < std::min(fr, val[worst])) {
+        pts[worst] = xc, val[worst] = fc;
+      } else {
+        for (size_t i = 0; i <= d; ++i) {
+          if (i == best) continue;
+          for (size_t j = 0; j < d; ++j)
+            pts[i][j] = pts[best][j] + 0.5 * (pts[i][j] - pts[best][j]);
+          val[i] = f(pts[i]);
+          ++evals;
+        }
+      }
+    }
+  }
+  size_t best = 0;
+  for (size_t i = 1; i <= d; ++i) {
+    if (val[i] < val[best]) best = i;
+  }
+  return pts[best];
+}
+
+// Mean squared log error of `gpu` (with `dtype`'s parameters as set) on `rows`.
+double Loss(const GpuSpec& gpu, const std::vector<Measurement>& rows) {
+  double sum = 0;
+  for (const Measurement& m : rows) {
+    const double e = std::log(PredictGemmTime(gpu, m.key) / m.median_s);
+    sum += e * e;
+  }
+  return rows.empty() ? 0 : sum / static_cast<double>(rows.size());
+}
+
+// The measurements keep their own dtype (TF32 data predicts TF32); the GPU's parameters for the
+// fitted dtype serve every dtype of the class (FP16 rows are fitted with the BF16 parameters).
+std::vector<Measurement> AsDtype(const std::vector<Measurement>& rows, DType dtype) {
+  std::vector<Measurement> out = rows;
+  for (Measurement& m : out) m.key.dtype = dtype;
+  return out;
+}
+
+}  // namespace
+
+std::vector<CalibrationInfo::Band> ErrorBands(const std::vector<double>& predicted_s,
+                                              const std::vector<double>& ratios,
+                                              const FitOptions& options) {
+  std::vector<CalibrationInfo::Band> bands;
+  std::vector<double> edges = options.band_edges_s;
+  edges.push_back(std::numeric_limits<double>::infinity());
+  double lo = 0;
+  std::vector<double> pending;
+  for (size_t e = 0; e < edges.size(); ++e) {
+    for (size_t i = 0; i < ratios.size(); ++i) {
+      if (predicted_s[i] > lo && predicted_s[i] <= edges[e]) pending.push_back(ratios[i] - 1);
+    }
+    lo = edges[e];
+    const bool last = e + 1 == edges.size();
+    if (static_cast<int>(pending.size()) < options.min_rows_per_band && !last) continue;
+    if (pending.empty()) {
+      if (!bands.empty()) bands.back().max_time_s = edges[e];
+      continue;
+    }
+    bands.push_back({edges[e], Quantile(pending, 0.1), Quantile(pending, 0.9)});
+    pending.clear();
+  }
+  if (!bands.empty()) bands.back().max_time_s = std::numeric_limits<double>::infinity();
+  return bands;
+}
+
+std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype) {
+  std::vector<FittedParam> out;
+  const bool transposes = Fp8NeedsTn(gpu, dtype);
+  for (const FittedParam& f : FittedParams()) {
+    if (!f.fp8_transpose_only || transposes) out.push_back(f);
+  }
+  return out;
+}
+
+double MaxFlops(const std::vector<Measurement>& rows) {
+  double best = 0;
+  for (const Measurement& m : rows) best = std::max(best, GemmFlops(m.key.shape) / m.median_s);
+  return best;
+}
+
+CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                          const FitOptions& options) {
+  GpuSpec gpu = prior;
+  const std::vector<Measurement> data = AsDtype(rows, dtype);
+  // The model's rate ceiling during the fit is what the data reached (cost_model.cc).
+  gpu.Calibration(dtype).max_measured_flops = MaxFlops(data);
+  const std::vector<FittedParam> fp = FittedParamsFor(prior, dtype);
+  std::vector<double> x(fp.size());
+  for (size_t i = 0; i < fp.size(); ++i) x[i] = ToCoord(fp[i], gpu.Model(dtype).*(fp[i].field));
+  auto objective = [&](const std::vector<double>& c) {
+    for (size_t i = 0; i < fp.size(); ++i) gpu.Model(dtype).*(fp[i].field) = ToParam(fp[i], c[i]);
+    return Loss(gpu, data);
+  };
+  std::mt19937_64 rng(options.seed);
+  std::vector<double> best = x;
+  double best_loss = objective(x);
+  for (int s = 0; s < std::max(1, options.starts); ++s) {
+    std::vector<double> start = best;
+    if (s > 0) {
+      for (double& v : start) v += 1.5 * (Uniform(rng) - 0.5);
+    }
+    std::vector<double> found = NelderMead(objective, start, 0.6, options.max_evaluations);
+    const double l = objective(found);
+    if (l < best_loss) best_loss = l, best = found;
+  }
+  CostModelParams out = prior.Model(dtype);
+  for (size_t i = 0; i < fp.size(); ++i) out.*(fp[i].field) = ToParam(fp[i], best[i]);
+  return out;
+}
+
+FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                         const FitOptions& options) {
+  FitResult r;
+  r.gpu = prior.name;
+  r.dtype = dtype;
+  r.rows = static_cast<int64_t>(rows.size());
+  const std::vector<Measurement> data = AsDtype(rows, dtype);
+  r.before = ErrorsOf(Ratios(prior, data));
+  r.max_measured_flops = MaxFlops(data);
+  // k folds over a fixed shuffle: each row is predicted by a fit that never saw it.
+  std::vector<size_t> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[static_cast<size_t>(rng() % i)]);
+  }
+  const int folds = std::max(2, std::min<int>(options.folds, static_cast<int>(data.size())));
+  std::vector<double> cv_ratio(data.size(), 1), cv_pred(data.size(), 0);
+  for (int f = 0; f < folds; ++f) {
+    std::vector<Measurement> train, test;
+    std::vector<size_t> test_idx;
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (static_cast<int>(i % static_cast<size_t>(folds)) == f) {
+        test.push_back(data[order[i]]);
+        test_idx.push_back(order[i]);
+      } else {
+        train.push_back(data[order[i]]);
+      }
+    }
+    GpuSpec fold = prior;
+    fold.Model(dtype) = FitParams(prior, dtype, train, options);
+    fold.Calibration(dtype).max_measured_flops = MaxFlops(train);
+    for (size_t j = 0; j < test.size(); ++j) {
+      cv_pred[test_idx[j]] = PredictGemmTime(fold, test[j].key);
+      cv_ratio[test_idx[j]] = test[j].median_s / cv_pred[test_idx[j]];
+    }
+  }
+  r.cv = ErrorsOf(cv_ratio);
+  r.bands = ErrorBands(cv_pred, cv_ratio, options);
+  GpuSpec fitted = prior;
+  fitted.Model(dtype) = FitParams(prior, dtype, data, options);
+  fitted.Calibration(dtype).max_measured_flops = r.max_measured_flops;
+  r.params = fitted.Model(dtype);
+  r.train = ErrorsOf(Ratios(fitted, data));
+  return r;
+}
+
+std::vector<DType> DTypesServedBy(DType fitted) {
+  if (fitted == DType::kBf16 || fitted == DType::kFp16) return {DType::kBf16, DType::kFp16};
+  return {fitted};
+}
+
+// ---- The calibration file -------------------------------------------------------------------
+
+namespace {
+
+using nlohmann::json;
+
+// The parameter fields the file carries (the fitted ones and the cited alignment constants).
+struct FileField {
+  const char* name;
+  double CostModelParams::*field;
+};
+const std::vector<FileField>& FileFields() {
+  static const std::vector<FileField>* f = [] {
+    auto* v = new std::vector<FileField>;
+    for (const FittedParam& p : FittedParams()) v->push_back({p.name, p.field});
+    v->push_back({"misaligned_efficiency", &CostModelParams::misaligned_efficiency});
+    v->push_back({"sub_alignment_efficiency", &CostModelParams::sub_alignment_efficiency});
+    return v;
+  }();
+  return *f;
+}
+
+double Finite(double v) { return std::isfinite(v) ? v : 1e300; }
+
+}  // namespace
+
+std::string SerializeCalibration(const CalibrationFile& file) {
+  json j;
+  j["schema"] = file.schema;
+  j["model"] = file.model;
+  j["created"] = file.created;
+  j["command"] = file.command;
+  j["datasets"] = file.datasets;
+  json entries = json::array();
+  for (const CalibrationEntry& e : file.entries) {
+    json je;
+    je["gpu"] = e.gpu;
+    json dts = json::array();
+    for (DType d : e.dtypes) dts.push_back(std::string(DTypeName(d)));
+    je["dtypes"] = dts;
+    je["calibrated"] = e.info.calibrated;
+    je["label"] = e.info.label;
+    json params;
+    for (const FileField& f : FileFields()) params[f.name] = e.params.*(f.field);
+    params["k_tile_bytes"] = e.params.k_tile_bytes;
+    je["params"] = params;
+    json bands = json::array();
+    for (const auto& b : e.info.bands) {
+      bands.push_back({{"max_time_s", Finite(b.max_time_s)}, {"p10", b.p10}, {"p90", b.p90}});
+    }
+    je["bands"] = bands;
+    je["max_measured_flops"] = e.info.max_measured_flops;
+    entries.push_back(je);
+  }
+  j["entries"] = entries;
+  return j.dump(1) + "\n";
+}
+
+absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text) {
+  json j = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("calibration: not a JSON object");
+  }
+  CalibrationFile file;
+  try {
+    file.schema = j.at("schema").get<std::string>();
+    if (file.schema != kCalibrationSchema) {
+      return absl::FailedPreconditionError(absl::StrCat("calibration: schema \"", file.schema,
+                                                        "\"; this build reads \"",
+                                                        kCalibrationSchema, "\""));
+    }
+    file.model = j.at("model").get<std::string>();
+    file.created = j.value("created", "");
+    file.command = j.value("command", "");
+    if (j.contains("datasets")) file.datasets = j["datasets"].get<std::vector<std::string>>();
+    for (const json& je : j.at("entries")) {
+      CalibrationEntry e;
+      e.gpu = je.at("gpu").get<std::string>();
+      for (const json& d : je.at("dtypes")) {
+        ASSIGN_OR_RETURN(DType dt, ParseDType(d.get<std::string>()));
+        e.dtypes.push_back(dt);
+      }
+      e.info.calibrated = je.at("calibrated").get<bool>();
+      e.info.label = je.at("label").get<std::string>();
+      const json& params = je.at("params");
+      for (const FileField& f : FileFields()) {
+        const double v = params.at(f.name).get<double>();
+        if (!std::isfinite(v) || v < 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("calibration: ", e.gpu, " ", f.name, " = ", v, " is not >= 0"));
+        }
+        e.params.*(f.field) = v;
+      }
+      e.params.k_tile_bytes = params.at("k_tile_bytes").get<int64_t>();
+      if (e.params.k_tile_bytes < 1 || e.params.k_tile_bytes > 4096) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("calibration: ", e.gpu, " k_tile_bytes must be in [1, 4096]"));
+      }
+      if (!(e.params.peak_fraction > 0) || !(e.params.memory_efficiency > 0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "calibration: ", e.gpu, " peak_fraction and memory_efficiency must be > 0"));
+      }
+      for (const json& b : je.at("bands")) {
+        double max_t = b.at("max_time_s").get<double>();
+        if (max_t >= 1e299) max_t = std::numeric_limits<double>::infinity();
+        e.info.bands.push_back({max_t, b.at("p10").get<double>(), b.at("p90").get<double>()});
+      }
+      e.info.max_measured_flops = je.value("max_measured_flops", 0.0);
+      file.entries.push_back(std::move(e));
+    }
+  } catch (const json::exception& ex) {
+    return absl::InvalidArgumentError(absl::StrCat("calibration: ", ex.what()));
+  }
+  return file;
+}
+
+absl::Status ApplyCalibration(const CalibrationFile& file, std::vector<GpuSpec>& catalog) {
+  if (file.model != kCostModelName) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("calibration: fitted for model \"", file.model, "\"; this build runs \"",
+                     kCostModelName, "\" (run `wavecrest calibrate` again)"));
+  }
+  for (const CalibrationEntry& e : file.entries) {
+    auto it = std::find_if(catalog.begin(), catalog.end(),
+                           [&](const GpuSpec& g) { return g.name == e.gpu; });
+    if (it == catalog.end()) {
+      return absl::NotFoundError(absl::StrCat("calibration: unknown gpu \"", e.gpu, "\""));
+    }
+    for (DType d : e.dtypes) {
+      CostModelParams& p = it->Model(d);
+      for (const FileField& f : FileFields()) p.*(f.field) = e.params.*(f.field);
+      p.k_tile_bytes = e.params.k_tile_bytes;
+      it->Calibration(d) = e.info;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ApplyBuiltinCalibration(std::vector<GpuSpec>& catalog) {
+  absl::StatusOr<CalibrationFile> file = ParseCalibration(BuiltinCalibrationJson());
+  if (!file.ok()) return;  // the tests assert that the built-in file parses and applies
+  std::vector<GpuSpec> copy = catalog;
+  if (ApplyCalibration(*file, copy).ok()) catalog = std::move(copy);
+}
+
+}  // namespace wavecrest

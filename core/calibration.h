@@ -1,0 +1,169 @@
+// Calibration of the analytic cost model against measurements: the measurement CSV schema, the
+// error statistics, the fitter (k-fold cross-validated, per GPU and dtype), and the versioned
+// calibration file the catalog loads.
+//
+// Measurement CSV (data/measurements/README.md), one GEMM per row, '#' lines are comments:
+//
+//   source,gpu,dtype,dtype_detail,layout,m,n,k,batch,median_s,tflops,method,device
+//
+// Shapes are the paper's row-major C[M×N] = op(A)[M×K]·op(B)[K×N], repeated `batch` times; layout
+// is cuBLAS's (core/gemm.h). XLA's published table (gpu,b,m,n,k,dtype,flops_per_s) is read too.
+//
+// Error convention: a row's error is measured_time / predicted_time − 1 (equivalently predicted /
+// measured throughput − 1); "median error" is the median of its absolute value.
+#ifndef WAVECREST_CORE_CALIBRATION_H_
+#define WAVECREST_CORE_CALIBRATION_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "core/gemm.h"
+#include "core/gpu_catalog.h"
+
+namespace wavecrest {
+
+inline constexpr absl::string_view kMeasurementsHeader =
+    "source,gpu,dtype,dtype_detail,layout,m,n,k,batch,median_s,tflops,method,device";
+inline constexpr absl::string_view kCalibrationSchema = "wavecrest-calibration/1";
+
+struct Measurement {
+  std::string source;        // dataset id, e.g. "xla-default-matmul-perf-table"
+  std::string gpu;           // catalog name
+  GemmKey key;               // shape, layout, dtype
+  std::string dtype_detail;  // as published ("f8e4m3fnxf8e5m2->bf16"); empty when = dtype
+  double median_s = 0;
+  std::string method;  // how it was measured
+  std::string device;  // device fingerprint or name, when known
+};
+
+// Parses our schema or XLA's table. INVALID_ARGUMENT names the line and the field.
+absl::StatusOr<std::vector<Measurement>> ParseMeasurementsCsv(absl::string_view text,
+                                                              absl::string_view origin);
+absl::StatusOr<std::vector<Measurement>> ReadMeasurementsFile(const std::string& path);
+std::string FormatMeasurementsCsv(const std::vector<Measurement>& rows);
+
+// Published time ratios (data/measurements/README.md):
+//   source,gpu,dtype,layout,m,n,k,batch,ref_m,ref_n,ref_k,ref_batch,time_ratio,method
+// time_ratio = time(m,n,k,batch) / time(ref shape), same GPU, dtype and layout.
+struct TimeRatio {
+  Measurement row;  // median_s holds the ratio
+  GemmShape reference;
+};
+absl::StatusOr<std::vector<TimeRatio>> ParseRatiosCsv(absl::string_view text,
+                                                      absl::string_view origin);
+
+// Errors of predictions against measurements.
+struct ErrorStats {
+  int64_t rows = 0;
+  double median_abs = 0;  // median |measured/predicted − 1|
+  double p90_abs = 0;
+  double max_abs = 0;
+  double median_signed = 0;  // > 0: the model is too fast
+  double p10 = 0;            // of measured/predicted − 1
+  double p90 = 0;
+};
+ErrorStats ErrorsOf(const std::vector<double>& ratios);  // ratios = measured / predicted time
+
+// measured / predicted time for each row, on `gpu` as it is.
+std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& rows);
+
+// The parameters the fitter moves, with their bounds.
+struct FittedParam {
+  const char* name;
+  double CostModelParams::*field;
+  double lo, hi;
+  bool fp8_transpose_only = false;  // moves only FP8 on GPUs that run FP8 as TN only
+};
+const std::vector<FittedParam>& FittedParams();
+// The ones that change `dtype`'s predictions on `gpu` (the others are not fitted).
+std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype);
+
+struct FitOptions {
+  int folds = 5;
+  uint64_t seed = 20261122;
+  int max_evaluations = 1500;  // Nelder-Mead evaluations per start
+  int starts = 3;              // the prior, then perturbed restarts around the best
+  // Size classes of the error bands, by predicted time (the last class is unbounded).
+  std::vector<double> band_edges_s = {10e-6, 40e-6};
+  int min_rows_per_band = 15;
+};
+
+struct FitResult {
+  std::string gpu;
+  DType dtype = DType::kBf16;
+  int64_t rows = 0;
+  CostModelParams params;
+  ErrorStats before;  // the prior, on all rows
+  ErrorStats train;   // the final fit, on the rows it was fitted to
+  ErrorStats cv;      // k-fold: each row predicted by a fit that never saw it
+  std::vector<CalibrationInfo::Band> bands;  // from the CV residuals
+  double max_measured_flops = 0;
+};
+
+// Fits `prior`'s parameters for `dtype` to `rows` (all of one GPU kind and dtype class) with a
+// log-error loss, and cross-validates. Deterministic for given options.
+FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                         const FitOptions& options);
+// Error bands (p10, p90 of ratio − 1) of `ratios` by size class of `predicted_s`, classes as in
+// `options` (merged upward until each holds min_rows_per_band rows).
+std::vector<CalibrationInfo::Band> ErrorBands(const std::vector<double>& predicted_s,
+                                              const std::vector<double>& ratios,
+                                              const FitOptions& options);
+
+// The fit alone (what each fold runs).
+CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                          const FitOptions& options);
+
+// The calibration file: what the catalog loads.
+struct CalibrationEntry {
+  std::string gpu;
+  std::vector<DType> dtypes;  // the entry applies to each
+  CostModelParams params;     // tiles, split-K and flash/elementwise fields stay the prior's
+  CalibrationInfo info;
+};
+struct CalibrationFile {
+  std::string schema = std::string(kCalibrationSchema);
+  std::string model;                  // kCostModelName of the fit
+  std::string created;                // UTC time
+  std::string command;                // how to make it again
+  std::vector<std::string> datasets;  // "path (N rows, sha256 …)"
+  std::vector<CalibrationEntry> entries;
+};
+absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text);
+std::string SerializeCalibration(const CalibrationFile& file);
+// Applies every entry to `catalog` (NOT_FOUND for a GPU the catalog lacks; FAILED_PRECONDITION
+// for a file of another model version or schema).
+absl::Status ApplyCalibration(const CalibrationFile& file, std::vector<GpuSpec>& catalog);
+// The calibration built into the binary (data/calibration/wavecrest-calibration.json at build
+// time); a malformed built-in file is a build error caught by the tests, and leaves the priors.
+void ApplyBuiltinCalibration(std::vector<GpuSpec>& catalog);
+absl::string_view BuiltinCalibrationJson();
+
+// Everything `wavecrest calibrate` does, GPU-free: fits each (GPU, dtype) the data covers, carries
+// fits to GPUs that share the silicon (H200 from H100), gives GPUs without data priors with the
+// fitted structure of the nearest fitted GPU and a peak fraction anchored to a published figure
+// where one exists, fits the misalignment penalty to published ratios, and checks every dataset.
+struct CalibrateInputs {
+  std::vector<Measurement> fit_rows;     // fitted (by GPU and dtype class)
+  std::vector<Measurement> anchor_rows;  // one figure per GPU: sets an unfitted GPU's peak
+  std::vector<Measurement> check_rows;   // never fitted: reported as held-out checks
+  std::vector<TimeRatio> ratios;         // published ratios: fit the misalignment penalty
+  std::vector<std::string> dataset_labels;
+};
+struct CalibrateOutput {
+  CalibrationFile file;
+  std::string report;  // the human-readable report (bench/results/calibration.txt)
+};
+CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
+                          const std::function<void(const std::string&)>& progress);
+
+// The dtype class a measurement is fitted in: BF16 data also serves FP16 (same tensor-core rate).
+std::vector<DType> DTypesServedBy(DType fitted);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_CALIBRATION_H_

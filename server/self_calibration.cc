@@ -1,0 +1,94 @@
+#include "server/self_calibration.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "server/convert.h"
+#include "server/log.h"
+
+namespace wavecrest {
+
+std::vector<Measurement> CachedMeasurements(ResultCache& cache, absl::string_view kind) {
+  std::vector<Measurement> out;
+  for (const auto& [k, t] : cache.Measurements(kind)) {
+    const absl::StatusOr<DType> dtype = FromProto(t.dtype());
+    const absl::StatusOr<Layout> layout = FromProto(t.layout());
+    if (!dtype.ok() || !layout.ok() || !FindGpu(k).ok()) continue;
+    Measurement m;
+    m.source = "wavecrest-result-cache";
+    m.gpu = k;
+    m.key.shape = {t.shape().m(), t.shape().n(), t.shape().k(),
+                   std::max<int64_t>(1, t.shape().batch())};
+    m.key.layout = *layout;
+    m.key.dtype = *dtype;
+    m.median_s = t.time_s();
+    m.method = t.provenance().method();
+    m.device = t.provenance().device().name();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min_rows) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (min_rows <= 0) min_rows = options_.min_rows;
+  v1::RecalibrateResponse response;
+  // Rows by (kind, dtype class): FP16 measurements are fitted with BF16's parameters.
+  std::map<std::pair<std::string, DType>, std::vector<Measurement>> groups;
+  for (Measurement& m : CachedMeasurements(*cache_, kind)) {
+    const DType cls = m.key.dtype == DType::kFp16 ? DType::kBf16 : m.key.dtype;
+    groups[{m.gpu, cls}].push_back(std::move(m));
+  }
+  std::vector<GpuSpec> catalog = GpuCatalog();
+  bool changed = false;
+  for (auto& [key, rows] : groups) {
+    const auto& [gpu_name, dtype] = key;
+    v1::RecalibrationResult* r = response.add_results();
+    r->set_gpu(gpu_name);
+    r->set_dtype(ToProto(dtype));
+    r->set_rows(static_cast<int64_t>(rows.size()));
+    auto it = std::find_if(catalog.begin(), catalog.end(),
+                           [&](const GpuSpec& g) { return g.name == gpu_name; });
+    if (it == catalog.end() || !it->Supports(dtype)) {
+      r->set_reason("not a catalogued GPU and dtype");
+      continue;
+    }
+    if (static_cast<int64_t>(rows.size()) < min_rows || min_rows <= 0) {
+      r->set_reason(absl::StrCat("needs at least ", min_rows, " measurements to refit"));
+      continue;
+    }
+    // Start from the built-in priors so that a refit never compounds an earlier one.
+    const std::vector<GpuSpec> priors = PriorCatalog();
+    const GpuSpec& prior = *std::find_if(priors.begin(), priors.end(),
+                                         [&](const GpuSpec& g) { return g.name == gpu_name; });
+    const FitResult fit = FitAndValidate(prior, dtype, rows, options_.fit);
+    CalibrationInfo info;
+    info.calibrated = true;
+    info.bands = fit.bands;
+    info.max_measured_flops = fit.max_measured_flops;
+    info.label = absl::StrFormat(
+        "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
+        "%d-fold CV median error %.1f%%",
+        gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
+    for (DType d : DTypesServedBy(dtype)) {
+      CostModelParams params = fit.params;
+      params.misaligned_efficiency = it->Model(d).misaligned_efficiency;  // kept from before
+      it->Model(d) = params;
+      it->Calibration(d) = info;
+    }
+    changed = true;
+    r->set_applied(true);
+    r->set_cv_median_error(fit.cv.median_abs);
+    r->set_cv_p90_error(fit.cv.p90_abs);
+    r->set_label(info.label);
+    LogInfo("recalibrated", {{"gpu", gpu_name},
+                             {"dtype", std::string(DTypeName(dtype))},
+                             {"rows", std::to_string(fit.rows)},
+                             {"cv_median_error", absl::StrFormat("%.4f", fit.cv.median_abs)}});
+  }
+  if (changed) PublishCatalog(std::move(catalog));
+  return response;
+}
+
+}  // namespace wavecrest
