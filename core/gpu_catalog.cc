@@ -256,7 +256,10 @@ absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name) {
   for (const GpuSpec& g : GpuCatalog()) {
     if (g.name == n) return &g;
   }
-  return absl::NotFoundError(absl::StrCat("gpu: unknown \"", name, "\"; known: ", KnownGpuNames()));
+  const absl::string_view shown = name.substr(0, 64);
+  return absl::NotFoundError(absl::StrCat("gpu: unknown \"", shown,
+                                          name.size() > shown.size() ? "...\"" : "\"",
+                                          "; known: ", KnownGpuNames()));
 }
 
 std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count,

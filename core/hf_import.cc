@@ -22,7 +22,7 @@ absl::StatusOr<int64_t> GetInt(const json& j, const char* key, std::optional<int
   }
   if (!it->is_number_integer()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("config.json: field \"", key, "\" must be an integer; got ", it->dump()));
+        absl::StrCat("config.json: field \"", key, "\" must be an integer; got ", it->type_name()));
   }
   return it->get<int64_t>();
 }
@@ -31,8 +31,8 @@ absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
   if (!it->is_boolean()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.json: field \"", key, "\" must be true or false; got ", it->dump()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: field \"", key, "\" must be true or false; got ", it->type_name()));
   }
   return it->get<bool>();
 }
@@ -46,12 +46,47 @@ absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
 
 }  // namespace
 
+absl::Status CheckJsonDepth(absl::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return absl::InvalidArgumentError(absl::StrCat("JSON nests arrays or objects deeper than ",
+                                                       max_depth,
+                                                       " levels; a model spec or "
+                                                       "config.json needs 3"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
+
 bool LooksLikeHfConfig(absl::string_view json_text) {
+  if (!CheckJsonDepth(json_text).ok()) return false;
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  return j.is_object() && (j.contains("architectures") || j.contains("model_type"));
+  return j.is_object() && (j.contains("architectures") || j.contains("model_type") ||
+                           j.contains("num_hidden_layers") || j.contains("n_layer"));
 }
 
 absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
+  if (absl::Status st = CheckJsonDepth(json_text); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("config.json: ", st.message()));
+  }
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("config.json: not a JSON object");
@@ -80,7 +115,10 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
     WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "n_embd", std::nullopt));
     WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "n_head", std::nullopt));
     WC_TRY_ASSIGN(s.num_layers, GetInt(j, "n_layer", std::nullopt));
-    WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "n_inner", 4 * s.hidden_size));
+    // 4h as n_inner's default, computed only for an h the spec can hold (no signed overflow).
+    const int64_t four_h =
+        s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
+    WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "n_inner", four_h));
     WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
     WC_TRY_ASSIGN(s.learned_position_embeddings, GetInt(j, "n_positions", 1024));
     WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
@@ -94,9 +132,14 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
                           arch == "Qwen2ForCausalLM" || arch == "GemmaForCausalLM" ||
                           arch == "Phi3ForCausalLM";
   const bool gelu_like = arch == "GPTNeoXForCausalLM" || arch == "PhiForCausalLM";
+  if (arch.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: neither \"architectures\" nor a known \"model_type\" says which model this "
+        "is; add \"architectures\": [\"LlamaForCausalLM\"] (or another of: ",
+        kSupported, ")"));
+  }
   if (!llama_like && !gelu_like) {
-    return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"",
-                                                   arch.empty() ? "(none)" : arch,
+    return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"", arch,
                                                    "\" is not supported; supported: ", kSupported));
   }
   WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));

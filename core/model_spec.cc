@@ -118,6 +118,10 @@ void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64
 
 std::vector<FieldViolation> Validate(const ModelSpec& s) {
   std::vector<FieldViolation> v;
+  if (static_cast<int64_t>(s.name.size()) > kMaxNameLength) {
+    v.push_back(
+        {"name", absl::StrCat("at most ", kMaxNameLength, " characters; got ", s.name.size())});
+  }
   CheckRange(v, "hidden_size", s.hidden_size, 1, kMaxHiddenSize);
   CheckRange(v, "num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
   CheckRange(v, "num_kv_heads", s.num_kv_heads, 1, kMaxHeads);

@@ -54,6 +54,8 @@ inline constexpr int64_t kMaxPipelineParallel = 1'024;
 inline constexpr int64_t kMaxKvCacheLength = 16'777'216;
 inline constexpr int64_t kMaxLearnedPositions = 16'777'216;
 
+inline constexpr int64_t kMaxNameLength = 256;  // characters of ModelSpec.name
+
 inline constexpr int64_t kDefaultSeqLength = 2048;
 inline constexpr int64_t kDefaultMicroBatch = 1;
 

@@ -269,8 +269,8 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
       space +=
           per_h * static_cast<int64_t>(o.ffns.size() * o.vocabs.size()) * (layers_move ? 2 : 1);
       if (space > kMaxExaminedShapes) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "vary: the search space exceeds ", kMaxExaminedShapes,
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the search space exceeds ", kMaxExaminedShapes,
             " shapes; narrow it (fewer knobs in vary, fewer allowed_head_dims, a smaller "
             "param_tolerance, or vary kv_heads separately)"));
       }

@@ -57,7 +57,7 @@ struct RecommendConstraints {
 };
 
 // Shapes examined at most while generating candidates; a search space larger than this is refused
-// with RESOURCE_EXHAUSTED naming the knobs that make it large.
+// with INVALID_ARGUMENT naming the knobs that make it large.
 inline constexpr int64_t kMaxExaminedShapes = 2'000'000;
 
 // Every problem with the constraints, with field names as in RecommendRequest.
@@ -71,7 +71,7 @@ std::set<Knob> EffectiveKnobs(const RecommendConstraints& c);
 // deterministic order (smallest parameter change first), at most max_candidates in all; memory
 // stays bounded by max_candidates as the search runs. `generated` counts every shape examined.
 // `stop` is polled as the search runs (CANCELLED when it says so); a search space over
-// kMaxExaminedShapes is RESOURCE_EXHAUSTED before any work.
+// kMaxExaminedShapes is INVALID_ARGUMENT before any work (retrying the same request cannot help).
 absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(
     const ModelSpec& base, const RecommendConstraints& c, int64_t* generated,
     const std::function<bool()>& stop = nullptr);

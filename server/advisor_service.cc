@@ -14,6 +14,7 @@
 #include "server/convert.h"
 #include "server/errors.h"
 #include "server/log.h"
+#include "server/recommend_logic.h"
 #include "server/stream_reactor.h"
 
 namespace wavecrest {
@@ -112,6 +113,31 @@ absl::Status QueueFullError(const JobQueue& jobs) {
                         absl::Seconds(1), "QUEUE_FULL");
 }
 
+absl::Status CheckGpuWork(const TimingTask& task, absl::string_view field, bool gpu_may_run) {
+  // A model's GEMMs get the cap given shapes get.
+  for (const GemmKey& k : task.gemms) {
+    if (GemmFlops(k.shape) > kMaxGemmFlops) {
+      return FieldError(field, absl::StrCat(GemmKeyString(k), " is ", GemmFlops(k.shape),
+                                            " FLOPs; at most ", kMaxGemmFlops, " per GEMM"));
+    }
+  }
+  if (task.mode == v1::MODE_PREDICTED || !gpu_may_run) return absl::OkStatus();
+  // Measuring costs about kMeasureCostFactor runs of each GEMM: refuse, before any work, what
+  // would hold a GPU longer than a request may.
+  double seconds = 0;
+  for (const GemmKey& k : task.gemms) seconds += PredictGemmTime(*task.gpu, k) * kMeasureCostFactor;
+  if (seconds > kMaxGpuSecondsPerRequest) {
+    return FieldError(
+        field,
+        absl::StrCat("measuring these GEMMs would take about ", static_cast<int64_t>(seconds),
+                     " s of GPU time (predicted); at "
+                     "most ",
+                     kMaxGpuSecondsPerRequest,
+                     " s per request: split the request or ask for MODE_PREDICTED"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
                                             const TimingService& timing) {
   std::vector<FieldViolation> v;
@@ -178,6 +204,8 @@ absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
           {{s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)}, *layout, *dtype});
     }
   }
+  RETURN_IF_ERROR(
+      CheckGpuWork(plan.task, has_model ? "model" : "gemms", timing.MightMeasure(plan.task.kind)));
   return plan;
 }
 

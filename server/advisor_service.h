@@ -26,6 +26,8 @@ inline constexpr int kMaxGemmsPerRequest = 4096;
 inline constexpr int64_t kMaxGemmDim = (int64_t{1} << 31) - 1;
 // Largest FLOPs of one GEMM accepted (about a minute at petaflop rates).
 inline constexpr double kMaxGemmFlops = 1e17;
+// GPU time one TimeGemms request may ask for, predicted before any work, seconds.
+inline constexpr double kMaxGpuSecondsPerRequest = 1800;
 
 class WorkerDirectory {
  public:

@@ -1,5 +1,6 @@
 #include "server/errors.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/cord.h"
@@ -14,18 +15,34 @@ namespace wavecrest {
 absl::Status InvalidArgumentWithViolations(const std::vector<FieldViolation>& violations,
                                            absl::string_view prefix) {
   std::vector<FieldViolation> prefixed;
-  prefixed.reserve(violations.size());
+  prefixed.reserve(std::min(violations.size(), kMaxViolations + 1));
   google::rpc::BadRequest bad;
-  for (const FieldViolation& v : violations) {
-    prefixed.push_back({absl::StrCat(prefix, v.field), v.description});
+  for (size_t i = 0; i < violations.size() && i < kMaxViolations; ++i) {
+    const FieldViolation& v = violations[i];
+    prefixed.push_back({absl::StrCat(prefix, Truncated(v.field, kMaxFieldChars)),
+                        Truncated(v.description, kMaxDescriptionChars)});
     auto* fv = bad.add_field_violations();
     fv->set_field(prefixed.back().field);
-    fv->set_description(v.description);
+    fv->set_description(prefixed.back().description);
+  }
+  if (violations.size() > kMaxViolations) {
+    // One more entry says how many were left out, so that an error always fits in the trailers.
+    prefixed.push_back({"(more)", absl::StrCat(violations.size() - kMaxViolations,
+                                               " more violations not listed")});
+    auto* fv = bad.add_field_violations();
+    fv->set_field(prefixed.back().field);
+    fv->set_description(prefixed.back().description);
   }
   absl::Status st = ViolationsToStatus(prefixed);
   if (st.ok()) return st;
   st.SetPayload(kBadRequestUrl, absl::Cord(bad.SerializeAsString()));
   return st;
+}
+
+std::string Truncated(absl::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  return absl::StrCat(text.substr(0, max_chars), "... (", text.size() - max_chars,
+                      " more characters)");
 }
 
 absl::Status FieldError(absl::string_view field, absl::string_view description) {

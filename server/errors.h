@@ -6,6 +6,7 @@
 #ifndef WAVECREST_SERVER_ERRORS_H_
 #define WAVECREST_SERVER_ERRORS_H_
 
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,8 +21,17 @@ inline constexpr absl::string_view kBadRequestUrl = "type.googleapis.com/google.
 inline constexpr absl::string_view kRetryInfoUrl = "type.googleapis.com/google.rpc.RetryInfo";
 inline constexpr absl::string_view kErrorInfoUrl = "type.googleapis.com/google.rpc.ErrorInfo";
 
-// INVALID_ARGUMENT whose message lists every violation and whose payload carries them as a
-// BadRequest. Each field name is prefixed with `prefix` (e.g. "model.").
+// Bounds that keep every error small enough for gRPC's trailers (8 KiB by default): at most
+// kMaxViolations violations (then one saying how many more), each description truncated.
+inline constexpr size_t kMaxViolations = 20;
+inline constexpr size_t kMaxFieldChars = 100;
+inline constexpr size_t kMaxDescriptionChars = 200;
+
+// `text`, cut to `max_chars` with a note of what was cut: for echoing input in errors.
+std::string Truncated(absl::string_view text, size_t max_chars);
+
+// INVALID_ARGUMENT whose message lists the violations (at most kMaxViolations) and whose payload
+// carries them as a BadRequest. Each field name is prefixed with `prefix` (e.g. "model.").
 absl::Status InvalidArgumentWithViolations(const std::vector<FieldViolation>& violations,
                                            absl::string_view prefix = "");
 

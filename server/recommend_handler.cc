@@ -19,6 +19,7 @@ RecommendHandler MakeRecommendHandler(TimingService* timing) {
     if (gpu.ok()) {
       measurer.can_measure = timing->CanMeasure(gpu->first);
       ctx.no_measure_reason = absl::StrCat("no ", gpu->first, " worker is up");
+      if (!measurer.can_measure) ctx.no_measure_error = timing->NoWorkerError(gpu->first);
       const v1::Mode mode = request.mode() == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
       measurer.measure = [timing, gpu, mode, deadline, &cancelled](
                              const std::vector<GemmKey>& keys,

@@ -77,6 +77,13 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   RecommendConstraints c;
   std::vector<FieldViolation> v;
   c.param_tolerance = r.param_tolerance() == 0 ? kDefaultParamTolerance : r.param_tolerance();
+  if (r.vary_size() > kMaxListEntries || r.allowed_head_dims_size() > kMaxListEntries ||
+      r.tensor_parallel_options_size() > kMaxListEntries) {
+    return InvalidArgumentWithViolations(
+        {{"vary, allowed_head_dims, tensor_parallel_options",
+          absl::StrCat("at most ", kMaxListEntries, " entries each; got ", r.vary_size(), ", ",
+                       r.allowed_head_dims_size(), ", ", r.tensor_parallel_options_size())}});
+  }
   for (int i = 0; i < r.vary_size(); ++i) {
     absl::StatusOr<Knob> k = FromProto(r.vary(i));
     if (!k.ok()) {
@@ -101,7 +108,7 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
   c.top = r.top() == 0 ? kDefaultTop : r.top();
   for (auto& f : ValidateConstraints(c)) v.push_back(std::move(f));
-  if (r.max_gpu_seconds() < 0 || r.max_gpu_seconds() > 3600) {
+  if (!(r.max_gpu_seconds() >= 0 && r.max_gpu_seconds() <= 3600)) {  // NaN fails too
     v.push_back(
         {"max_gpu_seconds", absl::StrCat("must be in [0, 3600]; got ", r.max_gpu_seconds())});
   }
@@ -133,6 +140,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   const v1::Mode mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
   const bool can_measure = ctx.measurer && ctx.measurer->can_measure;
   if (mode == v1::MODE_MEASURED && !can_measure) {
+    if (!ctx.no_measure_error.ok()) return ctx.no_measure_error;
     return WithRetryDelay(absl::UnavailableError(absl::StrCat(
                               "MODE_MEASURED: ", ctx.no_measure_reason,
                               "; retry later, or ask for MODE_AUTO or MODE_PREDICTED")),
@@ -145,9 +153,16 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
 
   // Stage 1: every candidate, analytic model.
   int64_t generated = 0;
-  ASSIGN_OR_RETURN(
-      std::vector<ModelSpec> specs,
-      GenerateCandidates(*base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); }));
+  absl::StatusOr<std::vector<ModelSpec>> generated_specs =
+      GenerateCandidates(*base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); });
+  if (!generated_specs.ok()) {
+    RETURN_IF_ERROR(StopStatus(ctx));  // cancelled or past the deadline: say so
+    if (generated_specs.status().code() == absl::StatusCode::kInvalidArgument) {
+      return FieldError("vary", generated_specs.status().message());
+    }
+    return generated_specs.status();
+  }
+  std::vector<ModelSpec> specs = std::move(*generated_specs);
   const int64_t base_params = CountParams(*base).total_params;
   ScoreCache predicted([gpu](const GemmKey& k) {
     const GemmPrediction p = PredictGemm(*gpu, k);

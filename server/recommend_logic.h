@@ -14,6 +14,8 @@
 
 namespace wavecrest {
 
+// Most entries of one repeated constraint field (vary, allowed_head_dims, ...).
+inline constexpr int kMaxListEntries = 256;
 inline constexpr int kDefaultMeasureTopK = 8;
 inline constexpr double kDefaultMaxGpuSeconds = 60;
 // GPU time one GEMM measurement takes, in units of the GEMM's own time (warm-up, samples and
@@ -37,6 +39,8 @@ struct RecommendContext {
   std::function<bool()> cancelled = [] { return false; };
   const Measurer* measurer = nullptr;  // null: predictions only
   std::string no_measure_reason = "no worker of this GPU kind is up";
+  // The error MODE_MEASURED gets when nothing can measure; OK = UNAVAILABLE naming the reason.
+  absl::Status no_measure_error;
 };
 
 // Reads the constraints of `request` (0 fields take their defaults). Violations name the fields.

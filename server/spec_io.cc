@@ -1,5 +1,9 @@
 #include "server/spec_io.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -11,6 +15,7 @@
 namespace wavecrest {
 
 absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
+  if (absl::Status st = CheckJsonDepth(text); !st.ok()) return st;
   if (LooksLikeHfConfig(text)) {
     absl::StatusOr<ModelSpec> spec = ImportHfConfig(text);
     if (!spec.ok()) return spec.status();
@@ -27,19 +32,34 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {
+  // Look before opening: opening a FIFO blocks, and a device or a directory has no size to trust.
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": is a directory; give a spec file (e.g. examples/models/*.json)"));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a regular file (a pipe, socket or device); give a spec file"));
+  }
+  if (st.st_size > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", st.st_size, " bytes; at most ", max_bytes, " allowed"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) return absl::InvalidArgumentError(absl::StrCat(path, ": not a regular file"));
-  if (size > max_bytes) {
+  // Never read more than the limit, whatever the file does after stat.
+  std::string text(static_cast<size_t>(max_bytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<int64_t>(text.size()) > max_bytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": ", size, " bytes; at most ", max_bytes, " allowed"));
+        absl::StrCat(path, ": more than ", max_bytes, " bytes; at most ", max_bytes, " allowed"));
   }
-  in.seekg(0, std::ios::beg);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return text;
 }
 
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {

@@ -55,6 +55,24 @@ bool TimingService::CanMeasure(absl::string_view kind) const {
   return workers_ != nullptr && workers_->CanMeasure(kind);
 }
 
+bool TimingService::MightMeasure(absl::string_view kind) const {
+  return workers_ != nullptr && workers_->MightMeasure(kind);
+}
+
+absl::Status TimingService::NoWorkerError(absl::string_view kind) const {
+  if (workers_ == nullptr || !workers_->MightMeasure(kind)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "MODE_MEASURED: this server has no ", kind,
+        " worker configured (start it with --workers or --worker_address), so waiting cannot "
+        "help; ask for MODE_AUTO or MODE_PREDICTED"));
+  }
+  return WithRetryDelay(
+      absl::UnavailableError(absl::StrCat("no worker of kind ", kind,
+                                          " is up to measure on; retry later, or ask for "
+                                          "MODE_AUTO or MODE_PREDICTED")),
+      absl::Seconds(5), "NO_WORKER");
+}
+
 v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) {
   const GemmPrediction p = PredictGemm(gpu, key);
   v1::GemmTiming t = TimingOf(key);
@@ -230,11 +248,7 @@ absl::StatusOr<TimingSummary> TimingService::Run(
             absl::StrCat("measurement stopped (", st.message(), "); the rest is PREDICTED"));
       }
     } else if (task.mode == v1::MODE_MEASURED) {
-      return WithRetryDelay(
-          absl::UnavailableError(absl::StrCat("no worker of kind ", task.kind,
-                                              " is up to measure on; retry later, or ask for "
-                                              "MODE_AUTO or MODE_PREDICTED")),
-          absl::Seconds(5), "NO_WORKER");
+      return NoWorkerError(task.kind);
     } else {
       summary.notes.push_back(
           absl::StrCat("no ", task.kind, " worker is up: uncached GEMMs are PREDICTED"));

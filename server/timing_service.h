@@ -38,6 +38,9 @@ class MeasurementSource {
   virtual ~MeasurementSource() = default;
   // A worker of this kind is up now.
   virtual bool CanMeasure(absl::string_view kind) const = 0;
+  // A worker of this kind is configured (up or not), or some worker's kind is not known yet: only
+  // then can waiting help a MEASURED request.
+  virtual bool MightMeasure(absl::string_view kind) const = 0;
   // The fingerprint of the kind's current (or last seen) device, if any worker of it ever ran.
   virtual std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const = 0;
   // Maps a worker device name (as ListDevices shows it) to its kind; nullopt when unknown.
@@ -92,6 +95,13 @@ class TimingService {
                                                                     absl::string_view field) const;
 
   bool CanMeasure(absl::string_view kind) const;
+  // A worker of `kind` is configured (see MeasurementSource::MightMeasure).
+  bool MightMeasure(absl::string_view kind) const;
+
+  // The error for MODE_MEASURED when no worker of `kind` is up: UNAVAILABLE with a retry hint
+  // while one is configured (or might be), FAILED_PRECONDITION when none is (retrying cannot
+  // help).
+  absl::Status NoWorkerError(absl::string_view kind) const;
 
   // Produces one result per task GEMM through `emit(index, timing)` (from the calling thread or a
   // worker-reader thread, one call at a time); `progress(done, total, message)` after each.

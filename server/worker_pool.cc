@@ -356,6 +356,14 @@ bool WorkerPool::CanMeasure(absl::string_view kind) const {
   return false;
 }
 
+bool WorkerPool::MightMeasure(absl::string_view kind) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& w : workers_) {
+    if (w->kind == kind || w->kind.empty()) return true;
+  }
+  return false;
+}
+
 std::optional<v1::DeviceFingerprint> WorkerPool::Fingerprint(absl::string_view kind) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::optional<v1::DeviceFingerprint> seen;

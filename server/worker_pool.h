@@ -76,6 +76,7 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
 
   // MeasurementSource.
   bool CanMeasure(absl::string_view kind) const override;
+  bool MightMeasure(absl::string_view kind) const override;
   std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const override;
   std::optional<std::string> KindOfDevice(absl::string_view device_name) const override;
   absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,

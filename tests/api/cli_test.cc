@@ -1,6 +1,11 @@
 // The CLI's commands run in-process (no server): output, JSON mapping and exit codes.
 #include "client/cli.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -151,6 +156,57 @@ TEST(ErrorsTest, RoundTripThroughGrpcStatus) {
   ASSERT_EQ(ViolationsOf(back).size(), 2u);
   EXPECT_EQ(ViolationsOf(back)[1].field, "x.b");
   EXPECT_EQ(RetryDelayOf(back), absl::Milliseconds(250));
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// Hostile files as --model: each is a one-line error (exit 13, or 15 for a missing file), never a
+// crash or a hang.
+TEST(CliTest, HostileModelFilesAreClearErrorsNotCrashesOrHangs) {
+  const std::string dir = ::testing::TempDir() + "/wavecrest-cli-hostile";
+  std::filesystem::create_directories(dir);
+  // An HF config whose hidden_size nests 100000 arrays (a stack overflow in the error message's
+  // JSON dump before).
+  {
+    std::ofstream f(dir + "/deep.json");
+    f << "{\"model_type\": \"llama\", \"hidden_size\": " << std::string(100000, '[')
+      << std::string(100000, ']') << "}";
+  }
+  mkfifo((dir + "/fifo.json").c_str(), 0600);
+  struct Case {
+    std::string path, text;
+    int code;
+  } cases[] = {
+      {dir + "/deep.json", "deeper than 32 levels", 13}, {dir, "is a directory", 13},
+      {dir + "/fifo.json", "not a regular file", 13},    {"/dev/zero", "not a regular file", 13},
+      {dir + "/missing.json", "No such file", 15},
+  };
+  for (const Case& c : cases) {
+    CliOptions o;
+    o.command = "analyze";
+    o.model = c.path;
+    CliRun r = Cli(o);
+    EXPECT_EQ(r.code, c.code) << c.path << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.text)) << c.path;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {
+  const std::string path = ::testing::TempDir() + "/wavecrest-unmarked.json";
+  std::ofstream(path) << R"({"hidden_size": 4096, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "intermediate_size": 11008, "vocab_size": 32000})";
+  CliOptions o;
+  o.command = "analyze";
+  o.model = path;
+  CliRun r = Cli(o);
+  EXPECT_EQ(r.code, 13);
+  EXPECT_THAT(r.err, HasSubstr("add \"architectures\": [\"LlamaForCausalLM\"]"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // End-to-end tests of the real wavecrest-server binary on loopback ports chosen at run time.
 #include <atomic>
+#include <cmath>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,11 +115,13 @@ TEST_F(ServerTest, CliAgainstServer) {
   std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address()));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
-  // Measured mode without a worker: UNAVAILABLE (14) -> exit 24, with the retry hint.
+  // Measured mode on a server with no worker configured: retrying cannot help, so
+  // FAILED_PRECONDITION (9) -> exit 19, saying what to do (no retry hint).
   std::tie(code, out) = Shell(absl::StrCat(cli, " time --server ", server_.address(),
                                            " --gpu h100-sxm --gemm 64x64x64 --mode measured"));
-  EXPECT_EQ(code, 24) << out;
-  EXPECT_THAT(out, HasSubstr("retry after"));
+  EXPECT_EQ(code, 19) << out;
+  EXPECT_THAT(out, HasSubstr("no h100-sxm worker configured"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("retry after")));
   // A field violation shows field and range on one line; exit 13.
   std::tie(code, out) =
       Shell(absl::StrCat(cli, " analyze --server ", server_.address(), " --model ",
@@ -353,6 +356,80 @@ TEST_F(ServerTest, MalformedRequestsGetTheRightCodeAndField) {
   EXPECT_TRUE(AnalyzeWith(c, [](auto&) {}).ok());
 }
 
+// The hardening issue's hostile inputs: each is refused with a code that says whether retrying
+// can help, field violations that name the field, and an error small enough for the trailers.
+TEST_F(ServerTest, HostileInputsAreRefusedWithSmallErrorsThatNameTheField) {
+  AdvisorClient c(server_.address(), absl::Seconds(30));
+  // A 3 MiB model name: refused, named, not copied into an 815 MB answer.
+  absl::Status st =
+      AnalyzeWith(c, [](auto& r) { r.mutable_model()->set_name(std::string(3 << 20, 'x')); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st.message().substr(0, 200);
+  EXPECT_THAT(ViolationsOf(st), Contains(::testing::Field(&FieldViolation::field, "model.name")));
+  // 200 invalid shapes: INVALID_ARGUMENT with at most 20 violations and a count of the rest (it
+  // used to overflow the metadata limit and reach the client as RESOURCE_EXHAUSTED).
+  st = TimeWith(c, [](auto& r) {
+    r.mutable_gemms(0)->set_m(0);
+    for (int i = 0; i < 199; ++i) *r.add_gemms() = r.gemms(0);
+  });
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LE(ViolationsOf(st).size(), 21u);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("more violations not listed"));
+  // An 8 KB GPU name: NOT_FOUND, echoed in part only.
+  st = AnalyzeWith(c, [](auto& r) { r.set_gpu(std::string(8192, 'g')); });
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_LT(st.message().size(), 600u);
+  // 1000 bad allowed_head_dims: INVALID_ARGUMENT naming the limit.
+  v1::RecommendRequest rec;
+  *rec.mutable_model() = Pythia();
+  rec.set_gpu("h100-sxm");
+  rec.set_mode(v1::MODE_PREDICTED);
+  for (int i = 0; i < 1000; ++i) rec.add_allowed_head_dims(3);
+  st = c.Recommend(rec, [](const v1::RecommendResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("at most 256 entries"));
+  // max_gpu_seconds = NaN no longer passes (it disabled the GPU budget).
+  rec.clear_allowed_head_dims();
+  rec.set_max_gpu_seconds(std::nan(""));
+  st = c.Recommend(rec, [](const v1::RecommendResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ViolationsOf(st),
+              Contains(::testing::Field(&FieldViolation::field, "max_gpu_seconds")));
+  // A search space too large for one request: refused up front, fast, naming what to narrow (it
+  // used to run past the deadline to 4.3 GiB and bad_alloc).
+  rec.set_max_gpu_seconds(0);
+  rec.mutable_model()->set_hidden_size(65536);
+  rec.mutable_model()->set_num_attention_heads(512);
+  rec.mutable_model()->set_mlp(v1::MLP_SWIGLU);
+  rec.mutable_model()->set_ffn_hidden_size(0);
+  rec.set_param_tolerance(0.5);
+  for (auto k :
+       {v1::KNOB_HEADS, v1::KNOB_KV_HEADS, v1::KNOB_HIDDEN, v1::KNOB_FFN, v1::KNOB_VOCAB}) {
+    rec.add_vary(k);
+  }
+  for (int d = 8; d <= 1024; d += 8) rec.add_allowed_head_dims(d);
+  rec.set_max_candidates(100000);
+  const absl::Time t0 = absl::Now();
+  st = c.Recommend(rec, [](const v1::RecommendResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(ViolationsOf(st), Contains(::testing::Field(&FieldViolation::field, "vary")));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("narrow it"));
+  EXPECT_EQ(RetryDelayOf(st), absl::ZeroDuration());  // retrying the same request cannot help
+  EXPECT_LT(absl::Now() - t0, absl::Seconds(10));
+  // A model whose GEMMs pass the per-GEMM FLOP cap, through TimeGemms' model path.
+  v1::TimeGemmsRequest time;
+  time.set_gpu("h100-sxm");
+  time.set_mode(v1::MODE_PREDICTED);
+  *time.mutable_model() = Pythia();
+  time.mutable_model()->set_hidden_size(262144);
+  time.mutable_model()->set_num_attention_heads(2048);
+  time.mutable_model()->set_seq_length(262144);
+  time.mutable_model()->set_micro_batch_size(256);
+  st = c.TimeGemms(time, [](const v1::TimeGemmsResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("FLOPs; at most"));
+  EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
+}
+
 TEST_F(ServerTest, HundredMegabyteRequestIsRefusedNotFatal) {
   AdvisorClient c(server_.address(), absl::Seconds(60));
   v1::AnalyzeRequest req;
@@ -447,9 +524,9 @@ TEST_F(ServerTest, RecommendMeasuredWithoutWorkerIsRefusedAndAutoSaysSo) {
   req.set_gpu("h100-sxm");
   req.set_mode(v1::MODE_MEASURED);
   absl::Status st = c.Recommend(req, [](const v1::RecommendResponse&) {});
-  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
-  EXPECT_THAT(std::string(st.message()), HasSubstr("no h100-sxm worker is up"));
-  EXPECT_GT(RetryDelayOf(st), absl::ZeroDuration());
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("no h100-sxm worker configured"));
+  EXPECT_EQ(RetryDelayOf(st), absl::ZeroDuration());
   req.set_mode(v1::MODE_AUTO);
   v1::RecommendResponse final;
   ASSERT_TRUE(c.Recommend(req, [&](const v1::RecommendResponse& m) {
