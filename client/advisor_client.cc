@@ -1,26 +1,36 @@
 #include "client/advisor_client.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "server/errors.h"
 
 namespace wavecrest {
 
-AdvisorClient::AdvisorClient(const std::string& address, absl::Duration deadline)
-    : deadline_(deadline) {
+AdvisorClient::AdvisorClient(const std::string& address, absl::Duration deadline,
+                             const ClientSecurity& security)
+    : token_(security.token), deadline_(deadline) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10'000);
   args.SetMaxReceiveMessageSize(64 << 20);
-  channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFor(security.tls);
+  if (!credentials.ok()) {
+    setup_ = absl::InvalidArgumentError(absl::StrCat("--tls_*: ", credentials.status().message()));
+    credentials = grpc::InsecureChannelCredentials();  // never used: every call fails first
+  }
+  channel_ = grpc::CreateCustomChannel(address, *credentials, args);
   stub_ = v1::Advisor::NewStub(channel_);
 }
 
 void AdvisorClient::Prepare(grpc::ClientContext* ctx) const {
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + deadline_));
+  if (!token_.empty()) ctx->AddMetadata("authorization", absl::StrCat("Bearer ", token_));
 }
 
 absl::StatusOr<v1::AnalyzeResponse> AdvisorClient::Analyze(const v1::AnalyzeRequest& request) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   v1::AnalyzeResponse response;
@@ -29,17 +39,21 @@ absl::StatusOr<v1::AnalyzeResponse> AdvisorClient::Analyze(const v1::AnalyzeRequ
   return response;
 }
 
-absl::StatusOr<v1::ListDevicesResponse> AdvisorClient::ListDevices() {
+absl::StatusOr<v1::ListDevicesResponse> AdvisorClient::ListDevices(bool include_internal) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   v1::ListDevicesResponse response;
-  grpc::Status st = stub_->ListDevices(&ctx, v1::ListDevicesRequest(), &response);
+  v1::ListDevicesRequest request;
+  request.set_include_internal(include_internal);
+  grpc::Status st = stub_->ListDevices(&ctx, request, &response);
   if (!st.ok()) return FromGrpcStatus(st);
   return response;
 }
 
 absl::StatusOr<v1::RecalibrateResponse> AdvisorClient::Recalibrate(
     const v1::RecalibrateRequest& request) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   v1::RecalibrateResponse response;
@@ -48,8 +62,20 @@ absl::StatusOr<v1::RecalibrateResponse> AdvisorClient::Recalibrate(
   return response;
 }
 
+absl::StatusOr<v1::ClearQuarantineResponse> AdvisorClient::ClearQuarantine(
+    const v1::ClearQuarantineRequest& request) {
+  if (!setup_.ok()) return setup_;
+  grpc::ClientContext ctx;
+  Prepare(&ctx);
+  v1::ClearQuarantineResponse response;
+  grpc::Status st = stub_->ClearQuarantine(&ctx, request, &response);
+  if (!st.ok()) return FromGrpcStatus(st);
+  return response;
+}
+
 absl::StatusOr<std::string> AdvisorClient::ExportMeasurements(
     const v1::ExportMeasurementsRequest& request) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   auto reader = stub_->ExportMeasurements(&ctx, request);
@@ -64,6 +90,7 @@ absl::StatusOr<std::string> AdvisorClient::ExportMeasurements(
 absl::Status AdvisorClient::TimeGemms(
     const v1::TimeGemmsRequest& request,
     const std::function<void(const v1::TimeGemmsResponse&)>& on_message) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   auto reader = stub_->TimeGemms(&ctx, request);
@@ -75,6 +102,7 @@ absl::Status AdvisorClient::TimeGemms(
 absl::Status AdvisorClient::Recommend(
     const v1::RecommendRequest& request,
     const std::function<void(const v1::RecommendResponse&)>& on_message) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   auto reader = stub_->Recommend(&ctx, request);
@@ -84,6 +112,7 @@ absl::Status AdvisorClient::Recommend(
 }
 
 absl::StatusOr<std::string> AdvisorClient::Health(const std::string& service) {
+  if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
   grpc::health::v1::HealthCheckRequest request;

@@ -57,6 +57,11 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
 
 namespace {
 
+AdvisorClient ClientFor(const CliOptions& o) {
+  return AdvisorClient(o.server, absl::Seconds(o.deadline_s),
+                       {{o.tls_cert, o.tls_key, o.tls_ca}, o.token});
+}
+
 int Fail(std::ostream& err, const absl::Status& status) {
   err << "wavecrest: " << FormatError(status) << "\n";
   return ExitCodeFor(status);
@@ -67,7 +72,7 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
   if (o.server.empty()) return HandleAnalyze(request);
-  return AdvisorClient(o.server, absl::Seconds(o.deadline_s)).Analyze(request);
+  return ClientFor(o).Analyze(request);
 }
 
 absl::Status NeedServer(const CliOptions& o) {
@@ -183,14 +188,13 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
     result = RunRecommend(request, ctx);
   } else {
     v1::RecommendResponse final;
-    absl::Status st = AdvisorClient(o.server, absl::Seconds(o.deadline_s))
-                          .Recommend(request, [&](const v1::RecommendResponse& m) {
-                            if (m.done()) {
-                              final = m;
-                            } else {
-                              bar.Update(m.progress());
-                            }
-                          });
+    absl::Status st = ClientFor(o).Recommend(request, [&](const v1::RecommendResponse& m) {
+      if (m.done()) {
+        final = m;
+      } else {
+        bar.Update(m.progress());
+      }
+    });
     if (st.ok()) {
       result = final;
     } else {
@@ -232,16 +236,15 @@ int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   ProgressBar bar(!json);
   std::vector<v1::GemmTiming> results;
   std::vector<std::string> notes;
-  absl::Status st = AdvisorClient(o.server, absl::Seconds(o.deadline_s))
-                        .TimeGemms(request, [&](const v1::TimeGemmsResponse& m) {
-                          if (m.has_progress()) {
-                            bar.Update(m.progress());
-                            if (m.progress().message().rfind("note: ", 0) == 0) {
-                              notes.push_back(m.progress().message());
-                            }
-                          }
-                          if (m.has_timing()) results.push_back(m.timing());
-                        });
+  absl::Status st = ClientFor(o).TimeGemms(request, [&](const v1::TimeGemmsResponse& m) {
+    if (m.has_progress()) {
+      bar.Update(m.progress());
+      if (m.progress().message().rfind("note: ", 0) == 0) {
+        notes.push_back(m.progress().message());
+      }
+    }
+    if (m.has_timing()) results.push_back(m.timing());
+  });
   bar.Clear();
   if (!st.ok()) return Fail(err, st);
   std::sort(results.begin(), results.end(),
@@ -414,15 +417,14 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (o.command == "devices") {
     if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    absl::StatusOr<v1::ListDevicesResponse> r =
-        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).ListDevices();
+    absl::StatusOr<v1::ListDevicesResponse> r = ClientFor(o).ListDevices(o.internal);
     if (!r.ok()) return Fail(err, r.status());
     out << (json ? ToJson(*r) + "\n" : FormatDevices(*r));
     return 0;
   }
   if (o.command == "health") {
     if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    AdvisorClient client(o.server, absl::Seconds(o.deadline_s));
+    AdvisorClient client = ClientFor(o);
     bool all_serving = true;
     for (const char* service : {"", "wavecrest.v1.Advisor", "wavecrest.v1.Advisor/measure"}) {
       absl::StatusOr<std::string> h = client.Health(service);
@@ -438,8 +440,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
     v1::ExportMeasurementsRequest request;
     if (o.gpu_given) request.set_gpu(o.gpu);
-    absl::StatusOr<std::string> csv =
-        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).ExportMeasurements(request);
+    absl::StatusOr<std::string> csv = ClientFor(o).ExportMeasurements(request);
     if (!csv.ok()) return Fail(err, csv.status());
     if (o.out.empty()) {
       out << *csv;
@@ -453,8 +454,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     v1::RecalibrateRequest request;
     if (o.gpu_given) request.set_gpu(o.gpu);
     request.set_min_rows(o.min_rows);
-    absl::StatusOr<v1::RecalibrateResponse> r =
-        AdvisorClient(o.server, absl::Seconds(o.deadline_s)).Recalibrate(request);
+    absl::StatusOr<v1::RecalibrateResponse> r = ClientFor(o).Recalibrate(request);
     if (!r.ok()) return Fail(err, r.status());
     if (json) {
       out << ToJson(*r) << "\n";

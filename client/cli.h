@@ -28,6 +28,8 @@ struct CliOptions {
   int64_t kv_cache = 0;
   std::string format = "table";
   std::string server;
+  // TLS to the server (ca; cert and key for mutual TLS) and a bearer token.
+  std::string tls_ca, tls_cert, tls_key, token;
   double deadline_s = 60;
   std::string gemm;    // time: "MxNxK[xBATCH],..."
   std::string layout;  // time: TN, NN, NT
@@ -55,6 +57,7 @@ struct CliOptions {
   std::string evaluate;  // measurement file(s) to score the current calibration on
   int folds = 5;
   std::string calibration;  // a calibration file to load before the command runs
+  bool internal = false;    // devices: workers' paths and PIDs too (admin)
   bool gpu_given = false;   // --gpu was on the command line (export-measurements, recalibrate)
   int64_t min_rows = 0;     // recalibrate
 };

@@ -6,6 +6,7 @@
 // Flags may be written with '-' or '_' (--micro-batch or --micro_batch).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -40,6 +41,12 @@ ABSL_FLAG(std::string, server, "",
           "Advisor address (host:port). Empty: analyze and recommend --mode predicted run "
           "in-process; the other commands need a server");
 ABSL_FLAG(double, deadline, 60, "Deadline of each RPC, seconds");
+ABSL_FLAG(std::string, tls_ca, "",
+          "TLS to --server: the CA (PEM) that signed the server's certificate; empty = plaintext");
+ABSL_FLAG(std::string, tls_cert, "", "Mutual TLS: this client's certificate (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "Mutual TLS: this client's private key (PEM)");
+ABSL_FLAG(std::string, token, "",
+          "Bearer token for a server with --auth_tokens_file; empty = $WAVECREST_TOKEN");
 ABSL_FLAG(std::string, gemm, "",
           "time: GEMM shapes MxNxK or MxNxKxBATCH, comma-separated (e.g. 8192x12288x4096)");
 ABSL_FLAG(std::string, layout, "", "time: cuBLAS layout of --gemm: TN (default), NN or NT");
@@ -77,6 +84,8 @@ ABSL_FLAG(std::string, evaluate, "",
           "calibrate: only score the current calibration on these measurement CSVs (ours or "
           "XLA's table format), comma-separated");
 ABSL_FLAG(int, folds, 5, "calibrate: folds of the cross-validation");
+ABSL_FLAG(bool, internal, false,
+          "devices: also the workers' socket paths, addresses and PIDs (an admin's call)");
 ABSL_FLAG(int64_t, min_rows, 0,
           "recalibrate: measurements a device kind and dtype needs to be refitted; 0 = the "
           "server's --self_calibrate_min_rows");
@@ -162,6 +171,13 @@ int main(int argc, char** argv) {
   o.kv_cache = absl::GetFlag(FLAGS_kv_cache);
   o.format = absl::GetFlag(FLAGS_format);
   o.server = absl::GetFlag(FLAGS_server);
+  o.tls_ca = absl::GetFlag(FLAGS_tls_ca);
+  o.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key = absl::GetFlag(FLAGS_tls_key);
+  o.token = absl::GetFlag(FLAGS_token);
+  if (o.token.empty()) {
+    if (const char* env = std::getenv("WAVECREST_TOKEN")) o.token = env;
+  }
   o.deadline_s = absl::GetFlag(FLAGS_deadline);
   o.gemm = absl::GetFlag(FLAGS_gemm);
   o.layout = absl::GetFlag(FLAGS_layout);
@@ -188,6 +204,7 @@ int main(int argc, char** argv) {
   o.folds = absl::GetFlag(FLAGS_folds);
   o.calibration = absl::GetFlag(FLAGS_calibration);
   o.min_rows = absl::GetFlag(FLAGS_min_rows);
+  o.internal = absl::GetFlag(FLAGS_internal);
   o.gpu_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--gpu" || a.rfind("--gpu=", 0) == 0;
   });

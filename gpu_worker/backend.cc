@@ -43,7 +43,7 @@ int64_t OperandBytes(const GemmKey& key) {
 class AnalyticBackend final : public TimingBackend {
  public:
   explicit AnalyticBackend(const GpuSpec* gpu) : gpu_(gpu) {
-    fp_ = PredictedProvenance(*gpu).device();
+    fp_ = PredictedProvenance(*gpu, DType::kBf16, 0).device();
     fp_.set_name(absl::StrCat("emulated ", gpu->display_name));
   }
 
@@ -68,6 +68,9 @@ class AnalyticBackend final : public TimingBackend {
     v1::Provenance* prov = t.mutable_provenance();
     prov->set_source(v1::SOURCE_PREDICTED);
     prov->set_method(TimingMethod("analytic", params.autotune, params.warm_l2));
+    prov->set_calibration(gpu_->Calibration(key.dtype).label);
+    prov->set_error_band_p10(p.band_p10);
+    prov->set_error_band_p90(p.band_p90);
     *prov->mutable_device() = fp_;
     prov->mutable_measured_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
     return t;

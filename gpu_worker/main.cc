@@ -25,12 +25,17 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/log.h"
 #include "server/spec_io.h"
+#include "server/tls.h"
 
 ABSL_FLAG(int, device, 0, "CUDA device index to time on (cublaslt backend)");
 ABSL_FLAG(std::string, listen, "",
           "serve: address to listen on: unix:/path/to.sock, or host:port (port 0 picks one; see "
           "--port_file)");
 ABSL_FLAG(std::string, port_file, "", "serve: write {\"port\": P} here once listening (TCP)");
+ABSL_FLAG(std::string, tls_cert, "", "serve: TLS certificate chain of this worker (PEM)");
+ABSL_FLAG(std::string, tls_key, "", "serve: its private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "serve: accept only clients (the server) with a certificate this CA (PEM) signed");
 ABSL_FLAG(std::string, backend, "cublaslt",
           "'cublaslt' (measure on the GPU; fails at start where there is none) or 'analytic' "
           "(the cost model for --emulate; every result PREDICTED)");
@@ -199,10 +204,18 @@ int Serve() {
   });
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor({absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                            absl::GetFlag(FLAGS_tls_client_ca)});
+  if (!credentials.ok()) {
+    std::cerr << "wavecrest-worker: --tls_*: " << credentials.status().message() << "\n";
+    return kExitUsage;
+  }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(listen, *credentials,
                            absl::StartsWith(listen, "unix:") ? nullptr : &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/analysis.h"
@@ -210,17 +211,19 @@ absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
 }
 
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                               const WorkerDirectory* workers, RecommendHandler recommend,
-                               SelfCalibration* calibration, ResultCache* cache)
+                               WorkerDirectory* workers, RecommendHandler recommend,
+                               SelfCalibration* calibration, ResultCache* cache, const Auth* auth)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
       workers_(workers),
       recommend_(std::move(recommend)),
       calibration_(calibration),
-      cache_(cache) {}
+      cache_(cache),
+      auth_(auth ? auth : &no_auth_) {}
 
-absl::Status AdvisorService::CheckAccepting() const {
+absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role role) const {
+  if (absl::Status st = auth_->Check(*ctx, role); !st.ok()) return st;
   if (!draining_.load()) return absl::OkStatus();
   return WithRetryDelay(absl::UnavailableError("server shutting down; retry on another replica"),
                         absl::Seconds(1), "SHUTTING_DOWN");
@@ -244,7 +247,7 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
                                                   v1::AnalyzeResponse* response) {
   auto done = Track("Analyze");
   grpc::Status status;
-  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+  if (absl::Status accepting = Admit(ctx, Role::kClient); !accepting.ok()) {
     status = ToGrpcStatus(accepting);
   } else if (absl::Now() > DeadlineOf(ctx)) {
     status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
@@ -260,21 +263,98 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
   return FinishUnary(ctx, status);
 }
 
+namespace {
+
+// The client's address without its port: "ipv4:10.0.0.7", "ipv6:[::1]", or the unix peer.
+std::string ClientOf(const std::string& peer) {
+  if (absl::StartsWith(peer, "unix:")) return peer;
+  const size_t colon = peer.rfind(':');
+  return colon == std::string::npos ? peer : peer.substr(0, colon);
+}
+
+}  // namespace
+
+absl::StatusOr<std::function<void(const grpc::Status&)>> AdvisorService::TrackStream(
+    const char* method, const grpc::CallbackServerContext* ctx) {
+  const std::string client = ClientOf(ctx->peer());
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    int& mine = streams_by_client_[client];
+    if ((max_streams_ > 0 && streams_ >= max_streams_) ||
+        (max_streams_per_client_ > 0 && mine >= max_streams_per_client_)) {
+      const bool all = max_streams_ > 0 && streams_ >= max_streams_;
+      if (mine == 0) streams_by_client_.erase(client);
+      return WithRetryDelay(
+          absl::ResourceExhaustedError(absl::StrCat(
+              all ? "the server" : "this client", " has ",
+              all ? max_streams_ : max_streams_per_client_,
+              " streaming calls open, the most it takes at once; retry when one ends")),
+          absl::Seconds(1), "TOO_MANY_STREAMS");
+    }
+    ++streams_;
+    ++mine;
+  }
+  auto done = Track(method);
+  return [this, client, done](const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(streams_mu_);
+      --streams_;
+      if (--streams_by_client_[client] <= 0) streams_by_client_.erase(client);
+    }
+    done(status);
+  };
+}
+
+bool IsProgressOnly(const v1::TimeGemmsResponse& m) {
+  // Notes travel as progress messages too: keep them.
+  return !m.has_timing() && !absl::StartsWith(m.progress().message(), "note: ");
+}
+bool IsProgressOnly(const v1::RecommendResponse& m) { return !m.done(); }
+bool IsProgressOnly(const v1::ExportMeasurementsResponse&) { return false; }
+
+template <typename Response>
+absl::Status AdvisorService::OpenStream(const char* method, grpc::CallbackServerContext* ctx,
+                                        Role role,
+                                        std::shared_ptr<StreamReactor<Response>>* reactor) {
+  absl::Status st = Admit(ctx, role);
+  absl::StatusOr<std::function<void(const grpc::Status&)>> slot =
+      st.ok() ? TrackStream(method, ctx) : st;
+  *reactor = StreamReactor<Response>::Create(slot.ok() ? *slot : Track(method),
+                                             [](const Response& m) { return IsProgressOnly(m); });
+  return slot.status();
+}
+
 grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContext* ctx,
                                                       const v1::ListDevicesRequest* request,
                                                       v1::ListDevicesResponse* response) {
   auto done = Track("ListDevices");
-  *response = CatalogDevices();
-  if (workers_) workers_->AddWorkers(response);
-  done(grpc::Status::OK);
-  return FinishUnary(ctx, grpc::Status::OK);
+  absl::Status st = Admit(ctx, request->include_internal() ? Role::kAdmin : Role::kClient);
+  if (st.ok()) {
+    *response = CatalogDevices();
+    if (workers_) workers_->AddWorkers(response, request->include_internal());
+  }
+  const grpc::Status g = ToGrpcStatus(st);
+  done(g);
+  return FinishUnary(ctx, g);
+}
+
+grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerContext* ctx,
+                                                          const v1::ClearQuarantineRequest* request,
+                                                          v1::ClearQuarantineResponse* response) {
+  auto done = Track("ClearQuarantine");
+  absl::Status st = Admit(ctx, Role::kAdmin);
+  if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
+  if (st.ok()) response->set_cleared(workers_ ? workers_->ClearQuarantine(request->gpu()) : 0);
+  const grpc::Status g = ToGrpcStatus(st);
+  done(g);
+  return FinishUnary(ctx, g);
 }
 
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
-  std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor =
-      StreamReactor<v1::TimeGemmsResponse>::Create(Track("TimeGemms"));
-  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+  std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor;
+  if (absl::Status accepting = OpenStream("TimeGemms", ctx, Role::kClient, &reactor);
+      !accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
   }
@@ -335,9 +415,9 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
 
 grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
     grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
-  std::shared_ptr<StreamReactor<v1::RecommendResponse>> reactor =
-      StreamReactor<v1::RecommendResponse>::Create(Track("Recommend"));
-  if (absl::Status accepting = CheckAccepting(); !accepting.ok()) {
+  std::shared_ptr<StreamReactor<v1::RecommendResponse>> reactor;
+  if (absl::Status accepting = OpenStream("Recommend", ctx, Role::kClient, &reactor);
+      !accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
   }
@@ -387,7 +467,7 @@ grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContex
                                                       v1::RecalibrateResponse* response) {
   auto done = Track("Recalibrate");
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status st = CheckAccepting();
+  absl::Status st = Admit(ctx, Role::kAdmin);
   if (st.ok() && calibration_ == nullptr) st = NoCache("Recalibrate");
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (st.ok() && (request->min_rows() < 0 || request->min_rows() > 1'000'000)) {
@@ -415,9 +495,8 @@ grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContex
 
 grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* AdvisorService::ExportMeasurements(
     grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) {
-  std::shared_ptr<StreamReactor<v1::ExportMeasurementsResponse>> reactor =
-      StreamReactor<v1::ExportMeasurementsResponse>::Create(Track("ExportMeasurements"));
-  absl::Status st = CheckAccepting();
+  std::shared_ptr<StreamReactor<v1::ExportMeasurementsResponse>> reactor;
+  absl::Status st = OpenStream("ExportMeasurements", ctx, Role::kAdmin, &reactor);
   if (st.ok() && cache_ == nullptr) st = NoCache("ExportMeasurements");
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (!st.ok()) {

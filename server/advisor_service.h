@@ -10,11 +10,16 @@
 
 #include <atomic>
 #include <functional>
+#include <mutex>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "server/auth.h"
 #include "server/job_queue.h"
 #include "server/metrics.h"
 #include "server/result_cache.h"
 #include "server/self_calibration.h"
+#include "server/stream_reactor.h"
 #include "server/timing_service.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
@@ -32,7 +37,10 @@ inline constexpr double kMaxGpuSecondsPerRequest = 1800;
 class WorkerDirectory {
  public:
   virtual ~WorkerDirectory() = default;
-  virtual void AddWorkers(v1::ListDevicesResponse* response) const = 0;
+  // Ends the quarantine of `kind`'s GEMMs (every kind when empty); returns how many ended.
+  virtual int64_t ClearQuarantine(absl::string_view kind) = 0;
+  // `internal`: include socket paths, addresses and PIDs (admins only).
+  virtual void AddWorkers(v1::ListDevicesResponse* response, bool internal) const = 0;
 };
 
 // Hook for the Recommend RPC: runs on a job thread; `progress` streams messages; `cancelled` is
@@ -46,9 +54,9 @@ class AdvisorService final : public v1::Advisor::CallbackService {
  public:
   // `calibration` and `cache` may be null (no result cache: Recalibrate and ExportMeasurements
   // answer FAILED_PRECONDITION).
-  AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                 const WorkerDirectory* workers, RecommendHandler recommend,
-                 SelfCalibration* calibration = nullptr, ResultCache* cache = nullptr);
+  AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, WorkerDirectory* workers,
+                 RecommendHandler recommend, SelfCalibration* calibration = nullptr,
+                 ResultCache* cache = nullptr, const Auth* auth = nullptr);
 
   grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
                                     const v1::AnalyzeRequest* request,
@@ -65,6 +73,15 @@ class AdvisorService final : public v1::Advisor::CallbackService {
                                         v1::RecalibrateResponse* response) override;
   grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* ExportMeasurements(
       grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) override;
+  grpc::ServerUnaryReactor* ClearQuarantine(grpc::CallbackServerContext* ctx,
+                                            const v1::ClearQuarantineRequest* request,
+                                            v1::ClearQuarantineResponse* response) override;
+
+  // Streaming calls at once, in all and per client address (0 = no limit).
+  void SetStreamLimits(int max_streams, int max_per_client) {
+    max_streams_ = max_streams;
+    max_streams_per_client_ = max_per_client;
+  }
 
   // Graceful shutdown: from now on new calls get UNAVAILABLE (retryable) while the ones in flight,
   // queued ones included, run to completion.
@@ -73,19 +90,36 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   int in_flight() const { return in_flight_.load(); }
 
  private:
-  // UNAVAILABLE with a retry hint when draining, else OK.
-  absl::Status CheckAccepting() const;
+  // The one admission check of every call: authentication and role (server/auth.h), then
+  // UNAVAILABLE with a retry hint while draining.
+  absl::Status Admit(const grpc::CallbackServerContext* ctx, Role role) const;
   // Metrics and the final status of one RPC.
   std::function<void(const grpc::Status&)> Track(const char* method);
+  // Takes a stream slot for the caller (RESOURCE_EXHAUSTED with a retry hint when none is free)
+  // and returns the Track callback that gives it back when the call is over.
+  absl::StatusOr<std::function<void(const grpc::Status&)>> TrackStream(
+      const char* method, const grpc::CallbackServerContext* ctx);
+  // A streaming call's reactor, always made (the call must be finished through it); not OK when
+  // the call may not proceed (Admit, then a stream slot).
+  template <typename Response>
+  absl::Status OpenStream(const char* method, grpc::CallbackServerContext* ctx, Role role,
+                          std::shared_ptr<StreamReactor<Response>>* reactor);
 
   TimingService* timing_;
   JobQueue* jobs_;
   Metrics* metrics_;
-  const WorkerDirectory* workers_;
+  WorkerDirectory* workers_;
   RecommendHandler recommend_;
   SelfCalibration* calibration_;
   ResultCache* cache_;
+  Auth no_auth_;
+  const Auth* auth_;
   std::atomic<bool> draining_{false};
+  int max_streams_ = 0;
+  int max_streams_per_client_ = 0;
+  std::mutex streams_mu_;
+  int streams_ = 0;
+  absl::flat_hash_map<std::string, int> streams_by_client_;
   std::atomic<int> in_flight_{0};
 };
 

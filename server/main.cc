@@ -52,6 +52,28 @@ ABSL_FLAG(int64_t, self_calibrate_min_rows, 64,
           "when it has at least this many for a dtype; 0 = never at start (the Recalibrate RPC "
           "still can)");
 
+ABSL_FLAG(std::string, tls_cert, "", "TLS: this server's certificate chain (PEM); with --tls_key");
+ABSL_FLAG(std::string, tls_key, "", "TLS: this server's private key (PEM)");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "Mutual TLS: clients must present a certificate this CA (PEM) signed");
+ABSL_FLAG(std::string, auth_tokens_file, "",
+          "Bearer tokens, one \"<token> <role>\" per line (role client or admin); every call "
+          "then needs one (the health service stays open). Empty = no authentication");
+ABSL_FLAG(std::string, worker_tls_ca, "",
+          "TLS to remote workers: the CA (PEM) that signed their certificates");
+ABSL_FLAG(std::string, worker_tls_cert, "",
+          "Mutual TLS to remote workers: this server's client certificate (PEM)");
+ABSL_FLAG(std::string, worker_tls_key, "", "Mutual TLS to remote workers: its private key (PEM)");
+ABSL_FLAG(std::string, metrics_auth_file, "",
+          "A file holding \"user:password\" that /metrics then requires (HTTP basic auth)");
+ABSL_FLAG(double, quarantine_s, 3600,
+          "A GEMM that stopped a worker twice is not sent to workers for this long after its last "
+          "crash (0 = until ClearQuarantine)");
+ABSL_FLAG(int, max_streams, 256,
+          "Streaming calls (TimeGemms, Recommend, ExportMeasurements) open at once; 0 = no limit");
+ABSL_FLAG(int, max_streams_per_client, 64,
+          "Streaming calls one client address may have open at once; 0 = no limit");
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
@@ -101,6 +123,15 @@ int main(int argc, char** argv) {
   o.worker_socket_dir = absl::GetFlag(FLAGS_worker_socket_dir);
   o.calibration_file = absl::GetFlag(FLAGS_calibration);
   o.self_calibrate_min_rows = absl::GetFlag(FLAGS_self_calibrate_min_rows);
+  o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+           absl::GetFlag(FLAGS_tls_client_ca)};
+  o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  o.worker_tls = {absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
+                  absl::GetFlag(FLAGS_worker_tls_ca)};
+  o.metrics_auth_file = absl::GetFlag(FLAGS_metrics_auth_file);
+  o.quarantine_for = absl::Seconds(absl::GetFlag(FLAGS_quarantine_s));
+  o.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
   if (o.queue_capacity < 1 || o.threads < 0 || o.max_request_bytes < 1024) {
     std::cerr << "wavecrest-server: --queue_capacity must be >= 1, --threads >= 0, "
                  "--max_request_bytes >= 1024\n";

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -15,6 +17,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
 #include "server/advisor_service.h"
+#include "server/auth.h"
 #include "server/job_queue.h"
 #include "server/log.h"
 #include "server/metrics.h"
@@ -24,6 +27,11 @@
 #include "server/worker_setup.h"
 
 namespace wavecrest {
+
+bool LocalListen(absl::string_view listen) {
+  return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
+         absl::StartsWith(listen, "[::1]:") || absl::StartsWith(listen, "unix:");
+}
 
 absl::Status ApplyCalibrationFile(const std::string& path) {
   std::ifstream in(path);
@@ -54,6 +62,30 @@ absl::Status RunServer(const ServerOptions& options) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options.tls);
+  if (!credentials.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls_*: ", credentials.status().message()));
+  }
+  Auth auth;
+  if (!options.auth_tokens_file.empty()) {
+    absl::StatusOr<Auth> a = Auth::FromTokensFile(options.auth_tokens_file);
+    if (!a.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--auth_tokens_file ", a.status().message()));
+    }
+    auth = std::move(*a);
+  }
+  const bool tls = !options.tls.cert.empty();
+  if (!LocalListen(options.listen) && !tls) {
+    LogWarning(
+        "listening beyond this host without TLS: requests, answers and any tokens cross "
+        "the network in the clear; give --tls_cert and --tls_key",
+        {{"listen", options.listen}});
+  }
+  if (auth.enabled() && !tls && !LocalListen(options.listen)) {
+    LogWarning("bearer tokens without TLS can be read on the network", {});
+  }
+
   Metrics metrics;
   std::unique_ptr<prometheus::Exposer> exposer;
   int metrics_port = 0;
@@ -63,6 +95,17 @@ absl::Status RunServer(const ServerOptions& options) {
     } catch (const std::exception& e) {
       return absl::UnavailableError(
           absl::StrCat("--metrics_listen ", options.metrics_listen, ": ", e.what()));
+    }
+    if (!options.metrics_auth_file.empty()) {
+      absl::StatusOr<std::string> secret = ReadSecretFile(options.metrics_auth_file);
+      if (!secret.ok()) return secret.status();
+      const std::string expected(absl::StripAsciiWhitespace(*secret));
+      if (expected.find(':') == std::string::npos) {
+        return absl::InvalidArgumentError("--metrics_auth_file: expected \"user:password\"");
+      }
+      exposer->RegisterAuth([expected](const std::string& user, const std::string& password) {
+        return absl::StrCat(user, ":", password) == expected;
+      });
     }
     exposer->RegisterCollectable(metrics.registry());
     auto ports = exposer->GetListeningPorts();
@@ -89,13 +132,18 @@ absl::Status RunServer(const ServerOptions& options) {
   metrics.SetQueue(0, options.queue_capacity);
   TimingService timing((*workers)->source(), (*workers)->cache(), &metrics);
   AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(),
-                         MakeRecommendHandler(&timing), calibration.get(), (*workers)->cache());
+                         MakeRecommendHandler(&timing), calibration.get(), (*workers)->cache(),
+                         &auth);
+  service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(options.listen, *credentials, &grpc_port);
+  // gRPC sets SO_REUSEPORT by default: a second server on a served port would then start and
+  // silently take a share of the traffic. Refuse instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   // Long-lived orchestration channels: accept client pings every 10 s even without calls, and
@@ -107,7 +155,9 @@ absl::Status RunServer(const ServerOptions& options) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen ", options.listen, ": cannot listen"));
+    return absl::UnavailableError(absl::StrCat(
+        "--listen ", options.listen,
+        ": cannot listen (is another server on that port? the address is not shared)"));
   }
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(true);

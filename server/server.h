@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/tls.h"
 
 namespace wavecrest {
 
@@ -39,6 +40,20 @@ struct ServerOptions {
   // GPU measurements in the result cache a (kind, dtype) needs before the server refits it at
   // start (and by default for Recalibrate); 0 = never at start.
   int64_t self_calibrate_min_rows = 64;
+  // TLS of the Advisor port: cert and key turn it on; ca (a client CA) makes it mutual.
+  TlsFiles tls;
+  // Bearer tokens ("<token> <role>" lines; server/auth.h); empty = no authentication.
+  std::string auth_tokens_file;
+  // TLS to remote workers: ca verifies them; cert and key are the server's client certificate.
+  TlsFiles worker_tls;
+  // "user:password" that /metrics requires (HTTP basic auth); empty = open.
+  std::string metrics_auth_file;
+  // A quarantine ends this long after the GEMM's last crash; 0 = never (until cleared).
+  absl::Duration quarantine_for = absl::Hours(1);
+  // Streaming calls (TimeGemms, Recommend, ExportMeasurements) at once: in all, and per client
+  // address. Beyond them: RESOURCE_EXHAUSTED with a retry hint.
+  int max_streams = 256;
+  int max_streams_per_client = 64;
 };
 
 // Applies a calibration file (wavecrest calibrate --out) over the current catalog.

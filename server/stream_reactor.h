@@ -27,18 +27,40 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
  public:
   // `on_done` runs once the RPC is over (for metrics), with the final status. Hand `get()` to
   // gRPC and keep the shared_ptr for as long as this side pushes.
-  static std::shared_ptr<StreamReactor> Create(std::function<void(const grpc::Status&)> on_done) {
+  // `is_progress` marks messages a newer one supersedes: a progress message still waiting to be
+  // written is replaced by the next, so a slow reader gets the latest progress, not a backlog.
+  static std::shared_ptr<StreamReactor> Create(
+      std::function<void(const grpc::Status&)> on_done,
+      std::function<bool(const Response&)> is_progress = nullptr) {
     std::shared_ptr<StreamReactor> r(new StreamReactor(std::move(on_done)));
+    r->is_progress_ = std::move(is_progress);
     r->self_ = r;
     return r;
   }
+
+  // Messages a stream buffers for a client that does not read; beyond it the stream ends with
+  // RESOURCE_EXHAUSTED and the producer sees cancelled().
+  // (Twice the largest request's results: 4096 GEMMs.)
+  static constexpr size_t kMaxPending = 8192;
 
   void Push(Response message) {
     Action next;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (broken_ || finishing_) return;
-      pending_.push_back(std::move(message));
+      if (broken_ || finishing_ || overflowed_) return;
+      if (pending_.size() >= kMaxPending) {
+        // Keep the message being written (its write is in flight); drop the rest.
+        pending_.erase(pending_.begin() + (writing_ ? 1 : 0), pending_.end());
+        overflowed_ = true;
+        cancelled_.store(true);
+        return;
+      }
+      const bool waiting_back = !pending_.empty() && !(writing_ && pending_.size() == 1);
+      if (is_progress_ && waiting_back && is_progress_(pending_.back()) && is_progress_(message)) {
+        pending_.back() = std::move(message);
+      } else {
+        pending_.push_back(std::move(message));
+      }
       next = NextLocked();
     }
     Issue(next);
@@ -108,6 +130,11 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
     if (finishing_) {
       finished_ = true;
       if (broken_ && final_status_.ok()) final_status_ = grpc::Status::CANCELLED;
+      if (overflowed_) {
+        final_status_ =
+            grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                         "the client did not read this stream's messages; it was ended");
+      }
       a.finish = true;
       a.finish_status = final_status_;
     }
@@ -123,6 +150,7 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
   }
 
   std::function<void(const grpc::Status&)> on_done_;
+  std::function<bool(const Response&)> is_progress_;
   std::shared_ptr<StreamReactor> self_;  // gRPC's reference, dropped in OnDone
   std::mutex mu_;
   std::deque<Response> pending_;
@@ -130,6 +158,7 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
   bool broken_ = false;
   bool finishing_ = false;
   bool finished_ = false;
+  bool overflowed_ = false;
   grpc::Status final_status_;
   std::atomic<bool> cancelled_{false};
 };

@@ -24,14 +24,16 @@ namespace {
 
 constexpr int kExitSticky = 3;  // wavecrest-worker's exit code after a sticky CUDA error
 
-std::shared_ptr<grpc::Channel> WorkerChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> WorkerChannel(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;
   // Reconnect quickly: a restarted local worker listens again within milliseconds.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(16 << 20);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(
+      address, credentials ? credentials : grpc::InsecureChannelCredentials(), args);
 }
 
 std::chrono::system_clock::time_point In(absl::Duration d) {
@@ -150,7 +152,7 @@ void WorkerPool::Spawn(Worker& w) {
   w.state = State::kStarting;
   w.started_at = absl::Now();
   w.kill_reason.clear();
-  w.channel = WorkerChannel(w.address);
+  w.channel = WorkerChannel(w.address, nullptr);  // a unix socket in the server's 0700 directory
   w.stub = v1::GemmWorker::NewStub(w.channel);
   LogInfo("worker starting", {{"worker", w.id}, {"pid", std::to_string(pid)}});
 }
@@ -158,7 +160,7 @@ void WorkerPool::Spawn(Worker& w) {
 void WorkerPool::Connect(Worker& w) {
   w.state = State::kStarting;
   w.started_at = absl::Now();
-  w.channel = WorkerChannel(w.address);
+  w.channel = WorkerChannel(w.address, options_.remote_credentials);
   w.stub = v1::GemmWorker::NewStub(w.channel);
 }
 
@@ -205,14 +207,54 @@ std::string WorkerPool::QuarantineKey(absl::string_view kind, const GemmKey& key
 }
 
 void WorkerPool::ChargeCrash(const std::string& kind, const GemmKey& key, const std::string& why) {
-  const int n = ++crashes_[QuarantineKey(kind, key)];
-  if (n == options_.quarantine_after) {
+  const std::string qk = QuarantineKey(kind, key);
+  QuarantinedLocked(qk);  // an expired entry starts counting again
+  Crashes& c = crashes_[qk];
+  c.last = absl::Now();
+  if (++c.count == options_.quarantine_after) {
     LogError("GEMM quarantined: it stopped a worker twice",
-             {{"kind", kind}, {"gemm", GemmKeyString(key)}, {"last_reason", why}});
-    int64_t q = 0;
-    for (const auto& [k, c] : crashes_) q += c >= options_.quarantine_after;
-    if (metrics_) metrics_->SetQuarantined(q);
+             {{"kind", kind},
+              {"gemm", GemmKeyString(key)},
+              {"last_reason", why},
+              {"for_s", absl::StrCat(absl::ToInt64Seconds(options_.quarantine_for))}});
+    UpdateQuarantineMetricLocked();
   }
+}
+
+bool WorkerPool::QuarantinedLocked(const std::string& key) {
+  auto it = crashes_.find(key);
+  if (it == crashes_.end()) return false;
+  if (options_.quarantine_for > absl::ZeroDuration() &&
+      absl::Now() - it->second.last > options_.quarantine_for) {
+    crashes_.erase(it);
+    UpdateQuarantineMetricLocked();
+    return false;
+  }
+  return it->second.count >= options_.quarantine_after;
+}
+
+void WorkerPool::UpdateQuarantineMetricLocked() {
+  int64_t q = 0;
+  for (const auto& [k, c] : crashes_) q += c.count >= options_.quarantine_after;
+  if (metrics_) metrics_->SetQuarantined(q);
+}
+
+int64_t WorkerPool::ClearQuarantine(absl::string_view kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t cleared = 0;
+  const std::string prefix = absl::StrCat(kind, "|");
+  for (auto it = crashes_.begin(); it != crashes_.end();) {
+    if (kind.empty() || absl::StartsWith(it->first, prefix)) {
+      cleared += it->second.count >= options_.quarantine_after;
+      crashes_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  UpdateQuarantineMetricLocked();
+  LogInfo("quarantine cleared", {{"kind", kind.empty() ? "(all)" : std::string(kind)},
+                                 {"cleared", std::to_string(cleared)}});
+  return cleared;
 }
 
 void WorkerPool::NotifyChange() {
@@ -385,16 +427,17 @@ std::optional<std::string> WorkerPool::KindOfDevice(absl::string_view device_nam
   return std::nullopt;
 }
 
-void WorkerPool::AddWorkers(v1::ListDevicesResponse* response) const {
+void WorkerPool::AddWorkers(v1::ListDevicesResponse* response, bool internal) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : workers_) {
     v1::WorkerDevice* d = response->add_workers();
     d->set_id(w->id);
-    d->set_address(w->address);
+    // Socket paths, remote addresses and PIDs are the server's internals: only for an admin.
+    if (internal) d->set_address(w->address);
     if (w->fingerprint) *d->mutable_device() = *w->fingerprint;
     d->set_up(w->state == State::kUp);
     d->set_restarts(w->restarts);
-    d->set_pid(w->local ? w->pid : 0);
+    d->set_pid(internal && w->local ? w->pid : 0);
     d->set_last_restart_reason(w->last_reason);
   }
 }
@@ -408,8 +451,7 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t j = 0; j < keys.size(); ++j) {
-      auto it = crashes_.find(QuarantineKey(kind, keys[j]));
-      if (it != crashes_.end() && it->second >= options_.quarantine_after) {
+      if (QuarantinedLocked(QuarantineKey(kind, keys[j]))) {
         quarantined.push_back(j);
       } else {
         todo.push_back(j);
@@ -419,7 +461,10 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   for (size_t j : quarantined) {
     on_result(j, absl::FailedPreconditionError(absl::StrCat(
                      GemmKeyString(keys[j]), " is quarantined: it stopped a ", kind, " worker ",
-                     options_.quarantine_after, " times, so it is no longer sent to workers")));
+                     options_.quarantine_after,
+                     " times, so it is not sent to workers until the quarantine ends (",
+                     absl::ToInt64Seconds(options_.quarantine_for),
+                     " s after the last crash) or an operator clears it")));
   }
   if (todo.empty()) return absl::OkStatus();
 

@@ -59,6 +59,12 @@ struct WorkerPoolOptions {
   absl::Duration backoff_initial = absl::Milliseconds(200);
   absl::Duration backoff_max = absl::Seconds(30);
   int quarantine_after = 2;
+  // A quarantine ends this long after the GEMM's last crash (0 = never), or when an operator
+  // clears it (ClearQuarantine).
+  absl::Duration quarantine_for = absl::Hours(1);
+  // Credentials for remote workers (TLS, with the server's client certificate for mutual TLS);
+  // null = insecure. Local workers listen on unix sockets in a 0700 directory.
+  std::shared_ptr<grpc::ChannelCredentials> remote_credentials;
 };
 
 class WorkerPool final : public MeasurementSource, public WorkerDirectory {
@@ -84,7 +90,9 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
                        const std::function<bool()>& cancelled) override;
 
   // WorkerDirectory.
-  void AddWorkers(v1::ListDevicesResponse* response) const override;
+  void AddWorkers(v1::ListDevicesResponse* response, bool internal) const override;
+
+  int64_t ClearQuarantine(absl::string_view kind) override;
 
  private:
   enum class State { kDown, kStarting, kUp };
@@ -133,7 +141,14 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a worker became free or changed state
   std::vector<std::unique_ptr<Worker>> workers_;
-  absl::flat_hash_map<std::string, int> crashes_;  // by QuarantineKey
+  struct Crashes {
+    int count = 0;
+    absl::Time last;
+  };
+  // By QuarantineKey. Entries past quarantine_for are dropped when next looked at.
+  absl::flat_hash_map<std::string, Crashes> crashes_;
+  bool QuarantinedLocked(const std::string& key);
+  void UpdateQuarantineMetricLocked();
   std::function<void(int)> on_change_;
   int last_up_ = -1;
   bool stopping_ = false;

@@ -1,17 +1,22 @@
 #include "server/worker_setup.h"
 
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "core/gpu_catalog.h"
 #include "nlohmann/json.hpp"
 #include "server/log.h"
 #include "server/result_cache.h"
+#include "server/tls.h"
 #include "server/worker_pool.h"
 
 namespace wavecrest {
@@ -22,7 +27,7 @@ class CacheOnlySetup final : public WorkerSetup {
   explicit CacheOnlySetup(std::unique_ptr<ResultCache> cache) : cache_(std::move(cache)) {}
   MeasurementSource* source() override { return nullptr; }
   ResultCache* cache() override { return cache_.get(); }
-  const WorkerDirectory* directory() override { return nullptr; }
+  WorkerDirectory* directory() override { return nullptr; }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, false);
   }
@@ -41,7 +46,7 @@ class PoolSetup final : public WorkerSetup {
   ~PoolSetup() override { Stop(); }
   MeasurementSource* source() override { return pool_.get(); }
   ResultCache* cache() override { return cache_.get(); }
-  const WorkerDirectory* directory() override { return pool_.get(); }
+  WorkerDirectory* directory() override { return pool_.get(); }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, pool_->UpCount() > 0);
     pool_->OnChange([health, name](int up) { health->SetServingStatus(name, up > 0); });
@@ -108,6 +113,26 @@ int CountGpus(const std::string& binary, std::string* why) {
 
 }  // namespace
 
+void RemoveStaleSocketDirs() {
+  std::error_code ec;
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) return;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("wavecrest-workers-", 0) != 0 || !entry.is_directory(ec)) continue;
+    struct stat st;
+    if (stat(entry.path().c_str(), &st) != 0 || st.st_uid != getuid()) continue;
+    pid_t owner = 0;
+    std::ifstream(entry.path() / "server.pid") >> owner;
+    // A directory whose server is gone (or that predates the pid file and is an hour old).
+    const bool alive = owner > 0 && (kill(owner, 0) == 0 || errno == EPERM);
+    const bool old = absl::FromUnixSeconds(st.st_mtime) < absl::Now() - absl::Hours(1);
+    if (alive || (owner == 0 && !old)) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+    if (!ec) LogInfo("removed a stale worker socket directory", {{"path", entry.path().string()}});
+  }
+}
+
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics) {
   std::unique_ptr<ResultCache> cache;
@@ -133,6 +158,15 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
   WorkerPoolOptions pool;
   pool.remote = options.worker_addresses;
   pool.job_timeout = options.worker_job_timeout;
+  pool.quarantine_for = options.quarantine_for;
+  if (!options.worker_tls.ca.empty()) {
+    absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> creds =
+        ChannelCredentialsFor(options.worker_tls);
+    if (!creds.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--worker_tls_*: ", creds.status().message()));
+    }
+    pool.remote_credentials = *creds;
+  }
   std::string owned_dir;
   if (spec != "none") {
     absl::StatusOr<std::string> binary = FindWorkerBinary(options.worker_binary);
@@ -159,14 +193,19 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     const int count = requested > 0 ? requested : (backend == "cublaslt" ? gpus : 1);
     std::string dir = options.worker_socket_dir;
     if (dir.empty()) {
+      RemoveStaleSocketDirs();
       std::string tmpl =
           (std::filesystem::temp_directory_path() / "wavecrest-workers-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) return absl::InternalError("cannot create a socket directory");
       dir = owned_dir = tmpl;
+      // Whose directory this is, so that a later server can remove it if this one dies.
+      std::ofstream(dir + "/server.pid") << getpid() << "\n";
     } else {
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
     }
+    // Only this user may reach the workers' sockets (mkdtemp makes 0700; a given dir is set so).
+    chmod(dir.c_str(), 0700);
     for (int i = 0; i < count; ++i) {
       WorkerPoolOptions::Local local;
       local.argv = {*binary, "--backend=" + backend};

@@ -20,7 +20,7 @@ class WorkerSetup {
   virtual ~WorkerSetup() = default;
   virtual MeasurementSource* source() = 0;  // null when there are no workers
   virtual ResultCache* cache() = 0;         // null when there is no cache
-  virtual const WorkerDirectory* directory() = 0;
+  virtual WorkerDirectory* directory() = 0;
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
   virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;
   virtual void StopHealthUpdates() = 0;
@@ -29,6 +29,9 @@ class WorkerSetup {
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics);
+
+// Removes this user's wavecrest-workers-* socket directories whose server is gone.
+void RemoveStaleSocketDirs();
 
 }  // namespace wavecrest
 

@@ -10,6 +10,7 @@ build/python (put that directory and this one on PYTHONPATH).
 """
 
 import json
+import os
 
 import grpc
 from google.protobuf import json_format
@@ -51,13 +52,46 @@ def _error(rpc_error):
     return WavecrestError(rpc_error.code(), rpc_error.details(), violations, retry)
 
 
+class _TokenInterceptor(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Adds the bearer token to every call."""
+
+    def __init__(self, token):
+        self._metadata = ("authorization", f"Bearer {token}")
+
+    def _with_token(self, details):
+        metadata = list(details.metadata or []) + [self._metadata]
+        return details._replace(metadata=metadata)
+
+    def intercept_unary_unary(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_token(details), request)
+
+
 class WavecrestClient:
     """Advisor calls with a deadline each; failures raise WavecrestError."""
 
-    def __init__(self, address, timeout_s=60.0):
+    def __init__(self, address, timeout_s=60.0, tls_ca=None, tls_cert=None, tls_key=None,
+                 token=None):
+        """TLS when `tls_ca` (the server's CA, a PEM file) is given; mutual TLS with `tls_cert` and
+        `tls_key`. `token` (default: $WAVECREST_TOKEN) goes as "authorization: Bearer <token>"."""
         self.timeout_s = timeout_s
-        self.channel = grpc.insecure_channel(
-            address, options=[("grpc.keepalive_time_ms", 30000), ("grpc.keepalive_timeout_ms", 10000)])
+        options = [("grpc.keepalive_time_ms", 30000), ("grpc.keepalive_timeout_ms", 10000)]
+        if tls_ca:
+            def read(path):
+                with open(path, "rb") as f:
+                    return f.read()
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=read(tls_ca),
+                private_key=read(tls_key) if tls_key else None,
+                certificate_chain=read(tls_cert) if tls_cert else None)
+            self.channel = grpc.secure_channel(address, credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(address, options=options)
+        token = token or os.environ.get("WAVECREST_TOKEN")
+        if token:
+            self.channel = grpc.intercept_channel(self.channel, _TokenInterceptor(token))
         self.stub = advisor_pb2_grpc.AdvisorStub(self.channel)
 
     @staticmethod

@@ -119,8 +119,8 @@ class ServerUnderTest {
   std::string log_file() const { return dir_ + "/server.log"; }
   const std::string& dir() const { return dir_; }
 
-  // Waits for the port file and for health SERVING; false on timeout.
-  bool WaitReady(absl::Duration timeout = absl::Seconds(30)) {
+  // Waits for the port file and for health SERVING (asked with `security`); false on timeout.
+  bool WaitReady(absl::Duration timeout = absl::Seconds(30), const ClientSecurity& security = {}) {
     const absl::Time deadline = absl::Now() + timeout;
     while (absl::Now() < deadline) {
       std::ifstream in(port_file());
@@ -135,7 +135,7 @@ class ServerUnderTest {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (grpc_port_ == 0) return false;
-    AdvisorClient client(address(), absl::Seconds(2));
+    AdvisorClient client(address(), absl::Seconds(2), security);
     while (absl::Now() < deadline) {
       auto h = client.Health("");
       if (h.ok() && *h == "SERVING") return true;

@@ -65,7 +65,7 @@ class Rig {
 
   v1::WorkerDevice Worker() {
     AdvisorClient c(address(), absl::Seconds(5));
-    absl::StatusOr<v1::ListDevicesResponse> d = c.ListDevices();
+    absl::StatusOr<v1::ListDevicesResponse> d = c.ListDevices(/*include_internal=*/true);
     if (!d.ok() || d->workers_size() == 0) return {};
     return d->workers(0);
   }
@@ -272,6 +272,34 @@ TEST(WorkerTest, AGemmThatCrashesTheWorkerTwiceIsQuarantined) {
   // Other GEMMs are still measured.
   TimeResult good = Time(rig.address(), Request({{512, 4096, 4096}}, v1::MODE_MEASURED));
   EXPECT_TRUE(good.status.ok()) << good.status;
+  // An operator clears the quarantine (an admin call; from this host without tokens): the GEMM
+  // goes to the worker again.
+  AdvisorClient admin(rig.address(), absl::Seconds(10));
+  v1::ClearQuarantineRequest clear;
+  clear.set_gpu("h100-sxm");
+  absl::StatusOr<v1::ClearQuarantineResponse> cleared = admin.ClearQuarantine(clear);
+  ASSERT_TRUE(cleared.ok()) << cleared.status();
+  EXPECT_EQ(cleared->cleared(), 1);
+  EXPECT_THAT(rig.Metrics(), HasSubstr("wavecrest_quarantined_gemms 0"));
+  const size_t before = rig.RequestLog().size();
+  TimeResult again = Time(rig.address(), bad);
+  EXPECT_EQ(again.status.code(), absl::StatusCode::kUnavailable) << again.status;  // crashes it
+  EXPECT_GT(rig.RequestLog().size(), before);
+}
+
+TEST(WorkerTest, AQuarantineEndsByItself) {
+  Rig rig({"--fault=crash", "--fault_shape=1536x4096x4096"}, {"--quarantine_s=2"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const auto bad = Request({{1536, 4096, 4096}}, v1::MODE_MEASURED);
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    Time(rig.address(), bad);
+    ASSERT_TRUE(rig.WaitRestarted(attempt)) << rig.server().Log();
+  }
+  EXPECT_EQ(Time(rig.address(), bad).status.code(), absl::StatusCode::kFailedPrecondition);
+  absl::SleepFor(absl::Seconds(2.5));
+  const size_t before = rig.RequestLog().size();
+  Time(rig.address(), bad);
+  EXPECT_GT(rig.RequestLog().size(), before);  // sent again once the quarantine ended
 }
 
 TEST(WorkerTest, OutOfMemoryIsResourceExhaustedNotACrash) {

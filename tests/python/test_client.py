@@ -16,6 +16,47 @@ SERVER = os.environ["WAVECREST_SERVER_BIN"]
 SOURCE = os.environ["WAVECREST_SOURCE_DIR"]
 
 
+def start_server(tmp, *flags):
+    ports = os.path.join(tmp, "ports.json")
+    log = open(os.path.join(tmp, "server.log"), "w")
+    server = subprocess.Popen(
+        [SERVER, "--listen=127.0.0.1:0", "--metrics_listen=", f"--port_file={ports}", *flags],
+        stdout=log, stderr=log)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ports):
+        if time.monotonic() > deadline:
+            raise RuntimeError("server did not start")
+        time.sleep(0.02)
+    with open(ports) as f:
+        port = json.load(f)["grpc"]
+    return server, log, f"127.0.0.1:{port}"
+
+
+class TokenTest(unittest.TestCase):
+    def test_token_goes_with_every_call_unary_and_streaming(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            token = "python-client-token-0123456789"
+            with open(os.path.join(tmp, "tokens"), "w") as f:
+                f.write(f"{token} client\n")
+            server, log, address = start_server(tmp, f"--auth_tokens_file={tmp}/tokens")
+            try:
+                anonymous = WavecrestClient(address, timeout_s=10)
+                deadline = time.monotonic() + 30
+                while anonymous.health() != "SERVING" and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                with self.assertRaises(WavecrestError) as cm:
+                    anonymous.list_devices()
+                self.assertEqual(cm.exception.code, grpc.StatusCode.UNAUTHENTICATED)
+                client = WavecrestClient(address, timeout_s=10, token=token)
+                self.assertTrue(client.list_devices().catalog)
+                self.assertEqual(len(client.time_gemms("h100-sxm", gemms=[(512, 512, 512)],
+                                                       mode="MODE_PREDICTED")), 1)
+            finally:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+                log.close()
+
+
 class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
