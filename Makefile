@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps configure build test demo bench clean
+.PHONY: all deps configure build test test-fast sanitize demo bench clean
 
 all: build
 
@@ -17,8 +17,14 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+# The whole suite, then the same suite under ASan+UBSan and a short run of every fuzz target.
+test: test-fast sanitize
+
+test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 300
+
+sanitize: deps
+	bash scripts/sanitize.sh
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)
@@ -27,4 +33,4 @@ bench: build
 	bash scripts/bench.sh $(BUILD_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-sanitize

@@ -284,7 +284,9 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
                   "-fold cross-validation: every row predicted by a fit that never saw it)\n",
                   kStatsHeader);
   for (auto& [key, r] : fits) {
-    const auto& [gpu, dtype] = key;
+    // Named copies, not structured bindings: lambdas below capture them (clang 14).
+    const std::string gpu = key.first;
+    const DType dtype = key.second;
     CalibrationInfo info;
     info.calibrated = true;
     info.bands = r.bands;

@@ -12,6 +12,8 @@ packages=(
   python3 python3-grpcio python3-protobuf
   prometheus   # for promtool, which checks our /metrics output in a test
   curl
+  openssl      # the TLS tests make their certificates at test time
+  clang-14 libclang-rt-14-dev   # scripts/sanitize.sh: ASan+UBSan suite and libFuzzer targets
 )
 
 missing=()

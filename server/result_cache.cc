@@ -179,6 +179,26 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const std::string k(kind);
   const std::string& method = timing.provenance().method();
   std::lock_guard<std::mutex> lock(mu_);
+  // Whether the key is new, for the entry count.
+  bool existed = false;
+  if (on_count_ && count_ >= 0) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(db_,
+                           "SELECT 1 FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
+                           "AND layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8",
+                           -1, &q, nullptr) == SQLITE_OK) {
+      sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(q, 2, method.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_int(q, 3, static_cast<int>(*dtype));
+      sqlite3_bind_int(q, 4, static_cast<int>(*layout));
+      sqlite3_bind_int64(q, 5, timing.shape().m());
+      sqlite3_bind_int64(q, 6, timing.shape().n());
+      sqlite3_bind_int64(q, 7, timing.shape().k());
+      sqlite3_bind_int64(q, 8, std::max<int64_t>(timing.shape().batch(), 1));
+      existed = sqlite3_step(q) == SQLITE_ROW;
+      sqlite3_finalize(q);
+    }
+  }
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(
           db_, "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", -1,
@@ -197,10 +217,34 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   sqlite3_bind_int64(stmt, 9, std::max<int64_t>(timing.shape().batch(), 1));
   sqlite3_bind_blob(stmt, 10, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
   sqlite3_bind_int64(stmt, 11, timing.provenance().measured_at().seconds());
-  if (sqlite3_step(stmt) != SQLITE_DONE) {
-    LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
-  }
+  const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
+  if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
   sqlite3_finalize(stmt);
+  if (stored && on_count_) {
+    // The server is the only writer: the count moves by this store alone (a replaced key leaves
+    // it as it was), so one COUNT at the first store keeps it exact.
+    if (count_ < 0) {
+      count_ = CountLocked();
+    } else if (!existed) {
+      ++count_;
+    }
+    on_count_(count_);
+  }
+}
+
+int64_t ResultCache::CountLocked() {
+  sqlite3_stmt* stmt = nullptr;
+  int64_t n = 0;
+  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM results", -1, &stmt, nullptr) == SQLITE_OK) {
+    if (sqlite3_step(stmt) == SQLITE_ROW) n = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+  }
+  return n;
+}
+
+void ResultCache::OnCount(std::function<void(int64_t)> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  on_count_ = std::move(callback);
 }
 
 std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
@@ -228,13 +272,7 @@ std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
 
 int64_t ResultCache::Count() {
   std::lock_guard<std::mutex> lock(mu_);
-  sqlite3_stmt* stmt = nullptr;
-  int64_t n = 0;
-  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM results", -1, &stmt, nullptr) == SQLITE_OK) {
-    if (sqlite3_step(stmt) == SQLITE_ROW) n = sqlite3_column_int64(stmt, 0);
-    sqlite3_finalize(stmt);
-  }
-  return n;
+  return CountLocked();
 }
 
 }  // namespace wavecrest

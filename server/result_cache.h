@@ -7,6 +7,7 @@
 #ifndef WAVECREST_SERVER_RESULT_CACHE_H_
 #define WAVECREST_SERVER_RESULT_CACHE_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,8 @@ class ResultCache final : public ResultStore {
   void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
 
   int64_t Count();
+  // Called with the new number of entries whenever a Store adds one (for the cache metric).
+  void OnCount(std::function<void(int64_t)> callback);
   // Every GPU measurement (source MEASURED, not an emulating worker's prediction) of `kind`, or of
   // every kind when empty, with the kind each was stored under.
   std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(absl::string_view kind);
@@ -47,6 +50,9 @@ class ResultCache final : public ResultStore {
   explicit ResultCache(sqlite3* db) : db_(db) {}
   std::mutex mu_;
   sqlite3* db_;
+  int64_t CountLocked();
+  int64_t count_ = -1;  // entries, once counted
+  std::function<void(int64_t)> on_count_;
   std::string moved_aside_;
 };
 

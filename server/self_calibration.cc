@@ -43,7 +43,9 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   std::vector<GpuSpec> catalog = GpuCatalog();
   bool changed = false;
   for (auto& [key, rows] : groups) {
-    const auto& [gpu_name, dtype] = key;
+    // Named copies, not structured bindings: lambdas below capture them (clang 14).
+    const std::string gpu_name = key.first;
+    const DType dtype = key.second;
     v1::RecalibrationResult* r = response.add_results();
     r->set_gpu(gpu_name);
     r->set_dtype(ToProto(dtype));

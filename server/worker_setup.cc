@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     if (!c.ok()) return c.status();
     cache = std::move(*c);
     metrics->SetCacheEntries(cache->Count());
+    cache->OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
     LogInfo("result cache open",
             {{"path", options.cache_path}, {"entries", std::to_string(cache->Count())}});
   }

@@ -127,7 +127,7 @@ TimeResult Time(const std::string& address, const v1::TimeGemmsRequest& request)
 double MetricValue(const std::string& text, const std::string& name,
                    const std::vector<std::string>& labels) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    if (!absl::StartsWith(line, name + "{")) continue;
+    if (!absl::StartsWith(line, name + "{") && !absl::StartsWith(line, name + " ")) continue;
     bool all = true;
     for (const auto& l : labels) all = all && absl::StrContains(line, l);
     if (!all) continue;
@@ -350,6 +350,11 @@ TEST(WorkerTest, CacheHitAfterServerRestartAndCorruptCacheSurvived) {
     ASSERT_TRUE(r.status.ok()) << r.status;
     for (const auto& t : r.timings) EXPECT_FALSE(t.provenance().from_cache());
     EXPECT_EQ(rig.RequestLog().size(), 3u);
+    // The entry count follows the stores; the same GEMMs again add nothing.
+    EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_cache_entries", {}), 3);
+    TimeResult more = Time(rig.address(), Request(Shapes(4), v1::MODE_AUTO));
+    ASSERT_TRUE(more.status.ok()) << more.status;
+    EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_cache_entries", {}), 4);
     rig.server().process().Signal(SIGTERM);
     EXPECT_EQ(rig.server().process().Wait(absl::Seconds(20)), 0);
   }

@@ -1,0 +1,40 @@
+// libFuzzer target: protobuf request bytes of each RPC -> validation and conversion to the core,
+// as the server runs them (no network). The first byte picks the RPC.
+#include <cstddef>
+#include <cstdint>
+
+#include "server/advisor_logic.h"
+#include "server/advisor_service.h"
+#include "server/recommend_logic.h"
+#include "server/timing_service.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const uint8_t which = data[0] % 3;
+  ++data;
+  --size;
+  const int n = static_cast<int>(size);
+  switch (which) {
+    case 0: {
+      wavecrest::v1::AnalyzeRequest r;
+      if (!r.ParseFromArray(data, n)) return 0;
+      (void)wavecrest::HandleAnalyze(r);
+      break;
+    }
+    case 1: {
+      wavecrest::v1::TimeGemmsRequest r;
+      if (!r.ParseFromArray(data, n)) return 0;
+      static wavecrest::TimingService timing(nullptr, nullptr, nullptr);
+      (void)wavecrest::PlanTimeGemms(r, timing);
+      break;
+    }
+    case 2: {
+      wavecrest::v1::RecommendRequest r;
+      if (!r.ParseFromArray(data, n)) return 0;
+      (void)wavecrest::ConstraintsFromRequest(r);
+      (void)wavecrest::SpecFromRequest(r.model(), "model.");
+      break;
+    }
+  }
+  return 0;
+}
