@@ -1,0 +1,176 @@
+#include "core/gemm_plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/timing_stats.h"
+
+namespace wavecrest {
+namespace {
+
+// a·b, or false when it overflows int64.
+bool Mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+bool Add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+int OutputBytes(DType d) { return d == DType::kFp8E4M3 ? 2 : DTypeBytes(d); }
+
+bool Supported(DType d, int cc) {
+  switch (d) {
+    case DType::kFp16:
+    case DType::kFp32:
+      return true;
+    case DType::kBf16:
+    case DType::kTf32:
+      return cc >= 80;
+    case DType::kFp8E4M3:
+      return cc >= 89;
+  }
+  return false;
+}
+
+absl::Status TooBig(const GemmKey& key, absl::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(GemmKeyString(key), ": ", what, "; the worker takes dimensions up to ",
+                   kMaxWorkerGemmDim, " and up to ", kMaxWorkerGemmFlops, " FLOPs per GEMM"));
+}
+
+}  // namespace
+
+int64_t FrameworkWorkspaceBytes(int compute_capability) {
+  return compute_capability >= 90 ? int64_t{32} << 20 : int64_t{4} << 20;
+}
+
+absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device,
+                                  const EngineOptions& options) {
+  const GemmShape& s = key.shape;
+  for (int64_t v : {s.m, s.n, s.k, s.batch}) {
+    if (v < 1 || v > kMaxWorkerGemmDim) return TooBig(key, "a dimension is out of range");
+  }
+  if (!(GemmFlops(s) <= kMaxWorkerGemmFlops)) return TooBig(key, "too many FLOPs");
+  if (!Supported(key.dtype, device.compute_capability)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("compute capability ", device.compute_capability / 10, ".",
+                     device.compute_capability % 10, " cannot run ", DTypeName(key.dtype),
+                     " GEMMs on tensor cores"));
+  }
+  GemmPlan p;
+  // Row-major C[M×N] = op(A)·op(B) runs as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLAS m = N, n = M.
+  p.m = s.n;
+  p.n = s.m;
+  p.k = s.k;
+  p.batch = s.batch;
+  p.trans_a = key.layout == Layout::kTN;
+  p.trans_b = key.layout == Layout::kNT;
+  const bool fp8 = key.dtype == DType::kFp8E4M3;
+  if (fp8) {
+    // Ada and Hopper: TN only. The NN and NT GEMMs of a backward pass run, as in Transformer
+    // Engine, as TN on transposed FP8 copies of the operands; Blackwell takes every layout.
+    if (device.compute_capability < 100 && key.layout != Layout::kTN) {
+      p.fp8_transposed_copies = true;
+      p.trans_a = true;
+      p.trans_b = false;
+    }
+    p.fp8_fast_accumulation = true;
+  }
+  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+  p.lda = a_rows;
+  p.ldb = b_rows;
+  p.ldd = p.m;
+  if (fp8) {
+    // cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions (16 FP8 elements).
+    for (auto [name, ld] : {std::pair<const char*, int64_t>{"A", p.lda}, {"B", p.ldb}}) {
+      if (ld % 16 != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            GemmKeyString(key), ": FP8 needs leading dimensions that are multiples of 16; ", name,
+            "'s is ", ld, " (pad the dimension to ", (ld + 15) / 16 * 16, ")"));
+      }
+    }
+  }
+  const int64_t in = DTypeBytes(key.dtype), out = OutputBytes(key.dtype);
+  int64_t set = 0;
+  if (!Mul(a_rows, a_cols, &p.a_elems) || !Mul(b_rows, b_cols, &p.b_elems) ||
+      !Mul(p.m, p.n, &p.d_elems) || !Mul(p.a_elems, p.batch, &p.a_bytes) ||
+      !Mul(p.a_bytes, in, &p.a_bytes) || !Mul(p.b_elems, p.batch, &p.b_bytes) ||
+      !Mul(p.b_bytes, in, &p.b_bytes) || !Mul(p.d_elems, p.batch, &p.d_bytes) ||
+      !Mul(p.d_bytes, out, &p.d_bytes) || !Add(p.a_bytes, p.b_bytes, &set) ||
+      !Add(set, p.d_bytes, &set)) {
+    return TooBig(key, "its operands' byte sizes overflow 64 bits");
+  }
+  p.set_bytes = set;
+  p.workspace_bytes = FrameworkWorkspaceBytes(device.compute_capability);
+  // Transposed FP8 copies double A and B once (they are made, then timed as the operands).
+  int64_t needed = set;
+  if (p.fp8_transposed_copies && !Add(needed, p.a_bytes + p.b_bytes, &needed)) {
+    return TooBig(key, "its operands' byte sizes overflow 64 bits");
+  }
+  const int64_t usable = device.free_bytes - device.margin_bytes - p.workspace_bytes;
+  if (needed > usable) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        GemmKeyString(key), " needs ", needed >> 20, " MiB of device memory; ",
+        std::max<int64_t>(usable, 0) >> 20, " MiB are free"));
+  }
+  p.sets = InputSets(set, device.l2_bytes, usable, options.warm_l2);
+  return p;
+}
+
+SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int64_t l2_bytes,
+                               const EngineOptions& options) {
+  SampleSchedule s;
+  const int max_launches = std::max(options.max_launches_per_sample, 1);
+  int launches = LaunchesPerSample(launch_s, options.sample_target_s, max_launches);
+  if (sets > 1) {
+    // Every replay starts at set 0: it must go round all the sets, or the ones it never reaches
+    // are the only ones evicted and the first ones stay warm.
+    launches = std::max(launches, sets);
+    launches = (launches + sets - 1) / sets * sets;
+    while (launches > max_launches && launches > sets) launches -= sets;
+  }
+  s.launches_per_sample = launches;
+  s.sets_used = std::max(1, std::min(sets, launches));
+  s.cold_l2 = !options.warm_l2 && l2_bytes > 0 &&
+              static_cast<double>(s.sets_used) * static_cast<double>(set_bytes) >=
+                  2.0 * static_cast<double>(l2_bytes);
+  const double replay_s = std::max(launch_s, 1e-9) * launches;
+  // Steady power and temperature need time: long launches get a longer warm-up and a minimum of
+  // sampled time (a few hundred ms), short ones a short one.
+  const bool long_launch = launch_s >= 100e-6;
+  const double warmup_s = long_launch ? 0.2 : 0.05;
+  s.warmup_replays = static_cast<int>(std::clamp(std::ceil(warmup_s / replay_s), 1.0, 2000.0));
+  s.min_sampled_s = long_launch ? 0.3 : 0.0;
+  s.min_samples = 10;
+  return s;
+}
+
+absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const GemmKey& key) {
+  if (options.watchdog_s <= 0) return absl::OkStatus();
+  // Progress goes to the server after every replay; a replay is at least one launch. Keep one
+  // launch under half the watchdog, with the correctness check's own launch in mind.
+  if (launch_s > 0.5 * options.watchdog_s) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        GemmKeyString(key), ": one launch takes about ", launch_s,
+        " s, more than half the server's watchdog (", options.watchdog_s,
+        " s): it cannot be timed without being killed; raise --worker_job_timeout_s or split it"));
+  }
+  return absl::OkStatus();
+}
+
+std::string EngineMethod(const GemmPlan& plan, const SampleSchedule& schedule,
+                         const EngineOptions& options) {
+  std::string m = absl::StrCat(kCublasLtMethodV2);
+  if (options.warm_l2) {
+    absl::StrAppend(&m, " warm-L2");
+  } else if (schedule.cold_l2) {
+    absl::StrAppend(&m, " cold-L2");
+  } else {
+    absl::StrAppend(&m, " warm-L2 (cold not reachable)");
+  }
+  absl::StrAppend(&m, options.autotune ? " autotune" : " heuristic", " ws",
+                  plan.workspace_bytes >> 20, "MiB");
+  if (plan.fp8_fast_accumulation) absl::StrAppend(&m, " fp8-fast-accum");
+  if (plan.fp8_transposed_copies) absl::StrAppend(&m, " fp8-transposed-copies");
+  return m;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,94 @@
+// What the cuBLASLt timing engine will do for one GEMM, decided without a GPU so that every
+// decision is tested on any machine (gpu_worker/cuda/cublaslt_backend.cc carries it out):
+// operand sizes (overflow-checked), the FP8 layout mapping, the workspace, how many input sets
+// rotate and whether that makes L2 cold, the sampling schedule, what the watchdog allows, and the
+// method string that names all of it.
+#ifndef WAVECREST_CORE_GEMM_PLAN_H_
+#define WAVECREST_CORE_GEMM_PLAN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/gemm.h"
+
+namespace wavecrest {
+
+// The timing method's version: bump it whenever what a figure means changes (the result cache
+// keys on it, so results of different methods never mix).
+inline constexpr absl::string_view kCublasLtMethodV2 = "cublaslt-timing-v2";
+
+// Largest operands one worker accepts, whatever the server sent (the server's caps, again).
+inline constexpr int64_t kMaxWorkerGemmDim = (int64_t{1} << 31) - 1;
+inline constexpr double kMaxWorkerGemmFlops = 1e17;
+
+struct DeviceLimits {
+  int compute_capability = 0;  // 90 for 9.0
+  int64_t l2_bytes = 0;
+  int64_t free_bytes = 0;                    // free device memory now
+  int64_t margin_bytes = int64_t{512} << 20;  // left free for the context and kernels
+};
+
+struct EngineOptions {
+  bool warm_l2 = false;
+  bool autotune = false;
+  int top_k = 8;
+  double target_spread = 0.01;   // stop sampling below this relative spread
+  double max_seconds = 2.0;      // sampling budget per algorithm
+  double watchdog_s = 60;        // the server kills a worker silent this long (0 = none)
+  double sample_target_s = 1e-3;  // one graph replay lasts about this long
+  int max_launches_per_sample = 1000;
+};
+
+struct GemmPlan {
+  // cuBLAS (column-major) view of the timed GEMM: D[m×n] = op(A)[m×k]·op(B)[k×n], `batch` times.
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  int64_t lda = 0, ldb = 0, ldd = 0;
+  int64_t a_elems = 0, b_elems = 0, d_elems = 0;  // per batch entry
+  int64_t a_bytes = 0, b_bytes = 0, d_bytes = 0;  // all batch entries
+  int64_t set_bytes = 0;                          // one input set (A, B and D)
+  // FP8 on Ada/Hopper runs only as TN: for NN and NT the engine times the TN GEMM on transposed
+  // FP8 copies, as Transformer Engine keeps them (the copies are made once, not timed).
+  bool fp8_transposed_copies = false;
+  bool fp8_fast_accumulation = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM (Transformer Engine's)
+  int64_t workspace_bytes = 0;
+  int sets = 1;  // input sets allocated and rotated
+};
+
+// The plan of `key` on a device, or why it cannot be timed: INVALID_ARGUMENT for sizes beyond the
+// worker's caps or that overflow, FAILED_PRECONDITION for a dtype or layout the device cannot run
+// (and FP8 dimensions that break cuBLASLt's 16-byte rule, named), RESOURCE_EXHAUSTED when the
+// operands do not fit in free memory. Checked before any allocation.
+absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device,
+                                  const EngineOptions& options);
+
+// The workspace a framework gives cuBLASLt: 32 MiB on Hopper and later, 4 MiB before (PyTorch's
+// defaults), so that the heuristic's first choice is what a framework would get.
+int64_t FrameworkWorkspaceBytes(int compute_capability);
+
+// How one algorithm is sampled, once the correctness check told how long a launch takes.
+struct SampleSchedule {
+  int launches_per_sample = 1;  // a multiple of the sets in use, so every replay covers them all
+  int sets_used = 1;            // min(sets, launches): what one replay actually touches
+  bool cold_l2 = false;         // the sets one replay touches span at least 2 × L2
+  int warmup_replays = 1;       // about 200 ms (50 ms for sub-100 µs launches), at least 1
+  double min_sampled_s = 0;     // at least this much sampled time (steady power and clocks)
+  int min_samples = 10;
+};
+SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int64_t l2_bytes,
+                               const EngineOptions& options);
+
+// Whether one launch of this length can be timed under the watchdog: the engine reports progress
+// after every replay, so one replay (at least one launch) must fit well inside it. OK, or
+// FAILED_PRECONDITION saying the GEMM is too long for the server's watchdog.
+absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const GemmKey& key);
+
+// "cublaslt-timing-v2 cold-L2 heuristic ws32MiB" (+ " fp8-fast-accum", " fp8-transposed-copies",
+// " warm-L2 (cold not reachable)"): the state actually achieved, not the one asked for.
+std::string EngineMethod(const GemmPlan& plan, const SampleSchedule& schedule,
+                         const EngineOptions& options);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_GEMM_PLAN_H_

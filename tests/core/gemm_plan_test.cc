@@ -1,0 +1,154 @@
+// The cuBLASLt engine's decisions, tested without a GPU (core/gemm_plan.h).
+#include "core/gemm_plan.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+DeviceLimits H100() {
+  DeviceLimits d;
+  d.compute_capability = 90;
+  d.l2_bytes = 50 << 20;
+  d.free_bytes = int64_t{79} << 30;
+  return d;
+}
+
+GemmKey Key(int64_t m, int64_t n, int64_t k, int64_t batch = 1, Layout l = Layout::kTN,
+            DType d = DType::kBf16) {
+  return {{m, n, k, batch}, l, d};
+}
+
+// Defect 1: 2^30 × 2^30 × 2^30 × 8 BF16 wrapped to 0 bytes and passed the memory check. The
+// worker's own FLOP cap refuses it first (and every byte size within the cap fits in 64 bits);
+// the sizes are still computed with overflow checks.
+TEST(GemmPlanTest, ByteSizesThatOverflowAreRefusedBeforeAnyAllocation) {
+  const int64_t g = int64_t{1} << 30;
+  auto plan = PlanGemm(Key(g, g, g, 8), H100(), EngineOptions());
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(plan.status().message(), HasSubstr("FLOPs"));
+  // Past the worker's own caps, whatever the server let through.
+  EXPECT_EQ(PlanGemm(Key(int64_t{1} << 32, 8, 8), H100(), EngineOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PlanGemm(Key(1 << 20, 1 << 20, 1 << 20), H100(), EngineOptions()).status().code(),
+            absl::StatusCode::kInvalidArgument);  // 2.2e18 FLOPs
+  // A legal GEMM too big for free memory: RESOURCE_EXHAUSTED, with the sizes.
+  auto big = PlanGemm(Key(1 << 18, 1 << 18, 1 << 12), H100(), EngineOptions());
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(big.status().message(), HasSubstr("MiB of device memory"));
+}
+
+TEST(GemmPlanTest, SizesAreTheCublasViewOfTheRowMajorProduct) {
+  auto p = PlanGemm(Key(8192, 12288, 4096, 1, Layout::kTN), H100(), EngineOptions());
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->m, 12288);  // cuBLAS m = our N
+  EXPECT_EQ(p->n, 8192);
+  EXPECT_TRUE(p->trans_a);
+  EXPECT_FALSE(p->trans_b);
+  EXPECT_EQ(p->lda, 4096);
+  EXPECT_EQ(p->ldb, 4096);
+  EXPECT_EQ(p->ldd, 12288);
+  EXPECT_EQ(p->a_bytes, int64_t{12288} * 4096 * 2);
+  EXPECT_EQ(p->set_bytes, (int64_t{12288} * 4096 + int64_t{4096} * 8192 + int64_t{12288} * 8192) * 2);
+}
+
+// Defect 8: FP8 dgrad (NN) and wgrad (NT) were refused, so every measured FP8 backward GEMM
+// failed. On Ada/Hopper they run as TN on transposed copies (Transformer Engine); Blackwell takes
+// them as they are. Fast accumulation is set and labelled; the 16-byte rule is checked up front.
+TEST(GemmPlanTest, Fp8BackwardLayoutsRunLikeTransformerEngineRunsThem) {
+  for (Layout l : {Layout::kNN, Layout::kNT}) {
+    auto hopper = PlanGemm(Key(4096, 4096, 4096, 1, l, DType::kFp8E4M3), H100(), EngineOptions());
+    ASSERT_TRUE(hopper.ok()) << hopper.status();
+    EXPECT_TRUE(hopper->fp8_transposed_copies);
+    EXPECT_TRUE(hopper->trans_a);
+    EXPECT_FALSE(hopper->trans_b);
+    EXPECT_TRUE(hopper->fp8_fast_accumulation);
+    DeviceLimits b200 = H100();
+    b200.compute_capability = 100;
+    auto blackwell = PlanGemm(Key(4096, 4096, 4096, 1, l, DType::kFp8E4M3), b200, EngineOptions());
+    ASSERT_TRUE(blackwell.ok());
+    EXPECT_FALSE(blackwell->fp8_transposed_copies);
+    EXPECT_EQ(blackwell->trans_b, l == Layout::kNT);
+  }
+  auto odd = PlanGemm(Key(4096, 4096, 4100, 1, Layout::kTN, DType::kFp8E4M3), H100(),
+                      EngineOptions());
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(odd.status().message(), HasSubstr("multiples of 16"));
+  DeviceLimits a100 = H100();
+  a100.compute_capability = 80;
+  EXPECT_EQ(PlanGemm(Key(64, 64, 64, 1, Layout::kTN, DType::kFp8E4M3), a100, EngineOptions())
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// Defect 9: the heuristic's first choice must be what a framework gets.
+TEST(GemmPlanTest, WorkspaceIsTheFrameworksAndIsNamed) {
+  EXPECT_EQ(FrameworkWorkspaceBytes(90), int64_t{32} << 20);
+  EXPECT_EQ(FrameworkWorkspaceBytes(100), int64_t{32} << 20);
+  EXPECT_EQ(FrameworkWorkspaceBytes(80), int64_t{4} << 20);
+  auto p = PlanGemm(Key(4096, 4096, 4096), H100(), EngineOptions());
+  ASSERT_TRUE(p.ok());
+  const SampleSchedule s = ScheduleSamples(100e-6, p->sets, p->set_bytes, 50 << 20, {});
+  EXPECT_THAT(EngineMethod(*p, s, {}), HasSubstr(" ws32MiB"));
+}
+
+// Defect 4: replays restart at set 0, so a replay shorter than the rotation never touched the
+// later sets and L2 stayed warm, while the method said cold.
+TEST(GemmPlanTest, ColdL2IsComputedFromTheSetsOneReplayTouches) {
+  EngineOptions o;
+  const int64_t l2 = 50 << 20;
+  // Small sets: 16 needed for 3 × L2; a fast GEMM's replay of ~1 ms goes round all of them.
+  SampleSchedule fast = ScheduleSamples(5e-6, 16, 10 << 20, l2, o);
+  EXPECT_EQ(fast.launches_per_sample % 16, 0);
+  EXPECT_EQ(fast.sets_used, 16);
+  EXPECT_TRUE(fast.cold_l2);
+  // A slow GEMM (3 ms a launch) gets launches raised to cover the sets, not 1 launch on set 0.
+  SampleSchedule slow = ScheduleSamples(3e-3, 16, 10 << 20, l2, o);
+  EXPECT_EQ(slow.launches_per_sample, 16);
+  EXPECT_TRUE(slow.cold_l2);
+  // Even past the launch cap, a replay goes round every set (cold beats a short sample).
+  o.max_launches_per_sample = 4;
+  EXPECT_EQ(ScheduleSamples(3e-3, 16, 10 << 20, l2, o).sets_used, 16);
+  // When memory allows too few sets for 2 × L2, it says so, and so does the method.
+  SampleSchedule capped = ScheduleSamples(3e-3, 4, 10 << 20, l2, EngineOptions());
+  EXPECT_EQ(capped.sets_used, 4);
+  EXPECT_FALSE(capped.cold_l2);
+  GemmPlan p;
+  p.workspace_bytes = 32 << 20;
+  EXPECT_THAT(EngineMethod(p, capped, EngineOptions()), HasSubstr("warm-L2 (cold not reachable)"));
+  EXPECT_THAT(EngineMethod(p, fast, EngineOptions()), HasSubstr("cold-L2"));
+  // Warm L2 asked for: one set, said so.
+  EngineOptions warm;
+  warm.warm_l2 = true;
+  EXPECT_THAT(EngineMethod(p, ScheduleSamples(1e-4, 1, 10 << 20, l2, warm), warm),
+              HasSubstr(" warm-L2 "));
+}
+
+// Defect 6: timing stopped before steady power (~50 ms warm-up, ~10 ms sampled).
+TEST(GemmPlanTest, LongLaunchesGetWarmUpAndAMinimumSampledTime) {
+  const SampleSchedule s = ScheduleSamples(2e-3, 1, 1 << 30, 50 << 20, EngineOptions());
+  EXPECT_GE(s.warmup_replays * 2e-3 * s.launches_per_sample, 0.2);
+  EXPECT_GE(s.min_sampled_s, 0.3);
+  const SampleSchedule quick = ScheduleSamples(10e-6, 1, 1 << 30, 50 << 20, EngineOptions());
+  EXPECT_EQ(quick.min_sampled_s, 0);
+}
+
+// Defect 2: a GEMM slower than the watchdog allows was killed and quarantined; now it is refused
+// up front with the reason, and anything shorter is timed with progress after every replay.
+TEST(GemmPlanTest, TheWatchdogRefusesOnlyWhatItWouldKill) {
+  EngineOptions o;
+  o.watchdog_s = 60;
+  EXPECT_TRUE(CheckWatchdog(7.5, o, Key(60000, 60000, 60000)).ok());
+  const absl::Status st = CheckWatchdog(45, o, Key(60000, 60000, 60000));
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(st.message(), HasSubstr("watchdog"));
+  o.watchdog_s = 0;
+  EXPECT_TRUE(CheckWatchdog(1000, o, Key(1, 1, 1)).ok());
+}
+
+}  // namespace
+}  // namespace wavecrest
