@@ -55,10 +55,11 @@ namespace wavecrest {
 inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v2";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
 // changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
-inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v1";
+inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v1 cold-L2 heuristic", "wavecrest-analytic-v1 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v2 emulated autotune", ...
+// For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);
 

@@ -49,10 +49,9 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   }
   if (!(GemmFlops(s) <= kMaxWorkerGemmFlops)) return TooBig(key, "too many FLOPs");
   if (!Supported(key.dtype, device.compute_capability)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("compute capability ", device.compute_capability / 10, ".",
-                     device.compute_capability % 10, " cannot run ", DTypeName(key.dtype),
-                     " GEMMs on tensor cores"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "compute capability ", device.compute_capability / 10, ".", device.compute_capability % 10,
+        " cannot run ", DTypeName(key.dtype), " GEMMs on tensor cores"));
   }
   GemmPlan p;
   // Row-major C[M×N] = op(A)·op(B) runs as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLAS m = N, n = M.
@@ -62,7 +61,9 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   p.batch = s.batch;
   p.trans_a = key.layout == Layout::kTN;
   p.trans_b = key.layout == Layout::kNT;
+  p.run_layout = key.layout;
   const bool fp8 = key.dtype == DType::kFp8E4M3;
+  p.fp8 = fp8;
   if (fp8) {
     // Ada and Hopper: TN only. The NN and NT GEMMs of a backward pass run, as in Transformer
     // Engine, as TN on transposed FP8 copies of the operands; Blackwell takes every layout.
@@ -70,8 +71,12 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
       p.fp8_transposed_copies = true;
       p.trans_a = true;
       p.trans_b = false;
+      p.run_layout = Layout::kTN;
     }
-    p.fp8_fast_accumulation = true;
+    // Transformer Engine's default recipe: fast accumulation for the forward GEMM, the split
+    // (periodically promoted) accumulator for dgrad and wgrad (_2X_ACC_FPROP = False,
+    // _2X_ACC_DGRAD = _2X_ACC_WGRAD = True in transformer_engine/pytorch/module/base.py).
+    p.fp8_fast_accumulation = key.layout == Layout::kTN;
   }
   const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
   const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
@@ -79,12 +84,18 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   p.ldb = b_rows;
   p.ldd = p.m;
   if (fp8) {
-    // cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions (16 FP8 elements).
-    for (auto [name, ld] : {std::pair<const char*, int64_t>{"A", p.lda}, {"B", p.ldb}}) {
-      if (ld % 16 != 0) {
+    // cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions: 16 FP8 elements for A and
+    // B, 8 BF16 elements for D.
+    struct Ld {
+      const char* name;
+      int64_t ld, multiple;
+    };
+    for (const Ld& l : {Ld{"A", p.lda, 16}, Ld{"B", p.ldb, 16}, Ld{"D (BF16)", p.ldd, 8}}) {
+      if (l.ld % l.multiple != 0) {
         return absl::FailedPreconditionError(absl::StrCat(
-            GemmKeyString(key), ": FP8 needs leading dimensions that are multiples of 16; ", name,
-            "'s is ", ld, " (pad the dimension to ", (ld + 15) / 16 * 16, ")"));
+            GemmKeyString(key), ": FP8 GEMMs need 16-byte aligned leading dimensions; ", l.name,
+            "'s is ", l.ld, " elements, not a multiple of ", l.multiple, " (pad it to ",
+            (l.ld + l.multiple - 1) / l.multiple * l.multiple, ")"));
       }
     }
   }
@@ -107,11 +118,21 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   }
   const int64_t usable = device.free_bytes - device.margin_bytes - p.workspace_bytes;
   if (needed > usable) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        GemmKeyString(key), " needs ", needed >> 20, " MiB of device memory; ",
-        std::max<int64_t>(usable, 0) >> 20, " MiB are free"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(GemmKeyString(key), " needs ", needed >> 20, " MiB of device memory; ",
+                     std::max<int64_t>(usable, 0) >> 20, " MiB are free"));
   }
   p.sets = InputSets(set, device.l2_bytes, usable, options.warm_l2);
+  // Memory too short for a cold working set: refuse rather than time warm and call it cold. (When
+  // the set count is the limit, the operands are so small, under 2·L2 / kMaxInputSets, that no
+  // rotation evicts L2: they are timed warm and labelled so.)
+  if (!options.warm_l2 && device.l2_bytes > 0 && p.sets < kMaxInputSets &&
+      static_cast<double>(p.sets) * static_cast<double>(set) < 2.0 * device.l2_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(GemmKeyString(key), ": a cold-L2 figure needs input sets covering twice L2 (",
+                     (2 * device.l2_bytes) >> 20, " MiB); only ", p.sets, " of ", set >> 10,
+                     " KiB fit in free device memory. Free device memory, or ask for warm_l2"));
+  }
   return p;
 }
 
@@ -158,7 +179,7 @@ absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const 
 
 std::string EngineMethod(const GemmPlan& plan, const SampleSchedule& schedule,
                          const EngineOptions& options) {
-  std::string m = absl::StrCat(kCublasLtMethodV2);
+  std::string m = absl::StrCat(kCublasLtMethod);
   if (options.warm_l2) {
     absl::StrAppend(&m, " warm-L2");
   } else if (schedule.cold_l2) {
@@ -168,7 +189,8 @@ std::string EngineMethod(const GemmPlan& plan, const SampleSchedule& schedule,
   }
   absl::StrAppend(&m, options.autotune ? " autotune" : " heuristic", " ws",
                   plan.workspace_bytes >> 20, "MiB");
-  if (plan.fp8_fast_accumulation) absl::StrAppend(&m, " fp8-fast-accum");
+  if (plan.fp8)
+    absl::StrAppend(&m, plan.fp8_fast_accumulation ? " fp8-fast-accum" : " fp8-split-accum");
   if (plan.fp8_transposed_copies) absl::StrAppend(&m, " fp8-transposed-copies");
   return m;
 }

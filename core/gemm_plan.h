@@ -10,13 +10,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/cost_model.h"
 #include "core/gemm.h"
 
 namespace wavecrest {
-
-// The timing method's version: bump it whenever what a figure means changes (the result cache
-// keys on it, so results of different methods never mix).
-inline constexpr absl::string_view kCublasLtMethodV2 = "cublaslt-timing-v2";
 
 // Largest operands one worker accepts, whatever the server sent (the server's caps, again).
 inline constexpr int64_t kMaxWorkerGemmDim = (int64_t{1} << 31) - 1;
@@ -25,7 +22,7 @@ inline constexpr double kMaxWorkerGemmFlops = 1e17;
 struct DeviceLimits {
   int compute_capability = 0;  // 90 for 9.0
   int64_t l2_bytes = 0;
-  int64_t free_bytes = 0;                    // free device memory now
+  int64_t free_bytes = 0;                     // free device memory now
   int64_t margin_bytes = int64_t{512} << 20;  // left free for the context and kernels
 };
 
@@ -33,9 +30,9 @@ struct EngineOptions {
   bool warm_l2 = false;
   bool autotune = false;
   int top_k = 8;
-  double target_spread = 0.01;   // stop sampling below this relative spread
-  double max_seconds = 2.0;      // sampling budget per algorithm
-  double watchdog_s = 60;        // the server kills a worker silent this long (0 = none)
+  double target_spread = 0.01;    // stop sampling below this relative spread
+  double max_seconds = 2.0;       // sampling budget per algorithm
+  double watchdog_s = 60;         // the server kills a worker silent this long (0 = none)
   double sample_target_s = 1e-3;  // one graph replay lasts about this long
   int max_launches_per_sample = 1000;
 };
@@ -51,7 +48,9 @@ struct GemmPlan {
   // FP8 on Ada/Hopper runs only as TN: for NN and NT the engine times the TN GEMM on transposed
   // FP8 copies, as Transformer Engine keeps them (the copies are made once, not timed).
   bool fp8_transposed_copies = false;
-  bool fp8_fast_accumulation = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM (Transformer Engine's)
+  bool fp8 = false;
+  bool fp8_fast_accumulation = false;  // CUBLASLT_MATMUL_DESC_FAST_ACCUM: forward only, as TE
+  Layout run_layout = Layout::kTN;     // the layout the buffers hold and the call runs
   int64_t workspace_bytes = 0;
   int sets = 1;  // input sets allocated and rotated
 };
@@ -59,7 +58,8 @@ struct GemmPlan {
 // The plan of `key` on a device, or why it cannot be timed: INVALID_ARGUMENT for sizes beyond the
 // worker's caps or that overflow, FAILED_PRECONDITION for a dtype or layout the device cannot run
 // (and FP8 dimensions that break cuBLASLt's 16-byte rule, named), RESOURCE_EXHAUSTED when the
-// operands do not fit in free memory. Checked before any allocation.
+// operands do not fit in free memory, or when a cold-L2 figure is asked for and the input sets that
+// fit in memory cannot cover twice L2. Checked before any allocation.
 absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device,
                                   const EngineOptions& options);
 
@@ -84,8 +84,8 @@ SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int
 // FAILED_PRECONDITION saying the GEMM is too long for the server's watchdog.
 absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const GemmKey& key);
 
-// "cublaslt-timing-v2 cold-L2 heuristic ws32MiB" (+ " fp8-fast-accum", " fp8-transposed-copies",
-// " warm-L2 (cold not reachable)"): the state actually achieved, not the one asked for.
+// "cublaslt-timing-v2 cold-L2 heuristic ws32MiB" (+ " fp8-fast-accum" or " fp8-split-accum",
+// " fp8-transposed-copies"; "warm-L2 (cold not reachable)"): the state achieved, not the one asked.
 std::string EngineMethod(const GemmPlan& plan, const SampleSchedule& schedule,
                          const EngineOptions& options);
 

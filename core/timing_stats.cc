@@ -27,6 +27,9 @@ SampleStats Summarize(const std::vector<double>& samples) {
 bool StoppingRule::Done(const std::vector<double>& samples, double elapsed_s) const {
   const int n = static_cast<int>(samples.size());
   if (n >= max_samples) return true;
+  double sampled = 0;
+  for (double v : samples) sampled += v * sample_scale;
+  if (sampled < min_sampled_s && elapsed_s <= std::max(budget_s, 4 * min_sampled_s)) return false;
   if (n >= min_samples && Summarize(samples).relative_spread <= target_spread) return true;
   return n >= 3 && elapsed_s > budget_s;
 }
@@ -39,7 +42,7 @@ int LaunchesPerSample(double estimate_s, double sample_target_s, int max_launche
 
 int InputSets(int64_t set_bytes, int64_t l2_bytes, int64_t usable_bytes, bool warm_l2) {
   if (warm_l2 || set_bytes <= 0) return 1;
-  int64_t sets = std::clamp<int64_t>((3 * l2_bytes + set_bytes - 1) / set_bytes, 1, 64);
+  int64_t sets = std::clamp<int64_t>((3 * l2_bytes + set_bytes - 1) / set_bytes, 1, kMaxInputSets);
   sets = std::min<int64_t>(sets, std::max<int64_t>(usable_bytes / set_bytes, 1));
   return static_cast<int>(sets);
 }

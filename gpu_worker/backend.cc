@@ -27,18 +27,15 @@ absl::StatusOr<TimingParams> ParamsFromProto(const v1::TimingOptions& o) {
         "options.max_seconds_per_gemm: ", o.max_seconds_per_gemm(), " is outside [0, 600]"));
   }
   if (o.max_seconds_per_gemm() > 0) p.max_seconds = o.max_seconds_per_gemm();
+  if (!(o.watchdog_s() >= 0 && o.watchdog_s() <= 86400)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.watchdog_s: ", o.watchdog_s(), " is outside [0, 86400]"));
+  }
+  p.watchdog_s = o.watchdog_s();
   return p;
 }
 
 namespace {
-
-// Bytes of A, B and C of one GEMM (C in the operand type, FP8 GEMMs write BF16).
-int64_t OperandBytes(const GemmKey& key) {
-  const int64_t e = DTypeBytes(key.dtype);
-  const int64_t c = key.dtype == DType::kFp8E4M3 ? 2 : e;
-  const GemmShape& s = key.shape;
-  return s.batch * (s.m * s.k * e + s.k * s.n * e + s.m * s.n * c);
-}
 
 class AnalyticBackend final : public TimingBackend {
  public:
@@ -55,13 +52,20 @@ class AnalyticBackend final : public TimingBackend {
       return absl::FailedPreconditionError(
           absl::StrCat(gpu_->name, " has no tensor-core support for ", DTypeName(key.dtype)));
     }
-    // The same memory check the cuBLASLt backend makes, against the emulated GPU's memory.
-    if (OperandBytes(key) > gpu_->memory_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(GemmKeyString(key), " needs ", OperandBytes(key) >> 20, " MiB; ", gpu_->name,
-                       " has ", gpu_->memory_bytes >> 20, " MiB"));
+    // The checks the cuBLASLt engine makes before it allocates (sizes, FP8 rules, memory, cold L2,
+    // the watchdog), against the emulated GPU with all its memory free: what a GPU worker would
+    // refuse, the emulating one refuses too.
+    DeviceLimits device;
+    device.compute_capability = gpu_->compute_capability;
+    device.l2_bytes = gpu_->l2_bytes;
+    device.free_bytes = gpu_->memory_bytes;
+    const EngineOptions options = EngineOptionsOf(params);
+    if (absl::StatusOr<GemmPlan> plan = PlanGemm(key, device, options); !plan.ok()) {
+      return absl::Status(plan.status().code(),
+                          absl::StrCat(plan.status().message(), " (emulated ", gpu_->name, ")"));
     }
     const GemmPrediction p = PredictGemm(*gpu_, key);
+    if (absl::Status st = CheckWatchdog(p.time_s, options, key); !st.ok()) return st;
     v1::GemmTiming t = TimingOf(key);
     t.set_time_s(p.time_s);
     t.set_tflops(p.tflops);
@@ -82,8 +86,6 @@ class AnalyticBackend final : public TimingBackend {
 };
 
 }  // namespace
-
-int64_t GemmOperandBytes(const GemmKey& key) { return OperandBytes(key); }
 
 absl::StatusOr<std::unique_ptr<TimingBackend>> MakeAnalyticBackend(absl::string_view emulate) {
   absl::StatusOr<const GpuSpec*> gpu = FindGpu(emulate);

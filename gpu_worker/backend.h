@@ -5,12 +5,14 @@
 #define WAVECREST_GPU_WORKER_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/gemm.h"
+#include "core/gemm_plan.h"
 #include "wavecrest/v1/worker.pb.h"
 
 namespace wavecrest {
@@ -21,7 +23,23 @@ struct TimingParams {
   bool warm_l2 = false;
   double target_spread = 0.01;  // stop once (p90 - p10) / median is below this
   double max_seconds = 2.0;     // sampling budget per GEMM (each algorithm when autotuning)
+  double watchdog_s = 0;        // the caller kills a worker silent this long (0 = none)
+  // Called now and then while a GEMM is timed (phase: "check", "warm-up", "sampling",
+  // "re-timing"); the worker turns it into heartbeat events. May be empty.
+  std::function<void(absl::string_view phase)> heartbeat;
 };
+// The engine's options (core/gemm_plan.h) for these parameters (inline: the CUDA engine's library
+// uses it without linking the worker's).
+inline EngineOptions EngineOptionsOf(const TimingParams& params) {
+  EngineOptions o;
+  o.warm_l2 = params.warm_l2;
+  o.autotune = params.autotune;
+  o.top_k = params.top_k;
+  o.target_spread = params.target_spread;
+  o.max_seconds = params.max_seconds;
+  o.watchdog_s = params.watchdog_s;
+  return o;
+}
 // Applies the documented defaults to unset fields; INVALID_ARGUMENT for out-of-range values.
 absl::StatusOr<TimingParams> ParamsFromProto(const v1::TimingOptions& options);
 
@@ -39,9 +57,6 @@ class TimingBackend {
   // True once a sticky CUDA error left the context unusable: the process must exit.
   virtual bool Broken() const { return false; }
 };
-
-// Bytes of A, B and C of one GEMM, all batches (FP8 GEMMs write BF16).
-int64_t GemmOperandBytes(const GemmKey& key);
 
 // The analytic model for catalogued GPU `emulate` (NOT_FOUND lists the known names).
 absl::StatusOr<std::unique_ptr<TimingBackend>> MakeAnalyticBackend(absl::string_view emulate);

@@ -84,9 +84,15 @@ class FaultyBackend final : public TimingBackend {
               absl::StrCat(GemmKeyString(key),
                            " does not fit in free device memory (injected by "
                            "--fault=oom)"));
-        case FaultPlan::Kind::kSlow:
-          absl::SleepFor(absl::Milliseconds(plan_.slow_ms));
+        case FaultPlan::Kind::kSlow: {
+          // A long GEMM: it beats as the engine does between its replays.
+          const absl::Time end = absl::Now() + absl::Milliseconds(plan_.slow_ms);
+          while (absl::Now() < end) {
+            absl::SleepFor(std::min(absl::Milliseconds(100), end - absl::Now()));
+            if (params.heartbeat) params.heartbeat("sampling");
+          }
           break;
+        }
       }
     }
     return inner_->Time(key, params);

@@ -26,7 +26,8 @@ absl::StatusOr<FaultPlan> ParseFaultPlan(absl::string_view kind, absl::string_vi
                                          int64_t after, int slow_ms);
 
 // `backend` with the plan's fault: crash = SIGSEGV, hang = never returns, sticky = INTERNAL and
-// Broken(), oom = RESOURCE_EXHAUSTED, slow = sleeps first.
+// Broken(), oom = RESOURCE_EXHAUSTED, slow = sleeps first (sending heartbeats, as a long GEMM
+// does).
 std::unique_ptr<TimingBackend> WithFaults(std::unique_ptr<TimingBackend> backend,
                                           const FaultPlan& plan);
 

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
@@ -15,9 +17,9 @@ absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::st
   GemmKey key;
   const v1::GemmShape& s = g.shape();
   auto dim = [&](const char* name, int64_t v, int64_t lo) -> absl::Status {
-    if (v < lo || v > kMaxWorkerDim) {
+    if (v < lo || v > kMaxWorkerGemmDim) {
       return absl::InvalidArgumentError(absl::StrCat(
-          field, ".shape.", name, ": ", v, " is outside [", lo, ", ", kMaxWorkerDim, "]"));
+          field, ".shape.", name, ": ", v, " is outside [", lo, ", ", kMaxWorkerGemmDim, "]"));
     }
     return absl::OkStatus();
   };
@@ -109,7 +111,25 @@ grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
     started.set_started(true);
     if (!writer->Write(started)) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
     LogRequest(keys[i], *params);
-    absl::StatusOr<v1::GemmTiming> t = backend_->Time(keys[i], *params);
+    // Heartbeats while the engine works, at most one a second and four per watchdog period (the
+    // server's watchdog sees them); from this thread, between the started and result messages.
+    TimingParams p = *params;
+    const absl::Duration interval =
+        params->watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params->watchdog_s / 4))
+                               : absl::Seconds(1);
+    const absl::Time begin = absl::Now();
+    absl::Time last_beat = begin;
+    p.heartbeat = [&](absl::string_view phase) {
+      const absl::Time now = absl::Now();
+      if (now - last_beat < interval) return;
+      last_beat = now;
+      v1::GemmWorkerTimeGemmsResponse beat;
+      beat.set_index(static_cast<int32_t>(i));
+      beat.mutable_heartbeat()->set_phase(std::string(phase));
+      beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
+      writer->Write(beat);
+    };
+    absl::StatusOr<v1::GemmTiming> t = backend_->Time(keys[i], p);
     v1::GemmWorkerTimeGemmsResponse out;
     out.set_index(static_cast<int32_t>(i));
     if (t.ok()) {

@@ -16,9 +16,8 @@
 
 namespace wavecrest {
 
-// Most GEMMs in one worker request; each dimension is in [1, kMaxWorkerDim].
+// Most GEMMs in one worker request; each dimension is in [1, kMaxWorkerGemmDim] (core/gemm_plan.h).
 inline constexpr int kMaxWorkerGemms = 4096;
-inline constexpr int64_t kMaxWorkerDim = (int64_t{1} << 31) - 1;
 
 // Validates and converts one request GEMM (`field` names it in errors).
 absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::string& field);

@@ -514,6 +514,9 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   }
   request.mutable_options()->set_autotune(options.autotune);
   request.mutable_options()->set_warm_l2(options.warm_l2);
+  // The worker keeps its heartbeats inside this watchdog and refuses what would outlast it.
+  const double watchdog = absl::ToDoubleSeconds(options_.job_timeout);
+  request.mutable_options()->set_watchdog_s(watchdog > 0 && watchdog <= 86400 ? watchdog : 0);
 
   grpc::ClientContext ctx;
   if (options.deadline < absl::InfiniteFuture())

@@ -1,32 +1,52 @@
-// The cuBLASLt timing engine: how wavecrest measures a GEMM.
+// The cuBLASLt timing engine: how wavecrest measures a GEMM (method cublaslt-timing-v2).
 //
-// Per GEMM: check free device memory; allocate input sets (random values, never zeros) enough to
-// rotate through a working set larger than L2 (cold L2; one set when warm L2 is asked for); ask the
-// heuristic for its first algorithm (what a framework gets) and, when autotuning, its top k. For
-// each algorithm: run once into a NaN-poisoned output and check it (every element finite, sampled
-// elements against a reference), capture L launches rotating over the sets in a CUDA graph (L such
-// that one replay lasts about a millisecond, so launch gaps stay a small part of each sample), warm
-// up, then time replays with events until (p90 - p10) / median falls under the target or the time
-// budget ends. The figure is the median per launch; the SM clock is read right after with a clock
-// probe kernel. A sticky CUDA error marks the backend broken: the worker reports it and exits.
+// Every decision that needs no GPU is made by core/gemm_plan.h and tested on any machine; this
+// file carries it out. Per GEMM:
+//  1. Plan (before any allocation): overflow-checked sizes, the worker's caps, FP8 rules (TN on
+//     transposed copies on Ada/Hopper, 16-byte leading dimensions, Transformer Engine's
+//     accumulation modes), free memory, the framework's workspace (32 MiB on Hopper and later,
+//     4 MiB before), the input sets for a cold L2, and the watchdog (a launch the catalog predicts
+//     longer than half of it is refused before it runs).
+//  2. Inputs: each operand's sets in one allocation, random values (never zeros).
+//  3. Per algorithm (the heuristic's first; its top k when autotuning): one launch into a
+//     NaN-poisoned output, timed, then checked: every element finite, and 16 elements against a
+//     host reference that reads the operands as the row-major product of core/gemm.h (not as the
+//     cuBLAS call does), within per-dtype tolerances (core/gemm_check.h). That launch's time sizes
+//     the sample (launches per replay a multiple of the sets, so each replay goes round all of
+//     them) and is checked against the watchdog.
+//  4. L launches captured in a CUDA graph; warm-up (about 200 ms for launches of 100 µs or more,
+//     50 ms below); then samples: a blocking kernel, the start event, one graph replay, the stop
+//     event, a clock probe. Sampling stops on the spread target after a minimum of sampled time
+//     (300 ms for long launches), or at the budget.
+//  5. Autotuning: the fastest and the heuristic's first choice are re-timed alternately, and those
+//     samples are reported (the ones that chose the winner would be biased low).
+//  6. The SM clock: NVML's, sampled during the reported samples; else the median of the probes
+//     queued right after each sample.
+// Heartbeats go to the server through every phase. A sticky CUDA error marks the backend broken:
+// the worker reports it and exits.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
+#include "core/gemm_check.h"
+#include "core/gemm_plan.h"
 #include "core/gpu_catalog.h"
 #include "core/timing_stats.h"
 #include "gpu_worker/backend.h"
+#include "gpu_worker/clock_sampler.h"
 #include "gpu_worker/cuda/kernels.h"
 #include "server/convert.h"
 
@@ -35,11 +55,12 @@ namespace {
 
 using cuda::Elem;
 
-constexpr size_t kWorkspaceBytes = size_t{64} << 20;   // cuBLASLt recommends >= 32 MiB on Hopper
 constexpr int64_t kMemoryMargin = int64_t{512} << 20;  // left free for the context and kernels
-constexpr double kSampleTargetS = 1e-3;                // one graph replay lasts about this long
-constexpr int kMaxLaunchesPerSample = 1000;
+constexpr int64_t kAlign = 256;                        // offset of each input set
 constexpr int kCheckSamples = 16;
+constexpr unsigned long long kBlockingNs = 100000;  // blocking kernel before each sample
+constexpr unsigned long long kProbeNs = 20000;      // clock probe after each sample
+constexpr int kProbeSlots = 4096;
 
 bool IsSticky(cudaError_t e) {
   switch (e) {
@@ -52,8 +73,12 @@ bool IsSticky(cudaError_t e) {
     case cudaErrorInvalidPc:
     case cudaErrorAssert:
     case cudaErrorECCUncorrectable:
+    case cudaErrorNvlinkUncorrectable:
     case cudaErrorLaunchTimeout:
     case cudaErrorContextIsDestroyed:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorIllegalState:
+    case cudaErrorUnknown:
       return true;
     default:
       return false;
@@ -68,29 +93,46 @@ struct TypeInfo {
   cublasComputeType_t compute;
   int ab_bytes;
   int cd_bytes;
-  double out_rel;  // tolerance relative to |ref| (output rounding)
-  double acc_rel;  // tolerance relative to sum |a·b| (input rounding, accumulation order)
 };
 
 TypeInfo Types(DType d) {
   switch (d) {
     case DType::kBf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, Elem::kBf16, Elem::kBf16, CUBLAS_COMPUTE_32F,
-              2,           2,           1.0 / 128,   1e-3};
+      return {CUDA_R_16BF, CUDA_R_16BF, Elem::kBf16, Elem::kBf16, CUBLAS_COMPUTE_32F, 2, 2};
     case DType::kFp16:
-      return {CUDA_R_16F, CUDA_R_16F, Elem::kFp16, Elem::kFp16, CUBLAS_COMPUTE_32F,
-              2,          2,          1.0 / 512,   1e-3};
+      return {CUDA_R_16F, CUDA_R_16F, Elem::kFp16, Elem::kFp16, CUBLAS_COMPUTE_32F, 2, 2};
     case DType::kTf32:
-      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F_FAST_TF32,
-              4,          4,          1e-5,        4e-3};
+      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F_FAST_TF32, 4, 4};
     case DType::kFp32:
-      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F,
-              4,          4,          1e-5,        1e-4};
+      return {CUDA_R_32F, CUDA_R_32F, Elem::kFp32, Elem::kFp32, CUBLAS_COMPUTE_32F, 4, 4};
     case DType::kFp8E4M3:
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, Elem::kFp8E4M3, Elem::kBf16, CUBLAS_COMPUTE_32F, 1, 2,
-              1.0 / 128,      1e-3};
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, Elem::kFp8E4M3, Elem::kBf16, CUBLAS_COMPUTE_32F, 1, 2};
   }
   return Types(DType::kBf16);
+}
+
+// One stored element, decoded on the host.
+double Decode(const unsigned char* p, Elem e) {
+  switch (e) {
+    case Elem::kBf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return Bf16ToFloat(v);
+    }
+    case Elem::kFp16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return Fp16ToFloat(v);
+    }
+    case Elem::kFp32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case Elem::kFp8E4M3:
+      return Fp8E4M3ToFloat(*p);
+  }
+  return 0;
 }
 
 std::string DriverVersion() {
@@ -105,6 +147,8 @@ std::string DriverVersion() {
   cudaDriverGetVersion(&v);
   return absl::StrCat("cuda-driver-api-", v / 1000, ".", (v % 1000) / 10);
 }
+
+std::string VersionString(int v) { return absl::StrCat(v / 1000, ".", (v % 1000) / 10); }
 
 // Device memory released on scope exit.
 class DeviceBuffer {
@@ -125,11 +169,46 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
+// `sets` copies of one operand in one allocation, each at an aligned offset.
+struct OperandSets {
+  DeviceBuffer buffer;
+  int64_t stride = 0;  // bytes from one set to the next
+  void* at(int s) const { return buffer.get<char>() + s * stride; }
+};
+
+// One algorithm's timing state: its graph, its samples and the clock probes of its samples.
+struct Algo {
+  int index = 0;  // in the heuristic's list
+  cublasLtMatmulAlgo_t algo{};
+  SampleSchedule schedule;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::vector<double> samples;  // seconds per launch
+  std::vector<int> probe_slots;
+  std::vector<int> nvml_mhz;  // NVML's SM clock readings during the samples
+  double median = 0;
+  bool* broken = nullptr;
+  ~Algo() {
+    if (*broken) return;  // nothing can be released in a broken context
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
 class CublasLtBackend final : public TimingBackend {
  public:
   static absl::StatusOr<std::unique_ptr<TimingBackend>> Create(int device) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);  // 0 when no driver is installed at all
+    cudaRuntimeGetVersion(&runtime);
+    if (e == cudaErrorInsufficientDriver && driver > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--backend=cublaslt: the NVIDIA driver supports CUDA ", VersionString(driver),
+          ", older than this build's runtime (CUDA ", VersionString(runtime),
+          "): update the driver, or build with a toolkit the driver supports"));
+    }
     if (e != cudaSuccess || count == 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("--backend=cublaslt needs a CUDA GPU, and this machine has none usable (",
@@ -149,8 +228,9 @@ class CublasLtBackend final : public TimingBackend {
   ~CublasLtBackend() override {
     if (broken_) return;  // a broken context cannot be torn down cleanly; the process exits
     cudaSetDevice(device_);
-    if (workspace_) cudaFree(workspace_);
-    if (clock_) cudaFree(clock_);
+    for (void* p : {workspace_, static_cast<void*>(probes_), static_cast<void*>(one_)}) {
+      if (p) cudaFree(p);
+    }
     if (start_) cudaEventDestroy(start_);
     if (stop_) cudaEventDestroy(stop_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -204,6 +284,12 @@ class CublasLtBackend final : public TimingBackend {
         absl::StrCat(what, ": ", cublasLtGetStatusName(s), ": ", cublasLtGetStatusString(s)));
   }
 
+  template <typename T>
+  absl::Status SetDesc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a, const T& v,
+                       absl::string_view what) {
+    return Blas(cublasLtMatmulDescSetAttribute(d, a, &v, sizeof(v)), what);
+  }
+
   absl::Status Init() {
     if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return Cuda(e, "cudaSetDevice");
     cudaDeviceProp prop{};
@@ -211,9 +297,14 @@ class CublasLtBackend final : public TimingBackend {
       return Cuda(e, "cudaGetDeviceProperties");
     }
     int clock_khz = 0;
-    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device_);
+    if (cudaError_t e = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device_);
+        e != cudaSuccess) {
+      return Cuda(e, "cudaDeviceGetAttribute");
+    }
     int runtime = 0;
-    cudaRuntimeGetVersion(&runtime);
+    if (cudaError_t e = cudaRuntimeGetVersion(&runtime); e != cudaSuccess) {
+      return Cuda(e, "cudaRuntimeGetVersion");
+    }
     const size_t lt = cublasLtGetVersion();
     cc_ = prop.major * 10 + prop.minor;
     l2_bytes_ = prop.l2CacheSize;
@@ -224,131 +315,98 @@ class CublasLtBackend final : public TimingBackend {
     fp_.set_l2_bytes(prop.l2CacheSize);
     fp_.set_max_sm_clock_mhz(clock_khz / 1000);
     fp_.set_driver_version(DriverVersion());
-    fp_.set_cuda_runtime_version(absl::StrCat(runtime / 1000, ".", (runtime % 1000) / 10));
+    fp_.set_cuda_runtime_version(VersionString(runtime));
     fp_.set_cublaslt_version(absl::StrCat(lt / 10000, ".", (lt / 100) % 100, ".", lt % 100));
     fp_.set_backend("cublaslt");
     fp_.set_catalog_name(CatalogNameForDevice(prop.name, prop.multiProcessorCount,
                                               static_cast<int64_t>(prop.totalGlobalMem)));
+    if (absl::StatusOr<const GpuSpec*> g = FindGpu(fp_.catalog_name()); g.ok()) gpu_ = *g;
+    char bus[32] = {0};
+    if (cudaDeviceGetPCIBusId(bus, sizeof(bus), device_) == cudaSuccess) {
+      clocks_ = ClockSampler::Open(bus, &clock_why_);
+    }
     if (absl::Status st = Blas(cublasLtCreate(&handle_), "cublasLtCreate"); !st.ok()) return st;
     if (cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
         e != cudaSuccess) {
       return Cuda(e, "cudaStreamCreate");
     }
-    if (cudaError_t e = cudaMalloc(&workspace_, kWorkspaceBytes); e != cudaSuccess) {
+    workspace_bytes_ = FrameworkWorkspaceBytes(cc_);
+    if (cudaError_t e = cudaMalloc(&workspace_, workspace_bytes_); e != cudaSuccess) {
       return Cuda(e, "workspace");
     }
-    if (cudaError_t e = cudaMalloc(&clock_, 2 * sizeof(unsigned long long)); e != cudaSuccess) {
-      return Cuda(e, "clock probe");
+    if (cudaError_t e = cudaMalloc(&probes_, 2 * kProbeSlots * sizeof(unsigned long long));
+        e != cudaSuccess) {
+      return Cuda(e, "clock probes");
+    }
+    // FP8 scale factors (1.0, in the compute type) for A and B.
+    const float one = 1.0f;
+    if (cudaError_t e = cudaMalloc(&one_, sizeof(float)); e != cudaSuccess) {
+      return Cuda(e, "scale");
+    }
+    if (cudaError_t e = cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice);
+        e != cudaSuccess) {
+      return Cuda(e, "scale");
     }
     if (cudaError_t e = cudaEventCreate(&start_); e != cudaSuccess) return Cuda(e, "event");
     if (cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) return Cuda(e, "event");
     return absl::OkStatus();
   }
 
-  bool Supports(DType d) const {
-    switch (d) {
-      case DType::kFp16:
-      case DType::kFp32:
-        return true;
-      case DType::kBf16:
-      case DType::kTf32:
-        return cc_ >= 80;
-      case DType::kFp8E4M3:
-        return cc_ >= 89;
-    }
-    return false;
-  }
-
-  struct AlgoResult {
-    int index = 0;                // in the heuristic's list
-    std::vector<double> samples;  // seconds per launch
-    double median = 0;
-    int launches = 1;  // per sample
-  };
-
-  // The operands of one GEMM in cuBLAS terms (column-major): D[m×n] = op(A)·op(B) with cuBLAS
-  // m = our N, n = our M, k = K; see proto Layout.
-  struct Operands {
-    cublasOperation_t op_a, op_b;
-    int64_t m, n, k, batch;
-    int64_t a_rows, a_cols, lda, b_rows, b_cols, ldb, ldd;
-    int64_t a_elems() const { return a_rows * a_cols; }
-    int64_t b_elems() const { return b_rows * b_cols; }
-    int64_t d_elems() const { return m * n; }
-  };
-
-  static Operands MakeOperands(const GemmKey& key) {
-    Operands o{};
-    o.m = key.shape.n;
-    o.n = key.shape.m;
-    o.k = key.shape.k;
-    o.batch = key.shape.batch;
-    const bool ta = key.layout == Layout::kTN;  // op(A) = Aᵀ
-    const bool tb = key.layout == Layout::kNT;  // op(B) = Bᵀ
-    o.op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-    o.op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    o.a_rows = ta ? o.k : o.m;
-    o.a_cols = ta ? o.m : o.k;
-    o.b_rows = tb ? o.n : o.k;
-    o.b_cols = tb ? o.k : o.n;
-    o.lda = o.a_rows;
-    o.ldb = o.b_rows;
-    o.ldd = o.m;
-    return o;
+  static void Beat(const TimingParams& params, absl::string_view phase) {
+    if (params.heartbeat) params.heartbeat(phase);
   }
 
   absl::StatusOr<v1::GemmTiming> TimeLocked(const GemmKey& key, const TimingParams& params) {
-    if (!Supports(key.dtype)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(fp_.name(), " (compute capability ", cc_ / 10, ".", cc_ % 10,
-                       ") cannot run ", DTypeName(key.dtype), " GEMMs on tensor cores"));
-    }
-    if (key.dtype == DType::kFp8E4M3 && key.layout != Layout::kTN) {
-      return absl::FailedPreconditionError(
-          "cuBLASLt runs FP8 GEMMs only in the TN layout (A transposed, B not)");
-    }
-    const TypeInfo ty = Types(key.dtype);
-    const Operands o = MakeOperands(key);
-    const int64_t a_bytes = o.a_elems() * o.batch * ty.ab_bytes;
-    const int64_t b_bytes = o.b_elems() * o.batch * ty.ab_bytes;
-    const int64_t d_bytes = o.d_elems() * o.batch * ty.cd_bytes;
-    const int64_t set_bytes = a_bytes + b_bytes + d_bytes;
-
-    // Memory check before any allocation.
+    const EngineOptions options = EngineOptionsOf(params);
+    // 1. The plan, before any allocation.
     size_t free = 0, total = 0;
     if (absl::Status st = Cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"); !st.ok()) {
       return st;
     }
-    const int64_t usable = static_cast<int64_t>(free) - kMemoryMargin;
-    if (set_bytes > usable) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(GemmKeyString(key), " needs ", set_bytes >> 20, " MiB of device memory; ",
-                       std::max<int64_t>(usable, 0) >> 20, " MiB are free on ", fp_.name()));
+    DeviceLimits limits;
+    limits.compute_capability = cc_;
+    limits.l2_bytes = l2_bytes_;
+    limits.free_bytes = static_cast<int64_t>(free) + workspace_bytes_;  // ours is allocated
+    limits.margin_bytes = kMemoryMargin;
+    absl::StatusOr<GemmPlan> planned = PlanGemm(key, limits, options);
+    if (!planned.ok()) {
+      return absl::Status(planned.status().code(),
+                          absl::StrCat(planned.status().message(), " (", fp_.name(), ")"));
     }
-    const int sets = InputSets(set_bytes, l2_bytes_, usable, params.warm_l2);
-    const bool cold = !params.warm_l2 && sets * set_bytes >= 2 * l2_bytes_;
+    const GemmPlan& plan = *planned;
+    if (gpu_ != nullptr) {
+      // A launch the catalog predicts past the watchdog is refused before it runs.
+      if (absl::Status st = CheckWatchdog(PredictGemm(*gpu_, key).time_s, options, key); !st.ok()) {
+        return st;
+      }
+    }
+    const TypeInfo ty = Types(key.dtype);
 
-    std::vector<std::unique_ptr<DeviceBuffer>> a(sets), b(sets), d(sets);
-    for (int s = 0; s < sets; ++s) {
-      a[s] = std::make_unique<DeviceBuffer>();
-      b[s] = std::make_unique<DeviceBuffer>();
-      d[s] = std::make_unique<DeviceBuffer>();
-      if (absl::Status st = Cuda(a[s]->Allocate(a_bytes), "cudaMalloc A"); !st.ok()) return st;
-      if (absl::Status st = Cuda(b[s]->Allocate(b_bytes), "cudaMalloc B"); !st.ok()) return st;
-      if (absl::Status st = Cuda(d[s]->Allocate(d_bytes), "cudaMalloc D"); !st.ok()) return st;
-      const uint64_t seed = (static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) << 8) + s;
-      if (absl::Status st = Cuda(cuda::FillRandom(a[s]->get(), o.a_elems() * o.batch, ty.ab_elem,
-                                                  seed * 2 + 1, stream_),
-                                 "fill A");
+    // 2. Inputs: every set of an operand in one buffer.
+    OperandSets a, b, d;
+    for (auto [ops, bytes, what] :
+         {std::tuple<OperandSets*, int64_t, const char*>{&a, plan.a_bytes, "A"},
+          {&b, plan.b_bytes, "B"},
+          {&d, plan.d_bytes, "D"}}) {
+      ops->stride = (bytes + kAlign - 1) / kAlign * kAlign;
+      if (absl::Status st = Cuda(ops->buffer.Allocate(static_cast<size_t>(ops->stride) * plan.sets),
+                                 absl::StrCat("cudaMalloc ", what, " (", plan.sets, " sets)"));
           !st.ok()) {
         return st;
       }
-      if (absl::Status st = Cuda(cuda::FillRandom(b[s]->get(), o.b_elems() * o.batch, ty.ab_elem,
-                                                  seed * 2 + 2, stream_),
-                                 "fill B");
-          !st.ok()) {
-        return st;
-      }
+    }
+    const uint64_t seed = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
+    if (absl::Status st = Cuda(cuda::FillRandom(a.at(0), a.stride / ty.ab_bytes * plan.sets,
+                                                ty.ab_elem, seed * 2 + 1, stream_),
+                               "fill A");
+        !st.ok()) {
+      return st;
+    }
+    if (absl::Status st = Cuda(cuda::FillRandom(b.at(0), b.stride / ty.ab_bytes * plan.sets,
+                                                ty.ab_elem, seed * 2 + 2, stream_),
+                               "fill B");
+        !st.ok()) {
+      return st;
     }
 
     // Descriptors.
@@ -366,31 +424,64 @@ class CublasLtBackend final : public TimingBackend {
         !st.ok()) {
       return st;
     }
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &o.op_a, sizeof(o.op_a));
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &o.op_b, sizeof(o.op_b));
-    auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t t, int64_t rows, int64_t cols,
-                      int64_t ldim) -> absl::Status {
-      if (auto st = Blas(cublasLtMatrixLayoutCreate(l, t, rows, cols, ldim), "matrix layout");
+    const cublasOperation_t op_a = plan.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = plan.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (auto st = SetDesc(op, CUBLASLT_MATMUL_DESC_TRANSA, op_a, "TRANSA"); !st.ok()) return st;
+    if (auto st = SetDesc(op, CUBLASLT_MATMUL_DESC_TRANSB, op_b, "TRANSB"); !st.ok()) return st;
+    if (plan.fp8) {
+      const int8_t fast = plan.fp8_fast_accumulation ? 1 : 0;
+      const void* scale = one_;
+      if (auto st = SetDesc(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast, "FAST_ACCUM"); !st.ok()) {
+        return st;
+      }
+      if (auto st = SetDesc(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scale, "A_SCALE_POINTER");
           !st.ok()) {
         return st;
       }
-      if (o.batch > 1) {
-        const int32_t count = static_cast<int32_t>(o.batch);
-        const int64_t stride = rows * cols;
-        cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
-                                         sizeof(count));
-        cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                         sizeof(stride));
+      if (auto st = SetDesc(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scale, "B_SCALE_POINTER");
+          !st.ok()) {
+        return st;
+      }
+    }
+    auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t t, int64_t rows, int64_t cols,
+                      int64_t ldim, int64_t stride) -> absl::Status {
+      if (auto st = Blas(cublasLtMatrixLayoutCreate(l, t, static_cast<uint64_t>(rows),
+                                                    static_cast<uint64_t>(cols), ldim),
+                         "matrix layout");
+          !st.ok()) {
+        return st;
+      }
+      if (plan.batch > 1) {
+        const int32_t count = static_cast<int32_t>(plan.batch);
+        if (auto st = Blas(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                            &count, sizeof(count)),
+                           "BATCH_COUNT");
+            !st.ok()) {
+          return st;
+        }
+        if (auto st =
+                Blas(cublasLtMatrixLayoutSetAttribute(
+                         *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+                     "STRIDED_BATCH_OFFSET");
+            !st.ok()) {
+          return st;
+        }
       }
       return absl::OkStatus();
     };
-    if (auto st = layout(&la, ty.ab, o.a_rows, o.a_cols, o.lda); !st.ok()) return st;
-    if (auto st = layout(&lb, ty.ab, o.b_rows, o.b_cols, o.ldb); !st.ok()) return st;
-    if (auto st = layout(&ld, ty.cd, o.m, o.n, o.ldd); !st.ok()) return st;
+    const int64_t a_rows = plan.trans_a ? plan.k : plan.m, a_cols = plan.trans_a ? plan.m : plan.k;
+    const int64_t b_rows = plan.trans_b ? plan.n : plan.k, b_cols = plan.trans_b ? plan.k : plan.n;
+    if (auto st = layout(&la, ty.ab, a_rows, a_cols, plan.lda, plan.a_elems); !st.ok()) return st;
+    if (auto st = layout(&lb, ty.ab, b_rows, b_cols, plan.ldb, plan.b_elems); !st.ok()) return st;
+    if (auto st = layout(&ld, ty.cd, plan.m, plan.n, plan.ldd, plan.d_elems); !st.ok()) return st;
     if (auto st = Blas(cublasLtMatmulPreferenceCreate(&pref), "preference"); !st.ok()) return st;
-    const size_t ws = kWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
-                                         sizeof(ws));
+    const uint64_t ws = static_cast<uint64_t>(plan.workspace_bytes);
+    if (auto st = Blas(cublasLtMatmulPreferenceSetAttribute(
+                           pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+                       "MAX_WORKSPACE_BYTES");
+        !st.ok()) {
+      return st;
+    }
     std::vector<cublasLtMatmulHeuristicResult_t> heur(params.autotune ? params.top_k : 1);
     int returned = 0;
     if (auto st = Blas(
@@ -407,159 +498,284 @@ class CublasLtBackend final : public TimingBackend {
 
     const float alpha = 1.0f, beta = 0.0f;
     auto launch = [&](const cublasLtMatmulAlgo_t& algo, int s) {
-      return cublasLtMatmul(handle_, op, &alpha, a[s]->get(), la, b[s]->get(), lb, &beta,
-                            d[s]->get(), ld, d[s]->get(), ld, &algo, workspace_, kWorkspaceBytes,
-                            stream_);
+      return cublasLtMatmul(handle_, op, &alpha, a.at(s), la, b.at(s), lb, &beta, d.at(s), ld,
+                            d.at(s), ld, &algo, workspace_,
+                            static_cast<size_t>(plan.workspace_bytes), stream_);
     };
 
-    std::vector<AlgoResult> results;
+    // 3 and 4: check, size, capture, warm up and sample each algorithm.
+    std::vector<std::unique_ptr<Algo>> algos;
     for (int h = 0; h < returned; ++h) {
       if (heur[h].state != CUBLAS_STATUS_SUCCESS) continue;
-      // Correctness: a poisoned output, one run, every element finite, samples match.
-      if (auto st = CheckOnce(heur[h].algo, launch, o, ty, a[0]->get(), b[0]->get(), d[0]->get());
-          !st.ok()) {
+      auto algo = std::make_unique<Algo>();
+      algo->index = h;
+      algo->algo = heur[h].algo;
+      algo->broken = &broken_;
+      absl::Status st = PrepareAndSample(key, plan, ty, options, params, a, b, d, launch, *algo);
+      if (!st.ok()) {
+        // The heuristic's first choice must work (it is what a framework runs); a top-k
+        // alternative that fails is skipped, not reported as the best.
         if (h == 0 || broken_) return st;
-        continue;  // a top-k alternative that fails is skipped, not reported as the best
-      }
-      absl::StatusOr<AlgoResult> r = Sample(heur[h].algo, launch, sets, params, h);
-      if (!r.ok()) {
-        if (h == 0 || broken_) return r.status();
         continue;
       }
-      results.push_back(std::move(*r));
+      algos.push_back(std::move(algo));
     }
-    if (results.empty()) {
+    if (algos.empty()) {
       return absl::FailedPreconditionError(
           absl::StrCat("none of the ", returned, " algorithms cuBLASLt's heuristic offered for ",
                        GemmKeyString(key), " could run"));
     }
-    const AlgoResult* best = &results[0];
-    for (const AlgoResult& r : results) {
-      if (r.median < best->median) best = &r;
+    Algo* best = algos[0].get();
+    for (auto& r : algos) {
+      if (r->median < best->median) best = r.get();
     }
-    // The SM clock right after the samples (the clocks under this load).
-    int sm_mhz = 0;
-    if (Cuda(cuda::ProbeClock(clock_, 200000, stream_), "clock probe").ok()) {
-      unsigned long long host[2] = {0, 0};
-      if (Cuda(cudaMemcpyAsync(host, clock_, sizeof(host), cudaMemcpyDeviceToHost, stream_),
-               "clock copy")
-              .ok() &&
-          Cuda(cudaStreamSynchronize(stream_), "clock sync").ok() && host[1] > 0) {
-        sm_mhz = static_cast<int>(
-            std::lround(1000.0 * static_cast<double>(host[0]) / static_cast<double>(host[1])));
+    Algo* first = algos[0]->index == 0 ? algos[0].get() : nullptr;
+
+    // 5. Autotuning: the reported samples come from re-timing.
+    if (params.autotune) {
+      std::vector<Algo*> reported = {best};
+      if (first != nullptr && first != best) reported.push_back(first);
+      if (absl::Status st = Retime(reported, params); !st.ok()) return st;
+      if (reported.size() == 2 && reported[1]->median < reported[0]->median) {
+        best = reported[1];  // re-timing reversed the order: report the faster
       }
+    }
+    // 6. The clock during the reported samples.
+    int sm_mhz = MedianMhz(best->nvml_mhz);
+    std::string clock_source = sm_mhz > 0 ? "nvml" : "";
+    if (sm_mhz == 0) {
+      absl::StatusOr<int> probed = ProbedMhz(*best);
+      if (!probed.ok()) return probed.status();
+      sm_mhz = *probed;
+      if (sm_mhz > 0) clock_source = "probe";
     }
     if (broken_) return absl::InternalError("sticky CUDA error after timing");
 
-    int algo_id = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&heur[best->index].algo, CUBLASLT_ALGO_CONFIG_ID, &algo_id,
-                                         sizeof(algo_id), nullptr);
+    int32_t algo_id = 0;
+    if (auto st = Blas(cublasLtMatmulAlgoConfigGetAttribute(&best->algo, CUBLASLT_ALGO_CONFIG_ID,
+                                                            &algo_id, sizeof(algo_id), nullptr),
+                       "ALGO_CONFIG_ID");
+        !st.ok()) {
+      return st;
+    }
     v1::GemmTiming t = TimingOf(key);
     const SampleStats stats = Summarize(best->samples);
-    const double p10 = stats.p10, p90 = stats.p90, spread = stats.relative_spread;
-    t.set_time_s(best->median);
-    t.set_tflops(GemmFlops(key.shape) / best->median / 1e12);
-    v1::TimingStats* st = t.mutable_stats();
-    st->set_median_s(best->median);
-    st->set_p10_s(p10);
-    st->set_p90_s(p90);
-    st->set_samples(static_cast<int32_t>(best->samples.size()));
-    st->set_relative_spread(spread);
-    st->set_sm_clock_mhz(sm_mhz);
-    st->set_algorithm_id(algo_id);
-    st->set_heuristic_waves(heur[best->index].wavesCount);
-    if (params.autotune && results[0].index == 0) {
-      int first_id = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&heur[0].algo, CUBLASLT_ALGO_CONFIG_ID, &first_id,
-                                           sizeof(first_id), nullptr);
-      st->set_heuristic_median_s(results[0].median);
-      st->set_heuristic_algorithm_id(first_id);
+    t.set_time_s(stats.median);
+    t.set_tflops(GemmFlops(key.shape) / stats.median / 1e12);
+    v1::TimingStats* s = t.mutable_stats();
+    s->set_median_s(stats.median);
+    s->set_p10_s(stats.p10);
+    s->set_p90_s(stats.p90);
+    s->set_samples(static_cast<int32_t>(best->samples.size()));
+    s->set_relative_spread(stats.relative_spread);
+    s->set_sm_clock_mhz(sm_mhz);
+    s->set_clock_source(clock_source);
+    s->set_algorithm_id(algo_id);
+    s->set_heuristic_waves(heur[best->index].wavesCount);
+    if (params.autotune && first != nullptr) {
+      int32_t first_id = 0;
+      if (auto st = Blas(cublasLtMatmulAlgoConfigGetAttribute(&first->algo, CUBLASLT_ALGO_CONFIG_ID,
+                                                              &first_id, sizeof(first_id), nullptr),
+                         "ALGO_CONFIG_ID");
+          !st.ok()) {
+        return st;
+      }
+      s->set_heuristic_median_s(first->median);
+      s->set_heuristic_algorithm_id(first_id);
     }
-    st->set_launches_per_sample(best->launches);
-    st->set_cold_l2(cold);
+    const int launches = best->schedule.launches_per_sample;
+    double sampled = 0;
+    for (double v : best->samples) sampled += v * launches;
+    s->set_launches_per_sample(launches);
+    s->set_sampled_s(sampled);
+    s->set_cold_l2(best->schedule.cold_l2);
+    s->set_engine(EngineMethod(plan, best->schedule, options));
     v1::Provenance* prov = t.mutable_provenance();
     prov->set_source(v1::SOURCE_MEASURED);
-    prov->set_method(TimingMethod("cublaslt", params.autotune, params.warm_l2));
+    // The L2 state achieved, not the one asked for (tiny operands cannot make L2 cold).
+    prov->set_method(TimingMethod("cublaslt", params.autotune, !best->schedule.cold_l2));
     *prov->mutable_device() = fp_;
     prov->set_samples(static_cast<int32_t>(best->samples.size()));
-    prov->set_relative_spread(spread);
+    prov->set_relative_spread(stats.relative_spread);
     prov->mutable_measured_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
     return t;
   }
 
+  // Check one algorithm, size its sample from the check's launch, capture, warm up and sample.
   template <typename Launch>
-  absl::Status CheckOnce(const cublasLtMatmulAlgo_t& algo, const Launch& launch, const Operands& o,
-                         const TypeInfo& ty, const void* a, const void* b, void* d) {
-    if (auto st = Cuda(cuda::FillNaN(d, o.d_elems() * o.batch, ty.cd_elem, stream_), "poison D");
+  absl::Status PrepareAndSample(const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty,
+                                const EngineOptions& options, const TimingParams& params,
+                                const OperandSets& a, const OperandSets& b, const OperandSets& d,
+                                const Launch& launch, Algo& algo) {
+    Beat(params, "check");
+    absl::StatusOr<double> launch_s = CheckOnce(key, plan, ty, a, b, d, launch, algo.algo);
+    if (!launch_s.ok()) return launch_s.status();
+    if (absl::Status st = CheckWatchdog(*launch_s, options, key); !st.ok()) return st;
+    algo.schedule = ScheduleSamples(*launch_s, plan.sets, plan.set_bytes, l2_bytes_, options);
+    if (!options.warm_l2 && !algo.schedule.cold_l2 && plan.sets < kMaxInputSets) {
+      return absl::InternalError("the sample schedule does not reach a cold L2 (engine defect)");
+    }
+    // Capture L launches going round the sets.
+    if (auto st = Cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                       "graph capture");
         !st.ok()) {
       return st;
     }
-    if (auto st = Blas(launch(algo, 0), "cublasLtMatmul"); !st.ok()) return st;
-    // Sample positions: the four corners, then spread pseudo-randomly; batches spread too.
-    std::vector<int64_t> host(3 * kCheckSamples);
-    uint64_t x = 0x9e3779b97f4a7c15ULL;
-    for (int s = 0; s < kCheckSamples; ++s) {
-      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-      int64_t row = static_cast<int64_t>((x >> 11) % static_cast<uint64_t>(o.m));
-      int64_t col = static_cast<int64_t>((x >> 29) % static_cast<uint64_t>(o.n));
-      if (s < 4) {
-        row = (s & 1) ? o.m - 1 : 0;
-        col = (s & 2) ? o.n - 1 : 0;
+    cublasStatus_t capture_status = CUBLAS_STATUS_SUCCESS;
+    for (int i = 0;
+         i < algo.schedule.launches_per_sample && capture_status == CUBLAS_STATUS_SUCCESS; ++i) {
+      capture_status = launch(algo.algo, i % plan.sets);
+    }
+    const cudaError_t end = cudaStreamEndCapture(stream_, &algo.graph);
+    if (auto st = Blas(capture_status, "cublasLtMatmul (capture)"); !st.ok()) return st;
+    if (auto st = Cuda(end, "graph capture"); !st.ok()) return st;
+    if (auto st = Cuda(cudaGraphInstantiate(&algo.exec, algo.graph, 0), "graph instantiate");
+        !st.ok()) {
+      return st;
+    }
+    // Warm-up, synchronising about twice a second so that heartbeats keep flowing.
+    const double replay_s = *launch_s * algo.schedule.launches_per_sample;
+    const int per_sync = static_cast<int>(std::clamp(std::floor(0.5 / replay_s), 1.0, 1000.0));
+    for (int i = 0; i < algo.schedule.warmup_replays; ++i) {
+      if (auto st = Cuda(cudaGraphLaunch(algo.exec, stream_), "graph launch"); !st.ok()) return st;
+      if ((i + 1) % per_sync == 0 || i + 1 == algo.schedule.warmup_replays) {
+        if (auto st = Cuda(cudaStreamSynchronize(stream_), "warm-up"); !st.ok()) return st;
+        Beat(params, "warm-up");
       }
-      host[s] = row;
-      host[kCheckSamples + s] = col;
-      host[2 * kCheckSamples + s] = (s * (o.batch - 1)) / std::max(kCheckSamples - 1, 1);
     }
-    DeviceBuffer idx, out, bad;
-    if (auto st = Cuda(idx.Allocate(host.size() * sizeof(int64_t)), "check alloc"); !st.ok()) {
+    StoppingRule rule = Rule(algo, params);
+    // Without autotuning these samples are the reported ones: NVML samples the clock meanwhile.
+    const bool clocked = clocks_ != nullptr && !params.autotune;
+    if (clocked) clocks_->Start();
+    absl::Cleanup stop_clocks = [&] {
+      if (clocked) algo.nvml_mhz = clocks_->Stop();
+    };
+    const absl::Time start = absl::Now();
+    int slot = 0;
+    while (true) {
+      absl::StatusOr<double> v = TimedReplay(algo, slot++ % (kProbeSlots - 1));
+      if (!v.ok()) return v.status();
+      algo.samples.push_back(*v);
+      Beat(params, "sampling");
+      if (rule.Done(algo.samples, absl::ToDoubleSeconds(absl::Now() - start))) break;
+    }
+    algo.median = Percentile(algo.samples, 0.5);
+    return absl::OkStatus();
+  }
+
+  StoppingRule Rule(const Algo& algo, const TimingParams& params) const {
+    StoppingRule rule;
+    rule.target_spread = params.target_spread;
+    rule.budget_s = params.max_seconds;
+    rule.min_samples = algo.schedule.min_samples;
+    rule.min_sampled_s = algo.schedule.min_sampled_s;
+    rule.sample_scale = algo.schedule.launches_per_sample;
+    return rule;
+  }
+
+  // One sample: blocking kernel, start, one replay, stop, clock probe into `slot`. Seconds per
+  // launch.
+  absl::StatusOr<double> TimedReplay(Algo& algo, int slot) {
+    if (auto st = Cuda(cuda::ProbeClock(probes_ + 2 * (kProbeSlots - 1), kBlockingNs, stream_),
+                       "blocking kernel");
+        !st.ok()) {
       return st;
     }
-    if (auto st = Cuda(out.Allocate(3 * kCheckSamples * sizeof(float)), "check alloc"); !st.ok()) {
+    if (auto st = Cuda(cudaEventRecord(start_, stream_), "event"); !st.ok()) return st;
+    if (auto st = Cuda(cudaGraphLaunch(algo.exec, stream_), "graph launch"); !st.ok()) return st;
+    if (auto st = Cuda(cudaEventRecord(stop_, stream_), "event"); !st.ok()) return st;
+    if (auto st = Cuda(cuda::ProbeClock(probes_ + 2 * slot, kProbeNs, stream_), "clock probe");
+        !st.ok()) {
       return st;
     }
+    if (auto st = Cuda(cudaEventSynchronize(stop_), "event sync"); !st.ok()) return st;
+    float ms = 0;
+    if (auto st = Cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+        !st.ok()) {
+      return st;
+    }
+    algo.probe_slots.push_back(slot);
+    return ms * 1e-3 / algo.schedule.launches_per_sample;
+  }
+
+  // Autotuning: the winner and the heuristic's first choice, re-timed alternately from fresh
+  // samples, so that neither is favoured by the selection or by a cooler GPU.
+  absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params) {
+    std::vector<StoppingRule> rules;
+    for (Algo* a : algos) {
+      a->samples.clear();
+      a->probe_slots.clear();
+      rules.push_back(Rule(*a, params));
+    }
+    if (clocks_) clocks_->Start();
+    absl::Cleanup stop_clocks = [&] {
+      if (!clocks_) return;
+      const std::vector<int> readings = clocks_->Stop();
+      for (Algo* a : algos) a->nvml_mhz = readings;  // alternating: the same stretch of work
+    };
+    const absl::Time start = absl::Now();
+    int slot = 0;
+    while (true) {
+      bool done = true;
+      for (size_t i = 0; i < algos.size(); ++i) {
+        absl::StatusOr<double> v = TimedReplay(*algos[i], slot++ % (kProbeSlots - 1));
+        if (!v.ok()) return v.status();
+        algos[i]->samples.push_back(*v);
+        done = done && rules[i].Done(algos[i]->samples, absl::ToDoubleSeconds(absl::Now() - start));
+      }
+      Beat(params, "re-timing");
+      if (done) break;
+    }
+    for (Algo* a : algos) a->median = Percentile(a->samples, 0.5);
+    return absl::OkStatus();
+  }
+
+  // The median SM clock of the probes queued after `algo`'s samples, MHz (0 when none read).
+  absl::StatusOr<int> ProbedMhz(const Algo& algo) {
+    std::vector<unsigned long long> host(2 * kProbeSlots);
+    if (auto st = Cuda(cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]),
+                                       cudaMemcpyDeviceToHost, stream_),
+                       "clock copy");
+        !st.ok()) {
+      return st;
+    }
+    if (auto st = Cuda(cudaStreamSynchronize(stream_), "clock sync"); !st.ok()) return st;
+    std::vector<int> mhz;
+    for (int slot : algo.probe_slots) {
+      const unsigned long long cycles = host[2 * slot], ns = host[2 * slot + 1];
+      if (ns > 0) mhz.push_back(static_cast<int>(std::lround(1000.0 * cycles / ns)));
+    }
+    return MedianMhz(mhz);
+  }
+
+  // One launch into a NaN-poisoned output, timed; every output element finite; sampled elements
+  // against the host's row-major reference. Returns the launch's duration, seconds.
+  template <typename Launch>
+  absl::StatusOr<double> CheckOnce(const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty,
+                                   const OperandSets& a, const OperandSets& b, const OperandSets& d,
+                                   const Launch& launch, const cublasLtMatmulAlgo_t& algo) {
+    if (auto st = Cuda(cuda::FillNaN(d.at(0), plan.d_elems * plan.batch, ty.cd_elem, stream_),
+                       "poison D");
+        !st.ok()) {
+      return st;
+    }
+    if (auto st = Cuda(cudaEventRecord(start_, stream_), "event"); !st.ok()) return st;
+    if (auto st = Blas(launch(algo, 0), "cublasLtMatmul"); !st.ok()) return st;
+    if (auto st = Cuda(cudaEventRecord(stop_, stream_), "event"); !st.ok()) return st;
+    if (auto st = Cuda(cudaEventSynchronize(stop_), "check sync"); !st.ok()) return st;
+    float ms = 0;
+    if (auto st = Cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+        !st.ok()) {
+      return st;
+    }
+    DeviceBuffer bad;
     if (auto st = Cuda(bad.Allocate(sizeof(unsigned long long)), "check alloc"); !st.ok()) {
       return st;
     }
-    if (auto st = Cuda(cudaMemcpyAsync(idx.get(), host.data(), host.size() * sizeof(int64_t),
-                                       cudaMemcpyHostToDevice, stream_),
-                       "check copy");
-        !st.ok()) {
-      return st;
-    }
-    cuda::ReferenceArgs r;
-    r.a = a;
-    r.b = b;
-    r.d = d;
-    r.ab_elem = ty.ab_elem;
-    r.d_elem = ty.cd_elem;
-    r.trans_a = o.op_a == CUBLAS_OP_T;
-    r.trans_b = o.op_b == CUBLAS_OP_T;
-    r.k = o.k;
-    r.lda = o.lda;
-    r.ldb = o.ldb;
-    r.ldd = o.ldd;
-    r.stride_a = o.a_elems();
-    r.stride_b = o.b_elems();
-    r.stride_d = o.d_elems();
-    r.samples = kCheckSamples;
-    r.rows = idx.get<int64_t>();
-    r.cols = idx.get<int64_t>() + kCheckSamples;
-    r.batches = idx.get<int64_t>() + 2 * kCheckSamples;
-    r.ref = out.get<float>();
-    r.abs_sum = out.get<float>() + kCheckSamples;
-    r.got = out.get<float>() + 2 * kCheckSamples;
-    if (auto st = Cuda(cuda::ReferenceSamples(r, stream_), "reference"); !st.ok()) return st;
-    if (auto st = Cuda(cuda::CountNonFinite(d, o.d_elems() * o.batch, ty.cd_elem,
+    unsigned long long nonfinite = 0;
+    if (auto st = Cuda(cuda::CountNonFinite(d.at(0), plan.d_elems * plan.batch, ty.cd_elem,
                                             bad.get<unsigned long long>(), stream_),
                        "finiteness check");
-        !st.ok()) {
-      return st;
-    }
-    std::vector<float> vals(3 * kCheckSamples);
-    unsigned long long nonfinite = 0;
-    if (auto st = Cuda(cudaMemcpyAsync(vals.data(), out.get(), vals.size() * sizeof(float),
-                                       cudaMemcpyDeviceToHost, stream_),
-                       "check copy");
         !st.ok()) {
       return st;
     }
@@ -575,83 +791,81 @@ class CublasLtBackend final : public TimingBackend {
                                               " output elements are NaN or infinite after the "
                                               "GEMM (unwritten or wrong): refusing to time it"));
     }
-    for (int s = 0; s < kCheckSamples; ++s) {
-      const double ref = vals[s], abs_sum = vals[kCheckSamples + s],
-                   got = vals[2 * kCheckSamples + s];
-      const double tol = ty.out_rel * std::fabs(ref) + ty.acc_rel * abs_sum + 1e-6;
-      if (!(std::fabs(got - ref) <= tol)) {
-        return absl::InternalError(
-            absl::StrCat("correctness check: output (", host[s], ", ", host[kCheckSamples + s],
-                         ") of batch ", host[2 * kCheckSamples + s], " is ", got,
-                         ", the reference ", ref, " (tolerance ", tol, "): refusing to time it"));
-      }
-    }
-    return absl::OkStatus();
-  }
-
-  // The timing loop for one algorithm: L launches (rotating over the input sets) captured in a
-  // graph; warm-up; replays timed with events until the spread target or the budget is reached.
-  template <typename Launch>
-  absl::StatusOr<AlgoResult> Sample(const cublasLtMatmulAlgo_t& algo, const Launch& launch,
-                                    int sets, const TimingParams& params, int index) {
-    AlgoResult r;
-    r.index = index;
-    // A first estimate of one launch, to choose L.
-    if (auto st = Cuda(cudaEventRecord(start_, stream_), "event"); !st.ok()) return st;
-    for (int i = 0; i < 3; ++i) {
-      if (auto st = Blas(launch(algo, i % sets), "cublasLtMatmul"); !st.ok()) return st;
-    }
-    if (auto st = Cuda(cudaEventRecord(stop_, stream_), "event"); !st.ok()) return st;
-    if (auto st = Cuda(cudaEventSynchronize(stop_), "event sync"); !st.ok()) return st;
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start_, stop_);
-    const double estimate = std::max(ms / 3.0 * 1e-3, 1e-7);
-    r.launches = LaunchesPerSample(estimate, kSampleTargetS, kMaxLaunchesPerSample);
-
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    absl::Cleanup free_graph = [&] {
-      if (exec) cudaGraphExecDestroy(exec);
-      if (graph) cudaGraphDestroy(graph);
-    };
-    if (auto st = Cuda(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
-                       "graph capture");
+    // Split-K partial sums kept in the output type round once more each.
+    int32_t splits = 1;
+    uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
+    if (auto st = Blas(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                                            &splits, sizeof(splits), nullptr),
+                       "SPLITK_NUM");
         !st.ok()) {
       return st;
     }
-    cublasStatus_t capture_status = CUBLAS_STATUS_SUCCESS;
-    for (int i = 0; i < r.launches && capture_status == CUBLAS_STATUS_SUCCESS; ++i) {
-      capture_status = launch(algo, i % sets);
-    }
-    cudaError_t end = cudaStreamEndCapture(stream_, &graph);
-    if (auto st = Blas(capture_status, "cublasLtMatmul (capture)"); !st.ok()) return st;
-    if (auto st = Cuda(end, "graph capture"); !st.ok()) return st;
-    if (auto st = Cuda(cudaGraphInstantiate(&exec, graph, 0), "graph instantiate"); !st.ok()) {
+    if (auto st =
+            Blas(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                                      &scheme, sizeof(scheme), nullptr),
+                 "REDUCTION_SCHEME");
+        !st.ok()) {
       return st;
     }
-    // Warm-up: at least one replay and about 50 ms of work, to settle clocks and caches.
-    const int warm =
-        static_cast<int>(std::clamp<double>(std::ceil(0.05 / (estimate * r.launches)), 1, 200));
-    for (int i = 0; i < warm; ++i) {
-      if (auto st = Cuda(cudaGraphLaunch(exec, stream_), "graph launch"); !st.ok()) return st;
+    const bool output_type_partials =
+        splits > 1 && (scheme == CUBLASLT_REDUCTION_SCHEME_INPLACE ||
+                       scheme == CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE);
+    // The sampled elements: the four corners of the first and last batch entries, then spread.
+    const GemmShape& s = key.shape;
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    std::vector<unsigned char> xv(static_cast<size_t>(s.k) * ty.ab_bytes),
+        wv(static_cast<size_t>(s.k) * ty.ab_bytes);
+    for (int n = 0; n < kCheckSamples; ++n) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      int64_t i = static_cast<int64_t>((x >> 11) % static_cast<uint64_t>(s.m));
+      int64_t j = static_cast<int64_t>((x >> 29) % static_cast<uint64_t>(s.n));
+      const int64_t batch = (n * (s.batch - 1)) / (kCheckSamples - 1);
+      if (n < 4) {
+        i = (n & 1) ? s.m - 1 : 0;
+        j = (n & 2) ? s.n - 1 : 0;
+      }
+      const ReferenceVectors v = RowMajorVectors(plan.run_layout, s, batch, i, j);
+      // cuBLAS's B buffer holds the left operand x, its A buffer the right operand w.
+      if (auto st = Fetch(b.at(0), v.x_offset, v.x_stride, s.k, ty.ab_bytes, xv.data()); !st.ok()) {
+        return st;
+      }
+      if (auto st = Fetch(a.at(0), v.w_offset, v.w_stride, s.k, ty.ab_bytes, wv.data()); !st.ok()) {
+        return st;
+      }
+      unsigned char cv[4] = {0, 0, 0, 0};
+      if (auto st = Fetch(d.at(0), v.c_offset, 1, 1, ty.cd_bytes, cv); !st.ok()) return st;
+      if (auto st = Cuda(cudaStreamSynchronize(stream_), "check sync"); !st.ok()) return st;
+      double exact = 0, abs_sum = 0;
+      for (int64_t kk = 0; kk < s.k; ++kk) {
+        const double p =
+            Decode(&xv[kk * ty.ab_bytes], ty.ab_elem) * Decode(&wv[kk * ty.ab_bytes], ty.ab_elem);
+        exact += p;
+        abs_sum += std::fabs(p);
+      }
+      const double got = Decode(cv, ty.cd_elem);
+      const double tol = CheckTolerance(key.dtype, plan.fp8_fast_accumulation, s.k, exact, abs_sum,
+                                        output_type_partials ? splits : 0);
+      if (!(std::fabs(got - exact) <= tol)) {
+        return absl::InternalError(absl::StrCat(
+            "correctness check: C[", i, "][", j, "] of batch ", batch, " is ", got,
+            ", the row-major reference ", exact, " (tolerance ", tol, "): refusing to time it"));
+      }
     }
-    if (auto st = Cuda(cudaStreamSynchronize(stream_), "warm-up"); !st.ok()) return st;
+    return ms * 1e-3;
+  }
 
-    StoppingRule rule;
-    rule.target_spread = params.target_spread;
-    rule.budget_s = params.max_seconds;
-    const absl::Time start = absl::Now();
-    while (true) {
-      if (auto st = Cuda(cudaEventRecord(start_, stream_), "event"); !st.ok()) return st;
-      if (auto st = Cuda(cudaGraphLaunch(exec, stream_), "graph launch"); !st.ok()) return st;
-      if (auto st = Cuda(cudaEventRecord(stop_, stream_), "event"); !st.ok()) return st;
-      if (auto st = Cuda(cudaEventSynchronize(stop_), "event sync"); !st.ok()) return st;
-      cudaEventElapsedTime(&ms, start_, stop_);
-      r.samples.push_back(ms * 1e-3 / r.launches);
-      if (rule.Done(r.samples, absl::ToDoubleSeconds(absl::Now() - start))) break;
+  // `count` elements of `bytes` each from `base` + offset, `stride` elements apart, to `out`.
+  absl::Status Fetch(const void* base, int64_t offset, int64_t stride, int64_t count, int bytes,
+                     void* out) {
+    const char* src = static_cast<const char*>(base) + offset * bytes;
+    if (stride == 1) {
+      return Cuda(cudaMemcpyAsync(out, src, static_cast<size_t>(count) * bytes,
+                                  cudaMemcpyDeviceToHost, stream_),
+                  "check copy");
     }
-    r.median = Percentile(r.samples, 0.5);
-    return r;
+    return Cuda(cudaMemcpy2DAsync(out, bytes, src, static_cast<size_t>(stride) * bytes, bytes,
+                                  static_cast<size_t>(count), cudaMemcpyDeviceToHost, stream_),
+                "check copy");
   }
 
   const int device_;
@@ -659,11 +873,16 @@ class CublasLtBackend final : public TimingBackend {
   bool broken_ = false;
   int cc_ = 0;
   int64_t l2_bytes_ = 0;
+  int64_t workspace_bytes_ = 0;
+  const GpuSpec* gpu_ = nullptr;  // the catalog's entry for this device, when it has one
+  std::unique_ptr<ClockSampler> clocks_;
+  std::string clock_why_;  // why NVML is not used
   v1::DeviceFingerprint fp_;
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   void* workspace_ = nullptr;
-  unsigned long long* clock_ = nullptr;
+  unsigned long long* probes_ = nullptr;  // kProbeSlots pairs (cycles, ns); the last: blocking
+  float* one_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
 

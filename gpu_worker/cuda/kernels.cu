@@ -75,37 +75,6 @@ __global__ void CountNonFiniteKernel(const void* data, int64_t count, Elem elem,
   if (bad) atomicAdd(out, bad);
 }
 
-__global__ void ReferenceKernel(ReferenceArgs a) {
-  const int s = blockIdx.x;
-  if (s >= a.samples) return;
-  const int64_t row = a.rows[s], col = a.cols[s], batch = a.batches[s];
-  float sum = 0, abs_sum = 0;
-  for (int64_t k = threadIdx.x; k < a.k; k += blockDim.x) {
-    // op(A)[row, k] and op(B)[k, col] in column-major storage.
-    const int64_t ia = batch * a.stride_a + (a.trans_a ? k + row * a.lda : row + k * a.lda);
-    const int64_t ib = batch * a.stride_b + (a.trans_b ? col + k * a.ldb : k + col * a.ldb);
-    const float p = Load(a.a, ia, a.ab_elem) * Load(a.b, ib, a.ab_elem);
-    sum += p;
-    abs_sum += fabsf(p);
-  }
-  __shared__ float s_sum[256], s_abs[256];
-  s_sum[threadIdx.x] = sum;
-  s_abs[threadIdx.x] = abs_sum;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) {
-      s_sum[threadIdx.x] += s_sum[threadIdx.x + w];
-      s_abs[threadIdx.x] += s_abs[threadIdx.x + w];
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    a.ref[s] = s_sum[0];
-    a.abs_sum[s] = s_abs[0];
-    a.got[s] = Load(a.d, batch * a.stride_d + row + col * a.ldd, a.d_elem);
-  }
-}
-
 __global__ void ProbeClockKernel(unsigned long long* out, unsigned long long spin_ns) {
   unsigned long long t0, t1;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -140,11 +109,6 @@ cudaError_t CountNonFinite(const void* data, int64_t count, Elem elem, unsigned 
   cudaError_t e = cudaMemsetAsync(out, 0, sizeof(*out), stream);
   if (e != cudaSuccess) return e;
   CountNonFiniteKernel<<<Blocks(count), 256, 0, stream>>>(data, count, elem, out);
-  return cudaGetLastError();
-}
-
-cudaError_t ReferenceSamples(const ReferenceArgs& args, cudaStream_t stream) {
-  ReferenceKernel<<<args.samples, 256, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

@@ -52,7 +52,8 @@ TEST(GemmPlanTest, SizesAreTheCublasViewOfTheRowMajorProduct) {
   EXPECT_EQ(p->ldb, 4096);
   EXPECT_EQ(p->ldd, 12288);
   EXPECT_EQ(p->a_bytes, int64_t{12288} * 4096 * 2);
-  EXPECT_EQ(p->set_bytes, (int64_t{12288} * 4096 + int64_t{4096} * 8192 + int64_t{12288} * 8192) * 2);
+  EXPECT_EQ(p->set_bytes,
+            (int64_t{12288} * 4096 + int64_t{4096} * 8192 + int64_t{12288} * 8192) * 2);
 }
 
 // Defect 8: FP8 dgrad (NN) and wgrad (NT) were refused, so every measured FP8 backward GEMM
@@ -65,7 +66,11 @@ TEST(GemmPlanTest, Fp8BackwardLayoutsRunLikeTransformerEngineRunsThem) {
     EXPECT_TRUE(hopper->fp8_transposed_copies);
     EXPECT_TRUE(hopper->trans_a);
     EXPECT_FALSE(hopper->trans_b);
-    EXPECT_TRUE(hopper->fp8_fast_accumulation);
+    EXPECT_FALSE(hopper->fp8_fast_accumulation);  // TE: split accumulator for dgrad, wgrad
+    const SampleSchedule sched =
+        ScheduleSamples(1e-3, hopper->sets, hopper->set_bytes, 50 << 20, {});
+    EXPECT_THAT(EngineMethod(*hopper, sched, {}),
+                HasSubstr("fp8-split-accum fp8-transposed-copies"));
     DeviceLimits b200 = H100();
     b200.compute_capability = 100;
     auto blackwell = PlanGemm(Key(4096, 4096, 4096, 1, l, DType::kFp8E4M3), b200, EngineOptions());
@@ -73,10 +78,16 @@ TEST(GemmPlanTest, Fp8BackwardLayoutsRunLikeTransformerEngineRunsThem) {
     EXPECT_FALSE(blackwell->fp8_transposed_copies);
     EXPECT_EQ(blackwell->trans_b, l == Layout::kNT);
   }
-  auto odd = PlanGemm(Key(4096, 4096, 4100, 1, Layout::kTN, DType::kFp8E4M3), H100(),
-                      EngineOptions());
+  auto fwd = PlanGemm(Key(4096, 4096, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100(), {});
+  ASSERT_TRUE(fwd.ok());
+  EXPECT_TRUE(fwd->fp8_fast_accumulation);  // TE: fast accumulation in the forward GEMM
+  EXPECT_FALSE(fwd->fp8_transposed_copies);
+  auto odd =
+      PlanGemm(Key(4096, 4096, 4100, 1, Layout::kTN, DType::kFp8E4M3), H100(), EngineOptions());
   EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(odd.status().message(), HasSubstr("multiples of 16"));
+  EXPECT_THAT(odd.status().message(), HasSubstr("not a multiple of 16"));
+  auto odd_n = PlanGemm(Key(4096, 4100, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100(), {});
+  EXPECT_THAT(odd_n.status().message(), HasSubstr("D (BF16)'s is 4100 elements"));
   DeviceLimits a100 = H100();
   a100.compute_capability = 80;
   EXPECT_EQ(PlanGemm(Key(64, 64, 64, 1, Layout::kTN, DType::kFp8E4M3), a100, EngineOptions())
@@ -126,6 +137,25 @@ TEST(GemmPlanTest, ColdL2IsComputedFromTheSetsOneReplayTouches) {
   warm.warm_l2 = true;
   EXPECT_THAT(EngineMethod(p, ScheduleSamples(1e-4, 1, 10 << 20, l2, warm), warm),
               HasSubstr(" warm-L2 "));
+}
+
+// A cold-L2 request that the input sets fitting in memory cannot meet fails; warm L2 is timed.
+TEST(GemmPlanTest, AColdRequestThatCannotBeMetIsRefusedNotMislabelled) {
+  DeviceLimits tight = H100();
+  tight.free_bytes = tight.margin_bytes + (int64_t{32} << 20) + (int64_t{40} << 20);
+  const GemmKey key = Key(1024, 1024, 1536);  // 3 + 3 + 2 MiB a set: 5 fit, 40 MiB < 2 × L2
+  auto cold = PlanGemm(key, tight, EngineOptions());
+  EXPECT_EQ(cold.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(cold.status().message(), HasSubstr("warm_l2"));
+  EngineOptions warm;
+  warm.warm_l2 = true;
+  auto p = PlanGemm(key, tight, warm);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->sets, 1);
+  // With the whole device free, tiny GEMMs get enough sets (one buffer per operand holds them).
+  auto tiny = PlanGemm(Key(64, 64, 64), H100(), EngineOptions());
+  ASSERT_TRUE(tiny.ok()) << tiny.status();
+  EXPECT_GE(static_cast<double>(tiny->sets) * tiny->set_bytes, 2.0 * (50 << 20));
 }
 
 // Defect 6: timing stopped before steady power (~50 ms warm-up, ~10 ms sampled).

@@ -20,6 +20,20 @@ TEST(TimingStats, PercentilesInterpolateAndSpreadIsRelative) {
   EXPECT_DOUBLE_EQ(Percentile({1.0, 2.0}, 0.5), 1.5);
 }
 
+// Issue 10, defect 6: quiet samples of a long GEMM stopped after ~10 ms of timed work, before
+// power and clocks settle; now a minimum of sampled time comes first (bounded by the budget).
+TEST(StoppingRule, WaitsForAMinimumOfSampledTime) {
+  StoppingRule rule;
+  rule.min_sampled_s = 0.3;
+  rule.sample_scale = 4;                // 4 launches a sample
+  std::vector<double> quiet(10, 2e-3);  // 10 × 4 × 2 ms = 80 ms sampled
+  EXPECT_FALSE(rule.Done(quiet, 0.1));
+  quiet.resize(38, 2e-3);  // 304 ms
+  EXPECT_TRUE(rule.Done(quiet, 0.35));
+  // A host far slower than the work cannot hold it past max(budget, 4 × minimum).
+  EXPECT_TRUE(rule.Done(std::vector<double>(10, 2e-3), 2.5));
+}
+
 TEST(StoppingRule, StopsOnLowSpreadOnlyAfterMinSamples) {
   StoppingRule rule;
   std::vector<double> quiet(9, 1.0);
@@ -46,8 +60,8 @@ TEST(LaunchesPerSample, FillsAboutTheTargetWithinBounds) {
 
 TEST(InputSets, CoverThreeTimesL2WhenColdAndFit) {
   const int64_t l2 = 50 << 20;
-  EXPECT_EQ(InputSets(6 << 20, l2, int64_t{80} << 30, false), 25);  // ceil(150 / 6)
-  EXPECT_EQ(InputSets(1 << 10, l2, int64_t{80} << 30, false), 64);  // capped
+  EXPECT_EQ(InputSets(6 << 20, l2, int64_t{80} << 30, false), 25);             // ceil(150 / 6)
+  EXPECT_EQ(InputSets(1 << 10, l2, int64_t{80} << 30, false), kMaxInputSets);  // capped
   EXPECT_EQ(InputSets(int64_t{1} << 30, l2, int64_t{80} << 30, false), 1);
   EXPECT_EQ(InputSets(6 << 20, l2, 12 << 20, false), 2);  // what fits
   EXPECT_EQ(InputSets(6 << 20, l2, 1 << 20, false), 1);

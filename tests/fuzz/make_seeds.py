@@ -34,5 +34,5 @@ timing.shape.m, timing.shape.n, timing.shape.k, timing.shape.batch = 4096, 4096,
 timing.layout = model_pb2.LAYOUT_TN
 timing.dtype = model_pb2.DTYPE_BF16
 timing.provenance.source = model_pb2.SOURCE_MEASURED
-timing.provenance.method = "cublaslt-timing-v1 cold-L2 heuristic"
+timing.provenance.method = "cublaslt-timing-v2 cold-L2 heuristic"
 write("fuzz_cache_row", "gemm-timing", timing.SerializeToString())

@@ -42,7 +42,7 @@ void FillCache(const std::string& path, const std::vector<Measurement>& rows) {
     t.set_tflops(GemmFlops(m.key.shape) / m.median_s / 1e12);
     v1::Provenance* p = t.mutable_provenance();
     p->set_source(v1::SOURCE_MEASURED);
-    p->set_method("cublaslt-timing-v1 cold-L2 heuristic");
+    p->set_method("cublaslt-timing-v2 cold-L2 heuristic");
     p->mutable_device()->set_name("NVIDIA H100 80GB HBM3 (replayed from the XLA table)");
     p->mutable_device()->set_backend("cublaslt");
     p->mutable_device()->set_sm_count(132);

@@ -230,6 +230,19 @@ TEST(WorkerTest, HangIsKilledByTheWatchdog) {
   EXPECT_EQ(MetricValue(rig.Metrics(), "wavecrest_worker_restarts_total", {"reason=\"hang\""}), 1);
 }
 
+// Issue 10, defect 2: a GEMM longer than the watchdog was killed as a hang and quarantined. A
+// worker that beats while it times is alive: 2.5 s GEMMs under a 1 s watchdog finish, and no
+// worker restarts.
+TEST(WorkerTest, HeartbeatsKeepALongGemmAliveUnderTheWatchdog) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=2500", "--fault_shape=1024x4096x4096"},
+          {"--worker_job_timeout_s=1"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  TimeResult r = Time(rig.address(), Request(Shapes(3), v1::MODE_MEASURED));
+  ASSERT_TRUE(r.status.ok()) << r.status << rig.server().Log();
+  EXPECT_EQ(r.timings.size(), 3u);
+  EXPECT_EQ(rig.Worker().restarts(), 0);
+}
+
 TEST(WorkerTest, StickyErrorRestartsTheWorker) {
   Rig rig({"--fault=sticky", "--fault_shape=512x4096x4096"});
   ASSERT_TRUE(rig.Ready()) << rig.server().Log();

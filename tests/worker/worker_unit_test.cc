@@ -5,6 +5,7 @@
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
 #include "gpu_worker/bench.h"
+#include "gpu_worker/clock_sampler.h"
 #include "gpu_worker/faults.h"
 #include "gpu_worker/worker_service.h"
 #include "gtest/gtest.h"
@@ -140,11 +141,37 @@ TEST(AnalyticBackend, PredictsLabelsAndChecksDtypeAndMemory) {
   EXPECT_EQ(MakeAnalyticBackend("h900").status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(GemmOperandBytes, CountsAllBatchesAndFp8Output) {
-  EXPECT_EQ(GemmOperandBytes({{2, 3, 4, 5}, Layout::kTN, DType::kBf16}),
-            5 * (2 * 4 * 2 + 4 * 3 * 2 + 2 * 3 * 2));
-  EXPECT_EQ(GemmOperandBytes({{2, 3, 4, 1}, Layout::kTN, DType::kFp8E4M3}),
-            2 * 4 + 4 * 3 + 2 * 3 * 2);
+// The emulating worker refuses what the cuBLASLt engine would (core/gemm_plan.h), so that CI sees
+// the GPU worker's answers: FP8 backward layouts run (as TN on transposed copies), FP8 dimensions
+// off the 16-byte rule and GEMMs longer than the watchdog allows are refused with the reason.
+TEST(AnalyticBackend, RefusesWhatTheGpuEngineWouldRefuse) {
+  auto b = MakeAnalyticBackend("h100-sxm");
+  ASSERT_TRUE(b.ok()) << b.status();
+  TimingParams params;
+  EXPECT_TRUE((*b)->Time({{4096, 4096, 4096, 1}, Layout::kNN, DType::kFp8E4M3}, params).ok());
+  absl::StatusOr<v1::GemmTiming> odd =
+      (*b)->Time({{4096, 4096, 4100, 1}, Layout::kTN, DType::kFp8E4M3}, params);
+  EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(odd.status().message()), HasSubstr("not a multiple of 16"));
+  params.watchdog_s = 1;
+  absl::StatusOr<v1::GemmTiming> slow =
+      (*b)->Time({{40000, 40000, 40000, 1}, Layout::kTN, DType::kFp32}, params);
+  EXPECT_EQ(slow.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(slow.status().message()), HasSubstr("watchdog"));
+  params.watchdog_s = 0;
+  EXPECT_TRUE((*b)->Time({{40000, 40000, 40000, 1}, Layout::kTN, DType::kFp32}, params).ok());
+}
+
+// NVML is optional: without it (or without its entry points) the sampler says why and the engine
+// falls back to its clock probe.
+TEST(ClockSampler, OpensOnlyARealNvmlAndSaysWhyNot) {
+  std::string why;
+  EXPECT_EQ(ClockSampler::Open("0000:00:00.0", &why, "libwavecrest-no-such-nvml.so"), nullptr);
+  EXPECT_THAT(why, HasSubstr("libwavecrest-no-such-nvml.so"));
+  EXPECT_EQ(ClockSampler::Open("0000:00:00.0", &why, "libm.so.6"), nullptr);
+  EXPECT_THAT(why, HasSubstr("entry points"));
+  EXPECT_EQ(MedianMhz({}), 0);
+  EXPECT_EQ(MedianMhz({1980, 1755, 1980, 1410, 1980}), 1980);
 }
 
 TEST(CublasLtBackend, WithoutAGpuFailsWithAClearMessage) {

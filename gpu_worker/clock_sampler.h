@@ -1,0 +1,50 @@
+// The SM clock during timed work, read from NVML by a thread that samples it every few
+// milliseconds while the engine's replays run (issue 10, defect 5: one probe after the samples saw
+// an idle GPU). NVML is opened with dlopen, so the worker needs neither its header nor its library
+// to build, and runs (with the probe kernel's reading instead) where the driver lacks it.
+#ifndef WAVECREST_GPU_WORKER_CLOCK_SAMPLER_H_
+#define WAVECREST_GPU_WORKER_CLOCK_SAMPLER_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace wavecrest {
+
+class ClockSampler {
+ public:
+  // The device with this PCI bus id ("0000:3B:00.0", as cudaDeviceGetPCIBusId writes it), through
+  // `library`. nullptr, with the reason in `why`, when NVML or the device cannot be opened.
+  static std::unique_ptr<ClockSampler> Open(const std::string& pci_bus_id, std::string* why,
+                                            const char* library = "libnvidia-ml.so.1");
+  ~ClockSampler();
+  ClockSampler(const ClockSampler&) = delete;
+  ClockSampler& operator=(const ClockSampler&) = delete;
+
+  // Starts sampling every `period_ms`; Stop() ends it and returns the readings, MHz.
+  void Start(int period_ms = 5);
+  std::vector<int> Stop();
+
+ private:
+  struct Api;
+  ClockSampler(void* lib, std::unique_ptr<Api> api, void* device);
+  bool Read(int* mhz) const;
+
+  void* lib_;
+  std::unique_ptr<Api> api_;
+  void* device_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::mutex mu_;
+  std::vector<int> readings_;
+};
+
+// The median reading (0 when there is none).
+int MedianMhz(std::vector<int> readings);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_GPU_WORKER_CLOCK_SAMPLER_H_
