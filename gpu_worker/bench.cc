@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
+#include "core/gpu_catalog.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/advisor_logic.h"
 #include "server/spec_io.h"
@@ -88,6 +89,15 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
                     {"target_relative_spread", params.target_spread},
                     {"max_seconds_per_gemm", params.max_seconds}};
   doc["started_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  // Datasheet dense peaks of the catalogued device, TFLOP/s, for targets relative to the device.
+  if (absl::StatusOr<const GpuSpec*> gpu = FindGpu(backend.Fingerprint().catalog_name());
+      gpu.ok()) {
+    nlohmann::json peaks = nlohmann::json::object();
+    for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32, DType::kFp8E4M3}) {
+      if ((*gpu)->Supports(d)) peaks[std::string(DTypeName(d))] = (*gpu)->PeakFlops(d) / 1e12;
+    }
+    doc["peak_tflops"] = std::move(peaks);
+  }
   nlohmann::json rows = nlohmann::json::array();
   const absl::Time start = absl::Now();
   for (size_t i = 0; i < gemms.size(); ++i) {

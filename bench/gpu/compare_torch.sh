@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # compare_torch.sh [OUT_DIR]: on a GPU machine, times bench/gpu/shapes.csv with `wavecrest-worker
-# bench` (twice, for repeatability) and with PyTorch (torch_matmul.py), one after the other on the
-# same device in one command, and prints the comparison (compare.py). Raw JSON, the device's
-# identity (nvidia-smi) and logs go to OUT_DIR (default $OUT, else bench/results/gpu).
+# bench` (twice, for repeatability) and with PyTorch (torch_matmul.py) on the same device in one
+# command, and prints the comparison (compare.py). The tools are interleaved shape by shape, and
+# which goes first alternates, so that neither always meets the hotter GPU. Raw JSON per shape,
+# the device's identity (nvidia-smi) and logs go to OUT_DIR (default $OUT, else
+# bench/results/gpu).
 #
 # The worker comes from WAVECREST_WORKER (a command), else .devbundle/run wavecrest-worker (see
 # shared/tools/device-bundle.sh), else build/gpu_worker/wavecrest-worker.
@@ -27,12 +29,21 @@ shapes=$here/shapes.csv
 cat "$out/device.txt"
 
 "${worker[@]}" devices | tee "$out/devices.json"
-for run in 1 2; do
-  "${worker[@]}" bench --device 0 --gemms "$shapes" --dtype bf16 --json "$out/wavecrest-$run.json" \
-    > "$out/wavecrest-$run.txt" 2> "$out/wavecrest-$run.log"
-  tail -n 3 "$out/wavecrest-$run.txt"
+i=0
+grep -vE '^\s*(#|m,|$)' "$shapes" | while IFS= read -r row; do
+  i=$((i + 1))
+  dir=$out/shape-$(printf %03d $i)
+  mkdir -p "$dir"
+  echo "$row" > "$dir/shape.csv"
+  wc() {
+    "${worker[@]}" bench --device 0 --gemms "$dir/shape.csv" --dtype bf16 --json "$dir/wavecrest-$1.json" \
+      >> "$dir/wavecrest.txt" 2>> "$dir/wavecrest.log" || echo "wavecrest run $1 failed: $row"
+  }
+  tc() {
+    python3 "$here/torch_matmul.py" --gemms "$dir/shape.csv" --dtype bf16 --json "$dir/torch.json" \
+      >> "$dir/torch.log" 2>&1 || echo "torch failed: $row"
+  }
+  if (( i % 2 )); then wc 1; tc; wc 2; else tc; wc 1; wc 2; fi
+  echo "[$i] $row done"
 done
-python3 "$here/torch_matmul.py" --gemms "$shapes" --dtype bf16 --json "$out/torch.json" \
-  > "$out/torch.log" 2>&1
-python3 "$here/compare.py" "$out/wavecrest-1.json" "$out/wavecrest-2.json" "$out/torch.json" \
-  | tee "$out/compare.txt"
+python3 "$here/compare.py" "$out" | tee "$out/compare.txt"

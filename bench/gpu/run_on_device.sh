@@ -3,7 +3,8 @@
 # then run this there with .devbundle carried). Writes everything under $OUT and prints a short
 # summary last:
 #   1. the `gpu` tests (cuBLASLt engine behaviour);
-#   2. compare_torch.sh (wavecrest-worker bench twice, torch.matmul once, same device);
+#   2. compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and torch.matmul in
+#      a CUDA graph, same device, same method);
 #   3. measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
 #      Llama-2-7B through a real server with `--workers auto`, beside the predicted ones.
 set -uo pipefail
