@@ -87,28 +87,36 @@ absl::StatusOr<std::string> AdvisorClient::ExportMeasurements(
   return csv;
 }
 
-absl::Status AdvisorClient::TimeGemms(
-    const v1::TimeGemmsRequest& request,
-    const std::function<void(const v1::TimeGemmsResponse&)>& on_message) {
+template <typename Response, typename Start>
+absl::Status AdvisorClient::ReadStream(const Start& start,
+                                       const std::function<void(const Response&)>& on_message) {
   if (!setup_.ok()) return setup_;
   grpc::ClientContext ctx;
   Prepare(&ctx);
-  auto reader = stub_->TimeGemms(&ctx, request);
-  v1::TimeGemmsResponse msg;
+  auto reader = start(&ctx);
+  Response msg;
   while (reader->Read(&msg)) on_message(msg);
   return FromGrpcStatus(reader->Finish());
+}
+
+absl::Status AdvisorClient::TimeGemms(
+    const v1::TimeGemmsRequest& request,
+    const std::function<void(const v1::TimeGemmsResponse&)>& on_message) {
+  return ReadStream<v1::TimeGemmsResponse>(
+      [&](grpc::ClientContext* ctx) { return stub_->TimeGemms(ctx, request); }, on_message);
 }
 
 absl::Status AdvisorClient::Recommend(
     const v1::RecommendRequest& request,
     const std::function<void(const v1::RecommendResponse&)>& on_message) {
-  if (!setup_.ok()) return setup_;
-  grpc::ClientContext ctx;
-  Prepare(&ctx);
-  auto reader = stub_->Recommend(&ctx, request);
-  v1::RecommendResponse msg;
-  while (reader->Read(&msg)) on_message(msg);
-  return FromGrpcStatus(reader->Finish());
+  return ReadStream<v1::RecommendResponse>(
+      [&](grpc::ClientContext* ctx) { return stub_->Recommend(ctx, request); }, on_message);
+}
+
+absl::Status AdvisorClient::Sweep(const v1::SweepRequest& request,
+                                  const std::function<void(const v1::SweepResponse&)>& on_message) {
+  return ReadStream<v1::SweepResponse>(
+      [&](grpc::ClientContext* ctx) { return stub_->Sweep(ctx, request); }, on_message);
 }
 
 absl::StatusOr<std::string> AdvisorClient::Health(const std::string& service) {

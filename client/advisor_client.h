@@ -38,6 +38,8 @@ class AdvisorClient {
                          const std::function<void(const v1::TimeGemmsResponse&)>& on_message);
   absl::Status Recommend(const v1::RecommendRequest& request,
                          const std::function<void(const v1::RecommendResponse&)>& on_message);
+  absl::Status Sweep(const v1::SweepRequest& request,
+                     const std::function<void(const v1::SweepResponse&)>& on_message);
   absl::StatusOr<v1::RecalibrateResponse> Recalibrate(const v1::RecalibrateRequest& request);
   absl::StatusOr<v1::ClearQuarantineResponse> ClearQuarantine(
       const v1::ClearQuarantineRequest& request);
@@ -50,6 +52,10 @@ class AdvisorClient {
 
  private:
   void Prepare(grpc::ClientContext* ctx) const;
+  // One server-streaming call: `start(ctx)` opens it; every message goes to `on_message`.
+  template <typename Response, typename Start>
+  absl::Status ReadStream(const Start& start,
+                          const std::function<void(const Response&)>& on_message);
   absl::Status setup_;
   std::string token_;
   std::shared_ptr<grpc::Channel> channel_;

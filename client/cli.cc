@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "client/advisor_client.h"
 #include "client/format.h"
+#include "client/svg.h"
 #include "core/calibration.h"
 #include "core/cost_model.h"
 #include "core/gemm.h"
@@ -25,6 +26,7 @@
 #include "server/errors.h"
 #include "server/recommend_logic.h"
 #include "server/spec_io.h"
+#include "server/sweep_logic.h"
 
 namespace wavecrest {
 
@@ -205,6 +207,84 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!result.ok()) return Fail(err, result.status());
   result->clear_progress();
   out << (json ? ToJson(*result) + "\n" : FormatRecommendation(*result));
+  return 0;
+}
+
+int DoSweep(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  v1::SweepRequest request;
+  absl::StatusOr<v1::SweepDimension> dim = ParseSweepDimension(o.vary);
+  if (!dim.ok()) return Fail(err, FieldError("--vary", dim.status().message()));
+  request.set_vary(*dim);
+  request.set_from(o.from);
+  request.set_to(o.to);
+  request.set_step(o.step);
+  request.set_gpu(o.gpu);
+  request.set_max_gpu_seconds(o.max_gpu_seconds);
+  const bool gemm_sweep = *dim == v1::SWEEP_DIMENSION_GEMM_M ||
+                          *dim == v1::SWEEP_DIMENSION_GEMM_N || *dim == v1::SWEEP_DIMENSION_GEMM_K;
+  if (gemm_sweep) {
+    if (o.gemm.empty()) {
+      return Fail(err, FieldError("--gemm", "required to sweep m, n or k: MxNxK[xBATCH]"));
+    }
+    absl::StatusOr<std::vector<v1::GemmShape>> shapes = ParseGemms(o.gemm);
+    if (!shapes.ok()) return Fail(err, shapes.status());
+    if (shapes->size() != 1) return Fail(err, FieldError("--gemm", "give one GEMM to sweep"));
+    *request.mutable_gemm() = (*shapes)[0];
+    if (!o.layout.empty()) {
+      absl::StatusOr<Layout> l = ParseLayout(o.layout);
+      if (!l.ok()) return Fail(err, FieldError("--layout", l.status().message()));
+      request.set_layout(ToProto(*l));
+    }
+    if (!o.dtype.empty()) {
+      absl::StatusOr<DType> d = ParseDType(o.dtype);
+      if (!d.ok()) return Fail(err, FieldError("--dtype", d.status().message()));
+      request.set_dtype(ToProto(*d));
+    }
+  } else {
+    absl::StatusOr<v1::ModelSpec> spec = LoadSpecWithOverrides(o);
+    if (!spec.ok()) return Fail(err, spec.status());
+    *request.mutable_model() = *spec;
+  }
+  absl::StatusOr<v1::Mode> mode = o.mode.empty() ? v1::MODE_PREDICTED : ParseMode(o.mode);
+  if (!mode.ok()) return Fail(err, mode.status());
+  request.set_mode(*mode);
+
+  const bool json = o.format == "json";
+  ProgressBar bar(!json);
+  absl::StatusOr<v1::SweepResponse> result;
+  if (o.server.empty()) {
+    if (*mode != v1::MODE_PREDICTED) {
+      return Fail(err, FieldError("--mode", "auto and measured need --server (a GPU worker)"));
+    }
+    RecommendContext ctx;
+    ctx.progress = [&](const v1::Progress& p) { bar.Update(p); };
+    result = RunSweep(request, ctx);
+  } else {
+    v1::SweepResponse final;
+    absl::Status st = ClientFor(o).Sweep(request, [&](const v1::SweepResponse& m) {
+      if (m.done()) {
+        final = m;
+      } else {
+        bar.Update(m.progress());
+      }
+    });
+    result = st.ok() ? absl::StatusOr<v1::SweepResponse>(final) : st;
+  }
+  bar.Clear();
+  if (!result.ok()) return Fail(err, result.status());
+  result->clear_progress();
+  if (!o.svg.empty()) {
+    const std::string title =
+        gemm_sweep ? absl::StrCat("GEMM ", o.gemm, ", varying ", o.vary)
+                   : absl::StrCat(request.model().name().empty() ? o.model : request.model().name(),
+                                  ", varying ", o.vary);
+    std::ofstream f(o.svg);
+    f << SweepSvg(*result, o.vary, title);
+    if (!f.good()) {
+      return Fail(err, FieldError("--svg", absl::StrCat("cannot write ", o.svg)));
+    }
+  }
+  out << (json ? ToJson(*result) + "\n" : FormatSweep(*result, o.vary));
   return 0;
 }
 
@@ -472,6 +552,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
   if (o.command == "recommend") return DoRecommend(o, out, err);
+  if (o.command == "sweep") return DoSweep(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";
   return 2;
 }

@@ -60,6 +60,9 @@ struct CliOptions {
   bool internal = false;    // devices: workers' paths and PIDs too (admin)
   bool gpu_given = false;   // --gpu was on the command line (export-measurements, recalibrate)
   int64_t min_rows = 0;     // recalibrate
+  // sweep (--vary names the one dimension; --gemm the GEMM for m, n, k)
+  int64_t from = 0, to = 0, step = 0;
+  std::string svg;  // write the plot here
 };
 
 // Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).

@@ -331,6 +331,48 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   return out;
 }
 
+std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension) {
+  int64_t valid = 0;
+  for (const v1::SweepPoint& p : r.points()) valid += p.valid();
+  std::string out = absl::StrFormat("sweep of %s on %s: %d points (%d legal)\n\n", dimension,
+                                    r.gpu(), r.points_size(), valid);
+  const bool model = r.vary() != v1::SWEEP_DIMENSION_GEMM_M &&
+                     r.vary() != v1::SWEEP_DIMENSION_GEMM_N &&
+                     r.vary() != v1::SWEEP_DIMENSION_GEMM_K;
+  std::vector<std::string> header = {dimension.empty() ? "value" : std::string(dimension), "time",
+                                     "TFLOP/s", "MFU"};
+  if (model) header.insert(header.end(), {"tok/s/GPU", "params"});
+  header.insert(header.end(), {"band", "source", "rules broken"});
+  Table t(header);
+  for (const v1::SweepPoint& p : r.points()) {
+    if (!p.valid()) {
+      std::vector<std::string> row = {absl::StrCat(p.value()), "-", "-", "-"};
+      if (model) row.insert(row.end(), {"-", "-"});
+      row.insert(row.end(), {"-", "not legal", p.invalid_reason()});
+      t.Add(std::move(row));
+      continue;
+    }
+    std::vector<std::string> row = {absl::StrCat(p.value()), HumanSeconds(p.time_s()),
+                                    absl::StrFormat("%.1f", p.tflops()),
+                                    absl::StrFormat("%.1f%%", 100 * p.mfu())};
+    if (model) {
+      row.insert(row.end(), {HumanCount(p.tokens_per_second_per_gpu()),
+                             HumanCount(static_cast<double>(p.total_params()))});
+    }
+    row.insert(
+        row.end(),
+        {p.source() == v1::SOURCE_PREDICTED
+             ? absl::StrFormat("%+.0f/%+.0f%%", 100 * p.error_band_p10(), 100 * p.error_band_p90())
+             : "",
+         SourceName(p.source()),
+         p.rules_broken().empty() ? "none" : absl::StrJoin(p.rules_broken(), ",")});
+    t.Add(std::move(row));
+  }
+  absl::StrAppend(&out, t.Render());
+  for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");
+  return out;
+}
+
 std::string FormatError(const absl::Status& status) {
   std::string out = absl::StrCat(absl::StatusCodeToString(status.code()), ": ");
   std::vector<FieldViolation> v = ViolationsOf(status);

@@ -19,6 +19,8 @@ std::string FormatDevices(const v1::ListDevicesResponse& r);
 std::string FormatTimingHeader();
 std::string FormatTiming(const v1::GemmTiming& t);
 std::string FormatRecommendation(const v1::RecommendResponse& r);
+// A sweep's points as a table; `dimension` names the varied one ("hidden").
+std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension);
 
 // One line for a failed call: "INVALID_ARGUMENT: model.hidden_size: must be in [1, 262144]; got 0"
 std::string FormatError(const absl::Status& status);

@@ -56,7 +56,8 @@ ABSL_FLAG(double, param_tolerance, 0,
           "recommend: largest relative parameter change of a candidate, in [0, 0.5]; 0 = 0.02");
 ABSL_FLAG(std::string, vary, "",
           "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
-          "layers; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers)");
+          "layers; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers). sweep: the one "
+          "dimension to vary: hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, tp, m, n, k");
 ABSL_FLAG(std::string, allowed_head_dims, "",
           "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] "
           "(and the baseline's)");
@@ -68,6 +69,10 @@ ABSL_FLAG(int, top, 0, "recommend: rows to show (the baseline is always shown); 
 ABSL_FLAG(int, measure_top_k, 0,
           "recommend: candidates (besides the baseline) to measure on a worker; 0 = 8");
 ABSL_FLAG(double, max_gpu_seconds, 0, "recommend: GPU time the measuring stage may use; 0 = 60");
+ABSL_FLAG(int64_t, from, 0, "sweep: first value of the --vary dimension");
+ABSL_FLAG(int64_t, to, 0, "sweep: last value of the --vary dimension");
+ABSL_FLAG(int64_t, step, 0, "sweep: step between values; 0 = 1");
+ABSL_FLAG(std::string, svg, "", "sweep: also write the plot to this SVG file");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 ABSL_FLAG(bool, warm_l2, false, "time: time with inputs resident in L2 (default: cold L2)");
 ABSL_FLAG(std::string, fit, "data/measurements/xla-gemm-perf-table.csv",
@@ -113,6 +118,9 @@ commands:
   export-measurements  the GPU measurements in a server's result cache, as the measurement CSV
             (--out FILE, or stdout); feed them to calibrate --fit
   recalibrate  ask a server to refit its device kinds from its own measurements
+  sweep     throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|
+            micro_batch|tp of --model, or m|n|k of --gemm) from --from to --to by --step, with
+            the rules each point breaks; --svg FILE writes the plot; predicted unless --mode
 
 exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
 analysis) fails, e.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 UNAVAILABLE.
@@ -186,6 +194,10 @@ int main(int argc, char** argv) {
   o.warm_l2 = absl::GetFlag(FLAGS_warm_l2);
   o.param_tolerance = absl::GetFlag(FLAGS_param_tolerance);
   o.vary = absl::GetFlag(FLAGS_vary);
+  o.from = absl::GetFlag(FLAGS_from);
+  o.to = absl::GetFlag(FLAGS_to);
+  o.step = absl::GetFlag(FLAGS_step);
+  o.svg = absl::GetFlag(FLAGS_svg);
   o.allowed_head_dims = absl::GetFlag(FLAGS_allowed_head_dims);
   o.min_heads = absl::GetFlag(FLAGS_min_heads);
   o.max_heads = absl::GetFlag(FLAGS_max_heads);

@@ -3,7 +3,7 @@
 // words and the uncertainty of each speed-up.
 //
 // Stage 1 scores every candidate with a GEMM-time source (the analytic model by default); stage 2
-// (in server/recommend_handler.cc) re-scores the best K and the baseline with measured times.
+// (in server/job_handlers.cc) re-scores the best K and the baseline with measured times.
 // Identical GEMMs across candidates are looked up once (ScoreCache).
 #ifndef WAVECREST_CORE_RECOMMEND_H_
 #define WAVECREST_CORE_RECOMMEND_H_

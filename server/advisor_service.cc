@@ -17,6 +17,7 @@
 #include "server/log.h"
 #include "server/recommend_logic.h"
 #include "server/stream_reactor.h"
+#include "server/sweep_logic.h"
 
 namespace wavecrest {
 namespace {
@@ -276,7 +277,7 @@ std::string ClientOf(const std::string& peer) {
 
 absl::StatusOr<std::function<void(const grpc::Status&)>> AdvisorService::TrackStream(
     const char* method, const grpc::CallbackServerContext* ctx) {
-  const std::string client = ClientOf(ctx->peer());
+  const std::string client = ClientOf(PeerOf(*ctx));
   {
     std::lock_guard<std::mutex> lock(streams_mu_);
     int& mine = streams_by_client_[client];
@@ -310,6 +311,7 @@ bool IsProgressOnly(const v1::TimeGemmsResponse& m) {
   return !m.has_timing() && !absl::StartsWith(m.progress().message(), "note: ");
 }
 bool IsProgressOnly(const v1::RecommendResponse& m) { return !m.done(); }
+bool IsProgressOnly(const v1::SweepResponse& m) { return !m.done(); }
 bool IsProgressOnly(const v1::ExportMeasurementsResponse&) { return false; }
 
 template <typename Response>
@@ -413,44 +415,70 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
   return reactor.get();
 }
 
-grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
-    grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
-  std::shared_ptr<StreamReactor<v1::RecommendResponse>> reactor;
-  if (absl::Status accepting = OpenStream("Recommend", ctx, Role::kClient, &reactor);
-      !accepting.ok()) {
+template <typename Request, typename Response>
+grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
+    const char* method, grpc::CallbackServerContext* ctx, const Request& request,
+    const JobHandler<Request, Response>& handler,
+    const std::function<absl::Status(const Request&)>& check) {
+  std::shared_ptr<StreamReactor<Response>> reactor;
+  absl::Status accepting = OpenStream(method, ctx, Role::kClient, &reactor);
+  if (accepting.ok()) accepting = check(request);
+  if (!accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
   }
-  if (!recommend_) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "Recommend is not available"));
+  if (!handler) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat(method, " is not available")));
     return reactor.get();
   }
-  auto req = std::make_shared<v1::RecommendRequest>(*request);
+  auto req = std::make_shared<Request>(request);
   const absl::Time deadline = DeadlineOf(ctx);
-  const bool queued = jobs_->TrySubmit([this, reactor, req, deadline](absl::Duration wait) {
-    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
-    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-    absl::StatusOr<v1::RecommendResponse> r = recommend_(
-        *req, deadline,
-        [reactor](const v1::Progress& p) {
-          v1::RecommendResponse msg;
-          *msg.mutable_progress() = p;
-          reactor->Push(std::move(msg));
-        },
-        [reactor] { return reactor->cancelled(); });
-    if (r.ok()) {
-      r->set_done(true);
-      reactor->Push(std::move(*r));
-    }
-    reactor->Finish(ToGrpcStatus(r.status()));
-  });
+  // `handler` is a member of this service, which outlives every job.
+  const bool queued =
+      jobs_->TrySubmit([this, reactor, req, deadline, &handler](absl::Duration wait) {
+        metrics_->QueueWait(absl::ToDoubleSeconds(wait));
+        metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+        absl::StatusOr<Response> r = handler(
+            *req, deadline,
+            [reactor](const v1::Progress& p) {
+              Response msg;
+              *msg.mutable_progress() = p;
+              reactor->Push(std::move(msg));
+            },
+            [reactor] { return reactor->cancelled(); });
+        if (r.ok()) {
+          r->set_done(true);
+          reactor->Push(std::move(*r));
+        }
+        reactor->Finish(ToGrpcStatus(r.status()));
+      });
   metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
   if (!queued) {
     reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
   } else {
-    reactor->Push(QueuedMessage<v1::RecommendResponse>(jobs_->depth()));
+    reactor->Push(QueuedMessage<Response>(jobs_->depth()));
   }
   return reactor.get();
+}
+
+grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
+    grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
+  return RunJob<v1::RecommendRequest, v1::RecommendResponse>(
+      "Recommend", ctx, *request, recommend_, [](const v1::RecommendRequest& r) -> absl::Status {
+        if (r.gpu().empty()) return FieldError("gpu", GpuRequired());
+        return ConstraintsFromRequest(r).status();
+      });
+}
+
+grpc::ServerWriteReactor<v1::SweepResponse>* AdvisorService::Sweep(
+    grpc::CallbackServerContext* ctx, const v1::SweepRequest* request) {
+  return RunJob<v1::SweepRequest, v1::SweepResponse>("Sweep", ctx, *request, sweep_,
+                                                     [](const v1::SweepRequest& r) -> absl::Status {
+                                                       if (r.gpu().empty())
+                                                         return FieldError("gpu", GpuRequired());
+                                                       return SweepValues(r).status();
+                                                     });
 }
 
 namespace {

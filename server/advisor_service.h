@@ -43,12 +43,14 @@ class WorkerDirectory {
   virtual void AddWorkers(v1::ListDevicesResponse* response, bool internal) const = 0;
 };
 
-// Hook for the Recommend RPC: runs on a job thread; `progress` streams messages; `cancelled` is
-// polled. Set by the recommender (server/recommend_handler.h).
-using RecommendHandler = std::function<absl::StatusOr<v1::RecommendResponse>(
-    const v1::RecommendRequest&, absl::Time deadline,
-    const std::function<void(const v1::Progress&)>& progress,
+// Hook for a streaming RPC whose work runs on a job thread (Recommend, Sweep): `progress` streams
+// messages; `cancelled` is polled. Set by server/job_handlers.h.
+template <typename Request, typename Response>
+using JobHandler = std::function<absl::StatusOr<Response>(
+    const Request&, absl::Time deadline, const std::function<void(const v1::Progress&)>& progress,
     const std::function<bool()>& cancelled)>;
+using RecommendHandler = JobHandler<v1::RecommendRequest, v1::RecommendResponse>;
+using SweepHandler = JobHandler<v1::SweepRequest, v1::SweepResponse>;
 
 class AdvisorService final : public v1::Advisor::CallbackService {
  public:
@@ -76,6 +78,10 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   grpc::ServerUnaryReactor* ClearQuarantine(grpc::CallbackServerContext* ctx,
                                             const v1::ClearQuarantineRequest* request,
                                             v1::ClearQuarantineResponse* response) override;
+  grpc::ServerWriteReactor<v1::SweepResponse>* Sweep(grpc::CallbackServerContext* ctx,
+                                                     const v1::SweepRequest* request) override;
+
+  void SetSweepHandler(SweepHandler sweep) { sweep_ = std::move(sweep); }
 
   // Streaming calls at once, in all and per client address (0 = no limit).
   void SetStreamLimits(int max_streams, int max_per_client) {
@@ -104,12 +110,22 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   template <typename Response>
   absl::Status OpenStream(const char* method, grpc::CallbackServerContext* ctx, Role role,
                           std::shared_ptr<StreamReactor<Response>>* reactor);
+  // A streaming call whose work is `handler` on a job thread: `check` first, on the callback
+  // thread (a request that cannot succeed fails before it is queued), then queued
+  // (RESOURCE_EXHAUSTED with a retry hint when the queue is full), progress streamed, the answer
+  // last with `done`.
+  template <typename Request, typename Response>
+  grpc::ServerWriteReactor<Response>* RunJob(
+      const char* method, grpc::CallbackServerContext* ctx, const Request& request,
+      const JobHandler<Request, Response>& handler,
+      const std::function<absl::Status(const Request&)>& check);
 
   TimingService* timing_;
   JobQueue* jobs_;
   Metrics* metrics_;
   WorkerDirectory* workers_;
   RecommendHandler recommend_;
+  SweepHandler sweep_;
   SelfCalibration* calibration_;
   ResultCache* cache_;
   Auth no_auth_;

@@ -41,9 +41,25 @@ bool LocalPeer(absl::string_view peer) {
          absl::StartsWith(peer, "ipv6:[::1]") || absl::StartsWith(peer, "ipv6:%5B::1%5D");
 }
 
+std::string PeerOf(const grpc::ServerContextBase& ctx) {
+  std::string peer = ctx.peer();
+  const bool network = absl::StartsWith(peer, "ipv4:") || absl::StartsWith(peer, "ipv6:") ||
+                       absl::StartsWith(peer, "unix:");
+  if (network) return peer;
+  // In-process: the HTTP gateway, which says who its caller is (an unknown one is not local).
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(std::string(kHttpPeerMetadata));
+  if (it == md.end()) return absl::StrCat("inproc:", peer);
+  const std::string forwarded(it->second.data(), it->second.size());
+  if (absl::StartsWith(forwarded, "ipv4:") || absl::StartsWith(forwarded, "ipv6:")) {
+    return forwarded;
+  }
+  return absl::StrCat("inproc:", peer);
+}
+
 absl::Status Auth::Check(const grpc::ServerContextBase& ctx, Role needed) const {
   if (!enabled()) {
-    if (needed == Role::kAdmin && !LocalPeer(ctx.peer())) {
+    if (needed == Role::kAdmin && !LocalPeer(PeerOf(ctx))) {
       return absl::PermissionDeniedError(
           "admin calls come from this host only when the server has no --auth_tokens_file");
     }

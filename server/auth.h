@@ -38,6 +38,14 @@ class Auth {
   absl::flat_hash_map<std::string, Role> tokens_;
 };
 
+// Metadata the HTTP gateway (server/http_gateway.h) sets to its caller's address. Trusted only on
+// in-process calls, which no network client can make.
+inline constexpr absl::string_view kHttpPeerMetadata = "x-wavecrest-http-peer";
+
+// The caller's address ("ipv4:10.0.0.7:51234", "unix:..."): ctx.peer(), or for the gateway's
+// in-process calls the HTTP caller's address it passed on.
+std::string PeerOf(const grpc::ServerContextBase& ctx);
+
 // The peer is on this host: a unix socket, or a loopback address.
 bool LocalPeer(absl::string_view peer);
 

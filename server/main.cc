@@ -13,6 +13,14 @@
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
+ABSL_FLAG(std::string, http_listen, "",
+          "HTTP/JSON gateway and dashboard address (e.g. 127.0.0.1:8080; port 0 picks one); empty "
+          "= none. Routes: POST /v1/analyze, /v1/recommend, /v1/sweep, /v1/time-gemms, "
+          "/v1/parse-model; GET /v1/devices, /v1/health, /v1/models; the dashboard at /");
+ABSL_FLAG(std::string, http_static_dir, "",
+          "The dashboard's built files (web/dist) served at / by --http_listen; empty = none");
+ABSL_FLAG(std::string, http_models_dir, "",
+          "Example model specs the dashboard offers (examples/models); empty = none");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (host:port; port 0 picks one); empty disables it");
 ABSL_FLAG(std::string, cache, "",
@@ -101,6 +109,9 @@ int main(int argc, char** argv) {
   wavecrest::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.http_listen = absl::GetFlag(FLAGS_http_listen);
+  o.http_static_dir = absl::GetFlag(FLAGS_http_static_dir);
+  o.http_models_dir = absl::GetFlag(FLAGS_http_models_dir);
   o.cache_path = absl::GetFlag(FLAGS_cache);
   o.port_file = absl::GetFlag(FLAGS_port_file);
   o.threads = absl::GetFlag(FLAGS_threads);

@@ -73,7 +73,11 @@ Metrics::Metrics()
                        .Name("wavecrest_quarantined_gemms")
                        .Help("GEMMs quarantined after crashing a worker twice")
                        .Register(*registry_)
-                       .Add({})) {
+                       .Add({})),
+      http_requests_(prometheus::BuildCounter()
+                         .Name("wavecrest_http_requests_total")
+                         .Help("HTTP gateway requests, by route and HTTP status")
+                         .Register(*registry_)) {
   prometheus::BuildGauge()
       .Name("wavecrest_build_info")
       .Help("Build information; the value is always 1")
@@ -129,6 +133,11 @@ void Metrics::WorkerRestart(absl::string_view worker, absl::string_view reason) 
 void Metrics::WorkerWait(double seconds) { worker_wait_.Observe(seconds); }
 
 void Metrics::SetQuarantined(int64_t gemms) { quarantined_.Set(static_cast<double>(gemms)); }
+
+void Metrics::HttpRequest(absl::string_view route, int status) {
+  http_requests_.Add({{"route", std::string(route)}, {"status", std::to_string(status)}})
+      .Increment();
+}
 
 void Metrics::SetCacheEntries(int64_t entries) { cache_entries_.Set(static_cast<double>(entries)); }
 

@@ -36,6 +36,8 @@ class Metrics {
   void SetCacheEntries(int64_t entries);
   void WorkerWait(double seconds);
   void SetQuarantined(int64_t gemms);
+  // One HTTP gateway request: its route ("/v1/analyze", or "other") and HTTP status.
+  void HttpRequest(absl::string_view route, int status);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -52,6 +54,7 @@ class Metrics {
   prometheus::Gauge& cache_entries_;
   prometheus::Histogram& worker_wait_;
   prometheus::Gauge& quarantined_;
+  prometheus::Family<prometheus::Counter>& http_requests_;
 };
 
 }  // namespace wavecrest

@@ -219,11 +219,16 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     Progress(ctx, 0, static_cast<int64_t>(key_list.size()),
              absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
                           " candidates"));
+    MeasureCounts counts;
     absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
         key_list,
         [&](int64_t done, int64_t total) { Progress(ctx, done, total, "measuring GEMMs"); },
-        &response);
+        &counts);
     RETURN_IF_ERROR(StopStatus(ctx));
+    response.set_gemms_measured(counts.measured);
+    response.set_gemms_cached(counts.cached);
+    response.set_gemms_predicted(counts.predicted);
+    for (const std::string& n : counts.notes) response.add_notes(n);
     if (!times.ok()) {
       if (mode == v1::MODE_MEASURED) return times.status();
       response.add_notes(absl::StrCat("measurement failed (", times.status().message(),

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,13 +24,21 @@ inline constexpr double kDefaultMaxGpuSeconds = 60;
 inline constexpr double kMeasureCostFactor = 400;
 
 // What the measuring stage can do.
+// Where a measurer's answers came from (distinct GEMMs), and notes for the reader.
+struct MeasureCounts {
+  int64_t measured = 0;
+  int64_t cached = 0;
+  int64_t predicted = 0;
+  std::vector<std::string> notes;
+};
+
 struct Measurer {
   bool can_measure = false;  // a worker of the GPU kind is up (or a cache may answer)
   // Times `keys` (distinct); returns one entry per key: a measured (or cached) time, or nullopt.
-  // `progress(done, total)` as results arrive. Counts what came from where into the response.
+  // `progress(done, total)` as results arrive. Counts what came from where.
   std::function<absl::StatusOr<std::vector<std::optional<GemmTime>>>(
       const std::vector<GemmKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
-      v1::RecommendResponse* counts)>
+      MeasureCounts* counts)>
       measure;
 };
 

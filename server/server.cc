@@ -18,10 +18,11 @@
 #include "prometheus/exposer.h"
 #include "server/advisor_service.h"
 #include "server/auth.h"
+#include "server/http_gateway.h"
+#include "server/job_handlers.h"
 #include "server/job_queue.h"
 #include "server/log.h"
 #include "server/metrics.h"
-#include "server/recommend_handler.h"
 #include "server/self_calibration.h"
 #include "server/timing_service.h"
 #include "server/worker_setup.h"
@@ -135,6 +136,7 @@ absl::Status RunServer(const ServerOptions& options) {
                          MakeRecommendHandler(&timing), calibration.get(), (*workers)->cache(),
                          &auth);
   service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
+  service.SetSweepHandler(MakeSweepHandler(&timing));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -159,6 +161,31 @@ absl::Status RunServer(const ServerOptions& options) {
         "--listen ", options.listen,
         ": cannot listen (is another server on that port? the address is not shared)"));
   }
+  // The HTTP gateway calls the service in-process, so HTTP callers get the same validation,
+  // authentication, limits and metrics as gRPC ones.
+  std::unique_ptr<HttpGateway> gateway;
+  if (!options.http_listen.empty()) {
+    HttpGatewayOptions g;
+    g.listen = options.http_listen;
+    g.static_dir = options.http_static_dir;
+    g.models_dir = options.http_models_dir;
+    g.max_body_bytes = options.max_request_bytes;
+    absl::StatusOr<std::unique_ptr<HttpGateway>> started =
+        HttpGateway::Start(g, server->InProcessChannel(grpc::ChannelArguments()), &metrics);
+    if (!started.ok()) {
+      server->Shutdown();
+      return started.status();
+    }
+    gateway = std::move(*started);
+    if (!LocalListen(options.http_listen)) {
+      LogWarning(
+          "the HTTP gateway listens beyond loopback without TLS: put it behind a "
+          "TLS-terminating proxy or ingress",
+          {{"http_listen", options.http_listen}});
+    }
+  }
+  const int http_port = gateway ? gateway->port() : 0;
+
   grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kAdvisorHealthName, true);
@@ -166,11 +193,13 @@ absl::Status RunServer(const ServerOptions& options) {
 
   if (!options.port_file.empty()) {
     const std::string tmp = options.port_file + ".tmp";
-    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port << "}\n";
+    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port
+                       << ", \"http\": " << http_port << "}\n";
     std::rename(tmp.c_str(), options.port_file.c_str());
   }
   LogInfo("listening", {{"grpc_port", std::to_string(grpc_port)},
                         {"metrics_port", std::to_string(metrics_port)},
+                        {"http_port", std::to_string(http_port)},
                         {"queue_capacity", std::to_string(options.queue_capacity)},
                         {"threads", std::to_string(threads)}});
 
@@ -191,6 +220,7 @@ absl::Status RunServer(const ServerOptions& options) {
   while (service.in_flight() > 0 && absl::Now() < grace_end) absl::SleepFor(absl::Milliseconds(10));
   LogInfo("drained", {{"in_flight", std::to_string(service.in_flight())}});
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  gateway.reset();  // after gRPC: the gateway's streams end when their calls are cancelled
   jobs.WaitIdle(absl::Now() + absl::Seconds(5));
   (*workers)->Stop();
   LogInfo("stopped");

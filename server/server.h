@@ -20,8 +20,12 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:9464";  // empty = no metrics endpoint
   std::string cache_path;                         // empty = no result cache
-  std::string port_file;                          // written once listening: {"grpc":P,"metrics":Q}
-  int threads = 0;                                // job threads; 0 = number of CPUs
+  std::string port_file;  // written once listening: {"grpc":P,"metrics":Q,"http":R}
+  // The HTTP/JSON gateway and dashboard (server/http_gateway.h); empty = none.
+  std::string http_listen;
+  std::string http_static_dir;  // the dashboard's built files (web/dist)
+  std::string http_models_dir;  // example models the dashboard offers (examples/models)
+  int threads = 0;              // job threads; 0 = number of CPUs
   int queue_capacity = 64;
   int max_request_bytes = 4 << 20;
   absl::Duration shutdown_grace = absl::Seconds(20);

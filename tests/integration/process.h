@@ -129,6 +129,7 @@ class ServerUnderTest {
         if (!j.is_discarded() && j.contains("grpc")) {
           grpc_port_ = j["grpc"].get<int>();
           metrics_port_ = j["metrics"].get<int>();
+          http_port_ = j.value("http", 0);
           break;
         }
       }
@@ -159,6 +160,7 @@ class ServerUnderTest {
 
   std::string address() const { return absl::StrCat("127.0.0.1:", grpc_port_); }
   int metrics_port() const { return metrics_port_; }
+  int http_port() const { return http_port_; }
   Process& process() { return *process_; }
   std::string Log() const {
     std::ifstream in(log_file());
@@ -173,6 +175,7 @@ class ServerUnderTest {
   std::unique_ptr<Process> process_;
   int grpc_port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = 0;
 };
 
 // Runs a shell command; returns {exit code, stdout+stderr}.

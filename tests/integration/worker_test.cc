@@ -432,6 +432,38 @@ TEST(WorkerTest, MeasuredRecommendTimesEachDistinctGemmOnce) {
       << "every GEMM of the measuring stage went to the worker";
 }
 
+// Sweep in MODE_MEASURED goes through the workers like TimeGemms: each distinct GEMM once, the
+// emulating worker's answers labelled PREDICTED, a budget too small for the range refused.
+TEST(WorkerTest, MeasuredSweepTimesEachPointsGemmOnTheWorker) {
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  v1::SweepRequest req;
+  req.mutable_gemm()->set_m(4096);
+  req.mutable_gemm()->set_n(4096);
+  req.mutable_gemm()->set_k(4096);
+  req.set_vary(v1::SWEEP_DIMENSION_GEMM_K);
+  req.set_from(4032);
+  req.set_to(4160);
+  req.set_step(32);
+  req.set_gpu("h100-sxm");
+  req.set_mode(v1::MODE_MEASURED);
+  AdvisorClient c(rig.address());
+  v1::SweepResponse final;
+  absl::Status st = c.Sweep(req, [&](const v1::SweepResponse& m) {
+    if (m.done()) final = m;
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(final.points_size(), 5);
+  EXPECT_EQ(rig.RequestLog().size(), 5u);
+  EXPECT_EQ(final.gemms_predicted(), 5);  // the emulating worker predicts, and says so
+  EXPECT_EQ(final.points(0).source(), v1::SOURCE_PREDICTED);
+  EXPECT_THAT(absl::StrJoin(final.notes(), "\n"), HasSubstr("emulates"));
+  req.set_max_gpu_seconds(1e-6);
+  st = c.Sweep(req, [](const v1::SweepResponse&) {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("max_gpu_seconds"));
+}
+
 TEST(WorkerTest, ConcurrentRequestsAreSpreadOverTheWorkersOfTheKind) {
   Rig rig({"--fault=slow", "--fault_slow_ms=500"}, {"--workers=2", "--threads=4"});
   ASSERT_TRUE(rig.Ready()) << rig.server().Log();

@@ -1,0 +1,419 @@
+#include "server/http_gateway.h"
+
+#include <civetweb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "nlohmann/json.hpp"
+#include "server/auth.h"
+#include "server/errors.h"
+#include "server/log.h"
+#include "server/server.h"
+#include "server/spec_io.h"
+#include "wavecrest/v1/advisor.grpc.pb.h"
+
+namespace wavecrest {
+namespace {
+
+constexpr double kDefaultUnaryDeadlineS = 60;
+constexpr double kDefaultStreamDeadlineS = 600;
+constexpr double kMaxDeadlineS = 3600;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 413:
+      return "Payload Too Large";
+    case 429:
+      return "Too Many Requests";
+    case 499:
+      return "Client Closed Request";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "Internal Server Error";
+  }
+}
+
+std::string ErrorJson(const absl::Status& st) {
+  nlohmann::json e = {{"code", absl::StatusCodeToString(st.code())},
+                      {"message", std::string(st.message())}};
+  nlohmann::json v = nlohmann::json::array();
+  for (const FieldViolation& f : ViolationsOf(st)) {
+    v.push_back({{"field", f.field}, {"description", f.description}});
+  }
+  if (!v.empty()) e["field_violations"] = std::move(v);
+  const absl::Duration retry = RetryDelayOf(st);
+  if (retry > absl::ZeroDuration()) e["retry_after_s"] = absl::ToDoubleSeconds(retry);
+  return nlohmann::json{{"error", std::move(e)}}.dump();
+}
+
+void Send(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
+          absl::string_view extra_headers = "") {
+  mg_printf(c,
+            "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%.*s\r\n",
+            status, Reason(status), static_cast<int>(content_type.size()), content_type.data(),
+            body.size(), static_cast<int>(extra_headers.size()), extra_headers.data());
+  mg_write(c, body.data(), body.size());
+}
+
+int SendError(mg_connection* c, const absl::Status& st) {
+  const int status = HttpStatusFor(st.code());
+  const absl::Duration retry = RetryDelayOf(st);
+  const std::string extra =
+      retry > absl::ZeroDuration()
+          ? absl::StrCat("Retry-After: ",
+                         static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(retry))), "\r\n")
+          : "";
+  Send(c, status, "application/json", ErrorJson(st), extra);
+  return status;
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions o;
+  o.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+absl::Status FromJson(absl::string_view body, google::protobuf::Message* m) {
+  if (absl::StripAsciiWhitespace(body).empty()) return absl::OkStatus();  // {} by default
+  google::protobuf::util::JsonParseOptions o;
+  o.ignore_unknown_fields = false;
+  const auto st = google::protobuf::util::JsonStringToMessage(std::string(body), m, o);
+  if (!st.ok()) {
+    return FieldError("body",
+                      absl::StrCat("not a ", m->GetDescriptor()->name(),
+                                   " in the protobuf JSON mapping: ", std::string(st.message())));
+  }
+  return absl::OkStatus();
+}
+
+// What the gateway needs of one HTTP request.
+struct HttpRequest {
+  std::string method;
+  std::string path;
+  std::string body;
+  std::string authorization;
+  std::string peer;  // "ipv4:10.0.0.7"
+  double deadline_s = 0;
+};
+
+absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, int64_t max_body) {
+  const mg_request_info* ri = mg_get_request_info(c);
+  HttpRequest r;
+  r.method = ri->request_method ? ri->request_method : "";
+  r.path = ri->local_uri ? ri->local_uri : "";
+  const std::string addr = ri->remote_addr;
+  r.peer = absl::StrContains(addr, ':') ? absl::StrCat("ipv6:[", addr, "]") : "ipv4:" + addr;
+  if (const char* a = mg_get_header(c, "Authorization")) r.authorization = a;
+  if (const char* d = mg_get_header(c, "X-Wavecrest-Deadline-S")) {
+    if (!absl::SimpleAtod(d, &r.deadline_s) ||
+        !(r.deadline_s > 0 && r.deadline_s <= kMaxDeadlineS)) {
+      return FieldError("X-Wavecrest-Deadline-S",
+                        absl::StrCat("\"", d, "\": seconds in (0, ", kMaxDeadlineS, "]"));
+    }
+  }
+  if (ri->content_length > max_body) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the body has ", ri->content_length, " bytes; at most ", max_body));
+  }
+  char buf[16384];
+  while (true) {
+    const int n = mg_read(c, buf, sizeof(buf));
+    if (n <= 0) break;
+    r.body.append(buf, static_cast<size_t>(n));
+    if (static_cast<int64_t>(r.body.size()) > max_body) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the body is larger than ", max_body, " bytes"));
+    }
+  }
+  return r;
+}
+
+void Prepare(const HttpRequest& r, double default_deadline_s, grpc::ClientContext* ctx) {
+  const double d = r.deadline_s > 0 ? r.deadline_s : default_deadline_s;
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(d)));
+  if (!r.authorization.empty()) ctx->AddMetadata("authorization", r.authorization);
+  ctx->AddMetadata(std::string(kHttpPeerMetadata), r.peer);
+}
+
+template <typename Request, typename Response, typename Call>
+int Unary(mg_connection* c, const HttpRequest& r, const Call& call) {
+  Request req;
+  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
+  grpc::ClientContext ctx;
+  Prepare(r, kDefaultUnaryDeadlineS, &ctx);
+  Response resp;
+  const grpc::Status st = call(&ctx, req, &resp);
+  if (!st.ok()) return SendError(c, FromGrpcStatus(st));
+  Send(c, 200, "application/json", ToJson(resp));
+  return 200;
+}
+
+// A server stream as newline-delimited JSON: one message a line, flushed as it comes. An error
+// before the first message is an HTTP error; after it, a last line {"error": ...}.
+template <typename Request, typename Response, typename Start>
+int Stream(mg_connection* c, const HttpRequest& r, const Start& start) {
+  Request req;
+  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
+  grpc::ClientContext ctx;
+  Prepare(r, kDefaultStreamDeadlineS, &ctx);
+  auto reader = start(&ctx, req);
+  Response msg;
+  if (!reader->Read(&msg)) return SendError(c, FromGrpcStatus(reader->Finish()));
+  mg_printf(c,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+            "Transfer-Encoding: chunked\r\nCache-Control: no-store\r\n"
+            "X-Content-Type-Options: nosniff\r\n\r\n");
+  bool gone = false;
+  do {
+    const std::string line = ToJson(msg) + "\n";
+    if (mg_send_chunk(c, line.data(), static_cast<unsigned>(line.size())) < 0) {
+      gone = true;  // the HTTP client left: stop the work
+      ctx.TryCancel();
+      break;
+    }
+  } while (reader->Read(&msg));
+  const grpc::Status st = reader->Finish();
+  if (!gone && !st.ok() && st.error_code() != grpc::StatusCode::CANCELLED) {
+    const std::string line = ErrorJson(FromGrpcStatus(st)) + "\n";
+    mg_send_chunk(c, line.data(), static_cast<unsigned>(line.size()));
+  }
+  if (!gone) mg_send_chunk(c, "", 0);
+  return 200;
+}
+
+}  // namespace
+
+int HttpStatusFor(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kAborted:
+      return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kCancelled:
+      return 499;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+HttpGateway::HttpGateway(const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel,
+                         Metrics* metrics)
+    : options_(options), channel_(std::move(channel)), metrics_(metrics) {}
+
+absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
+    const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel, Metrics* metrics) {
+  std::unique_ptr<HttpGateway> g(new HttpGateway(options, std::move(channel), metrics));
+  if (!options.static_dir.empty() && !std::filesystem::is_directory(options.static_dir)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_static_dir ", options.static_dir, ": not a directory"));
+  }
+  const std::string threads = std::to_string(std::max(options.threads, 2));
+  std::vector<const char*> opts = {"listening_ports",
+                                   options.listen.c_str(),
+                                   "num_threads",
+                                   threads.c_str(),
+                                   "request_timeout_ms",
+                                   "3600000",
+                                   "enable_directory_listing",
+                                   "no",
+                                   "additional_header",
+                                   "X-Content-Type-Options: nosniff"};
+  if (!options.static_dir.empty()) {
+    opts.push_back("document_root");
+    opts.push_back(options.static_dir.c_str());
+  }
+  opts.push_back(nullptr);
+  mg_callbacks callbacks{};
+  callbacks.log_message = [](const mg_connection*, const char* message) {
+    LogInfo("http", {{"message", message}});
+    return 1;
+  };
+  g->ctx_ = mg_start(&callbacks, nullptr, opts.data());
+  if (g->ctx_ == nullptr) {
+    return absl::UnavailableError(absl::StrCat(
+        "--http_listen ", options.listen, ": cannot listen (is another process on that port?)"));
+  }
+  mg_set_request_handler(g->ctx_, "/v1", &HttpGateway::Dispatch, g.get());
+  mg_server_port ports[4];
+  const int n = mg_get_server_ports(g->ctx_, 4, ports);
+  g->port_ = n > 0 ? ports[0].port : 0;
+  return g;
+}
+
+HttpGateway::~HttpGateway() {
+  if (ctx_) mg_stop(ctx_);
+}
+
+int HttpGateway::Dispatch(mg_connection* conn, void* self) {
+  return static_cast<HttpGateway*>(self)->Handle(conn);
+}
+
+int HttpGateway::Handle(mg_connection* c) {
+  absl::StatusOr<HttpRequest> read = ReadRequest(c, options_.max_body_bytes);
+  static constexpr const char* kRoutes[] = {"/v1/analyze",    "/v1/recommend",  "/v1/sweep",
+                                            "/v1/time-gemms", "/v1/devices",    "/v1/health",
+                                            "/v1/models",     "/v1/parse-model"};
+  std::string route = "other";  // a bounded label set, whatever paths callers try
+  for (const char* known : kRoutes) {
+    if (read.ok() && read->path == known) route = known;
+  }
+  auto done = [&](int status) {
+    if (metrics_) metrics_->HttpRequest(route, status);
+    return status;  // civetweb: a non-zero return means "handled"
+  };
+  if (!read.ok()) return done(SendError(c, read.status()));
+  const HttpRequest& r = *read;
+  auto stub = v1::Advisor::NewStub(channel_);
+  const bool post = r.method == "POST", get = r.method == "GET";
+  auto wrong_method = [&](const char* allowed) {
+    Send(c, 405, "application/json",
+         ErrorJson(
+             absl::InvalidArgumentError(absl::StrCat(r.method, " ", r.path, ": use ", allowed))),
+         absl::StrCat("Allow: ", allowed, "\r\n"));
+    return done(405);
+  };
+  if (r.path == "/v1/analyze") {
+    if (!post) return wrong_method("POST");
+    return done(Unary<v1::AnalyzeRequest, v1::AnalyzeResponse>(
+        c, r, [&](grpc::ClientContext* ctx, const v1::AnalyzeRequest& q, v1::AnalyzeResponse* a) {
+          return stub->Analyze(ctx, q, a);
+        }));
+  }
+  if (r.path == "/v1/recommend") {
+    if (!post) return wrong_method("POST");
+    return done(Stream<v1::RecommendRequest, v1::RecommendResponse>(
+        c, r, [&](grpc::ClientContext* ctx, const v1::RecommendRequest& q) {
+          return stub->Recommend(ctx, q);
+        }));
+  }
+  if (r.path == "/v1/sweep") {
+    if (!post) return wrong_method("POST");
+    return done(Stream<v1::SweepRequest, v1::SweepResponse>(
+        c, r,
+        [&](grpc::ClientContext* ctx, const v1::SweepRequest& q) { return stub->Sweep(ctx, q); }));
+  }
+  if (r.path == "/v1/time-gemms") {
+    if (!post) return wrong_method("POST");
+    return done(Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
+        c, r, [&](grpc::ClientContext* ctx, const v1::TimeGemmsRequest& q) {
+          return stub->TimeGemms(ctx, q);
+        }));
+  }
+  if (r.path == "/v1/devices") {
+    if (!get) return wrong_method("GET");
+    return done(Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
+        c, r,
+        [&](grpc::ClientContext* ctx, const v1::ListDevicesRequest& q, v1::ListDevicesResponse* a) {
+          return stub->ListDevices(ctx, q, a);
+        }));
+  }
+  if (r.path == "/v1/health") {
+    if (!get) return wrong_method("GET");
+    auto health = grpc::health::v1::Health::NewStub(channel_);
+    nlohmann::json out;
+    for (auto [key, service] : {std::pair<const char*, const char*>{"overall", ""},
+                                {"advisor", kAdvisorHealthName},
+                                {"measure", kMeasureHealthName}}) {
+      grpc::ClientContext ctx;
+      Prepare(r, 5, &ctx);
+      grpc::health::v1::HealthCheckRequest q;
+      q.set_service(service);
+      grpc::health::v1::HealthCheckResponse a;
+      const grpc::Status st = health->Check(&ctx, q, &a);
+      out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
+                         : absl::StatusCodeToString(FromGrpcStatus(st).code());
+    }
+    Send(c, 200, "application/json", out.dump());
+    return done(200);
+  }
+  if (r.path == "/v1/models") {
+    if (!get) return wrong_method("GET");
+    nlohmann::json models = nlohmann::json::array();
+    if (!options_.models_dir.empty()) {
+      std::vector<std::filesystem::path> files;
+      std::error_code ec;
+      for (const char* sub : {"", "hf"}) {
+        const std::filesystem::path dir = std::filesystem::path(options_.models_dir) / sub;
+        if (!std::filesystem::is_directory(dir, ec)) continue;
+        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+          if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+        }
+      }
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) {
+        absl::StatusOr<v1::ModelSpec> spec = LoadModelFile(f.string());
+        if (!spec.ok()) continue;
+        models.push_back({{"file", std::filesystem::relative(f, options_.models_dir, ec).string()},
+                          {"spec", nlohmann::json::parse(ToJson(*spec), nullptr, false)}});
+      }
+    }
+    Send(c, 200, "application/json", nlohmann::json{{"models", std::move(models)}}.dump());
+    return done(200);
+  }
+  if (r.path == "/v1/parse-model") {
+    if (!post) return wrong_method("POST");
+    absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(r.body);
+    if (!spec.ok()) return done(SendError(c, FieldError("body", spec.status().message())));
+    Send(c, 200, "application/json", ToJson(*spec));
+    return done(200);
+  }
+  return done(SendError(c, absl::NotFoundError(absl::StrCat(
+                               "no route ", r.path,
+                               "; the API is POST /v1/analyze, "
+                               "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/parse-model and GET "
+                               "/v1/devices, /v1/health, /v1/models"))));
+}
+
+}  // namespace wavecrest
