@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps configure build test test-fast sanitize demo bench clean
+.PHONY: all deps configure build web test test-fast sanitize demo bench bench-web clean
 
 all: build
 
@@ -17,6 +17,10 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The dashboard (web/dist), served by wavecrest-server --http_static_dir.
+web: deps
+	bash scripts/web.sh build
+
 # The whole suite, then the same suite under ASan+UBSan and a short run of every fuzz target.
 test: test-fast sanitize
 
@@ -26,11 +30,14 @@ test-fast: build
 sanitize: deps
 	bash scripts/sanitize.sh
 
-demo: build
+demo: build web
 	bash scripts/demo.sh $(BUILD_DIR)
 
 bench: build
 	bash scripts/bench.sh $(BUILD_DIR)
+
+bench-web: build
+	bash scripts/web.sh bench $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) build-sanitize

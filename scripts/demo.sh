@@ -17,14 +17,18 @@ workers=auto
 gpu=$("$build/gpu_worker/wavecrest-worker" devices |
   sed -nE 's/.*"catalog_name":"([a-z0-9-]+)".*/\1/p' | head -n 1)
 gpu=${gpu:-h100-sxm}
+web_flags=()
+[[ -f web/dist/index.html ]] && web_flags=(--http_static_dir=web/dist)
 echo "== starting wavecrest-server (--workers $workers; logs in $tmp/server.log)"
 "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
   --port_file="$tmp/ports.json" --cache="$tmp/results.db" --workers=$workers \
-  2>"$tmp/server.log" &
+  --http_listen=127.0.0.1:${DEMO_HTTP_PORT:-0} --http_models_dir=examples/models \
+  ${web_flags[@]+"${web_flags[@]}"} 2>"$tmp/server.log" &
 server_pid=$!
 for _ in $(seq 600); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done
 [[ -s $tmp/ports.json ]] || { cat "$tmp/server.log"; echo "server did not start"; exit 1; }
 port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/ports.json")
+http=$(sed -E 's/.*"http": ([0-9]+).*/\1/' "$tmp/ports.json")
 cli=("$build/client/wavecrest")
 server="--server=127.0.0.1:$port"
 for _ in $(seq 200); do "${cli[@]}" health "$server" 2>/dev/null | grep -q "measure: SERVING" && break; sleep 0.05; done
@@ -40,3 +44,15 @@ echo; echo "== wavecrest time $server --gpu $gpu --gemm 8192x12288x4096,8192x122
 echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu $gpu --attention unfused --top 8"
 "${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu "$gpu" \
   --attention unfused --top 8
+
+echo; echo "== the same API as JSON over HTTP: curl -s http://127.0.0.1:$http/v1/health"
+curl -s "http://127.0.0.1:$http/v1/health"; echo
+if [[ ${#web_flags[@]} -gt 0 ]]; then
+  echo; echo "== the dashboard: http://127.0.0.1:$http/"
+else
+  echo; echo "== no dashboard (web/dist missing: make web builds it)"
+fi
+if [[ -n ${DEMO_KEEP:-} ]]; then
+  echo "DEMO_KEEP set: the server keeps running; Ctrl-C stops it"
+  wait "$server_pid"
+fi

@@ -14,6 +14,7 @@ packages=(
   curl
   openssl      # the TLS tests make their certificates at test time
   clang-14 libclang-rt-14-dev   # scripts/sanitize.sh: ASan+UBSan suite and libFuzzer targets
+  chromium     # the dashboard's browser tests (Playwright drives Debian's Chromium)
 )
 
 missing=()
@@ -44,5 +45,18 @@ if [[ ! -x $here/tools/node_modules/.bin/buf ]]; then
       echo "install-deps: npm install of buf failed; the proto lint test will be skipped"
   else
     echo "install-deps: npm not found; the proto lint test will be skipped"
+  fi
+fi
+
+# The dashboard's build and test tools (Vite, TypeScript, Playwright, uPlot) from npm into
+# web/node_modules, pinned by web/package-lock.json. Playwright drives Debian's chromium above;
+# it downloads no browser.
+if [[ ! -x $here/web/node_modules/.bin/vite ]]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "install-deps: installing the dashboard's npm packages into web/node_modules"
+    (cd "$here/web" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+      echo "install-deps: npm install for web/ failed; the dashboard test will fail"
+  else
+    echo "install-deps: npm not found; the dashboard is not built and its test is skipped"
   fi
 fi

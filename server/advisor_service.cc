@@ -334,6 +334,10 @@ grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContex
   if (st.ok()) {
     *response = CatalogDevices();
     if (workers_) workers_->AddWorkers(response, request->include_internal());
+    if (cache_ != nullptr) {
+      response->set_has_cache(true);
+      response->set_cache_entries(cache_->Count());
+    }
   }
   const grpc::Status g = ToGrpcStatus(st);
   done(g);

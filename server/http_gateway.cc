@@ -252,6 +252,14 @@ HttpGateway::HttpGateway(const HttpGatewayOptions& options, std::shared_ptr<grpc
                          Metrics* metrics)
     : options_(options), channel_(std::move(channel)), metrics_(metrics) {}
 
+// Headers on every response, the dashboard's files included: no MIME sniffing, and a content
+// security policy that lets the page load only its own scripts and call only this origin.
+constexpr const char* kStaticHeaders =
+    "X-Content-Type-Options: nosniff\r\n"
+    "Content-Security-Policy: default-src 'self'; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'\r\n"
+    "Referrer-Policy: no-referrer";
+
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel, Metrics* metrics) {
   std::unique_ptr<HttpGateway> g(new HttpGateway(options, std::move(channel), metrics));
@@ -269,7 +277,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
                                    "enable_directory_listing",
                                    "no",
                                    "additional_header",
-                                   "X-Content-Type-Options: nosniff"};
+                                   kStaticHeaders};
   if (!options.static_dir.empty()) {
     opts.push_back("document_root");
     opts.push_back(options.static_dir.c_str());

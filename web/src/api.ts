@@ -1,0 +1,332 @@
+// The wavecrest HTTP/JSON gateway (wavecrest-server --http_listen), typed for the fields the
+// dashboard reads. Messages follow the protobuf JSON mapping: int64 fields arrive as strings,
+// enums as their full names (SOURCE_PREDICTED), unset fields are absent.
+
+export type Int64 = string | number | undefined;
+
+export function int(v: Int64): number {
+  return v === undefined ? 0 : Number(v);
+}
+
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+/** An error from the gateway: the gRPC code, the message and the fields at fault. */
+export class ApiError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly httpStatus: number,
+    readonly fieldViolations: FieldViolation[] = [],
+    readonly retryAfterS?: number,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+export interface Progress {
+  done?: Int64;
+  total?: Int64;
+  message?: string;
+}
+
+export type Source = "SOURCE_PREDICTED" | "SOURCE_MEASURED" | "SOURCE_CACHED" | string;
+
+export interface ModelSpec {
+  name?: string;
+  hidden_size?: Int64;
+  num_attention_heads?: Int64;
+  num_kv_heads?: Int64;
+  head_dim?: Int64;
+  num_layers?: Int64;
+  ffn_hidden_size?: Int64;
+  vocab_size?: Int64;
+  seq_length?: Int64;
+  micro_batch_size?: Int64;
+  tensor_parallel?: Int64;
+  mlp?: string;
+  dtype?: string;
+  [key: string]: unknown;
+}
+
+export interface GemmShape {
+  m?: Int64;
+  n?: Int64;
+  k?: Int64;
+  batch?: Int64;
+}
+
+export interface Alignment {
+  largest_pow2?: Int64;
+  meets_rule?: boolean;
+}
+
+export interface GemmAnalysis {
+  gemm: {
+    name: string;
+    pass?: string;
+    shape: GemmShape;
+    layout?: string;
+    dtype?: string;
+    flops?: number;
+    count?: Int64;
+  };
+  step_flop_share?: number;
+  m_alignment?: Alignment;
+  n_alignment?: Alignment;
+  k_alignment?: Alignment;
+  time_s?: number;
+  tflops?: number;
+  bound?: string;
+  tile?: {
+    tile_m?: Int64;
+    tile_n?: Int64;
+    split_k?: Int64;
+    tiles?: Int64;
+    waves?: Int64;
+    tile_efficiency?: number;
+    wave_efficiency?: number;
+    alignment_efficiency?: number;
+  };
+  error_band_p10?: number;
+  error_band_p90?: number;
+}
+
+export interface RuleViolation {
+  id: string;
+  paper_rule?: number;
+  message: string;
+}
+
+export interface Provenance {
+  source?: Source;
+  method?: string;
+  calibration?: string;
+  error_band_p10?: number;
+  error_band_p90?: number;
+}
+
+export interface AnalyzeResponse {
+  model: ModelSpec;
+  gpu: string;
+  gemms?: GemmAnalysis[];
+  params?: { total_params?: Int64 };
+  step_time_s?: number;
+  gemm_time_s?: number;
+  elementwise_time_s?: number;
+  mfu?: number;
+  tokens_per_second_per_gpu?: number;
+  rules?: RuleViolation[];
+  provenance?: Provenance;
+}
+
+export interface Candidate {
+  rank?: number;
+  baseline?: boolean;
+  model: ModelSpec;
+  params?: { total_params?: Int64 };
+  param_change?: number;
+  step_time_s?: number;
+  tokens_per_second_per_gpu?: number;
+  speedup?: number;
+  speedup_uncertainty?: number;
+  mfu?: number;
+  source?: Source;
+  reasons?: string[];
+}
+
+export interface StreamMessage {
+  progress?: Progress;
+  done?: boolean;
+}
+
+export interface RecommendResponse extends StreamMessage {
+  candidates?: Candidate[];
+  candidates_considered?: Int64;
+  gemms_measured?: Int64;
+  gemms_cached?: Int64;
+  gemms_predicted?: Int64;
+  gpu?: string;
+  mode?: string;
+  notes?: string[];
+}
+
+export interface SweepPoint {
+  value: Int64;
+  valid?: boolean;
+  invalid_reason?: string;
+  time_s?: number;
+  tflops?: number;
+  mfu?: number;
+  tokens_per_second_per_gpu?: number;
+  total_params?: Int64;
+  rules_broken?: string[];
+  source?: Source;
+  error_band_p10?: number;
+  error_band_p90?: number;
+}
+
+export interface SweepResponse extends StreamMessage {
+  points?: SweepPoint[];
+  gpu?: string;
+  vary?: string;
+  mode?: string;
+  gemms_measured?: Int64;
+  gemms_cached?: Int64;
+  gemms_predicted?: Int64;
+}
+
+export interface SweepRequest {
+  model: ModelSpec;
+  gpu: string;
+  vary: string;
+  from: number;
+  to: number;
+  step: number;
+  mode: string;
+}
+
+export interface CatalogGpu {
+  name: string;
+  display_name?: string;
+  architecture?: string;
+  sm_count?: Int64;
+  peak_bf16_tflops?: number;
+  memory_bandwidth_gbps?: number;
+  dtypes?: string[];
+}
+
+export interface WorkerDevice {
+  id: string;
+  device?: { name?: string; backend?: string; catalog_name?: string };
+  up?: boolean;
+  restarts?: Int64;
+  last_restart_reason?: string;
+}
+
+export interface DevicesResponse {
+  workers?: WorkerDevice[];
+  catalog?: CatalogGpu[];
+  cache_entries?: Int64;
+  has_cache?: boolean;
+}
+
+export interface HealthResponse {
+  advisor?: string;
+  measure?: string;
+  overall?: string;
+}
+
+export interface ExampleModel {
+  file: string;
+  spec: ModelSpec;
+}
+
+async function errorFrom(res: Response): Promise<ApiError> {
+  const text = await res.text();
+  try {
+    return errorFromJson(JSON.parse(text), res.status);
+  } catch {
+    return new ApiError(`HTTP ${res.status}: ${text.slice(0, 200)}`, "UNKNOWN", res.status);
+  }
+}
+
+function errorFromJson(body: unknown, httpStatus: number): ApiError {
+  const e = (body as { error?: Record<string, unknown> }).error ?? {};
+  return new ApiError(
+    String(e.message ?? `HTTP ${httpStatus}`),
+    String(e.code ?? "UNKNOWN"),
+    httpStatus,
+    (e.field_violations as FieldViolation[] | undefined) ?? [],
+    e.retry_after_s === undefined ? undefined : Number(e.retry_after_s),
+  );
+}
+
+export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(path, { signal });
+  if (!res.ok) throw await errorFrom(res);
+  return (await res.json()) as T;
+}
+
+export async function postJson<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    signal,
+  });
+  if (!res.ok) throw await errorFrom(res);
+  return (await res.json()) as T;
+}
+
+/** Splits a byte stream of newline-delimited JSON into parsed objects. */
+export class NdjsonSplitter {
+  private buffer = "";
+  private readonly decoder = new TextDecoder();
+
+  push(chunk: Uint8Array): unknown[] {
+    this.buffer += this.decoder.decode(chunk, { stream: true });
+    return this.drain(false);
+  }
+
+  end(): unknown[] {
+    this.buffer += this.decoder.decode();
+    return this.drain(true);
+  }
+
+  private drain(final: boolean): unknown[] {
+    const out: unknown[] = [];
+    let nl: number;
+    while ((nl = this.buffer.indexOf("\n")) >= 0) {
+      const line = this.buffer.slice(0, nl).trim();
+      this.buffer = this.buffer.slice(nl + 1);
+      if (line) out.push(JSON.parse(line));
+    }
+    if (final && this.buffer.trim()) {
+      out.push(JSON.parse(this.buffer));
+      this.buffer = "";
+    }
+    return out;
+  }
+}
+
+/**
+ * Calls a streaming route. Progress messages go to onProgress; the message with done=true is
+ * returned. An {"error": ...} line (an error after the stream began) is thrown as ApiError.
+ */
+export async function postStream<T extends StreamMessage>(
+  path: string,
+  body: unknown,
+  onProgress: (p: Progress) => void,
+  signal?: AbortSignal,
+): Promise<T> {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (!res.ok || !res.body) throw await errorFrom(res);
+  const reader = res.body.getReader();
+  const splitter = new NdjsonSplitter();
+  let final: T | undefined;
+  const handle = (messages: unknown[]) => {
+    for (const m of messages) {
+      if ((m as { error?: unknown }).error !== undefined) throw errorFromJson(m, res.status);
+      const msg = m as T;
+      if (msg.progress) onProgress(msg.progress);
+      if (msg.done) final = msg;
+    }
+  };
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    handle(splitter.push(value));
+  }
+  handle(splitter.end());
+  if (!final) throw new ApiError(`${path}: the stream ended without a result`, "UNAVAILABLE", 0);
+  return final;
+}
