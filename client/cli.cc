@@ -505,6 +505,13 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.command == "health") {
     if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
     AdvisorClient client = ClientFor(o);
+    const int not_serving = 10 + static_cast<int>(absl::StatusCode::kUnavailable);
+    if (o.health_service_given) {  // one service: a probe's question (containers, workers)
+      absl::StatusOr<std::string> h = client.Health(o.health_service);
+      if (!h.ok()) return Fail(err, h.status());
+      out << (o.health_service.empty() ? "(overall)" : o.health_service) << ": " << *h << "\n";
+      return *h == "SERVING" ? 0 : not_serving;
+    }
     bool all_serving = true;
     for (const char* service : {"", "wavecrest.v1.Advisor", "wavecrest.v1.Advisor/measure"}) {
       absl::StatusOr<std::string> h = client.Health(service);
@@ -512,7 +519,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
       out << (*service ? service : "(overall)") << ": " << *h << "\n";
       if (std::string(service) != "wavecrest.v1.Advisor/measure") all_serving &= *h == "SERVING";
     }
-    return all_serving ? 0 : 10 + static_cast<int>(absl::StatusCode::kUnavailable);
+    return all_serving ? 0 : not_serving;
   }
   if (o.command == "time") return DoTime(o, out, err);
   if (o.command == "calibrate") return DoCalibrate(o, out, err);

@@ -56,10 +56,12 @@ struct CliOptions {
   std::string report;    // report file to write (also printed)
   std::string evaluate;  // measurement file(s) to score the current calibration on
   int folds = 5;
-  std::string calibration;  // a calibration file to load before the command runs
-  bool internal = false;    // devices: workers' paths and PIDs too (admin)
-  bool gpu_given = false;   // --gpu was on the command line (export-measurements, recalibrate)
-  int64_t min_rows = 0;     // recalibrate
+  std::string calibration;     // a calibration file to load before the command runs
+  bool internal = false;       // devices: workers' paths and PIDs too (admin)
+  bool gpu_given = false;      // --gpu was on the command line (export-measurements, recalibrate)
+  int64_t min_rows = 0;        // recalibrate
+  std::string health_service;  // health: the one service to check
+  bool health_service_given = false;  // health: --service was given (it may be "", overall)
   // sweep (--vary names the one dimension; --gemm the GEMM for m, n, k)
   int64_t from = 0, to = 0, step = 0;
   std::string svg;  // write the plot here

@@ -91,6 +91,9 @@ ABSL_FLAG(std::string, evaluate, "",
 ABSL_FLAG(int, folds, 5, "calibrate: folds of the cross-validation");
 ABSL_FLAG(bool, internal, false,
           "devices: also the workers' socket paths, addresses and PIDs (an admin's call)");
+ABSL_FLAG(std::string, service, "",
+          "health: check only this gRPC health service (e.g. '' overall of a wavecrest-worker, "
+          "'wavecrest.v1.Advisor/measure'); exit 0 only when it is SERVING");
 ABSL_FLAG(int64_t, min_rows, 0,
           "recalibrate: measurements a device kind and dtype needs to be refitted; 0 = the "
           "server's --self_calibrate_min_rows");
@@ -216,6 +219,10 @@ int main(int argc, char** argv) {
   o.folds = absl::GetFlag(FLAGS_folds);
   o.calibration = absl::GetFlag(FLAGS_calibration);
   o.min_rows = absl::GetFlag(FLAGS_min_rows);
+  o.health_service = absl::GetFlag(FLAGS_service);
+  o.health_service_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
+    return a == "--service" || a.rfind("--service=", 0) == 0;
+  });
   o.internal = absl::GetFlag(FLAGS_internal);
   o.gpu_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
     return a == "--gpu" || a.rfind("--gpu=", 0) == 0;

@@ -4,18 +4,33 @@
 # of it is present. Needs root (or sudo) only when something is missing.
 set -euo pipefail
 
-packages=(
+# What building the three programs needs (also all the Dockerfile's build stage installs, on
+# Ubuntu 24.04, whose gRPC 1.51 / protobuf 3.21 / Abseil 20220623 match Debian 12's).
+build_packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
-  prometheus-cpp-dev libcivetweb-dev libsqlite3-dev sqlite3 nlohmann-json3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev libcivetweb-dev libsqlite3-dev nlohmann-json3-dev
+)
+# What `make test` and `make demo` need besides.
+test_packages=(
+  sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-grpcio python3-protobuf
   prometheus   # for promtool, which checks our /metrics output in a test
   curl
   openssl      # the TLS tests make their certificates at test time
   clang-14 libclang-rt-14-dev   # scripts/sanitize.sh: ASan+UBSan suite and libFuzzer targets
   chromium     # the dashboard's browser tests (Playwright drives Debian's Chromium)
+  docker-compose   # validates deploy/compose (`docker-compose config`; no daemon needed)
 )
+build_only=0
+[[ ${1:-} == --build-only ]] && build_only=1
+packages=("${build_packages[@]}")
+[[ $build_only == 1 ]] || packages+=("${test_packages[@]}")
+# kubectl renders deploy/k8s (kustomize): Debian's kubernetes-client, unless a kubectl is present
+# from elsewhere (installing both would collide on /usr/bin/kubectl).
+if [[ $build_only == 0 ]] && ! command -v kubectl >/dev/null 2>&1; then
+  packages+=(kubernetes-client)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -34,6 +49,7 @@ else
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   echo "install-deps: Debian packages done"
 fi
+[[ $build_only == 1 ]] && exit 0
 
 # buf (proto lint) from npm into tools/node_modules, pinned by tools/package-lock.json. Optional:
 # without npm the lint test reports itself skipped.

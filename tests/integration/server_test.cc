@@ -115,6 +115,16 @@ TEST_F(ServerTest, CliAgainstServer) {
   std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address()));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
+  // One service, as a container or Kubernetes probe asks: the exit code is the answer. This
+  // server has no worker, so measuring is NOT_SERVING (exit 10 + UNAVAILABLE).
+  std::tie(code, out) =
+      Shell(absl::StrCat(cli, " health --server ", server_.address(), " --service="));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("(overall): SERVING"));
+  std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address(),
+                                           " --service=wavecrest.v1.Advisor/measure"));
+  EXPECT_EQ(code, 24) << out;
+  EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor/measure: NOT_SERVING"));
   // Measured mode on a server with no worker configured: retrying cannot help, so
   // FAILED_PRECONDITION (9) -> exit 19, saying what to do (no retry hint).
   std::tie(code, out) = Shell(absl::StrCat(cli, " time --server ", server_.address(),
