@@ -51,16 +51,18 @@ else
 fi
 [[ $build_only == 1 ]] && exit 0
 
-# buf (proto lint) from npm into tools/node_modules, pinned by tools/package-lock.json. Optional:
-# without npm the lint test reports itself skipped.
+# Lint and validation tools from npm into tools/node_modules, pinned by tools/package-lock.json:
+# buf (proto lint), dockerfile-utils (Dockerfile lint), kubernetes-models and yaml (manifest
+# schemas). Without npm the tests that use them report themselves skipped.
 here=$(cd "$(dirname "$0")/.." && pwd)
-if [[ ! -x $here/tools/node_modules/.bin/buf ]]; then
+if [[ ! -x $here/tools/node_modules/.bin/buf || ! -x $here/tools/node_modules/.bin/dockerfile-utils ||
+      $here/tools/package-lock.json -nt $here/tools/node_modules/.package-lock.json ]]; then
   if command -v npm >/dev/null 2>&1; then
-    echo "install-deps: installing buf from npm into tools/node_modules"
+    echo "install-deps: installing buf, dockerfile-utils and the Kubernetes schemas into tools/node_modules"
     (cd "$here/tools" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
-      echo "install-deps: npm install of buf failed; the proto lint test will be skipped"
+      echo "install-deps: npm install in tools/ failed; the lint and deploy tests will be skipped"
   else
-    echo "install-deps: npm not found; the proto lint test will be skipped"
+    echo "install-deps: npm not found; the lint and deploy tests will be skipped"
   fi
 fi
 
