@@ -3,8 +3,8 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "server/advisor_logic.h"
-#include "server/spec_io.h"
+#include "service/advisor_logic.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 namespace {

@@ -18,7 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
-#include "server/spec_io.h"
+#include "service/spec_io.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Advisor address");

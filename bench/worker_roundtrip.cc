@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "client/advisor_client.h"
-#include "server/spec_io.h"
+#include "service/spec_io.h"
 
 ABSL_FLAG(std::string, server, "127.0.0.1:50051", "Advisor address");
 ABSL_FLAG(std::string, gpu, "h100-sxm", "GPU kind of the worker");

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "server/errors.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 

@@ -1,5 +1,5 @@
 // A small C++ client for wavecrest.v1.Advisor: deadlines on every call, errors as absl::Status
-// carrying the server's field violations and retry hints (see server/errors.h).
+// carrying the server's field violations and retry hints (see service/errors.h).
 #ifndef WAVECREST_CLIENT_ADVISOR_CLIENT_H_
 #define WAVECREST_CLIENT_ADVISOR_CLIENT_H_
 
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
-#include "server/tls.h"
+#include "service/tls.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {

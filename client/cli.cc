@@ -21,12 +21,12 @@
 #include "core/recommend.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/errors.h"
-#include "server/recommend_logic.h"
-#include "server/spec_io.h"
-#include "server/sweep_logic.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/errors.h"
+#include "service/recommend_logic.h"
+#include "service/spec_io.h"
+#include "service/sweep_logic.h"
 
 namespace wavecrest {
 

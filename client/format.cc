@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/errors.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 namespace {

@@ -1,7 +1,7 @@
 // The model specification wavecrest reasons about, its defaults and its validation.
 //
 // This is the proto-free twin of wavecrest.v1.ModelSpec (proto/wavecrest/v1/model.proto); the
-// conversion lives in server/convert.cc. Integer fields use 0 for "use the default" where the proto
+// conversion lives in service/convert.cc. Integer fields use 0 for "use the default" where the proto
 // documents a default, so that a spec file may omit them.
 #ifndef WAVECREST_CORE_MODEL_SPEC_H_
 #define WAVECREST_CORE_MODEL_SPEC_H_

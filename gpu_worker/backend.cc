@@ -4,7 +4,7 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
-#include "server/convert.h"
+#include "service/convert.h"
 
 namespace wavecrest {
 

@@ -12,8 +12,8 @@
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/advisor_logic.h"
-#include "server/spec_io.h"
+#include "service/advisor_logic.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 

@@ -23,9 +23,9 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
-#include "server/log.h"
-#include "server/spec_io.h"
-#include "server/tls.h"
+#include "service/log.h"
+#include "service/spec_io.h"
+#include "service/tls.h"
 
 ABSL_FLAG(int, device, 0, "CUDA device index to time on (cublaslt backend)");
 ABSL_FLAG(std::string, listen, "",

@@ -8,8 +8,8 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "nlohmann/json.hpp"
-#include "server/convert.h"
-#include "server/errors.h"
+#include "service/convert.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 

@@ -11,13 +11,13 @@
 #include "absl/time/clock.h"
 #include "core/analysis.h"
 #include "core/status_macros.h"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/errors.h"
-#include "server/log.h"
-#include "server/recommend_logic.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/errors.h"
+#include "service/log.h"
+#include "service/recommend_logic.h"
 #include "server/stream_reactor.h"
-#include "server/sweep_logic.h"
+#include "service/sweep_logic.h"
 
 namespace wavecrest {
 namespace {

@@ -1,5 +1,5 @@
 // Who may call what: bearer tokens (optional) and the admin role, checked for every RPC in one
-// place (Auth::Check). TLS is server/tls.h.
+// place (Auth::Check). TLS is service/tls.h.
 //
 // Tokens file: one "<token> <role>" per line, role "client" or "admin", '#' starts a comment.
 // With a tokens file, every call must carry "authorization: Bearer <token>" (UNAUTHENTICATED
@@ -16,7 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/grpcpp.h"
-#include "server/tls.h"
+#include "service/tls.h"
 
 namespace wavecrest {
 

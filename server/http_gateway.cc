@@ -17,10 +17,10 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
-#include "server/errors.h"
-#include "server/log.h"
+#include "service/errors.h"
+#include "service/log.h"
 #include "server/server.h"
-#include "server/spec_io.h"
+#include "service/spec_io.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {

@@ -1,8 +1,8 @@
 #include "server/job_handlers.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/recommend_logic.h"
-#include "server/sweep_logic.h"
+#include "service/recommend_logic.h"
+#include "service/sweep_logic.h"
 
 namespace wavecrest {
 namespace {

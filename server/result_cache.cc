@@ -7,8 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "server/convert.h"
-#include "server/log.h"
+#include "service/convert.h"
+#include "service/log.h"
 
 namespace wavecrest {
 namespace {

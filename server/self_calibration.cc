@@ -6,8 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/cost_model.h"
-#include "server/convert.h"
-#include "server/log.h"
+#include "service/convert.h"
+#include "service/log.h"
 
 namespace wavecrest {
 

@@ -21,7 +21,7 @@
 #include "server/http_gateway.h"
 #include "server/job_handlers.h"
 #include "server/job_queue.h"
-#include "server/log.h"
+#include "service/log.h"
 #include "server/metrics.h"
 #include "server/self_calibration.h"
 #include "server/timing_service.h"

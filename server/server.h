@@ -8,7 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "server/tls.h"
+#include "service/tls.h"
 
 namespace wavecrest {
 

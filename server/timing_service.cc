@@ -5,10 +5,10 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/errors.h"
-#include "server/log.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/errors.h"
+#include "service/log.h"
 
 namespace wavecrest {
 

@@ -15,9 +15,9 @@
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "server/convert.h"
-#include "server/errors.h"
-#include "server/log.h"
+#include "service/convert.h"
+#include "service/errors.h"
+#include "service/log.h"
 
 namespace wavecrest {
 namespace {

@@ -14,9 +14,9 @@
 #include "absl/time/clock.h"
 #include "core/gpu_catalog.h"
 #include "nlohmann/json.hpp"
-#include "server/log.h"
+#include "service/log.h"
 #include "server/result_cache.h"
-#include "server/tls.h"
+#include "service/tls.h"
 #include "server/worker_pool.h"
 
 namespace wavecrest {

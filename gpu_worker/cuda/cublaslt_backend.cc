@@ -48,7 +48,7 @@
 #include "gpu_worker/backend.h"
 #include "gpu_worker/clock_sampler.h"
 #include "gpu_worker/cuda/kernels.h"
-#include "server/convert.h"
+#include "service/convert.h"
 
 namespace wavecrest {
 namespace {

@@ -12,8 +12,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "server/advisor_logic.h"
-#include "server/errors.h"
+#include "service/advisor_logic.h"
+#include "service/errors.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {

@@ -6,9 +6,9 @@
 #include "core/model_stats.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/spec_io.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/calibration.h"
-#include "server/convert.h"
+#include "service/convert.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes(reinterpret_cast<const char*>(data), size);

@@ -3,9 +3,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "server/advisor_logic.h"
+#include "service/advisor_logic.h"
 #include "server/advisor_service.h"
-#include "server/recommend_logic.h"
+#include "service/recommend_logic.h"
 #include "server/timing_service.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/analysis.h"
-#include "server/advisor_logic.h"
-#include "server/spec_io.h"
+#include "service/advisor_logic.h"
+#include "service/spec_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

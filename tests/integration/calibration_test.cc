@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/convert.h"
+#include "service/convert.h"
 #include "server/result_cache.h"
 #include "tests/integration/process.h"
 

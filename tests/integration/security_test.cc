@@ -16,7 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/errors.h"
+#include "service/errors.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {

@@ -9,8 +9,8 @@
 #include "gmock/gmock.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "server/errors.h"
-#include "server/spec_io.h"
+#include "service/errors.h"
+#include "service/spec_io.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {

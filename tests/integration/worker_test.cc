@@ -18,7 +18,7 @@
 #include "client/advisor_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/errors.h"
+#include "service/errors.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {

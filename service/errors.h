@@ -3,8 +3,8 @@
 // Field violations ride on an absl::Status as a google.rpc.BadRequest payload, and a retry delay as
 // a google.rpc.RetryInfo payload, so that core-facing code returns plain absl::Status and the
 // server turns it into a rich grpc::Status in exactly one place (ToGrpcStatus).
-#ifndef WAVECREST_SERVER_ERRORS_H_
-#define WAVECREST_SERVER_ERRORS_H_
+#ifndef WAVECREST_SERVICE_ERRORS_H_
+#define WAVECREST_SERVICE_ERRORS_H_
 
 #include <string>
 #include <vector>
@@ -56,4 +56,4 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_ERRORS_H_
+#endif  // WAVECREST_SERVICE_ERRORS_H_

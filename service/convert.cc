@@ -1,4 +1,4 @@
-#include "server/convert.h"
+#include "service/convert.h"
 
 #include <string>
 

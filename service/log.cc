@@ -1,4 +1,4 @@
-#include "server/log.h"
+#include "service/log.h"
 
 #include <cstdio>
 #include <mutex>

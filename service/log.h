@@ -1,6 +1,6 @@
 // Structured logs: one JSON object per line on stderr ({"ts":..., "level":..., "msg":..., ...}).
-#ifndef WAVECREST_SERVER_LOG_H_
-#define WAVECREST_SERVER_LOG_H_
+#ifndef WAVECREST_SERVICE_LOG_H_
+#define WAVECREST_SERVICE_LOG_H_
 
 #include <initializer_list>
 #include <string>
@@ -21,4 +21,4 @@ void SetLogComponent(absl::string_view component);
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_LOG_H_
+#endif  // WAVECREST_SERVICE_LOG_H_

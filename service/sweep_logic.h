@@ -2,11 +2,11 @@
 // of a GEMM (M, N, K), the pictures the paper is made of (the wave "sawtooth" of throughput
 // against hidden size). Predicted by default; MODE_AUTO and MODE_MEASURED time the distinct GEMMs
 // on a worker of the kind first (within a GPU-time budget) and score every point with them.
-#ifndef WAVECREST_SERVER_SWEEP_LOGIC_H_
-#define WAVECREST_SERVER_SWEEP_LOGIC_H_
+#ifndef WAVECREST_SERVICE_SWEEP_LOGIC_H_
+#define WAVECREST_SERVICE_SWEEP_LOGIC_H_
 
 #include "absl/status/statusor.h"
-#include "server/recommend_logic.h"
+#include "service/recommend_logic.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -26,4 +26,4 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_SWEEP_LOGIC_H_
+#endif  // WAVECREST_SERVICE_SWEEP_LOGIC_H_

@@ -1,6 +1,6 @@
 // Conversions between core types and wavecrest.v1 protos. Nothing else in the code base knows both.
-#ifndef WAVECREST_SERVER_CONVERT_H_
-#define WAVECREST_SERVER_CONVERT_H_
+#ifndef WAVECREST_SERVICE_CONVERT_H_
+#define WAVECREST_SERVICE_CONVERT_H_
 
 #include <vector>
 
@@ -49,4 +49,4 @@ v1::AnalyzeResponse ToProto(const Analysis& a);
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_CONVERT_H_
+#endif  // WAVECREST_SERVICE_CONVERT_H_

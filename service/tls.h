@@ -1,6 +1,6 @@
 // TLS credentials of the server, its workers and its clients, from PEM files.
-#ifndef WAVECREST_SERVER_TLS_H_
-#define WAVECREST_SERVER_TLS_H_
+#ifndef WAVECREST_SERVICE_TLS_H_
+#define WAVECREST_SERVICE_TLS_H_
 
 #include <memory>
 #include <string>
@@ -30,4 +30,4 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_TLS_H_
+#endif  // WAVECREST_SERVICE_TLS_H_

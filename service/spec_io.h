@@ -1,7 +1,7 @@
 // Reading model specs from files: wavecrest JSON (the proto JSON mapping of wavecrest.v1.ModelSpec)
 // or a Hugging Face config.json, told apart by content.
-#ifndef WAVECREST_SERVER_SPEC_IO_H_
-#define WAVECREST_SERVER_SPEC_IO_H_
+#ifndef WAVECREST_SERVICE_SPEC_IO_H_
+#define WAVECREST_SERVICE_SPEC_IO_H_
 
 #include <cstdint>
 #include <string>
@@ -26,4 +26,4 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes)
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_SPEC_IO_H_
+#endif  // WAVECREST_SERVICE_SPEC_IO_H_

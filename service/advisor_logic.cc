@@ -1,9 +1,9 @@
-#include "server/advisor_logic.h"
+#include "service/advisor_logic.h"
 
 #include "core/analysis.h"
 #include "core/status_macros.h"
-#include "server/convert.h"
-#include "server/errors.h"
+#include "service/convert.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 

@@ -1,4 +1,4 @@
-#include "server/spec_io.h"
+#include "service/spec_io.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/hf_import.h"
 #include "google/protobuf/util/json_util.h"
-#include "server/convert.h"
+#include "service/convert.h"
 
 namespace wavecrest {
 

@@ -1,7 +1,7 @@
 // Recommend, from request to response: constraints, candidates, the analytic stage over all of
 // them, the measuring stage over the best K and the baseline, ranking and the answer.
-#ifndef WAVECREST_SERVER_RECOMMEND_LOGIC_H_
-#define WAVECREST_SERVER_RECOMMEND_LOGIC_H_
+#ifndef WAVECREST_SERVICE_RECOMMEND_LOGIC_H_
+#define WAVECREST_SERVICE_RECOMMEND_LOGIC_H_
 
 #include <functional>
 #include <optional>
@@ -60,4 +60,4 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_RECOMMEND_LOGIC_H_
+#endif  // WAVECREST_SERVICE_RECOMMEND_LOGIC_H_

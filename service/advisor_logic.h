@@ -1,7 +1,7 @@
 // The Advisor's request handling that needs no gRPC machinery: validation and the answer of each
 // RPC from its request. The server calls it; the CLI calls it in-process for offline use.
-#ifndef WAVECREST_SERVER_ADVISOR_LOGIC_H_
-#define WAVECREST_SERVER_ADVISOR_LOGIC_H_
+#ifndef WAVECREST_SERVICE_ADVISOR_LOGIC_H_
+#define WAVECREST_SERVICE_ADVISOR_LOGIC_H_
 
 #include <vector>
 
@@ -32,4 +32,4 @@ v1::ListDevicesResponse CatalogDevices();
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_ADVISOR_LOGIC_H_
+#endif  // WAVECREST_SERVICE_ADVISOR_LOGIC_H_

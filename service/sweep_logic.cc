@@ -1,4 +1,4 @@
-#include "server/sweep_logic.h"
+#include "service/sweep_logic.h"
 
 #include <cmath>
 #include <optional>
@@ -12,9 +12,9 @@
 #include "core/model_stats.h"
 #include "core/rules.h"
 #include "core/status_macros.h"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/errors.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 namespace {

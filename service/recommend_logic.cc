@@ -1,4 +1,4 @@
-#include "server/recommend_logic.h"
+#include "service/recommend_logic.h"
 
 #include <algorithm>
 
@@ -8,9 +8,9 @@
 #include "absl/time/clock.h"
 #include "core/analysis.h"
 #include "core/status_macros.h"
-#include "server/advisor_logic.h"
-#include "server/convert.h"
-#include "server/errors.h"
+#include "service/advisor_logic.h"
+#include "service/convert.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/errors.h"
+#include "service/errors.h"
 
 #include <algorithm>
 #include <string>
