@@ -2,11 +2,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -66,6 +68,13 @@ AdvisorClient ClientFor(const CliOptions& o) {
 
 int Fail(std::ostream& err, const absl::Status& status) {
   err << "wavecrest: " << FormatError(status) << "\n";
+  // A problem with the command line itself (a violation naming a --flag) is a usage error: 2.
+  const std::vector<FieldViolation> v = ViolationsOf(status);
+  if (status.code() == absl::StatusCode::kInvalidArgument && !v.empty() &&
+      std::all_of(v.begin(), v.end(),
+                  [](const FieldViolation& f) { return absl::StartsWith(f.field, "--"); })) {
+    return 2;
+  }
   return ExitCodeFor(status);
 }
 

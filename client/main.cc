@@ -3,7 +3,9 @@
 //   wavecrest analyze --model FILE --gpu NAME [--seq N] [--micro-batch N] [--tp N] [--dtype D]
 //                     [--attention A] [--workload W] [--format table|json] [--server ADDR]
 //
-// Flags may be written with '-' or '_' (--micro-batch or --micro_batch).
+// Flags may be written with '-' or '_' (--micro-batch or --micro_batch). The command line is
+// parsed by client/args.cc (per-command flags and help, usage errors exit 2); the flags are
+// defined here.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -12,12 +14,10 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/str_cat.h"
+#include "client/args.h"
 #include "client/cli.h"
+#include "client/format.h"
 
 ABSL_FLAG(std::string, model, "",
           "Model spec file: wavecrest JSON (examples/models/*.json) or a Hugging Face config.json");
@@ -101,74 +101,29 @@ ABSL_FLAG(std::string, calibration, "",
           "A calibration file (from `wavecrest calibrate --out`) to use instead of the built-in "
           "one, for offline commands");
 
-namespace {
-
-constexpr char kUsage[] = R"(wavecrest: hardware-efficient transformer shapes.
-
-usage: wavecrest COMMAND [flags]
-
-commands:
-  analyze   the GEMMs of one step of a model, their alignment, predicted cost and the paper's
-            rules the model breaks (offline, or through --server)
-  time      time GEMMs (--gemm MxNxK,...) or every GEMM of a model step (--model) through
-            --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which
-  devices   the worker devices a server measures on and the GPUs it can predict for
-  recommend nearby shapes at about the same parameter count, ranked by step time, with the
-            reasons; offline with --mode predicted, or through --server (measured on a worker)
-  health    the server's health: overall, Advisor (can answer), measure (a GPU worker is up)
-  calibrate fit the cost model to published or exported measurements, cross-validate, report;
-            --out writes the calibration file, --evaluate scores the current one on a CSV
-  export-measurements  the GPU measurements in a server's result cache, as the measurement CSV
-            (--out FILE, or stdout); feed them to calibrate --fit
-  recalibrate  ask a server to refit its device kinds from its own measurements
-  sweep     throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|
-            micro_batch|tp of --model, or m|n|k of --gemm) from --from to --to by --step, with
-            the rules each point breaks; --svg FILE writes the plot; predicted unless --mode
-
-exit codes: 0 success; 2 bad command line; 10 + gRPC status code when a call (or the offline
-analysis) fails, e.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 UNAVAILABLE.
-
-flags (both --micro-batch and --micro_batch spellings work):)";
-
-// Abseil flag names cannot contain '-'; accept them anyway by rewriting "--a-b[=v]" to "--a_b[=v]".
-std::vector<std::string> NormalizeFlagSpelling(int argc, char** argv) {
-  std::vector<std::string> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
-    if (i > 0 && a.rfind("--", 0) == 0) {
-      const size_t eq = a.find('=');
-      for (size_t j = 2; j < std::min(eq, a.size()); ++j) {
-        if (a[j] == '-') a[j] = '_';
-      }
-    }
-    out.push_back(std::move(a));
-  }
-  return out;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(kUsage);
-  absl::FlagsUsageConfig config;
-  config.contains_help_flags = [](absl::string_view path) {
-    return path.find("client/") != absl::string_view::npos;
-  };
-  config.contains_helpshort_flags = config.contains_help_flags;
-  absl::SetFlagsUsageConfig(config);
-
-  std::vector<std::string> args = NormalizeFlagSpelling(argc, argv);
-  std::vector<char*> cargs;
-  for (std::string& a : args) cargs.push_back(a.data());
-  std::vector<char*> positional =
-      absl::ParseCommandLine(static_cast<int>(cargs.size()), cargs.data());
-  if (positional.size() < 2) {
-    std::cerr << "wavecrest: missing COMMAND (try --help)\n";
+  const std::vector<std::string> args(argv, argv + argc);
+  absl::StatusOr<wavecrest::ParsedArgs> parsed = wavecrest::ParseArgs(args);
+  if (!parsed.ok()) {
+    std::cerr << "wavecrest: " << wavecrest::FormatError(parsed.status()) << "\n";
+    return 2;
+  }
+  if (parsed->version) {
+    std::cout << wavecrest::VersionLine() << "\n";
+    return 0;
+  }
+  if (parsed->help) {
+    const wavecrest::CommandInfo* c = wavecrest::FindCommand(parsed->command);
+    std::cout << (c ? wavecrest::CommandHelp(*c) : wavecrest::GlobalHelp());
+    return 0;
+  }
+  if (parsed->command.empty()) {
+    std::cerr << wavecrest::GlobalHelp() << "\nwavecrest: missing COMMAND\n";
     return 2;
   }
   wavecrest::CliOptions o;
-  o.command = positional[1];
-  for (size_t i = 2; i < positional.size(); ++i) o.args.emplace_back(positional[i]);
+  o.command = parsed->command;
+  o.args = parsed->positional;
   o.model = absl::GetFlag(FLAGS_model);
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.seq = absl::GetFlag(FLAGS_seq);
@@ -220,12 +175,8 @@ int main(int argc, char** argv) {
   o.calibration = absl::GetFlag(FLAGS_calibration);
   o.min_rows = absl::GetFlag(FLAGS_min_rows);
   o.health_service = absl::GetFlag(FLAGS_service);
-  o.health_service_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    return a == "--service" || a.rfind("--service=", 0) == 0;
-  });
+  o.health_service_given = parsed->given.count("service") > 0;
   o.internal = absl::GetFlag(FLAGS_internal);
-  o.gpu_given = std::any_of(args.begin(), args.end(), [](const std::string& a) {
-    return a == "--gpu" || a.rfind("--gpu=", 0) == 0;
-  });
+  o.gpu_given = parsed->given.count("gpu") > 0;
   return wavecrest::RunCli(o, std::cout, std::cerr);
 }

@@ -97,6 +97,52 @@ TEST_F(ServerTest, AnalyzeRoundTrip) {
   EXPECT_EQ(r->rules(0).id(), "head_dim_pow2");
 }
 
+// The CLI's conventions, on the binary: usage errors exit 2 naming the flag; --help per command
+// lists only that command's flags and exits 0; --version names the version, commit and build.
+TEST(CliConventionsTest, UsageErrorsExitTwoHelpIsPerCommandVersionIsComplete) {
+  const std::string cli = testing::BinaryPath("client/wavecrest");
+  const std::string model = testing::SourcePath("examples/models/llama-2-7b.json");
+  struct Case {
+    std::string args;
+    std::string says;
+  };
+  const std::vector<Case> usage_errors = {
+      {"analyze --modle " + model, "--modle: unknown flag; did you mean --model?"},
+      {"recommend --model " + model + " --top abc", "--top: \"abc\" is not a valid value"},
+      {"analyze", "--model: required"},
+      {"analyze --model " + model + " --vary heads", "--vary: does not apply to analyze"},
+      {"analyze --model " + model + " --autotune", "--autotune: does not apply to analyze"},
+      {"analyze --model", "--model: needs a value"},
+      {"frobnicate", "unknown command \"frobnicate\"; the commands: analyze"},
+      {"analyze --model " + model + " --format yaml", "--format"},
+  };
+  for (const Case& c : usage_errors) {
+    auto [code, out] = Shell(absl::StrCat(cli, " ", c.args));
+    EXPECT_EQ(code, 2) << c.args << "\n" << out;
+    EXPECT_THAT(out, HasSubstr(c.says)) << c.args;
+  }
+  auto [hcode, help] = Shell(absl::StrCat(cli, " analyze --help"));
+  EXPECT_EQ(hcode, 0) << help;
+  EXPECT_THAT(help, HasSubstr("usage: wavecrest analyze"));
+  EXPECT_THAT(help, HasSubstr("--model"));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("--vary")));  // recommend's, not analyze's
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("wavecrest: wavecrest")));
+  EXPECT_THAT(help, ::testing::Not(HasSubstr("/work/")));  // no build paths
+  auto [gcode, global] = Shell(absl::StrCat(cli, " --help"));
+  EXPECT_EQ(gcode, 0);
+  EXPECT_THAT(global, HasSubstr("export-measurements"));
+  auto [vcode, version] = Shell(absl::StrCat(cli, " --version"));
+  EXPECT_EQ(vcode, 0);
+  EXPECT_THAT(version, ::testing::MatchesRegex("wavecrest [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit "
+                                               "[0-9a-f]+.*, [A-Za-z]+ build, .*\\)\n"));
+  EXPECT_THAT(version, ::testing::Not(HasSubstr("NDEBUG")));
+  // Both spellings, and --noflag / --no-flag for booleans.
+  auto [ncode, nout] = Shell(absl::StrCat(cli, " recommend --model ", model,
+                                          " --no-keep-layers --mode=predicted --micro-batch 1 "
+                                          "--top 1 --format json"));
+  EXPECT_EQ(ncode, 0) << nout;
+}
+
 TEST_F(ServerTest, CliAgainstServer) {
   const std::string cli = testing::BinaryPath("client/wavecrest");
   auto [code, out] = Shell(absl::StrCat(cli, " analyze --server ", server_.address(), " --model ",
@@ -633,7 +679,7 @@ TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
   auto [c4, err] = Shell(absl::StrCat(cli, " recommend --model ",
                                       testing::SourcePath("examples/models/gpt2-small.json"),
                                       " --mode measured"));
-  EXPECT_EQ(c4, 13) << err;
+  EXPECT_EQ(c4, 2) << err;  // a flag that cannot work without another: a usage error
   EXPECT_THAT(err, HasSubstr("--mode"));
 }
 

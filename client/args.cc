@@ -1,0 +1,299 @@
+#include "client/args.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/reflection.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "service/errors.h"
+#include "wavecrest_version.h"
+
+namespace wavecrest {
+namespace {
+
+// Flags every command that talks to a server takes.
+const std::vector<std::string> kConnection = {"server",  "deadline", "tls_ca", "tls_cert",
+                                              "tls_key", "token",    "format"};
+// A model spec and its overrides.
+const std::vector<std::string> kModel = {"model", "seq",       "micro_batch", "tp",      "pp",
+                                         "dtype", "attention", "workload",    "kv_cache"};
+
+std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> parts) {
+  std::vector<std::string> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+std::vector<CommandInfo> BuildCommands() {
+  return {
+      {"analyze",
+       "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
+       "the model breaks (offline, or through --server)",
+       "wavecrest analyze --model FILE [--gpu NAME] [flags]",
+       Join({kConnection, kModel, {"gpu", "calibration"}})},
+      {"time",
+       "time GEMMs (--gemm MxNxK,...) or every GEMM of a model step (--model) through --server: "
+       "MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which",
+       "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE) [flags]",
+       Join({kConnection, kModel, {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2"}})},
+      {"devices", "the worker devices a server measures on and the GPUs it can predict for",
+       "wavecrest devices --server ADDR [--internal]", Join({kConnection, {"internal"}})},
+      {"recommend",
+       "nearby shapes at about the same parameter count, ranked by efficiency, with the reasons; "
+       "offline with --mode predicted, or through --server (measured on a worker)",
+       "wavecrest recommend --model FILE [--gpu NAME] [flags]",
+       Join({kConnection,
+             kModel,
+             {"gpu", "mode", "param_tolerance", "vary", "allowed_head_dims", "min_heads",
+              "max_heads", "keep_layers", "max_candidates", "top", "measure_top_k",
+              "max_gpu_seconds", "tp_options", "calibration"}})},
+      {"sweep",
+       "throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|micro_batch|"
+       "tp of --model, or m|n|k of --gemm) from --from to --to by --step, with the rules each "
+       "point breaks; --svg FILE writes the plot; predicted unless --mode",
+       "wavecrest sweep (--model FILE | --gemm MxNxK) --vary DIM --from A --to B --step S [flags]",
+       Join({kConnection,
+             kModel,
+             {"gpu", "gemm", "layout", "vary", "from", "to", "step", "svg", "mode",
+              "max_gpu_seconds", "calibration"}})},
+      {"health",
+       "the server's health: overall, Advisor (can answer), measure (a GPU worker is up); with "
+       "--service, one service, exit 0 only when it is SERVING",
+       "wavecrest health --server ADDR [--service NAME]", Join({kConnection, {"service"}})},
+      {"calibrate",
+       "fit the cost model to published or exported measurements, cross-validate, report; --out "
+       "writes the calibration file, --evaluate scores the current one on a CSV",
+       "wavecrest calibrate --fit CSV[,...] [--out FILE] [flags]",
+       {"format", "fit", "anchor", "check", "ratios", "out", "report", "evaluate", "folds",
+        "calibration"}},
+      {"export-measurements",
+       "the GPU measurements in a server's result cache, as the measurement CSV (--out FILE, or "
+       "stdout); feed them to calibrate --fit",
+       "wavecrest export-measurements --server ADDR [--gpu NAME] [--out FILE]",
+       Join({kConnection, {"gpu", "out"}})},
+      {"recalibrate", "ask a server to refit its device kinds from its own measurements",
+       "wavecrest recalibrate --server ADDR [--gpu NAME] [--min_rows N]",
+       Join({kConnection, {"gpu", "min_rows"}})},
+  };
+}
+
+// Edit distance with adjacent transpositions (optimal string alignment): "modle" is one edit
+// from "model".
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] = std::min(
+          {d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The known name nearest to `name` (at most 2 edits), preferring the command's own flags.
+std::string Nearest(const std::string& name, const CommandInfo* command,
+                    const std::set<std::string>& known) {
+  std::string nearest;
+  size_t best = 3;
+  auto consider = [&](const std::string& k) {
+    const size_t d = EditDistance(name, k);
+    if (d < best) best = d, nearest = k;
+  };
+  if (command != nullptr) {
+    for (const std::string& k : command->flags) consider(k);
+  }
+  if (nearest.empty()) {
+    for (const std::string& k : known) consider(k);
+  }
+  return nearest;
+}
+
+std::set<std::string> AllFlagNames() {
+  std::set<std::string> names;
+  for (const CommandInfo& c : Commands()) names.insert(c.flags.begin(), c.flags.end());
+  return names;
+}
+
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return "--" + name;
+}
+
+absl::Status UsageError(const std::string& flag, const std::string& message) {
+  return FieldError(flag, message);
+}
+
+}  // namespace
+
+const std::vector<CommandInfo>& Commands() {
+  static const std::vector<CommandInfo>* commands = new std::vector<CommandInfo>(BuildCommands());
+  return *commands;
+}
+
+const CommandInfo* FindCommand(const std::string& name) {
+  for (const CommandInfo& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
+  ParsedArgs parsed;
+  // First pass: the command is the first word that is not a flag or a flag's value. Flags are
+  // checked against it, so find it before judging any flag.
+  struct Item {
+    std::string name;  // '_' spelling, without "--"
+    std::string value;
+    bool has_value = false;
+    bool negated = false;  // --noflag
+  };
+  std::vector<Item> items;
+  std::vector<std::string> unknown;
+  const std::set<std::string> known = AllFlagNames();
+  bool flags_done = false;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (flags_done || a.size() < 2 || a[0] != '-' || a == "-") {
+      if (parsed.command.empty() && !flags_done) {
+        parsed.command = a;
+      } else {
+        parsed.positional.push_back(a);
+      }
+      continue;
+    }
+    if (a == "--") {
+      flags_done = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help" || a == "--helpfull" || a == "--helpshort") {
+      parsed.help = true;
+      continue;
+    }
+    if (a == "--version") {
+      parsed.version = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) {
+      return UsageError(a, "unknown option (flags are written --name=value or --name value)");
+    }
+    Item item;
+    const size_t eq = a.find('=');
+    item.name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    std::replace(item.name.begin(), item.name.end(), '-', '_');
+    if (eq != std::string::npos) {
+      item.value = a.substr(eq + 1);
+      item.has_value = true;
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
+    if (flag == nullptr && absl::StartsWith(item.name, "no")) {  // --noflag, --no-flag
+      const std::string positive_name = item.name.substr(item.name[2] == '_' ? 3 : 2);
+      absl::CommandLineFlag* positive = absl::FindCommandLineFlag(positive_name);
+      if (positive != nullptr && positive->IsOfType<bool>() && !item.has_value) {
+        item.name = positive_name;
+        item.negated = true;
+        flag = positive;
+      }
+    }
+    if (flag == nullptr || known.count(item.name) == 0) {
+      unknown.push_back(item.name);  // judged once the command is known
+      continue;
+    }
+    if (!item.has_value && !item.negated && !flag->IsOfType<bool>()) {
+      if (i + 1 >= argv.size()) {
+        return UsageError(Dashed(item.name), "needs a value");
+      }
+      item.value = argv[++i];
+      item.has_value = true;
+    }
+    items.push_back(std::move(item));
+  }
+  const CommandInfo* command = FindCommand(parsed.command);
+  if (!unknown.empty()) {
+    const std::string nearest = Nearest(unknown[0], command, known);
+    return UsageError(Dashed(unknown[0]),
+                      absl::StrCat("unknown flag",
+                                   nearest.empty() ? "" : "; did you mean " + Dashed(nearest) + "?",
+                                   " (wavecrest COMMAND --help lists a command's flags)"));
+  }
+  if (parsed.command.empty()) return parsed;  // --help / --version alone, or nothing
+  if (command == nullptr) {
+    std::vector<std::string> names;
+    for (const CommandInfo& c : Commands()) names.push_back(c.name);
+    return UsageError("COMMAND", absl::StrCat("unknown command \"", parsed.command,
+                                              "\"; the commands: ", absl::StrJoin(names, ", ")));
+  }
+  if (parsed.help) return parsed;
+  for (const Item& item : items) {
+    if (std::find(command->flags.begin(), command->flags.end(), item.name) ==
+        command->flags.end()) {
+      std::vector<std::string> users;
+      for (const CommandInfo& c : Commands()) {
+        if (std::find(c.flags.begin(), c.flags.end(), item.name) != c.flags.end()) {
+          users.push_back(c.name);
+        }
+      }
+      return UsageError(Dashed(item.name),
+                        absl::StrCat("does not apply to ", command->name, " (it is for ",
+                                     absl::StrJoin(users, ", "), ")"));
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
+    std::string value = item.negated ? "false" : (item.has_value ? item.value : "true");
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return UsageError(Dashed(item.name),
+                        absl::StrCat("\"", value, "\" is not a valid value: ", error));
+    }
+    parsed.given.insert(item.name);
+  }
+  return parsed;
+}
+
+std::string GlobalHelp() {
+  std::string s =
+      "wavecrest: hardware-efficient transformer shapes.\n\n"
+      "usage: wavecrest COMMAND [flags]        wavecrest COMMAND --help: that command's flags\n"
+      "       wavecrest --version\n\ncommands:\n";
+  for (const CommandInfo& c : Commands()) {
+    absl::StrAppend(&s, "  ", c.name, "\n      ", c.summary, "\n");
+  }
+  absl::StrAppend(
+      &s,
+      "\nexit codes: 0 success; 2 bad command line (unknown flag, a flag the command does not "
+      "take,\na bad or missing value); 10 + the gRPC status code when a call (or the offline "
+      "analysis) fails,\ne.g. 13 INVALID_ARGUMENT, 15 NOT_FOUND, 19 FAILED_PRECONDITION, 24 "
+      "UNAVAILABLE.\nFlags may be spelled with '-' or '_' (--micro-batch, --micro_batch). "
+      "$WAVECREST_TOKEN stands for --token.\n");
+  return s;
+}
+
+std::string CommandHelp(const CommandInfo& command) {
+  std::string s = absl::StrCat("usage: ", command.usage, "\n\n", command.summary, "\n\nflags:\n");
+  std::vector<std::string> flags = command.flags;
+  std::sort(flags.begin(), flags.end());
+  for (const std::string& name : flags) {
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr) continue;
+    const std::string def = flag->DefaultValue();
+    absl::StrAppend(&s, "  ", Dashed(name), def.empty() ? "" : absl::StrCat(" (default ", def, ")"),
+                    "\n      ", flag->Help(), "\n");
+  }
+  return s;
+}
+
+std::string VersionLine() {
+  std::string s = absl::StrCat("wavecrest ", WAVECREST_VERSION_STRING, " (commit ",
+                               WAVECREST_GIT_COMMIT, ", ", WAVECREST_BUILD_TYPE, " build");
+  const std::string cuda = WAVECREST_CUDA_VERSION;
+  absl::StrAppend(&s, cuda.empty() ? ", without CUDA" : ", CUDA " + cuda + " (cuBLASLt)", ")");
+  return s;
+}
+
+}  // namespace wavecrest
