@@ -1,6 +1,7 @@
 #include "core/gpu_catalog.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -247,19 +248,116 @@ std::string KnownGpuNames() {
                        [](std::string* out, const GpuSpec& g) { out->append(g.name); });
 }
 
+namespace {
+
+// "NVIDIA A100-SXM4-80GB", "nvidia a100 80gb pcie" -> "a100-sxm4-80gb", "a100-80gb-pcie".
+std::string NormalizeGpuName(absl::string_view name) {
+  std::string n = absl::AsciiStrToLower(absl::StripAsciiWhitespace(name));
+  for (absl::string_view prefix : {"nvidia ", "nvidia-", "tesla ", "tesla-"}) {
+    if (absl::StartsWith(n, prefix)) n = n.substr(prefix.size());
+  }
+  std::string out;
+  for (char c : n) {
+    const char d = (c == ' ' || c == '_') ? '-' : c;
+    if (d == '-' && (out.empty() || out.back() == '-')) continue;
+    out.push_back(d);
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+// Names nvidia-smi prints (normalized) and common spellings that name one catalogued GPU.
+const std::map<std::string, std::string>& GpuAliases() {
+  static const auto* m = new std::map<std::string, std::string>{
+      {"v100", "v100-sxm2"},
+      {"v100-sxm2-32gb", "v100-sxm2"},
+      {"a100-sxm4-40gb", "a100-sxm-40gb"},
+      {"a100-sxm4-80gb", "a100-sxm-80gb"},
+      {"a100-40gb-sxm", "a100-sxm-40gb"},
+      {"a100-80gb-sxm", "a100-sxm-80gb"},
+      {"a100-pcie-40gb", "a100-pcie-40gb"},
+      {"a100-40gb-pcie", "a100-pcie-40gb"},
+      {"a100-pcie-80gb", "a100-pcie-80gb"},
+      {"a100-80gb-pcie", "a100-pcie-80gb"},
+      {"a10-24gb", "a10"},
+      {"l4-24gb", "l4"},
+      {"l40s-48gb", "l40s"},
+      {"h100-80gb-hbm3", "h100-sxm"},
+      {"h100-sxm5", "h100-sxm"},
+      {"h100-sxm5-80gb", "h100-sxm"},
+      {"h100-sxm-80gb", "h100-sxm"},
+      {"h100-pcie-80gb", "h100-pcie"},
+      {"h100-80gb-pcie", "h100-pcie"},
+      {"h200-sxm", "h200"},
+      {"h200-141gb", "h200"},
+      {"h200-sxm-141gb", "h200"},
+      {"b200-180gb", "b200"},
+      {"b200-sxm", "b200"},
+  };
+  return *m;
+}
+
+// Spellings that could mean several catalogued GPUs: refused, with the candidates.
+const std::map<std::string, std::vector<std::string>>& AmbiguousGpuNames() {
+  static const auto* m = new std::map<std::string, std::vector<std::string>>{
+      {"a100", {"a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb"}},
+      {"a100-80gb", {"a100-sxm-80gb", "a100-pcie-80gb"}},
+      {"a100-40gb", {"a100-sxm-40gb", "a100-pcie-40gb"}},
+      {"a100-sxm", {"a100-sxm-40gb", "a100-sxm-80gb"}},
+      {"a100-sxm4", {"a100-sxm-40gb", "a100-sxm-80gb"}},
+      {"a100-pcie", {"a100-pcie-40gb", "a100-pcie-80gb"}},
+      {"h100", {"h100-sxm", "h100-pcie"}},
+      {"h100-80gb", {"h100-sxm", "h100-pcie"}},
+  };
+  return *m;
+}
+
+// GPUs people ask for that the catalogue has no fitted spec of, and what to do instead.
+const std::map<std::string, std::string>& UncataloguedGpus() {
+  static const auto* m = new std::map<std::string, std::string>{
+      {"h100-nvl",
+       "the H100 NVL (94 GB, lower clocks than the SXM) is not catalogued: "
+       "--gpu h100-sxm predicts an upper bound, or measure on a worker with it"},
+      {"gh200",
+       "the GH200's GPU is not catalogued: its Hopper GPU is an H100 SXM with more "
+       "memory (--gpu h100-sxm predicts for it), or measure on a worker with it"},
+      {"l40",
+       "the L40 is not catalogued (the L40S is: --gpu l40s), or measure on a worker with it"},
+      {"h200-nvl",
+       "the H200 NVL is not catalogued: --gpu h200 predicts an upper bound, or "
+       "measure on a worker with it"},
+  };
+  return *m;
+}
+
+}  // namespace
+
 absl::StatusOr<const GpuSpec*> FindGpu(absl::string_view name) {
-  std::string n = absl::AsciiStrToLower(name);
-  if (n == "h100") n = "h100-sxm";
-  if (n == "a100") n = "a100-sxm-80gb";
-  if (n == "v100") n = "v100-sxm2";
-  if (n == "h200-sxm") n = "h200";
-  for (const GpuSpec& g : GpuCatalog()) {
-    if (g.name == n) return &g;
+  const std::string n = NormalizeGpuName(name);
+  auto lookup = [](absl::string_view catalog_name) -> const GpuSpec* {
+    for (const GpuSpec& g : GpuCatalog()) {
+      if (g.name == catalog_name) return &g;
+    }
+    return nullptr;
+  };
+  if (const GpuSpec* g = lookup(n)) return g;
+  if (auto a = GpuAliases().find(n); a != GpuAliases().end()) {
+    if (const GpuSpec* g = lookup(a->second)) return g;
   }
   const absl::string_view shown = name.substr(0, 64);
-  return absl::NotFoundError(absl::StrCat("gpu: unknown \"", shown,
-                                          name.size() > shown.size() ? "...\"" : "\"",
-                                          "; known: ", KnownGpuNames()));
+  const std::string quoted = absl::StrCat("\"", shown, name.size() > shown.size() ? "...\"" : "\"");
+  if (auto a = AmbiguousGpuNames().find(n); a != AmbiguousGpuNames().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpu: ", quoted, " is ambiguous; one of: ", absl::StrJoin(a->second, ", ")));
+  }
+  for (const auto& [prefix, advice] : UncataloguedGpus()) {
+    if (n == prefix || absl::StartsWith(n, prefix + "-")) {
+      return absl::NotFoundError(absl::StrCat("gpu: ", quoted, ": ", advice));
+    }
+  }
+  return absl::NotFoundError(
+      absl::StrCat("gpu: unknown ", quoted, "; known: ", KnownGpuNames(),
+                   " (nvidia-smi's names work too, e.g. \"NVIDIA A100-SXM4-80GB\")"));
 }
 
 std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count,

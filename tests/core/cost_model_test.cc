@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/gpu_catalog.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {
@@ -205,6 +206,47 @@ TEST(CatalogTest, EveryRequiredGpuIsThere) {
 
 namespace wavecrest {
 namespace {
+
+TEST(CatalogTest, NvidiaSmiNamesAndAliasesResolveAndAmbiguousOnesAreRefused) {
+  const std::vector<std::pair<const char*, const char*>> cases = {
+      {"NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"},
+      {"NVIDIA A100-SXM4-40GB", "a100-sxm-40gb"},
+      {"NVIDIA A100 80GB PCIe", "a100-pcie-80gb"},
+      {"NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"},
+      {"NVIDIA H100 80GB HBM3", "h100-sxm"},
+      {"NVIDIA H100 PCIe", "h100-pcie"},
+      {"NVIDIA H200", "h200"},
+      {"NVIDIA B200", "b200"},
+      {"NVIDIA L40S", "l40s"},
+      {"NVIDIA L4", "l4"},
+      {"NVIDIA A10", "a10"},
+      {"Tesla V100-SXM2-32GB", "v100-sxm2"},
+      {"H100_SXM5", "h100-sxm"},
+      {"  h200-sxm ", "h200"},
+      {"A100-80GB-SXM", "a100-sxm-80gb"},
+  };
+  for (const auto& [given, want] : cases) {
+    auto g = FindGpu(given);
+    ASSERT_TRUE(g.ok()) << given << ": " << g.status();
+    EXPECT_EQ((*g)->name, want) << given;
+  }
+  // Ambiguous: refused with the candidates, never a silent pick.
+  for (const char* given : {"a100", "A100-80GB", "h100", "a100-pcie"}) {
+    auto g = FindGpu(given);
+    ASSERT_FALSE(g.ok()) << given;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kInvalidArgument) << given;
+    EXPECT_THAT(std::string(g.status().message()), ::testing::HasSubstr("ambiguous; one of:"));
+  }
+  EXPECT_THAT(std::string(FindGpu("a100-80gb").status().message()),
+              ::testing::HasSubstr("a100-sxm-80gb, a100-pcie-80gb"));
+  // Known GPUs without a fitted spec: what to do instead.
+  for (const char* given : {"h100-nvl", "NVIDIA H100 NVL", "gh200", "NVIDIA GH200 480GB", "l40"}) {
+    auto g = FindGpu(given);
+    ASSERT_FALSE(g.ok()) << given;
+    EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
+    EXPECT_THAT(std::string(g.status().message()), ::testing::HasSubstr("not catalogued")) << given;
+  }
+}
 
 TEST(CatalogNameForDevice, MapsDriverNamesToCatalogEntries) {
   const int64_t gib = int64_t{1} << 30;

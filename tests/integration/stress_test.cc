@@ -67,7 +67,7 @@ TEST(ServerStressTest, ShortAndCancelledStreamsBesideUnaryCallsLeaveTheServerHea
           m->set_num_attention_heads(16);
           m->set_num_layers(4);
           m->set_vocab_size(50304);
-          req.set_gpu("a100");
+          req.set_gpu("a100-sxm-80gb");
           v1::AnalyzeResponse resp;
           st = stub->Analyze(&ctx, req, &resp);
         } else {
