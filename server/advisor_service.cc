@@ -11,12 +11,13 @@
 #include "absl/time/clock.h"
 #include "core/analysis.h"
 #include "core/status_macros.h"
+#include "server/stream_reactor.h"
 #include "service/advisor_logic.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/log.h"
 #include "service/recommend_logic.h"
-#include "server/stream_reactor.h"
+#include "service/spec_io.h"
 #include "service/sweep_logic.h"
 
 namespace wavecrest {
@@ -253,7 +254,10 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
   } else if (absl::Now() > DeadlineOf(ctx)) {
     status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
   } else {
-    absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(*request);
+    v1::AnalyzeRequest resolved = *request;
+    const absl::Status imported = ResolveHfConfig(&resolved);
+    absl::StatusOr<v1::AnalyzeResponse> r =
+        imported.ok() ? HandleAnalyze(resolved) : absl::StatusOr<v1::AnalyzeResponse>(imported);
     if (r.ok()) {
       *response = std::move(*r);
     } else {
@@ -364,7 +368,10 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
   }
-  absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(*request, *timing_);
+  v1::TimeGemmsRequest resolved = *request;
+  const absl::Status imported = ResolveHfConfig(&resolved);
+  absl::StatusOr<TimeGemmsPlan> plan =
+      imported.ok() ? PlanTimeGemms(resolved, *timing_) : absl::StatusOr<TimeGemmsPlan>(imported);
   if (!plan.ok()) {
     reactor->Finish(ToGrpcStatus(plan.status()));
     return reactor.get();
@@ -425,8 +432,10 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
     const JobHandler<Request, Response>& handler,
     const std::function<absl::Status(const Request&)>& check) {
   std::shared_ptr<StreamReactor<Response>> reactor;
+  auto req = std::make_shared<Request>(request);
   absl::Status accepting = OpenStream(method, ctx, Role::kClient, &reactor);
-  if (accepting.ok()) accepting = check(request);
+  if (accepting.ok()) accepting = ResolveHfConfig(req.get());
+  if (accepting.ok()) accepting = check(*req);
   if (!accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
@@ -436,7 +445,6 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
         grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat(method, " is not available")));
     return reactor.get();
   }
-  auto req = std::make_shared<Request>(request);
   const absl::Time deadline = DeadlineOf(ctx);
   // `handler` is a member of this service, which outlives every job.
   const bool queued =

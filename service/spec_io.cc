@@ -11,6 +11,7 @@
 #include "core/hf_import.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/convert.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 
@@ -29,6 +30,27 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
     return absl::InvalidArgumentError(absl::StrCat("model spec JSON: ", std::string(st.message())));
   }
   return out;
+}
+
+absl::Status ResolveHfConfig(const std::string& hf_config_json, v1::ModelSpec* model) {
+  if (static_cast<int64_t>(hf_config_json.size()) > kMaxHfConfigBytes) {
+    return FieldError("hf_config_json", absl::StrCat(hf_config_json.size(), " bytes; at most ",
+                                                     kMaxHfConfigBytes, " allowed"));
+  }
+  if (absl::Status st = CheckJsonDepth(hf_config_json); !st.ok()) {
+    return FieldError("hf_config_json", st.message());
+  }
+  if (!LooksLikeHfConfig(hf_config_json)) {
+    return FieldError("hf_config_json",
+                      "not a Hugging Face config.json (it has neither \"model_type\" nor "
+                      "\"architectures\"); a wavecrest spec goes in `model`");
+  }
+  absl::StatusOr<ModelSpec> imported = ImportHfConfig(hf_config_json);
+  if (!imported.ok()) return FieldError("hf_config_json", imported.status().message());
+  v1::ModelSpec spec = ToProto(*imported);
+  spec.MergeFrom(*model);  // what the caller set in `model` wins
+  *model = std::move(spec);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes) {

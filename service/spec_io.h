@@ -21,6 +21,23 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text);
 // Reads and parses a file of at most kMaxSpecFileBytes. NOT_FOUND when it cannot be read.
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path);
 
+inline constexpr int64_t kMaxHfConfigBytes = int64_t{1} << 20;
+
+// A request's `hf_config_json`, imported: the fields set in `model` override the imported ones,
+// and the result replaces `model` (hf_config_json is cleared). Nothing to do when it is empty.
+// INVALID_ARGUMENT on field "hf_config_json" when it is too long, not a Hugging Face config, or
+// not importable (the importer's message says which field).
+absl::Status ResolveHfConfig(const std::string& hf_config_json, v1::ModelSpec* model);
+
+// The same for any request with `model` and `hf_config_json` fields.
+template <typename Request>
+absl::Status ResolveHfConfig(Request* request) {
+  if (request->hf_config_json().empty()) return absl::OkStatus();
+  absl::Status st = ResolveHfConfig(request->hf_config_json(), request->mutable_model());
+  if (st.ok()) request->clear_hf_config_json();
+  return st;
+}
+
 // Reads a whole file of at most `max_bytes`.
 absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes);
 

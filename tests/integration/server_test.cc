@@ -82,6 +82,64 @@ TEST_F(ServerTest, ReflectionListsTheAdvisor) {
   EXPECT_TRUE(stream->Finish().ok());
 }
 
+// A Hugging Face config sent as text is imported by the server with the CLI's code; fields set in
+// `model` override it; what is not an HF config is refused on the field.
+TEST_F(ServerTest, HfConfigJsonIsImportedByTheServerWithOverrides) {
+  AdvisorClient c(server_.address());
+  auto text = ReadFile(testing::SourcePath("examples/models/hf/llama-3-8b.json"), 1 << 20);
+  ASSERT_TRUE(text.ok());
+  v1::AnalyzeRequest req;
+  req.set_hf_config_json(*text);
+  req.mutable_model()->set_seq_length(4096);
+  req.set_gpu("h100-sxm");
+  auto r = c.Analyze(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model().hidden_size(), 4096);
+  EXPECT_EQ(r->model().num_kv_heads(), 8);
+  EXPECT_EQ(r->model().ffn_hidden_size(), 14336);
+  EXPECT_EQ(r->model().vocab_size(), 128256);
+  EXPECT_EQ(r->model().seq_length(), 4096);  // the override
+  // The same as the CLI's import of the same file.
+  auto cli = LoadModelFile(testing::SourcePath("examples/models/hf/llama-3-8b.json"));
+  ASSERT_TRUE(cli.ok());
+  v1::AnalyzeRequest same;
+  *same.mutable_model() = *cli;
+  same.mutable_model()->set_seq_length(4096);
+  same.set_gpu("h100-sxm");
+  auto r2 = c.Analyze(same);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->model().DebugString(), r->model().DebugString());
+  EXPECT_DOUBLE_EQ(r2->step_time_s(), r->step_time_s());
+
+  // Streaming RPCs take it too.
+  v1::RecommendRequest rec;
+  rec.set_hf_config_json(*text);
+  rec.set_gpu("h100-sxm");
+  rec.set_mode(v1::MODE_PREDICTED);
+  rec.set_top(2);
+  v1::RecommendResponse final_message;
+  absl::Status st = c.Recommend(rec, [&](const v1::RecommendResponse& m) {
+    if (m.done()) final_message = m;
+  });
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_GT(final_message.candidates_size(), 0);
+
+  // A wavecrest spec is not an HF config; a broken config names what is missing.
+  v1::AnalyzeRequest bad;
+  bad.set_hf_config_json(R"({"hidden_size": 4096, "num_attention_heads": 32})");
+  bad.set_gpu("h100-sxm");
+  auto e = c.Analyze(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(ViolationsOf(e.status()),
+              Contains(::testing::Field(&FieldViolation::field, "hf_config_json")));
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("a wavecrest spec goes in `model`"));
+  bad.set_hf_config_json(R"({"model_type": "llama", "hidden_size": 4096})");
+  e = c.Analyze(bad);
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("hf_config_json"));
+}
+
 TEST_F(ServerTest, AnalyzeRoundTrip) {
   AdvisorClient c(server_.address());
   v1::AnalyzeRequest req;
