@@ -14,7 +14,7 @@ build_packages=(
 # What `make test` and `make demo` need besides.
 test_packages=(
   sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-grpcio python3-protobuf
+  python3 python3-grpcio python3-protobuf python3-venv python3-pip mypy   # the Python package: venv install, type check
   prometheus   # for promtool, which checks our /metrics output in a test
   curl
   openssl      # the TLS tests make their certificates at test time

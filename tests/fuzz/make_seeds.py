@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the binary seeds of tests/fuzz/corpus (serialized requests and cache rows). Run with the
-stubs CMake generates: PYTHONPATH=build/python python3 tests/fuzz/make_seeds.py"""
+stubs the Python package ships: PYTHONPATH=client/python /usr/bin/python3 tests/fuzz/make_seeds.py"""
 import os
 
 from wavecrest.v1 import advisor_pb2, model_pb2

@@ -1,4 +1,5 @@
-"""The Python client against a real wavecrest-server (run by ctest with Debian's python3)."""
+"""The Python package against a real wavecrest-server (run by ctest with Debian's python3; the
+package from client/python on PYTHONPATH, and once installed into a fresh venv with pip)."""
 import json
 import os
 import signal
@@ -10,7 +11,8 @@ import unittest
 
 import grpc
 
-from wavecrest_client import WavecrestClient, WavecrestError
+import wavecrest
+from wavecrest import AdvisorClient, WavecrestError, load_model, model_pb2, to_json
 
 SERVER = os.environ["WAVECREST_SERVER_BIN"]
 SOURCE = os.environ["WAVECREST_SOURCE_DIR"]
@@ -40,17 +42,17 @@ class TokenTest(unittest.TestCase):
                 f.write(f"{token} client\n")
             server, log, address = start_server(tmp, f"--auth_tokens_file={tmp}/tokens")
             try:
-                anonymous = WavecrestClient(address, timeout_s=10)
+                anonymous = AdvisorClient(address, timeout_s=10)
                 deadline = time.monotonic() + 30
                 while anonymous.health() != "SERVING" and time.monotonic() < deadline:
                     time.sleep(0.02)
                 with self.assertRaises(WavecrestError) as cm:
                     anonymous.list_devices()
                 self.assertEqual(cm.exception.code, grpc.StatusCode.UNAUTHENTICATED)
-                client = WavecrestClient(address, timeout_s=10, token=token)
+                client = AdvisorClient(address, timeout_s=10, token=token)
                 self.assertTrue(client.list_devices().catalog)
                 self.assertEqual(len(client.time_gemms("h100-sxm", gemms=[(512, 512, 512)],
-                                                       mode="MODE_PREDICTED")), 1)
+                                                       mode="predicted")), 1)
             finally:
                 server.send_signal(signal.SIGTERM)
                 server.wait(timeout=30)
@@ -72,7 +74,7 @@ class ClientTest(unittest.TestCase):
                 raise RuntimeError("server did not start")
             time.sleep(0.02)
         port = json.load(open(ports))["grpc"]
-        cls.client = WavecrestClient(f"127.0.0.1:{port}", timeout_s=30)
+        cls.client = AdvisorClient(f"127.0.0.1:{port}", timeout_s=30)
         while time.monotonic() < deadline:
             try:
                 if cls.client.health() == "SERVING":
@@ -94,11 +96,49 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.health("wavecrest.v1.Advisor/measure"), "NOT_SERVING")
 
     def test_analyze(self):
-        model = WavecrestClient.load_model(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"))
+        model = load_model(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"))
         report = self.client.analyze(model, "a100-sxm-80gb")
         self.assertEqual(report.params.total_params, 2775208960)
         self.assertTrue(any(r.id == "head_dim_pow2" for r in report.rules))
-        self.assertEqual(WavecrestClient.to_json(report)["gpu"], "a100-sxm-80gb")
+        self.assertEqual(to_json(report)["gpu"], "a100-sxm-80gb")
+        # A path works as well as a ModelSpec, and overrides are ModelSpec fields.
+        by_path = self.client.analyze(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"),
+                                      "a100-sxm-80gb", seq_length=4096, dtype="fp16")
+        self.assertEqual(by_path.model.seq_length, 4096)
+        self.assertEqual(by_path.model.dtype, model_pb2.DTYPE_FP16)
+
+    def test_hf_config_goes_through_the_server(self):
+        hf = os.path.join(SOURCE, "examples/models/hf/llama-2-7b.json")
+        with self.assertRaises(ValueError) as cm:
+            load_model(hf)  # the mapping lives in the server; the message says what to do
+        self.assertIn("model=", str(cm.exception))
+        report = self.client.analyze(hf, "h100-sxm", seq_length=4096)
+        self.assertEqual(report.model.hidden_size, 4096)
+        self.assertEqual(report.model.ffn_hidden_size, 11008)
+        self.assertEqual(report.model.seq_length, 4096)
+        self.assertEqual(report.params.total_params, 6738415616)  # the CLI's figure for this file
+
+    def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
+        model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")
+        progress = []
+        best = self.client.recommend(model, "h100-sxm", mode="predicted", vary=["heads"], top=3,
+                                     on_progress=progress.append)
+        self.assertTrue(best.done)
+        ranked = [c for c in best.candidates if not c.baseline]
+        self.assertTrue(ranked)
+        for c in ranked:  # only the heads moved
+            self.assertEqual(c.model.hidden_size, 2560)
+        sweep = self.client.sweep(model, "h100-sxm", vary="hidden", start=2048, stop=2304,
+                                  step=64)
+        self.assertEqual([p.value for p in sweep.points], [2048, 2112, 2176, 2240, 2304])
+        with self.assertRaises(ValueError) as cm:
+            self.client.recommend(model, "h100-sxm", mode="predicted", vary=["width"])
+        self.assertIn("vary: unknown value 'width'; allowed: heads", str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            self.client.sweep(model, "h100-sxm", vary="hidden", start=1, stop=2, step=1,
+                              mode="fast")
+        self.assertIn("mode: unknown value 'fast'; allowed: auto, measured, predicted",
+                      str(cm.exception))
 
     def test_time_gemms_with_progress(self):
         progress = []
@@ -113,7 +153,7 @@ class ClientTest(unittest.TestCase):
         self.assertIn("h100-sxm", names)
 
     def test_errors_carry_field_violations(self):
-        model = WavecrestClient.load_model(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"))
+        model = load_model(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"))
         model.tensor_parallel = 3
         with self.assertRaises(WavecrestError) as cm:
             self.client.analyze(model, "h100-sxm")
@@ -121,19 +161,112 @@ class ClientTest(unittest.TestCase):
         self.assertIn("model.tensor_parallel", [f for f, _ in cm.exception.violations])
         # MEASURED on a server with no worker configured: retrying cannot help.
         with self.assertRaises(WavecrestError) as cm:
-            self.client.time_gemms("h100-sxm", gemms=[(64, 64, 64)], mode="MODE_MEASURED")
+            self.client.time_gemms("h100-sxm", gemms=[(64, 64, 64)], mode="measured")
         self.assertEqual(cm.exception.code, grpc.StatusCode.FAILED_PRECONDITION)
         self.assertFalse(cm.exception.retryable)
 
     def test_example_launcher_runs(self):
         out = subprocess.run(
-            [sys.executable, os.path.join(SOURCE, "client/python/example_launcher.py"),
+            [sys.executable, os.path.join(SOURCE, "client/python/examples/launcher.py"),
              self.client.channel._channel.target().decode(),
              os.path.join(SOURCE, "examples/models/pythia-2.8b.json"), "h100-sxm"],
             capture_output=True, text=True, env=os.environ, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("rule broken: h/a = 80", out.stdout)
         self.assertIn("PREDICTED", out.stdout)
+
+
+class RetryTest(unittest.TestCase):
+    """Retries follow the server's RetryInfo, and only for retryable codes."""
+
+    def test_queue_full_is_retried_after_the_servers_delay_then_succeeds(self):
+        calls = []
+
+        class Full(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.RESOURCE_EXHAUSTED
+
+            def details(self):
+                return "queue full"
+
+            def trailing_metadata(self):
+                # google.rpc.Status{code 8, details [RetryInfo{retry_delay {nanos: 50 ms}}]}
+                retry = b"\x0a\x05\x10\x80\xe1\xeb\x17"
+                url = b"type.googleapis.com/google.rpc.RetryInfo"
+                any_ = b"\x0a" + bytes([len(url)]) + url + b"\x12" + bytes([len(retry)]) + retry
+                status = b"\x08\x08\x1a" + bytes([len(any_)]) + any_
+                return (("grpc-status-details-bin", status),)
+
+        def method(request, timeout):
+            calls.append(time.monotonic())
+            if len(calls) < 3:
+                raise Full()
+            return "answer"
+
+        client = AdvisorClient("127.0.0.1:1", timeout_s=10, retries=3)
+        self.assertEqual(client._unary(method, None), "answer")
+        self.assertEqual(len(calls), 3)
+        self.assertGreaterEqual(calls[1] - calls[0], 0.045)  # the delay the server asked for
+
+    def test_invalid_argument_is_not_retried(self):
+        calls = []
+
+        class Bad(grpc.RpcError):
+            def code(self):
+                return grpc.StatusCode.INVALID_ARGUMENT
+
+            def details(self):
+                return "bad"
+
+            def trailing_metadata(self):
+                return ()
+
+        def method(request, timeout):
+            calls.append(1)
+            raise Bad()
+
+        client = AdvisorClient("127.0.0.1:1", timeout_s=10, retries=3)
+        with self.assertRaises(WavecrestError) as cm:
+            client._unary(method, None)
+        self.assertEqual(len(calls), 1)
+        self.assertFalse(cm.exception.retryable)
+
+
+class InstallTest(unittest.TestCase):
+    """`pip install ./client/python` into a fresh venv (Debian's grpcio and protobuf from the
+    system), offline, then the package imports without PYTHONPATH and the launcher example gets
+    a recommendation for a Hugging Face config from a real server."""
+
+    def test_pip_install_offline_then_launcher(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = os.path.join(tmp, "venv")
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
+                           check=True, timeout=120)
+            env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+            pip = subprocess.run(
+                [os.path.join(venv, "bin", "pip"), "install", "--no-index", "--quiet",
+                 os.path.join(SOURCE, "client/python")],
+                capture_output=True, text=True, env=env, cwd=tmp, timeout=300)
+            self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+            python = os.path.join(venv, "bin", "python")
+            probe = subprocess.run(
+                [python, "-c", "import wavecrest, sys; print(wavecrest.__version__, wavecrest.__file__)"],
+                capture_output=True, text=True, env=env, cwd=tmp, timeout=60)
+            self.assertEqual(probe.returncode, 0, probe.stderr)
+            self.assertIn(venv, probe.stdout)  # the installed copy, not the source tree
+            server, log, address = start_server(tmp)
+            try:
+                out = subprocess.run(
+                    [python, os.path.join(SOURCE, "client/python/examples/launcher.py"), address,
+                     os.path.join(SOURCE, "examples/models/hf/llama-3-8b.json"), "h100-sxm"],
+                    capture_output=True, text=True, env=env, cwd=tmp, timeout=120)
+                self.assertEqual(out.returncode, 0, out.stderr)
+                self.assertIn("MFU", out.stdout)
+                self.assertRegex(out.stdout, r"#1: h=\d+ a=\d+ kv=\d+")
+            finally:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+                log.close()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,40 @@
+"""What a training launcher does before it starts a job: ask wavecrest about the model it was
+given (a Hugging Face config.json or a wavecrest spec), and say what a better shape would be.
+
+    pip install ./client/python            # in a venv made with --system-site-packages
+    python client/python/examples/launcher.py 127.0.0.1:50051 path/to/config.json h100-sxm
+"""
+import sys
+
+from wavecrest import AdvisorClient, WavecrestError, model_pb2
+
+
+def main() -> int:
+    address, model_path, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
+    with AdvisorClient(address, timeout_s=60) as client:
+        try:
+            report = client.analyze(model_path, gpu, seq_length=4096)
+        except WavecrestError as e:
+            print(f"wavecrest refused the model: {e} {e.violations}", file=sys.stderr)
+            return 1
+        source = model_pb2.Source.Name(report.provenance.source).removeprefix("SOURCE_")
+        print(f"{report.model.name or model_path}: {report.step_time_s * 1e3:.1f} ms/step, "
+              f"MFU {report.mfu:.1%} ({source})")
+        for rule in report.rules:
+            print("  rule broken:", rule.message)
+        best = client.recommend(model_path, gpu, mode="predicted", top=3,
+                                model_overrides={"seq_length": 4096},
+                                on_progress=lambda p: None)
+        for c in best.candidates:
+            if c.baseline:
+                continue
+            m = c.model
+            print(f"  #{c.rank}: h={m.hidden_size} a={m.num_attention_heads} "
+                  f"kv={m.num_kv_heads} f={m.ffn_hidden_size} L={m.num_layers}: "
+                  f"{c.speedup:.3f}x ± {c.speedup_uncertainty:.3f} "
+                  f"({model_pb2.Source.Name(c.source).removeprefix('SOURCE_')})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

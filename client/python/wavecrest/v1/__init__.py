@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC stubs of wavecrest.v1 (scripts/gen-python-stubs.sh)."""

@@ -1,0 +1,558 @@
+from wavecrest.v1 import model_pb2 as _model_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+BOUND_COMPUTE: Bound
+BOUND_LATENCY: Bound
+BOUND_MEMORY: Bound
+BOUND_UNSPECIFIED: Bound
+DESCRIPTOR: _descriptor.FileDescriptor
+KNOB_FFN: Knob
+KNOB_HEADS: Knob
+KNOB_HIDDEN: Knob
+KNOB_KV_HEADS: Knob
+KNOB_LAYERS: Knob
+KNOB_UNSPECIFIED: Knob
+KNOB_VOCAB: Knob
+MODE_AUTO: Mode
+MODE_MEASURED: Mode
+MODE_PREDICTED: Mode
+MODE_UNSPECIFIED: Mode
+SWEEP_DIMENSION_FFN: SweepDimension
+SWEEP_DIMENSION_GEMM_K: SweepDimension
+SWEEP_DIMENSION_GEMM_M: SweepDimension
+SWEEP_DIMENSION_GEMM_N: SweepDimension
+SWEEP_DIMENSION_HEADS: SweepDimension
+SWEEP_DIMENSION_HIDDEN: SweepDimension
+SWEEP_DIMENSION_KV_HEADS: SweepDimension
+SWEEP_DIMENSION_MICRO_BATCH: SweepDimension
+SWEEP_DIMENSION_SEQ: SweepDimension
+SWEEP_DIMENSION_TENSOR_PARALLEL: SweepDimension
+SWEEP_DIMENSION_UNSPECIFIED: SweepDimension
+SWEEP_DIMENSION_VOCAB: SweepDimension
+
+class AnalyzeRequest(_message.Message):
+    __slots__ = ["gpu", "hf_config_json", "model"]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    gpu: str
+    hf_config_json: str
+    model: _model_pb2.ModelSpec
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
+
+class AnalyzeResponse(_message.Message):
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_FIELD_NUMBER: _ClassVar[int]
+    GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    RULES_FIELD_NUMBER: _ClassVar[int]
+    STEP_FLOPS_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    elementwise_time_s: float
+    gemm_time_s: float
+    gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
+    gpu: str
+    mfu: float
+    model: _model_pb2.ModelSpec
+    model_flops: float
+    params: ParameterCounts
+    provenance: _model_pb2.Provenance
+    rules: _containers.RepeatedCompositeFieldContainer[RuleViolation]
+    step_flops: float
+    step_time_s: float
+    tokens_per_second_per_gpu: float
+    tokens_per_step: int
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ...) -> None: ...
+
+class Candidate(_message.Message):
+    __slots__ = ["baseline", "elementwise_share", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
+    BASELINE_FIELD_NUMBER: _ClassVar[int]
+    ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    PARAM_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    REASONS_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SPEEDUP_FIELD_NUMBER: _ClassVar[int]
+    SPEEDUP_UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    baseline: bool
+    elementwise_share: float
+    mfu: float
+    model: _model_pb2.ModelSpec
+    param_change: float
+    params: ParameterCounts
+    rank: int
+    reasons: _containers.RepeatedScalarFieldContainer[str]
+    source: _model_pb2.Source
+    speedup: float
+    speedup_uncertainty: float
+    step_time_s: float
+    tokens_per_second_per_gpu: float
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ...) -> None: ...
+
+class CatalogGpu(_message.Message):
+    __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
+    ALIGNMENT_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ARCHITECTURE_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
+    DISPLAY_NAME_FIELD_NUMBER: _ClassVar[int]
+    DTYPES_FIELD_NUMBER: _ClassVar[int]
+    L2_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BANDWIDTH_GBPS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PEAK_BF16_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    PEAK_FP8_TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    SM_COUNT_FIELD_NUMBER: _ClassVar[int]
+    alignment_bytes: int
+    architecture: str
+    compute_capability: int
+    display_name: str
+    dtypes: _containers.RepeatedScalarFieldContainer[_model_pb2.Dtype]
+    l2_bytes: int
+    memory_bandwidth_gbps: float
+    memory_bytes: int
+    name: str
+    peak_bf16_tflops: float
+    peak_fp8_tflops: float
+    sm_count: int
+    def __init__(self, name: _Optional[str] = ..., display_name: _Optional[str] = ..., architecture: _Optional[str] = ..., compute_capability: _Optional[int] = ..., sm_count: _Optional[int] = ..., peak_bf16_tflops: _Optional[float] = ..., peak_fp8_tflops: _Optional[float] = ..., memory_bandwidth_gbps: _Optional[float] = ..., memory_bytes: _Optional[int] = ..., l2_bytes: _Optional[int] = ..., alignment_bytes: _Optional[int] = ..., dtypes: _Optional[_Iterable[_Union[_model_pb2.Dtype, str]]] = ...) -> None: ...
+
+class ClearQuarantineRequest(_message.Message):
+    __slots__ = ["gpu"]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    gpu: str
+    def __init__(self, gpu: _Optional[str] = ...) -> None: ...
+
+class ClearQuarantineResponse(_message.Message):
+    __slots__ = ["cleared"]
+    CLEARED_FIELD_NUMBER: _ClassVar[int]
+    cleared: int
+    def __init__(self, cleared: _Optional[int] = ...) -> None: ...
+
+class DimAlignment(_message.Message):
+    __slots__ = ["largest_pow2", "meets_rule"]
+    LARGEST_POW2_FIELD_NUMBER: _ClassVar[int]
+    MEETS_RULE_FIELD_NUMBER: _ClassVar[int]
+    largest_pow2: int
+    meets_rule: bool
+    def __init__(self, largest_pow2: _Optional[int] = ..., meets_rule: bool = ...) -> None: ...
+
+class ExportMeasurementsRequest(_message.Message):
+    __slots__ = ["gpu"]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    gpu: str
+    def __init__(self, gpu: _Optional[str] = ...) -> None: ...
+
+class ExportMeasurementsResponse(_message.Message):
+    __slots__ = ["csv", "rows"]
+    CSV_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    csv: str
+    rows: int
+    def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ...) -> None: ...
+
+class GemmAnalysis(_message.Message):
+    __slots__ = ["bound", "error_band_p10", "error_band_p90", "gemm", "k_alignment", "m_alignment", "n_alignment", "penalties", "step_flop_share", "tflops", "tile", "time_s"]
+    BOUND_FIELD_NUMBER: _ClassVar[int]
+    ERROR_BAND_P10_FIELD_NUMBER: _ClassVar[int]
+    ERROR_BAND_P90_FIELD_NUMBER: _ClassVar[int]
+    GEMM_FIELD_NUMBER: _ClassVar[int]
+    K_ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    M_ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    N_ALIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    PENALTIES_FIELD_NUMBER: _ClassVar[int]
+    STEP_FLOP_SHARE_FIELD_NUMBER: _ClassVar[int]
+    TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TILE_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    bound: Bound
+    error_band_p10: float
+    error_band_p90: float
+    gemm: _model_pb2.GemmReport
+    k_alignment: DimAlignment
+    m_alignment: DimAlignment
+    n_alignment: DimAlignment
+    penalties: _containers.RepeatedScalarFieldContainer[str]
+    step_flop_share: float
+    tflops: float
+    tile: TileChoice
+    time_s: float
+    def __init__(self, gemm: _Optional[_Union[_model_pb2.GemmReport, _Mapping]] = ..., step_flop_share: _Optional[float] = ..., m_alignment: _Optional[_Union[DimAlignment, _Mapping]] = ..., n_alignment: _Optional[_Union[DimAlignment, _Mapping]] = ..., k_alignment: _Optional[_Union[DimAlignment, _Mapping]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., bound: _Optional[_Union[Bound, str]] = ..., tile: _Optional[_Union[TileChoice, _Mapping]] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., penalties: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GemmTiming(_message.Message):
+    __slots__ = ["dtype", "index", "layout", "provenance", "shape", "stats", "tflops", "time_s", "used_by"]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    USED_BY_FIELD_NUMBER: _ClassVar[int]
+    dtype: _model_pb2.Dtype
+    index: int
+    layout: _model_pb2.Layout
+    provenance: _model_pb2.Provenance
+    shape: _model_pb2.GemmShape
+    stats: TimingStats
+    tflops: float
+    time_s: float
+    used_by: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, shape: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ListDevicesRequest(_message.Message):
+    __slots__ = ["include_internal"]
+    INCLUDE_INTERNAL_FIELD_NUMBER: _ClassVar[int]
+    include_internal: bool
+    def __init__(self, include_internal: bool = ...) -> None: ...
+
+class ListDevicesResponse(_message.Message):
+    __slots__ = ["cache_entries", "catalog", "has_cache", "workers"]
+    CACHE_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    CATALOG_FIELD_NUMBER: _ClassVar[int]
+    HAS_CACHE_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
+    cache_entries: int
+    catalog: _containers.RepeatedCompositeFieldContainer[CatalogGpu]
+    has_cache: bool
+    workers: _containers.RepeatedCompositeFieldContainer[WorkerDevice]
+    def __init__(self, workers: _Optional[_Iterable[_Union[WorkerDevice, _Mapping]]] = ..., catalog: _Optional[_Iterable[_Union[CatalogGpu, _Mapping]]] = ..., cache_entries: _Optional[int] = ..., has_cache: bool = ...) -> None: ...
+
+class ParameterCounts(_message.Message):
+    __slots__ = ["embedding_params", "non_embedding_params", "per_layer_params", "total_params"]
+    EMBEDDING_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    NON_EMBEDDING_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    PER_LAYER_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    embedding_params: int
+    non_embedding_params: int
+    per_layer_params: int
+    total_params: int
+    def __init__(self, total_params: _Optional[int] = ..., per_layer_params: _Optional[int] = ..., embedding_params: _Optional[int] = ..., non_embedding_params: _Optional[int] = ...) -> None: ...
+
+class Progress(_message.Message):
+    __slots__ = ["done", "message", "total"]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    done: int
+    message: str
+    total: int
+    def __init__(self, done: _Optional[int] = ..., total: _Optional[int] = ..., message: _Optional[str] = ...) -> None: ...
+
+class RecalibrateRequest(_message.Message):
+    __slots__ = ["gpu", "min_rows"]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MIN_ROWS_FIELD_NUMBER: _ClassVar[int]
+    gpu: str
+    min_rows: int
+    def __init__(self, gpu: _Optional[str] = ..., min_rows: _Optional[int] = ...) -> None: ...
+
+class RecalibrateResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RecalibrationResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[RecalibrationResult, _Mapping]]] = ...) -> None: ...
+
+class RecalibrationResult(_message.Message):
+    __slots__ = ["applied", "cv_median_error", "cv_p90_error", "dtype", "gpu", "label", "reason", "rows"]
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    CV_MEDIAN_ERROR_FIELD_NUMBER: _ClassVar[int]
+    CV_P90_ERROR_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    applied: bool
+    cv_median_error: float
+    cv_p90_error: float
+    dtype: _model_pb2.Dtype
+    gpu: str
+    label: str
+    reason: str
+    rows: int
+    def __init__(self, gpu: _Optional[str] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., rows: _Optional[int] = ..., applied: bool = ..., cv_median_error: _Optional[float] = ..., cv_p90_error: _Optional[float] = ..., label: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class RecommendRequest(_message.Message):
+    __slots__ = ["allowed_head_dims", "gpu", "hf_config_json", "keep_layers", "max_candidates", "max_gpu_seconds", "max_heads", "measure_top_k", "min_heads", "mode", "model", "param_tolerance", "tensor_parallel_options", "top", "vary"]
+    ALLOWED_HEAD_DIMS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    KEEP_LAYERS_FIELD_NUMBER: _ClassVar[int]
+    MAX_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_HEADS_FIELD_NUMBER: _ClassVar[int]
+    MEASURE_TOP_K_FIELD_NUMBER: _ClassVar[int]
+    MIN_HEADS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PARAM_TOLERANCE_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    TOP_FIELD_NUMBER: _ClassVar[int]
+    VARY_FIELD_NUMBER: _ClassVar[int]
+    allowed_head_dims: _containers.RepeatedScalarFieldContainer[int]
+    gpu: str
+    hf_config_json: str
+    keep_layers: bool
+    max_candidates: int
+    max_gpu_seconds: float
+    max_heads: int
+    measure_top_k: int
+    min_heads: int
+    mode: Mode
+    model: _model_pb2.ModelSpec
+    param_tolerance: float
+    tensor_parallel_options: _containers.RepeatedScalarFieldContainer[int]
+    top: int
+    vary: _containers.RepeatedScalarFieldContainer[Knob]
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
+
+class RecommendResponse(_message.Message):
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "mode", "notes", "progress"]
+    CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATES_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_CACHED_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_MEASURED_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
+    candidates_considered: int
+    done: bool
+    gemms_cached: int
+    gemms_measured: int
+    gemms_predicted: int
+    gpu: str
+    mode: Mode
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    progress: Progress
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RuleViolation(_message.Message):
+    __slots__ = ["hurts", "id", "message", "paper_rule", "priced"]
+    HURTS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PAPER_RULE_FIELD_NUMBER: _ClassVar[int]
+    PRICED_FIELD_NUMBER: _ClassVar[int]
+    hurts: _containers.RepeatedScalarFieldContainer[str]
+    id: str
+    message: str
+    paper_rule: int
+    priced: bool
+    def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
+
+class SweepPoint(_message.Message):
+    __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
+    ERROR_BAND_P10_FIELD_NUMBER: _ClassVar[int]
+    ERROR_BAND_P90_FIELD_NUMBER: _ClassVar[int]
+    INVALID_REASON_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    RULES_BROKEN_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    VALID_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    error_band_p10: float
+    error_band_p90: float
+    invalid_reason: str
+    mfu: float
+    rules_broken: _containers.RepeatedScalarFieldContainer[str]
+    source: _model_pb2.Source
+    tflops: float
+    time_s: float
+    tokens_per_second_per_gpu: float
+    total_params: int
+    valid: bool
+    value: int
+    def __init__(self, value: _Optional[int] = ..., valid: bool = ..., invalid_reason: _Optional[str] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., total_params: _Optional[int] = ..., rules_broken: _Optional[_Iterable[str]] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ...) -> None: ...
+
+class SweepRequest(_message.Message):
+    __slots__ = ["dtype", "gemm", "gpu", "hf_config_json", "layout", "max_gpu_seconds", "mode", "model", "step", "to", "vary"]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    GEMM_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MAX_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    VARY_FIELD_NUMBER: _ClassVar[int]
+    dtype: _model_pb2.Dtype
+    gemm: _model_pb2.GemmShape
+    gpu: str
+    hf_config_json: str
+    layout: _model_pb2.Layout
+    max_gpu_seconds: float
+    mode: Mode
+    model: _model_pb2.ModelSpec
+    step: int
+    to: int
+    vary: SweepDimension
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gemm: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., gpu: _Optional[str] = ..., vary: _Optional[_Union[SweepDimension, str]] = ..., to: _Optional[int] = ..., step: _Optional[int] = ..., mode: _Optional[_Union[Mode, str]] = ..., max_gpu_seconds: _Optional[float] = ..., hf_config_json: _Optional[str] = ..., **kwargs) -> None: ...
+
+class SweepResponse(_message.Message):
+    __slots__ = ["done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "mode", "notes", "points", "progress", "vary"]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_CACHED_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_MEASURED_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    VARY_FIELD_NUMBER: _ClassVar[int]
+    done: bool
+    gemms_cached: int
+    gemms_measured: int
+    gemms_predicted: int
+    gpu: str
+    mode: Mode
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    points: _containers.RepeatedCompositeFieldContainer[SweepPoint]
+    progress: Progress
+    vary: SweepDimension
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., points: _Optional[_Iterable[_Union[SweepPoint, _Mapping]]] = ..., gpu: _Optional[str] = ..., vary: _Optional[_Union[SweepDimension, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TileChoice(_message.Message):
+    __slots__ = ["alignment_efficiency", "split_k", "tile_efficiency", "tile_m", "tile_n", "tiles", "wave_efficiency", "waves"]
+    ALIGNMENT_EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_K_FIELD_NUMBER: _ClassVar[int]
+    TILES_FIELD_NUMBER: _ClassVar[int]
+    TILE_EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
+    TILE_M_FIELD_NUMBER: _ClassVar[int]
+    TILE_N_FIELD_NUMBER: _ClassVar[int]
+    WAVES_FIELD_NUMBER: _ClassVar[int]
+    WAVE_EFFICIENCY_FIELD_NUMBER: _ClassVar[int]
+    alignment_efficiency: float
+    split_k: int
+    tile_efficiency: float
+    tile_m: int
+    tile_n: int
+    tiles: int
+    wave_efficiency: float
+    waves: int
+    def __init__(self, tile_m: _Optional[int] = ..., tile_n: _Optional[int] = ..., split_k: _Optional[int] = ..., tiles: _Optional[int] = ..., waves: _Optional[int] = ..., tile_efficiency: _Optional[float] = ..., wave_efficiency: _Optional[float] = ..., alignment_efficiency: _Optional[float] = ...) -> None: ...
+
+class TimeGemmsRequest(_message.Message):
+    __slots__ = ["autotune", "dtype", "gemms", "gpu", "hf_config_json", "layout", "mode", "model", "warm_l2"]
+    AUTOTUNE_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    GEMMS_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    LAYOUT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    WARM_L2_FIELD_NUMBER: _ClassVar[int]
+    autotune: bool
+    dtype: _model_pb2.Dtype
+    gemms: _containers.RepeatedCompositeFieldContainer[_model_pb2.GemmShape]
+    gpu: str
+    hf_config_json: str
+    layout: _model_pb2.Layout
+    mode: Mode
+    model: _model_pb2.ModelSpec
+    warm_l2: bool
+    def __init__(self, gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[_model_pb2.GemmShape, _Mapping]]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., autotune: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., warm_l2: bool = ..., hf_config_json: _Optional[str] = ...) -> None: ...
+
+class TimeGemmsResponse(_message.Message):
+    __slots__ = ["progress", "timing"]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
+    progress: Progress
+    timing: GemmTiming
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[GemmTiming, _Mapping]] = ...) -> None: ...
+
+class TimingStats(_message.Message):
+    __slots__ = ["algorithm_id", "clock_source", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "sampled_s", "samples", "sm_clock_mhz"]
+    ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    COLD_L2_FIELD_NUMBER: _ClassVar[int]
+    ENGINE_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_MEDIAN_S_FIELD_NUMBER: _ClassVar[int]
+    HEURISTIC_WAVES_FIELD_NUMBER: _ClassVar[int]
+    LAUNCHES_PER_SAMPLE_FIELD_NUMBER: _ClassVar[int]
+    MEDIAN_S_FIELD_NUMBER: _ClassVar[int]
+    P10_S_FIELD_NUMBER: _ClassVar[int]
+    P90_S_FIELD_NUMBER: _ClassVar[int]
+    RELATIVE_SPREAD_FIELD_NUMBER: _ClassVar[int]
+    SAMPLED_S_FIELD_NUMBER: _ClassVar[int]
+    SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    SM_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    algorithm_id: int
+    clock_source: str
+    cold_l2: bool
+    engine: str
+    heuristic_algorithm_id: int
+    heuristic_median_s: float
+    heuristic_waves: float
+    launches_per_sample: int
+    median_s: float
+    p10_s: float
+    p90_s: float
+    relative_spread: float
+    sampled_s: float
+    samples: int
+    sm_clock_mhz: int
+    def __init__(self, median_s: _Optional[float] = ..., p10_s: _Optional[float] = ..., p90_s: _Optional[float] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., sm_clock_mhz: _Optional[int] = ..., algorithm_id: _Optional[int] = ..., heuristic_waves: _Optional[float] = ..., heuristic_median_s: _Optional[float] = ..., launches_per_sample: _Optional[int] = ..., cold_l2: bool = ..., heuristic_algorithm_id: _Optional[int] = ..., engine: _Optional[str] = ..., sampled_s: _Optional[float] = ..., clock_source: _Optional[str] = ...) -> None: ...
+
+class WorkerDevice(_message.Message):
+    __slots__ = ["address", "device", "id", "last_restart_reason", "pid", "restarts", "up"]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_RESTART_REASON_FIELD_NUMBER: _ClassVar[int]
+    PID_FIELD_NUMBER: _ClassVar[int]
+    RESTARTS_FIELD_NUMBER: _ClassVar[int]
+    UP_FIELD_NUMBER: _ClassVar[int]
+    address: str
+    device: _model_pb2.DeviceFingerprint
+    id: str
+    last_restart_reason: str
+    pid: int
+    restarts: int
+    up: bool
+    def __init__(self, id: _Optional[str] = ..., address: _Optional[str] = ..., device: _Optional[_Union[_model_pb2.DeviceFingerprint, _Mapping]] = ..., up: bool = ..., restarts: _Optional[int] = ..., pid: _Optional[int] = ..., last_restart_reason: _Optional[str] = ...) -> None: ...
+
+class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Bound(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Knob(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class SweepDimension(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
