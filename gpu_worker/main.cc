@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -23,10 +24,14 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "service/env_flags.h"
 #include "service/log.h"
 #include "service/spec_io.h"
 #include "service/tls.h"
 
+ABSL_FLAG(std::string, log_level, "info",
+          "Lowest level logged: debug, info, warning or error. Every flag can also be set as "
+          "WAVECREST_<FLAG> in the environment (the command line wins)");
 ABSL_FLAG(int, device, 0, "CUDA device index to time on (cublaslt backend)");
 ABSL_FLAG(std::string, listen, "",
           "serve: address to listen on: unix:/path/to.sock, or host:port (port 0 picks one; see "
@@ -231,16 +236,16 @@ int Serve() {
   }
   const v1::DeviceFingerprint fp = (*backend)->Fingerprint();
   LogInfo("worker ready", {{"listen", listen},
-                           {"port", std::to_string(port)},
+                           {"port", port},
                            {"device", fp.name()},
                            {"kind", fp.catalog_name()},
                            {"backend", fp.backend()},
-                           {"pid", std::to_string(getpid())}});
+                           {"pid", getpid()}});
 
   std::thread signal_thread([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    LogInfo("worker stopping", {{"signal", std::to_string(sig)}});
+    LogInfo("worker stopping", {{"signal", sig}});
     stop(0);
   });
   signal_thread.detach();
@@ -278,8 +283,19 @@ int main(int argc, char** argv) {
   };
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   wavecrest::SetLogComponent("worker");
+  std::vector<std::string> from_env;
+  if (absl::Status st = wavecrest::ApplyFlagsFromEnvironment("gpu_worker/", &from_env); !st.ok()) {
+    std::fprintf(stderr, "wavecrest-worker: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status st = wavecrest::ConfigureLogging(absl::GetFlag(FLAGS_log_level)); !st.ok()) {
+    std::fprintf(stderr, "wavecrest-worker: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  for (const std::string& e : from_env)
+    wavecrest::LogInfo("flag from the environment", {{"set", e}});
   const std::string command = args.size() > 1 ? args[1] : "serve";
   if (args.size() > 2) {
     std::cerr << "wavecrest-worker: unexpected argument " << args[2] << "\n";

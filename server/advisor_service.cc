@@ -1,5 +1,6 @@
 #include "server/advisor_service.h"
 
+#include <cmath>
 #include <map>
 #include <memory>
 #include <string>
@@ -231,23 +232,33 @@ absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role 
                         absl::Seconds(1), "SHUTTING_DOWN");
 }
 
-std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method) {
+std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method,
+                                                               const grpc::ServerContextBase& ctx) {
   const absl::Time start = absl::Now();
   prometheus::Gauge& in_flight = metrics_->InFlight(method);
   in_flight.Increment();
   in_flight_.fetch_add(1);
-  return [this, method, start, &in_flight](const grpc::Status& status) {
+  std::string peer = LogEnabled(LogLevel::kInfo) ? PeerOf(ctx) : "";
+  return [this, method, start, &in_flight, peer = std::move(peer)](const grpc::Status& status) {
     in_flight.Decrement();
     in_flight_.fetch_sub(1);
-    metrics_->RequestDone(method, CodeName(status.error_code()),
-                          absl::ToDoubleSeconds(absl::Now() - start));
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    const std::string code = CodeName(status.error_code());
+    metrics_->RequestDone(method, code, seconds);
+    // The access log: one line per call.
+    if (LogEnabled(LogLevel::kInfo)) {
+      LogInfo("rpc", {{"method", method},
+                      {"peer", peer},
+                      {"code", code},
+                      {"latency_ms", std::round(seconds * 1e6) / 1e3}});
+    }
   };
 }
 
 grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* ctx,
                                                   const v1::AnalyzeRequest* request,
                                                   v1::AnalyzeResponse* response) {
-  auto done = Track("Analyze");
+  auto done = Track("Analyze", *ctx);
   grpc::Status status;
   if (absl::Status accepting = Admit(ctx, Role::kClient); !accepting.ok()) {
     status = ToGrpcStatus(accepting);
@@ -299,7 +310,7 @@ absl::StatusOr<std::function<void(const grpc::Status&)>> AdvisorService::TrackSt
     ++streams_;
     ++mine;
   }
-  auto done = Track(method);
+  auto done = Track(method, *ctx);
   return [this, client, done](const grpc::Status& status) {
     {
       std::lock_guard<std::mutex> lock(streams_mu_);
@@ -325,7 +336,7 @@ absl::Status AdvisorService::OpenStream(const char* method, grpc::CallbackServer
   absl::Status st = Admit(ctx, role);
   absl::StatusOr<std::function<void(const grpc::Status&)>> slot =
       st.ok() ? TrackStream(method, ctx) : st;
-  *reactor = StreamReactor<Response>::Create(slot.ok() ? *slot : Track(method),
+  *reactor = StreamReactor<Response>::Create(slot.ok() ? *slot : Track(method, *ctx),
                                              [](const Response& m) { return IsProgressOnly(m); });
   return slot.status();
 }
@@ -333,7 +344,7 @@ absl::Status AdvisorService::OpenStream(const char* method, grpc::CallbackServer
 grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContext* ctx,
                                                       const v1::ListDevicesRequest* request,
                                                       v1::ListDevicesResponse* response) {
-  auto done = Track("ListDevices");
+  auto done = Track("ListDevices", *ctx);
   absl::Status st = Admit(ctx, request->include_internal() ? Role::kAdmin : Role::kClient);
   if (st.ok()) {
     *response = CatalogDevices();
@@ -351,7 +362,7 @@ grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerContext* ctx,
                                                           const v1::ClearQuarantineRequest* request,
                                                           v1::ClearQuarantineResponse* response) {
-  auto done = Track("ClearQuarantine");
+  auto done = Track("ClearQuarantine", *ctx);
   absl::Status st = Admit(ctx, Role::kAdmin);
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (st.ok()) response->set_cleared(workers_ ? workers_->ClearQuarantine(request->gpu()) : 0);
@@ -505,7 +516,7 @@ absl::Status NoCache(absl::string_view rpc) {
 grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContext* ctx,
                                                       const v1::RecalibrateRequest* request,
                                                       v1::RecalibrateResponse* response) {
-  auto done = Track("Recalibrate");
+  auto done = Track("Recalibrate", *ctx);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::Status st = Admit(ctx, Role::kAdmin);
   if (st.ok() && calibration_ == nullptr) st = NoCache("Recalibrate");

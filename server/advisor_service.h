@@ -100,7 +100,9 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // UNAVAILABLE with a retry hint while draining.
   absl::Status Admit(const grpc::CallbackServerContext* ctx, Role role) const;
   // Metrics and the final status of one RPC.
-  std::function<void(const grpc::Status&)> Track(const char* method);
+  // Counts the call in flight; the callback records its end (metrics and the access log line).
+  std::function<void(const grpc::Status&)> Track(const char* method,
+                                                 const grpc::ServerContextBase& ctx);
   // Takes a stream slot for the caller (RESOURCE_EXHAUSTED with a retry hint when none is free)
   // and returns the Track callback that gives it back when the call is over.
   absl::StatusOr<std::function<void(const grpc::Status&)>> TrackStream(

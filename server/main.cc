@@ -1,4 +1,5 @@
 // wavecrest-server: the Advisor gRPC service.
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -8,9 +9,13 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_split.h"
-#include "service/log.h"
 #include "server/server.h"
+#include "service/env_flags.h"
+#include "service/log.h"
 
+ABSL_FLAG(std::string, log_level, "info",
+          "Lowest level logged: debug, info, warning or error. Every flag can also be set as "
+          "WAVECREST_<FLAG> in the environment (the command line wins)");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
 ABSL_FLAG(std::string, http_listen, "",
@@ -103,8 +108,19 @@ int main(int argc, char** argv) {
   };
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
-  absl::ParseCommandLine(argc, argv);
   wavecrest::SetLogComponent("server");
+  std::vector<std::string> from_env;
+  if (absl::Status st = wavecrest::ApplyFlagsFromEnvironment("server/", &from_env); !st.ok()) {
+    std::fprintf(stderr, "wavecrest-server: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  absl::ParseCommandLine(argc, argv);
+  if (absl::Status st = wavecrest::ConfigureLogging(absl::GetFlag(FLAGS_log_level)); !st.ok()) {
+    std::fprintf(stderr, "wavecrest-server: %s\n", std::string(st.message()).c_str());
+    return 2;
+  }
+  for (const std::string& e : from_env)
+    wavecrest::LogInfo("flag from the environment", {{"set", e}});
 
   wavecrest::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);

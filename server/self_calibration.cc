@@ -95,7 +95,7 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
     r->set_label(info.label);
     LogInfo("recalibrated", {{"gpu", gpu_name},
                              {"dtype", std::string(DTypeName(dtype))},
-                             {"rows", std::to_string(fit.rows)},
+                             {"rows", fit.rows},
                              {"cv_median_error", absl::StrFormat("%.4f", fit.cv.median_abs)}});
   }
   if (changed) PublishCatalog(std::move(catalog));

@@ -21,11 +21,12 @@
 #include "server/http_gateway.h"
 #include "server/job_handlers.h"
 #include "server/job_queue.h"
-#include "service/log.h"
 #include "server/metrics.h"
+#include "server/process_metrics.h"
 #include "server/self_calibration.h"
 #include "server/timing_service.h"
 #include "server/worker_setup.h"
+#include "service/log.h"
 
 namespace wavecrest {
 
@@ -49,9 +50,8 @@ absl::Status ApplyCalibrationFile(const std::string& path) {
     return absl::InvalidArgumentError(absl::StrCat("--calibration ", path, ": ", st.message()));
   }
   PublishCatalog(std::move(catalog));
-  LogInfo("calibration loaded", {{"path", path},
-                                 {"entries", std::to_string(file->entries.size())},
-                                 {"created", file->created}});
+  LogInfo("calibration loaded",
+          {{"path", path}, {"entries", file->entries.size()}, {"created", file->created}});
   return absl::OkStatus();
 }
 
@@ -88,6 +88,8 @@ absl::Status RunServer(const ServerOptions& options) {
   }
 
   Metrics metrics;
+  // Outlives the exposer, which holds it weakly.
+  auto process_metrics = std::make_shared<ProcessMetrics>();
   std::unique_ptr<prometheus::Exposer> exposer;
   int metrics_port = 0;
   if (!options.metrics_listen.empty()) {
@@ -109,6 +111,7 @@ absl::Status RunServer(const ServerOptions& options) {
       });
     }
     exposer->RegisterCollectable(metrics.registry());
+    exposer->RegisterCollectable(process_metrics);
     auto ports = exposer->GetListeningPorts();
     if (!ports.empty()) metrics_port = ports.front();
   }
@@ -197,11 +200,11 @@ absl::Status RunServer(const ServerOptions& options) {
                        << ", \"http\": " << http_port << "}\n";
     std::rename(tmp.c_str(), options.port_file.c_str());
   }
-  LogInfo("listening", {{"grpc_port", std::to_string(grpc_port)},
-                        {"metrics_port", std::to_string(metrics_port)},
-                        {"http_port", std::to_string(http_port)},
-                        {"queue_capacity", std::to_string(options.queue_capacity)},
-                        {"threads", std::to_string(threads)}});
+  LogInfo("listening", {{"grpc_port", grpc_port},
+                        {"metrics_port", metrics_port},
+                        {"http_port", http_port},
+                        {"queue_capacity", options.queue_capacity},
+                        {"threads", threads}});
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -218,7 +221,7 @@ absl::Status RunServer(const ServerOptions& options) {
   service.StartDraining();
   const absl::Time grace_end = absl::Now() + options.shutdown_grace;
   while (service.in_flight() > 0 && absl::Now() < grace_end) absl::SleepFor(absl::Milliseconds(10));
-  LogInfo("drained", {{"in_flight", std::to_string(service.in_flight())}});
+  LogInfo("drained", {{"in_flight", service.in_flight()}});
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   gateway.reset();  // after gRPC: the gateway's streams end when their calls are cancelled
   jobs.WaitIdle(absl::Now() + absl::Seconds(5));

@@ -154,7 +154,7 @@ void WorkerPool::Spawn(Worker& w) {
   w.kill_reason.clear();
   w.channel = WorkerChannel(w.address, nullptr);  // a unix socket in the server's 0700 directory
   w.stub = v1::GemmWorker::NewStub(w.channel);
-  LogInfo("worker starting", {{"worker", w.id}, {"pid", std::to_string(pid)}});
+  LogInfo("worker starting", {{"worker", w.id}, {"pid", pid}});
 }
 
 void WorkerPool::Connect(Worker& w) {
@@ -184,7 +184,7 @@ void WorkerPool::MarkDown(Worker& w, const std::string& reason) {
   w.next_attempt = absl::Now() + backoff;
   LogWarning("worker down", {{"worker", w.id},
                              {"reason", reason},
-                             {"restarts", std::to_string(w.restarts)},
+                             {"restarts", w.restarts},
                              {"next_attempt_in_s", absl::StrCat(absl::ToDoubleSeconds(backoff))}});
   cv_.notify_all();
 }
@@ -252,8 +252,8 @@ int64_t WorkerPool::ClearQuarantine(absl::string_view kind) {
     }
   }
   UpdateQuarantineMetricLocked();
-  LogInfo("quarantine cleared", {{"kind", kind.empty() ? "(all)" : std::string(kind)},
-                                 {"cleared", std::to_string(cleared)}});
+  LogInfo("quarantine cleared",
+          {{"kind", kind.empty() ? "(all)" : std::string(kind)}, {"cleared", cleared}});
   return cleared;
 }
 
@@ -293,7 +293,7 @@ void WorkerPool::Tick() {
           }
           LogWarning("worker exited",
                      {{"worker", w.id},
-                      {"pid", std::to_string(w.pid)},
+                      {"pid", w.pid},
                       {"status", WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
                                                    : absl::StrCat("signal ", WTERMSIG(status))}});
           w.pid = 0;
@@ -365,7 +365,7 @@ void WorkerPool::Tick() {
                               {"kind", w.kind},
                               {"device", d.device().name()},
                               {"backend", d.device().backend()},
-                              {"pid", std::to_string(d.pid())}});
+                              {"pid", d.pid()}});
         cv_.notify_all();
         break;
       }

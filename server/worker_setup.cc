@@ -14,10 +14,10 @@
 #include "absl/time/clock.h"
 #include "core/gpu_catalog.h"
 #include "nlohmann/json.hpp"
-#include "service/log.h"
 #include "server/result_cache.h"
-#include "service/tls.h"
 #include "server/worker_pool.h"
+#include "service/log.h"
+#include "service/tls.h"
 
 namespace wavecrest {
 namespace {
@@ -142,8 +142,7 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     cache = std::move(*c);
     metrics->SetCacheEntries(cache->Count());
     cache->OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
-    LogInfo("result cache open",
-            {{"path", options.cache_path}, {"entries", std::to_string(cache->Count())}});
+    LogInfo("result cache open", {{"path", options.cache_path}, {"entries", cache->Count()}});
   }
   const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
   int requested = 0;  // 0 = auto
@@ -219,9 +218,9 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
       local.socket_path = absl::StrCat(dir, "/w", i, ".sock");
       pool.local.push_back(std::move(local));
     }
-    LogInfo("starting local workers", {{"count", std::to_string(count)},
+    LogInfo("starting local workers", {{"count", count},
                                        {"backend", backend},
-                                       {"gpus", std::to_string(gpus)},
+                                       {"gpus", gpus},
                                        {"emulate", backend == "analytic" ? options.emulate : ""},
                                        {"binary", *binary},
                                        {"socket_dir", dir}});

@@ -201,6 +201,26 @@ TEST(CliConventionsTest, UsageErrorsExitTwoHelpIsPerCommandVersionIsComplete) {
   EXPECT_EQ(ncode, 0) << nout;
 }
 
+// Flags from WAVECREST_<FLAG>, the command line winning; a bad value or level exits 2 naming it.
+TEST(ServerFlagsTest, EnvironmentSetsFlagsAndBadValuesExitTwo) {
+  const std::string server = testing::BinaryPath("server/wavecrest-server");
+  auto [code, out] = Shell(absl::StrCat("WAVECREST_QUEUE_CAPACITY=abc ", server,
+                                        " --listen=127.0.0.1:0 --metrics_listen="));
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("WAVECREST_QUEUE_CAPACITY (--queue_capacity): \"abc\""));
+  std::tie(code, out) = Shell(absl::StrCat(server, " --log_level=loud"));
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("allowed: debug, info, warning, error"));
+  // A good value is applied and logged; --log_level=warning drops the info lines.
+  setenv("WAVECREST_QUEUE_CAPACITY", "7", 1);  // the child inherits it
+  ServerUnderTest s({"--log_level=warning"});
+  unsetenv("WAVECREST_QUEUE_CAPACITY");
+  ASSERT_TRUE(s.WaitReady()) << s.Log();
+  const std::string metrics = Metrics(s.metrics_port());
+  EXPECT_THAT(metrics, HasSubstr("wavecrest_queue_capacity 7"));
+  EXPECT_THAT(s.Log(), ::testing::Not(HasSubstr(R"("level":"info")")));
+}
+
 TEST_F(ServerTest, CliAgainstServer) {
   const std::string cli = testing::BinaryPath("client/wavecrest");
   auto [code, out] = Shell(absl::StrCat(cli, " analyze --server ", server_.address(), " --model ",
@@ -597,6 +617,18 @@ TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
   EXPECT_THAT(m, HasSubstr("wavecrest_request_duration_seconds_bucket{method=\"Analyze\""));
   EXPECT_THAT(m, HasSubstr("wavecrest_queue_capacity 64"));
   EXPECT_THAT(m, HasSubstr("wavecrest_build_info{"));
+  // The standard process metrics, read from /proc at the scrape.
+  for (const char* name :
+       {"process_cpu_seconds_total ", "process_resident_memory_bytes ", "process_open_fds ",
+        "process_max_fds ", "process_start_time_seconds "}) {
+    EXPECT_THAT(m, HasSubstr(name));
+  }
+  // The access log: one JSON line per call, with typed values.
+  const std::string log = server_.Log();
+  EXPECT_THAT(log, HasSubstr(R"("method":"Analyze","msg":"rpc","peer":"ipv4:127.0.0.1:)"));
+  EXPECT_THAT(log, HasSubstr(R"("code":"NOT_FOUND")"));
+  EXPECT_THAT(log, ::testing::ContainsRegex(R"("latency_ms":[0-9.]+,)"));
+  EXPECT_THAT(log, ::testing::ContainsRegex(R"("grpc_port":[0-9]+,)"));  // a number, not text
   testing::TempDir tmp;
   std::ofstream(tmp.File("m.txt")) << m;
   auto [code, out] = Shell("promtool check metrics < " + tmp.File("m.txt"));
