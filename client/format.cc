@@ -208,9 +208,15 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                   "tensor-core alignment rule. tile/k: split-K. All times PREDICTED by ",
                   r.provenance().method(), ".\n\n");
   const v1::ParameterCounts& p = r.params();
-  absl::StrAppendFormat(&out, "parameters      %s total (%d), %s per layer, %s embeddings\n",
+  absl::StrAppendFormat(&out, "parameters      %s total (%d), %s per layer, %s embeddings",
                         HumanCount(p.total_params()), p.total_params(),
                         HumanCount(p.per_layer_params()), HumanCount(p.embedding_params()));
+  if (p.active_params() > 0 && p.active_params() < p.total_params()) {
+    absl::StrAppendFormat(&out, "; %s active per token (mixture of experts: %d experts, top %d)",
+                          HumanCount(p.active_params()), r.model().num_experts(),
+                          r.model().experts_per_token());
+  }
+  out += "\n";
   absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
                         r.tokens_per_step());

@@ -329,7 +329,7 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const DerivedShape d = Derive(spec);
   const double eb = DTypeBytes(spec.dtype) == 1 ? 2 : DTypeBytes(spec.dtype);  // FP8 keeps BF16
   const double h = static_cast<double>(spec.hidden_size);
-  const double f = static_cast<double>(d.ffn_per_rank);
+  const double f = static_cast<double>(d.active_ffn_per_rank);  // MoE: k experts + shared
   // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
   // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
   double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);

@@ -57,12 +57,14 @@ class Builder {
   Builder(const ModelSpec& spec, std::vector<Gemm>& out)
       : spec_(spec), out_(out), training_(spec.workload == Workload::kTraining) {}
 
-  // A linear layer Y[T×out] = X[T×in]·W[out×in]ᵀ and, when training, its two gradients.
-  void Linear(absl::string_view name, int64_t tokens, int64_t out, int64_t in, int64_t count) {
-    Add(name, Pass::kForward, {tokens, out, in, 1}, Layout::kTN, count);
+  // A linear layer Y[T×out] = X[T×in]·W[out×in]ᵀ and, when training, its two gradients;
+  // `batch` independent ones of the same shape (MoE experts, as one grouped GEMM).
+  void Linear(absl::string_view name, int64_t tokens, int64_t out, int64_t in, int64_t count,
+              int64_t batch = 1) {
+    Add(name, Pass::kForward, {tokens, out, in, batch}, Layout::kTN, count);
     if (!training_) return;
-    Add(name, Pass::kDgrad, {tokens, in, out, 1}, Layout::kNN, count);
-    Add(name, Pass::kWgrad, {out, in, tokens, 1}, Layout::kNT, count);
+    Add(name, Pass::kDgrad, {tokens, in, out, batch}, Layout::kNN, count);
+    Add(name, Pass::kWgrad, {out, in, tokens, batch}, Layout::kNT, count);
   }
 
   void Add(absl::string_view name, Pass pass, GemmShape shape, Layout layout, int64_t count) {
@@ -152,7 +154,20 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
 
   b.Linear(kAttnProj, T, h, d.heads_per_rank * d.head_dim, L);
 
-  if (spec.mlp == Mlp::kGelu) {
+  if (spec.num_experts > 0) {
+    // Mixture of experts. The router is small and replicated on every rank; each expert's width
+    // is split over the tensor-parallel ranks like a dense MLP (no expert parallelism here).
+    b.Linear(kMoeRouter, T, spec.num_experts, h, L);
+    const int64_t E = spec.num_experts;
+    const int64_t rows = d.expert_tokens;
+    const bool gelu = spec.mlp == Mlp::kGelu;
+    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.ffn_per_rank, h, L, E);
+    b.Linear(kMoeDown, rows, h, d.ffn_per_rank, L, E);
+    if (d.shared_ffn_per_rank > 0) {
+      b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, L);
+      b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, L);
+    }
+  } else if (spec.mlp == Mlp::kGelu) {
     b.Linear(kMlpUp, T, d.ffn_per_rank, h, L);
   } else if (spec.fused_gate_up) {
     b.Linear(kMlpGateUp, T, 2 * d.ffn_per_rank, h, L);
@@ -160,7 +175,7 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
     b.Linear(kMlpGate, T, d.ffn_per_rank, h, L);
     b.Linear(kMlpUp, T, d.ffn_per_rank, h, L);
   }
-  b.Linear(kMlpDown, T, h, d.ffn_per_rank, L);
+  if (spec.num_experts == 0) b.Linear(kMlpDown, T, h, d.ffn_per_rank, L);
 
   // Logits: training needs every position; prefill and decode only the last one per sequence.
   const int64_t logit_rows = spec.workload == Workload::kTraining ? T : spec.micro_batch_size;

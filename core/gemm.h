@@ -64,6 +64,13 @@ inline constexpr absl::string_view kMlpGate = "mlp_gate";
 inline constexpr absl::string_view kMlpGateUp = "mlp_gate_up";  // SwiGLU, gate and up fused
 inline constexpr absl::string_view kMlpDown = "mlp_down";
 inline constexpr absl::string_view kLogits = "logits";
+inline constexpr absl::string_view kMoeRouter = "moe_router";   // h -> E scores per token
+inline constexpr absl::string_view kMoeGateUp = "moe_gate_up";  // experts, batch = E
+inline constexpr absl::string_view kMoeUp = "moe_up";           // GELU experts
+inline constexpr absl::string_view kMoeDown = "moe_down";
+inline constexpr absl::string_view kSharedGateUp = "shared_gate_up";  // always-on shared experts
+inline constexpr absl::string_view kSharedUp = "shared_up";
+inline constexpr absl::string_view kSharedDown = "shared_down";
 
 struct Gemm {
   std::string name;

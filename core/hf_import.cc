@@ -12,7 +12,8 @@ using nlohmann::json;
 
 constexpr absl::string_view kSupported =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPTNeoXForCausalLM, "
-    "GPT2LMHeadModel, GemmaForCausalLM, PhiForCausalLM, Phi3ForCausalLM";
+    "GPT2LMHeadModel, GemmaForCausalLM, Gemma2ForCausalLM, PhiForCausalLM, Phi3ForCausalLM, "
+    "MixtralForCausalLM, Qwen2MoeForCausalLM, FalconForCausalLM";
 
 absl::StatusOr<int64_t> GetInt(const json& j, const char* key, std::optional<int64_t> fallback) {
   auto it = j.find(key);
@@ -83,6 +84,42 @@ bool LooksLikeHfConfig(absl::string_view json_text) {
                            j.contains("num_hidden_layers") || j.contains("n_layer"));
 }
 
+namespace {
+
+// Falcon (tiiuae/falcon-7b, -40b, -180b): GELU MLP of 4h (or ffn_hidden_size), LayerNorm, no
+// linear biases unless "bias"; multi-query (one KV head) for 7B, num_kv_heads groups with the
+// new decoder architecture (40B, 180B); tied embeddings.
+absl::StatusOr<ModelSpec> ImportFalcon(const json& j, ModelSpec s) {
+  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
+  // Older Falcon configs spell these n_head and n_layer.
+  const char* heads_key = j.contains("num_attention_heads") ? "num_attention_heads" : "n_head";
+  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, heads_key, std::nullopt));
+  const char* layers_key = j.contains("num_hidden_layers") ? "num_hidden_layers" : "n_layer";
+  WC_TRY_ASSIGN(s.num_layers, GetInt(j, layers_key, std::nullopt));
+  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+  bool new_arch = false;
+  WC_TRY_ASSIGN(new_arch, GetBool(j, "new_decoder_architecture", false));
+  bool multi_query = true;
+  WC_TRY_ASSIGN(multi_query, GetBool(j, "multi_query", true));
+  if (new_arch) {
+    WC_TRY_ASSIGN(s.num_kv_heads, GetInt(j, "num_kv_heads", std::nullopt));
+  } else {
+    s.num_kv_heads = multi_query ? 1 : s.num_attention_heads;
+  }
+  const int64_t four_h =
+      s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "ffn_hidden_size", four_h));
+  bool bias = false;
+  WC_TRY_ASSIGN(bias, GetBool(j, "bias", false));
+  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  s.mlp = Mlp::kGelu;
+  s.norm = Norm::kLayerNorm;
+  s.bias = bias ? Bias::kAll : Bias::kNone;
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
   if (absl::Status st = CheckJsonDepth(json_text); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.json: ", st.message()));
@@ -105,6 +142,10 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
     if (t == "gemma") arch = "GemmaForCausalLM";
     if (t == "phi") arch = "PhiForCausalLM";
     if (t == "phi3") arch = "Phi3ForCausalLM";
+    if (t == "mixtral") arch = "MixtralForCausalLM";
+    if (t == "qwen2_moe") arch = "Qwen2MoeForCausalLM";
+    if (t == "gemma2") arch = "Gemma2ForCausalLM";
+    if (t == "falcon") arch = "FalconForCausalLM";
   }
 
   ModelSpec s;
@@ -128,9 +169,11 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
     return s;
   }
 
+  if (arch == "FalconForCausalLM") return ImportFalcon(j, std::move(s));
   const bool llama_like = arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" ||
                           arch == "Qwen2ForCausalLM" || arch == "GemmaForCausalLM" ||
-                          arch == "Phi3ForCausalLM";
+                          arch == "Phi3ForCausalLM" || arch == "MixtralForCausalLM" ||
+                          arch == "Qwen2MoeForCausalLM" || arch == "Gemma2ForCausalLM";
   const bool gelu_like = arch == "GPTNeoXForCausalLM" || arch == "PhiForCausalLM";
   if (arch.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -152,11 +195,34 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
   if (llama_like) {
     s.mlp = Mlp::kSwiglu;
     s.norm = Norm::kRmsNorm;
-    const bool gemma = arch == "GemmaForCausalLM";
+    // Gemma and Gemma 2: a gated GELU MLP (the same three matrices as SwiGLU), tied embeddings.
+    const bool gemma = arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM";
     WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", gemma));
+    const bool qwen = arch == "Qwen2ForCausalLM" || arch == "Qwen2MoeForCausalLM";
     bool attention_bias = false;
-    WC_TRY_ASSIGN(attention_bias, GetBool(j, "attention_bias", arch == "Qwen2ForCausalLM"));
+    WC_TRY_ASSIGN(attention_bias, GetBool(j, "attention_bias", qwen));
     s.bias = attention_bias ? Bias::kQkv : Bias::kNone;
+    if (arch == "MixtralForCausalLM") {
+      // intermediate_size is each expert's width.
+      WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_local_experts", std::nullopt));
+      WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", 2));
+    }
+    if (arch == "Qwen2MoeForCausalLM") {
+      int64_t sparse_step = 1;
+      WC_TRY_ASSIGN(sparse_step, GetInt(j, "decoder_sparse_step", 1));
+      auto dense = j.find("mlp_only_layers");
+      if (sparse_step != 1 || (dense != j.end() && dense->is_array() && !dense->empty())) {
+        return absl::InvalidArgumentError(
+            "config.json: decoder_sparse_step/mlp_only_layers: models that mix dense and MoE "
+            "layers are not supported (every layer must be MoE)");
+      }
+      WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_experts", std::nullopt));
+      WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", std::nullopt));
+      WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "moe_intermediate_size", std::nullopt));
+      WC_TRY_ASSIGN(s.shared_expert_ffn_hidden_size,
+                    GetInt(j, "shared_expert_intermediate_size", 0));
+      s.shared_expert_gate = s.shared_expert_ffn_hidden_size > 0;
+    }
   } else {
     s.mlp = Mlp::kGelu;
     s.norm = Norm::kLayerNorm;

@@ -101,6 +101,7 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.tensor_parallel == 0) s.tensor_parallel = 1;
   if (s.pipeline_parallel == 0) s.pipeline_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
+  if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
   return s;
 }
 
@@ -135,6 +136,17 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   CheckRange(v, "kv_cache_length", s.kv_cache_length, 1, kMaxKvCacheLength);
   CheckRange(v, "learned_position_embeddings", s.learned_position_embeddings, 0,
              kMaxLearnedPositions);
+  CheckRange(v, "num_experts", s.num_experts, 0, kMaxExperts);
+  if (s.num_experts >= 1 && s.num_experts <= kMaxExperts) {
+    CheckRange(v, "experts_per_token", s.experts_per_token, 1, s.num_experts);
+  } else if (s.num_experts == 0 && (s.experts_per_token != 0 ||
+                                    s.shared_expert_ffn_hidden_size != 0 || s.shared_expert_gate)) {
+    v.push_back({"num_experts",
+                 "experts_per_token, shared_expert_ffn_hidden_size and "
+                 "shared_expert_gate need num_experts > 0 (a mixture of experts)"});
+  }
+  CheckRange(v, "shared_expert_ffn_hidden_size", s.shared_expert_ffn_hidden_size, 0,
+             kMaxFfnHiddenSize);
 
   const bool h_ok = s.hidden_size >= 1 && s.hidden_size <= kMaxHiddenSize;
   const bool a_ok = s.num_attention_heads >= 1 && s.num_attention_heads <= kMaxHeads;
@@ -172,6 +184,13 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   if (t_ok && s.ffn_hidden_size >= 1 && s.ffn_hidden_size % s.tensor_parallel != 0) {
     v.push_back({"ffn_hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
                                                  s.tensor_parallel, "); got ", s.ffn_hidden_size)});
+  }
+  if (t_ok && s.shared_expert_ffn_hidden_size >= 1 &&
+      s.shared_expert_ffn_hidden_size <= kMaxFfnHiddenSize &&
+      s.shared_expert_ffn_hidden_size % s.tensor_parallel != 0) {
+    v.push_back({"shared_expert_ffn_hidden_size",
+                 absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
+                              "); got ", s.shared_expert_ffn_hidden_size)});
   }
   if (t_ok && h_ok && s.hidden_size % s.tensor_parallel != 0) {
     v.push_back({"hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
@@ -220,6 +239,15 @@ DerivedShape Derive(const ModelSpec& s) {
   d.vocab_per_rank = (s.vocab_size + t - 1) / t;
   d.tokens =
       s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * s.seq_length;
+  d.expert_tokens = 0;
+  d.shared_ffn_per_rank = s.shared_expert_ffn_hidden_size / t;
+  d.active_ffn_per_rank = d.ffn_per_rank;
+  if (s.num_experts > 0) {
+    // Each token goes to k experts: E expert GEMMs of ceil(T·k/E) rows each, the balanced
+    // routing a load-balancing loss aims at (a grouped GEMM).
+    d.expert_tokens = (d.tokens * s.experts_per_token + s.num_experts - 1) / s.num_experts;
+    d.active_ffn_per_rank = s.experts_per_token * d.ffn_per_rank + d.shared_ffn_per_rank;
+  }
   return d;
 }
 

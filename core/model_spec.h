@@ -1,8 +1,8 @@
 // The model specification wavecrest reasons about, its defaults and its validation.
 //
 // This is the proto-free twin of wavecrest.v1.ModelSpec (proto/wavecrest/v1/model.proto); the
-// conversion lives in service/convert.cc. Integer fields use 0 for "use the default" where the proto
-// documents a default, so that a spec file may omit them.
+// conversion lives in service/convert.cc. Integer fields use 0 for "use the default" where the
+// proto documents a default, so that a spec file may omit them.
 #ifndef WAVECREST_CORE_MODEL_SPEC_H_
 #define WAVECREST_CORE_MODEL_SPEC_H_
 
@@ -53,6 +53,7 @@ inline constexpr int64_t kMaxTensorParallel = 1'024;
 inline constexpr int64_t kMaxPipelineParallel = 1'024;
 inline constexpr int64_t kMaxKvCacheLength = 16'777'216;
 inline constexpr int64_t kMaxLearnedPositions = 16'777'216;
+inline constexpr int64_t kMaxExperts = 1'024;
 
 inline constexpr int64_t kMaxNameLength = 256;  // characters of ModelSpec.name
 
@@ -82,6 +83,14 @@ struct ModelSpec {
   Norm norm = Norm::kLayerNorm;
   Bias bias = Bias::kNone;
   int64_t learned_position_embeddings = 0;  // rows of a learned position table (GPT-2); 0 = none
+  // Mixture of experts (Mixtral, Qwen-MoE, DeepSeek-MoE): every layer's MLP is num_experts
+  // experts of width ffn_hidden_size, a router (h × E) picks experts_per_token of them per token,
+  // plus always-on shared experts of total width shared_expert_ffn_hidden_size (0 = none), with
+  // an optional sigmoid gate (h × 1) on them (Qwen2-MoE). num_experts 0 = a dense MLP.
+  int64_t num_experts = 0;
+  int64_t experts_per_token = 0;  // k; 0 = 1 when num_experts > 0
+  int64_t shared_expert_ffn_hidden_size = 0;
+  bool shared_expert_gate = false;
 
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
@@ -120,6 +129,10 @@ struct DerivedShape {
   int64_t ffn_per_rank;       // f/t
   int64_t vocab_per_rank;     // ceil(v/t)
   int64_t tokens;             // rows of every linear GEMM this step: b·s (training, prefill) or b
+  int64_t expert_tokens;      // MoE: rows of each expert's GEMMs, ceil(tokens·k / E); 0 = dense
+  int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
+  // The MLP width one token passes through, per rank: f/t dense; (k·f + shared)/t for MoE.
+  int64_t active_ffn_per_rank;
 };
 DerivedShape Derive(const ModelSpec& spec);
 

@@ -18,6 +18,9 @@ struct ParamCounts {
   int64_t per_layer_params = 0;      // one transformer layer, norms included
   int64_t embedding_params = 0;      // input embedding + position table + untied output matrix
   int64_t non_embedding_params = 0;  // total - embedding
+  // Parameters one token uses: total for a dense model; for MoE, the router, k experts and the
+  // shared experts instead of all E experts.
+  int64_t active_params = 0;
 };
 ParamCounts CountParams(const ModelSpec& spec);
 

@@ -247,6 +247,10 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
       BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
   }
   s.learned_position_embeddings = p.learned_position_embeddings();
+  s.num_experts = p.num_experts();
+  s.experts_per_token = p.experts_per_token();
+  s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
+  s.shared_expert_gate = p.shared_expert_gate();
   return s;
 }
 
@@ -284,6 +288,10 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
       break;
   }
   p.set_learned_position_embeddings(s.learned_position_embeddings);
+  p.set_num_experts(s.num_experts);
+  p.set_experts_per_token(s.experts_per_token);
+  p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
+  p.set_shared_expert_gate(s.shared_expert_gate);
   return p;
 }
 
@@ -323,6 +331,7 @@ v1::ParameterCounts ToProto(const ParamCounts& c) {
   p.set_per_layer_params(c.per_layer_params);
   p.set_embedding_params(c.embedding_params);
   p.set_non_embedding_params(c.non_embedding_params);
+  p.set_active_params(c.active_params);
   return p;
 }
 

@@ -1,5 +1,6 @@
 // Every shipped example: loads, validates, and has the published parameter count (within 0.5%).
 #include <string>
+#include <tuple>
 
 #include "core/analysis.h"
 #include "core/hf_import.h"
@@ -69,7 +70,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/hf/qwen2-7b.json", 7'615'616'512, 0.005},
                       Published{"examples/models/hf/gemma-7b.json", 8'537'680'896, 0.005},
                       Published{"examples/models/hf/phi-2.json", 2'779'683'840, 0.005},
-                      Published{"examples/models/hf/phi-3-mini.json", 3'821'079'552, 0.005}),
+                      Published{"examples/models/hf/phi-3-mini.json", 3'821'079'552, 0.005},
+                      // Published to three significant digits: Gemma 2 9B "9.24B" (HF
+                      // safetensors metadata 9,241,705,984: Gemma 2 has 4 norms a layer, we
+                      // count 2), Falcon-7B "6.92B" (safetensors 6,921,720,704), Mixtral 8x7B
+                      // "46.7B total" (Mistral AI, 2023-12-11), Qwen1.5-MoE-A2.7B "14.3B in total"
+                      // (Qwen, 2024-03-28).
+                      Published{"examples/models/hf/gemma-2-9b.json", 9'241'705'984, 0.005},
+                      Published{"examples/models/hf/falcon-7b.json", 6'921'720'704, 0.005},
+                      Published{"examples/models/hf/mixtral-8x7b.json", 46.7e9, 0.01},
+                      Published{"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 0.01}),
     [](const auto& i) {
       std::string n = i.param.file;
       n = n.substr(n.rfind('/') + 1);
@@ -77,6 +87,29 @@ INSTANTIATE_TEST_SUITE_P(
       for (char c : n) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return out;
     });
+
+// Mixture of experts: the parameters a token uses. Mixtral 8x7B "only uses 12.9B parameters per
+// token" (Mistral AI, 2023-12-11); Qwen1.5-MoE-A2.7B "2.7B activated parameters" (Qwen,
+// 2024-03-28).
+TEST(HfImportTest, MoeActiveParametersMatchPublished) {
+  for (const auto& [file, total, active] :
+       {std::tuple<const char*, double, double>{"examples/models/hf/mixtral-8x7b.json", 46.7e9,
+                                                12.9e9},
+        {"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 2.7e9}}) {
+    auto p = LoadModelFile(Path(file));
+    ASSERT_TRUE(p.ok()) << p.status();
+    auto spec = SpecFromRequest(*p, "model.");
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    const ParamCounts c = CountParams(*spec);
+    EXPECT_NEAR(c.total_params / total, 1.0, 0.01) << file;
+    EXPECT_NEAR(c.active_params / active, 1.0, 0.01) << file;
+    EXPECT_LT(c.active_params, c.total_params);
+  }
+  // A dense model uses all of its parameters.
+  auto dense = SpecFromRequest(*LoadModelFile(Path("examples/models/llama-2-7b.json")), "model.");
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ(CountParams(*dense).active_params, CountParams(*dense).total_params);
+}
 
 TEST(HfImportTest, HfAndWavecrestSpecsAgree) {
   for (const char* name : {"llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b", "pythia-2.8b"}) {

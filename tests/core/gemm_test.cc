@@ -133,6 +133,46 @@ TEST(GemmTest, SwigluFusedAndSeparateGateUp) {
   ExpectGemm(separate, "mlp_gate", Pass::kWgrad, {11008, 4096, 2048, 1}, Layout::kNT, 2);
 }
 
+// Mixtral-like MoE: a router GEMM, the experts as one grouped GEMM (batch = E) of T·k/E rows
+// each, shared experts over every token; tensor parallelism splits each expert's width.
+TEST(GemmTest, MixtureOfExpertsRouterGroupedExpertsAndSharedExperts) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_kv_heads = 8;
+  s.num_layers = 2;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 14336;
+  s.num_experts = 8;
+  s.experts_per_token = 2;
+  s.seq_length = 4096;
+  s.tensor_parallel = 2;
+  auto m = ByName(BuildGemms(*NormalizeSpec(s)));
+  // T = 4096 tokens; each expert sees 4096 · 2 / 8 = 1024 of them.
+  ExpectGemm(m, "moe_router", Pass::kForward, {4096, 8, 4096, 1}, Layout::kTN, 2);
+  ExpectGemm(m, "moe_gate_up", Pass::kForward, {1024, 14336, 4096, 8}, Layout::kTN, 2);
+  ExpectGemm(m, "moe_down", Pass::kForward, {1024, 4096, 7168, 8}, Layout::kTN, 2);
+  ExpectGemm(m, "moe_down", Pass::kWgrad, {4096, 7168, 1024, 8}, Layout::kNT, 2);
+  EXPECT_EQ(m.count({"mlp_down", Pass::kForward}), 0u);
+  EXPECT_EQ(m.count({"shared_down", Pass::kForward}), 0u);
+  // The experts' FLOPs are k/E of all experts running every token.
+  const double expert_flops = m.at({"moe_gate_up", Pass::kForward}).flops;
+  EXPECT_DOUBLE_EQ(expert_flops, 2.0 * 4096 * 2 * (2 * 14336 / 2) * 4096);  // 2·T·k·(2f/t)·h
+  s.shared_expert_ffn_hidden_size = 5632;
+  auto shared = ByName(BuildGemms(*NormalizeSpec(s)));
+  ExpectGemm(shared, "shared_gate_up", Pass::kForward, {4096, 5632, 4096, 1}, Layout::kTN, 2);
+  ExpectGemm(shared, "shared_down", Pass::kForward, {4096, 4096, 2816, 1}, Layout::kTN, 2);
+  // Nonsense is refused, naming the field.
+  s.experts_per_token = 9;
+  EXPECT_FALSE(NormalizeSpec(s).ok());
+  s.num_experts = 0;
+  s.experts_per_token = 2;
+  auto refused = NormalizeSpec(s);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("num_experts"));
+}
+
 TEST(GemmTest, SwigluDefaultWidthIsEightThirdsRoundedUp) {
   ModelSpec s;
   s.hidden_size = 4096;

@@ -237,16 +237,18 @@ class ListDevicesResponse(_message.Message):
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerDevice, _Mapping]]] = ..., catalog: _Optional[_Iterable[_Union[CatalogGpu, _Mapping]]] = ..., cache_entries: _Optional[int] = ..., has_cache: bool = ...) -> None: ...
 
 class ParameterCounts(_message.Message):
-    __slots__ = ["embedding_params", "non_embedding_params", "per_layer_params", "total_params"]
+    __slots__ = ["active_params", "embedding_params", "non_embedding_params", "per_layer_params", "total_params"]
+    ACTIVE_PARAMS_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_PARAMS_FIELD_NUMBER: _ClassVar[int]
     NON_EMBEDDING_PARAMS_FIELD_NUMBER: _ClassVar[int]
     PER_LAYER_PARAMS_FIELD_NUMBER: _ClassVar[int]
     TOTAL_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    active_params: int
     embedding_params: int
     non_embedding_params: int
     per_layer_params: int
     total_params: int
-    def __init__(self, total_params: _Optional[int] = ..., per_layer_params: _Optional[int] = ..., embedding_params: _Optional[int] = ..., non_embedding_params: _Optional[int] = ...) -> None: ...
+    def __init__(self, total_params: _Optional[int] = ..., per_layer_params: _Optional[int] = ..., embedding_params: _Optional[int] = ..., non_embedding_params: _Optional[int] = ..., active_params: _Optional[int] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ["done", "message", "total"]
