@@ -38,7 +38,16 @@ int ExitCodeFor(const absl::Status& status) {
 
 absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.model.empty()) return FieldError("--model", "required: a model spec file");
-  ASSIGN_OR_RETURN(v1::ModelSpec spec, LoadModelFile(o.model));
+  // A file that cannot be read is a command-line problem (exit 2); one that does not parse is
+  // invalid input (INVALID_ARGUMENT, exit 13).
+  absl::StatusOr<std::string> text = ReadFile(o.model, kMaxSpecFileBytes);
+  if (!text.ok()) return FieldError("--model", text.status().message());
+  absl::StatusOr<v1::ModelSpec> parsed = ParseModelJson(*text);
+  if (!parsed.ok()) {
+    return absl::Status(parsed.status().code(),
+                        absl::StrCat(o.model, ": ", parsed.status().message()));
+  }
+  v1::ModelSpec spec = std::move(*parsed);
   if (o.seq != 0) spec.set_seq_length(o.seq);
   if (o.micro_batch != 0) spec.set_micro_batch_size(o.micro_batch);
   if (o.tp != 0) spec.set_tensor_parallel(o.tp);
@@ -339,12 +348,12 @@ int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   std::sort(results.begin(), results.end(),
             [](const auto& a, const auto& b) { return a.index() < b.index(); });
   if (json) {
-    v1::TimeGemmsResponse wrapper;  // print each result's JSON, one array
-    out << "[\n";
-    for (size_t i = 0; i < results.size(); ++i) {
-      out << ToJson(results[i]) << (i + 1 < results.size() ? ",\n" : "\n");
-    }
-    out << "]\n";
+    // One object, like every command's JSON: the timings (protobuf JSON mapping) and the notes.
+    nlohmann::json envelope = {
+        {"gpu", o.gpu}, {"timings", nlohmann::json::array()}, {"notes", nlohmann::json::array()}};
+    for (const auto& r : results) envelope["timings"].push_back(nlohmann::json::parse(ToJson(r)));
+    for (const auto& n : notes) envelope["notes"].push_back(n.substr(6));  // without "note: "
+    out << envelope.dump(1) << "\n";
   } else {
     out << FormatTimingHeader();
     for (const auto& r : results) out << FormatTiming(r);
@@ -493,6 +502,15 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (!st.ok()) return Fail(err, FieldError("--calibration", st.message()));
     PublishCatalog(std::move(catalog));
   }
+  if (absl::StrContains(o.server, "://")) {
+    return Fail(err, FieldError("--server",
+                                absl::StrCat("host:port, without a scheme; got \"",
+                                             o.server.substr(0, 80), "\" (for TLS add --tls_ca)")));
+  }
+  if (!(o.deadline_s > 0) || o.deadline_s > 86400 * 7) {
+    return Fail(
+        err, FieldError("--deadline", absl::StrCat("seconds in (0, 604800]; got ", o.deadline_s)));
+  }
   if (o.format != "table" && o.format != "json") {
     err << "wavecrest: --format: must be table or json; got \"" << o.format << "\"\n";
     return 2;
@@ -518,16 +536,29 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (o.health_service_given) {  // one service: a probe's question (containers, workers)
       absl::StatusOr<std::string> h = client.Health(o.health_service);
       if (!h.ok()) return Fail(err, h.status());
-      out << (o.health_service.empty() ? "(overall)" : o.health_service) << ": " << *h << "\n";
+      if (json) {
+        out << nlohmann::json{{"service", o.health_service}, {"status", *h}}.dump() << "\n";
+      } else {
+        out << (o.health_service.empty() ? "(overall)" : o.health_service) << ": " << *h << "\n";
+      }
       return *h == "SERVING" ? 0 : not_serving;
     }
+    // Exit 0 when the server can answer (overall and Advisor SERVING); measuring (a GPU worker
+    // up) is shown, and asked for alone with --service=wavecrest.v1.Advisor/measure.
     bool all_serving = true;
-    for (const char* service : {"", "wavecrest.v1.Advisor", "wavecrest.v1.Advisor/measure"}) {
+    nlohmann::json j;
+    const std::pair<const char*, const char*> services[] = {
+        {"", "overall"},
+        {"wavecrest.v1.Advisor", "advisor"},
+        {"wavecrest.v1.Advisor/measure", "measure"}};
+    for (const auto& [service, key] : services) {
       absl::StatusOr<std::string> h = client.Health(service);
       if (!h.ok()) return Fail(err, h.status());
-      out << (*service ? service : "(overall)") << ": " << *h << "\n";
+      j[key] = *h;
+      if (!json) out << (*service ? service : "(overall)") << ": " << *h << "\n";
       if (std::string(service) != "wavecrest.v1.Advisor/measure") all_serving &= *h == "SERVING";
     }
+    if (json) out << j.dump() << "\n";
     return all_serving ? 0 : not_serving;
   }
   if (o.command == "time") return DoTime(o, out, err);

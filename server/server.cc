@@ -96,8 +96,10 @@ absl::Status RunServer(const ServerOptions& options) {
     try {
       exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("--metrics_listen ", options.metrics_listen, ": ", e.what()));
+      // civetweb says "null context when constructing CivetServer": it could not bind.
+      return absl::UnavailableError(absl::StrCat(
+          "--metrics_listen ", options.metrics_listen,
+          ": cannot listen (is another process on that port? pick another, or :0 for any)"));
     }
     if (!options.metrics_auth_file.empty()) {
       absl::StatusOr<std::string> secret = ReadSecretFile(options.metrics_auth_file);

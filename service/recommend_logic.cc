@@ -182,6 +182,9 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   response.set_candidates_considered(static_cast<int64_t>(scores.size()));
   RankCandidates(scores);
 
+  // Every GEMM scored so far was predicted; the measuring stage below replaces this count.
+  response.set_gemms_predicted(static_cast<int64_t>(predicted.distinct()));
+
   // Stage 2: measure the best K and the baseline.
   std::vector<CandidateScore> measured_group;
   if (mode != v1::MODE_PREDICTED && can_measure) {

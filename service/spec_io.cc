@@ -5,15 +5,43 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/hf_import.h"
+#include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/convert.h"
 #include "service/errors.h"
 
 namespace wavecrest {
+
+namespace {
+
+// Protobuf's JSON parser says `(mlp): invalid value "swiglu" for type
+// type.googleapis.com/wavecrest.v1.Mlp`; say which values are allowed instead.
+std::string ExplainJsonError(const std::string& message) {
+  static const std::regex kBadEnum(
+      R"re(\(([\w.]+)\): invalid value ("[^"]*") for type [\w.]*/([\w.]+))re");
+  std::smatch m;
+  if (!std::regex_search(message, m, kBadEnum)) return message;
+  const google::protobuf::EnumDescriptor* e =
+      google::protobuf::DescriptorPool::generated_pool()->FindEnumTypeByName(m[3].str());
+  if (e == nullptr) return message;
+  std::vector<std::string> allowed;
+  for (int i = 0; i < e->value_count(); ++i) {
+    if (!absl::EndsWith(e->value(i)->name(), "_UNSPECIFIED"))
+      allowed.push_back(e->value(i)->name());
+  }
+  return absl::StrCat(m[1].str(), ": invalid value ", m[2].str(),
+                      "; allowed: ", absl::StrJoin(allowed, ", "));
+}
+
+}  // namespace
 
 absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
   if (absl::Status st = CheckJsonDepth(text); !st.ok()) return st;
@@ -27,7 +55,8 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
   options.ignore_unknown_fields = false;
   auto st = google::protobuf::util::JsonStringToMessage(std::string(text), &out, options);
   if (!st.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("model spec JSON: ", std::string(st.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model spec JSON: ", ExplainJsonError(std::string(st.message()))));
   }
   return out;
 }

@@ -105,7 +105,8 @@ TEST(CliTest, BadInputGivesOneLineAndExitCode) {
   o.dtype = "";
   o.model = "/nonexistent.json";
   r = Cli(o);
-  EXPECT_EQ(r.code, 15);
+  EXPECT_EQ(r.code, 2);  // a --model that cannot be read is a command-line problem
+  EXPECT_THAT(r.err, HasSubstr("--model: /nonexistent.json"));
 
   o.model = "";
   r = Cli(o);
@@ -164,8 +165,8 @@ TEST(ErrorsTest, RoundTripThroughGrpcStatus) {
 namespace wavecrest {
 namespace {
 
-// Hostile files as --model: each is a one-line error (exit 13, or 15 for a missing file), never a
-// crash or a hang.
+// Hostile files as --model: each is a one-line error (exit 2 for a path that cannot be read as a
+// spec file, 13 for content that is not a spec), never a crash or a hang.
 TEST(CliTest, HostileModelFilesAreClearErrorsNotCrashesOrHangs) {
   const std::string dir = ::testing::TempDir() + "/wavecrest-cli-hostile";
   std::filesystem::create_directories(dir);
@@ -181,9 +182,9 @@ TEST(CliTest, HostileModelFilesAreClearErrorsNotCrashesOrHangs) {
     std::string path, text;
     int code;
   } cases[] = {
-      {dir + "/deep.json", "deeper than 32 levels", 13}, {dir, "is a directory", 13},
-      {dir + "/fifo.json", "not a regular file", 13},    {"/dev/zero", "not a regular file", 13},
-      {dir + "/missing.json", "No such file", 15},
+      {dir + "/deep.json", "deeper than 32 levels", 13}, {dir, "is a directory", 2},
+      {dir + "/fifo.json", "not a regular file", 2},     {"/dev/zero", "not a regular file", 2},
+      {dir + "/missing.json", "No such file", 2},
   };
   for (const Case& c : cases) {
     CliOptions o;

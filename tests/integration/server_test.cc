@@ -123,6 +123,8 @@ TEST_F(ServerTest, HfConfigJsonIsImportedByTheServerWithOverrides) {
   });
   ASSERT_TRUE(st.ok()) << st;
   ASSERT_GT(final_message.candidates_size(), 0);
+  EXPECT_GT(final_message.gemms_predicted(), 0);  // predicted mode: every GEMM was predicted
+  EXPECT_EQ(final_message.gemms_measured(), 0);
 
   // A wavecrest spec is not an HF config; a broken config names what is missing.
   v1::AnalyzeRequest bad;
@@ -173,6 +175,11 @@ TEST(CliConventionsTest, UsageErrorsExitTwoHelpIsPerCommandVersionIsComplete) {
       {"analyze --model", "--model: needs a value"},
       {"frobnicate", "unknown command \"frobnicate\"; the commands: analyze"},
       {"analyze --model " + model + " --format yaml", "--format"},
+      // Messages that say what to do.
+      {"devices --server http://127.0.0.1:50051", "--server: host:port, without a scheme"},
+      {"devices --server 127.0.0.1:1 --deadline -1", "--deadline: seconds in (0, 604800]"},
+      {"analyze --model " + testing::SourcePath("examples/models"),
+       "--model: " + testing::SourcePath("examples/models") + ": is a directory; give a spec file"},
   };
   for (const Case& c : usage_errors) {
     auto [code, out] = Shell(absl::StrCat(cli, " ", c.args));
@@ -194,6 +201,14 @@ TEST(CliConventionsTest, UsageErrorsExitTwoHelpIsPerCommandVersionIsComplete) {
   EXPECT_THAT(version, ::testing::MatchesRegex("wavecrest [0-9]+\\.[0-9]+\\.[0-9]+ \\(commit "
                                                "[0-9a-f]+.*, [A-Za-z]+ build, .*\\)\n"));
   EXPECT_THAT(version, ::testing::Not(HasSubstr("NDEBUG")));
+  // A bad enum in a spec lists the allowed values (invalid input: exit 13, not a usage error).
+  testing::TempDir tmp;
+  const std::string bad = tmp.path() + "/swiglu.json";
+  std::ofstream(bad) << R"({"hidden_size": 4096, "num_attention_heads": 32, "num_layers": 2,
+                           "vocab_size": 32000, "mlp": "swiglu"})";
+  auto [ecode, eout] = Shell(absl::StrCat(cli, " analyze --model ", bad));
+  EXPECT_EQ(ecode, 13) << eout;
+  EXPECT_THAT(eout, HasSubstr(R"(mlp: invalid value "swiglu"; allowed: MLP_GELU, MLP_SWIGLU)"));
   // Both spellings, and --noflag / --no-flag for booleans.
   auto [ncode, nout] = Shell(absl::StrCat(cli, " recommend --model ", model,
                                           " --no-keep-layers --mode=predicted --micro-batch 1 "
@@ -219,6 +234,11 @@ TEST(ServerFlagsTest, EnvironmentSetsFlagsAndBadValuesExitTwo) {
   const std::string metrics = Metrics(s.metrics_port());
   EXPECT_THAT(metrics, HasSubstr("wavecrest_queue_capacity 7"));
   EXPECT_THAT(s.Log(), ::testing::Not(HasSubstr(R"("level":"info")")));
+  // A metrics port already taken: the message says so (not civetweb's "null context").
+  std::tie(code, out) = Shell(
+      absl::StrCat(server, " --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:", s.metrics_port()));
+  EXPECT_NE(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("cannot listen (is another process on that port?"));
 }
 
 TEST_F(ServerTest, CliAgainstServer) {
@@ -239,6 +259,21 @@ TEST_F(ServerTest, CliAgainstServer) {
   std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address()));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
+  // JSON: one object per command, the notes kept.
+  std::tie(code, out) =
+      Shell(absl::StrCat(cli, " health --format json --server ", server_.address()));
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out,
+              HasSubstr(R"({"advisor":"SERVING","measure":"NOT_SERVING","overall":"SERVING"})"));
+  std::tie(code, out) =
+      Shell(absl::StrCat(cli, " time --format json --server ", server_.address(),
+                         " --gpu h100-sxm --gemm 1024x1024x1024 --mode predicted"));
+  EXPECT_EQ(code, 0) << out;
+  const nlohmann::json timed = nlohmann::json::parse(out, nullptr, false);
+  ASSERT_TRUE(timed.is_object()) << out;
+  EXPECT_EQ(timed["gpu"], "h100-sxm");
+  EXPECT_EQ(timed["timings"].size(), 1u);
+  EXPECT_TRUE(timed["notes"].is_array());
   // One service, as a container or Kubernetes probe asks: the exit code is the answer. This
   // server has no worker, so measuring is NOT_SERVING (exit 10 + UNAVAILABLE).
   std::tie(code, out) =
