@@ -52,6 +52,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.micro_batch != 0) spec.set_micro_batch_size(o.micro_batch);
   if (o.tp != 0) spec.set_tensor_parallel(o.tp);
   if (o.pp != 0) spec.set_pipeline_parallel(o.pp);
+  if (o.dp != 0) spec.set_data_parallel(o.dp);
   if (o.kv_cache != 0) spec.set_kv_cache_length(o.kv_cache);
   if (!o.dtype.empty()) {
     ASSIGN_OR_RETURN(DType d, ParseDType(o.dtype));

@@ -21,6 +21,7 @@ struct CliOptions {
   int64_t micro_batch = 0;
   int64_t tp = 0;
   int64_t pp = 0;          // pipeline stages override
+  int64_t dp = 0;          // data-parallel replicas (memory estimate)
   std::string tp_options;  // recommend: "2,4,8"
   std::string dtype;
   std::string attention;

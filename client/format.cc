@@ -217,6 +217,24 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                           r.model().experts_per_token());
   }
   out += "\n";
+  if (r.has_memory()) {
+    const v1::MemoryEstimate& m = r.memory();
+    constexpr double kGiB = 1024.0 * 1024 * 1024;
+    absl::StrAppendFormat(
+        &out,
+        "memory per GPU  %.1f GiB of %.0f (estimate): weights %.1f, gradients %.1f, optimizer "
+        "%.1f, activations %.1f%s; %s\n",
+        m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
+        m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB, m.activations_bytes() / kGiB,
+        m.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", m.kv_cache_bytes() / kGiB) : "",
+        m.fits()                 ? "fits"
+        : m.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
+        : m.fits_with_recompute()
+            ? absl::StrFormat("does NOT fit; with full activation recomputation %.1f GiB fits",
+                              m.total_full_recompute_bytes() / kGiB)
+            : "does NOT fit, even with full recomputation (more --tp/--pp, or --dp to shard the "
+              "optimizer)");
+  }
   absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
                         r.tokens_per_step());

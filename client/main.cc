@@ -29,6 +29,9 @@ ABSL_FLAG(std::string, gpu, "h100-sxm",
 ABSL_FLAG(int64_t, seq, 0, "Override seq_length (tokens per sequence); 0 = keep (default 2048)");
 ABSL_FLAG(int64_t, micro_batch, 0, "Override micro_batch_size; 0 = keep (default 1)");
 ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)");
+ABSL_FLAG(int64_t, dp, 0,
+          "Data-parallel replicas the optimizer state is sharded over, for the memory estimate; "
+          "0 = keep (default 1, not sharded)");
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
 ABSL_FLAG(std::string, tp_options, "",
@@ -132,6 +135,7 @@ int main(int argc, char** argv) {
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.pp = absl::GetFlag(FLAGS_pp);
+  o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.dtype = absl::GetFlag(FLAGS_dtype);
   o.attention = absl::GetFlag(FLAGS_attention);

@@ -100,6 +100,7 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.micro_batch_size == 0) s.micro_batch_size = kDefaultMicroBatch;
   if (s.tensor_parallel == 0) s.tensor_parallel = 1;
   if (s.pipeline_parallel == 0) s.pipeline_parallel = 1;
+  if (s.data_parallel == 0) s.data_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
   return s;
@@ -136,6 +137,7 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   CheckRange(v, "kv_cache_length", s.kv_cache_length, 1, kMaxKvCacheLength);
   CheckRange(v, "learned_position_embeddings", s.learned_position_embeddings, 0,
              kMaxLearnedPositions);
+  CheckRange(v, "data_parallel", s.data_parallel, 1, kMaxDataParallel);
   CheckRange(v, "num_experts", s.num_experts, 0, kMaxExperts);
   if (s.num_experts >= 1 && s.num_experts <= kMaxExperts) {
     CheckRange(v, "experts_per_token", s.experts_per_token, 1, s.num_experts);

@@ -54,6 +54,7 @@ inline constexpr int64_t kMaxPipelineParallel = 1'024;
 inline constexpr int64_t kMaxKvCacheLength = 16'777'216;
 inline constexpr int64_t kMaxLearnedPositions = 16'777'216;
 inline constexpr int64_t kMaxExperts = 1'024;
+inline constexpr int64_t kMaxDataParallel = 1'048'576;
 
 inline constexpr int64_t kMaxNameLength = 256;  // characters of ModelSpec.name
 
@@ -75,6 +76,9 @@ struct ModelSpec {
   int64_t micro_batch_size = 0;   // b; 0 = kDefaultMicroBatch
   int64_t tensor_parallel = 0;    // t; 0 = 1
   int64_t pipeline_parallel = 0;  // pipeline stages; 0 = 1; must divide num_layers
+  // Data-parallel replicas the optimizer state is sharded over (Megatron's distributed
+  // optimizer, ZeRO stage 1); 0 = 1 (not sharded). Only the memory estimate uses it.
+  int64_t data_parallel = 0;
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "core/memory.h"
 
 namespace wavecrest {
 
@@ -247,6 +248,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
       BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
   }
   s.learned_position_embeddings = p.learned_position_embeddings();
+  s.data_parallel = p.data_parallel();
   s.num_experts = p.num_experts();
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
@@ -288,10 +290,27 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
       break;
   }
   p.set_learned_position_embeddings(s.learned_position_embeddings);
+  p.set_data_parallel(s.data_parallel);
   p.set_num_experts(s.num_experts);
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
   p.set_shared_expert_gate(s.shared_expert_gate);
+  return p;
+}
+
+v1::MemoryEstimate ToProto(const MemoryEstimate& m) {
+  v1::MemoryEstimate p;
+  p.set_weights_bytes(m.weights_bytes);
+  p.set_gradients_bytes(m.gradients_bytes);
+  p.set_optimizer_bytes(m.optimizer_bytes);
+  p.set_activations_bytes(m.activations_bytes);
+  p.set_activations_full_recompute_bytes(m.activations_full_recompute_bytes);
+  p.set_kv_cache_bytes(m.kv_cache_bytes);
+  p.set_total_bytes(m.total_bytes);
+  p.set_total_full_recompute_bytes(m.total_full_recompute_bytes);
+  p.set_capacity_bytes(m.capacity_bytes);
+  p.set_fits(m.fits);
+  p.set_fits_with_recompute(m.fits_with_recompute);
   return p;
 }
 
@@ -425,6 +444,7 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
   r.set_step_time_s(a.step_time_s);
   r.set_mfu(a.mfu);
   r.set_tokens_per_second_per_gpu(a.tokens_per_s_per_gpu);
+  *r.mutable_memory() = ToProto(EstimateMemory(a.spec, *a.gpu));
   for (const RuleViolation& v : a.rules) {
     v1::RuleViolation* out = r.add_rules();
     out->set_priced(v.priced);

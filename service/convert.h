@@ -7,6 +7,7 @@
 #include "core/analysis.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
+#include "core/memory.h"
 #include "core/model_spec.h"
 #include "core/recommend.h"
 #include "wavecrest/v1/advisor.pb.h"
@@ -31,6 +32,7 @@ v1::Knob ToProto(Knob k);
 absl::StatusOr<Knob> FromProto(v1::Knob k);
 
 v1::GemmShape ToProto(const GemmShape& s);
+v1::MemoryEstimate ToProto(const MemoryEstimate& m);
 // A GemmTiming with the key's shape, layout and dtype set (the rest for the caller to fill).
 v1::GemmTiming TimingOf(const GemmKey& key);
 v1::GemmReport ToProto(const Gemm& g);

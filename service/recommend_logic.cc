@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/analysis.h"
+#include "core/memory.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
 #include "service/convert.h"
@@ -15,7 +16,19 @@
 namespace wavecrest {
 namespace {
 
-v1::Candidate ToProto(const CandidateScore& s, int rank) {
+// "needs 92.1 GiB per GPU, more than 90% of the h100-sxm's 80 GiB (fits with full
+// recomputation)" for a candidate that does not fit, or empty.
+std::string MemoryReason(const MemoryEstimate& m, const GpuSpec& gpu) {
+  if (m.fits) return "";
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  return absl::StrFormat(
+      "does not fit: needs %.1f GiB per GPU, more than %.0f%% of the %s's %.0f GiB (estimate)%s",
+      m.total_bytes / kGiB, 100 * kUsableMemoryFraction, gpu.name, m.capacity_bytes / kGiB,
+      m.fits_with_recompute && m.kv_cache_bytes == 0 ? "; fits with full activation recomputation"
+                                                     : "");
+}
+
+v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   v1::Candidate c;
   c.set_rank(rank);
   c.set_baseline(s.baseline);
@@ -29,6 +42,9 @@ v1::Candidate ToProto(const CandidateScore& s, int rank) {
   c.set_mfu(s.mfu);
   c.set_source(s.all_measured ? v1::SOURCE_MEASURED : v1::SOURCE_PREDICTED);
   for (const auto& r : s.reasons) c.add_reasons(r);
+  const MemoryEstimate memory = EstimateMemory(s.spec, gpu);
+  *c.mutable_memory() = wavecrest::ToProto(memory);
+  if (std::string why = MemoryReason(memory, gpu); !why.empty()) c.add_reasons(why);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
   return c;
 }
@@ -289,7 +305,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     if (rank > top && !s.baseline) continue;
     if (rank > top && base_shown) continue;
     base_shown |= s.baseline;
-    *response.add_candidates() = ToProto(s, rank);
+    *response.add_candidates() = ToProto(s, rank, *gpu);
   }
   if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
   response.set_done(true);

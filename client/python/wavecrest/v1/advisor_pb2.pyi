@@ -45,11 +45,12 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "memory", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MODEL_FLOPS_FIELD_NUMBER: _ClassVar[int]
@@ -64,6 +65,7 @@ class AnalyzeResponse(_message.Message):
     gemm_time_s: float
     gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
     gpu: str
+    memory: MemoryEstimate
     mfu: float
     model: _model_pb2.ModelSpec
     model_flops: float
@@ -74,12 +76,13 @@ class AnalyzeResponse(_message.Message):
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "elementwise_share", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "elementwise_share", "memory", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
@@ -93,6 +96,7 @@ class Candidate(_message.Message):
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     baseline: bool
     elementwise_share: float
+    memory: MemoryEstimate
     mfu: float
     model: _model_pb2.ModelSpec
     param_change: float
@@ -104,7 +108,7 @@ class Candidate(_message.Message):
     speedup_uncertainty: float
     step_time_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
@@ -235,6 +239,32 @@ class ListDevicesResponse(_message.Message):
     has_cache: bool
     workers: _containers.RepeatedCompositeFieldContainer[WorkerDevice]
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerDevice, _Mapping]]] = ..., catalog: _Optional[_Iterable[_Union[CatalogGpu, _Mapping]]] = ..., cache_entries: _Optional[int] = ..., has_cache: bool = ...) -> None: ...
+
+class MemoryEstimate(_message.Message):
+    __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gradients_bytes", "kv_cache_bytes", "optimizer_bytes", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
+    ACTIVATIONS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    ACTIVATIONS_FULL_RECOMPUTE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
+    FITS_FIELD_NUMBER: _ClassVar[int]
+    FITS_WITH_RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
+    GRADIENTS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    KV_CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OPTIMIZER_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FULL_RECOMPUTE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    WEIGHTS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    activations_bytes: float
+    activations_full_recompute_bytes: float
+    capacity_bytes: float
+    fits: bool
+    fits_with_recompute: bool
+    gradients_bytes: float
+    kv_cache_bytes: float
+    optimizer_bytes: float
+    total_bytes: float
+    total_full_recompute_bytes: float
+    weights_bytes: float
+    def __init__(self, weights_bytes: _Optional[float] = ..., gradients_bytes: _Optional[float] = ..., optimizer_bytes: _Optional[float] = ..., activations_bytes: _Optional[float] = ..., activations_full_recompute_bytes: _Optional[float] = ..., kv_cache_bytes: _Optional[float] = ..., total_bytes: _Optional[float] = ..., total_full_recompute_bytes: _Optional[float] = ..., capacity_bytes: _Optional[float] = ..., fits: bool = ..., fits_with_recompute: bool = ...) -> None: ...
 
 class ParameterCounts(_message.Message):
     __slots__ = ["active_params", "embedding_params", "non_embedding_params", "per_layer_params", "total_params"]

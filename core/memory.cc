@@ -1,0 +1,87 @@
+#include "core/memory.h"
+
+#include "core/model_stats.h"
+
+namespace wavecrest {
+
+// Bytes per parameter of mixed-precision training with Adam: 2 (BF16/FP16 weights) + 4 (FP32
+// gradient accumulation) + 4 (FP32 master weights) + 8 (Adam's two FP32 moments) = 18, and
+// 6 + 12/d with the optimizer state sharded over d data-parallel replicas: the rows of
+// Megatron-LM's distributed optimizer guide (docs/source/api-guide/dist_optimizer.md). FP8 training
+// keeps the same master state; its weights are counted at 2 bytes too (Transformer Engine keeps a
+// BF16 copy).
+namespace {
+constexpr double kWeightBytes = 2;
+constexpr double kGradBytes = 4;
+constexpr double kOptimizerBytes = 12;
+}  // namespace
+
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu) {
+  MemoryEstimate m;
+  const ParamCounts params = CountParams(spec);
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double p = static_cast<double>(spec.pipeline_parallel);
+  const double layers_per_stage = static_cast<double>(spec.num_layers) / p;
+  // The first stage: its layers and the input embedding (the output matrix, when untied, is on
+  // the last stage; with one stage it is here too).
+  double stage_params =
+      static_cast<double>(params.per_layer_params) * layers_per_stage +
+      static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0);
+  stage_params /= t;
+  const double weight_bytes =
+      spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+  m.weights_bytes = stage_params * weight_bytes;
+  m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
+
+  const double s = static_cast<double>(spec.seq_length);
+  const double b = static_cast<double>(spec.micro_batch_size);
+  const double h = static_cast<double>(spec.hidden_size);
+  if (spec.workload == Workload::kTraining) {
+    m.gradients_bytes = stage_params * kGradBytes;
+    m.optimizer_bytes = stage_params * kOptimizerBytes / static_cast<double>(spec.data_parallel);
+    // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
+    // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
+    // parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer). The 24/t term is written
+    // out per tensor so that GQA and SwiGLU widths count: Q and K for the scores, V, the
+    // projection's input (2 bytes each), and the MLP's interior (GELU: up output and activation,
+    // 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the active
+    // width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused attention:
+    // FlashAttention stores no score matrix.
+    const double q_w = static_cast<double>(d.q_width);
+    const double kv_w = static_cast<double>(d.kv_width);
+    const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width
+    const double mlp_interior = (spec.mlp == Mlp::kGelu ? 4 : 6) * f_active;
+    double per_layer =
+        s * b * (10 * h + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
+    if (spec.attention == Attention::kUnfused) {
+      per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s * s * b / t;
+    }
+    // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth
+    // (fewer when a step has fewer than p micro-batches, which a pipeline avoids).
+    const double in_flight_layers = layers_per_stage * p;
+    // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
+    const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
+    m.activations_bytes = per_layer * in_flight_layers + logits;
+    // Full recomputation keeps each layer's input (2·s·b·h) and one layer's activations.
+    m.activations_full_recompute_bytes = 2 * s * b * h * in_flight_layers + per_layer + logits;
+  } else {
+    // The KV cache: K and V of every cached token, 16-bit, per rank.
+    const double kv_len = static_cast<double>(spec.kv_cache_length);
+    m.kv_cache_bytes = 2 * layers_per_stage * b * kv_len *
+                       static_cast<double>(d.kv_heads_per_rank * d.head_dim) * 2;
+    // One layer's working activations at a time (prefill: every position; decode: one).
+    const double rows = spec.workload == Workload::kDecode ? b : s * b;
+    m.activations_bytes = rows * (4 * h + 6 * static_cast<double>(d.active_ffn_per_rank)) * 2;
+    m.activations_full_recompute_bytes = m.activations_bytes;
+  }
+  const double state = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.kv_cache_bytes;
+  m.total_bytes = state + m.activations_bytes;
+  m.total_full_recompute_bytes = state + m.activations_full_recompute_bytes;
+  const double usable = kUsableMemoryFraction * m.capacity_bytes;
+  m.fits = m.total_bytes <= usable;
+  m.fits_with_recompute = m.total_full_recompute_bytes <= usable;
+  return m;
+}
+
+}  // namespace wavecrest

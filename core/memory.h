@@ -1,0 +1,39 @@
+// Memory per GPU of one training (or inference) step: weights, gradients, optimizer state,
+// activations with and without recomputation, the KV cache. An ESTIMATE from closed forms, not a
+// measurement; the sources of each term are in memory.cc.
+#ifndef WAVECREST_CORE_MEMORY_H_
+#define WAVECREST_CORE_MEMORY_H_
+
+#include <cstdint>
+
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+
+namespace wavecrest {
+
+struct MemoryEstimate {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;                   // FP32 master weights and Adam's two moments
+  double activations_bytes = 0;                 // what the step stores for backward (see below)
+  double activations_full_recompute_bytes = 0;  // with full activation recomputation
+  double kv_cache_bytes = 0;                    // prefill and decode
+  double total_bytes = 0;  // weights + gradients + optimizer + activations + KV cache
+  double total_full_recompute_bytes = 0;
+  double capacity_bytes = 0;         // the GPU's memory
+  bool fits = false;                 // total_bytes <= kUsableFraction of capacity
+  bool fits_with_recompute = false;  // total_full_recompute_bytes <= the same
+};
+
+// Memory the framework, CUDA context and allocator fragmentation leave to the model: 90%.
+inline constexpr double kUsableMemoryFraction = 0.90;
+
+// The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches
+// under 1F1B), per tensor-parallel rank, with the optimizer state sharded over
+// spec.data_parallel replicas.
+// `spec` must be normalized.
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_MEMORY_H_

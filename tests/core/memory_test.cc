@@ -1,0 +1,88 @@
+#include "core/memory.h"
+
+#include "core/gpu_catalog.h"
+#include "core/model_stats.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+ModelSpec GptLayer() {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 1;
+  s.vocab_size = 1024;
+  s.seq_length = 2048;
+  s.micro_batch_size = 2;
+  return *NormalizeSpec(s);
+}
+
+// Korthikanti et al. 2022 (arXiv 2205.05198), eq. 2: a GPT layer stores s·b·h·(10 + 24/t +
+// 5·a·s/(h·t)) bytes; FlashAttention drops the score term (34·s·b·h at t = 1).
+TEST(MemoryTest, ActivationsFollowKorthikantiForAGptLayer) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec s = GptLayer();
+  const double sbh = 2048.0 * 2 * 4096;
+  const double logits = 4.0 * 2048 * 2 * 1024;
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu).activations_bytes - logits, 34 * sbh);
+  s.attention = Attention::kUnfused;
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu).activations_bytes - logits,
+                   sbh * (34 + 5.0 * 32 * 2048 / 4096));
+  s.attention = Attention::kFlash;
+  s.tensor_parallel = 4;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*NormalizeSpec(s), gpu).activations_bytes - logits / 4,
+                   sbh * (10 + 24.0 / 4));
+  // Full recomputation keeps the layer input (2·s·b·h) plus one layer's activations.
+  s.tensor_parallel = 1;
+  const MemoryEstimate m = EstimateMemory(s, gpu);
+  EXPECT_DOUBLE_EQ(m.activations_full_recompute_bytes - logits, 2 * sbh + 34 * sbh);
+}
+
+// 18 bytes per parameter (BF16 weights, FP32 gradients, FP32 master + Adam), 6 + 12/d with the
+// optimizer sharded over d replicas (Megatron-LM's distributed optimizer guide).
+TEST(MemoryTest, ModelStateIsEighteenBytesAParameterOrShardedOverDataParallel) {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_layers = 32;
+  s.vocab_size = 32000;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 11008;
+  s.norm = Norm::kRmsNorm;
+  s = *NormalizeSpec(s);
+  const GpuSpec& a100 = **FindGpu("a100-sxm-80gb");
+  const double params = static_cast<double>(CountParams(s).total_params);  // Llama-2-7B, 6.74B
+  MemoryEstimate m = EstimateMemory(s, a100);
+  // (The final norm, 4096 parameters, sits on the last stage: not in the first stage's state.)
+  EXPECT_NEAR((m.weights_bytes + m.gradients_bytes + m.optimizer_bytes) / params, 18.0, 1e-4);
+  EXPECT_FALSE(m.fits);  // 121 GB of state on one 80 GB GPU: not without sharding
+  s.data_parallel = 8;
+  m = EstimateMemory(s, a100);
+  EXPECT_NEAR((m.weights_bytes + m.gradients_bytes + m.optimizer_bytes) / params, 6.0 + 12.0 / 8,
+              1e-4);
+  EXPECT_TRUE(m.fits);
+  // Tensor and pipeline parallelism split the state: the first of 4 stages holds 8 layers and
+  // the embedding.
+  s.pipeline_parallel = 4;
+  s.tensor_parallel = 2;
+  const MemoryEstimate split = EstimateMemory(s, a100);
+  EXPECT_LT(split.weights_bytes, m.weights_bytes / 4);
+}
+
+TEST(MemoryTest, DecodeCountsTheKvCacheOfItsKvHeads) {
+  ModelSpec s = GptLayer();
+  s.num_layers = 32;
+  s.workload = Workload::kDecode;
+  s.kv_cache_length = 4096;
+  s.micro_batch_size = 8;
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const double mha = EstimateMemory(*NormalizeSpec(s), gpu).kv_cache_bytes;
+  EXPECT_DOUBLE_EQ(mha, 2.0 * 32 * 8 * 4096 * 4096 * 2);  // K and V, L, b, tokens, a·d, 2 bytes
+  s.num_kv_heads = 8;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*NormalizeSpec(s), gpu).kv_cache_bytes, mha / 4);
+  EXPECT_EQ(EstimateMemory(*NormalizeSpec(s), gpu).gradients_bytes, 0);
+}
+
+}  // namespace
+}  // namespace wavecrest
