@@ -73,21 +73,21 @@ std::string OverlapNote(const v1::RecommendResponse& r) {
       first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "));
 }
 
+}  // namespace
+
 absl::Status StopStatus(const RecommendContext& ctx) {
   if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
   if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
   return absl::OkStatus();
 }
 
-void Progress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
+void ReportProgress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
   v1::Progress p;
   p.set_done(done);
   p.set_total(total);
   p.set_message(std::move(message));
   ctx.progress(p);
 }
-
-}  // namespace
 
 absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendRequest& r) {
   RecommendConstraints c;
@@ -189,8 +189,8 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   for (size_t i = 0; i < specs.size(); ++i) {
     if (i % 256 == 0) {
       RETURN_IF_ERROR(StopStatus(ctx));
-      Progress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(specs.size()),
-               "scoring candidates (analytic model)");
+      ReportProgress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(specs.size()),
+                     "scoring candidates (analytic model)");
     }
     scores.push_back(ScoreCandidate(specs[i], *gpu, predicted, base_params));
     scores.back().baseline = i == 0;
@@ -235,13 +235,13 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     std::sort(key_list.begin(), key_list.end(), [](const GemmKey& a, const GemmKey& b) {
       return std::tie(a.shape, a.layout, a.dtype) < std::tie(b.shape, b.layout, b.dtype);
     });
-    Progress(ctx, 0, static_cast<int64_t>(key_list.size()),
-             absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
-                          " candidates"));
+    ReportProgress(ctx, 0, static_cast<int64_t>(key_list.size()),
+                   absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
+                                " candidates"));
     MeasureCounts counts;
     absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
         key_list,
-        [&](int64_t done, int64_t total) { Progress(ctx, done, total, "measuring GEMMs"); },
+        [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
         &counts);
     RETURN_IF_ERROR(StopStatus(ctx));
     response.set_gemms_measured(counts.measured);
@@ -309,7 +309,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   }
   if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
   response.set_done(true);
-  Progress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
+  ReportProgress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
   return response;
 }
 

@@ -52,6 +52,13 @@ struct RecommendContext {
   absl::Status no_measure_error;
 };
 
+// CANCELLED or DEADLINE_EXCEEDED when the call behind `ctx` should stop; OK otherwise. Long loops
+// (candidate generation, scoring, sweeps) poll it.
+absl::Status StopStatus(const RecommendContext& ctx);
+
+// Sends a progress message (done of total, and what is happening) through `ctx`.
+void ReportProgress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message);
+
 // Reads the constraints of `request` (0 fields take their defaults). Violations name the fields.
 absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendRequest& request);
 

@@ -124,20 +124,6 @@ void FillGemmPoint(const GemmKey& key, const GemmTime& t, const GpuSpec& gpu, v1
   }
 }
 
-absl::Status StopStatus(const RecommendContext& ctx) {
-  if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
-  if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
-  return absl::OkStatus();
-}
-
-void Progress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
-  v1::Progress p;
-  p.set_done(done);
-  p.set_total(total);
-  p.set_message(std::move(message));
-  ctx.progress(p);
-}
-
 }  // namespace
 
 absl::StatusOr<v1::SweepDimension> ParseSweepDimension(absl::string_view name) {
@@ -302,11 +288,12 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
                                       " of ", seen.size(),
                                       " distinct GEMMs; the rest are PREDICTED"));
     }
-    Progress(ctx, 0, static_cast<int64_t>(keys.size()),
-             absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
+    ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
+                   absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
     MeasureCounts counts;
     absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
-        keys, [&](int64_t done, int64_t total) { Progress(ctx, done, total, "measuring GEMMs"); },
+        keys,
+        [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
         &counts);
     RETURN_IF_ERROR(StopStatus(ctx));
     if (!times.ok()) {
@@ -337,7 +324,8 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
   for (size_t i = 0; i < points.size(); ++i) {
     if (i % 64 == 0) {
       RETURN_IF_ERROR(StopStatus(ctx));
-      Progress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(points.size()), "scoring points");
+      ReportProgress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(points.size()),
+                     "scoring points");
     }
     const Point& p = points[i];
     v1::SweepPoint* out = response.add_points();
@@ -357,7 +345,8 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
   }
   response.set_gemms_predicted(predicted_keys);
   response.set_done(true);
-  Progress(ctx, static_cast<int64_t>(points.size()), static_cast<int64_t>(points.size()), "done");
+  ReportProgress(ctx, static_cast<int64_t>(points.size()), static_cast<int64_t>(points.size()),
+                 "done");
   return response;
 }
 
