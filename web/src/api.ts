@@ -109,11 +109,20 @@ export interface Provenance {
   error_band_p90?: number;
 }
 
+export interface MemoryEstimate {
+  total_bytes?: number;
+  capacity_bytes?: number;
+  fits?: boolean;
+  fits_with_recompute?: boolean;
+  kv_cache_bytes?: number;
+}
+
 export interface AnalyzeResponse {
   model: ModelSpec;
   gpu: string;
   gemms?: GemmAnalysis[];
-  params?: { total_params?: Int64 };
+  params?: { total_params?: Int64; active_params?: Int64 };
+  memory?: MemoryEstimate;
   step_time_s?: number;
   gemm_time_s?: number;
   elementwise_time_s?: number;
@@ -127,7 +136,8 @@ export interface Candidate {
   rank?: number;
   baseline?: boolean;
   model: ModelSpec;
-  params?: { total_params?: Int64 };
+  params?: { total_params?: Int64; active_params?: Int64 };
+  memory?: MemoryEstimate;
   param_change?: number;
   step_time_s?: number;
   tokens_per_second_per_gpu?: number;

@@ -24,6 +24,7 @@ import {
 import {
   band,
   count,
+  memoryText,
   enumLabel,
   fixed,
   percent,
@@ -269,7 +270,7 @@ async function analyze() {
     $("analysis-panel").hidden = false;
     setTable(
       $<HTMLTableElement>("gpu-table"),
-      ["GPU", "step time", "GEMMs", "elementwise", "MFU", "tokens/s per GPU", "source"],
+      ["GPU", "step time", "GEMMs", "elementwise", "MFU", "tokens/s per GPU", "memory per GPU (estimate)", "source"],
       results.map((r) => [
         r.gpu,
         seconds(r.step_time_s),
@@ -277,6 +278,7 @@ async function analyze() {
         seconds(r.elementwise_time_s),
         percent(r.mfu),
         fixed(r.tokens_per_second_per_gpu, 0),
+        memoryText(r.memory),
         badge(r.provenance?.source, r.provenance?.error_band_p10, r.provenance?.error_band_p90),
       ]),
     );
@@ -386,7 +388,7 @@ async function recommend() {
     setTable(
       $<HTMLTableElement>("rec-table"),
       ["#", "h", "a", "kv", "L", "f", "v", "params", "Δ params", "speed-up", "MFU", "tokens/s/GPU",
-       "source", "why"],
+       "memory/GPU", "source", "why"],
       cands.map((c) => [
         c.baseline ? "base" : String(c.rank ?? ""),
         String(int(c.model.hidden_size)),
@@ -400,6 +402,7 @@ async function recommend() {
         `${fixed(c.speedup, 3)}× ± ${fixed(c.speedup_uncertainty, 3)}`,
         percent(c.mfu),
         fixed(c.tokens_per_second_per_gpu, 0),
+        memoryText(c.memory),
         badge(c.source),
         candidateChanges(c),
       ]),

@@ -53,6 +53,9 @@ test("analyze on two GPUs: step times, the GEMM table and the rules broken", asy
   const spec = JSON.parse(readFileSync(path.resolve(here, "../../examples/models/pythia-2.8b.json"), "utf8"));
   const h100 = await (await fetch(`${url()}/v1/analyze`, { method: "POST", body: JSON.stringify({ model: spec, gpu: "h100-sxm" }) })).json();
   await expect(page.locator("#gpu-table")).toContainText(`${(h100.mfu * 100).toFixed(1)}%`);
+  // The memory estimate: Pythia-2.8B (18 bytes a parameter + activations) fits an 80 GB GPU.
+  const gib = (h100.memory.total_bytes / 1024 ** 3).toFixed(1);
+  await expect(page.locator("#gpu-table")).toContainText(`${gib} / 80 GiB fits`);
   // Pythia-2.8B's QKV forward GEMM is 2048 × 7680 × 2560; its head dim 80 breaks rule 3.
   await expect(page.locator("#gemm-table")).toContainText("2048 × 7680 × 2560");
   expect(await page.locator("#gemm-table tbody tr").count()).toBe(h100.gemms.length);
