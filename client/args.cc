@@ -60,8 +60,8 @@ std::vector<CommandInfo> BuildCommands() {
              {"gpu", "gemm", "layout", "vary", "from", "to", "step", "svg", "mode",
               "max_gpu_seconds", "calibration"}})},
       {"health",
-       "the server's health: overall, Advisor (can answer), measure (a GPU worker is up); with "
-       "--service, one service, exit 0 only when it is SERVING",
+       "the server's health: overall, Advisor (can answer), measure (a GPU worker is up); exit 0 "
+       "only when all are SERVING; with --service, that one service",
        "wavecrest health --server ADDR [--service NAME]", Join({kConnection, {"service"}})},
       {"calibrate",
        "fit the cost model to published or exported measurements, cross-validate, report; --out "

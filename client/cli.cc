@@ -544,8 +544,8 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
       }
       return *h == "SERVING" ? 0 : not_serving;
     }
-    // Exit 0 when the server can answer (overall and Advisor SERVING); measuring (a GPU worker
-    // up) is shown, and asked for alone with --service=wavecrest.v1.Advisor/measure.
+    // Exit 0 only when all three are SERVING (answering and measuring); a load balancer's
+    // question ("can it answer?") is --service=wavecrest.v1.Advisor.
     bool all_serving = true;
     nlohmann::json j;
     const std::pair<const char*, const char*> services[] = {
@@ -557,7 +557,7 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
       if (!h.ok()) return Fail(err, h.status());
       j[key] = *h;
       if (!json) out << (*service ? service : "(overall)") << ": " << *h << "\n";
-      if (std::string(service) != "wavecrest.v1.Advisor/measure") all_serving &= *h == "SERVING";
+      all_serving &= *h == "SERVING";
     }
     if (json) out << j.dump() << "\n";
     return all_serving ? 0 : not_serving;

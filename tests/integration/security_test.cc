@@ -100,10 +100,10 @@ TEST(SecurityTest, TlsAndMutualTlsEndToEndAndPlaintextIsRefused) {
   absl::Status st = plain.Analyze(req).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable) << st;
   // The CLI speaks TLS too.
-  auto [code, out] =
-      Shell(absl::StrCat(BinaryPath("client/wavecrest"), " health --server ", server.address(),
-                         " --tls_ca ", certs.File("ca.pem"), " --tls_cert ",
-                         certs.File("client.pem"), " --tls_key ", certs.File("client.key")));
+  auto [code, out] = Shell(absl::StrCat(
+      BinaryPath("client/wavecrest"), " health --server ", server.address(),
+      " --service=wavecrest.v1.Advisor --tls_ca ", certs.File("ca.pem"), " --tls_cert ",
+      certs.File("client.pem"), " --tls_key ", certs.File("client.key")));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
 }

@@ -256,13 +256,19 @@ TEST_F(ServerTest, CliAgainstServer) {
   std::tie(code, out) = Shell(absl::StrCat(cli, " devices --server ", server_.address()));
   EXPECT_EQ(code, 0) << out;
   EXPECT_THAT(out, HasSubstr("h100-sxm"));
+  // This server has no GPU worker: it answers but cannot measure, so `health` (all three) exits
+  // 24 and says which; `--service=wavecrest.v1.Advisor` (can it answer?) exits 0.
   std::tie(code, out) = Shell(absl::StrCat(cli, " health --server ", server_.address()));
-  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(code, 24) << out;
   EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor: SERVING"));
+  EXPECT_THAT(out, HasSubstr("wavecrest.v1.Advisor/measure: NOT_SERVING"));
+  std::tie(code, out) = Shell(
+      absl::StrCat(cli, " health --server ", server_.address(), " --service=wavecrest.v1.Advisor"));
+  EXPECT_EQ(code, 0) << out;
   // JSON: one object per command, the notes kept.
   std::tie(code, out) =
       Shell(absl::StrCat(cli, " health --format json --server ", server_.address()));
-  EXPECT_EQ(code, 0) << out;
+  EXPECT_EQ(code, 24) << out;
   EXPECT_THAT(out,
               HasSubstr(R"({"advisor":"SERVING","measure":"NOT_SERVING","overall":"SERVING"})"));
   std::tie(code, out) =
