@@ -61,7 +61,8 @@ ABSL_FLAG(double, param_tolerance, 0,
           "recommend: largest relative parameter change of a candidate, in [0, 0.5]; 0 = 0.02");
 ABSL_FLAG(std::string, vary, "",
           "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
-          "layers; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers). sweep: the one "
+          "layers, experts; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers, + "
+          "experts for a mixture of experts). sweep: the one "
           "dimension to vary: hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, tp, m, n, k");
 ABSL_FLAG(std::string, allowed_head_dims, "",
           "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] "

@@ -28,18 +28,25 @@ absl::string_view KnobName(Knob k) {
       return "vocab";
     case Knob::kLayers:
       return "layers";
+    case Knob::kExperts:
+      return "experts";
   }
   return "?";
 }
 
+int64_t BudgetParams(const ModelSpec& spec, const ParamCounts& counts) {
+  return spec.num_experts > 0 ? counts.active_params : counts.total_params;
+}
+
 absl::StatusOr<Knob> ParseKnob(absl::string_view name) {
   const std::string n = absl::AsciiStrToLower(name);
-  for (Knob k :
-       {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab, Knob::kLayers}) {
+  for (Knob k : {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab,
+                 Knob::kLayers, Knob::kExperts}) {
     if (n == KnobName(k)) return k;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "vary: unknown knob \"", name, "\"; allowed: heads, kv_heads, hidden, ffn, vocab, layers"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("vary: unknown knob \"", name,
+                   "\"; allowed: heads, kv_heads, hidden, ffn, vocab, layers, experts"));
 }
 
 std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c) {
@@ -89,10 +96,12 @@ namespace {
 
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-using SpecKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+using SpecKey =
+    std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
 SpecKey KeyOf(const ModelSpec& s) {
-  return {s.hidden_size,     s.num_attention_heads, s.num_kv_heads, s.head_dim,
-          s.ffn_hidden_size, s.vocab_size,          s.num_layers};
+  return {s.hidden_size, s.num_attention_heads, s.num_kv_heads,
+          s.head_dim,    s.ffn_hidden_size,     s.vocab_size,
+          s.num_layers,  s.num_experts,         s.experts_per_token};
 }
 
 bool ValidTpForKv(int64_t kv, int64_t t) { return kv % t == 0 || t % kv == 0; }
@@ -165,7 +174,9 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
                                                           const RecommendConstraints& c,
                                                           int64_t* generated,
                                                           const std::function<bool()>& stop) {
-  const std::set<Knob> knobs = EffectiveKnobs(c);
+  std::set<Knob> knobs = EffectiveKnobs(c);
+  // A mixture of experts varies its experts too unless the caller chose the knobs.
+  if (c.vary.empty() && base.num_experts > 0) knobs.insert(Knob::kExperts);
   auto has = [&](Knob k) { return knobs.count(k) > 0; };
   const std::vector<int64_t> tps = TpDegrees(base, c);
   int64_t t_all = 1;  // every dimension sharded by t must divide by each degree asked
@@ -173,7 +184,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
   const int64_t t = base.tensor_parallel;
   const int64_t pp = std::max<int64_t>(1, base.pipeline_parallel);
   const int64_t h0 = base.hidden_size;
-  const int64_t base_params = CountParams(base).total_params;
+  const int64_t base_params = BudgetParams(base, CountParams(base));
   const bool explicit_head_dim = base.head_dim * base.num_attention_heads != h0;
   const bool layers_move = has(Knob::kLayers) && !c.keep_layers;
   *generated = 0;
@@ -259,6 +270,25 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
     return kvs;
   };
 
+  // Expert granularity at equal active parameters: (E·m, k·m, f/m) for m in 2, 4, 8 and
+  // (E/m, k/m, f·m) for m in 2, 4, each legal; the width is rounded to 64 (and every t).
+  struct ExpertOption {
+    int64_t experts, per_token, num, den;  // width scaled by num/den
+  };
+  std::vector<ExpertOption> expert_options = {{base.num_experts, base.experts_per_token, 1, 1}};
+  if (has(Knob::kExperts) && base.num_experts > 0) {
+    for (int64_t m : {2, 4, 8}) {
+      if (base.num_experts * m <= kMaxExperts) {
+        expert_options.push_back({base.num_experts * m, base.experts_per_token * m, 1, m});
+      }
+    }
+    for (int64_t m : {2, 4}) {
+      if (base.experts_per_token % m == 0 && base.num_experts % m == 0) {
+        expert_options.push_back({base.num_experts / m, base.experts_per_token / m, m, 1});
+      }
+    }
+  }
+
   // Refuse a search space too large to examine, before any work, naming what makes it large.
   {
     int64_t space = 0;
@@ -266,8 +296,8 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
       const Options o = options_for(h);
       int64_t per_h = 0;
       for (auto [a, d] : o.heads) per_h += static_cast<int64_t>(kv_options(a).size());
-      space +=
-          per_h * static_cast<int64_t>(o.ffns.size() * o.vocabs.size()) * (layers_move ? 2 : 1);
+      space += per_h * static_cast<int64_t>(o.ffns.size() * o.vocabs.size()) *
+               static_cast<int64_t>(expert_options.size()) * (layers_move ? 2 : 1);
       if (space > kMaxExaminedShapes) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the search space exceeds ", kMaxExaminedShapes,
@@ -287,7 +317,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
     ++*generated;
     absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
     if (!n.ok() || !LegalForAll(*n, tps)) return;
-    const int64_t p = CountParams(*n).total_params;
+    const int64_t p = BudgetParams(*n, CountParams(*n));
     const double change = static_cast<double>(p - base_params) / static_cast<double>(base_params);
     if (std::abs(change) > c.param_tolerance + 1e-12) return;
     if (seen.insert(KeyOf(*n)).second) kept.Add(*n, p);
@@ -298,39 +328,49 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
     for (auto [a, d] : o.heads) {
       for (int64_t kv : kv_options(a)) {
         if (stop && stop()) return absl::CancelledError("the call was cancelled");
-        for (int64_t f : o.ffns) {
-          for (int64_t v : o.vocabs) {
-            ModelSpec s = base;
-            s.hidden_size = h;
-            s.num_attention_heads = a;
-            s.head_dim = d;
-            s.num_kv_heads = kv;
-            s.ffn_hidden_size = f;
-            s.vocab_size = v;
-            std::vector<int64_t> layers = {base.num_layers};
-            if (layers_move) {
-              // Solve total(L) = base_params for L with everything else fixed; L a multiple of the
-              // pipeline stages.
-              ModelSpec one = s;
-              one.num_layers = pp;
-              one.pipeline_parallel = pp;
-              const ParamCounts pc = CountParams(one);
-              const double fixed = static_cast<double>(pc.total_params - pp * pc.per_layer_params);
-              const double exact = (static_cast<double>(base_params) - fixed) /
-                                   static_cast<double>(pc.per_layer_params) /
-                                   static_cast<double>(pp);
-              for (int64_t stages : {static_cast<int64_t>(std::floor(exact)),
-                                     static_cast<int64_t>(std::ceil(exact))}) {
-                const int64_t L = stages * pp;
-                if (L >= 1 && L <= kMaxLayers &&
-                    std::find(layers.begin(), layers.end(), L) == layers.end()) {
-                  layers.push_back(L);
+        for (int64_t f0 : o.ffns) {
+          for (const ExpertOption& e : expert_options) {
+            const int64_t f = e.num == e.den ? f0
+                                             : RoundUp(std::max<int64_t>(1, f0 * e.num / e.den),
+                                                       std::lcm<int64_t>(64, t_all));
+            for (int64_t v : o.vocabs) {
+              ModelSpec s = base;
+              s.hidden_size = h;
+              s.num_attention_heads = a;
+              s.head_dim = d;
+              s.num_kv_heads = kv;
+              s.ffn_hidden_size = f;
+              s.vocab_size = v;
+              s.num_experts = e.experts;
+              s.experts_per_token = e.per_token;
+              std::vector<int64_t> layers = {base.num_layers};
+              if (layers_move) {
+                // Solve total(L) = base_params for L with everything else fixed; L a multiple of
+                // the pipeline stages.
+                ModelSpec one = s;
+                one.num_layers = pp;
+                one.pipeline_parallel = pp;
+                const ParamCounts pc = CountParams(one);
+                // Per layer in the budget's terms (an MoE's active parameters per layer).
+                const double per_layer =
+                    static_cast<double>(pc.per_layer_params) -
+                    static_cast<double>(pc.total_params - BudgetParams(one, pc)) / pp;
+                const double fixed = static_cast<double>(BudgetParams(one, pc)) - pp * per_layer;
+                const double exact = (static_cast<double>(base_params) - fixed) / per_layer /
+                                     static_cast<double>(pp);
+                for (int64_t stages : {static_cast<int64_t>(std::floor(exact)),
+                                       static_cast<int64_t>(std::ceil(exact))}) {
+                  const int64_t L = stages * pp;
+                  if (L >= 1 && L <= kMaxLayers &&
+                      std::find(layers.begin(), layers.end(), L) == layers.end()) {
+                    layers.push_back(L);
+                  }
                 }
               }
-            }
-            for (int64_t L : layers) {
-              s.num_layers = L;
-              consider(s);
+              for (int64_t L : layers) {
+                s.num_layers = L;
+                consider(s);
+              }
             }
           }
         }
@@ -358,8 +398,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   CandidateScore c;
   c.spec = spec;
   c.params = CountParams(spec);
-  c.param_change =
-      static_cast<double>(c.params.total_params - base_params) / static_cast<double>(base_params);
+  c.param_change = static_cast<double>(BudgetParams(spec, c.params) - base_params) /
+                   static_cast<double>(base_params);
   const std::vector<Gemm> gemms = BuildGemms(spec);
   double var = 0;
   bool all_measured = true;
@@ -438,8 +478,16 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
   if (s.num_kv_heads != b.num_kv_heads && !both_mha) {
     r.push_back(Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
   }
+  if (s.num_experts != b.num_experts || s.experts_per_token != b.experts_per_token) {
+    r.push_back(
+        absl::StrCat("experts ", b.num_experts, " → ", s.num_experts, ", top-", b.experts_per_token,
+                     " → top-", s.experts_per_token,
+                     s.num_experts > b.num_experts ? " (finer experts" : " (coarser experts",
+                     ", about the same active parameters)"));
+  }
   if (s.ffn_hidden_size != b.ffn_hidden_size) {
-    std::string x = Arrow("f", b.ffn_hidden_size, s.ffn_hidden_size);
+    std::string x =
+        Arrow(s.num_experts > 0 ? "expert width f" : "f", b.ffn_hidden_size, s.ffn_hidden_size);
     const int64_t p1 = LargestPow2Factor(s.ffn_hidden_size / t);
     const int64_t p0 = LargestPow2Factor(b.ffn_hidden_size / t);
     if (p1 > p0) {

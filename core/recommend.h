@@ -25,9 +25,17 @@
 
 namespace wavecrest {
 
-enum class Knob { kHeads, kKvHeads, kHidden, kFfn, kVocab, kLayers };
-absl::string_view KnobName(Knob k);  // "heads", "kv_heads", "hidden", "ffn", "vocab", "layers"
+// kExperts (mixtures of experts): the experts' granularity at equal active parameters: m times
+// as many experts, m times as many per token, 1/m of the width (and the reverse).
+enum class Knob { kHeads, kKvHeads, kHidden, kFfn, kVocab, kLayers, kExperts };
+// "heads", "kv_heads", "hidden", "ffn", "vocab", "layers", "experts"
+absl::string_view KnobName(Knob k);
 absl::StatusOr<Knob> ParseKnob(absl::string_view name);
+
+// The parameters the recommender keeps about equal: all of them for a dense model, the active ones
+// (router, k experts, shared experts) for a mixture of experts, whose candidates may differ in
+// their total (finer experts) at the same work per token.
+int64_t BudgetParams(const ModelSpec& spec, const ParamCounts& counts);
 
 inline constexpr double kDefaultParamTolerance = 0.02;
 inline constexpr int64_t kDefaultMaxCandidates = 5000;

@@ -115,6 +115,8 @@ v1::Knob ToProto(Knob k) {
       return v1::KNOB_FFN;
     case Knob::kVocab:
       return v1::KNOB_VOCAB;
+    case Knob::kExperts:
+      return v1::KNOB_EXPERTS;
     case Knob::kLayers:
       return v1::KNOB_LAYERS;
   }
@@ -135,12 +137,15 @@ absl::StatusOr<Knob> FromProto(v1::Knob k) {
       return Knob::kVocab;
     case v1::KNOB_LAYERS:
       return Knob::kLayers;
+    case v1::KNOB_EXPERTS:
+      return Knob::kExperts;
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown value ", static_cast<int>(k),
-      "; allowed: KNOB_HEADS, KNOB_KV_HEADS, KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown value ", static_cast<int>(k),
+                                                 "; allowed: KNOB_HEADS, KNOB_KV_HEADS, "
+                                                 "KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS, "
+                                                 "KNOB_EXPERTS"));
 }
 
 v1::Bound ToProto(Bound b) {

@@ -179,7 +179,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     return generated_specs.status();
   }
   std::vector<ModelSpec> specs = std::move(*generated_specs);
-  const int64_t base_params = CountParams(*base).total_params;
+  const int64_t base_params = BudgetParams(*base, CountParams(*base));
   ScoreCache predicted([gpu](const GemmKey& k) {
     const GemmPrediction p = PredictGemm(*gpu, k);
     return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};

@@ -339,7 +339,7 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
       FillGemmPoint(*p.gemm, times.Get(*p.gemm), *gpu, out);
     } else {
       const CandidateScore s =
-          ScoreCandidate(*p.spec, *gpu, times, CountParams(*p.spec).total_params);
+          ScoreCandidate(*p.spec, *gpu, times, BudgetParams(*p.spec, CountParams(*p.spec)));
       FillModelPoint(s, *gpu, out);
     }
   }

@@ -393,3 +393,53 @@ TEST(RecommendTest, CandidatesStayWithinMaxCandidatesWhileTheSearchRuns) {
 
 }  // namespace
 }  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// A mixture of experts varies its expert granularity at equal ACTIVE parameters: finer experts
+// (E·m, k·m, f/m) and coarser ones, each within the tolerance of the baseline's active count;
+// a dense model never gets an experts knob's candidates.
+TEST(RecommendTest, MoeExpertsVaryAtEqualActiveParameters) {
+  ModelSpec base;
+  base.hidden_size = 4096;
+  base.num_attention_heads = 32;
+  base.num_kv_heads = 8;
+  base.num_layers = 8;
+  base.vocab_size = 32000;
+  base.mlp = Mlp::kSwiglu;
+  base.ffn_hidden_size = 14336;
+  base.norm = Norm::kRmsNorm;
+  base.num_experts = 8;
+  base.experts_per_token = 2;
+  base = *NormalizeSpec(base);
+  RecommendConstraints c;
+  c.vary = {Knob::kExperts};
+  int64_t generated = 0;
+  const std::vector<ModelSpec> specs = *GenerateCandidates(base, c, &generated);
+  const ParamCounts b = CountParams(base);
+  std::set<std::tuple<int64_t, int64_t, int64_t>> shapes;
+  for (const ModelSpec& s : specs) {
+    const ParamCounts p = CountParams(s);
+    EXPECT_NEAR(static_cast<double>(p.active_params) / b.active_params, 1.0,
+                c.param_tolerance + 1e-9)
+        << s.num_experts << " " << s.experts_per_token << " " << s.ffn_hidden_size;
+    EXPECT_EQ(s.hidden_size, base.hidden_size);  // only the experts moved
+    shapes.insert({s.num_experts, s.experts_per_token, s.ffn_hidden_size});
+  }
+  EXPECT_TRUE(shapes.count({16, 4, 7168})) << "finer experts";
+  EXPECT_TRUE(shapes.count({64, 16, 1792}));
+  EXPECT_TRUE(shapes.count({4, 1, 28672})) << "coarser experts";
+  EXPECT_EQ(*ParseKnob("experts"), Knob::kExperts);
+  // The budget of an MoE is its active parameters.
+  EXPECT_EQ(BudgetParams(base, b), b.active_params);
+  ModelSpec dense = base;
+  dense.num_experts = 0;
+  dense.experts_per_token = 0;
+  dense = *NormalizeSpec(dense);
+  const std::vector<ModelSpec> dense_specs = *GenerateCandidates(dense, c, &generated);
+  for (const ModelSpec& s : dense_specs) EXPECT_EQ(s.num_experts, 0);
+}
+
+}  // namespace
+}  // namespace wavecrest
