@@ -233,13 +233,15 @@ absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role 
 }
 
 std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method,
-                                                               const grpc::ServerContextBase& ctx) {
+                                                               const grpc::ServerContextBase& ctx,
+                                                               std::shared_ptr<CallGemms> gemms) {
   const absl::Time start = absl::Now();
   prometheus::Gauge& in_flight = metrics_->InFlight(method);
   in_flight.Increment();
   in_flight_.fetch_add(1);
   std::string peer = LogEnabled(LogLevel::kInfo) ? PeerOf(ctx) : "";
-  return [this, method, start, &in_flight, peer = std::move(peer)](const grpc::Status& status) {
+  return [this, method, start, &in_flight, peer = std::move(peer),
+          gemms = std::move(gemms)](const grpc::Status& status) {
     in_flight.Decrement();
     in_flight_.fetch_sub(1);
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -247,10 +249,19 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
     metrics_->RequestDone(method, code, seconds);
     // The access log: one line per call.
     if (LogEnabled(LogLevel::kInfo)) {
-      LogInfo("rpc", {{"method", method},
-                      {"peer", peer},
-                      {"code", code},
-                      {"latency_ms", std::round(seconds * 1e6) / 1e3}});
+      const double latency_ms = std::round(seconds * 1e6) / 1e3;
+      if (gemms != nullptr && gemms->measured.load() >= 0) {
+        LogInfo("rpc", {{"method", method},
+                        {"peer", peer},
+                        {"code", code},
+                        {"latency_ms", latency_ms},
+                        {"gemms_measured", gemms->measured.load()},
+                        {"gemms_cached", gemms->cached.load()},
+                        {"gemms_predicted", gemms->predicted.load()}});
+      } else {
+        LogInfo("rpc",
+                {{"method", method}, {"peer", peer}, {"code", code}, {"latency_ms", latency_ms}});
+      }
     }
   };
 }
@@ -291,7 +302,7 @@ std::string ClientOf(const std::string& peer) {
 }  // namespace
 
 absl::StatusOr<std::function<void(const grpc::Status&)>> AdvisorService::TrackStream(
-    const char* method, const grpc::CallbackServerContext* ctx) {
+    const char* method, const grpc::CallbackServerContext* ctx, std::shared_ptr<CallGemms> gemms) {
   const std::string client = ClientOf(PeerOf(*ctx));
   {
     std::lock_guard<std::mutex> lock(streams_mu_);
@@ -310,7 +321,7 @@ absl::StatusOr<std::function<void(const grpc::Status&)>> AdvisorService::TrackSt
     ++streams_;
     ++mine;
   }
-  auto done = Track(method, *ctx);
+  auto done = Track(method, *ctx, std::move(gemms));
   return [this, client, done](const grpc::Status& status) {
     {
       std::lock_guard<std::mutex> lock(streams_mu_);
@@ -332,11 +343,12 @@ bool IsProgressOnly(const v1::ExportMeasurementsResponse&) { return false; }
 template <typename Response>
 absl::Status AdvisorService::OpenStream(const char* method, grpc::CallbackServerContext* ctx,
                                         Role role,
-                                        std::shared_ptr<StreamReactor<Response>>* reactor) {
+                                        std::shared_ptr<StreamReactor<Response>>* reactor,
+                                        std::shared_ptr<CallGemms> gemms) {
   absl::Status st = Admit(ctx, role);
   absl::StatusOr<std::function<void(const grpc::Status&)>> slot =
-      st.ok() ? TrackStream(method, ctx) : st;
-  *reactor = StreamReactor<Response>::Create(slot.ok() ? *slot : Track(method, *ctx),
+      st.ok() ? TrackStream(method, ctx, gemms) : st;
+  *reactor = StreamReactor<Response>::Create(slot.ok() ? *slot : Track(method, *ctx, gemms),
                                              [](const Response& m) { return IsProgressOnly(m); });
   return slot.status();
 }
@@ -374,7 +386,8 @@ grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerCo
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
   std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor;
-  if (absl::Status accepting = OpenStream("TimeGemms", ctx, Role::kClient, &reactor);
+  auto gemms = std::make_shared<CallGemms>();
+  if (absl::Status accepting = OpenStream("TimeGemms", ctx, Role::kClient, &reactor, gemms);
       !accepting.ok()) {
     reactor->Finish(ToGrpcStatus(accepting));
     return reactor.get();
@@ -389,7 +402,7 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
   }
   plan->task.deadline = DeadlineOf(ctx);
   auto shared = std::make_shared<TimeGemmsPlan>(std::move(*plan));
-  const bool queued = jobs_->TrySubmit([this, reactor, shared](absl::Duration wait) {
+  const bool queued = jobs_->TrySubmit([this, reactor, shared, gemms](absl::Duration wait) {
     metrics_->QueueWait(absl::ToDoubleSeconds(wait));
     metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
     const TimingTask& task = shared->task;
@@ -420,6 +433,9 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
         },
         [reactor] { return reactor->cancelled(); });
     if (summary.ok()) {
+      gemms->cached = summary->cached;
+      gemms->predicted = summary->predicted;
+      gemms->measured = summary->measured;  // last: it says the counts are there
       for (const std::string& note : summary->notes) {
         v1::TimeGemmsResponse msg;
         msg.mutable_progress()->set_message("note: " + note);
@@ -444,7 +460,8 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
     const std::function<absl::Status(const Request&)>& check) {
   std::shared_ptr<StreamReactor<Response>> reactor;
   auto req = std::make_shared<Request>(request);
-  absl::Status accepting = OpenStream(method, ctx, Role::kClient, &reactor);
+  auto gemms = std::make_shared<CallGemms>();
+  absl::Status accepting = OpenStream(method, ctx, Role::kClient, &reactor, gemms);
   if (accepting.ok()) accepting = ResolveHfConfig(req.get());
   if (accepting.ok()) accepting = check(*req);
   if (!accepting.ok()) {
@@ -459,7 +476,7 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
   const absl::Time deadline = DeadlineOf(ctx);
   // `handler` is a member of this service, which outlives every job.
   const bool queued =
-      jobs_->TrySubmit([this, reactor, req, deadline, &handler](absl::Duration wait) {
+      jobs_->TrySubmit([this, reactor, req, gemms, deadline, &handler](absl::Duration wait) {
         metrics_->QueueWait(absl::ToDoubleSeconds(wait));
         metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
         absl::StatusOr<Response> r = handler(
@@ -471,6 +488,9 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
             },
             [reactor] { return reactor->cancelled(); });
         if (r.ok()) {
+          gemms->cached = r->gemms_cached();
+          gemms->predicted = r->gemms_predicted();
+          gemms->measured = r->gemms_measured();  // last: it says the counts are there
           r->set_done(true);
           reactor->Push(std::move(*r));
         }

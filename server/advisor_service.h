@@ -99,19 +99,26 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // The one admission check of every call: authentication and role (server/auth.h), then
   // UNAVAILABLE with a retry hint while draining.
   absl::Status Admit(const grpc::CallbackServerContext* ctx, Role role) const;
-  // Metrics and the final status of one RPC.
-  // Counts the call in flight; the callback records its end (metrics and the access log line).
+  // The GEMM counts of a call, for its access-log line (measured < 0: none to report).
+  struct CallGemms {
+    std::atomic<int64_t> measured{-1}, cached{0}, predicted{0};
+  };
+  // Counts the call in flight; the callback records its end (metrics and the access log line,
+  // with `gemms` when the call filled them).
   std::function<void(const grpc::Status&)> Track(const char* method,
-                                                 const grpc::ServerContextBase& ctx);
+                                                 const grpc::ServerContextBase& ctx,
+                                                 std::shared_ptr<CallGemms> gemms = nullptr);
   // Takes a stream slot for the caller (RESOURCE_EXHAUSTED with a retry hint when none is free)
   // and returns the Track callback that gives it back when the call is over.
   absl::StatusOr<std::function<void(const grpc::Status&)>> TrackStream(
-      const char* method, const grpc::CallbackServerContext* ctx);
+      const char* method, const grpc::CallbackServerContext* ctx,
+      std::shared_ptr<CallGemms> gemms = nullptr);
   // A streaming call's reactor, always made (the call must be finished through it); not OK when
   // the call may not proceed (Admit, then a stream slot).
   template <typename Response>
   absl::Status OpenStream(const char* method, grpc::CallbackServerContext* ctx, Role role,
-                          std::shared_ptr<StreamReactor<Response>>* reactor);
+                          std::shared_ptr<StreamReactor<Response>>* reactor,
+                          std::shared_ptr<CallGemms> gemms = nullptr);
   // A streaming call whose work is `handler` on a job thread: `check` first, on the callback
   // thread (a request that cannot succeed fails before it is queued), then queued
   // (RESOURCE_EXHAUSTED with a retry hint when the queue is full), progress streamed, the answer

@@ -670,6 +670,23 @@ TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
   EXPECT_THAT(log, HasSubstr(R"("code":"NOT_FOUND")"));
   EXPECT_THAT(log, ::testing::ContainsRegex(R"("latency_ms":[0-9.]+,)"));
   EXPECT_THAT(log, ::testing::ContainsRegex(R"("grpc_port":[0-9]+,)"));  // a number, not text
+  // Calls that time GEMMs log how many were measured, cached and predicted.
+  // (the client above)
+  v1::TimeGemmsRequest timed;
+  timed.set_gpu("h100-sxm");
+  timed.set_mode(v1::MODE_PREDICTED);
+  auto* g = timed.add_gemms();
+  g->set_m(512);
+  g->set_n(512);
+  g->set_k(512);
+  ASSERT_TRUE(c.TimeGemms(timed, [](const v1::TimeGemmsResponse&) {}).ok());
+  for (int i = 0; i < 100 && server_.Log().find(R"("method":"TimeGemms")") == std::string::npos;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(20));  // the line is written when the stream is done
+  }
+  EXPECT_THAT(server_.Log(), ::testing::ContainsRegex(
+                                 R"("gemms_cached":0,"gemms_measured":0,"gemms_predicted":1,)"
+                                 R"("latency_ms":[0-9.]+,"level":"info","method":"TimeGemms")"));
   testing::TempDir tmp;
   std::ofstream(tmp.File("m.txt")) << m;
   auto [code, out] = Shell("promtool check metrics < " + tmp.File("m.txt"));
