@@ -25,7 +25,9 @@ struct MemoryEstimate {
   bool fits_with_recompute = false;  // total_full_recompute_bytes <= the same
 };
 
-// Memory the framework, CUDA context and allocator fragmentation leave to the model: 90%.
+// The share of the GPU's memory left to the model after the CUDA context, the framework's
+// workspaces and allocator fragmentation: 90%. An ASSUMPTION (not fitted; contexts take about
+// 0.5-1 GiB and fragmentation varies by framework), stated in every "does not fit" message.
 inline constexpr double kUsableMemoryFraction = 0.90;
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches
