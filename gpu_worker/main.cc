@@ -284,18 +284,8 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   wavecrest::SetLogComponent("worker");
-  std::vector<std::string> from_env;
-  if (absl::Status st = wavecrest::ApplyFlagsFromEnvironment("gpu_worker/", &from_env); !st.ok()) {
-    std::fprintf(stderr, "wavecrest-worker: %s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  if (absl::Status st = wavecrest::ConfigureLogging(absl::GetFlag(FLAGS_log_level)); !st.ok()) {
-    std::fprintf(stderr, "wavecrest-worker: %s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  for (const std::string& e : from_env)
-    wavecrest::LogInfo("flag from the environment", {{"set", e}});
+  std::vector<char*> args = wavecrest::ParseFlagsWithEnvironment(
+      argc, argv, "wavecrest-worker", "gpu_worker/", [] { return absl::GetFlag(FLAGS_log_level); });
   const std::string command = args.size() > 1 ? args[1] : "serve";
   if (args.size() > 2) {
     std::cerr << "wavecrest-worker: unexpected argument " << args[2] << "\n";

@@ -109,18 +109,8 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   wavecrest::SetLogComponent("server");
-  std::vector<std::string> from_env;
-  if (absl::Status st = wavecrest::ApplyFlagsFromEnvironment("server/", &from_env); !st.ok()) {
-    std::fprintf(stderr, "wavecrest-server: %s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  absl::ParseCommandLine(argc, argv);
-  if (absl::Status st = wavecrest::ConfigureLogging(absl::GetFlag(FLAGS_log_level)); !st.ok()) {
-    std::fprintf(stderr, "wavecrest-server: %s\n", std::string(st.message()).c_str());
-    return 2;
-  }
-  for (const std::string& e : from_env)
-    wavecrest::LogInfo("flag from the environment", {{"set", e}});
+  wavecrest::ParseFlagsWithEnvironment(argc, argv, "wavecrest-server", "server/",
+                                       [] { return absl::GetFlag(FLAGS_log_level); });
 
   wavecrest::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);

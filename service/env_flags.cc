@@ -1,12 +1,15 @@
 #include "service/env_flags.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "absl/flags/commandlineflag.h"
+#include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "service/log.h"
 
 namespace wavecrest {
 
@@ -25,6 +28,22 @@ absl::Status ApplyFlagsFromEnvironment(absl::string_view defined_in,
     if (applied != nullptr) applied->push_back(absl::StrCat(var, "=--", name));
   }
   return absl::OkStatus();
+}
+
+std::vector<char*> ParseFlagsWithEnvironment(int argc, char** argv, absl::string_view program,
+                                             absl::string_view defined_in,
+                                             const std::function<std::string()>& log_level) {
+  auto fail = [&](const absl::Status& st) {
+    std::fprintf(stderr, "%s: %s\n", std::string(program).c_str(),
+                 std::string(st.message()).c_str());
+    std::exit(2);
+  };
+  std::vector<std::string> from_env;
+  if (absl::Status st = ApplyFlagsFromEnvironment(defined_in, &from_env); !st.ok()) fail(st);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status st = ConfigureLogging(log_level()); !st.ok()) fail(st);
+  for (const std::string& e : from_env) LogInfo("flag from the environment", {{"set", e}});
+  return args;
 }
 
 }  // namespace wavecrest

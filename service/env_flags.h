@@ -4,6 +4,7 @@
 #ifndef WAVECREST_SERVICE_ENV_FLAGS_H_
 #define WAVECREST_SERVICE_ENV_FLAGS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,13 @@ namespace wavecrest {
 // the variable and the flag when a value does not parse. `applied` gets "VAR=flag" entries.
 absl::Status ApplyFlagsFromEnvironment(absl::string_view defined_in,
                                        std::vector<std::string>* applied = nullptr);
+
+// A program's start: WAVECREST_<FLAG> for the flags defined under `defined_in`, then the command
+// line (which wins), then the level from `log_level` (its --log_level flag, read after parsing).
+// A bad variable or level prints "`program`: ..." and exits 2. Returns the positional arguments.
+std::vector<char*> ParseFlagsWithEnvironment(int argc, char** argv, absl::string_view program,
+                                             absl::string_view defined_in,
+                                             const std::function<std::string()>& log_level);
 
 }  // namespace wavecrest
 
