@@ -330,26 +330,33 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const double eb = DTypeBytes(spec.dtype) == 1 ? 2 : DTypeBytes(spec.dtype);  // FP8 keeps BF16
   const double h = static_cast<double>(spec.hidden_size);
   const double f = static_cast<double>(d.active_ffn_per_rank);  // MoE: k experts + shared
+  const double tokens = static_cast<double>(d.tokens);
   // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
   // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
-  double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
+  const double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
+  double softmax_per_token = 0;
   if (spec.attention == Attention::kUnfused) {
     // Softmax over each score row, read and written, per head on this rank.
     const double kv_len =
         spec.workload == Workload::kDecode ? spec.kv_cache_length : spec.seq_length;
-    per_token += 2 * kv_len * static_cast<double>(d.heads_per_rank);
+    softmax_per_token = 2 * kv_len * static_cast<double>(d.heads_per_rank);
   }
-  double bytes = per_token * eb * static_cast<double>(d.tokens) * spec.num_layers;
   // Loss over the logits: read, softmax, write the gradient.
   const double logit_rows = spec.workload == Workload::kTraining
-                                ? static_cast<double>(d.tokens)
+                                ? tokens
                                 : static_cast<double>(spec.micro_batch_size);
-  bytes += 3 * logit_rows * static_cast<double>(d.vocab_per_rank) * eb;
-  if (spec.workload == Workload::kTraining) bytes *= 3;  // backward moves about twice as much
+  const double loss_bytes = 3 * logit_rows * static_cast<double>(d.vocab_per_rank) * eb;
+  // Backward moves about twice as much as forward.
+  const double passes = spec.workload == Workload::kTraining ? 3 : 1;
+  const double bw =
+      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
   ElementwiseEstimate e;
-  e.bytes = bytes;
-  e.time_s = bytes / (gpu.memory_bandwidth_bytes_per_s *
-                      gpu.Model(spec.dtype).elementwise_memory_efficiency);
+  const double layer_bytes = (per_token + softmax_per_token) * eb * tokens * passes;
+  e.bytes = layer_bytes * static_cast<double>(spec.num_layers) + loss_bytes * passes;
+  e.layer_time_s = layer_bytes / bw;
+  e.softmax_time_s = softmax_per_token * eb * tokens * passes / bw;
+  e.loss_time_s = loss_bytes * passes / bw;
+  e.time_s = e.bytes / bw;
   return e;
 }
 

@@ -133,9 +133,18 @@ GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm);
 // the loss over the logits), estimated from the bytes it must move at elementwise bandwidth.
 struct ElementwiseEstimate {
   double bytes = 0;
-  double time_s = 0;
+  double time_s = 0;  // num_layers · layer_time_s + loss_time_s
+  // One layer's share (norms, activation, residual adds; softmax of unfused attention), and of it
+  // the softmax alone; the loss over the logits, once per step. Backward included when training.
+  double layer_time_s = 0;
+  double softmax_time_s = 0;
+  double loss_time_s = 0;
 };
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
+
+// The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
+// activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
+inline constexpr double kElementwiseRelativeSigma = 0.15;
 
 }  // namespace wavecrest
 

@@ -146,10 +146,6 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 // calibration band's (p90 − p10) / 2.56, or half the measured spread).
 void RankCandidates(std::vector<CandidateScore>& scores);
 
-// The relative standard deviation of the elementwise estimate in a step: a PRIOR (no
-// measurements of norms, activations and softmax yet).
-inline constexpr double kElementwiseRelativeSigma = 0.15;
-
 // Plain-words reasons for `c` against `base`: which rule the change satisfies and which GEMMs
 // gained how much ("h/a 80 → 128 (rule 3, 7): attn_score 1.31× (predicted)").
 std::vector<std::string> Explain(const CandidateScore& base, const CandidateScore& c);

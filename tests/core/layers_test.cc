@@ -1,0 +1,136 @@
+#include "core/layers.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/analysis.h"
+#include "core/cost_model.h"
+#include "tests/core/test_specs.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelSpec Llama8bTp2() {
+  ModelSpec s;
+  s.hidden_size = 4096;
+  s.num_attention_heads = 32;
+  s.num_kv_heads = 8;
+  s.num_layers = 32;
+  s.ffn_hidden_size = 14336;
+  s.mlp = Mlp::kSwiglu;
+  s.norm = Norm::kRmsNorm;
+  s.vocab_size = 128256;
+  s.tensor_parallel = 2;
+  s.micro_batch_size = 2;
+  s.seq_length = 4096;
+  return *NormalizeSpec(s);
+}
+
+TEST(LayersTest, KeyIsOneLayerOneRank) {
+  const ModelSpec m = Llama8bTp2();
+  auto key = MakeLayerKey(LayerKind::kTransformerLayer, m);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->layer.num_layers, 1);
+  EXPECT_EQ(key->layer.tensor_parallel, 1);
+  EXPECT_EQ(key->layer.num_attention_heads, 16);
+  EXPECT_EQ(key->layer.num_kv_heads, 4);
+  EXPECT_EQ(key->layer.head_dim, 128);
+  EXPECT_EQ(key->layer.ffn_hidden_size, 7168);
+  EXPECT_EQ(LayerKeyString(*key),
+            "transformer_layer bf16 training b2 sq4096 skv4096 h4096 heads16/4 d128 causal "
+            "ffn7168 swiglu rmsnorm flash");
+  // The key of a key's own spec is the key: the worker may be sent either.
+  auto again = MakeLayerKey(key->kind, key->layer);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *key);
+}
+
+TEST(LayersTest, LayerGemmsAreTheModelsPerLayerGemms) {
+  const ModelSpec m = Llama8bTp2();
+  auto key = MakeLayerKey(LayerKind::kTransformerLayer, m);
+  ASSERT_TRUE(key.ok());
+  std::vector<Gemm> model_gemms = BuildGemms(m);
+  std::erase_if(model_gemms, [](const Gemm& g) { return g.name == kLogits; });
+  const std::vector<Gemm> layer = LayerGemms(*key);
+  ASSERT_EQ(layer.size(), model_gemms.size());
+  for (size_t i = 0; i < layer.size(); ++i) {
+    EXPECT_EQ(layer[i].name, model_gemms[i].name);
+    EXPECT_EQ(layer[i].key(), model_gemms[i].key()) << layer[i].name;
+    EXPECT_EQ(layer[i].count, 1);
+  }
+}
+
+TEST(LayersTest, ModelsWithTheSameLayerShareAKey) {
+  ModelSpec a = Llama8bTp2();
+  ModelSpec b = a;
+  b.name = "other";
+  b.num_layers = 40;
+  b.vocab_size = 32000;
+  b.pipeline_parallel = 2;
+  b = *NormalizeSpec(b);
+  EXPECT_EQ(*MakeLayerKey(LayerKind::kTransformerLayer, a),
+            *MakeLayerKey(LayerKind::kTransformerLayer, b));
+  // Attention keys ignore the MLP too.
+  b.ffn_hidden_size = 11008;
+  b.mlp = Mlp::kGelu;
+  b = *NormalizeSpec(b);
+  EXPECT_EQ(*MakeLayerKey(LayerKind::kFusedAttention, a),
+            *MakeLayerKey(LayerKind::kFusedAttention, b));
+  EXPECT_NE(*MakeLayerKey(LayerKind::kTransformerLayer, a),
+            *MakeLayerKey(LayerKind::kTransformerLayer, b));
+}
+
+TEST(LayersTest, AttentionKindMustMatchTheModel) {
+  const ModelSpec flash = testing::Pythia28(Attention::kFlash);
+  auto st = MakeLayerKey(LayerKind::kUnfusedAttention, flash);
+  EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.status().message(), HasSubstr("unfused_attention"));
+  const std::vector<LayerKey> keys = LayerKeysOf(testing::Pythia28(Attention::kUnfused));
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].kind, LayerKind::kUnfusedAttention);
+  EXPECT_EQ(keys[1].kind, LayerKind::kTransformerLayer);
+  EXPECT_EQ(*ParseLayerKind("unfused_attention"), LayerKind::kUnfusedAttention);
+  EXPECT_THAT(ParseLayerKind("mlp").status().message(), HasSubstr("allowed: fused_attention"));
+}
+
+// The layer predictions add up to the step the model predicts: L layers + logits + loss.
+TEST(LayersTest, LayersSumToTheStep) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  for (Attention att : {Attention::kFlash, Attention::kUnfused}) {
+    const ModelSpec m = testing::Pythia28(att);
+    auto analysis = Analyze(m, gpu);
+    ASSERT_TRUE(analysis.ok());
+    const LayerPrediction layer =
+        PredictLayer(gpu, *MakeLayerKey(LayerKind::kTransformerLayer, m));
+    double logits = 0;
+    for (const GemmAnalysis& g : analysis->gemms) {
+      if (g.gemm.name == kLogits) logits += g.prediction.time_s * g.gemm.count;
+    }
+    const double step = m.num_layers * layer.time_s + logits + analysis->elementwise.loss_time_s;
+    EXPECT_NEAR(step, analysis->step_time_s, 1e-9 * analysis->step_time_s);
+    EXPECT_GT(layer.band_p90, layer.band_p10);
+    EXPECT_NEAR(layer.tflops, layer.flops / layer.time_s / 1e12, 1e-9);
+  }
+}
+
+// Unfused attention carries its softmax; fused attention none of the elementwise work.
+TEST(LayersTest, AttentionPredictions) {
+  const GpuSpec& gpu = **FindGpu("a100-sxm4-80gb");
+  const ModelSpec unfused = testing::Pythia28(Attention::kUnfused);
+  const LayerPrediction u =
+      PredictLayer(gpu, *MakeLayerKey(LayerKind::kUnfusedAttention, unfused));
+  EXPECT_GT(u.elementwise_time_s, 0);
+  EXPECT_NEAR(u.elementwise_time_s, EstimateElementwise(unfused, gpu).softmax_time_s, 1e-15);
+  const LayerPrediction f = PredictLayer(
+      gpu, *MakeLayerKey(LayerKind::kFusedAttention, testing::Pythia28(Attention::kFlash)));
+  EXPECT_EQ(f.elementwise_time_s, 0);
+  // Products of s×s×d per head: fused 2 + 5 (backward recomputes S), unfused 2 + 4.
+  EXPECT_NEAR(f.flops / u.flops, 7.0 / 6.0, 1e-12);
+  // Flash is the faster of the two at s = 2048.
+  EXPECT_LT(f.time_s, u.time_s);
+}
+
+}  // namespace
+}  // namespace wavecrest
