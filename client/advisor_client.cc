@@ -106,6 +106,13 @@ absl::Status AdvisorClient::TimeGemms(
       [&](grpc::ClientContext* ctx) { return stub_->TimeGemms(ctx, request); }, on_message);
 }
 
+absl::Status AdvisorClient::TimeLayers(
+    const v1::TimeLayersRequest& request,
+    const std::function<void(const v1::TimeLayersResponse&)>& on_message) {
+  return ReadStream<v1::TimeLayersResponse>(
+      [&](grpc::ClientContext* ctx) { return stub_->TimeLayers(ctx, request); }, on_message);
+}
+
 absl::Status AdvisorClient::Recommend(
     const v1::RecommendRequest& request,
     const std::function<void(const v1::RecommendResponse&)>& on_message) {

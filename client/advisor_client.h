@@ -36,6 +36,8 @@ class AdvisorClient {
   // Streams: every message goes to `on_message`; returns the final status.
   absl::Status TimeGemms(const v1::TimeGemmsRequest& request,
                          const std::function<void(const v1::TimeGemmsResponse&)>& on_message);
+  absl::Status TimeLayers(const v1::TimeLayersRequest& request,
+                          const std::function<void(const v1::TimeLayersResponse&)>& on_message);
   absl::Status Recommend(const v1::RecommendRequest& request,
                          const std::function<void(const v1::RecommendResponse&)>& on_message);
   absl::Status Sweep(const v1::SweepRequest& request,

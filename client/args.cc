@@ -35,10 +35,13 @@ std::vector<CommandInfo> BuildCommands() {
        "wavecrest analyze --model FILE [--gpu NAME] [flags]",
        Join({kConnection, kModel, {"gpu", "calibration"}})},
       {"time",
-       "time GEMMs (--gemm MxNxK,...) or every GEMM of a model step (--model) through --server: "
-       "MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which",
-       "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE) [flags]",
-       Join({kConnection, kModel, {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2"}})},
+       "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
+       "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "
+       "through --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which",
+       "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE [--layers]) [flags]",
+       Join({kConnection,
+             kModel,
+             {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2", "layers", "layer_kinds"}})},
       {"devices", "the worker devices a server measures on and the GPUs it can predict for",
        "wavecrest devices --server ADDR [--internal]", Join({kConnection, {"internal"}})},
       {"recommend",

@@ -307,8 +307,61 @@ int DoSweep(const CliOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// `time --layers`: the model's layers timed whole, beside the sum of their parts.
+int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (o.model.empty()) {
+    return Fail(err, FieldError("--model", "--layers times a model's layers: give --model FILE"));
+  }
+  if (!o.gemm.empty()) return Fail(err, FieldError("--gemm", "not with --layers"));
+  if (o.autotune) {
+    return Fail(err, FieldError("--autotune", "not with --layers: a layer runs the heuristic's "
+                                              "algorithms, as a framework does"));
+  }
+  v1::TimeLayersRequest request;
+  request.set_gpu(o.gpu);
+  request.set_warm_l2(o.warm_l2);
+  absl::StatusOr<v1::Mode> mode = ParseMode(o.mode);
+  if (!mode.ok()) return Fail(err, mode.status());
+  request.set_mode(*mode);
+  for (absl::string_view name : absl::StrSplit(o.layer_kinds, ',', absl::SkipWhitespace())) {
+    absl::StatusOr<LayerKind> kind = ParseLayerKind(absl::StripAsciiWhitespace(name));
+    if (!kind.ok()) return Fail(err, FieldError("--layer_kinds", kind.status().message()));
+    request.add_kinds(ToProto(*kind));
+  }
+  absl::StatusOr<v1::ModelSpec> spec = LoadSpecWithOverrides(o);
+  if (!spec.ok()) return Fail(err, spec.status());
+  *request.mutable_model() = *spec;
+  const bool json = o.format == "json";
+  ProgressBar bar(!json);
+  std::vector<v1::LayerTiming> results;
+  std::vector<std::string> notes;
+  absl::Status st = ClientFor(o).TimeLayers(request, [&](const v1::TimeLayersResponse& m) {
+    if (m.has_progress()) bar.Update(m.progress());
+    for (const std::string& n : m.notes()) notes.push_back(n);
+    if (m.has_timing()) results.push_back(m.timing());
+  });
+  bar.Clear();
+  if (!st.ok()) return Fail(err, st);
+  std::sort(results.begin(), results.end(),
+            [](const auto& a, const auto& b) { return a.index() < b.index(); });
+  if (json) {
+    nlohmann::json envelope = {
+        {"gpu", o.gpu}, {"layers", nlohmann::json::array()}, {"notes", notes}};
+    for (const auto& r : results) envelope["layers"].push_back(nlohmann::json::parse(ToJson(r)));
+    out << envelope.dump(1) << "\n";
+  } else {
+    out << FormatLayerTimings(results);
+    for (const auto& n : notes) out << "note: " << n << "\n";
+  }
+  return 0;
+}
+
 int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  if (o.layers) return DoTimeLayers(o, out, err);
+  if (!o.layer_kinds.empty()) {
+    return Fail(err, FieldError("--layer_kinds", "only with --layers"));
+  }
   v1::TimeGemmsRequest request;
   request.set_gpu(o.gpu);
   request.set_autotune(o.autotune);

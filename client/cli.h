@@ -37,6 +37,10 @@ struct CliOptions {
   std::string mode;    // auto, measured, predicted
   bool autotune = false;
   bool warm_l2 = false;
+  // time --layers: layers whole instead of GEMMs; kinds "fused_attention,transformer_layer" (empty
+  // = the model's attention and the whole layer)
+  bool layers = false;
+  std::string layer_kinds;
   // recommend
   double param_tolerance = 0;  // 0 = 0.02
   std::string vary;            // "heads,hidden,ffn,vocab"

@@ -326,6 +326,30 @@ std::string FormatTiming(const v1::GemmTiming& t) {
   return line + "\n";
 }
 
+std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
+  Table t({"#", "time", "TFLOP/s", "sum of parts", "layer/sum", "samples", "spread", "source",
+           "layer"});
+  for (const v1::LayerTiming& l : layers) {
+    const v1::TimingStats& s = l.stats();
+    const v1::Provenance& p = l.provenance();
+    std::string source(SourceName(p.source()));
+    if (p.source() == v1::SOURCE_PREDICTED && p.error_band_p90() > p.error_band_p10()) {
+      absl::StrAppend(&source, absl::StrFormat(" (%+.0f%%..%+.0f%%)", 100 * p.error_band_p10(),
+                                               100 * p.error_band_p90()));
+    }
+    t.Add({absl::StrCat(l.index()), HumanSeconds(l.time_s()),
+           absl::StrFormat("%.1f", l.tflops()), HumanSeconds(l.predicted_sum_s()),
+           l.predicted_sum_s() > 0 ? absl::StrFormat("%.3f", l.time_s() / l.predicted_sum_s())
+                                   : "-",
+           s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
+           s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-", source,
+           l.key()});
+  }
+  return t.Render() +
+         "sum of parts: the analytic model's GEMMs, fused attention and elementwise estimate of "
+         "the layer; layer/sum < 1 means the layer ran faster whole than predicted in parts\n";
+}
+
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
   std::string out =
       absl::StrFormat("%d candidates considered on %s\n\n", r.candidates_considered(), r.gpu());

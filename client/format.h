@@ -18,6 +18,8 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r);
 std::string FormatDevices(const v1::ListDevicesResponse& r);
 std::string FormatTimingHeader();
 std::string FormatTiming(const v1::GemmTiming& t);
+// `time --layers`: one row per layer, with the analytic sum of its parts beside it.
+std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers);
 std::string FormatRecommendation(const v1::RecommendResponse& r);
 // A sweep's points as a table; `dimension` names the varied one ("hidden").
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension);

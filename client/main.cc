@@ -81,6 +81,12 @@ ABSL_FLAG(int64_t, step, 0, "sweep: step between values; 0 = 1");
 ABSL_FLAG(std::string, svg, "", "sweep: also write the plot to this SVG file");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 ABSL_FLAG(bool, warm_l2, false, "time: time with inputs resident in L2 (default: cold L2)");
+ABSL_FLAG(bool, layers, false,
+          "time: time --model's layers whole (its attention and the whole layer) beside the sum of "
+          "their parts, instead of its GEMMs");
+ABSL_FLAG(std::string, layer_kinds, "",
+          "time --layers: which layers, comma-separated: fused_attention, unfused_attention, "
+          "transformer_layer (empty = the model's attention and the whole layer)");
 ABSL_FLAG(std::string, fit, "data/measurements/xla-gemm-perf-table.csv",
           "calibrate: measurement CSVs to fit the cost model to, comma-separated");
 ABSL_FLAG(std::string, anchor, "data/measurements/mamf.csv",
@@ -157,6 +163,8 @@ int main(int argc, char** argv) {
   o.mode = absl::GetFlag(FLAGS_mode);
   o.autotune = absl::GetFlag(FLAGS_autotune);
   o.warm_l2 = absl::GetFlag(FLAGS_warm_l2);
+  o.layers = absl::GetFlag(FLAGS_layers);
+  o.layer_kinds = absl::GetFlag(FLAGS_layer_kinds);
   o.param_tolerance = absl::GetFlag(FLAGS_param_tolerance);
   o.vary = absl::GetFlag(FLAGS_vary);
   o.from = absl::GetFlag(FLAGS_from);

@@ -1,6 +1,7 @@
 #include "core/layers.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
@@ -20,6 +21,13 @@ constexpr double kP90Sigmas = 1.2816;
 
 bool IsAttention(LayerKind kind) { return kind != LayerKind::kTransformerLayer; }
 }  // namespace
+
+std::string LayerTimingMethod(absl::string_view backend, bool warm_l2) {
+  const bool analytic = backend == "analytic";
+  return absl::StrCat(analytic ? absl::StrCat(kCostModelName, " emulated layer")
+                               : std::string(kLayerTimingMethod),
+                      warm_l2 ? " warm-L2" : " cold-L2");
+}
 
 absl::string_view LayerKindName(LayerKind kind) {
   for (const auto& k : kKindNames) {
@@ -137,6 +145,26 @@ double LayerFlops(const LayerKey& key) {
   double flops = 0;
   for (const Gemm& g : LayerGemms(key)) flops += g.step_flops();
   return flops;
+}
+
+int64_t LayerMemoryBytes(const LayerKey& key) {
+  double elements = 0;
+  for (const Gemm& g : LayerGemms(key)) {
+    if (g.pass != Pass::kForward) continue;
+    const GemmShape& s = g.shape;
+    const double batch = static_cast<double>(s.batch);
+    if (g.fused_attention) {
+      const double kv = static_cast<double>(g.kv_batch > 0 ? g.kv_batch : s.batch);
+      // Q and O (query heads), K and V (key/value heads), the softmax statistics.
+      elements += (2.0 * s.m * s.k + s.m) * batch + 2.0 * s.n * s.k * kv;
+    } else {
+      elements += (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
+                   static_cast<double>(s.m) * s.n) * batch;
+    }
+  }
+  const double copies = key.layer.workload == Workload::kTraining ? 2 : 1;
+  const double bytes = elements * copies * std::max(2, DTypeBytes(key.layer.dtype));
+  return bytes >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 LayerPrediction PredictLayer(const GpuSpec& gpu, const LayerKey& key) {

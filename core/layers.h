@@ -28,6 +28,14 @@
 
 namespace wavecrest {
 
+// The GPU workers' layer timing method (gpu_worker/cuda): bump the version whenever what a figure
+// means changes, so that the result cache never mixes methods.
+inline constexpr absl::string_view kLayerTimingMethod = "cuda-layer-timing-v1";
+
+// The method string of a layer result, part of its cache key: "cuda-layer-timing-v1 cold-L2",
+// "wavecrest-analytic-v2 emulated layer cold-L2". `backend` is "cublaslt" or "analytic".
+std::string LayerTimingMethod(absl::string_view backend, bool warm_l2);
+
 enum class LayerKind { kFusedAttention, kUnfusedAttention, kTransformerLayer };
 // "fused_attention", "unfused_attention", "transformer_layer"
 absl::string_view LayerKindName(LayerKind kind);
@@ -58,6 +66,11 @@ std::vector<Gemm> LayerGemms(const LayerKey& key);
 
 // FLOPs of one execution of the layer (its GEMMs and fused attention, as the model counts them).
 double LayerFlops(const LayerKey& key);
+
+// Device memory a whole-layer benchmark needs, about: the operands and outputs of the layer's
+// forward GEMMs (weights, activations, attention scores when unfused; Q, K, V, O for fused
+// attention), twice when training (their gradients).
+int64_t LayerMemoryBytes(const LayerKey& key);
 
 // The analytic model's answer for one layer: the sum of its GEMMs' and fused attention's
 // predictions plus its share of the elementwise estimate (norms, activation, residuals, softmax).

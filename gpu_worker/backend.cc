@@ -80,6 +80,28 @@ class AnalyticBackend final : public TimingBackend {
     return t;
   }
 
+  // The layer's predicted sum of parts, labelled as this emulating worker's answer. A GPU worker
+  // would refuse what does not fit in memory; so does this one.
+  absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
+                                            const TimingParams& params) override {
+    if (!gpu_->Supports(key.layer.dtype)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          gpu_->name, " has no tensor-core support for ", DTypeName(key.layer.dtype)));
+    }
+    const int64_t need = LayerMemoryBytes(key);
+    if (need > gpu_->memory_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          LayerKeyString(key), " needs about ", need >> 20, " MiB of device memory; the emulated ",
+          gpu_->name, " has ", gpu_->memory_bytes >> 20, " MiB"));
+    }
+    v1::LayerTiming t = PredictedLayerTiming(*gpu_, key);
+    v1::Provenance* prov = t.mutable_provenance();
+    prov->set_method(LayerTimingMethod("analytic", params.warm_l2));
+    *prov->mutable_device() = fp_;
+    prov->mutable_measured_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));
+    return t;
+  }
+
  private:
   const GpuSpec* gpu_;
   v1::DeviceFingerprint fp_;

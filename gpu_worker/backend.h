@@ -10,9 +10,11 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/gemm.h"
 #include "core/gemm_plan.h"
+#include "core/layers.h"
 #include "wavecrest/v1/worker.pb.h"
 
 namespace wavecrest {
@@ -54,6 +56,17 @@ class TimingBackend {
   // RESOURCE_EXHAUSTED: does not fit in free device memory. FAILED_PRECONDITION: the device cannot
   // run the dtype. INTERNAL: a CUDA or cuBLASLt error (see Broken()) or a failed correctness check.
   virtual absl::StatusOr<v1::GemmTiming> Time(const GemmKey& key, const TimingParams& params) = 0;
+  // Times one layer whole (core/layers.h). The result has shape, key, time_s, flops, tflops,
+  // predicted_sum_s, stats and provenance (method = LayerTimingMethod(...)). FAILED_PRECONDITION
+  // for a kind this backend cannot run (the server predicts it and says why); otherwise as Time.
+  // (Inline, like the rest of this interface: the CUDA engine's library implements it without
+  // linking the worker's.)
+  virtual absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
+                                                    const TimingParams& /*params*/) {
+    return absl::FailedPreconditionError(absl::StrCat("this worker's backend (",
+                                                      Fingerprint().backend(), ") cannot time ",
+                                                      LayerKindName(key.kind), " layers"));
+  }
   // True once a sticky CUDA error left the context unusable: the process must exit.
   virtual bool Broken() const { return false; }
 };

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/status_macros.h"
 
 namespace wavecrest {
 
@@ -65,40 +66,51 @@ class FaultyBackend final : public TimingBackend {
         seen_++ >= plan_.after &&
         (!plan_.shape || (plan_.shape->m == key.shape.m && plan_.shape->n == key.shape.n &&
                           plan_.shape->k == key.shape.k));
-    if (applies) {
-      switch (plan_.kind) {
-        case FaultPlan::Kind::kNone:
-          break;
-        case FaultPlan::Kind::kCrash:
-          std::raise(SIGSEGV);
-          break;
-        case FaultPlan::Kind::kHang:
-          for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-        case FaultPlan::Kind::kSticky:
-          broken_ = true;
-          return absl::InternalError(
-              "cudaErrorIllegalAddress: an illegal memory access was encountered (injected by "
-              "--fault=sticky); the CUDA context is unusable");
-        case FaultPlan::Kind::kOom:
-          return absl::ResourceExhaustedError(
-              absl::StrCat(GemmKeyString(key),
-                           " does not fit in free device memory (injected by "
-                           "--fault=oom)"));
-        case FaultPlan::Kind::kSlow: {
-          // A long GEMM: it beats as the engine does between its replays.
-          const absl::Time end = absl::Now() + absl::Milliseconds(plan_.slow_ms);
-          while (absl::Now() < end) {
-            absl::SleepFor(std::min(absl::Milliseconds(100), end - absl::Now()));
-            if (params.heartbeat) params.heartbeat("sampling");
-          }
-          break;
-        }
-      }
-    }
+    if (applies) RETURN_IF_ERROR(Inject(GemmKeyString(key), params));
     return inner_->Time(key, params);
   }
 
+  // Layers get the plan's fault too, unless it names a GEMM shape.
+  absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
+                                            const TimingParams& params) override {
+    if (seen_++ >= plan_.after && !plan_.shape) {
+      RETURN_IF_ERROR(Inject(LayerKeyString(key), params));
+    }
+    return inner_->TimeLayer(key, params);
+  }
+
  private:
+  // The fault, for the GEMM or layer named `what`: returns (an error) or does not (crash, hang).
+  absl::Status Inject(const std::string& what, const TimingParams& params) {
+    switch (plan_.kind) {
+      case FaultPlan::Kind::kNone:
+        break;
+      case FaultPlan::Kind::kCrash:
+        std::raise(SIGSEGV);
+        break;
+      case FaultPlan::Kind::kHang:
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+      case FaultPlan::Kind::kSticky:
+        broken_ = true;
+        return absl::InternalError(
+            "cudaErrorIllegalAddress: an illegal memory access was encountered (injected by "
+            "--fault=sticky); the CUDA context is unusable");
+      case FaultPlan::Kind::kOom:
+        return absl::ResourceExhaustedError(absl::StrCat(
+            what, " does not fit in free device memory (injected by --fault=oom)"));
+      case FaultPlan::Kind::kSlow: {
+        // A long GEMM: it beats as the engine does between its replays.
+        const absl::Time end = absl::Now() + absl::Milliseconds(plan_.slow_ms);
+        while (absl::Now() < end) {
+          absl::SleepFor(std::min(absl::Milliseconds(100), end - absl::Now()));
+          if (params.heartbeat) params.heartbeat("sampling");
+        }
+        break;
+      }
+    }
+    return absl::OkStatus();
+  }
+
   std::unique_ptr<TimingBackend> inner_;
   FaultPlan plan_;
   int64_t seen_ = 0;

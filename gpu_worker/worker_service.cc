@@ -52,20 +52,79 @@ WorkerService::~WorkerService() {
 }
 
 void WorkerService::LogRequest(const GemmKey& key, const TimingParams& params) {
+  LogLine({{"m", key.shape.m},
+           {"n", key.shape.n},
+           {"k", key.shape.k},
+           {"batch", key.shape.batch},
+           {"layout", std::string(LayoutName(key.layout))},
+           {"dtype", std::string(DTypeName(key.dtype))},
+           {"autotune", params.autotune},
+           {"warm_l2", params.warm_l2}});
+}
+
+void WorkerService::LogLine(nlohmann::json fields) {
   if (!log_) return;
   nlohmann::json j = {{"unix_ms", absl::ToUnixMillis(absl::Now())},
-                      {"pid", static_cast<int64_t>(getpid())},
-                      {"m", key.shape.m},
-                      {"n", key.shape.n},
-                      {"k", key.shape.k},
-                      {"batch", key.shape.batch},
-                      {"layout", std::string(LayoutName(key.layout))},
-                      {"dtype", std::string(DTypeName(key.dtype))},
-                      {"autotune", params.autotune},
-                      {"warm_l2", params.warm_l2}};
+                      {"pid", static_cast<int64_t>(getpid())}};
+  j.update(fields);
   std::lock_guard<std::mutex> lock(log_mu_);
   std::fputs((j.dump() + "\n").c_str(), log_);
   std::fflush(log_);
+}
+
+template <typename Response, typename TimeFn>
+grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx,
+                                     grpc::ServerWriter<Response>* writer, size_t n,
+                                     const TimingParams& params,
+                                     const std::function<void(size_t)>& log, const TimeFn& time) {
+  for (size_t i = 0; i < n; ++i) {
+    if (broken_.load()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
+    }
+    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+    Response started;
+    started.set_index(static_cast<int32_t>(i));
+    started.set_started(true);
+    if (!writer->Write(started)) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+    log(i);
+    // Heartbeats while the engine works, at most one a second and four per watchdog period (the
+    // server's watchdog sees them); from this thread, between the started and result messages.
+    TimingParams p = params;
+    const absl::Duration interval =
+        params.watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params.watchdog_s / 4))
+                              : absl::Seconds(1);
+    const absl::Time begin = absl::Now();
+    absl::Time last_beat = begin;
+    p.heartbeat = [&](absl::string_view phase) {
+      const absl::Time now = absl::Now();
+      if (now - last_beat < interval) return;
+      last_beat = now;
+      Response beat;
+      beat.set_index(static_cast<int32_t>(i));
+      beat.mutable_heartbeat()->set_phase(std::string(phase));
+      beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
+      writer->Write(beat);
+    };
+    auto t = time(i, p);
+    Response out;
+    out.set_index(static_cast<int32_t>(i));
+    if (t.ok()) {
+      ++timed_;
+      *out.mutable_timing() = std::move(*t);
+      out.mutable_timing()->set_index(static_cast<int32_t>(i));
+    } else {
+      out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
+      out.mutable_error()->set_message(std::string(t.status().message()));
+    }
+    const bool written = writer->Write(out);
+    if (backend_->Broken()) {
+      if (!broken_.exchange(true) && on_broken_) on_broken_();
+      return grpc::Status(grpc::StatusCode::INTERNAL,
+                          absl::StrCat("sticky CUDA error: ", t.status().message()));
+    }
+    if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+  }
+  return grpc::Status::OK;
 }
 
 grpc::Status WorkerService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
@@ -101,54 +160,36 @@ grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
     keys.push_back(*key);
   }
   std::lock_guard<std::mutex> device(device_mu_);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (broken_.load()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
-    }
-    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    v1::GemmWorkerTimeGemmsResponse started;
-    started.set_index(static_cast<int32_t>(i));
-    started.set_started(true);
-    if (!writer->Write(started)) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
-    LogRequest(keys[i], *params);
-    // Heartbeats while the engine works, at most one a second and four per watchdog period (the
-    // server's watchdog sees them); from this thread, between the started and result messages.
-    TimingParams p = *params;
-    const absl::Duration interval =
-        params->watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params->watchdog_s / 4))
-                               : absl::Seconds(1);
-    const absl::Time begin = absl::Now();
-    absl::Time last_beat = begin;
-    p.heartbeat = [&](absl::string_view phase) {
-      const absl::Time now = absl::Now();
-      if (now - last_beat < interval) return;
-      last_beat = now;
-      v1::GemmWorkerTimeGemmsResponse beat;
-      beat.set_index(static_cast<int32_t>(i));
-      beat.mutable_heartbeat()->set_phase(std::string(phase));
-      beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
-      writer->Write(beat);
-    };
-    absl::StatusOr<v1::GemmTiming> t = backend_->Time(keys[i], p);
-    v1::GemmWorkerTimeGemmsResponse out;
-    out.set_index(static_cast<int32_t>(i));
-    if (t.ok()) {
-      ++timed_;
-      *out.mutable_timing() = std::move(*t);
-      out.mutable_timing()->set_index(static_cast<int32_t>(i));
-    } else {
-      out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
-      out.mutable_error()->set_message(std::string(t.status().message()));
-    }
-    const bool written = writer->Write(out);
-    if (backend_->Broken()) {
-      if (!broken_.exchange(true) && on_broken_) on_broken_();
-      return grpc::Status(grpc::StatusCode::INTERNAL,
-                          absl::StrCat("sticky CUDA error: ", t.status().message()));
-    }
-    if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
-  }
-  return grpc::Status::OK;
+  return TimeEach<v1::GemmWorkerTimeGemmsResponse>(
+      ctx, writer, keys.size(), *params, [&](size_t i) { LogRequest(keys[i], *params); },
+      [&](size_t i, const TimingParams& p) { return backend_->Time(keys[i], p); });
 }
+
+grpc::Status WorkerService::TimeLayers(
+    grpc::ServerContext* ctx, const v1::GemmWorkerTimeLayersRequest* request,
+    grpc::ServerWriter<v1::GemmWorkerTimeLayersResponse>* writer) {
+  if (request->layers_size() == 0 || request->layers_size() > kMaxWorkerLayers) {
+    return grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("layers: ", request->layers_size(), " layers; give 1 to ", kMaxWorkerLayers));
+  }
+  absl::StatusOr<TimingParams> params = ParamsFromProto(request->options());
+  if (!params.ok()) return ToGrpcStatus(params.status());
+  std::vector<LayerKey> keys;
+  for (int i = 0; i < request->layers_size(); ++i) {
+    absl::StatusOr<LayerKey> key =
+        LayerKeyFromProto(request->layers(i), absl::StrCat("layers[", i, "]"));
+    if (!key.ok()) return ToGrpcStatus(key.status());
+    keys.push_back(*std::move(key));
+  }
+  std::lock_guard<std::mutex> device(device_mu_);
+  return TimeEach<v1::GemmWorkerTimeLayersResponse>(
+      ctx, writer, keys.size(), *params,
+      [&](size_t i) {
+        LogLine({{"layer", LayerKeyString(keys[i])}, {"warm_l2", params->warm_l2}});
+      },
+      [&](size_t i, const TimingParams& p) { return backend_->TimeLayer(keys[i], p); });
+}
+
 
 }  // namespace wavecrest

@@ -12,12 +12,15 @@
 
 #include "absl/status/status.h"
 #include "gpu_worker/backend.h"
+#include "nlohmann/json.hpp"
 #include "wavecrest/v1/worker.grpc.pb.h"
 
 namespace wavecrest {
 
 // Most GEMMs in one worker request; each dimension is in [1, kMaxWorkerGemmDim] (core/gemm_plan.h).
 inline constexpr int kMaxWorkerGemms = 4096;
+// Most layers in one worker request.
+inline constexpr int kMaxWorkerLayers = 64;
 
 // Validates and converts one request GEMM (`field` names it in errors).
 absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::string& field);
@@ -33,9 +36,18 @@ class WorkerService final : public v1::GemmWorker::Service {
                         v1::DescribeResponse* response) override;
   grpc::Status TimeGemms(grpc::ServerContext* ctx, const v1::GemmWorkerTimeGemmsRequest* request,
                          grpc::ServerWriter<v1::GemmWorkerTimeGemmsResponse>* writer) override;
+  grpc::Status TimeLayers(grpc::ServerContext* ctx, const v1::GemmWorkerTimeLayersRequest* request,
+                          grpc::ServerWriter<v1::GemmWorkerTimeLayersResponse>* writer) override;
 
  private:
+  // Times items 0..n-1 in order (the device lock held): started, heartbeats, then the timing or
+  // error of each; a sticky error ends the call (and the process, through on_broken_).
+  template <typename Response, typename TimeFn>
+  grpc::Status TimeEach(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer, size_t n,
+                        const TimingParams& params, const std::function<void(size_t)>& log,
+                        const TimeFn& time);
   void LogRequest(const GemmKey& key, const TimingParams& params);
+  void LogLine(nlohmann::json fields);
 
   TimingBackend* backend_;
   std::function<void()> on_broken_;

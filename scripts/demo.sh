@@ -41,6 +41,8 @@ echo; echo "== wavecrest analyze $server --model examples/models/pythia-2.8b.jso
 "${cli[@]}" analyze "$server" --model examples/models/pythia-2.8b.json --gpu a100-sxm-80gb --attention unfused
 echo; echo "== wavecrest time $server --gpu $gpu --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16"
 "${cli[@]}" time "$server" --gpu "$gpu" --gemm 8192x12288x4096,8192x12288x4095 --dtype bf16
+echo; echo "== wavecrest time $server --gpu $gpu --model examples/models/llama-3-8b.json --layers"
+"${cli[@]}" time "$server" --gpu "$gpu" --model examples/models/llama-3-8b.json --layers
 echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.json --gpu $gpu --attention unfused --top 8"
 "${cli[@]}" recommend "$server" --model examples/models/pythia-2.8b.json --gpu "$gpu" \
   --attention unfused --top 8

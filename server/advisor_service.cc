@@ -336,6 +336,9 @@ bool IsProgressOnly(const v1::TimeGemmsResponse& m) {
   // Notes travel as progress messages too: keep them.
   return !m.has_timing() && !absl::StartsWith(m.progress().message(), "note: ");
 }
+bool IsProgressOnly(const v1::TimeLayersResponse& m) {
+  return !m.has_timing() && m.notes_size() == 0;
+}
 bool IsProgressOnly(const v1::RecommendResponse& m) { return !m.done(); }
 bool IsProgressOnly(const v1::SweepResponse& m) { return !m.done(); }
 bool IsProgressOnly(const v1::ExportMeasurementsResponse&) { return false; }
@@ -449,6 +452,135 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
   } else {
     reactor->Push(QueuedMessage<v1::TimeGemmsResponse>(jobs_->depth()));
+  }
+  return reactor.get();
+}
+
+absl::StatusOr<LayerTask> PlanTimeLayers(const v1::TimeLayersRequest& request,
+                                         const TimingService& timing) {
+  std::vector<FieldViolation> v;
+  if (!v1::Mode_IsValid(request.mode())) {
+    v.push_back({"mode", absl::StrCat("unknown value ", request.mode(),
+                                      "; allowed: MODE_AUTO, MODE_MEASURED, MODE_PREDICTED")});
+  }
+  std::vector<LayerKind> kinds;
+  for (int i = 0; i < request.kinds_size() && i < 8; ++i) {
+    absl::StatusOr<LayerKind> k = FromProto(request.kinds(i));
+    if (!k.ok()) {
+      v.push_back({absl::StrCat("kinds[", i, "]"), std::string(k.status().message())});
+    } else {
+      kinds.push_back(*k);
+    }
+  }
+  if (request.kinds_size() > 8) v.push_back({"kinds", "at most 8 entries"});
+  ModelSpec spec;
+  if (!request.has_model()) {
+    v.push_back({"model", "required: the model whose layers to time (or hf_config_json)"});
+  } else if (absl::StatusOr<ModelSpec> s = SpecFromRequest(request.model(), "model."); !s.ok()) {
+    for (auto& f : ViolationsOf(s.status())) v.push_back(std::move(f));
+  } else {
+    spec = *s;
+  }
+  absl::StatusOr<std::pair<std::string, const GpuSpec*>> gpu =
+      timing.ResolveGpu(request.gpu(), "gpu");
+  if (!gpu.ok() && gpu.status().code() == absl::StatusCode::kInvalidArgument) {
+    for (auto& f : ViolationsOf(gpu.status())) v.push_back(std::move(f));
+  }
+  std::vector<LayerKey> keys;
+  if (v.empty()) {
+    if (kinds.empty()) {
+      keys = LayerKeysOf(spec);
+    } else {
+      for (size_t i = 0; i < kinds.size(); ++i) {
+        absl::StatusOr<LayerKey> key = MakeLayerKey(kinds[i], spec);
+        if (!key.ok()) {
+          v.push_back({absl::StrCat("kinds[", i, "]"), std::string(key.status().message())});
+        } else if (std::find(keys.begin(), keys.end(), *key) == keys.end()) {
+          keys.push_back(*std::move(key));
+        }
+      }
+    }
+  }
+  if (!v.empty()) return InvalidArgumentWithViolations(v);
+  if (!gpu.ok()) return gpu.status();
+  RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *gpu->second));
+  LayerTask task;
+  task.kind = gpu->first;
+  task.gpu = gpu->second;
+  task.mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
+  task.warm_l2 = request.warm_l2();
+  task.layers = std::move(keys);
+  // Measuring costs about kMeasureCostFactor runs of each layer: refuse, before any work, what
+  // would hold a GPU longer than a request may.
+  if (task.mode != v1::MODE_PREDICTED && timing.MightMeasure(task.kind)) {
+    double seconds = 0;
+    for (const LayerKey& k : task.layers) {
+      seconds += PredictLayer(*task.gpu, k).time_s * kMeasureCostFactor;
+    }
+    if (seconds > kMaxGpuSecondsPerRequest) {
+      return FieldError("model", absl::StrCat("timing these layers would take about ",
+                                              static_cast<int64_t>(seconds),
+                                              " s of GPU time (predicted); at most ",
+                                              kMaxGpuSecondsPerRequest,
+                                              " s per request: shorten seq_length or "
+                                              "micro_batch_size, or ask for MODE_PREDICTED"));
+    }
+  }
+  return task;
+}
+
+grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
+    grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) {
+  std::shared_ptr<StreamReactor<v1::TimeLayersResponse>> reactor;
+  if (absl::Status accepting = OpenStream("TimeLayers", ctx, Role::kClient, &reactor);
+      !accepting.ok()) {
+    reactor->Finish(ToGrpcStatus(accepting));
+    return reactor.get();
+  }
+  v1::TimeLayersRequest resolved = *request;
+  const absl::Status imported = ResolveHfConfig(&resolved);
+  absl::StatusOr<LayerTask> task =
+      imported.ok() ? PlanTimeLayers(resolved, *timing_) : absl::StatusOr<LayerTask>(imported);
+  if (!task.ok()) {
+    reactor->Finish(ToGrpcStatus(task.status()));
+    return reactor.get();
+  }
+  task->deadline = DeadlineOf(ctx);
+  auto shared = std::make_shared<LayerTask>(std::move(*task));
+  const bool queued = jobs_->TrySubmit([this, reactor, shared](absl::Duration wait) {
+    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
+    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+    auto progress = [&](int64_t done, int64_t total, absl::string_view what) {
+      v1::TimeLayersResponse msg;
+      msg.mutable_progress()->set_done(done);
+      msg.mutable_progress()->set_total(total);
+      msg.mutable_progress()->set_message(std::string(what));
+      reactor->Push(std::move(msg));
+    };
+    progress(0, static_cast<int64_t>(shared->layers.size()),
+             absl::StrCat(shared->layers.size(), " layers on ", shared->kind));
+    absl::StatusOr<TimingSummary> summary = timing_->RunLayers(
+        *shared,
+        [&](size_t i, v1::LayerTiming t) {
+          t.set_index(static_cast<int32_t>(i));
+          v1::TimeLayersResponse msg;
+          *msg.mutable_timing() = std::move(t);
+          reactor->Push(std::move(msg));
+        },
+        progress, [reactor] { return reactor->cancelled(); });
+    if (summary.ok() && !summary->notes.empty()) {
+      v1::TimeLayersResponse msg;
+      msg.mutable_progress()->set_message("notes");
+      for (const std::string& note : summary->notes) msg.add_notes(note);
+      reactor->Push(std::move(msg));
+    }
+    reactor->Finish(ToGrpcStatus(summary.status()));
+  });
+  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  if (!queued) {
+    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  } else {
+    reactor->Push(QueuedMessage<v1::TimeLayersResponse>(jobs_->depth()));
   }
   return reactor.get();
 }

@@ -80,6 +80,8 @@ class AdvisorService final : public v1::Advisor::CallbackService {
                                             v1::ClearQuarantineResponse* response) override;
   grpc::ServerWriteReactor<v1::SweepResponse>* Sweep(grpc::CallbackServerContext* ctx,
                                                      const v1::SweepRequest* request) override;
+  grpc::ServerWriteReactor<v1::TimeLayersResponse>* TimeLayers(
+      grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) override;
 
   void SetSweepHandler(SweepHandler sweep) { sweep_ = std::move(sweep); }
 
@@ -155,6 +157,10 @@ struct TimeGemmsPlan {
 };
 absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
                                             const TimingService& timing);
+
+// The validated work of a TimeLayers request (layers in the request's order, distinct).
+absl::StatusOr<LayerTask> PlanTimeLayers(const v1::TimeLayersRequest& request,
+                                         const TimingService& timing);
 
 // QUEUE_FULL error with a retry hint.
 absl::Status QueueFullError(const JobQueue& jobs);

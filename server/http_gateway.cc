@@ -310,9 +310,9 @@ int HttpGateway::Dispatch(mg_connection* conn, void* self) {
 
 int HttpGateway::Handle(mg_connection* c) {
   absl::StatusOr<HttpRequest> read = ReadRequest(c, options_.max_body_bytes);
-  static constexpr const char* kRoutes[] = {"/v1/analyze",    "/v1/recommend",  "/v1/sweep",
-                                            "/v1/time-gemms", "/v1/devices",    "/v1/health",
-                                            "/v1/models",     "/v1/parse-model"};
+  static constexpr const char* kRoutes[] = {
+      "/v1/analyze", "/v1/recommend", "/v1/sweep",  "/v1/time-gemms",  "/v1/time-layers",
+      "/v1/devices", "/v1/health",    "/v1/models", "/v1/parse-model"};
   std::string route = "other";  // a bounded label set, whatever paths callers try
   for (const char* known : kRoutes) {
     if (read.ok() && read->path == known) route = known;
@@ -357,6 +357,13 @@ int HttpGateway::Handle(mg_connection* c) {
     return done(Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
         c, r, [&](grpc::ClientContext* ctx, const v1::TimeGemmsRequest& q) {
           return stub->TimeGemms(ctx, q);
+        }));
+  }
+  if (r.path == "/v1/time-layers") {
+    if (!post) return wrong_method("POST");
+    return done(Stream<v1::TimeLayersRequest, v1::TimeLayersResponse>(
+        c, r, [&](grpc::ClientContext* ctx, const v1::TimeLayersRequest& q) {
+          return stub->TimeLayers(ctx, q);
         }));
   }
   if (r.path == "/v1/devices") {
@@ -420,7 +427,7 @@ int HttpGateway::Handle(mg_connection* c) {
   return done(SendError(c, absl::NotFoundError(absl::StrCat(
                                "no route ", r.path,
                                "; the API is POST /v1/analyze, "
-                               "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/parse-model and GET "
+                               "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model and GET "
                                "/v1/devices, /v1/health, /v1/models"))));
 }
 

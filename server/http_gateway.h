@@ -10,6 +10,7 @@
 //   POST /v1/recommend        RecommendRequest -> newline-delimited RecommendResponse messages
 //   POST /v1/sweep            SweepRequest -> newline-delimited SweepResponse messages
 //   POST /v1/time-gemms       TimeGemmsRequest -> newline-delimited TimeGemmsResponse messages
+//   POST /v1/time-layers      TimeLayersRequest -> newline-delimited TimeLayersResponse messages
 //   GET  /v1/devices          ListDevicesResponse
 //   GET  /v1/health           {"overall": "SERVING", "advisor": ..., "measure": ...}
 //   GET  /v1/models           the shipped example models (--http_models_dir), as ModelSpec JSON

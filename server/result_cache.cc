@@ -27,6 +27,16 @@ CREATE TABLE IF NOT EXISTS results (
   PRIMARY KEY (fingerprint, method, dtype, layout, m, n, k, batch)
 );
 CREATE INDEX IF NOT EXISTS results_by_kind ON results (kind, method, dtype, layout, m, n, k, batch);
+CREATE TABLE IF NOT EXISTS layer_results (
+  kind TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  method TEXT NOT NULL,
+  layer TEXT NOT NULL,
+  timing BLOB NOT NULL,
+  measured_at_unix_s INTEGER NOT NULL,
+  PRIMARY KEY (fingerprint, method, layer)
+);
+CREATE INDEX IF NOT EXISTS layer_results_by_kind ON layer_results (kind, method, layer);
 )sql";
 
 absl::Status Exec(sqlite3* db, const char* sql) {
@@ -220,22 +230,94 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
   if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
   sqlite3_finalize(stmt);
-  if (stored && on_count_) {
-    // The server is the only writer: the count moves by this store alone (a replaced key leaves
-    // it as it was), so one COUNT at the first store keeps it exact.
-    if (count_ < 0) {
-      count_ = CountLocked();
-    } else if (!existed) {
-      ++count_;
-    }
-    on_count_(count_);
+  if (stored) CountedLocked(existed);
+}
+
+std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, const LayerKey& key,
+                                                       absl::string_view method,
+                                                       const v1::DeviceFingerprint* fingerprint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const char* sql =
+      fingerprint
+          ? "SELECT timing FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3"
+          : "SELECT timing FROM layer_results WHERE kind=?1 AND method=?2 AND layer=?3 "
+            "ORDER BY measured_at_unix_s DESC LIMIT 1";
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return std::nullopt;
+  const std::string first = fingerprint ? FingerprintKey(*fingerprint) : std::string(kind);
+  const std::string m(method);
+  const std::string layer = LayerKeyString(key);
+  sqlite3_bind_text(stmt, 1, first.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, m.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 3, layer.c_str(), -1, SQLITE_TRANSIENT);
+  std::optional<v1::LayerTiming> out;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    v1::LayerTiming t;
+    const void* blob = sqlite3_column_blob(stmt, 0);
+    const int size = sqlite3_column_bytes(stmt, 0);
+    if (blob && t.ParseFromArray(blob, size) && t.key() == layer) out = std::move(t);
   }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) {
+  if (timing.key().empty()) return;
+  const std::string blob = timing.SerializeAsString();
+  const std::string fp = FingerprintKey(timing.provenance().device());
+  const std::string k(kind);
+  const std::string& method = timing.provenance().method();
+  std::lock_guard<std::mutex> lock(mu_);
+  bool existed = false;
+  if (on_count_ && count_ >= 0) {
+    sqlite3_stmt* q = nullptr;
+    if (sqlite3_prepare_v2(
+            db_, "SELECT 1 FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3", -1,
+            &q, nullptr) == SQLITE_OK) {
+      sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(q, 2, method.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(q, 3, timing.key().c_str(), -1, SQLITE_TRANSIENT);
+      existed = sqlite3_step(q) == SQLITE_ROW;
+      sqlite3_finalize(q);
+    }
+  }
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)",
+                         -1, &stmt, nullptr) != SQLITE_OK) {
+    LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
+    return;
+  }
+  sqlite3_bind_text(stmt, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 2, fp.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 3, method.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 4, timing.key().c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_blob(stmt, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(stmt, 6, timing.provenance().measured_at().seconds());
+  const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
+  if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
+  sqlite3_finalize(stmt);
+  if (stored) CountedLocked(existed);
+}
+
+void ResultCache::CountedLocked(bool replaced) {
+  if (!on_count_) return;
+  // The server is the only writer: the count moves by this store alone (a replaced key leaves it
+  // as it was), so one COUNT at the first store keeps it exact.
+  if (count_ < 0) {
+    count_ = CountLocked();
+  } else if (!replaced) {
+    ++count_;
+  }
+  on_count_(count_);
 }
 
 int64_t ResultCache::CountLocked() {
   sqlite3_stmt* stmt = nullptr;
   int64_t n = 0;
-  if (sqlite3_prepare_v2(db_, "SELECT COUNT(*) FROM results", -1, &stmt, nullptr) == SQLITE_OK) {
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT (SELECT COUNT(*) FROM results) + (SELECT COUNT(*) FROM "
+                         "layer_results)",
+                         -1, &stmt, nullptr) == SQLITE_OK) {
     if (sqlite3_step(stmt) == SQLITE_ROW) n = sqlite3_column_int64(stmt, 0);
     sqlite3_finalize(stmt);
   }

@@ -2,7 +2,8 @@
 //
 // Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend)
 // + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming (statistics,
-// algorithm, clocks, provenance with the time of measurement). A file that is not a SQLite
+// algorithm, clocks, provenance with the time of measurement). Layer benchmarks live in their own
+// table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the LayerTiming. A file that is not a SQLite
 // database, or is one with another schema, is moved aside (logged) and a fresh cache started.
 #ifndef WAVECREST_SERVER_RESULT_CACHE_H_
 #define WAVECREST_SERVER_RESULT_CACHE_H_
@@ -36,7 +37,12 @@ class ResultCache final : public ResultStore {
                                        absl::string_view method,
                                        const v1::DeviceFingerprint* fingerprint) override;
   void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
+  std::optional<v1::LayerTiming> LookupLayer(absl::string_view kind, const LayerKey& key,
+                                             absl::string_view method,
+                                             const v1::DeviceFingerprint* fingerprint) override;
+  void StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
 
+  // Entries: GEMM and layer results.
   int64_t Count();
   // Called with the new number of entries whenever a Store adds one (for the cache metric).
   void OnCount(std::function<void(int64_t)> callback);
@@ -51,6 +57,8 @@ class ResultCache final : public ResultStore {
   std::mutex mu_;
   sqlite3* db_;
   int64_t CountLocked();
+  // After a store: the entry count (and its callback) moves unless the key was `replaced`.
+  void CountedLocked(bool replaced);
   int64_t count_ = -1;  // entries, once counted
   std::function<void(int64_t)> on_count_;
   std::string moved_aside_;

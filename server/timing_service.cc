@@ -14,14 +14,69 @@ namespace wavecrest {
 
 namespace {
 // A cached answer: a GPU measurement becomes CACHED; an emulating worker's stays PREDICTED.
-void MarkFromCache(v1::GemmTiming* t) {
+template <typename Timing>
+void MarkFromCache(Timing* t) {
   v1::Provenance* p = t->mutable_provenance();
   p->set_from_cache(true);
   if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
 }
 }  // namespace
 
-void TimingService::Land(const std::string& key, Flight& flight, const v1::GemmTiming* result) {
+// What TimingService::RunUnits needs to know of a unit of work: single GEMMs or whole layers.
+struct TimingService::GemmUnit {
+  using Key = GemmKey;
+  using Timing = v1::GemmTiming;
+  static const std::vector<Key>& Keys(const TimingTask& t) { return t.gemms; }
+  static std::string Name(const Key& k) { return GemmKeyString(k); }
+  static DType Dtype(const Key& k) { return k.dtype; }
+  static absl::string_view Noun() { return "GEMMs"; }
+  static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
+    return TimingMethod(backend, t.autotune, t.warm_l2);
+  }
+  static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
+                                      const std::string& method,
+                                      const v1::DeviceFingerprint* fp) {
+    return c.Lookup(kind, k, method, fp);
+  }
+  static void Store(ResultStore& c, absl::string_view kind, const Timing& t) { c.Store(kind, t); }
+  static absl::Status Measure(MeasurementSource& w, absl::string_view kind,
+                              const std::vector<Key>& keys, const MeasureOptions& o,
+                              const std::function<void(size_t, absl::StatusOr<Timing>)>& cb,
+                              const std::function<bool()>& cancelled) {
+    return w.Measure(kind, keys, o, cb, cancelled);
+  }
+  static Timing Predict(const GpuSpec& gpu, const Key& k) { return Predicted(gpu, k); }
+};
+
+struct TimingService::LayerUnit {
+  using Key = LayerKey;
+  using Timing = v1::LayerTiming;
+  static const std::vector<Key>& Keys(const LayerTask& t) { return t.layers; }
+  static std::string Name(const Key& k) { return LayerKeyString(k); }
+  static DType Dtype(const Key& k) { return k.layer.dtype; }
+  static absl::string_view Noun() { return "layers"; }
+  static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
+    return LayerTimingMethod(backend, t.warm_l2);
+  }
+  static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
+                                      const std::string& method,
+                                      const v1::DeviceFingerprint* fp) {
+    return c.LookupLayer(kind, k, method, fp);
+  }
+  static void Store(ResultStore& c, absl::string_view kind, const Timing& t) {
+    c.StoreLayer(kind, t);
+  }
+  static absl::Status Measure(MeasurementSource& w, absl::string_view kind,
+                              const std::vector<Key>& keys, const MeasureOptions& o,
+                              const std::function<void(size_t, absl::StatusOr<Timing>)>& cb,
+                              const std::function<bool()>& cancelled) {
+    return w.MeasureLayers(kind, keys, o, cb, cancelled);
+  }
+  static Timing Predict(const GpuSpec& gpu, const Key& k) { return PredictedLayerTiming(gpu, k); }
+};
+
+template <typename Timing>
+void TimingService::Land(const std::string& key, Flight<Timing>& flight, const Timing* result) {
   {
     std::lock_guard<std::mutex> lock(flight.mu);
     if (flight.done) return;
@@ -30,11 +85,20 @@ void TimingService::Land(const std::string& key, Flight& flight, const v1::GemmT
   }
   flight.cv.notify_all();
   std::lock_guard<std::mutex> lock(flights_mu_);
-  flights_.erase(key);
+  Flights<Timing>().erase(key);
 }
 
-std::string TimingService::FlightKey(const TimingTask& task, const GemmKey& key) {
-  return absl::StrCat(task.kind, "|", task.autotune, task.warm_l2, "|", GemmKeyString(key));
+std::string TimingService::FlightKey(const TimingTaskBase& task, const std::string& name) {
+  return absl::StrCat(task.kind, "|", task.autotune, task.warm_l2, "|", name);
+}
+
+template <>
+auto TimingService::Flights<v1::GemmTiming>() -> FlightMap<v1::GemmTiming>& {
+  return flights_;
+}
+template <>
+auto TimingService::Flights<v1::LayerTiming>() -> FlightMap<v1::LayerTiming>& {
+  return layer_flights_;
 }
 
 absl::StatusOr<std::pair<std::string, const GpuSpec*>> TimingService::ResolveGpu(
@@ -82,22 +146,26 @@ v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) 
   return t;
 }
 
-absl::StatusOr<TimingSummary> TimingService::Run(
-    const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
+template <typename Unit, typename Task>
+absl::StatusOr<TimingSummary> TimingService::RunUnits(
+    const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {
+  using Timing = typename Unit::Timing;
+  using Key = typename Unit::Key;
+  const std::vector<Key>& keys_all = Unit::Keys(task);
   TimingSummary summary;
-  const int64_t total = static_cast<int64_t>(task.gemms.size());
-  std::vector<bool> done(task.gemms.size(), false);
+  const int64_t total = static_cast<int64_t>(keys_all.size());
+  std::vector<bool> done(keys_all.size(), false);
   int64_t finished = 0;
   std::mutex mu;  // emit, progress and the counters, when results come from a reader thread
-  auto deliver = [&](size_t i, v1::GemmTiming t, absl::string_view what) {
+  auto deliver = [&](size_t i, Timing t, absl::string_view what) {
     std::lock_guard<std::mutex> lock(mu);
     if (done[i]) return;
     done[i] = true;
     ++finished;
     if (metrics_) {
-      metrics_->GemmTimed(DTypeName(task.gemms[i].dtype),
+      metrics_->GemmTimed(DTypeName(Unit::Dtype(keys_all[i])),
                           v1::Source_Name(t.provenance().source()).substr(7));
     }
     emit(i, std::move(t));
@@ -121,11 +189,10 @@ absl::StatusOr<TimingSummary> TimingService::Run(
   // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements
   // of the kind are looked up.
   if (may_measure && cache_) {
-    const std::string method =
-        TimingMethod(fp ? fp->backend() : "cublaslt", task.autotune, task.warm_l2);
-    for (size_t i = 0; i < task.gemms.size(); ++i) {
-      std::optional<v1::GemmTiming> hit =
-          cache_->Lookup(task.kind, task.gemms[i], method, fp ? &*fp : nullptr);
+    const std::string method = Unit::Method(fp ? fp->backend() : "cublaslt", task);
+    for (size_t i = 0; i < keys_all.size(); ++i) {
+      std::optional<Timing> hit =
+          Unit::Lookup(*cache_, task.kind, keys_all[i], method, fp ? &*fp : nullptr);
       if (metrics_) metrics_->CacheLookup(hit.has_value());
       if (hit) {
         MarkFromCache(&*hit);
@@ -137,25 +204,26 @@ absl::StatusOr<TimingSummary> TimingService::Run(
   // 2. A worker, for the misses. A GEMM that an identical request is measuring right now is not
   // measured again: this request waits for that result.
   std::vector<size_t> missing;
-  for (size_t i = 0; i < task.gemms.size(); ++i) {
+  for (size_t i = 0; i < keys_all.size(); ++i) {
     if (!done[i]) missing.push_back(i);
   }
-  std::vector<absl::Status> key_errors(task.gemms.size());
+  std::vector<absl::Status> key_errors(keys_all.size());
   if (may_measure && !missing.empty()) {
     if (CanMeasure(task.kind)) {
       std::vector<size_t> mine;
-      std::vector<std::shared_ptr<Flight>> my_flights;
-      std::vector<std::pair<size_t, std::shared_ptr<Flight>>> theirs;
+      std::vector<std::shared_ptr<Flight<Timing>>> my_flights;
+      std::vector<std::pair<size_t, std::shared_ptr<Flight<Timing>>>> theirs;
       {
         std::lock_guard<std::mutex> lock(flights_mu_);
         for (size_t i : missing) {
-          const std::string fk = FlightKey(task, task.gemms[i]);
-          auto it = flights_.find(fk);
-          if (it != flights_.end()) {
+          const std::string fk = FlightKey(task, Unit::Name(keys_all[i]));
+          auto& flights = Flights<Timing>();
+          auto it = flights.find(fk);
+          if (it != flights.end()) {
             theirs.emplace_back(i, it->second);
           } else {
-            auto f = std::make_shared<Flight>();
-            flights_.emplace(fk, f);
+            auto f = std::make_shared<Flight<Timing>>();
+            flights.emplace(fk, f);
             mine.push_back(i);
             my_flights.push_back(f);
           }
@@ -164,15 +232,15 @@ absl::StatusOr<TimingSummary> TimingService::Run(
       // A flight that finished between this request's cache lookup and its claim left its result
       // in the cache (stored before the flight ends): look once more before measuring.
       if (cache_ && fp && !mine.empty()) {
-        const std::string method = TimingMethod(fp->backend(), task.autotune, task.warm_l2);
+        const std::string method = Unit::Method(fp->backend(), task);
         std::vector<size_t> still;
-        std::vector<std::shared_ptr<Flight>> still_flights;
+        std::vector<std::shared_ptr<Flight<Timing>>> still_flights;
         for (size_t j = 0; j < mine.size(); ++j) {
-          std::optional<v1::GemmTiming> hit =
-              cache_->Lookup(task.kind, task.gemms[mine[j]], method, &*fp);
+          std::optional<Timing> hit =
+              Unit::Lookup(*cache_, task.kind, keys_all[mine[j]], method, &*fp);
           if (hit) {
             MarkFromCache(&*hit);
-            Land(FlightKey(task, task.gemms[mine[j]]), *my_flights[j], &*hit);
+            Land<Timing>(FlightKey(task, Unit::Name(keys_all[mine[j]])), *my_flights[j], &*hit);
             ++summary.cached;
             deliver(mine[j], std::move(*hit), "cache");
           } else {
@@ -184,31 +252,31 @@ absl::StatusOr<TimingSummary> TimingService::Run(
         my_flights = std::move(still_flights);
       }
       // Every flight this request owns is finished, whatever happens below.
-      auto finish = [&](size_t j, const v1::GemmTiming* t) {
-        Land(FlightKey(task, task.gemms[mine[j]]), *my_flights[j], t);
+      auto finish = [&](size_t j, const Timing* t) {
+        Land<Timing>(FlightKey(task, Unit::Name(keys_all[mine[j]])), *my_flights[j], t);
       };
       absl::Cleanup finish_all = [&] {
         for (size_t j = 0; j < mine.size(); ++j) finish(j, nullptr);
       };
       absl::Status st;
       if (!mine.empty()) {
-        std::vector<GemmKey> keys;
-        for (size_t i : mine) keys.push_back(task.gemms[i]);
+        std::vector<Key> keys;
+        for (size_t i : mine) keys.push_back(keys_all[i]);
         MeasureOptions options;
         options.autotune = task.autotune;
         options.warm_l2 = task.warm_l2;
         options.deadline = task.deadline;
-        st = workers_->Measure(
-            task.kind, keys, options,
-            [&](size_t j, absl::StatusOr<v1::GemmTiming> r) {
+        st = Unit::Measure(
+            *workers_, task.kind, keys, options,
+            [&](size_t j, absl::StatusOr<Timing> r) {
               if (!r.ok()) {
                 std::lock_guard<std::mutex> lock(mu);
                 key_errors[mine[j]] = r.status();
-                summary.notes.push_back(absl::StrCat(GemmKeyString(keys[j]), ": not measured (",
+                summary.notes.push_back(absl::StrCat(Unit::Name(keys[j]), ": not measured (",
                                                      r.status().message(), ")"));
                 return;
               }
-              if (cache_) cache_->Store(task.kind, *r);
+              if (cache_) Unit::Store(*cache_, task.kind, *r);
               finish(j, &*r);
               {
                 std::lock_guard<std::mutex> lock(mu);
@@ -229,7 +297,7 @@ absl::StatusOr<TimingSummary> TimingService::Run(
           flight->cv.wait_for(lock, std::chrono::milliseconds(50));
         }
         if (flight->done && flight->result) {
-          v1::GemmTiming t = *flight->result;
+          Timing t = *flight->result;
           lock.unlock();
           {
             std::lock_guard<std::mutex> l(mu);
@@ -251,25 +319,39 @@ absl::StatusOr<TimingSummary> TimingService::Run(
       return NoWorkerError(task.kind);
     } else {
       summary.notes.push_back(
-          absl::StrCat("no ", task.kind, " worker is up: uncached GEMMs are PREDICTED"));
+          absl::StrCat("no ", task.kind, " worker is up: uncached ", Unit::Noun(), " are PREDICTED"));
     }
   }
   // 3. The analytic model for whatever is left.
-  for (size_t i = 0; i < task.gemms.size(); ++i) {
+  for (size_t i = 0; i < keys_all.size(); ++i) {
     if (done[i]) continue;
     if (absl::Status stop = stop_status(); !stop.ok()) return stop;
     if (task.mode == v1::MODE_MEASURED) {
       if (!key_errors[i].ok()) {
-        return absl::Status(key_errors[i].code(), absl::StrCat(GemmKeyString(task.gemms[i]), ": ",
+        return absl::Status(key_errors[i].code(), absl::StrCat(Unit::Name(keys_all[i]), ": ",
                                                                key_errors[i].message()));
       }
       return absl::UnavailableError(
-          absl::StrCat(GemmKeyString(task.gemms[i]), " could not be measured"));
+          absl::StrCat(Unit::Name(keys_all[i]), " could not be measured"));
     }
     ++summary.predicted;
-    deliver(i, Predicted(*task.gpu, task.gemms[i]), "predicted");
+    deliver(i, Unit::Predict(*task.gpu, keys_all[i]), "predicted");
   }
   return summary;
+}
+
+absl::StatusOr<TimingSummary> TimingService::Run(
+    const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
+    const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+    const std::function<bool()>& cancelled) {
+  return RunUnits<GemmUnit>(task, emit, progress, cancelled);
+}
+
+absl::StatusOr<TimingSummary> TimingService::RunLayers(
+    const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
+    const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+    const std::function<bool()>& cancelled) {
+  return RunUnits<LayerUnit>(task, emit, progress, cancelled);
 }
 
 }  // namespace wavecrest

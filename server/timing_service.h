@@ -1,5 +1,6 @@
-// Where GEMM timings come from: the result cache, a GPU worker, or the analytic model; every
-// result says which (MEASURED, CACHED, PREDICTED). Shared by TimeGemms and Recommend.
+// Where GEMM and layer timings come from: the result cache, a GPU worker, or the analytic model;
+// every result says which (MEASURED, CACHED, PREDICTED). Shared by TimeGemms, TimeLayers and
+// Recommend.
 #ifndef WAVECREST_SERVER_TIMING_SERVICE_H_
 #define WAVECREST_SERVER_TIMING_SERVICE_H_
 
@@ -18,6 +19,7 @@
 #include "absl/time/time.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
+#include "core/layers.h"
 #include "server/metrics.h"
 #include "wavecrest/v1/advisor.pb.h"
 
@@ -31,6 +33,9 @@ struct MeasureOptions {
 
 // Called once per GEMM of a Measure call, with its index in the list, as each result arrives.
 using MeasureCallback = std::function<void(size_t index, absl::StatusOr<v1::GemmTiming> result)>;
+// The same for layers.
+using LayerMeasureCallback =
+    std::function<void(size_t index, absl::StatusOr<v1::LayerTiming> result)>;
 
 // GPU workers (server/worker_pool.h). Kinds are catalog names ("h100-sxm").
 class MeasurementSource {
@@ -51,6 +56,15 @@ class MeasurementSource {
   virtual absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
                                const MeasureOptions& options, const MeasureCallback& on_result,
                                const std::function<bool()>& cancelled) = 0;
+  // Times layers whole on a worker of `kind`, as Measure does GEMMs. A source that cannot says so
+  // (UNIMPLEMENTED) and the layers are predicted.
+  virtual absl::Status MeasureLayers(absl::string_view /*kind*/,
+                                     const std::vector<LayerKey>& /*keys*/,
+                                     const MeasureOptions& /*options*/,
+                                     const LayerMeasureCallback& /*on_result*/,
+                                     const std::function<bool()>& /*cancelled*/) {
+    return absl::UnimplementedError("this measurement source cannot time layers");
+  }
 };
 
 // The persistent result cache (server/result_cache.h).
@@ -63,16 +77,29 @@ class ResultStore {
                                                const v1::DeviceFingerprint* fingerprint) = 0;
   // Stores a MEASURED result; failures are logged, never fatal.
   virtual void Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
+  // The same for layer benchmarks (a store without them finds none and keeps none).
+  virtual std::optional<v1::LayerTiming> LookupLayer(absl::string_view /*kind*/,
+                                                     const LayerKey& /*key*/,
+                                                     absl::string_view /*method*/,
+                                                     const v1::DeviceFingerprint* /*fingerprint*/) {
+    return std::nullopt;
+  }
+  virtual void StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {}
 };
 
-struct TimingTask {
+struct TimingTaskBase {
   std::string kind;              // catalog name
   const GpuSpec* gpu = nullptr;  // for predictions
-  std::vector<GemmKey> gemms;    // distinct
   v1::Mode mode = v1::MODE_AUTO;
-  bool autotune = false;
+  bool autotune = false;  // GEMMs only
   bool warm_l2 = false;
   absl::Time deadline = absl::InfiniteFuture();
+};
+struct TimingTask : TimingTaskBase {
+  std::vector<GemmKey> gemms;  // distinct
+};
+struct LayerTask : TimingTaskBase {
+  std::vector<LayerKey> layers;  // distinct
 };
 
 struct TimingSummary {
@@ -112,24 +139,46 @@ class TimingService {
       const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
       const std::function<bool()>& cancelled);
 
+  // The same for layers timed whole (core/layers.h): cache, worker, then the analytic model.
+  absl::StatusOr<TimingSummary> RunLayers(
+      const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
+      const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+      const std::function<bool()>& cancelled);
+
   // The analytic model's answer for one GEMM.
   static v1::GemmTiming Predicted(const GpuSpec& gpu, const GemmKey& key);
 
  private:
-  // One GEMM being measured for some request; identical requests wait for it.
+  struct GemmUnit;
+  struct LayerUnit;
+  template <typename Unit, typename Task>
+  absl::StatusOr<TimingSummary> RunUnits(
+      const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
+      const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+      const std::function<bool()>& cancelled);
+
+  // One GEMM (or layer) being measured for some request; identical requests wait for it.
+  template <typename Timing>
   struct Flight {
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
-    std::optional<v1::GemmTiming> result;
+    std::optional<Timing> result;
   };
-  static std::string FlightKey(const TimingTask& task, const GemmKey& key);
+  template <typename Timing>
+  using FlightMap = absl::flat_hash_map<std::string, std::shared_ptr<Flight<Timing>>>;
+  static std::string FlightKey(const TimingTaskBase& task, const std::string& name);
+  // The flights of one unit (flights_mu_ held).
+  template <typename Timing>
+  FlightMap<Timing>& Flights();
   // Ends a flight (with its result, or none when it could not be measured): waiters wake, and the
   // next request for the GEMM goes to the cache.
-  void Land(const std::string& key, Flight& flight, const v1::GemmTiming* result);
+  template <typename Timing>
+  void Land(const std::string& key, Flight<Timing>& flight, const Timing* result);
 
   std::mutex flights_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Flight>> flights_;
+  FlightMap<v1::GemmTiming> flights_;
+  FlightMap<v1::LayerTiming> layer_flights_;
   MeasurementSource* workers_;
   ResultStore* cache_;
   Metrics* metrics_;

@@ -202,19 +202,20 @@ void WorkerPool::Kill(Worker& w, const std::string& reason) {
   MarkDown(w, reason);
 }
 
-std::string WorkerPool::QuarantineKey(absl::string_view kind, const GemmKey& key) {
-  return absl::StrCat(kind, "|", GemmKeyString(key));
+std::string WorkerPool::QuarantineKey(absl::string_view kind, absl::string_view item) {
+  return absl::StrCat(kind, "|", item);
 }
 
-void WorkerPool::ChargeCrash(const std::string& kind, const GemmKey& key, const std::string& why) {
-  const std::string qk = QuarantineKey(kind, key);
+void WorkerPool::ChargeCrash(const std::string& kind, const std::string& item,
+                             const std::string& why) {
+  const std::string qk = QuarantineKey(kind, item);
   QuarantinedLocked(qk);  // an expired entry starts counting again
   Crashes& c = crashes_[qk];
   c.last = absl::Now();
   if (++c.count == options_.quarantine_after) {
-    LogError("GEMM quarantined: it stopped a worker twice",
+    LogError("GEMM or layer quarantined: it stopped a worker twice",
              {{"kind", kind},
-              {"gemm", GemmKeyString(key)},
+              {"item", item},
               {"last_reason", why},
               {"for_s", absl::StrCat(absl::ToInt64Seconds(options_.quarantine_for))}});
     UpdateQuarantineMetricLocked();
@@ -442,25 +443,70 @@ void WorkerPool::AddWorkers(v1::ListDevicesResponse* response, bool internal) co
   }
 }
 
-absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
-                                 const MeasureOptions& options, const MeasureCallback& on_result,
-                                 const std::function<bool()>& cancelled) {
+WorkerPool::Worker* WorkerPool::AcquireWorker(absl::string_view kind, const MeasureOptions& options,
+                                              const std::function<bool()>& cancelled,
+                                              absl::Status* why_not) {
+  Worker* w = nullptr;
+  const absl::Time wait_start = absl::Now();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (stopping_) {
+      *why_not = absl::UnavailableError("the server is stopping");
+      return nullptr;
+    }
+    bool any_up = false;
+    for (auto& c : workers_) {
+      if (c->kind != kind || c->state != State::kUp) continue;
+      any_up = true;
+      if (!c->busy) {
+        w = c.get();
+        break;
+      }
+    }
+    if (w) break;
+    if (!any_up) {
+      *why_not = WithRetryDelay(absl::UnavailableError(absl::StrCat("no ", kind, " worker is up")),
+                                absl::Seconds(2), "NO_WORKER");
+      return nullptr;
+    }
+    if (cancelled()) {
+      *why_not = absl::CancelledError("the call was cancelled");
+      return nullptr;
+    }
+    if (absl::Now() > options.deadline) {
+      *why_not = absl::DeadlineExceededError(
+          absl::StrCat("deadline passed while waiting for a free ", kind, " worker"));
+      return nullptr;
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  w->busy = true;
+  w->died_in_job = false;
+  w->in_flight.reset();
+  w->last_event = absl::Now();
+  lock.unlock();
+  if (metrics_) metrics_->WorkerWait(absl::ToDoubleSeconds(absl::Now() - wait_start));
+  return w;
+}
+
+template <typename Event, typename Request, typename AddItem, typename Call, typename OnResult>
+absl::Status WorkerPool::RunJob(absl::string_view kind, const std::vector<std::string>& names,
+                                const MeasureOptions& options, Request* request,
+                                const AddItem& add_item, const Call& call,
+                                const OnResult& on_result,
+                                const std::function<bool()>& cancelled) {
   const std::string k(kind);
   std::vector<size_t> todo;
   std::vector<size_t> quarantined;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t j = 0; j < keys.size(); ++j) {
-      if (QuarantinedLocked(QuarantineKey(kind, keys[j]))) {
-        quarantined.push_back(j);
-      } else {
-        todo.push_back(j);
-      }
+    for (size_t j = 0; j < names.size(); ++j) {
+      (QuarantinedLocked(QuarantineKey(kind, names[j])) ? quarantined : todo).push_back(j);
     }
   }
   for (size_t j : quarantined) {
     on_result(j, absl::FailedPreconditionError(absl::StrCat(
-                     GemmKeyString(keys[j]), " is quarantined: it stopped a ", kind, " worker ",
+                     names[j], " is quarantined: it stopped a ", kind, " worker ",
                      options_.quarantine_after,
                      " times, so it is not sent to workers until the quarantine ends (",
                      absl::ToInt64Seconds(options_.quarantine_for),
@@ -469,54 +515,20 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
   if (todo.empty()) return absl::OkStatus();
 
   // A free worker of the kind; wait while all of them are busy.
-  Worker* w = nullptr;
+  absl::Status why_not;
+  Worker* w = AcquireWorker(kind, options, cancelled, &why_not);
+  if (w == nullptr) return why_not;
   std::shared_ptr<grpc::Channel> channel;
-  const absl::Time wait_start = absl::Now();
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      if (stopping_) return absl::UnavailableError("the server is stopping");
-      bool any_up = false;
-      for (auto& c : workers_) {
-        if (c->kind != kind || c->state != State::kUp) continue;
-        any_up = true;
-        if (!c->busy) {
-          w = c.get();
-          break;
-        }
-      }
-      if (w) break;
-      if (!any_up) {
-        return WithRetryDelay(absl::UnavailableError(absl::StrCat("no ", kind, " worker is up")),
-                              absl::Seconds(2), "NO_WORKER");
-      }
-      if (cancelled()) return absl::CancelledError("the call was cancelled");
-      if (absl::Now() > options.deadline) {
-        return absl::DeadlineExceededError(
-            absl::StrCat("deadline passed while waiting for a free ", kind, " worker"));
-      }
-      cv_.wait_for(lock, std::chrono::milliseconds(50));
-    }
-    w->busy = true;
-    w->died_in_job = false;
-    w->in_flight.reset();
-    w->last_event = absl::Now();
+    std::lock_guard<std::mutex> lock(mu_);
     channel = w->channel;
   }
-  if (metrics_) metrics_->WorkerWait(absl::ToDoubleSeconds(absl::Now() - wait_start));
-
-  v1::GemmWorkerTimeGemmsRequest request;
-  for (size_t j : todo) {
-    v1::WorkerGemm* g = request.add_gemms();
-    *g->mutable_shape() = ToProto(keys[j].shape);
-    g->set_layout(ToProto(keys[j].layout));
-    g->set_dtype(ToProto(keys[j].dtype));
-  }
-  request.mutable_options()->set_autotune(options.autotune);
-  request.mutable_options()->set_warm_l2(options.warm_l2);
+  for (size_t j : todo) add_item(j);
+  request->mutable_options()->set_autotune(options.autotune);
+  request->mutable_options()->set_warm_l2(options.warm_l2);
   // The worker keeps its heartbeats inside this watchdog and refuses what would outlast it.
   const double watchdog = absl::ToDoubleSeconds(options_.job_timeout);
-  request.mutable_options()->set_watchdog_s(watchdog > 0 && watchdog <= 86400 ? watchdog : 0);
+  request->mutable_options()->set_watchdog_s(watchdog > 0 && watchdog <= 86400 ? watchdog : 0);
 
   grpc::ClientContext ctx;
   if (options.deadline < absl::InfiniteFuture())
@@ -527,24 +539,23 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
     w->cancelled = &cancelled;
   }
   auto stub = v1::GemmWorker::NewStub(channel);
-  std::unique_ptr<grpc::ClientReader<v1::GemmWorkerTimeGemmsResponse>> reader =
-      stub->TimeGemms(&ctx, request);
-  v1::GemmWorkerTimeGemmsResponse event;
-  std::string last_error;  // the worker's last per-GEMM error (a sticky error comes this way)
+  auto reader = call(*stub, &ctx);
+  Event event;
+  std::string last_error;  // the worker's last per-item error (a sticky error comes this way)
   while (reader->Read(&event)) {
     if (event.index() < 0 || static_cast<size_t>(event.index()) >= todo.size()) continue;
     const size_t j = todo[event.index()];
     {
       std::lock_guard<std::mutex> lock(mu_);
       w->last_event = absl::Now();
-      // A GEMM stays "in flight" until its result, or an error other than INTERNAL: a sticky
-      // error (INTERNAL) ends the worker, and the GEMM is charged with that.
+      // An item stays "in flight" until its result, or an error other than INTERNAL: a sticky
+      // error (INTERNAL) ends the worker, and the item is charged with that.
       if (event.has_timing() ||
           (event.has_error() &&
            event.error().code() != static_cast<int>(absl::StatusCode::kInternal))) {
         w->in_flight.reset();
       } else {
-        w->in_flight = keys[j];
+        w->in_flight = names[j];
       }
     }
     if (event.has_timing()) {
@@ -555,39 +566,79 @@ absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmK
                                 event.error().message()));
     }
   }
-  const grpc::Status st = reader->Finish();
+  return FinishJob(*w, k, reader->Finish(), options, last_error, cancelled);
+}
 
+absl::Status WorkerPool::FinishJob(Worker& w, const std::string& kind, const grpc::Status& st,
+                                   const MeasureOptions& options, const std::string& last_error,
+                                   const std::function<bool()>& cancelled) {
   std::unique_lock<std::mutex> lock(mu_);
-  w->call = nullptr;
-  w->cancelled = nullptr;
+  w.call = nullptr;
+  w.cancelled = nullptr;
   const bool caller_stopped = cancelled() || absl::Now() > options.deadline;
   if (!st.ok() && !caller_stopped) {
     // The worker failed under this job: give the supervisor a moment to see it die.
     cv_.wait_for(lock, std::chrono::seconds(3),
-                 [&] { return w->died_in_job || w->state != State::kUp; });
+                 [&] { return w.died_in_job || w.state != State::kUp; });
   }
-  const bool died = w->died_in_job || w->state != State::kUp;
-  const std::optional<GemmKey> in_flight = w->in_flight;
-  const std::string id = w->id, reason = w->last_reason;
-  w->busy = false;
-  w->in_flight.reset();
-  w->died_in_job = false;
+  const bool died = w.died_in_job || w.state != State::kUp;
+  const std::optional<std::string> in_flight = w.in_flight;
+  const std::string id = w.id, reason = w.last_reason;
+  w.busy = false;
+  w.in_flight.reset();
+  w.died_in_job = false;
   cv_.notify_all();
   if (st.ok()) return absl::OkStatus();
   if (cancelled()) return absl::CancelledError("the call was cancelled");
   if (absl::Now() > options.deadline) return absl::DeadlineExceededError("deadline passed");
   if (died) {
-    if (in_flight) ChargeCrash(k, *in_flight, reason);
+    if (in_flight) ChargeCrash(kind, *in_flight, reason);
     return WithRetryDelay(
-        absl::UnavailableError(
-            absl::StrCat("worker ", id, " stopped (", reason, ")",
-                         in_flight ? absl::StrCat(" while timing ", GemmKeyString(*in_flight)) : "",
-                         last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
-                         "; it is being restarted")),
+        absl::UnavailableError(absl::StrCat(
+            "worker ", id, " stopped (", reason, ")",
+            in_flight ? absl::StrCat(" while timing ", *in_flight) : "",
+            last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
+            "; it is being restarted")),
         absl::Seconds(1), "WORKER_RESTARTING");
   }
   return absl::UnavailableError(
       absl::StrCat("worker ", id, ": ", st.error_message(), " (code ", st.error_code(), ")"));
+}
+
+absl::Status WorkerPool::Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
+                                 const MeasureOptions& options, const MeasureCallback& on_result,
+                                 const std::function<bool()>& cancelled) {
+  std::vector<std::string> names;
+  for (const GemmKey& key : keys) names.push_back(GemmKeyString(key));
+  v1::GemmWorkerTimeGemmsRequest request;
+  return RunJob<v1::GemmWorkerTimeGemmsResponse>(
+      kind, names, options, &request,
+      [&](size_t j) {
+        v1::WorkerGemm* g = request.add_gemms();
+        *g->mutable_shape() = ToProto(keys[j].shape);
+        g->set_layout(ToProto(keys[j].layout));
+        g->set_dtype(ToProto(keys[j].dtype));
+      },
+      [&](v1::GemmWorker::Stub& stub, grpc::ClientContext* ctx) {
+        return stub.TimeGemms(ctx, request);
+      },
+      on_result, cancelled);
+}
+
+absl::Status WorkerPool::MeasureLayers(absl::string_view kind, const std::vector<LayerKey>& keys,
+                                       const MeasureOptions& options,
+                                       const LayerMeasureCallback& on_result,
+                                       const std::function<bool()>& cancelled) {
+  std::vector<std::string> names;
+  for (const LayerKey& key : keys) names.push_back(LayerKeyString(key));
+  v1::GemmWorkerTimeLayersRequest request;
+  return RunJob<v1::GemmWorkerTimeLayersResponse>(
+      kind, names, options, &request,
+      [&](size_t j) { *request.add_layers() = ToProto(keys[j]); },
+      [&](v1::GemmWorker::Stub& stub, grpc::ClientContext* ctx) {
+        return stub.TimeLayers(ctx, request);
+      },
+      on_result, cancelled);
 }
 
 }  // namespace wavecrest

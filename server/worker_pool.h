@@ -88,6 +88,9 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
   absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
                        const MeasureOptions& options, const MeasureCallback& on_result,
                        const std::function<bool()>& cancelled) override;
+  absl::Status MeasureLayers(absl::string_view kind, const std::vector<LayerKey>& keys,
+                             const MeasureOptions& options, const LayerMeasureCallback& on_result,
+                             const std::function<bool()>& cancelled) override;
 
   // WorkerDirectory.
   void AddWorkers(v1::ListDevicesResponse* response, bool internal) const override;
@@ -121,7 +124,7 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
     grpc::ClientContext* call = nullptr;
     const std::function<bool()>* cancelled = nullptr;
     absl::Time last_event;
-    std::optional<GemmKey> in_flight;
+    std::optional<std::string> in_flight;  // the GEMM's or layer's key string
     bool died_in_job = false;  // the worker died (or was killed) while `call` ran
   };
 
@@ -132,9 +135,25 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
   // The worker is gone: down, metrics, restart scheduled. `reason` is the restart reason.
   void MarkDown(Worker& w, const std::string& reason);
   void Kill(Worker& w, const std::string& reason);
-  void ChargeCrash(const std::string& kind, const GemmKey& key, const std::string& why);
+  void ChargeCrash(const std::string& kind, const std::string& item, const std::string& why);
   void NotifyChange();
-  static std::string QuarantineKey(absl::string_view kind, const GemmKey& key);
+  static std::string QuarantineKey(absl::string_view kind, absl::string_view item);
+  // A free, up worker of `kind` marked busy (waiting while all are busy), or null and why not.
+  Worker* AcquireWorker(absl::string_view kind, const MeasureOptions& options,
+                        const std::function<bool()>& cancelled, absl::Status* why_not);
+  // One measuring job on a worker: items named `names` (GEMM or layer key strings, for the
+  // quarantine and messages); quarantined ones are refused, the rest added to `request` with
+  // `add_item` and streamed through `call`; each result or error goes to `on_result`. A worker
+  // that dies under the job charges the item in flight (see the class comment).
+  template <typename Event, typename Request, typename AddItem, typename Call, typename OnResult>
+  absl::Status RunJob(absl::string_view kind, const std::vector<std::string>& names,
+                      const MeasureOptions& options, Request* request, const AddItem& add_item,
+                      const Call& call, const OnResult& on_result,
+                      const std::function<bool()>& cancelled);
+  // The end of a job: the worker freed, and the job's status (a dead worker charged and named).
+  absl::Status FinishJob(Worker& w, const std::string& kind, const grpc::Status& st,
+                         const MeasureOptions& options, const std::string& last_error,
+                         const std::function<bool()>& cancelled);
 
   WorkerPoolOptions options_;
   Metrics* metrics_;

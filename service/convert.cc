@@ -336,6 +336,85 @@ v1::GemmTiming TimingOf(const GemmKey& key) {
   return t;
 }
 
+absl::StatusOr<LayerKind> FromProto(v1::LayerKind k) {
+  switch (k) {
+    case v1::LAYER_KIND_FUSED_ATTENTION:
+      return LayerKind::kFusedAttention;
+    case v1::LAYER_KIND_UNFUSED_ATTENTION:
+      return LayerKind::kUnfusedAttention;
+    case v1::LAYER_KIND_TRANSFORMER:
+      return LayerKind::kTransformerLayer;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "must be LAYER_KIND_FUSED_ATTENTION, LAYER_KIND_UNFUSED_ATTENTION or "
+          "LAYER_KIND_TRANSFORMER; got ",
+          static_cast<int>(k)));
+  }
+}
+
+v1::LayerKind ToProto(LayerKind k) {
+  switch (k) {
+    case LayerKind::kFusedAttention:
+      return v1::LAYER_KIND_FUSED_ATTENTION;
+    case LayerKind::kUnfusedAttention:
+      return v1::LAYER_KIND_UNFUSED_ATTENTION;
+    case LayerKind::kTransformerLayer:
+      return v1::LAYER_KIND_TRANSFORMER;
+  }
+  return v1::LAYER_KIND_UNSPECIFIED;
+}
+
+absl::StatusOr<LayerKey> LayerKeyFromProto(const v1::LayerShape& shape, absl::string_view field) {
+  absl::StatusOr<LayerKind> kind = FromProto(shape.kind());
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", kind.status().message()));
+  }
+  std::vector<FieldViolation> violations;
+  ModelSpec spec = FromProto(shape.layer(), &violations);
+  if (violations.empty()) {
+    spec = WithDefaults(spec);
+    violations = Validate(spec);
+  }
+  if (!violations.empty()) {
+    return ViolationsToStatus(violations, absl::StrCat(field, ".layer."));
+  }
+  absl::StatusOr<LayerKey> key = MakeLayerKey(*kind, spec);
+  if (!key.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", key.status().message()));
+  }
+  return key;
+}
+
+v1::LayerShape ToProto(const LayerKey& key) {
+  v1::LayerShape s;
+  s.set_kind(ToProto(key.kind));
+  *s.mutable_layer() = ToProto(key.layer);
+  return s;
+}
+
+v1::LayerTiming LayerTimingOf(const GpuSpec& gpu, const LayerKey& key) {
+  const LayerPrediction p = PredictLayer(gpu, key);
+  v1::LayerTiming t;
+  *t.mutable_shape() = ToProto(key);
+  t.set_key(LayerKeyString(key));
+  t.set_flops(p.flops);
+  t.set_predicted_sum_s(p.time_s);
+  t.set_predicted_elementwise_s(p.elementwise_time_s);
+  return t;
+}
+
+v1::LayerTiming PredictedLayerTiming(const GpuSpec& gpu, const LayerKey& key) {
+  const LayerPrediction p = PredictLayer(gpu, key);
+  v1::LayerTiming t = LayerTimingOf(gpu, key);
+  t.set_time_s(p.time_s);
+  t.set_tflops(p.tflops);
+  v1::Provenance* prov = t.mutable_provenance();
+  *prov = PredictedProvenance(gpu, key.layer.dtype, 0);
+  prov->set_error_band_p10(p.band_p10);
+  prov->set_error_band_p90(p.band_p90);
+  return t;
+}
+
 v1::GemmReport ToProto(const Gemm& g) {
   v1::GemmReport r;
   r.set_name(g.name);

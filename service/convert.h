@@ -7,6 +7,7 @@
 #include "core/analysis.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
+#include "core/layers.h"
 #include "core/memory.h"
 #include "core/model_spec.h"
 #include "core/recommend.h"
@@ -45,6 +46,19 @@ v1::TileChoice ToProto(const GemmPrediction& p);
 std::string PredictedMethod(const GpuSpec& gpu, DType dtype);
 // A prediction's provenance: model, calibration and (for time_s > 0) the error band.
 v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s);
+
+absl::StatusOr<LayerKind> FromProto(v1::LayerKind k);
+v1::LayerKind ToProto(LayerKind k);
+// A layer to time, validated (field names under `field`, e.g. "layers[2]"): the model is
+// normalized and its layer derived (a full model is accepted; see core/layers.h).
+absl::StatusOr<LayerKey> LayerKeyFromProto(const v1::LayerShape& shape, absl::string_view field);
+v1::LayerShape ToProto(const LayerKey& key);
+// A LayerTiming with the key's shape, key string, FLOPs and the analytic sum of its parts set
+// (predicted_sum_s, predicted_elementwise_s); time and provenance for the caller to fill.
+v1::LayerTiming LayerTimingOf(const GpuSpec& gpu, const LayerKey& key);
+// The analytic model's answer for a layer: LayerTimingOf with time_s = the predicted sum,
+// provenance PREDICTED with the layer's error band.
+v1::LayerTiming PredictedLayerTiming(const GpuSpec& gpu, const LayerKey& key);
 
 // The Analyze response for an analysis.
 v1::AnalyzeResponse ToProto(const Analysis& a);

@@ -18,6 +18,10 @@ KNOB_KV_HEADS: Knob
 KNOB_LAYERS: Knob
 KNOB_UNSPECIFIED: Knob
 KNOB_VOCAB: Knob
+LAYER_KIND_FUSED_ATTENTION: LayerKind
+LAYER_KIND_TRANSFORMER: LayerKind
+LAYER_KIND_UNFUSED_ATTENTION: LayerKind
+LAYER_KIND_UNSPECIFIED: LayerKind
 MODE_AUTO: Mode
 MODE_MEASURED: Mode
 MODE_PREDICTED: Mode
@@ -222,6 +226,38 @@ class GemmTiming(_message.Message):
     time_s: float
     used_by: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, shape: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class LayerShape(_message.Message):
+    __slots__ = ["kind", "layer"]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    kind: LayerKind
+    layer: _model_pb2.ModelSpec
+    def __init__(self, kind: _Optional[_Union[LayerKind, str]] = ..., layer: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
+
+class LayerTiming(_message.Message):
+    __slots__ = ["flops", "index", "key", "predicted_elementwise_s", "predicted_sum_s", "provenance", "shape", "stats", "tflops", "time_s"]
+    FLOPS_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_ELEMENTWISE_S_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_SUM_S_FIELD_NUMBER: _ClassVar[int]
+    PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    SHAPE_FIELD_NUMBER: _ClassVar[int]
+    STATS_FIELD_NUMBER: _ClassVar[int]
+    TFLOPS_FIELD_NUMBER: _ClassVar[int]
+    TIME_S_FIELD_NUMBER: _ClassVar[int]
+    flops: float
+    index: int
+    key: str
+    predicted_elementwise_s: float
+    predicted_sum_s: float
+    provenance: _model_pb2.Provenance
+    shape: LayerShape
+    stats: TimingStats
+    tflops: float
+    time_s: float
+    def __init__(self, shape: _Optional[_Union[LayerShape, _Mapping]] = ..., key: _Optional[str] = ..., time_s: _Optional[float] = ..., flops: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., predicted_sum_s: _Optional[float] = ..., predicted_elementwise_s: _Optional[float] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ["include_internal"]
@@ -526,6 +562,32 @@ class TimeGemmsResponse(_message.Message):
     timing: GemmTiming
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[GemmTiming, _Mapping]] = ...) -> None: ...
 
+class TimeLayersRequest(_message.Message):
+    __slots__ = ["gpu", "hf_config_json", "kinds", "mode", "model", "warm_l2"]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    KINDS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    WARM_L2_FIELD_NUMBER: _ClassVar[int]
+    gpu: str
+    hf_config_json: str
+    kinds: _containers.RepeatedScalarFieldContainer[LayerKind]
+    mode: Mode
+    model: _model_pb2.ModelSpec
+    warm_l2: bool
+    def __init__(self, gpu: _Optional[str] = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., hf_config_json: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[LayerKind, str]]] = ..., mode: _Optional[_Union[Mode, str]] = ..., warm_l2: bool = ...) -> None: ...
+
+class TimeLayersResponse(_message.Message):
+    __slots__ = ["notes", "progress", "timing"]
+    NOTES_FIELD_NUMBER: _ClassVar[int]
+    PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    TIMING_FIELD_NUMBER: _ClassVar[int]
+    notes: _containers.RepeatedScalarFieldContainer[str]
+    progress: Progress
+    timing: LayerTiming
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[LayerTiming, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class TimingStats(_message.Message):
     __slots__ = ["algorithm_id", "clock_source", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "sampled_s", "samples", "sm_clock_mhz"]
     ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -582,6 +644,9 @@ class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Bound(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class LayerKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Knob(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

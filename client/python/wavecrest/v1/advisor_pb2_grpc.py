@@ -59,6 +59,11 @@ class AdvisorStub(object):
                 request_serializer=wavecrest_dot_v1_dot_advisor__pb2.SweepRequest.SerializeToString,
                 response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.SweepResponse.FromString,
                 )
+        self.TimeLayers = channel.unary_stream(
+                '/wavecrest.v1.Advisor/TimeLayers',
+                request_serializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.SerializeToString,
+                response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.FromString,
+                )
 
 
 class AdvisorServicer(object):
@@ -130,6 +135,14 @@ class AdvisorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def TimeLayers(self, request, context):
+        """Times a model's layers whole (fused or unfused attention, the whole transformer layer) beside
+        the sum of their GEMMs: progress messages, then one result per layer as it finishes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdvisorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -172,6 +185,11 @@ def add_AdvisorServicer_to_server(servicer, server):
                     servicer.Sweep,
                     request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.SweepRequest.FromString,
                     response_serializer=wavecrest_dot_v1_dot_advisor__pb2.SweepResponse.SerializeToString,
+            ),
+            'TimeLayers': grpc.unary_stream_rpc_method_handler(
+                    servicer.TimeLayers,
+                    request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.FromString,
+                    response_serializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -321,5 +339,22 @@ class Advisor(object):
         return grpc.experimental.unary_stream(request, target, '/wavecrest.v1.Advisor/Sweep',
             wavecrest_dot_v1_dot_advisor__pb2.SweepRequest.SerializeToString,
             wavecrest_dot_v1_dot_advisor__pb2.SweepResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def TimeLayers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(request, target, '/wavecrest.v1.Advisor/TimeLayers',
+            wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.SerializeToString,
+            wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
