@@ -321,5 +321,33 @@ TEST(CliTest, SweepErrorsNameTheFlag) {
   EXPECT_THAT(r.err, HasSubstr("need --server"));
 }
 
+// `time --layers` refuses what it cannot do before it connects, naming the flag.
+TEST(CliTest, TimeLayersFlagErrorsNameTheFlag) {
+  CliOptions o;
+  o.command = "time";
+  o.server = "127.0.0.1:1";  // never reached
+  o.layers = true;
+  CliRun r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--model"));
+  o.model = Path("examples/models/llama-3-8b.json");
+  o.layer_kinds = "attention";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--layer_kinds"));
+  EXPECT_THAT(r.err, HasSubstr("fused_attention, unfused_attention, transformer_layer"));
+  o.layer_kinds = "";
+  o.autotune = true;
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--autotune"));
+  o.autotune = false;
+  o.layers = false;
+  o.layer_kinds = "transformer_layer";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("only with --layers"));
+}
+
 }  // namespace
 }  // namespace wavecrest

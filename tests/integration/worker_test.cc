@@ -520,6 +520,105 @@ TEST(WorkerTest, DeadlineStopsTheWorkerBetweenGemmsWithoutARestart) {
   EXPECT_TRUE(again.status.ok()) << again.status;
 }
 
+struct LayersResult {
+  absl::Status status;
+  std::vector<v1::LayerTiming> timings;
+  std::vector<std::string> notes;
+};
+
+v1::TimeLayersRequest LayersRequest(v1::Mode mode) {
+  v1::TimeLayersRequest r;
+  r.set_gpu("h100-sxm");
+  r.set_mode(mode);
+  v1::ModelSpec* m = r.mutable_model();
+  m->set_hidden_size(2048);
+  m->set_num_attention_heads(16);
+  m->set_num_kv_heads(4);
+  m->set_num_layers(24);
+  m->set_vocab_size(32000);
+  m->set_seq_length(1024);
+  m->set_mlp(v1::MLP_SWIGLU);
+  return r;
+}
+
+LayersResult TimeLayers(const std::string& address, const v1::TimeLayersRequest& request) {
+  AdvisorClient c(address, absl::Seconds(60));
+  LayersResult r;
+  r.status = c.TimeLayers(request, [&](const v1::TimeLayersResponse& m) {
+    if (m.has_timing()) r.timings.push_back(m.timing());
+    for (const auto& n : m.notes()) r.notes.push_back(n);
+  });
+  return r;
+}
+
+// The layer benchmarks run end to end through the emulating worker: timed by the worker (its
+// request log), labelled PREDICTED with the emulating method, stored in the cache, and answered
+// from it the second time (the worker is not asked again).
+TEST(WorkerTest, LayersAreTimedByTheWorkerCachedAndLabelled) {
+  TempDir dir;
+  Rig rig({}, {}, dir.File("cache.db"));
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  LayersResult r = TimeLayers(rig.address(), LayersRequest(v1::MODE_MEASURED));
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.timings.size(), 2u);
+  EXPECT_EQ(r.timings[0].shape().kind(), v1::LAYER_KIND_FUSED_ATTENTION);
+  EXPECT_EQ(r.timings[1].shape().kind(), v1::LAYER_KIND_TRANSFORMER);
+  for (const auto& t : r.timings) {
+    EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
+    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v2 emulated layer cold-L2");
+    EXPECT_EQ(t.provenance().device().backend(), "analytic");
+    EXPECT_FALSE(t.provenance().from_cache());
+    EXPECT_GT(t.time_s(), 0);
+    EXPECT_DOUBLE_EQ(t.time_s(), t.predicted_sum_s());  // the emulation is the sum of parts
+    EXPECT_LT(t.provenance().error_band_p10(), t.provenance().error_band_p90());
+    EXPECT_EQ(t.shape().layer().num_layers(), 1);
+  }
+  EXPECT_THAT(r.timings[1].key(), HasSubstr("transformer_layer bf16 training b1 sq1024"));
+  EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("emulates the GPU"));
+  std::vector<std::string> log = rig.RequestLog();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_THAT(log[1], HasSubstr("transformer_layer"));
+
+  // Again: from the cache, the worker not asked.
+  LayersResult again = TimeLayers(rig.address(), LayersRequest(v1::MODE_MEASURED));
+  ASSERT_TRUE(again.status.ok()) << again.status;
+  ASSERT_EQ(again.timings.size(), 2u);
+  for (const auto& t : again.timings) EXPECT_TRUE(t.provenance().from_cache());
+  EXPECT_EQ(rig.RequestLog().size(), 2u);
+}
+
+TEST(WorkerTest, LayerRequestsAreValidatedWithTheFieldNamed) {
+  Rig rig;
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  v1::TimeLayersRequest req = LayersRequest(v1::MODE_AUTO);
+  req.add_kinds(v1::LAYER_KIND_UNFUSED_ATTENTION);  // the model's attention is flash
+  LayersResult r = TimeLayers(rig.address(), req);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status.message(), HasSubstr("kinds[0]"));
+  req = LayersRequest(v1::MODE_AUTO);
+  req.mutable_model()->set_num_attention_heads(15);
+  r = TimeLayers(rig.address(), req);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status.message(), HasSubstr("model.num_attention_heads"));
+  EXPECT_TRUE(rig.RequestLog().empty());
+}
+
+// A layer that crashes the worker is charged like a GEMM: a retryable error naming it, the worker
+// restarted, and an AUTO request answered by prediction meanwhile.
+TEST(WorkerTest, ALayerThatCrashesTheWorkerIsNamedAndTheWorkerRestarted) {
+  Rig rig({"--fault=crash"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  LayersResult r = TimeLayers(rig.address(), LayersRequest(v1::MODE_MEASURED));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  EXPECT_THAT(r.status.message(), HasSubstr("while timing fused_attention"));
+  EXPECT_TRUE(rig.WaitRestarted(1));
+  LayersResult fallback = TimeLayers(rig.address(), LayersRequest(v1::MODE_AUTO));
+  ASSERT_TRUE(fallback.status.ok()) << fallback.status;
+  ASSERT_EQ(fallback.timings.size(), 2u);
+  EXPECT_EQ(fallback.timings[0].provenance().source(), v1::SOURCE_PREDICTED);
+  EXPECT_THAT(absl::StrJoin(fallback.notes, "\n"), HasSubstr("PREDICTED"));
+}
+
 TEST(WorkerTest, RemoteWorkerIsUsedAndReconnectedAfterItComesBack) {
   TempDir dir;
   auto start_worker = [&](int port) {

@@ -164,6 +164,42 @@ TEST(AnalyticBackend, RefusesWhatTheGpuEngineWouldRefuse) {
 
 // NVML is optional: without it (or without its entry points) the sampler says why and the engine
 // falls back to its clock probe.
+TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
+  auto b = MakeAnalyticBackend("h100-sxm");
+  ASSERT_TRUE(b.ok());
+  ModelSpec m;
+  m.hidden_size = 4096;
+  m.num_attention_heads = 32;
+  m.num_layers = 32;
+  m.vocab_size = 50304;
+  m.attention = Attention::kUnfused;
+  auto key = MakeLayerKey(LayerKind::kUnfusedAttention, *NormalizeSpec(m));
+  ASSERT_TRUE(key.ok());
+  TimingParams params;
+  absl::StatusOr<v1::LayerTiming> t = (*b)->TimeLayer(*key, params);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->provenance().source(), v1::SOURCE_PREDICTED);
+  EXPECT_EQ(t->provenance().method(), "wavecrest-analytic-v2 emulated layer cold-L2");
+  EXPECT_DOUBLE_EQ(t->time_s(), PredictLayer(**FindGpu("h100-sxm"), *key).time_s);
+  EXPECT_GT(t->predicted_elementwise_s(), 0);  // the softmax
+  EXPECT_EQ(t->key(), LayerKeyString(*key));
+  // Unfused attention at s = 65536 holds b·a·s² scores: far beyond 80 GB.
+  m.seq_length = 65536;
+  key = MakeLayerKey(LayerKind::kUnfusedAttention, *NormalizeSpec(m));
+  ASSERT_TRUE(key.ok());
+  EXPECT_GT(LayerMemoryBytes(*key), int64_t{80} << 30);
+  t = (*b)->TimeLayer(*key, params);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(t.status().message(), ::testing::HasSubstr("MiB of device memory"));
+  // FP8 on an A100: refused as the GPU engine would.
+  auto a100 = MakeAnalyticBackend("a100-sxm4-80gb");
+  m.seq_length = 2048;
+  m.dtype = DType::kFp8E4M3;
+  key = MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(m));
+  EXPECT_EQ((*a100)->TimeLayer(*key, params).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ClockSampler, OpensOnlyARealNvmlAndSaysWhyNot) {
   std::string why;
   EXPECT_EQ(ClockSampler::Open("0000:00:00.0", &why, "libwavecrest-no-such-nvml.so"), nullptr);
