@@ -218,20 +218,20 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   }
   out += "\n";
   if (r.has_memory()) {
-    const v1::MemoryEstimate& m = r.memory();
+    const v1::MemoryEstimate& mem = r.memory();
     constexpr double kGiB = 1024.0 * 1024 * 1024;
     absl::StrAppendFormat(
         &out,
         "memory per GPU  %.1f GiB of %.0f (estimate): weights %.1f, gradients %.1f, optimizer "
         "%.1f, activations %.1f%s; %s\n",
-        m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
-        m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB, m.activations_bytes() / kGiB,
-        m.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", m.kv_cache_bytes() / kGiB) : "",
-        m.fits()                 ? "fits"
-        : m.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
-        : m.fits_with_recompute()
+        mem.total_bytes() / kGiB, mem.capacity_bytes() / kGiB, mem.weights_bytes() / kGiB,
+        mem.gradients_bytes() / kGiB, mem.optimizer_bytes() / kGiB, mem.activations_bytes() / kGiB,
+        mem.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", mem.kv_cache_bytes() / kGiB) : "",
+        mem.fits()                 ? "fits"
+        : mem.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
+        : mem.fits_with_recompute()
             ? absl::StrFormat("does NOT fit; with full activation recomputation %.1f GiB fits",
-                              m.total_full_recompute_bytes() / kGiB)
+                              mem.total_full_recompute_bytes() / kGiB)
             : "does NOT fit, even with full recomputation (more --tp/--pp, or --dp to shard the "
               "optimizer)");
   }

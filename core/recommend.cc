@@ -394,17 +394,27 @@ double SigmaOfBand(double p10, double p90) { return std::max(0.0, p90 - p10) / 2
 }  // namespace
 
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
-                              int64_t base_params) {
+                              int64_t base_params, const LayerTimeFn& layers) {
   CandidateScore c;
   c.spec = spec;
   c.params = CountParams(spec);
   c.param_change = static_cast<double>(BudgetParams(spec, c.params) - base_params) /
                    static_cast<double>(base_params);
   const std::vector<Gemm> gemms = BuildGemms(spec);
+  // The whole layer, when it was measured: it replaces the per-layer GEMMs and estimates.
+  std::optional<LayerTime> layer;
+  std::optional<LayerKey> layer_key;
+  if (layers) {
+    if (auto k = MakeLayerKey(LayerKind::kTransformerLayer, spec); k.ok()) {
+      layer_key = *k;
+      layer = layers(*k);
+    }
+  }
   double var = 0;
   bool all_measured = true;
   std::map<std::string, double> by_name;
   for (const Gemm& g : gemms) {
+    const bool in_layer = g.name != kLogits;
     double t = 0, sigma = 0;
     std::string key;
     if (g.fused_attention) {
@@ -416,23 +426,38 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;
-      all_measured &= gt.measured;
+      if (!(layer && in_layer)) all_measured &= gt.measured;
       sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
       key = GemmKeyString(g.key());
-      const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
-      var += s * s;
+      if (!(layer && in_layer)) {
+        const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
+        var += s * s;
+      }
     }
     const double step = t * static_cast<double>(g.count);
+    by_name[g.name] += step;  // the reasons compare GEMMs, measured whole or not
+    if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
-    by_name[g.name] += step;
     auto& [time, rel_sigma] = c.contributions[key];
     time += step;
     rel_sigma = sigma;
   }
   c.time_by_gemm.assign(by_name.begin(), by_name.end());
-  c.elementwise_time_s = EstimateElementwise(spec, gpu).time_s;
+  const ElementwiseEstimate e = EstimateElementwise(spec, gpu);
+  if (layer) {
+    const double layers_s = layer->time_s * static_cast<double>(spec.num_layers);
+    c.elementwise_time_s = e.loss_time_s;
+    c.contributions[absl::StrCat("layer ", LayerKeyString(*layer_key))] = {
+        layers_s, layer->relative_spread / 2};
+    const double s = layers_s * layer->relative_spread / 2;
+    var += s * s;
+    c.step_time_s = c.gemm_time_s + layers_s + c.elementwise_time_s;
+    c.layer_share = layers_s / c.step_time_s;
+  } else {
+    c.elementwise_time_s = e.time_s;
+    c.step_time_s = c.gemm_time_s + c.elementwise_time_s;
+  }
   c.contributions["elementwise"] = {c.elementwise_time_s, kElementwiseRelativeSigma};
-  c.step_time_s = c.gemm_time_s + c.elementwise_time_s;
   c.step_sigma_s = std::sqrt(var);
   c.all_measured = all_measured;
   const FlopCounts f = CountFlops(spec, gemms);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "core/cost_model.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
+#include "core/layers.h"
 #include "core/model_spec.h"
 #include "core/model_stats.h"
 
@@ -96,6 +98,14 @@ struct GemmTime {
 };
 using GemmTimeFn = std::function<GemmTime(const GemmKey&)>;
 
+// The time of one layer timed whole (core/layers.h), when a GPU measured it (or the cache had it).
+struct LayerTime {
+  double time_s = 0;
+  double relative_spread = 0;  // (p90 − p10) / median
+};
+// nullopt: no measurement of this layer (the candidate's step is summed from its GEMMs).
+using LayerTimeFn = std::function<std::optional<LayerTime>(const LayerKey&)>;
+
 // Memoises GemmTimeFn over keys: identical GEMMs of different candidates cost one lookup.
 class ScoreCache {
  public:
@@ -120,6 +130,9 @@ struct CandidateScore {
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
   bool all_measured = false;       // every GEMM (not fused attention) measured or cached
+  // Of step_time_s, the share measured whole as transformer layers (L × the layer's time); 0 when
+  // the step is summed from GEMMs, fused attention and the elementwise estimate.
+  double layer_share = 0;
   double speedup = 1;              // mfu / baseline mfu: throughput at equal work
   double speedup_uncertainty = 0;  // one standard deviation of speedup (see RankCandidates)
   // Time and relative standard deviation of each distinct GEMM (and fused attention, and the
@@ -130,9 +143,12 @@ struct CandidateScore {
   std::vector<std::string> reasons;
 };
 
-// Scores one candidate with `times` (fused attention and elementwise work always predicted).
+// Scores one candidate with `times` (fused attention and elementwise work predicted). With
+// `layers` and a measurement of the candidate's whole layer, the step is L × that layer + the GEMMs
+// outside the layers (logits) + the loss: attention, norms, activations and the gaps between
+// kernels are then measured, not summed or estimated.
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
-                              int64_t base_params);
+                              int64_t base_params, const LayerTimeFn& layers = nullptr);
 
 // Ranks `scores` in place: by MFU (model FLOP/s per GPU: equal work, so a smaller model does not
 // win by being smaller), ties (within 1e-9 relative) by smaller |param change|, then by fewer

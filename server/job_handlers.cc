@@ -57,6 +57,36 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
     counts->notes = summary->notes;
     return out;
   };
+  measurer->measure_layers = [timing, gpu = *gpu, deadline, cancelled](
+                                 const std::vector<LayerKey>& keys,
+                                 const std::function<void(int64_t, int64_t)>& on_progress,
+                                 MeasureCounts* counts)
+      -> absl::StatusOr<std::vector<std::optional<LayerTime>>> {
+    LayerTask task;
+    task.kind = gpu.first;
+    task.gpu = gpu.second;
+    task.layers = keys;
+    // A layer that cannot be measured (no cuDNN, too large) keeps its candidate summed from
+    // GEMMs: never fail the ranking over it.
+    task.mode = v1::MODE_AUTO;
+    task.deadline = deadline;
+    std::vector<std::optional<LayerTime>> out(keys.size());
+    absl::StatusOr<TimingSummary> summary = timing->RunLayers(
+        task,
+        [&](size_t i, v1::LayerTiming t) {
+          // Only a GPU's measurement replaces the sum of parts; a prediction adds nothing to it.
+          if (t.provenance().source() == v1::SOURCE_PREDICTED) return;
+          out[i] = LayerTime{t.time_s(), t.stats().relative_spread()};
+        },
+        [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
+        cancelled);
+    if (!summary.ok()) return summary.status();
+    counts->measured = summary->measured;
+    counts->cached = summary->cached;
+    counts->predicted = summary->predicted;
+    counts->notes = summary->notes;
+    return out;
+  };
   ctx.measurer = measurer;
   return ctx;
 }

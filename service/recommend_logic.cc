@@ -46,6 +46,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   *c.mutable_memory() = wavecrest::ToProto(memory);
   if (std::string why = MemoryReason(memory, gpu); !why.empty()) c.add_reasons(why);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
+  c.set_layer_measured_share(s.layer_share);
   return c;
 }
 
@@ -139,6 +140,45 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   return c;
 }
 
+namespace {
+
+// Times the chosen candidates' whole layers through the measurer (when it can) and returns the
+// measured ones for ScoreCandidate; counts go into `response`. A failure in MODE_AUTO is a note.
+absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode mode,
+                                          const std::vector<LayerKey>& keys,
+                                          v1::RecommendResponse* response) {
+  if (keys.empty() || !ctx.measurer->measure_layers) return LayerTimeFn();
+  ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
+                 absl::StrCat("timing ", keys.size(), " whole layers"));
+  MeasureCounts counts;
+  absl::StatusOr<std::vector<std::optional<LayerTime>>> times = ctx.measurer->measure_layers(
+      keys,
+      [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
+      &counts);
+  RETURN_IF_ERROR(StopStatus(ctx));
+  if (!times.ok()) {
+    if (mode == v1::MODE_MEASURED) return times.status();
+    response->add_notes(absl::StrCat("timing whole layers failed (", times.status().message(),
+                                     "); steps are summed from GEMMs"));
+    return LayerTimeFn();
+  }
+  response->set_layers_measured(counts.measured);
+  response->set_layers_cached(counts.cached);
+  response->set_layers_predicted(counts.predicted);
+  auto by_key = std::make_shared<std::vector<std::pair<LayerKey, LayerTime>>>();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if ((*times)[i]) by_key->emplace_back(keys[i], *(*times)[i]);
+  }
+  return LayerTimeFn([by_key](const LayerKey& k) -> std::optional<LayerTime> {
+    for (const auto& [key, t] : *by_key) {
+      if (key == k) return t;
+    }
+    return std::nullopt;
+  });
+}
+
+}  // namespace
+
 absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& request,
                                                    const RecommendContext& ctx) {
   std::vector<FieldViolation> violations;
@@ -209,9 +249,18 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
         request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
     std::vector<size_t> chosen;
     absl::flat_hash_map<GemmKey, double> keys;  // key -> predicted time
+    // The whole layers of the chosen candidates are timed too, when the measurer can.
+    const bool time_layers = static_cast<bool>(ctx.measurer->measure_layers);
+    std::vector<LayerKey> layer_list;
     auto add_keys = [&](const ModelSpec& s) {
       absl::flat_hash_map<GemmKey, double> extra;
       double cost = 0;
+      if (time_layers) {
+        if (auto lk = MakeLayerKey(LayerKind::kTransformerLayer, s);
+            lk.ok() && std::find(layer_list.begin(), layer_list.end(), *lk) == layer_list.end()) {
+          cost += PredictLayer(*gpu, *lk).time_s * kMeasureCostFactor;
+        }
+      }
       for (const Gemm& g : BuildGemms(s)) {
         if (g.fused_attention || keys.contains(g.key()) || extra.contains(g.key())) continue;
         const double t = predicted.Get(g.key()).time_s;
@@ -229,6 +278,12 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
       spent += cost;
       keys.insert(extra.begin(), extra.end());
       chosen.push_back(i);
+      if (time_layers) {
+        if (auto lk = MakeLayerKey(LayerKind::kTransformerLayer, scores[i].spec);
+            lk.ok() && std::find(layer_list.begin(), layer_list.end(), *lk) == layer_list.end()) {
+          layer_list.push_back(*std::move(lk));
+        }
+      }
     }
     std::vector<GemmKey> key_list;
     for (const auto& [key, t] : keys) key_list.push_back(key);
@@ -261,9 +316,21 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
         auto it = by_key.find(key);
         return it != by_key.end() ? it->second : predicted.Get(key);
       });
+      ASSIGN_OR_RETURN(const LayerTimeFn layer_times,
+                       MeasureLayers(ctx, mode, layer_list, &response));
+      int64_t whole = 0;
       for (size_t i : chosen) {
-        measured_group.push_back(ScoreCandidate(scores[i].spec, *gpu, measured, base_params));
+        measured_group.push_back(
+            ScoreCandidate(scores[i].spec, *gpu, measured, base_params, layer_times));
         measured_group.back().baseline = scores[i].baseline;
+        whole += measured_group.back().layer_share > 0;
+      }
+      if (whole > 0) {
+        response.add_notes(absl::StrCat(
+            whole, " of the ", measured_group.size(),
+            " measured rows use their whole transformer layer measured as one (step = layers × "
+            "the layer + logits + loss; see layer_measured_share); the others are summed from "
+            "GEMMs"));
       }
       RankCandidates(measured_group);
       // The rest keep their predicted ranking, after the measured ones.

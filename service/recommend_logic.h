@@ -40,6 +40,12 @@ struct Measurer {
       const std::vector<GemmKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
       MeasureCounts* counts)>
       measure;
+  // Times whole layers (distinct); one entry per key: a GPU measurement (or a cached one), or
+  // nullopt (predicted only, or failed). May be empty: candidates are then summed from GEMMs.
+  std::function<absl::StatusOr<std::vector<std::optional<LayerTime>>>(
+      const std::vector<LayerKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
+      MeasureCounts* counts)>
+      measure_layers;
 };
 
 struct RecommendContext {

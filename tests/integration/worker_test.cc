@@ -420,16 +420,26 @@ TEST(WorkerTest, MeasuredRecommendTimesEachDistinctGemmOnce) {
   EXPECT_GT(progress, 0);
   const std::vector<std::string> log = rig.RequestLog();
   ASSERT_FALSE(log.empty());
-  // Each line is one GEMM the device was asked for: no GEMM was asked for twice.
+  // Each line is one GEMM (or whole layer) the device was asked for: none was asked for twice.
   std::set<std::string> distinct;
   for (const std::string& line : log) {
     nlohmann::json j = nlohmann::json::parse(line);
-    const std::string key = absl::StrCat(j["m"].dump(), "x", j["n"].dump(), "x", j["k"].dump(), "b",
-                                         j["batch"].dump(), j["layout"].dump(), j["dtype"].dump());
+    const std::string key =
+        j.contains("layer")
+            ? j["layer"].dump()
+            : absl::StrCat(j["m"].dump(), "x", j["n"].dump(), "x", j["k"].dump(), "b",
+                           j["batch"].dump(), j["layout"].dump(), j["dtype"].dump());
     EXPECT_TRUE(distinct.insert(key).second) << "timed twice: " << line;
   }
-  EXPECT_EQ(static_cast<int64_t>(log.size()), final.gemms_measured() + final.gemms_predicted())
-      << "every GEMM of the measuring stage went to the worker";
+  // The measured candidates' whole layers went to the worker too; the emulating worker's answers
+  // are predictions, so the steps stay summed from GEMMs.
+  EXPECT_GT(final.layers_predicted(), 0);
+  EXPECT_EQ(final.layers_measured(), 0);
+  for (const v1::Candidate& cand : final.candidates()) EXPECT_EQ(cand.layer_measured_share(), 0);
+  EXPECT_EQ(static_cast<int64_t>(log.size()), final.gemms_measured() + final.gemms_predicted() +
+                                                  final.layers_measured() +
+                                                  final.layers_predicted())
+      << "every GEMM and layer of the measuring stage went to the worker";
 }
 
 // Sweep in MODE_MEASURED goes through the workers like TimeGemms: each distinct GEMM once, the

@@ -84,9 +84,10 @@ class AnalyzeResponse(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "elementwise_share", "memory", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "elementwise_share", "layer_measured_share", "memory", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    LAYER_MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -101,6 +102,7 @@ class Candidate(_message.Message):
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     baseline: bool
     elementwise_share: float
+    layer_measured_share: float
     memory: MemoryEstimate
     mfu: float
     model: _model_pb2.ModelSpec
@@ -113,7 +115,7 @@ class Candidate(_message.Message):
     speedup_uncertainty: float
     step_time_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., layer_measured_share: _Optional[float] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
@@ -396,7 +398,7 @@ class RecommendRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "mode", "notes", "progress"]
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress"]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -404,6 +406,9 @@ class RecommendResponse(_message.Message):
     GEMMS_MEASURED_FIELD_NUMBER: _ClassVar[int]
     GEMMS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_CACHED_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_MEASURED_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
@@ -414,10 +419,13 @@ class RecommendResponse(_message.Message):
     gemms_measured: int
     gemms_predicted: int
     gpu: str
+    layers_cached: int
+    layers_measured: int
+    layers_predicted: int
     mode: Mode
     notes: _containers.RepeatedScalarFieldContainer[str]
     progress: Progress
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ...) -> None: ...
 
 class RuleViolation(_message.Message):
     __slots__ = ["hurts", "id", "message", "paper_rule", "priced"]

@@ -1,0 +1,134 @@
+// Recommend's measuring stage with whole-layer measurements, through a fake measurer (the GPU's
+// part): which layers it asks for, and how a measured layer changes a candidate's step.
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "core/analysis.h"
+#include "core/layers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "service/convert.h"
+#include "service/recommend_logic.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::RecommendRequest Request() {
+  v1::RecommendRequest r;
+  r.set_gpu("h100-sxm");
+  r.set_mode(v1::MODE_MEASURED);
+  v1::ModelSpec* m = r.mutable_model();
+  m->set_hidden_size(2560);
+  m->set_num_attention_heads(32);
+  m->set_num_layers(32);
+  m->set_vocab_size(50304);
+  m->set_seq_length(2048);
+  r.set_measure_top_k(3);
+  r.set_top(4);
+  return r;
+}
+
+// A measurer whose GEMM "measurements" are the predictions and whose layers run `layer_factor`
+// times their predicted sum of parts (the baseline's layer `base_factor` times).
+struct FakeGpu {
+  double layer_factor = 1.0;
+  double base_factor = 1.0;
+  LayerKey base_layer;
+  std::vector<LayerKey> asked;
+  Measurer measurer;
+
+  FakeGpu() {
+    const GpuSpec& gpu = **FindGpu("h100-sxm");
+    std::vector<FieldViolation> v;
+    base_layer = *MakeLayerKey(LayerKind::kTransformerLayer,
+                               *NormalizeSpec(FromProto(Request().model(), &v)));
+    measurer.can_measure = true;
+    measurer.measure = [&gpu](const std::vector<GemmKey>& keys,
+                              const std::function<void(int64_t, int64_t)>&,
+                              MeasureCounts* counts) {
+      std::vector<std::optional<GemmTime>> out;
+      for (const GemmKey& k : keys) out.push_back(GemmTime{PredictGemmTime(gpu, k), 0.01, true});
+      counts->measured = static_cast<int64_t>(keys.size());
+      return absl::StatusOr<std::vector<std::optional<GemmTime>>>(out);
+    };
+    measurer.measure_layers = [this, &gpu](const std::vector<LayerKey>& keys,
+                                           const std::function<void(int64_t, int64_t)>&,
+                                           MeasureCounts* counts) {
+      std::vector<std::optional<LayerTime>> out;
+      for (const LayerKey& k : keys) {
+        asked.push_back(k);
+        const double f = k == base_layer ? base_factor : layer_factor;
+        out.push_back(LayerTime{PredictLayer(gpu, k).time_s * f, 0.02});
+      }
+      counts->measured = static_cast<int64_t>(keys.size());
+      return absl::StatusOr<std::vector<std::optional<LayerTime>>>(out);
+    };
+  }
+  RecommendContext Context() {
+    RecommendContext ctx;
+    ctx.measurer = &measurer;
+    return ctx;
+  }
+};
+
+const v1::Candidate& Baseline(const v1::RecommendResponse& r) {
+  for (const auto& c : r.candidates()) {
+    if (c.baseline()) return c;
+  }
+  return r.candidates(0);
+}
+
+// Layers measured at exactly their sum of parts leave every step as the GEMM sum made it; the
+// measured share is reported and each chosen candidate's whole layer was asked for once.
+TEST(RecommendLayersTest, LayersAtTheirSumOfPartsChangeNothingButTheLabel) {
+  FakeGpu gpu;
+  absl::StatusOr<v1::RecommendResponse> with = RunRecommend(Request(), gpu.Context());
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->layers_measured(), static_cast<int64_t>(gpu.asked.size()));
+  ASSERT_GE(gpu.asked.size(), 2u);
+  for (size_t i = 0; i < gpu.asked.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(gpu.asked[i] == gpu.asked[j]);
+  }
+  FakeGpu no_layers;
+  no_layers.measurer.measure_layers = nullptr;
+  absl::StatusOr<v1::RecommendResponse> without = RunRecommend(Request(), no_layers.Context());
+  ASSERT_TRUE(without.ok());
+  const v1::Candidate& b1 = Baseline(*with);
+  const v1::Candidate& b0 = Baseline(*without);
+  EXPECT_NEAR(b1.step_time_s(), b0.step_time_s(), 1e-9 * b0.step_time_s());
+  EXPECT_GT(b1.layer_measured_share(), 0.8);  // logits and loss are the rest
+  EXPECT_EQ(b0.layer_measured_share(), 0);
+  EXPECT_THAT(absl::StrJoin(with->notes(), "\n"), HasSubstr("whole transformer layer measured"));
+}
+
+// A baseline whose layer runs 20% slower whole than its parts predict loses its place: the
+// measured layer, not the GEMM sum, sets its step.
+TEST(RecommendLayersTest, AMeasuredLayerSetsTheStep) {
+  FakeGpu gpu;
+  gpu.base_factor = 1.2;
+  absl::StatusOr<v1::RecommendResponse> r = RunRecommend(Request(), gpu.Context());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const v1::Candidate& base = Baseline(*r);
+  const GpuSpec& h100 = **FindGpu("h100-sxm");
+  std::vector<FieldViolation> v;
+  const ModelSpec spec = *NormalizeSpec(FromProto(Request().model(), &v));
+  const Analysis a = *Analyze(spec, h100);
+  double logits = 0;
+  for (const GemmAnalysis& g : a.gemms) {
+    if (g.gemm.name == kLogits) logits += PredictGemmTime(h100, g.gemm.key()) * g.gemm.count;
+  }
+  const double expected = 32 * 1.2 * PredictLayer(h100, gpu.base_layer).time_s + logits +
+                          a.elementwise.loss_time_s;
+  EXPECT_NEAR(base.step_time_s(), expected, 1e-9 * expected);
+  EXPECT_EQ(base.source(), v1::SOURCE_MEASURED);
+  // Every measured non-baseline candidate now beats it by about 1.2×.
+  ASSERT_GT(r->candidates_size(), 1);
+  EXPECT_FALSE(r->candidates(0).baseline());
+  EXPECT_GT(r->candidates(0).speedup(), 1.1);
+}
+
+}  // namespace
+}  // namespace wavecrest
