@@ -246,6 +246,18 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                         100 * r.provenance().error_band_p90());
   absl::StrAppendFormat(&out, "predicted MFU   %.1f%%, %s tokens/s per GPU\n", 100 * r.mfu(),
                         HumanCount(r.tokens_per_second_per_gpu()));
+  if (r.has_measured_step()) {
+    const v1::MeasuredStep& ms = r.measured_step();
+    const v1::LayerTiming& l = ms.layer();
+    absl::StrAppendFormat(
+        &out,
+        "measured layers %s per step (%.0f%% measured: %d × %s per layer, %s, on %s; sum of its "
+        "parts %s); MFU %.1f%%, %s tokens/s per GPU\n",
+        HumanSeconds(ms.step_time_s()), 100 * ms.measured_share(), r.model().num_layers(),
+        HumanSeconds(l.time_s()), SourceName(l.provenance().source()),
+        l.provenance().device().name(), HumanSeconds(l.predicted_sum_s()), 100 * ms.mfu(),
+        HumanCount(ms.tokens_per_second_per_gpu()));
+  }
   // The GEMMs that lose the most time to their penalties, by share of the step.
   std::vector<const v1::GemmAnalysis*> slow;
   for (const v1::GemmAnalysis& g : r.gemms()) {

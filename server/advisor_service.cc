@@ -266,6 +266,21 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
   };
 }
 
+MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
+  if (cache_ == nullptr) return nullptr;
+  ResultCache* cache = cache_;
+  return [cache](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
+    // The newest GPU measurement of the layer on this kind, from any of its devices.
+    std::optional<v1::LayerTiming> t =
+        cache->LookupLayer(gpu.name, key, LayerTimingMethod("cublaslt", false), nullptr);
+    if (t && t->provenance().source() == v1::SOURCE_MEASURED) {
+      t->mutable_provenance()->set_source(v1::SOURCE_CACHED);
+      t->mutable_provenance()->set_from_cache(true);
+    }
+    return t;
+  };
+}
+
 grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* ctx,
                                                   const v1::AnalyzeRequest* request,
                                                   v1::AnalyzeResponse* response) {
@@ -279,7 +294,8 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
     v1::AnalyzeRequest resolved = *request;
     const absl::Status imported = ResolveHfConfig(&resolved);
     absl::StatusOr<v1::AnalyzeResponse> r =
-        imported.ok() ? HandleAnalyze(resolved) : absl::StatusOr<v1::AnalyzeResponse>(imported);
+        imported.ok() ? HandleAnalyze(resolved, MeasuredLayers())
+                      : absl::StatusOr<v1::AnalyzeResponse>(imported);
     if (r.ok()) {
       *response = std::move(*r);
     } else {

@@ -19,6 +19,7 @@
 #include "server/metrics.h"
 #include "server/result_cache.h"
 #include "server/self_calibration.h"
+#include "service/advisor_logic.h"
 #include "server/stream_reactor.h"
 #include "server/timing_service.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
@@ -98,6 +99,8 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   int in_flight() const { return in_flight_.load(); }
 
  private:
+  // Cached GPU measurements of whole layers, for Analyze's measured_step (null without a cache).
+  MeasuredLayerLookup MeasuredLayers() const;
   // The one admission check of every call: authentication and role (server/auth.h), then
   // UNAVAILABLE with a retry hint while draining.
   absl::Status Admit(const grpc::CallbackServerContext* ctx, Role role) const;

@@ -42,14 +42,37 @@ absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
   return FindGpu(name);
 }
 
-absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request) {
+absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
+                                                  const MeasuredLayerLookup& lookup) {
   std::vector<FieldViolation> all;
   ModelSpec spec = ConvertAndCheck(request.model(), "model.", &all);
   if (request.gpu().empty()) all.push_back({"gpu", GpuRequired()});
   if (!all.empty()) return InvalidArgumentWithViolations(all);
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu));
-  return ToProto(analysis);
+  v1::AnalyzeResponse response = ToProto(analysis);
+  if (!lookup) return response;
+  absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);
+  if (!key.ok()) return response;
+  std::optional<v1::LayerTiming> layer = lookup(*gpu, *key);
+  if (!layer || layer->provenance().source() == v1::SOURCE_PREDICTED || !(layer->time_s() > 0)) {
+    return response;
+  }
+  // The step with its layers measured whole: the GEMMs outside the layers stay predicted.
+  double outside_s = 0;
+  for (const GemmAnalysis& g : analysis.gemms) {
+    if (g.gemm.name == kLogits) outside_s += g.prediction.time_s * static_cast<double>(g.gemm.count);
+  }
+  const double layers_s = layer->time_s() * static_cast<double>(analysis.spec.num_layers);
+  v1::MeasuredStep* m = response.mutable_measured_step();
+  m->set_step_time_s(layers_s + outside_s + analysis.elementwise.loss_time_s);
+  m->set_measured_share(layers_s / m->step_time_s());
+  m->set_mfu(analysis.flops.step_flops / (m->step_time_s() * gpu->PeakFlops(analysis.spec.dtype)));
+  m->set_tokens_per_second_per_gpu(static_cast<double>(analysis.flops.tokens_per_step) /
+                                   m->step_time_s() /
+                                   static_cast<double>(analysis.spec.tensor_parallel));
+  *m->mutable_layer() = *std::move(layer);
+  return response;
 }
 
 v1::ListDevicesResponse CatalogDevices() {

@@ -3,10 +3,13 @@
 #ifndef WAVECREST_SERVICE_ADVISOR_LOGIC_H_
 #define WAVECREST_SERVICE_ADVISOR_LOGIC_H_
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/gpu_catalog.h"
+#include "core/layers.h"
 #include "core/model_spec.h"
 #include "wavecrest/v1/advisor.pb.h"
 
@@ -24,8 +27,15 @@ std::string GpuRequired();
 absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
                                                      absl::string_view field);
 
+// A GPU measurement of a whole layer on a catalogued GPU's kind, if one is known (the server's
+// result cache); nullopt otherwise.
+using MeasuredLayerLookup =
+    std::function<std::optional<v1::LayerTiming>(const GpuSpec& gpu, const LayerKey& key)>;
+
 // Analyze: INVALID_ARGUMENT (with field violations), NOT_FOUND, FAILED_PRECONDITION or the answer.
-absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request);
+// With `lookup` and a measurement of the model's whole layer, measured_step is filled.
+absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
+                                                  const MeasuredLayerLookup& lookup = nullptr);
 
 // The catalog part of ListDevices.
 v1::ListDevicesResponse CatalogDevices();

@@ -4,6 +4,8 @@
 // the served figures within the cross-validated error and say where their calibration comes from.
 #include "core/calibration.h"
 
+#include "core/layers.h"
+
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -112,6 +114,62 @@ TEST(SelfCalibrationTest, ServerRefitsFromItsOwnMeasurementsAndRecoversThem) {
   ASSERT_TRUE(refit.ok());
   EXPECT_FALSE(refit->results(0).applied());
   EXPECT_THAT(refit->results(0).reason(), HasSubstr("at least 1000"));
+}
+
+// A GPU measurement of a model's whole layer in the cache (as a CUDA worker stores it) gives
+// Analyze a measured step beside the predicted one: L × the layer + logits + loss.
+TEST(SelfCalibrationTest, AnalyzeUsesACachedWholeLayerMeasurement) {
+  TempDir dir;
+  const std::string path = dir.File("cache.db");
+  v1::AnalyzeRequest req;
+  req.set_gpu("h100-sxm");
+  v1::ModelSpec* model = req.mutable_model();
+  model->set_hidden_size(4096);
+  model->set_num_attention_heads(32);
+  model->set_num_kv_heads(8);
+  model->set_num_layers(32);
+  model->set_vocab_size(128256);
+  model->set_mlp(v1::MLP_SWIGLU);
+  model->set_ffn_hidden_size(14336);
+  std::vector<FieldViolation> v;
+  const ModelSpec spec = *NormalizeSpec(FromProto(*model, &v));
+  const LayerKey key = *MakeLayerKey(LayerKind::kTransformerLayer, spec);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const double layer_s = 1.1 * PredictLayer(gpu, key).time_s;  // "the GPU" ran 10% slower
+  {
+    auto cache = ResultCache::Open(path);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    v1::LayerTiming t = LayerTimingOf(gpu, key);
+    t.set_time_s(layer_s);
+    t.mutable_stats()->set_relative_spread(0.01);
+    v1::Provenance* p = t.mutable_provenance();
+    p->set_source(v1::SOURCE_MEASURED);
+    p->set_method(LayerTimingMethod("cublaslt", false));
+    p->mutable_device()->set_name("NVIDIA H100 80GB HBM3");
+    p->mutable_device()->set_backend("cublaslt");
+    p->mutable_measured_at()->set_seconds(1);
+    (*cache)->StoreLayer("h100-sxm", t);
+    EXPECT_EQ((*cache)->Count(), 1);
+  }
+  ServerUnderTest server({"--cache=" + path});
+  ASSERT_TRUE(server.WaitReady(absl::Seconds(60))) << server.Log();
+  AdvisorClient client(server.address(), absl::Seconds(30));
+  absl::StatusOr<v1::AnalyzeResponse> r = client.Analyze(req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->has_measured_step());
+  const v1::MeasuredStep& m = r->measured_step();
+  EXPECT_EQ(m.layer().provenance().source(), v1::SOURCE_CACHED);
+  EXPECT_DOUBLE_EQ(m.layer().time_s(), layer_s);
+  const double predicted_layers = 32 * PredictLayer(gpu, key).time_s;
+  // The measured step is the predicted one with the layers 10% slower.
+  EXPECT_NEAR(m.step_time_s(), r->step_time_s() + 0.1 * predicted_layers, 1e-9 * m.step_time_s());
+  EXPECT_NEAR(m.measured_share(), 32 * layer_s / m.step_time_s(), 1e-12);
+  EXPECT_LT(m.mfu(), r->mfu());
+  // Another shape has no measurement: no measured step.
+  model->set_num_kv_heads(4);
+  r = client.Analyze(req);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->has_measured_step());
 }
 
 TEST(SelfCalibrationTest, WithoutACacheTheCallsSayWhatIsMissing) {

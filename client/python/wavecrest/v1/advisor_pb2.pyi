@@ -50,11 +50,12 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "memory", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_STEP_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -70,6 +71,7 @@ class AnalyzeResponse(_message.Message):
     gemm_time_s: float
     gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
     gpu: str
+    measured_step: MeasuredStep
     memory: MemoryEstimate
     mfu: float
     model: _model_pb2.ModelSpec
@@ -81,7 +83,7 @@ class AnalyzeResponse(_message.Message):
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ["baseline", "elementwise_share", "layer_measured_share", "memory", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
@@ -278,6 +280,20 @@ class ListDevicesResponse(_message.Message):
     has_cache: bool
     workers: _containers.RepeatedCompositeFieldContainer[WorkerDevice]
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerDevice, _Mapping]]] = ..., catalog: _Optional[_Iterable[_Union[CatalogGpu, _Mapping]]] = ..., cache_entries: _Optional[int] = ..., has_cache: bool = ...) -> None: ...
+
+class MeasuredStep(_message.Message):
+    __slots__ = ["layer", "measured_share", "mfu", "step_time_s", "tokens_per_second_per_gpu"]
+    LAYER_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    layer: LayerTiming
+    measured_share: float
+    mfu: float
+    step_time_s: float
+    tokens_per_second_per_gpu: float
+    def __init__(self, layer: _Optional[_Union[LayerTiming, _Mapping]] = ..., step_time_s: _Optional[float] = ..., measured_share: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ...) -> None: ...
 
 class MemoryEstimate(_message.Message):
     __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gradients_bytes", "kv_cache_bytes", "optimizer_bytes", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
