@@ -280,11 +280,13 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
     const int w2 = pb.Buffer("w_down", static_cast<double>(h) * f);
     const int y2 = pb.Buffer("down_out", Td * h);
     const int out = pb.Buffer("y", Td * h);
-    auto norm = [&](LayerOpKind kind, const std::string& name, int a, int bb, int c) {
+    // Forward: a = x, b = scale, c = y. Backward: a = dy, b = x, c = dx, d = scale.
+    auto norm = [&](LayerOpKind kind, const std::string& name, int a, int bb, int c, int scale) {
       LayerOp& op = pb.Op(kind, name);
       op.a = a;
       op.b = bb;
       op.c = c;
+      if (kind == LayerOpKind::kNormBackward) op.d = scale;
       op.rows = T;
       op.cols = h;
       op.rms = s.norm == Norm::kRmsNorm;
@@ -308,12 +310,12 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
       op.a_stride = split_gate ? f : up_out;
     };
     // Forward.
-    norm(LayerOpKind::kNorm, "norm1", x, gamma1, n1);
+    norm(LayerOpKind::kNorm, "norm1", x, gamma1, n1, gamma1);
     pb.LinearForward("qkv", T, qkv_out, h, n1, w_qkv, at.qkv);
     attention_forward();
     pb.LinearForward("attn_proj", T, h, q_width, at.o, w_o, y);
     add("residual1", x, y, x1, h);
-    norm(LayerOpKind::kNorm, "norm2", x1, gamma2, n2);
+    norm(LayerOpKind::kNorm, "norm2", x1, gamma2, n2, gamma2);
     if (split_gate) {
       pb.LinearForward("mlp_gate", T, f, h, n2, w1, u);
       pb.LinearForward("mlp_up", T, f, h, n2, w1b, ub);
@@ -366,12 +368,12 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
       } else {
         pb.LinearBackward(swiglu ? "mlp_gate_up" : "mlp_up", T, up_out, h, n2, w1, du, dn2, dw1);
       }
-      norm(LayerOpKind::kNormBackward, "norm2 backward", dn2, x1, dx1p);
+      norm(LayerOpKind::kNormBackward, "norm2 backward", dn2, x1, dx1p, gamma2);
       add("d_residual1", dout, dx1p, dx1, h);
       pb.LinearBackward("attn_proj", T, h, q_width, at.o, w_o, dx1, at.d_o, dw_o);
       attention_backward();
       pb.LinearBackward("qkv", T, qkv_out, h, n1, w_qkv, at.dqkv, dn1, dw_qkv);
-      norm(LayerOpKind::kNormBackward, "norm1 backward", dn1, x, dxp);
+      norm(LayerOpKind::kNormBackward, "norm1 backward", dn1, x, dxp, gamma1);
       add("d_x", dx1, dxp, dx, h);
       p.outputs[1] = dx;
     }

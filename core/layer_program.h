@@ -33,7 +33,7 @@ namespace wavecrest {
 enum class LayerOpKind {
   kGemm,                    // c = op(a)·op(b) as `gemm`
   kNorm,                    // c = norm(a) over rows × cols (scale `b`, cols wide)
-  kNormBackward,            // c = d norm / d input, given the output gradient a and input b
+  kNormBackward,            // c = d norm / d input, given the output gradient a, input b, scale d
   kActivation,              // c[rows × cols] = act(a) (SwiGLU: a holds gate | up, 2·cols wide)
   kActivationBackward,      // c = d act, given the output gradient a and the input b
   kAdd,                     // c = a + b (residual branch, gradient accumulation)

@@ -47,14 +47,15 @@ __device__ __forceinline__ void Store(void* p, int64_t i, Elem e, float v) {
   }
 }
 
-__global__ void FillRandomKernel(void* data, int64_t count, Elem elem, uint64_t seed) {
+__global__ void FillRandomKernel(void* data, int64_t count, Elem elem, uint64_t seed,
+                                 float scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     const uint64_t h = Mix(seed ^ Mix(static_cast<uint64_t>(i)));
     // 24 random bits -> [-1, 1); values that would round to zero are nudged away from it.
     float v = static_cast<float>(h >> 40) * (2.0f / 16777216.0f) - 1.0f;
     if (fabsf(v) < 1.0f / 64) v = v < 0 ? -1.0f / 64 : 1.0f / 64;
-    Store(data, i, elem, v);
+    Store(data, i, elem, v * scale);
   }
 }
 
@@ -94,8 +95,9 @@ int Blocks(int64_t count) {
 
 }  // namespace
 
-cudaError_t FillRandom(void* data, int64_t count, Elem elem, uint64_t seed, cudaStream_t stream) {
-  FillRandomKernel<<<Blocks(count), 256, 0, stream>>>(data, count, elem, seed);
+cudaError_t FillRandom(void* data, int64_t count, Elem elem, uint64_t seed, cudaStream_t stream,
+                       float scale) {
+  FillRandomKernel<<<Blocks(count), 256, 0, stream>>>(data, count, elem, seed, scale);
   return cudaGetLastError();
 }
 

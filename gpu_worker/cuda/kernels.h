@@ -13,8 +13,9 @@ namespace wavecrest::cuda {
 // Element types the kernels handle.
 enum class Elem : int { kBf16 = 0, kFp16 = 1, kFp32 = 2, kFp8E4M3 = 3 };
 
-// Uniform values in [-1, 1) from a hash of (seed, index): never zeros, reproducible.
-cudaError_t FillRandom(void* data, int64_t count, Elem elem, uint64_t seed, cudaStream_t stream);
+// Uniform values in [-1, 1) × scale from a hash of (seed, index): never zeros, reproducible.
+cudaError_t FillRandom(void* data, int64_t count, Elem elem, uint64_t seed, cudaStream_t stream,
+                       float scale = 1.0f);
 // NaN in every element, so that an element the GEMM did not write is caught.
 cudaError_t FillNaN(void* data, int64_t count, Elem elem, cudaStream_t stream);
 // Elements that are NaN or infinite; `*out` is device memory.

@@ -186,5 +186,68 @@ TEST_F(CublasLtTest, TooLargeForMemoryIsResourceExhaustedAndTheBackendStaysUsabl
   EXPECT_TRUE(backend_->Time({{512, 512, 512, 1}, Layout::kTN, DType::kFp16}, Quick()).ok());
 }
 
+// Layers whole (gpu_worker/cuda/layer_engine.cc): measured, checked, labelled, with the sum of
+// parts beside them; the same GEMMs a layer runs; fused attention either measured through cuDNN or
+// refused with a reason (never timed as something else).
+ModelSpec LayerModel(Attention attention, Workload workload) {
+  ModelSpec s;
+  s.hidden_size = 2048;
+  s.num_attention_heads = 16;
+  s.num_kv_heads = 4;
+  s.num_layers = 24;
+  s.vocab_size = 32000;
+  s.seq_length = 1024;
+  s.micro_batch_size = 2;
+  s.mlp = Mlp::kSwiglu;
+  s.norm = Norm::kRmsNorm;
+  s.attention = attention;
+  s.workload = workload;
+  return *NormalizeSpec(s);
+}
+
+TEST_F(CublasLtTest, UnfusedAttentionAndItsLayerAreMeasuredWhole) {
+  for (Workload w : {Workload::kTraining, Workload::kPrefill, Workload::kDecode}) {
+    for (const LayerKey& key : LayerKeysOf(LayerModel(Attention::kUnfused, w))) {
+      absl::StatusOr<v1::LayerTiming> t = backend_->TimeLayer(key, Quick());
+      ASSERT_TRUE(t.ok()) << LayerKeyString(key) << ": " << t.status();
+      EXPECT_EQ(t->provenance().source(), v1::SOURCE_MEASURED);
+      EXPECT_THAT(t->provenance().method(), HasSubstr("cuda-layer-timing-v1"));
+      EXPECT_EQ(t->key(), LayerKeyString(key));
+      EXPECT_GE(t->stats().samples(), 3);
+      EXPECT_GT(t->time_s(), 0);
+      EXPECT_GT(t->predicted_sum_s(), 0);
+      EXPECT_THAT(t->stats().engine(), HasSubstr("cuBLASLt GEMMs"));
+      // A layer's time against its predicted parts: the same order of magnitude (a broken
+      // program, e.g. one that skipped its backward, would be far off).
+      EXPECT_GT(t->time_s(), 0.2 * t->predicted_sum_s()) << t->key();
+      EXPECT_LT(t->time_s(), 5 * t->predicted_sum_s()) << t->key();
+    }
+  }
+}
+
+TEST_F(CublasLtTest, FusedAttentionIsMeasuredThroughCudnnOrRefusedWithTheReason) {
+  for (const LayerKey& key : LayerKeysOf(LayerModel(Attention::kFlash, Workload::kTraining))) {
+    absl::StatusOr<v1::LayerTiming> t = backend_->TimeLayer(key, Quick());
+    if (t.ok()) {
+      EXPECT_EQ(t->provenance().source(), v1::SOURCE_MEASURED);
+      EXPECT_THAT(t->stats().engine(), HasSubstr("cudnn"));
+    } else {
+      EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+      EXPECT_THAT(t.status().message(), HasSubstr("cuDNN"));
+    }
+  }
+  // The backend stays usable.
+  EXPECT_TRUE(backend_->Time({{1024, 1024, 1024, 1}, Layout::kTN, DType::kBf16}, Quick()).ok());
+}
+
+TEST_F(CublasLtTest, ALayerTooLargeForMemoryIsRefusedBeforeAllocating) {
+  ModelSpec s = LayerModel(Attention::kUnfused, Workload::kTraining);
+  s.seq_length = 131072;  // the scores alone: 2·16·131072² BF16 elements, 1 TiB
+  const LayerKey key = *MakeLayerKey(LayerKind::kUnfusedAttention, *NormalizeSpec(s));
+  absl::StatusOr<v1::LayerTiming> t = backend_->TimeLayer(key, Quick());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted) << t.status();
+  EXPECT_FALSE(backend_->Broken());
+}
+
 }  // namespace
 }  // namespace wavecrest
