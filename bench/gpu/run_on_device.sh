@@ -5,8 +5,13 @@
 #   1. the `gpu` tests (cuBLASLt engine behaviour);
 #   2. compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and torch.matmul in
 #      a CUDA graph, same device, same method);
-#   3. measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
-#      Llama-2-7B through a real server with `--workers auto`, beside the predicted ones.
+#   3. layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused attention, as in
+#      the paper, and Llama-3-8B with fused attention) through a cache-less server, twice, with
+#      PyTorch's same layers (torch_layers.py: SDPA, nn.Linear, its norms) between the two runs,
+#      compared by compare_layers.py (within 5% of torch; re-run within 1%);
+#   4. measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
+#      Llama-2-7B through a real server with `--workers auto`, beside the predicted ones (the
+#      measuring stage also times each candidate's whole layer).
 set -uo pipefail
 out=${OUT:-/tmp/wavecrest-gpu}
 mkdir -p "$out"
@@ -21,6 +26,39 @@ echo "gpu_test exit $?" >> "$out/gpu_test.txt"
 
 WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
   > "$out/compare.log" 2>&1
+
+# Starts a server (flags after the port file); sets $server and $port once it measures.
+start_server() {
+  local ports=$1
+  shift
+  "$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --port_file="$ports" \
+    --workers=auto "$@" 2>> "$out/server.log" &
+  server=$!
+  for _ in $(seq 600); do [[ -s $ports ]] && break; sleep 0.1; done
+  port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$ports")
+  for _ in $(seq 600); do
+    "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break
+    sleep 0.1
+  done
+}
+
+# Layers whole, twice, with torch between (no cache: the second run measures again).
+start_server "$out/ports-layers.json"
+for m in "pythia-2.8b --attention unfused" "llama-3-8b"; do
+  name=${m%% *}
+  for run in 1 2; do
+    "$R" wavecrest time --server=127.0.0.1:$port --gpu "$kind" --layers --format json \
+      --model "examples/models/$name.json" ${m#"$name"} --deadline 600 \
+      > "$out/layers-$name-$run.json" 2> "$out/layers-$name-$run.log"
+    if [[ $run == 1 ]]; then
+      python3 bench/gpu/torch_layers.py "$out/layers-$name-1.json" "$out/torch-layers-$name.json" \
+        > "$out/torch-layers-$name.log" 2>&1
+    fi
+  done
+  python3 bench/gpu/compare_layers.py "$out/layers-$name-1.json" "$out/layers-$name-2.json" \
+    "$out/torch-layers-$name.json" > "$out/compare-layers-$name.txt" 2>&1
+done
+kill -TERM $server; wait $server
 
 "$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
   --port_file="$out/ports.json" --workers=auto --cache="$out/cache.db" 2> "$out/server.log" &
@@ -47,6 +85,9 @@ kill -TERM $server; wait $server
 echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
+for name in pythia-2.8b llama-3-8b; do
+  echo "== layers $name"; cat "$out/compare-layers-$name.txt" 2>/dev/null | cut -c1-220
+done
 for name in pythia-2.8b llama-2-7b; do
   echo "== recommend $name (measured)"; head -n 8 "$out/recommend-$name-measured.txt"
 done

@@ -54,5 +54,37 @@ class CompareTest(unittest.TestCase):
             self.assertNotIn("Traceback", text + r.stderr)
 
 
+
+class CompareLayersTest(unittest.TestCase):
+    """bench/gpu/compare_layers.py on files shaped as the CLI and torch_layers.py write them: a
+    layer within both targets, one too slow against torch, one torch could not run, one missing
+    from the second run, one only predicted (not counted)."""
+
+    def test_targets_are_judged_and_problems_listed(self):
+        def layer(key, t, src="SOURCE_MEASURED"):
+            return {"key": key, "time_s": t, "provenance": {"source": src}}
+        run1 = {"layers": [layer("a", 0.010), layer("b", 0.020), layer("c", 0.030),
+                           layer("d", 0.040), layer("p", 0.050, "SOURCE_PREDICTED")]}
+        run2 = {"layers": [layer("a", 0.01005), layer("b", 0.0203), layer("c", 0.030)]}
+        torch = {"torch": "2.9", "cudnn": 91002, "layers": [
+            {"key": "a", "median_s": 0.0102, "attention_backend": "cudnn", "launch": "graph"},
+            {"key": "b", "median_s": 0.0150},
+            {"key": "c", "error": "RuntimeError: no kernel"},
+            {"key": "d", "median_s": 0.0400}]}
+        with tempfile.TemporaryDirectory() as out:
+            paths = []
+            for name, doc in (("1", run1), ("2", run2), ("t", torch)):
+                paths.append(os.path.join(out, name + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc, f)
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare_layers.py")]
+                               + paths, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("RuntimeError: no kernel", r.stdout)
+        self.assertIn("cudnn graph", r.stdout)
+        # a: both targets; b: re-run 1.5% and 33% off torch; c: no torch figure; d: no re-run.
+        self.assertIn("layers 4, within 5% of torch 2, re-run within 1% 2", r.stdout)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""compare_layers.py WAVECREST_RUN1.json WAVECREST_RUN2.json TORCH.json: wavecrest's layers timed
+whole (two runs of `wavecrest time --layers --format json`) against PyTorch's same layers
+(torch_layers.py), with the repeatability of wavecrest's figure. Missing rows, failed layers and
+non-finite values are reported, never fatal. Prints a table, then one summary line:
+  layers N, within 5% of torch M, re-run within 1% K
+"""
+import json
+import math
+import sys
+
+
+def load_wavecrest(path):
+    try:
+        doc = json.load(open(path))
+    except (OSError, ValueError) as e:
+        print(f"{path}: {e}")
+        return {}
+    out = {}
+    for t in doc.get("layers", []):
+        key = t.get("key")
+        src = t.get("provenance", {}).get("source", "")
+        time_s = t.get("time_s", t.get("timeS"))
+        if key:
+            out[key] = (float(time_s) if time_s is not None else math.nan, src)
+    return out
+
+
+def load_torch(path):
+    try:
+        doc = json.load(open(path))
+    except (OSError, ValueError) as e:
+        print(f"{path}: {e}")
+        return {}, {}
+    rows = {r["key"]: r for r in doc.get("layers", []) if r.get("key")}
+    return rows, {k: doc.get(k) for k in ("torch", "cuda", "cudnn", "device")}
+
+
+def ratio(a, b):
+    return a / b if (a > 0 and b > 0 and math.isfinite(a) and math.isfinite(b)) else math.nan
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__)
+        return 2
+    run1, run2 = load_wavecrest(argv[1]), load_wavecrest(argv[2])
+    torch_rows, versions = load_torch(argv[3])
+    print("torch:", versions)
+    print(f"{'layer':<100} {'wavecrest':>10} {'source':>16} {'re-run':>8} {'torch':>10} "
+          f"{'wc/torch':>9}  torch method")
+    n = within5 = within1 = 0
+    for key in sorted(set(run1) | set(torch_rows)):
+        t1, src = run1.get(key, (math.nan, "missing"))
+        t2, _ = run2.get(key, (math.nan, "missing"))
+        tr = torch_rows.get(key, {})
+        tt = float(tr.get("median_s", math.nan)) if "median_s" in tr else math.nan
+        rerun = ratio(t2, t1)
+        wt = ratio(t1, tt)
+        method = tr.get("error") or f"{tr.get('attention_backend', '?')} {tr.get('launch', '?')}"
+        print(f"{key:<100} {t1 * 1e3:>8.3f}ms {src:>16} {rerun:>8.4f} {tt * 1e3:>8.3f}ms "
+              f"{wt:>9.3f}  {method}")
+        if src == "SOURCE_MEASURED" or src == "SOURCE_CACHED":
+            n += 1
+            within5 += abs(wt - 1) <= 0.05
+            within1 += abs(rerun - 1) <= 0.01
+    print(f"layers {n}, within 5% of torch {within5}, re-run within 1% {within1}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
