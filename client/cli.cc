@@ -307,6 +307,24 @@ int DoSweep(const CliOptions& o, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+// Results in request order.
+template <typename Timing>
+void SortByIndex(std::vector<Timing>* results) {
+  std::sort(results->begin(), results->end(),
+            [](const Timing& a, const Timing& b) { return a.index() < b.index(); });
+}
+
+// One object, like every command's JSON: the GPU, the results under `list` (protobuf JSON
+// mapping) and the notes.
+template <typename Timing>
+std::string TimingsEnvelope(const std::string& gpu, const char* list,
+                            const std::vector<Timing>& results,
+                            const std::vector<std::string>& notes) {
+  nlohmann::json envelope = {{"gpu", gpu}, {list, nlohmann::json::array()}, {"notes", notes}};
+  for (const Timing& r : results) envelope[list].push_back(nlohmann::json::parse(ToJson(r)));
+  return envelope.dump(1) + "\n";
+}
+
 // `time --layers`: the model's layers timed whole, beside the sum of their parts.
 int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.model.empty()) {
@@ -314,8 +332,9 @@ int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
   }
   if (!o.gemm.empty()) return Fail(err, FieldError("--gemm", "not with --layers"));
   if (o.autotune) {
-    return Fail(err, FieldError("--autotune", "not with --layers: a layer runs the heuristic's "
-                                              "algorithms, as a framework does"));
+    return Fail(err, FieldError("--autotune",
+                                "not with --layers: a layer runs the heuristic's "
+                                "algorithms, as a framework does"));
   }
   v1::TimeLayersRequest request;
   request.set_gpu(o.gpu);
@@ -342,13 +361,9 @@ int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
   });
   bar.Clear();
   if (!st.ok()) return Fail(err, st);
-  std::sort(results.begin(), results.end(),
-            [](const auto& a, const auto& b) { return a.index() < b.index(); });
+  SortByIndex(&results);
   if (json) {
-    nlohmann::json envelope = {
-        {"gpu", o.gpu}, {"layers", nlohmann::json::array()}, {"notes", notes}};
-    for (const auto& r : results) envelope["layers"].push_back(nlohmann::json::parse(ToJson(r)));
-    out << envelope.dump(1) << "\n";
+    out << TimingsEnvelope(o.gpu, "layers", results, notes);
   } else {
     out << FormatLayerTimings(results);
     for (const auto& n : notes) out << "note: " << n << "\n";
@@ -399,15 +414,11 @@ int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   });
   bar.Clear();
   if (!st.ok()) return Fail(err, st);
-  std::sort(results.begin(), results.end(),
-            [](const auto& a, const auto& b) { return a.index() < b.index(); });
+  SortByIndex(&results);
   if (json) {
-    // One object, like every command's JSON: the timings (protobuf JSON mapping) and the notes.
-    nlohmann::json envelope = {
-        {"gpu", o.gpu}, {"timings", nlohmann::json::array()}, {"notes", nlohmann::json::array()}};
-    for (const auto& r : results) envelope["timings"].push_back(nlohmann::json::parse(ToJson(r)));
-    for (const auto& n : notes) envelope["notes"].push_back(n.substr(6));  // without "note: "
-    out << envelope.dump(1) << "\n";
+    std::vector<std::string> bare;
+    for (const auto& n : notes) bare.push_back(n.substr(6));  // without "note: "
+    out << TimingsEnvelope(o.gpu, "timings", results, bare);
   } else {
     out << FormatTimingHeader();
     for (const auto& r : results) out << FormatTiming(r);

@@ -226,7 +226,8 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
         "%.1f, activations %.1f%s; %s\n",
         mem.total_bytes() / kGiB, mem.capacity_bytes() / kGiB, mem.weights_bytes() / kGiB,
         mem.gradients_bytes() / kGiB, mem.optimizer_bytes() / kGiB, mem.activations_bytes() / kGiB,
-        mem.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", mem.kv_cache_bytes() / kGiB) : "",
+        mem.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", mem.kv_cache_bytes() / kGiB)
+                                 : "",
         mem.fits()                 ? "fits"
         : mem.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
         : mem.fits_with_recompute()
@@ -349,13 +350,13 @@ std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
       absl::StrAppend(&source, absl::StrFormat(" (%+.0f%%..%+.0f%%)", 100 * p.error_band_p10(),
                                                100 * p.error_band_p90()));
     }
-    t.Add({absl::StrCat(l.index()), HumanSeconds(l.time_s()),
-           absl::StrFormat("%.1f", l.tflops()), HumanSeconds(l.predicted_sum_s()),
-           l.predicted_sum_s() > 0 ? absl::StrFormat("%.3f", l.time_s() / l.predicted_sum_s())
-                                   : "-",
-           s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
-           s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-", source,
-           l.key()});
+    t.Add(
+        {absl::StrCat(l.index()), HumanSeconds(l.time_s()), absl::StrFormat("%.1f", l.tflops()),
+         HumanSeconds(l.predicted_sum_s()),
+         l.predicted_sum_s() > 0 ? absl::StrFormat("%.3f", l.time_s() / l.predicted_sum_s()) : "-",
+         s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
+         s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-", source,
+         l.key()});
   }
   return t.Render() +
          "sum of parts: the analytic model's GEMMs, fused attention and elementwise estimate of "

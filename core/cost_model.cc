@@ -342,9 +342,8 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
     softmax_per_token = 2 * kv_len * static_cast<double>(d.heads_per_rank);
   }
   // Loss over the logits: read, softmax, write the gradient.
-  const double logit_rows = spec.workload == Workload::kTraining
-                                ? tokens
-                                : static_cast<double>(spec.micro_batch_size);
+  const double logit_rows =
+      spec.workload == Workload::kTraining ? tokens : static_cast<double>(spec.micro_batch_size);
   const double loss_bytes = 3 * logit_rows * static_cast<double>(d.vocab_per_rank) * eb;
   // Backward moves about twice as much as forward.
   const double passes = spec.workload == Workload::kTraining ? 3 : 1;

@@ -65,8 +65,8 @@ class ProgramBuilder {
   }
 
   // A linear layer's forward Y = X·Wᵀ (TN); backward dX = dY·W (NN), dW = dYᵀ·X (NT).
-  void LinearForward(const std::string& name, int64_t tokens, int64_t out, int64_t in, int x,
-                     int w, int y) {
+  void LinearForward(const std::string& name, int64_t tokens, int64_t out, int64_t in, int x, int w,
+                     int y) {
     Gemm(name + " forward", {tokens, out, in, 1}, Layout::kTN, x, w, y);
   }
   void LinearBackward(const std::string& name, int64_t tokens, int64_t out, int64_t in, int x,
@@ -333,7 +333,8 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
       const int dw2 = pb.Buffer("d_w_down", static_cast<double>(h) * f);
       const int du = pb.Buffer(split_gate ? "d_gate_out" : "d_up_out", Td * up_out);
       const int dub = split_gate ? pb.Buffer("d_up_out", Td * f) : -1;
-      const int dw1 = pb.Buffer(split_gate ? "d_w_gate" : "d_w_up", static_cast<double>(up_out) * h);
+      const int dw1 =
+          pb.Buffer(split_gate ? "d_w_gate" : "d_w_up", static_cast<double>(up_out) * h);
       const int dw1b = split_gate ? pb.Buffer("d_w_up", static_cast<double>(f) * h) : -1;
       const int dn2 = pb.Buffer("d_norm2_out", Td * h);
       const int dn2b = split_gate ? pb.Buffer("d_norm2_out_up", Td * h) : -1;
@@ -379,8 +380,7 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
     }
   }
   if (pb.overflow()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(LayerKeyString(key), ": buffer sizes overflow"));
+    return absl::InvalidArgumentError(absl::StrCat(LayerKeyString(key), ": buffer sizes overflow"));
   }
   p.bytes = static_cast<int64_t>(pb.total());
   return p;

@@ -24,9 +24,9 @@ bool IsAttention(LayerKind kind) { return kind != LayerKind::kTransformerLayer; 
 
 std::string LayerTimingMethod(absl::string_view backend, bool warm_l2) {
   const bool analytic = backend == "analytic";
-  return absl::StrCat(analytic ? absl::StrCat(kCostModelName, " emulated layer")
-                               : std::string(kLayerTimingMethod),
-                      warm_l2 ? " warm-L2" : " cold-L2");
+  return absl::StrCat(
+      analytic ? absl::StrCat(kCostModelName, " emulated layer") : std::string(kLayerTimingMethod),
+      warm_l2 ? " warm-L2" : " cold-L2");
 }
 
 absl::string_view LayerKindName(LayerKind kind) {
@@ -90,8 +90,8 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
   }
   auto normalized = NormalizeSpec(s);
   if (!normalized.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the one-layer spec of this model is not valid: ", normalized.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the one-layer spec of this model is not valid: ", normalized.status().message()));
   }
   return LayerKey{kind, *std::move(normalized)};
 }
@@ -109,10 +109,10 @@ std::vector<LayerKey> LayerKeysOf(const ModelSpec& model) {
 std::string LayerKeyString(const LayerKey& key) {
   const ModelSpec& s = key.layer;
   const bool decode = s.workload == Workload::kDecode;
-  std::string out = absl::StrCat(LayerKindName(key.kind), " ", DTypeName(s.dtype), " ",
-                                 WorkloadName(s.workload), " b", s.micro_batch_size, " sq",
-                                 decode ? 1 : s.seq_length, " skv",
-                                 decode ? s.kv_cache_length : s.seq_length);
+  std::string out =
+      absl::StrCat(LayerKindName(key.kind), " ", DTypeName(s.dtype), " ", WorkloadName(s.workload),
+                   " b", s.micro_batch_size, " sq", decode ? 1 : s.seq_length, " skv",
+                   decode ? s.kv_cache_length : s.seq_length);
   if (!IsAttention(key.kind)) absl::StrAppend(&out, " h", s.hidden_size);
   absl::StrAppend(&out, " heads", s.num_attention_heads, "/", s.num_kv_heads, " d", s.head_dim,
                   " causal");
@@ -159,7 +159,8 @@ int64_t LayerMemoryBytes(const LayerKey& key) {
       elements += (2.0 * s.m * s.k + s.m) * batch + 2.0 * s.n * s.k * kv;
     } else {
       elements += (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
-                   static_cast<double>(s.m) * s.n) * batch;
+                   static_cast<double>(s.m) * s.n) *
+                  batch;
     }
   }
   const double copies = key.layer.workload == Workload::kTraining ? 2 : 1;

@@ -435,7 +435,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
       }
     }
     const double step = t * static_cast<double>(g.count);
-    by_name[g.name] += step;  // the reasons compare GEMMs, measured whole or not
+    by_name[g.name] += step;          // the reasons compare GEMMs, measured whole or not
     if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
     auto& [time, rel_sigma] = c.contributions[key];

@@ -129,7 +129,7 @@ struct CandidateScore {
   double step_sigma_s = 0;  // from measurement spreads
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
-  bool all_measured = false;       // every GEMM (not fused attention) measured or cached
+  bool all_measured = false;  // every GEMM (not fused attention) measured or cached
   // Of step_time_s, the share measured whole as transformer layers (L × the layer's time); 0 when
   // the step is summed from GEMMs, fused attention and the elementwise estimate.
   double layer_share = 0;

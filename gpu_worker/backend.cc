@@ -85,8 +85,8 @@ class AnalyticBackend final : public TimingBackend {
   absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
                                             const TimingParams& params) override {
     if (!gpu_->Supports(key.layer.dtype)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          gpu_->name, " has no tensor-core support for ", DTypeName(key.layer.dtype)));
+      return absl::FailedPreconditionError(
+          absl::StrCat(gpu_->name, " has no tensor-core support for ", DTypeName(key.layer.dtype)));
     }
     const int64_t need = LayerMemoryBytes(key);
     if (need > gpu_->memory_bytes) {

@@ -96,8 +96,8 @@ class FaultyBackend final : public TimingBackend {
             "cudaErrorIllegalAddress: an illegal memory access was encountered (injected by "
             "--fault=sticky); the CUDA context is unusable");
       case FaultPlan::Kind::kOom:
-        return absl::ResourceExhaustedError(absl::StrCat(
-            what, " does not fit in free device memory (injected by --fault=oom)"));
+        return absl::ResourceExhaustedError(
+            absl::StrCat(what, " does not fit in free device memory (injected by --fault=oom)"));
       case FaultPlan::Kind::kSlow: {
         // A long GEMM: it beats as the engine does between its replays.
         const absl::Time end = absl::Now() + absl::Milliseconds(plan_.slow_ms);

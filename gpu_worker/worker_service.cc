@@ -73,9 +73,8 @@ void WorkerService::LogLine(nlohmann::json fields) {
 }
 
 template <typename Response, typename TimeFn>
-grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx,
-                                     grpc::ServerWriter<Response>* writer, size_t n,
-                                     const TimingParams& params,
+grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer,
+                                     size_t n, const TimingParams& params,
                                      const std::function<void(size_t)>& log, const TimeFn& time) {
   for (size_t i = 0; i < n; ++i) {
     if (broken_.load()) {
@@ -190,6 +189,5 @@ grpc::Status WorkerService::TimeLayers(
       },
       [&](size_t i, const TimingParams& p) { return backend_->TimeLayer(keys[i], p); });
 }
-
 
 }  // namespace wavecrest

@@ -293,9 +293,9 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
   } else {
     v1::AnalyzeRequest resolved = *request;
     const absl::Status imported = ResolveHfConfig(&resolved);
-    absl::StatusOr<v1::AnalyzeResponse> r =
-        imported.ok() ? HandleAnalyze(resolved, MeasuredLayers())
-                      : absl::StatusOr<v1::AnalyzeResponse>(imported);
+    absl::StatusOr<v1::AnalyzeResponse> r = imported.ok()
+                                                ? HandleAnalyze(resolved, MeasuredLayers())
+                                                : absl::StatusOr<v1::AnalyzeResponse>(imported);
     if (r.ok()) {
       *response = std::move(*r);
     } else {
@@ -402,6 +402,22 @@ grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerCo
   return FinishUnary(ctx, g);
 }
 
+template <typename Response>
+void AdvisorService::Enqueue(const std::shared_ptr<StreamReactor<Response>>& reactor,
+                             std::function<void()> job) {
+  const bool queued = jobs_->TrySubmit([this, job = std::move(job)](absl::Duration wait) {
+    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
+    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+    job();
+  });
+  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  if (!queued) {
+    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
+  } else {
+    reactor->Push(QueuedMessage<Response>(jobs_->depth()));
+  }
+}
+
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
   std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor;
@@ -421,9 +437,7 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
   }
   plan->task.deadline = DeadlineOf(ctx);
   auto shared = std::make_shared<TimeGemmsPlan>(std::move(*plan));
-  const bool queued = jobs_->TrySubmit([this, reactor, shared, gemms](absl::Duration wait) {
-    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
-    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  Enqueue(reactor, [this, reactor, shared, gemms] {
     const TimingTask& task = shared->task;
     {
       v1::TimeGemmsResponse first;
@@ -463,12 +477,6 @@ grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     }
     reactor->Finish(ToGrpcStatus(summary.status()));
   });
-  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-  if (!queued) {
-    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
-  } else {
-    reactor->Push(QueuedMessage<v1::TimeGemmsResponse>(jobs_->depth()));
-  }
   return reactor.get();
 }
 
@@ -534,12 +542,12 @@ absl::StatusOr<LayerTask> PlanTimeLayers(const v1::TimeLayersRequest& request,
       seconds += PredictLayer(*task.gpu, k).time_s * kMeasureCostFactor;
     }
     if (seconds > kMaxGpuSecondsPerRequest) {
-      return FieldError("model", absl::StrCat("timing these layers would take about ",
-                                              static_cast<int64_t>(seconds),
-                                              " s of GPU time (predicted); at most ",
-                                              kMaxGpuSecondsPerRequest,
-                                              " s per request: shorten seq_length or "
-                                              "micro_batch_size, or ask for MODE_PREDICTED"));
+      return FieldError(
+          "model",
+          absl::StrCat("timing these layers would take about ", static_cast<int64_t>(seconds),
+                       " s of GPU time (predicted); at most ", kMaxGpuSecondsPerRequest,
+                       " s per request: shorten seq_length or "
+                       "micro_batch_size, or ask for MODE_PREDICTED"));
     }
   }
   return task;
@@ -563,9 +571,7 @@ grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
   }
   task->deadline = DeadlineOf(ctx);
   auto shared = std::make_shared<LayerTask>(std::move(*task));
-  const bool queued = jobs_->TrySubmit([this, reactor, shared](absl::Duration wait) {
-    metrics_->QueueWait(absl::ToDoubleSeconds(wait));
-    metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
+  Enqueue(reactor, [this, reactor, shared] {
     auto progress = [&](int64_t done, int64_t total, absl::string_view what) {
       v1::TimeLayersResponse msg;
       msg.mutable_progress()->set_done(done);
@@ -592,12 +598,6 @@ grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
     }
     reactor->Finish(ToGrpcStatus(summary.status()));
   });
-  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-  if (!queued) {
-    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
-  } else {
-    reactor->Push(QueuedMessage<v1::TimeLayersResponse>(jobs_->depth()));
-  }
   return reactor.get();
 }
 
@@ -623,33 +623,24 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
   }
   const absl::Time deadline = DeadlineOf(ctx);
   // `handler` is a member of this service, which outlives every job.
-  const bool queued =
-      jobs_->TrySubmit([this, reactor, req, gemms, deadline, &handler](absl::Duration wait) {
-        metrics_->QueueWait(absl::ToDoubleSeconds(wait));
-        metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-        absl::StatusOr<Response> r = handler(
-            *req, deadline,
-            [reactor](const v1::Progress& p) {
-              Response msg;
-              *msg.mutable_progress() = p;
-              reactor->Push(std::move(msg));
-            },
-            [reactor] { return reactor->cancelled(); });
-        if (r.ok()) {
-          gemms->cached = r->gemms_cached();
-          gemms->predicted = r->gemms_predicted();
-          gemms->measured = r->gemms_measured();  // last: it says the counts are there
-          r->set_done(true);
-          reactor->Push(std::move(*r));
-        }
-        reactor->Finish(ToGrpcStatus(r.status()));
-      });
-  metrics_->SetQueue(jobs_->depth(), jobs_->capacity());
-  if (!queued) {
-    reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
-  } else {
-    reactor->Push(QueuedMessage<Response>(jobs_->depth()));
-  }
+  Enqueue(reactor, [this, reactor, req, gemms, deadline, &handler] {
+    absl::StatusOr<Response> r = handler(
+        *req, deadline,
+        [reactor](const v1::Progress& p) {
+          Response msg;
+          *msg.mutable_progress() = p;
+          reactor->Push(std::move(msg));
+        },
+        [reactor] { return reactor->cancelled(); });
+    if (r.ok()) {
+      gemms->cached = r->gemms_cached();
+      gemms->predicted = r->gemms_predicted();
+      gemms->measured = r->gemms_measured();  // last: it says the counts are there
+      r->set_done(true);
+      reactor->Push(std::move(*r));
+    }
+    reactor->Finish(ToGrpcStatus(r.status()));
+  });
   return reactor.get();
 }
 

@@ -19,9 +19,9 @@
 #include "server/metrics.h"
 #include "server/result_cache.h"
 #include "server/self_calibration.h"
-#include "service/advisor_logic.h"
 #include "server/stream_reactor.h"
 #include "server/timing_service.h"
+#include "service/advisor_logic.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
@@ -120,6 +120,10 @@ class AdvisorService final : public v1::Advisor::CallbackService {
       std::shared_ptr<CallGemms> gemms = nullptr);
   // A streaming call's reactor, always made (the call must be finished through it); not OK when
   // the call may not proceed (Admit, then a stream slot).
+  // Queues `job` (RESOURCE_EXHAUSTED on the stream when the queue is full; a "queued" progress
+  // message otherwise), with the queue's metrics.
+  template <typename Response>
+  void Enqueue(const std::shared_ptr<StreamReactor<Response>>& reactor, std::function<void()> job);
   template <typename Response>
   absl::Status OpenStream(const char* method, grpc::CallbackServerContext* ctx, Role role,
                           std::shared_ptr<StreamReactor<Response>>* reactor,

@@ -17,9 +17,9 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
+#include "server/server.h"
 #include "service/errors.h"
 #include "service/log.h"
-#include "server/server.h"
 #include "service/spec_io.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
@@ -310,9 +310,9 @@ int HttpGateway::Dispatch(mg_connection* conn, void* self) {
 
 int HttpGateway::Handle(mg_connection* c) {
   absl::StatusOr<HttpRequest> read = ReadRequest(c, options_.max_body_bytes);
-  static constexpr const char* kRoutes[] = {
-      "/v1/analyze", "/v1/recommend", "/v1/sweep",  "/v1/time-gemms",  "/v1/time-layers",
-      "/v1/devices", "/v1/health",    "/v1/models", "/v1/parse-model"};
+  static constexpr const char* kRoutes[] = {"/v1/analyze",    "/v1/recommend",   "/v1/sweep",
+                                            "/v1/time-gemms", "/v1/time-layers", "/v1/devices",
+                                            "/v1/health",     "/v1/models",      "/v1/parse-model"};
   std::string route = "other";  // a bounded label set, whatever paths callers try
   for (const char* known : kRoutes) {
     if (read.ok() && read->path == known) route = known;
@@ -424,11 +424,12 @@ int HttpGateway::Handle(mg_connection* c) {
     Send(c, 200, "application/json", ToJson(*spec));
     return done(200);
   }
-  return done(SendError(c, absl::NotFoundError(absl::StrCat(
-                               "no route ", r.path,
-                               "; the API is POST /v1/analyze, "
-                               "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model and GET "
-                               "/v1/devices, /v1/health, /v1/models"))));
+  return done(SendError(
+      c, absl::NotFoundError(absl::StrCat(
+             "no route ", r.path,
+             "; the API is POST /v1/analyze, "
+             "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model and GET "
+             "/v1/devices, /v1/health, /v1/models"))));
 }
 
 }  // namespace wavecrest

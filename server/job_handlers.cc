@@ -7,6 +7,14 @@
 namespace wavecrest {
 namespace {
 
+// Where a timing run's answers came from, for the measuring stage's counts.
+void CountsOf(const TimingSummary& summary, MeasureCounts* counts) {
+  counts->measured = summary.measured;
+  counts->cached = summary.cached;
+  counts->predicted = summary.predicted;
+  counts->notes = summary.notes;
+}
+
 // The context of one job on `gpu_name`: a measurer through `timing` when the name resolves (it
 // stays null otherwise, and the job reports the name's error). `*gpu_kind` gets the catalog name.
 RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, v1::Mode mode,
@@ -25,11 +33,11 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
   ctx.no_measure_reason = absl::StrCat("no ", gpu->first, " worker is up");
   if (!measurer->can_measure) ctx.no_measure_error = timing->NoWorkerError(gpu->first);
   const v1::Mode task_mode = mode == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
-  measurer->measure = [timing, gpu = *gpu, task_mode, deadline, cancelled](
-                          const std::vector<GemmKey>& keys,
-                          const std::function<void(int64_t, int64_t)>& on_progress,
-                          MeasureCounts* counts)
-      -> absl::StatusOr<std::vector<std::optional<GemmTime>>> {
+  measurer->measure =
+      [timing, gpu = *gpu, task_mode, deadline, cancelled](
+          const std::vector<GemmKey>& keys,
+          const std::function<void(int64_t, int64_t)>& on_progress,
+          MeasureCounts* counts) -> absl::StatusOr<std::vector<std::optional<GemmTime>>> {
     TimingTask task;
     task.kind = gpu.first;
     task.gpu = gpu.second;
@@ -51,17 +59,14 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
         [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
         cancelled);
     if (!summary.ok()) return summary.status();
-    counts->measured = summary->measured;
-    counts->cached = summary->cached;
-    counts->predicted = summary->predicted;
-    counts->notes = summary->notes;
+    CountsOf(*summary, counts);
     return out;
   };
-  measurer->measure_layers = [timing, gpu = *gpu, deadline, cancelled](
-                                 const std::vector<LayerKey>& keys,
-                                 const std::function<void(int64_t, int64_t)>& on_progress,
-                                 MeasureCounts* counts)
-      -> absl::StatusOr<std::vector<std::optional<LayerTime>>> {
+  measurer->measure_layers =
+      [timing, gpu = *gpu, deadline, cancelled](
+          const std::vector<LayerKey>& keys,
+          const std::function<void(int64_t, int64_t)>& on_progress,
+          MeasureCounts* counts) -> absl::StatusOr<std::vector<std::optional<LayerTime>>> {
     LayerTask task;
     task.kind = gpu.first;
     task.gpu = gpu.second;
@@ -81,10 +86,7 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
         [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
         cancelled);
     if (!summary.ok()) return summary.status();
-    counts->measured = summary->measured;
-    counts->cached = summary->cached;
-    counts->predicted = summary->predicted;
-    counts->notes = summary->notes;
+    CountsOf(*summary, counts);
     return out;
   };
   ctx.measurer = measurer;

@@ -234,8 +234,8 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
 }
 
 std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, const LayerKey& key,
-                                                       absl::string_view method,
-                                                       const v1::DeviceFingerprint* fingerprint) {
+                                                        absl::string_view method,
+                                                        const v1::DeviceFingerprint* fingerprint) {
   std::lock_guard<std::mutex> lock(mu_);
   const char* sql =
       fingerprint
@@ -282,8 +282,8 @@ void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timi
     }
   }
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)",
-                         -1, &stmt, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)", -1,
+                         &stmt, nullptr) != SQLITE_OK) {
     LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
     return;
   }

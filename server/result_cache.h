@@ -3,8 +3,9 @@
 // Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend)
 // + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming (statistics,
 // algorithm, clocks, provenance with the time of measurement). Layer benchmarks live in their own
-// table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the LayerTiming. A file that is not a SQLite
-// database, or is one with another schema, is moved aside (logged) and a fresh cache started.
+// table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the LayerTiming. A
+// file that is not a SQLite database, or is one with another schema, is moved aside (logged) and a
+// fresh cache started.
 #ifndef WAVECREST_SERVER_RESULT_CACHE_H_
 #define WAVECREST_SERVER_RESULT_CACHE_H_
 

@@ -34,8 +34,7 @@ struct TimingService::GemmUnit {
     return TimingMethod(backend, t.autotune, t.warm_l2);
   }
   static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
-                                      const std::string& method,
-                                      const v1::DeviceFingerprint* fp) {
+                                      const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.Lookup(kind, k, method, fp);
   }
   static void Store(ResultStore& c, absl::string_view kind, const Timing& t) { c.Store(kind, t); }
@@ -59,8 +58,7 @@ struct TimingService::LayerUnit {
     return LayerTimingMethod(backend, t.warm_l2);
   }
   static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
-                                      const std::string& method,
-                                      const v1::DeviceFingerprint* fp) {
+                                      const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.LookupLayer(kind, k, method, fp);
   }
   static void Store(ResultStore& c, absl::string_view kind, const Timing& t) {
@@ -318,8 +316,8 @@ absl::StatusOr<TimingSummary> TimingService::RunUnits(
     } else if (task.mode == v1::MODE_MEASURED) {
       return NoWorkerError(task.kind);
     } else {
-      summary.notes.push_back(
-          absl::StrCat("no ", task.kind, " worker is up: uncached ", Unit::Noun(), " are PREDICTED"));
+      summary.notes.push_back(absl::StrCat("no ", task.kind, " worker is up: uncached ",
+                                           Unit::Noun(), " are PREDICTED"));
     }
   }
   // 3. The analytic model for whatever is left.
@@ -328,8 +326,8 @@ absl::StatusOr<TimingSummary> TimingService::RunUnits(
     if (absl::Status stop = stop_status(); !stop.ok()) return stop;
     if (task.mode == v1::MODE_MEASURED) {
       if (!key_errors[i].ok()) {
-        return absl::Status(key_errors[i].code(), absl::StrCat(Unit::Name(keys_all[i]), ": ",
-                                                               key_errors[i].message()));
+        return absl::Status(key_errors[i].code(),
+                            absl::StrCat(Unit::Name(keys_all[i]), ": ", key_errors[i].message()));
       }
       return absl::UnavailableError(
           absl::StrCat(Unit::Name(keys_all[i]), " could not be measured"));

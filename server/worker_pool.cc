@@ -493,8 +493,7 @@ template <typename Event, typename Request, typename AddItem, typename Call, typ
 absl::Status WorkerPool::RunJob(absl::string_view kind, const std::vector<std::string>& names,
                                 const MeasureOptions& options, Request* request,
                                 const AddItem& add_item, const Call& call,
-                                const OnResult& on_result,
-                                const std::function<bool()>& cancelled) {
+                                const OnResult& on_result, const std::function<bool()>& cancelled) {
   const std::string k(kind);
   std::vector<size_t> todo;
   std::vector<size_t> quarantined;
@@ -593,13 +592,12 @@ absl::Status WorkerPool::FinishJob(Worker& w, const std::string& kind, const grp
   if (absl::Now() > options.deadline) return absl::DeadlineExceededError("deadline passed");
   if (died) {
     if (in_flight) ChargeCrash(kind, *in_flight, reason);
-    return WithRetryDelay(
-        absl::UnavailableError(absl::StrCat(
-            "worker ", id, " stopped (", reason, ")",
-            in_flight ? absl::StrCat(" while timing ", *in_flight) : "",
-            last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
-            "; it is being restarted")),
-        absl::Seconds(1), "WORKER_RESTARTING");
+    return WithRetryDelay(absl::UnavailableError(absl::StrCat(
+                              "worker ", id, " stopped (", reason, ")",
+                              in_flight ? absl::StrCat(" while timing ", *in_flight) : "",
+                              last_error.empty() ? "" : absl::StrCat(" (", last_error, ")"),
+                              "; it is being restarted")),
+                          absl::Seconds(1), "WORKER_RESTARTING");
   }
   return absl::UnavailableError(
       absl::StrCat("worker ", id, ": ", st.error_message(), " (code ", st.error_code(), ")"));
@@ -633,8 +631,7 @@ absl::Status WorkerPool::MeasureLayers(absl::string_view kind, const std::vector
   for (const LayerKey& key : keys) names.push_back(LayerKeyString(key));
   v1::GemmWorkerTimeLayersRequest request;
   return RunJob<v1::GemmWorkerTimeLayersResponse>(
-      kind, names, options, &request,
-      [&](size_t j) { *request.add_layers() = ToProto(keys[j]); },
+      kind, names, options, &request, [&](size_t j) { *request.add_layers() = ToProto(keys[j]); },
       [&](v1::GemmWorker::Stub& stub, grpc::ClientContext* ctx) {
         return stub.TimeLayers(ctx, request);
       },

@@ -125,7 +125,7 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
     const std::function<bool()>* cancelled = nullptr;
     absl::Time last_event;
     std::optional<std::string> in_flight;  // the GEMM's or layer's key string
-    bool died_in_job = false;  // the worker died (or was killed) while `call` ran
+    bool died_in_job = false;              // the worker died (or was killed) while `call` ran
   };
 
   void Supervise();

@@ -61,7 +61,8 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   // The step with its layers measured whole: the GEMMs outside the layers stay predicted.
   double outside_s = 0;
   for (const GemmAnalysis& g : analysis.gemms) {
-    if (g.gemm.name == kLogits) outside_s += g.prediction.time_s * static_cast<double>(g.gemm.count);
+    if (g.gemm.name == kLogits)
+      outside_s += g.prediction.time_s * static_cast<double>(g.gemm.count);
   }
   const double layers_s = layer->time_s() * static_cast<double>(analysis.spec.num_layers);
   v1::MeasuredStep* m = response.mutable_measured_step();

@@ -345,10 +345,10 @@ absl::StatusOr<LayerKind> FromProto(v1::LayerKind k) {
     case v1::LAYER_KIND_TRANSFORMER:
       return LayerKind::kTransformerLayer;
     default:
-      return absl::InvalidArgumentError(absl::StrCat(
-          "must be LAYER_KIND_FUSED_ATTENTION, LAYER_KIND_UNFUSED_ATTENTION or "
-          "LAYER_KIND_TRANSFORMER; got ",
-          static_cast<int>(k)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("must be LAYER_KIND_FUSED_ATTENTION, LAYER_KIND_UNFUSED_ATTENTION or "
+                       "LAYER_KIND_TRANSFORMER; got ",
+                       static_cast<int>(k)));
   }
 }
 

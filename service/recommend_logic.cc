@@ -152,8 +152,7 @@ absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode 
                  absl::StrCat("timing ", keys.size(), " whole layers"));
   MeasureCounts counts;
   absl::StatusOr<std::vector<std::optional<LayerTime>>> times = ctx.measurer->measure_layers(
-      keys,
-      [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
+      keys, [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
       &counts);
   RETURN_IF_ERROR(StopStatus(ctx));
   if (!times.ok()) {

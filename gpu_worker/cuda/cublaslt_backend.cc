@@ -28,7 +28,6 @@
 
 namespace wavecrest {
 
-
 absl::StatusOr<std::unique_ptr<TimingBackend>> MakeCublasLtBackend(int device) {
   return engine::CublasLtBackend::Create(device);
 }

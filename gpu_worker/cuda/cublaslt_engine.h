@@ -25,15 +25,14 @@
 #include "core/gemm_check.h"
 #include "core/gemm_plan.h"
 #include "core/gpu_catalog.h"
+#include "core/layers.h"
 #include "core/timing_stats.h"
 #include "gpu_worker/backend.h"
 #include "gpu_worker/clock_sampler.h"
 #include "gpu_worker/cuda/kernels.h"
-#include "core/layers.h"
 #include "service/convert.h"
 
 namespace wavecrest::engine {
-
 
 using cuda::Elem;
 

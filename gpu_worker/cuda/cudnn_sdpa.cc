@@ -50,17 +50,20 @@ absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DTy
   bool loaded = false;
   const std::string version = CudnnVersion(&loaded);
   if (!loaded) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "fused attention needs cuDNN 9, which this worker cannot load (", version,
-        "): layers with fused attention are predicted"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("fused attention needs cuDNN 9, which this worker cannot load (", version,
+                     "): layers with fused attention are predicted"));
   }
   // The SDPA operation graph (Q·Kᵀ, scale, causal mask, softmax with statistics, P·V, and its
   // backward) is not driven through cuDNN's backend API yet: refuse, so that the server predicts
   // these layers and says so, rather than time something else under this name.
-  return absl::FailedPreconditionError(absl::StrCat(
-      "cuDNN ", version, " is loaded, but this worker does not drive its scaled-dot-product "
-      "attention graph yet: ", op.name, " (and layers with fused attention) are predicted; "
-      "unfused attention and layers with it are measured"));
+  return absl::FailedPreconditionError(
+      absl::StrCat("cuDNN ", version,
+                   " is loaded, but this worker does not drive its scaled-dot-product "
+                   "attention graph yet: ",
+                   op.name,
+                   " (and layers with fused attention) are predicted; "
+                   "unfused attention and layers with it are measured"));
 }
 
 }  // namespace wavecrest::engine

@@ -47,8 +47,7 @@ __device__ __forceinline__ void Store(void* p, int64_t i, Elem e, float v) {
   }
 }
 
-__global__ void FillRandomKernel(void* data, int64_t count, Elem elem, uint64_t seed,
-                                 float scale) {
+__global__ void FillRandomKernel(void* data, int64_t count, Elem elem, uint64_t seed, float scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count;
        i += int64_t{gridDim.x} * blockDim.x) {
     const uint64_t h = Mix(seed ^ Mix(static_cast<uint64_t>(i)));

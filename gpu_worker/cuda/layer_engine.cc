@@ -92,9 +92,9 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   if (auto st = Cuda(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"); !st.ok()) return st;
   const int64_t sdpa_bytes = sdpa ? sdpa->workspace_bytes() : 0;
   if (program.bytes + sdpa_bytes + kMemoryMargin > static_cast<int64_t>(free)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        name, " needs ", (program.bytes + sdpa_bytes) >> 20, " MiB of device memory; ",
-        static_cast<int64_t>(free) >> 20, " MiB are free on ", fp_.name()));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(name, " needs ", (program.bytes + sdpa_bytes) >> 20, " MiB of device memory; ",
+                     static_cast<int64_t>(free) >> 20, " MiB are free on ", fp_.name()));
   }
   if (gpu_ != nullptr) {
     const double predicted = PredictLayer(*gpu_, key).time_s;
@@ -187,9 +187,9 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
                                                         pref, 1, &heur, &returned),
                          "cublasLtMatmulAlgoGetHeuristic"));
     if (returned == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
-      return absl::FailedPreconditionError(absl::StrCat("cuBLASLt's heuristic has no algorithm for ",
-                                                        GemmKeyString(op.gemm), " (", op.name,
-                                                        ") on ", fp_.name()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cuBLASLt's heuristic has no algorithm for ", GemmKeyString(op.gemm), " (",
+                       op.name, ") on ", fp_.name()));
     }
     g->algo = heur.algo;
     gemm_of[i] = static_cast<int>(gemms.size());
@@ -207,11 +207,11 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
         case LayerOpKind::kGemm: {
           const LayerGemm& g = *gemms[gemm_of[i]];
           // cuBLAS's A is the row-major right operand, its B the left one (core/gemm.h).
-          RETURN_IF_ERROR(Blas(
-              cublasLtMatmul(handle_, g.op, &alpha, ptr(op.b), g.la, ptr(op.a), g.lb, &beta,
-                             ptr(op.c), g.ld, ptr(op.c), g.ld, &g.algo, workspace_,
-                             static_cast<size_t>(workspace_bytes_), stream_),
-              OpName(op)));
+          RETURN_IF_ERROR(
+              Blas(cublasLtMatmul(handle_, g.op, &alpha, ptr(op.b), g.la, ptr(op.a), g.lb, &beta,
+                                  ptr(op.c), g.ld, ptr(op.c), g.ld, &g.algo, workspace_,
+                                  static_cast<size_t>(workspace_bytes_), stream_),
+                   OpName(op)));
           continue;
         }
         case LayerOpKind::kNorm:
@@ -243,8 +243,8 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
                                  stream_);
           break;
         case LayerOpKind::kSoftmax:
-          err = cuda::Softmax(ptr(op.a), op.rows, op.cols, op.q_len, op.causal, op.scale, e,
-                              stream_);
+          err =
+              cuda::Softmax(ptr(op.a), op.rows, op.cols, op.q_len, op.causal, op.scale, e, stream_);
           break;
         case LayerOpKind::kSoftmaxBackward:
           err = cuda::SoftmaxBackward(ptr(op.a), ptr(op.b), op.rows, op.cols, op.scale, e, stream_);
@@ -265,9 +265,9 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   Beat(params, "check");
   for (int out : program.outputs) {
     if (out < 0) continue;
-    RETURN_IF_ERROR(Cuda(cuda::FillNaN(ptr(out), program.buffers[out].elements, ty.ab_elem,
-                                       stream_),
-                         "poison outputs"));
+    RETURN_IF_ERROR(
+        Cuda(cuda::FillNaN(ptr(out), program.buffers[out].elements, ty.ab_elem, stream_),
+             "poison outputs"));
   }
   RETURN_IF_ERROR(Cuda(cudaEventRecord(start_, stream_), "event"));
   RETURN_IF_ERROR(run());
@@ -281,8 +281,8 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
     for (int out : program.outputs) {
       if (out < 0) continue;
       unsigned long long nonfinite = 0;
-      RETURN_IF_ERROR(Cuda(cuda::CountNonFinite(ptr(out), program.buffers[out].elements,
-                                                ty.ab_elem, bad.get<unsigned long long>(), stream_),
+      RETURN_IF_ERROR(Cuda(cuda::CountNonFinite(ptr(out), program.buffers[out].elements, ty.ab_elem,
+                                                bad.get<unsigned long long>(), stream_),
                            "finiteness check"));
       RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(&nonfinite, bad.get(), sizeof(nonfinite),
                                            cudaMemcpyDeviceToHost, stream_),
@@ -371,11 +371,10 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   s->set_launches_per_sample(launches);
   s->set_sampled_s(sampled);
   s->set_cold_l2(timed.schedule.cold_l2);
-  s->set_engine(absl::StrCat(LayerTimingMethod("cublaslt", !timed.schedule.cold_l2), " graph of ",
-                             program.ops.size(), " kernels (", gemms.size(),
-                             " cuBLASLt GEMMs, heuristic, ws", workspace_bytes_ >> 20, "MiB)",
-                             sdpa ? absl::StrCat(" ", sdpa->Describe()) : "",
-                             " buffers ", program.bytes >> 20, "MiB"));
+  s->set_engine(absl::StrCat(
+      LayerTimingMethod("cublaslt", !timed.schedule.cold_l2), " graph of ", program.ops.size(),
+      " kernels (", gemms.size(), " cuBLASLt GEMMs, heuristic, ws", workspace_bytes_ >> 20, "MiB)",
+      sdpa ? absl::StrCat(" ", sdpa->Describe()) : "", " buffers ", program.bytes >> 20, "MiB"));
   v1::Provenance* prov = t.mutable_provenance();
   prov->set_source(v1::SOURCE_MEASURED);
   prov->set_method(LayerTimingMethod("cublaslt", !timed.schedule.cold_l2));

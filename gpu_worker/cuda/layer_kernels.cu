@@ -185,7 +185,8 @@ __global__ void SoftmaxBackwardKernel(T* dp, const T* p, int64_t cols, float sca
   __shared__ float shared[32];
   const int64_t base = blockIdx.x * cols;
   float dot = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += kThreads) dot += ToF(p[base + j]) * ToF(dp[base + j]);
+  for (int64_t j = threadIdx.x; j < cols; j += kThreads)
+    dot += ToF(p[base + j]) * ToF(dp[base + j]);
   dot = BlockSum(dot, shared);
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
     dp[base + j] = FromF<T>(scale * ToF(p[base + j]) * (ToF(dp[base + j]) - dot));
@@ -334,16 +335,16 @@ cudaError_t SplitHeads(const void* rows, void* q, void* k, void* v, const HeadSh
                        Elem elem, cudaStream_t stream) {
   return Dispatch(elem, [&](auto t) {
     using T = decltype(t);
-    SplitHeadsKernel<T><<<Blocks(shape.b * shape.heads * shape.s * shape.d), kThreads, 0,
-                          stream>>>(static_cast<const T*>(rows), static_cast<T*>(q),
-                                    static_cast<T*>(k), static_cast<T*>(v), shape);
+    SplitHeadsKernel<T><<<Blocks(shape.b * shape.heads * shape.s * shape.d), kThreads, 0, stream>>>(
+        static_cast<const T*>(rows), static_cast<T*>(q), static_cast<T*>(k), static_cast<T*>(v),
+        shape);
   });
 }
 
 cudaError_t MergeHeads(const void* q, const void* dk, const void* dv, void* rows,
                        const HeadShape& shape, Elem elem, cudaStream_t stream) {
-  const int64_t width = dk != nullptr ? (shape.heads + 2 * shape.kv_heads) * shape.d
-                                      : shape.heads * shape.d;
+  const int64_t width =
+      dk != nullptr ? (shape.heads + 2 * shape.kv_heads) * shape.d : shape.heads * shape.d;
   return Dispatch(elem, [&](auto t) {
     using T = decltype(t);
     MergeHeadsKernel<T><<<Blocks(shape.b * shape.s * width), kThreads, 0, stream>>>(

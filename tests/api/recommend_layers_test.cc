@@ -47,8 +47,7 @@ struct FakeGpu {
                                *NormalizeSpec(FromProto(Request().model(), &v)));
     measurer.can_measure = true;
     measurer.measure = [&gpu](const std::vector<GemmKey>& keys,
-                              const std::function<void(int64_t, int64_t)>&,
-                              MeasureCounts* counts) {
+                              const std::function<void(int64_t, int64_t)>&, MeasureCounts* counts) {
       std::vector<std::optional<GemmTime>> out;
       for (const GemmKey& k : keys) out.push_back(GemmTime{PredictGemmTime(gpu, k), 0.01, true});
       counts->measured = static_cast<int64_t>(keys.size());
@@ -120,8 +119,8 @@ TEST(RecommendLayersTest, AMeasuredLayerSetsTheStep) {
   for (const GemmAnalysis& g : a.gemms) {
     if (g.gemm.name == kLogits) logits += PredictGemmTime(h100, g.gemm.key()) * g.gemm.count;
   }
-  const double expected = 32 * 1.2 * PredictLayer(h100, gpu.base_layer).time_s + logits +
-                          a.elementwise.loss_time_s;
+  const double expected =
+      32 * 1.2 * PredictLayer(h100, gpu.base_layer).time_s + logits + a.elementwise.loss_time_s;
   EXPECT_NEAR(base.step_time_s(), expected, 1e-9 * expected);
   EXPECT_EQ(base.source(), v1::SOURCE_MEASURED);
   // Every measured non-baseline candidate now beats it by about 1.2×.

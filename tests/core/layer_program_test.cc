@@ -1,9 +1,9 @@
 #include "core/layer_program.h"
 
-#include <algorithm>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "tests/core/test_specs.h"
 
@@ -78,7 +78,8 @@ TEST(LayerProgramTest, OpsReferToBuffersLargeEnough) {
       ASSERT_TRUE(p.ok());
       const int n = static_cast<int>(p->buffers.size());
       double bytes = 0;
-      for (const LayerBuffer& b : p->buffers) bytes += static_cast<double>(b.elements) * b.element_bytes;
+      for (const LayerBuffer& b : p->buffers)
+        bytes += static_cast<double>(b.elements) * b.element_bytes;
       EXPECT_EQ(p->bytes, static_cast<int64_t>(bytes));
       for (const LayerOp& op : p->ops) {
         for (int i : {op.a, op.b, op.c, op.d, op.e}) EXPECT_LT(i, n) << op.name;

@@ -102,8 +102,7 @@ TEST(LayersTest, LayersSumToTheStep) {
     const ModelSpec m = testing::Pythia28(att);
     auto analysis = Analyze(m, gpu);
     ASSERT_TRUE(analysis.ok());
-    const LayerPrediction layer =
-        PredictLayer(gpu, *MakeLayerKey(LayerKind::kTransformerLayer, m));
+    const LayerPrediction layer = PredictLayer(gpu, *MakeLayerKey(LayerKind::kTransformerLayer, m));
     double logits = 0;
     for (const GemmAnalysis& g : analysis->gemms) {
       if (g.gemm.name == kLogits) logits += g.prediction.time_s * g.gemm.count;
@@ -119,8 +118,7 @@ TEST(LayersTest, LayersSumToTheStep) {
 TEST(LayersTest, AttentionPredictions) {
   const GpuSpec& gpu = **FindGpu("a100-sxm4-80gb");
   const ModelSpec unfused = testing::Pythia28(Attention::kUnfused);
-  const LayerPrediction u =
-      PredictLayer(gpu, *MakeLayerKey(LayerKind::kUnfusedAttention, unfused));
+  const LayerPrediction u = PredictLayer(gpu, *MakeLayerKey(LayerKind::kUnfusedAttention, unfused));
   EXPECT_GT(u.elementwise_time_s, 0);
   EXPECT_NEAR(u.elementwise_time_s, EstimateElementwise(unfused, gpu).softmax_time_s, 1e-15);
   const LayerPrediction f = PredictLayer(

@@ -4,15 +4,14 @@
 // the served figures within the cross-validated error and say where their calibration comes from.
 #include "core/calibration.h"
 
-#include "core/layers.h"
-
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/layers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/convert.h"
 #include "server/result_cache.h"
+#include "service/convert.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {
