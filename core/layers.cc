@@ -1,7 +1,6 @@
 #include "core/layers.h"
 
 #include <algorithm>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
@@ -145,27 +144,6 @@ double LayerFlops(const LayerKey& key) {
   double flops = 0;
   for (const Gemm& g : LayerGemms(key)) flops += g.step_flops();
   return flops;
-}
-
-int64_t LayerMemoryBytes(const LayerKey& key) {
-  double elements = 0;
-  for (const Gemm& g : LayerGemms(key)) {
-    if (g.pass != Pass::kForward) continue;
-    const GemmShape& s = g.shape;
-    const double batch = static_cast<double>(s.batch);
-    if (g.fused_attention) {
-      const double kv = static_cast<double>(g.kv_batch > 0 ? g.kv_batch : s.batch);
-      // Q and O (query heads), K and V (key/value heads), the softmax statistics.
-      elements += (2.0 * s.m * s.k + s.m) * batch + 2.0 * s.n * s.k * kv;
-    } else {
-      elements += (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n +
-                   static_cast<double>(s.m) * s.n) *
-                  batch;
-    }
-  }
-  const double copies = key.layer.workload == Workload::kTraining ? 2 : 1;
-  const double bytes = elements * copies * std::max(2, DTypeBytes(key.layer.dtype));
-  return bytes >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(bytes);
 }
 
 LayerPrediction PredictLayer(const GpuSpec& gpu, const LayerKey& key) {

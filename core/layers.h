@@ -67,11 +67,6 @@ std::vector<Gemm> LayerGemms(const LayerKey& key);
 // FLOPs of one execution of the layer (its GEMMs and fused attention, as the model counts them).
 double LayerFlops(const LayerKey& key);
 
-// Device memory a whole-layer benchmark needs, about: the operands and outputs of the layer's
-// forward GEMMs (weights, activations, attention scores when unfused; Q, K, V, O for fused
-// attention), twice when training (their gradients).
-int64_t LayerMemoryBytes(const LayerKey& key);
-
 // The analytic model's answer for one layer: the sum of its GEMMs' and fused attention's
 // predictions plus its share of the elementwise estimate (norms, activation, residuals, softmax).
 struct LayerPrediction {

@@ -4,6 +4,7 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
+#include "core/layer_program.h"
 #include "service/convert.h"
 
 namespace wavecrest {
@@ -80,19 +81,25 @@ class AnalyticBackend final : public TimingBackend {
     return t;
   }
 
-  // The layer's predicted sum of parts, labelled as this emulating worker's answer. A GPU worker
-  // would refuse what does not fit in memory; so does this one.
+  // The layer's predicted sum of parts, labelled as this emulating worker's answer. What the GPU
+  // engine would refuse (its program: mixtures of experts, FP8, a size beyond memory), this one
+  // refuses too.
   absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
                                             const TimingParams& params) override {
     if (!gpu_->Supports(key.layer.dtype)) {
       return absl::FailedPreconditionError(
           absl::StrCat(gpu_->name, " has no tensor-core support for ", DTypeName(key.layer.dtype)));
     }
-    const int64_t need = LayerMemoryBytes(key);
-    if (need > gpu_->memory_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          LayerKeyString(key), " needs about ", need >> 20, " MiB of device memory; the emulated ",
-          gpu_->name, " has ", gpu_->memory_bytes >> 20, " MiB"));
+    absl::StatusOr<LayerProgram> program = PlanLayerProgram(key);
+    if (!program.ok()) {
+      return absl::Status(program.status().code(),
+                          absl::StrCat(program.status().message(), " (emulated ", gpu_->name, ")"));
+    }
+    if (program->bytes > gpu_->memory_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(LayerKeyString(key), " needs ", program->bytes >> 20,
+                       " MiB of device memory; the emulated ", gpu_->name, " has ",
+                       gpu_->memory_bytes >> 20, " MiB"));
     }
     v1::LayerTiming t = PredictedLayerTiming(*gpu_, key);
     v1::Provenance* prov = t.mutable_provenance();

@@ -28,7 +28,6 @@ struct TimingService::GemmUnit {
   using Timing = v1::GemmTiming;
   static const std::vector<Key>& Keys(const TimingTask& t) { return t.gemms; }
   static std::string Name(const Key& k) { return GemmKeyString(k); }
-  static DType Dtype(const Key& k) { return k.dtype; }
   static absl::string_view Noun() { return "GEMMs"; }
   static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
     return TimingMethod(backend, t.autotune, t.warm_l2);
@@ -45,6 +44,9 @@ struct TimingService::GemmUnit {
     return w.Measure(kind, keys, o, cb, cancelled);
   }
   static Timing Predict(const GpuSpec& gpu, const Key& k) { return Predicted(gpu, k); }
+  static void Count(Metrics& m, const Key& k, const Timing& t) {
+    m.GemmTimed(DTypeName(k.dtype), v1::Source_Name(t.provenance().source()).substr(7));
+  }
 };
 
 struct TimingService::LayerUnit {
@@ -52,7 +54,6 @@ struct TimingService::LayerUnit {
   using Timing = v1::LayerTiming;
   static const std::vector<Key>& Keys(const LayerTask& t) { return t.layers; }
   static std::string Name(const Key& k) { return LayerKeyString(k); }
-  static DType Dtype(const Key& k) { return k.layer.dtype; }
   static absl::string_view Noun() { return "layers"; }
   static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
     return LayerTimingMethod(backend, t.warm_l2);
@@ -71,6 +72,7 @@ struct TimingService::LayerUnit {
     return w.MeasureLayers(kind, keys, o, cb, cancelled);
   }
   static Timing Predict(const GpuSpec& gpu, const Key& k) { return PredictedLayerTiming(gpu, k); }
+  static void Count(Metrics&, const Key&, const Timing&) {}  // GEMMs timed counts GEMMs only
 };
 
 template <typename Timing>
@@ -162,10 +164,7 @@ absl::StatusOr<TimingSummary> TimingService::RunUnits(
     if (done[i]) return;
     done[i] = true;
     ++finished;
-    if (metrics_) {
-      metrics_->GemmTimed(DTypeName(Unit::Dtype(keys_all[i])),
-                          v1::Source_Name(t.provenance().source()).substr(7));
-    }
+    if (metrics_) Unit::Count(*metrics_, keys_all[i], t);
     emit(i, std::move(t));
     progress(finished, total, what);
   };

@@ -2,6 +2,7 @@
 // model input of bench mode, fault plans, and the analytic backend.
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "core/layer_program.h"
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
 #include "gpu_worker/bench.h"
@@ -187,7 +188,7 @@ TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
   m.seq_length = 65536;
   key = MakeLayerKey(LayerKind::kUnfusedAttention, *NormalizeSpec(m));
   ASSERT_TRUE(key.ok());
-  EXPECT_GT(LayerMemoryBytes(*key), int64_t{80} << 30);
+  EXPECT_GT(PlanLayerProgram(*key)->bytes, int64_t{80} << 30);
   t = (*b)->TimeLayer(*key, params);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(t.status().message(), ::testing::HasSubstr("MiB of device memory"));
@@ -198,6 +199,14 @@ TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
   key = MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(m));
   EXPECT_EQ((*a100)->TimeLayer(*key, params).status().code(),
             absl::StatusCode::kFailedPrecondition);
+  // A mixture of experts is not run whole by the GPU engine: refused here too, with the reason.
+  m.dtype = DType::kBf16;
+  m.num_experts = 8;
+  m.experts_per_token = 2;
+  key = MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(m));
+  t = (*b)->TimeLayer(*key, params);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(t.status().message(), ::testing::HasSubstr("mixture-of-experts"));
 }
 
 TEST(ClockSampler, OpensOnlyARealNvmlAndSaysWhyNot) {
