@@ -1,5 +1,6 @@
 #include "server/advisor_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -89,8 +90,10 @@ absl::Status CheckShape(const v1::GemmShape& s, const std::string& field,
     }
     return true;
   };
-  bool ok =
-      dim("m", s.m(), 1) & dim("n", s.n(), 1) & dim("k", s.k(), 1) & dim("batch", s.batch(), 0);
+  // Every dimension is checked (each bad one is a violation), then whether all were good.
+  const bool dims_ok[] = {dim("m", s.m(), 1), dim("n", s.n(), 1), dim("k", s.k(), 1),
+                          dim("batch", s.batch(), 0)};
+  const bool ok = std::all_of(std::begin(dims_ok), std::end(dims_ok), [](bool b) { return b; });
   if (ok) {
     const double flops = GemmFlops({s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)});
     if (flops > kMaxGemmFlops) {
@@ -623,7 +626,7 @@ grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
   }
   const absl::Time deadline = DeadlineOf(ctx);
   // `handler` is a member of this service, which outlives every job.
-  Enqueue(reactor, [this, reactor, req, gemms, deadline, &handler] {
+  Enqueue(reactor, [reactor, req, gemms, deadline, &handler] {
     absl::StatusOr<Response> r = handler(
         *req, deadline,
         [reactor](const v1::Progress& p) {
