@@ -5,6 +5,7 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "core/status_macros.h"
 #include "service/advisor_logic.h"
 #include "service/convert.h"
 #include "service/errors.h"
@@ -146,195 +147,245 @@ v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) 
   return t;
 }
 
+// One RunUnits call, in named steps: the cache, then a worker for the misses (identical requests
+// in flight share one measurement), then the analytic model for whatever is left.
+template <typename Unit, typename Task>
+class TimingService::UnitRun {
+ public:
+  using Timing = typename Unit::Timing;
+  using Key = typename Unit::Key;
+
+  UnitRun(TimingService& service, const Task& task, const std::function<void(size_t, Timing)>& emit,
+          const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
+          const std::function<bool()>& cancelled)
+      : s_(service),
+        task_(task),
+        keys_(Unit::Keys(task)),
+        emit_(emit),
+        progress_(progress),
+        cancelled_(cancelled),
+        done_(keys_.size(), false),
+        key_errors_(keys_.size()) {}
+
+  absl::StatusOr<TimingSummary> Run() {
+    const bool may_measure = task_.mode != v1::MODE_PREDICTED;
+    if (may_measure && s_.workers_) fp_ = s_.workers_->Fingerprint(task_.kind);
+    if (fp_ && fp_->backend() == "analytic") {
+      summary_.notes.push_back(
+          absl::StrCat("the ", task_.kind,
+                       " worker emulates the GPU with the analytic model (no GPU): its "
+                       "results are PREDICTED"));
+    }
+    if (may_measure && s_.cache_) LookUpCache();
+    if (may_measure && !Missing().empty()) {
+      if (s_.CanMeasure(task_.kind)) {
+        RETURN_IF_ERROR(MeasureMissing());
+      } else if (task_.mode == v1::MODE_MEASURED) {
+        return s_.NoWorkerError(task_.kind);
+      } else {
+        summary_.notes.push_back(absl::StrCat("no ", task_.kind, " worker is up: uncached ",
+                                              Unit::Noun(), " are PREDICTED"));
+      }
+    }
+    RETURN_IF_ERROR(PredictTheRest());
+    return summary_;
+  }
+
+ private:
+  using FlightPtr = std::shared_ptr<Flight<Timing>>;
+
+  // Hands result `i` to the caller once (from this thread or a worker-reader thread).
+  void Deliver(size_t i, Timing t, absl::string_view what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (done_[i]) return;
+    done_[i] = true;
+    ++finished_;
+    if (s_.metrics_) Unit::Count(*s_.metrics_, keys_[i], t);
+    emit_(i, std::move(t));
+    progress_(finished_, static_cast<int64_t>(keys_.size()), what);
+  }
+  // A worker's (or another request's) result: measured, or an emulating worker's prediction.
+  void CountWorkerResult(const Timing& t, bool shared) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++(t.provenance().source() == v1::SOURCE_MEASURED ? summary_.measured : summary_.predicted);
+    if (shared) ++summary_.shared;
+  }
+  absl::Status StopStatus() const {
+    if (cancelled_()) return absl::CancelledError("the call was cancelled");
+    if (absl::Now() > task_.deadline) return absl::DeadlineExceededError("deadline passed");
+    return absl::OkStatus();
+  }
+  std::vector<size_t> Missing() const {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (!done_[i]) out.push_back(i);
+    }
+    return out;
+  }
+  std::string FlightKeyOf(size_t i) const { return FlightKey(task_, Unit::Name(keys_[i])); }
+
+  // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements of
+  // the kind are looked up.
+  void LookUpCache() {
+    const std::string method = Unit::Method(fp_ ? fp_->backend() : "cublaslt", task_);
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      std::optional<Timing> hit =
+          Unit::Lookup(*s_.cache_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
+      if (s_.metrics_) s_.metrics_->CacheLookup(hit.has_value());
+      if (hit) {
+        MarkFromCache(&*hit);
+        ++summary_.cached;
+        Deliver(i, std::move(*hit), "cache");
+      }
+    }
+  }
+
+  // 2. A worker, for the misses. What an identical request is measuring right now is not
+  // measured again: this request waits for that result.
+  absl::Status MeasureMissing() {
+    ClaimFlights(Missing());
+    RecheckCache();
+    // Every flight this request owns is finished, whatever happens below.
+    absl::Cleanup finish_all = [&] {
+      for (size_t j = 0; j < mine_.size(); ++j)
+        s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], nullptr);
+    };
+    absl::Status st = mine_.empty() ? absl::OkStatus() : MeasureMine();
+    std::move(finish_all).Invoke();
+    AwaitTheirs();
+    RETURN_IF_ERROR(StopStatus());
+    if (!st.ok()) {
+      if (task_.mode == v1::MODE_MEASURED) return st;
+      summary_.notes.push_back(
+          absl::StrCat("measurement stopped (", st.message(), "); the rest is PREDICTED"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Each missing unit is either this request's to measure (a new flight) or another's.
+  void ClaimFlights(const std::vector<size_t>& missing) {
+    std::lock_guard<std::mutex> lock(s_.flights_mu_);
+    auto& flights = s_.Flights<Timing>();
+    for (size_t i : missing) {
+      const std::string fk = FlightKeyOf(i);
+      if (auto it = flights.find(fk); it != flights.end()) {
+        theirs_.emplace_back(i, it->second);
+      } else {
+        auto f = std::make_shared<Flight<Timing>>();
+        flights.emplace(fk, f);
+        mine_.push_back(i);
+        my_flights_.push_back(f);
+      }
+    }
+  }
+
+  // A flight that finished between this request's cache lookup and its claim left its result in
+  // the cache (stored before the flight ends): look once more before measuring.
+  void RecheckCache() {
+    if (!s_.cache_ || !fp_ || mine_.empty()) return;
+    const std::string method = Unit::Method(fp_->backend(), task_);
+    std::vector<size_t> still;
+    std::vector<FlightPtr> still_flights;
+    for (size_t j = 0; j < mine_.size(); ++j) {
+      std::optional<Timing> hit =
+          Unit::Lookup(*s_.cache_, task_.kind, keys_[mine_[j]], method, &*fp_);
+      if (hit) {
+        MarkFromCache(&*hit);
+        s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], &*hit);
+        ++summary_.cached;
+        Deliver(mine_[j], std::move(*hit), "cache");
+      } else {
+        still.push_back(mine_[j]);
+        still_flights.push_back(my_flights_[j]);
+      }
+    }
+    mine_ = std::move(still);
+    my_flights_ = std::move(still_flights);
+  }
+
+  absl::Status MeasureMine() {
+    std::vector<Key> keys;
+    for (size_t i : mine_) keys.push_back(keys_[i]);
+    MeasureOptions options;
+    options.autotune = task_.autotune;
+    options.warm_l2 = task_.warm_l2;
+    options.deadline = task_.deadline;
+    return Unit::Measure(
+        *s_.workers_, task_.kind, keys, options,
+        [&](size_t j, absl::StatusOr<Timing> r) {
+          if (!r.ok()) {
+            std::lock_guard<std::mutex> lock(mu_);
+            key_errors_[mine_[j]] = r.status();
+            summary_.notes.push_back(
+                absl::StrCat(Unit::Name(keys[j]), ": not measured (", r.status().message(), ")"));
+            return;
+          }
+          if (s_.cache_) Unit::Store(*s_.cache_, task_.kind, *r);
+          s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], &*r);
+          CountWorkerResult(*r, /*shared=*/false);
+          Deliver(mine_[j], std::move(*r), "measured");
+        },
+        cancelled_);
+  }
+
+  // The units another request was measuring.
+  void AwaitTheirs() {
+    for (auto& [i, flight] : theirs_) {
+      std::unique_lock<std::mutex> lock(flight->mu);
+      while (!flight->done) {
+        if (!StopStatus().ok()) break;
+        flight->cv.wait_for(lock, std::chrono::milliseconds(50));
+      }
+      if (flight->done && flight->result) {
+        Timing t = *flight->result;
+        lock.unlock();
+        CountWorkerResult(t, /*shared=*/true);
+        Deliver(i, std::move(t), "measured (shared with an identical request)");
+      }
+    }
+  }
+
+  // 3. The analytic model for whatever is left (MODE_MEASURED: an error instead).
+  absl::Status PredictTheRest() {
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      if (done_[i]) continue;
+      RETURN_IF_ERROR(StopStatus());
+      if (task_.mode == v1::MODE_MEASURED) {
+        if (!key_errors_[i].ok()) {
+          return absl::Status(key_errors_[i].code(),
+                              absl::StrCat(Unit::Name(keys_[i]), ": ", key_errors_[i].message()));
+        }
+        return absl::UnavailableError(absl::StrCat(Unit::Name(keys_[i]), " could not be measured"));
+      }
+      ++summary_.predicted;
+      Deliver(i, Unit::Predict(*task_.gpu, keys_[i]), "predicted");
+    }
+    return absl::OkStatus();
+  }
+
+  TimingService& s_;
+  const Task& task_;
+  const std::vector<Key>& keys_;
+  const std::function<void(size_t, Timing)>& emit_;
+  const std::function<void(int64_t, int64_t, absl::string_view)>& progress_;
+  const std::function<bool()>& cancelled_;
+  std::optional<v1::DeviceFingerprint> fp_;
+  std::mutex mu_;  // emit, progress and the counters, when results come from a reader thread
+  std::vector<bool> done_;
+  int64_t finished_ = 0;
+  std::vector<absl::Status> key_errors_;
+  TimingSummary summary_;
+  std::vector<size_t> mine_;
+  std::vector<FlightPtr> my_flights_;
+  std::vector<std::pair<size_t, FlightPtr>> theirs_;
+};
+
 template <typename Unit, typename Task>
 absl::StatusOr<TimingSummary> TimingService::RunUnits(
     const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {
-  using Timing = typename Unit::Timing;
-  using Key = typename Unit::Key;
-  const std::vector<Key>& keys_all = Unit::Keys(task);
-  TimingSummary summary;
-  const int64_t total = static_cast<int64_t>(keys_all.size());
-  std::vector<bool> done(keys_all.size(), false);
-  int64_t finished = 0;
-  std::mutex mu;  // emit, progress and the counters, when results come from a reader thread
-  auto deliver = [&](size_t i, Timing t, absl::string_view what) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (done[i]) return;
-    done[i] = true;
-    ++finished;
-    if (metrics_) Unit::Count(*metrics_, keys_all[i], t);
-    emit(i, std::move(t));
-    progress(finished, total, what);
-  };
-  auto stop_status = [&]() -> absl::Status {
-    if (cancelled()) return absl::CancelledError("the call was cancelled");
-    if (absl::Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
-    return absl::OkStatus();
-  };
-
-  const bool may_measure = task.mode != v1::MODE_PREDICTED;
-  std::optional<v1::DeviceFingerprint> fp =
-      may_measure && workers_ ? workers_->Fingerprint(task.kind) : std::nullopt;
-  if (fp && fp->backend() == "analytic") {
-    summary.notes.push_back(
-        absl::StrCat("the ", task.kind,
-                     " worker emulates the GPU with the analytic model (no GPU): its "
-                     "results are PREDICTED"));
-  }
-  // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements
-  // of the kind are looked up.
-  if (may_measure && cache_) {
-    const std::string method = Unit::Method(fp ? fp->backend() : "cublaslt", task);
-    for (size_t i = 0; i < keys_all.size(); ++i) {
-      std::optional<Timing> hit =
-          Unit::Lookup(*cache_, task.kind, keys_all[i], method, fp ? &*fp : nullptr);
-      if (metrics_) metrics_->CacheLookup(hit.has_value());
-      if (hit) {
-        MarkFromCache(&*hit);
-        ++summary.cached;
-        deliver(i, std::move(*hit), "cache");
-      }
-    }
-  }
-  // 2. A worker, for the misses. A GEMM that an identical request is measuring right now is not
-  // measured again: this request waits for that result.
-  std::vector<size_t> missing;
-  for (size_t i = 0; i < keys_all.size(); ++i) {
-    if (!done[i]) missing.push_back(i);
-  }
-  std::vector<absl::Status> key_errors(keys_all.size());
-  if (may_measure && !missing.empty()) {
-    if (CanMeasure(task.kind)) {
-      std::vector<size_t> mine;
-      std::vector<std::shared_ptr<Flight<Timing>>> my_flights;
-      std::vector<std::pair<size_t, std::shared_ptr<Flight<Timing>>>> theirs;
-      {
-        std::lock_guard<std::mutex> lock(flights_mu_);
-        for (size_t i : missing) {
-          const std::string fk = FlightKey(task, Unit::Name(keys_all[i]));
-          auto& flights = Flights<Timing>();
-          auto it = flights.find(fk);
-          if (it != flights.end()) {
-            theirs.emplace_back(i, it->second);
-          } else {
-            auto f = std::make_shared<Flight<Timing>>();
-            flights.emplace(fk, f);
-            mine.push_back(i);
-            my_flights.push_back(f);
-          }
-        }
-      }
-      // A flight that finished between this request's cache lookup and its claim left its result
-      // in the cache (stored before the flight ends): look once more before measuring.
-      if (cache_ && fp && !mine.empty()) {
-        const std::string method = Unit::Method(fp->backend(), task);
-        std::vector<size_t> still;
-        std::vector<std::shared_ptr<Flight<Timing>>> still_flights;
-        for (size_t j = 0; j < mine.size(); ++j) {
-          std::optional<Timing> hit =
-              Unit::Lookup(*cache_, task.kind, keys_all[mine[j]], method, &*fp);
-          if (hit) {
-            MarkFromCache(&*hit);
-            Land<Timing>(FlightKey(task, Unit::Name(keys_all[mine[j]])), *my_flights[j], &*hit);
-            ++summary.cached;
-            deliver(mine[j], std::move(*hit), "cache");
-          } else {
-            still.push_back(mine[j]);
-            still_flights.push_back(my_flights[j]);
-          }
-        }
-        mine = std::move(still);
-        my_flights = std::move(still_flights);
-      }
-      // Every flight this request owns is finished, whatever happens below.
-      auto finish = [&](size_t j, const Timing* t) {
-        Land<Timing>(FlightKey(task, Unit::Name(keys_all[mine[j]])), *my_flights[j], t);
-      };
-      absl::Cleanup finish_all = [&] {
-        for (size_t j = 0; j < mine.size(); ++j) finish(j, nullptr);
-      };
-      absl::Status st;
-      if (!mine.empty()) {
-        std::vector<Key> keys;
-        for (size_t i : mine) keys.push_back(keys_all[i]);
-        MeasureOptions options;
-        options.autotune = task.autotune;
-        options.warm_l2 = task.warm_l2;
-        options.deadline = task.deadline;
-        st = Unit::Measure(
-            *workers_, task.kind, keys, options,
-            [&](size_t j, absl::StatusOr<Timing> r) {
-              if (!r.ok()) {
-                std::lock_guard<std::mutex> lock(mu);
-                key_errors[mine[j]] = r.status();
-                summary.notes.push_back(absl::StrCat(Unit::Name(keys[j]), ": not measured (",
-                                                     r.status().message(), ")"));
-                return;
-              }
-              if (cache_) Unit::Store(*cache_, task.kind, *r);
-              finish(j, &*r);
-              {
-                std::lock_guard<std::mutex> lock(mu);
-                // An emulating worker's answer is a prediction, and is counted as one.
-                ++(r->provenance().source() == v1::SOURCE_MEASURED ? summary.measured
-                                                                   : summary.predicted);
-              }
-              deliver(mine[j], std::move(*r), "measured");
-            },
-            cancelled);
-      }
-      std::move(finish_all).Invoke();
-      // The GEMMs another request was measuring.
-      for (auto& [i, flight] : theirs) {
-        std::unique_lock<std::mutex> lock(flight->mu);
-        while (!flight->done) {
-          if (!stop_status().ok()) break;
-          flight->cv.wait_for(lock, std::chrono::milliseconds(50));
-        }
-        if (flight->done && flight->result) {
-          Timing t = *flight->result;
-          lock.unlock();
-          {
-            std::lock_guard<std::mutex> l(mu);
-            ++(t.provenance().source() == v1::SOURCE_MEASURED ? summary.measured
-                                                              : summary.predicted);
-            ++summary.shared;
-          }
-          deliver(i, std::move(t), "measured (shared with an identical request)");
-        }
-      }
-
-      if (absl::Status stop = stop_status(); !stop.ok()) return stop;
-      if (!st.ok()) {
-        if (task.mode == v1::MODE_MEASURED) return st;
-        summary.notes.push_back(
-            absl::StrCat("measurement stopped (", st.message(), "); the rest is PREDICTED"));
-      }
-    } else if (task.mode == v1::MODE_MEASURED) {
-      return NoWorkerError(task.kind);
-    } else {
-      summary.notes.push_back(absl::StrCat("no ", task.kind, " worker is up: uncached ",
-                                           Unit::Noun(), " are PREDICTED"));
-    }
-  }
-  // 3. The analytic model for whatever is left.
-  for (size_t i = 0; i < keys_all.size(); ++i) {
-    if (done[i]) continue;
-    if (absl::Status stop = stop_status(); !stop.ok()) return stop;
-    if (task.mode == v1::MODE_MEASURED) {
-      if (!key_errors[i].ok()) {
-        return absl::Status(key_errors[i].code(),
-                            absl::StrCat(Unit::Name(keys_all[i]), ": ", key_errors[i].message()));
-      }
-      return absl::UnavailableError(
-          absl::StrCat(Unit::Name(keys_all[i]), " could not be measured"));
-    }
-    ++summary.predicted;
-    deliver(i, Unit::Predict(*task.gpu, keys_all[i]), "predicted");
-  }
-  return summary;
+  return UnitRun<Unit, Task>(*this, task, emit, progress, cancelled).Run();
 }
 
 absl::StatusOr<TimingSummary> TimingService::Run(

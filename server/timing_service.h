@@ -152,6 +152,8 @@ class TimingService {
   struct GemmUnit;
   struct LayerUnit;
   template <typename Unit, typename Task>
+  class UnitRun;
+  template <typename Unit, typename Task>
   absl::StatusOr<TimingSummary> RunUnits(
       const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
       const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
