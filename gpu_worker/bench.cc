@@ -76,25 +76,38 @@ nlohmann::json ProtoJson(const google::protobuf::Message& m) {
   (void)google::protobuf::util::MessageToJsonString(m, &s, o);
   return nlohmann::json::parse(s, nullptr, false);
 }
-}  // namespace
 
-nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& gemms,
-                        const TimingParams& params, std::ostream* progress) {
+// The catalog's entry for the backend's device, when it has one.
+const GpuSpec* CatalogGpu(const TimingBackend& backend) {
+  absl::StatusOr<const GpuSpec*> gpu = FindGpu(backend.Fingerprint().catalog_name());
+  return gpu.ok() ? *gpu : nullptr;
+}
+
+nlohmann::json BenchHeader(const TimingBackend& backend, const std::string& method,
+                           const TimingParams& params) {
   nlohmann::json doc;
   doc["device"] = ProtoJson(backend.Fingerprint());
-  doc["method"] = TimingMethod(backend.Fingerprint().backend(), params.autotune, params.warm_l2);
+  doc["method"] = method;
   doc["options"] = {{"autotune", params.autotune},
                     {"top_k", params.top_k},
                     {"warm_l2", params.warm_l2},
                     {"target_relative_spread", params.target_spread},
                     {"max_seconds_per_gemm", params.max_seconds}};
   doc["started_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+  return doc;
+}
+}  // namespace
+
+nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& gemms,
+                        const TimingParams& params, std::ostream* progress) {
+  nlohmann::json doc = BenchHeader(
+      backend, TimingMethod(backend.Fingerprint().backend(), params.autotune, params.warm_l2),
+      params);
   // Datasheet dense peaks of the catalogued device, TFLOP/s, for targets relative to the device.
-  if (absl::StatusOr<const GpuSpec*> gpu = FindGpu(backend.Fingerprint().catalog_name());
-      gpu.ok()) {
+  if (const GpuSpec* gpu = CatalogGpu(backend); gpu != nullptr) {
     nlohmann::json peaks = nlohmann::json::object();
     for (DType d : {DType::kBf16, DType::kFp16, DType::kTf32, DType::kFp32, DType::kFp8E4M3}) {
-      if ((*gpu)->Supports(d)) peaks[std::string(DTypeName(d))] = (*gpu)->PeakFlops(d) / 1e12;
+      if (gpu->Supports(d)) peaks[std::string(DTypeName(d))] = gpu->PeakFlops(d) / 1e12;
     }
     doc["peak_tflops"] = std::move(peaks);
   }
@@ -131,6 +144,73 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
   doc["wall_s"] = absl::ToDoubleSeconds(absl::Now() - start);
   doc["gemms"] = std::move(rows);
   return doc;
+}
+
+absl::StatusOr<std::vector<LayerKey>> ModelLayers(const std::string& path) {
+  absl::StatusOr<v1::ModelSpec> proto = LoadModelFile(path);
+  if (!proto.ok()) return proto.status();
+  absl::StatusOr<ModelSpec> spec = SpecFromRequest(*proto, "model.");
+  if (!spec.ok()) return spec.status();
+  return LayerKeysOf(*spec);
+}
+
+nlohmann::json RunLayerBench(TimingBackend& backend, const std::vector<LayerKey>& layers,
+                             const TimingParams& params, std::ostream* progress) {
+  nlohmann::json doc = BenchHeader(
+      backend, LayerTimingMethod(backend.Fingerprint().backend(), params.warm_l2), params);
+  const GpuSpec* gpu = CatalogGpu(backend);
+  nlohmann::json rows = nlohmann::json::array();
+  const absl::Time start = absl::Now();
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerKey& key = layers[i];
+    nlohmann::json row = {{"key", LayerKeyString(key)},
+                          {"kind", std::string(LayerKindName(key.kind))}};
+    if (gpu != nullptr) row["predicted_sum_s"] = PredictLayer(*gpu, key).time_s;
+    absl::StatusOr<v1::LayerTiming> t = backend.TimeLayer(key, params);
+    if (t.ok()) {
+      row["time_s"] = t->time_s();
+      row["tflops"] = t->tflops();
+      row["source"] = v1::Source_Name(t->provenance().source());
+      if (t->has_stats()) row["stats"] = ProtoJson(t->stats());
+    } else {
+      row["error"] = {{"code", absl::StatusCodeToString(t.status().code())},
+                      {"message", std::string(t.status().message())}};
+    }
+    if (progress) {
+      *progress << absl::StrFormat(
+          "[%zu/%zu] %s: %s\n", i + 1, layers.size(), LayerKeyString(key),
+          t.ok() ? absl::StrFormat("%.3f ms, %.1f TFLOP/s", t->time_s() * 1e3, t->tflops())
+                 : t.status().ToString());
+    }
+    rows.push_back(std::move(row));
+    if (backend.Broken()) break;
+  }
+  doc["wall_s"] = absl::ToDoubleSeconds(absl::Now() - start);
+  doc["layers"] = std::move(rows);
+  return doc;
+}
+
+std::string LayerBenchTable(const nlohmann::json& doc) {
+  std::string out = absl::StrFormat("device: %s (%s)\nmethod: %s\n%12s %12s %9s %8s %7s  %s\n",
+                                    doc["device"].value("name", ""),
+                                    doc["device"].value("backend", ""), doc.value("method", ""),
+                                    "time_ms", "sum_ms", "TFLOP/s", "spread%", "samples", "layer");
+  for (const auto& r : doc["layers"]) {
+    const std::string key = r.value("key", "");
+    const double sum_ms = r.value("predicted_sum_s", 0.0) * 1e3;
+    if (r.contains("error")) {
+      out += absl::StrFormat("%12s %12.3f %9s %8s %7s  %s\n    error: %s\n", "-", sum_ms, "-", "-",
+                             "-", key, r["error"].value("message", ""));
+      continue;
+    }
+    const nlohmann::json stats = r.value("stats", nlohmann::json::object());
+    out +=
+        absl::StrFormat("%12.3f %12.3f %9.1f %8.2f %7d  %s\n", r.value("time_s", 0.0) * 1e3, sum_ms,
+                        r.value("tflops", 0.0), stats.value("relative_spread", 0.0) * 100,
+                        stats.value("samples", 0), key);
+  }
+  out += absl::StrFormat("wall time: %.2f s\n", doc.value("wall_s", 0.0));
+  return out;
 }
 
 std::string BenchTable(const nlohmann::json& doc) {

@@ -1,6 +1,6 @@
-// `wavecrest-worker bench`: times a list of GEMMs (CSV) or every distinct GEMM of a model step on
-// this machine's GPU, with no server, and writes JSON. This is what runs on a GPU machine that has
-// no wavecrest-server.
+// `wavecrest-worker bench`: times a list of GEMMs (CSV), every distinct GEMM of a model step, or a
+// model's layers whole (--layers) on this machine's GPU, with no server, and writes JSON. This is
+// what runs on a GPU machine that has no wavecrest-server.
 #ifndef WAVECREST_GPU_WORKER_BENCH_H_
 #define WAVECREST_GPU_WORKER_BENCH_H_
 
@@ -35,6 +35,19 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
 
 // A table of the JSON document, for people.
 std::string BenchTable(const nlohmann::json& doc);
+
+// `bench --model FILE --layers`: the model's layers (its attention and the whole layer,
+// core/layers.h).
+absl::StatusOr<std::vector<LayerKey>> ModelLayers(const std::string& path);
+
+// Times every layer whole; one that fails is reported with its error and the rest go on. The
+// JSON document has "device", "method", "options" and "layers": key, kind, time_s, tflops,
+// predicted_sum_s, source, stats (or error).
+nlohmann::json RunLayerBench(TimingBackend& backend, const std::vector<LayerKey>& layers,
+                             const TimingParams& params, std::ostream* progress);
+
+// A table of a layer bench document, for people.
+std::string LayerBenchTable(const nlohmann::json& doc);
 
 }  // namespace wavecrest
 

@@ -52,6 +52,9 @@ ABSL_FLAG(std::string, model, "", "bench: a model spec (wavecrest JSON or HF con
 ABSL_FLAG(std::string, dtype, "bf16",
           "bench: operand type for --gemms: bf16 fp16 tf32 fp32 fp8_e4m3");
 ABSL_FLAG(std::string, json, "", "bench: write the results here as JSON ('-' = stdout)");
+ABSL_FLAG(bool, layers, false,
+          "bench --model: time the model's layers whole (its attention and the whole layer) "
+          "instead of its GEMMs");
 ABSL_FLAG(bool, autotune, false, "bench: also time the heuristic's top-k algorithms");
 ABSL_FLAG(int, top_k, 8, "bench: k for --autotune");
 ABSL_FLAG(bool, warm_l2, false, "bench: time with warm L2 (default: cold, inputs rotated)");
@@ -100,13 +103,38 @@ int Devices() {
   return 0;
 }
 
+// Writes a bench document (--json FILE, or '-' for stdout) and the table for people.
+int WriteBench(const nlohmann::json& doc, const std::string& table, bool broken) {
+  const std::string json = absl::GetFlag(FLAGS_json);
+  if (json == "-") {
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    if (!json.empty()) {
+      std::ofstream out(json);
+      out << doc.dump(2) << "\n";
+      if (!out) {
+        std::cerr << "wavecrest-worker bench: cannot write " << json << "\n";
+        return 1;
+      }
+    }
+    std::cout << table;
+  }
+  return broken ? kExitSticky : 0;
+}
+
 int Bench() {
   const std::string csv = absl::GetFlag(FLAGS_gemms), model = absl::GetFlag(FLAGS_model);
+  const bool layers = absl::GetFlag(FLAGS_layers);
   if (csv.empty() == model.empty()) {
     std::cerr << "wavecrest-worker bench: give exactly one of --gemms FILE.csv or --model FILE\n";
     return kExitUsage;
   }
+  if (layers && model.empty()) {
+    std::cerr << "wavecrest-worker bench: --layers times a model's layers: give --model FILE\n";
+    return kExitUsage;
+  }
   absl::StatusOr<std::vector<BenchGemm>> gemms;
+  absl::StatusOr<std::vector<LayerKey>> layer_keys;
   if (!csv.empty()) {
     absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
     if (!dtype.ok()) {
@@ -119,12 +147,15 @@ int Bench() {
       return kExitUsage;
     }
     gemms = ParseGemmCsv(*text, *dtype);
+  } else if (layers) {
+    layer_keys = ModelLayers(model);
   } else {
     gemms = ModelGemms(model);
   }
-  if (!gemms.ok()) {
+  const absl::Status read = layers ? layer_keys.status() : gemms.status();
+  if (!read.ok()) {
     std::cerr << "wavecrest-worker bench: " << (csv.empty() ? "--model " : "--gemms ")
-              << gemms.status().message() << "\n";
+              << read.message() << "\n";
     return kExitUsage;
   }
   v1::TimingOptions o;
@@ -143,22 +174,12 @@ int Bench() {
     std::cerr << "wavecrest-worker bench: " << backend.status().message() << "\n";
     return kExitUsage;
   }
-  nlohmann::json doc = RunBench(**backend, *gemms, *params, &std::cerr);
-  const std::string json = absl::GetFlag(FLAGS_json);
-  if (json == "-") {
-    std::cout << doc.dump(2) << "\n";
-  } else {
-    if (!json.empty()) {
-      std::ofstream out(json);
-      out << doc.dump(2) << "\n";
-      if (!out) {
-        std::cerr << "wavecrest-worker bench: cannot write " << json << "\n";
-        return 1;
-      }
-    }
-    std::cout << BenchTable(doc);
+  if (layers) {
+    const nlohmann::json doc = RunLayerBench(**backend, *layer_keys, *params, &std::cerr);
+    return WriteBench(doc, LayerBenchTable(doc), (*backend)->Broken());
   }
-  return (*backend)->Broken() ? kExitSticky : 0;
+  const nlohmann::json doc = RunBench(**backend, *gemms, *params, &std::cerr);
+  return WriteBench(doc, BenchTable(doc), (*backend)->Broken());
 }
 
 int Serve() {
@@ -273,6 +294,7 @@ int main(int argc, char** argv) {
       "      no GPU: answer with the analytic model; every result PREDICTED\n"
       "  wavecrest-worker bench --device 0 --gemms shapes.csv --dtype bf16 --json out.json\n"
       "  wavecrest-worker bench --model examples/models/llama-2-7b.json --json out.json\n"
+      "  wavecrest-worker bench --model examples/models/llama-3-8b.json --layers\n"
       "      time GEMMs without a server; CSV lines are m,n,k[,batch[,layout]]\n"
       "  wavecrest-worker devices\n"
       "      list visible CUDA devices as JSON\n\n"

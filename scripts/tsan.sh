@@ -14,7 +14,7 @@ logs=$(mktemp -d)
 export TSAN_OPTIONS="suppressions=$PWD/tests/sanitizer/tsan.supp:log_path=$logs/tsan:halt_on_error=0:report_signal_unsafe=0"
 status=0
 "$build/tests/stress_integration_test" >"$logs/stress.out" 2>&1 || status=1
-"$build/tests/worker_integration_test" --gtest_filter='*Identical*:*TwoWorkers*:*Concurrent*:*Kill*:*Quarantine*' \
+"$build/tests/worker_integration_test" --gtest_filter='*Identical*:*TwoWorkers*:*Concurrent*:*Kill*:*Quarantine*:*Layer*:*MeasuredRecommend*' \
   >"$logs/worker.out" 2>&1 || status=1
 reports=$(cat "$logs"/tsan.* 2>/dev/null | grep -c "WARNING: ThreadSanitizer" || true)
 {

@@ -802,5 +802,28 @@ TEST(WorkerBenchTest, ModelSpecGivesEachDistinctGemmWithItsUsers) {
   EXPECT_GE(j["gemms"].size(), 6u);
 }
 
+TEST(WorkerBenchTest, LayersOfAModelWithoutAServer) {
+  TempDir dir;
+  auto [code, out] = Shell(
+      BinaryPath("gpu_worker/wavecrest-worker") + " bench --backend=analytic --layers --model=" +
+      testing::SourcePath("examples/models/pythia-2.8b.json") + " --json=" + dir.File("out.json"));
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("transformer_layer bf16 training"));
+  std::ifstream in(dir.File("out.json"));
+  nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["method"], "wavecrest-analytic-v2 emulated layer cold-L2");
+  ASSERT_EQ(j["layers"].size(), 2u);
+  for (const auto& l : j["layers"]) {
+    EXPECT_EQ(l["source"], "SOURCE_PREDICTED");
+    EXPECT_GT(l["time_s"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(l["time_s"].get<double>(), l["predicted_sum_s"].get<double>());
+  }
+  // --layers needs a model.
+  auto [bad, why] = Shell(BinaryPath("gpu_worker/wavecrest-worker") +
+                          " bench --backend=analytic --layers --gemms=" + dir.File("x.csv"));
+  EXPECT_EQ(bad, 2) << why;
+  EXPECT_THAT(why, HasSubstr("--model"));
+}
+
 }  // namespace
 }  // namespace wavecrest
