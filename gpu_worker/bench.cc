@@ -77,6 +77,20 @@ nlohmann::json ProtoJson(const google::protobuf::Message& m) {
   return nlohmann::json::parse(s, nullptr, false);
 }
 
+// A bench row's result: time, throughput, source and statistics, or the error.
+template <typename Timing>
+void AddResult(const absl::StatusOr<Timing>& t, nlohmann::json* row) {
+  if (!t.ok()) {
+    (*row)["error"] = {{"code", absl::StatusCodeToString(t.status().code())},
+                       {"message", std::string(t.status().message())}};
+    return;
+  }
+  (*row)["time_s"] = t->time_s();
+  (*row)["tflops"] = t->tflops();
+  (*row)["source"] = v1::Source_Name(t->provenance().source());
+  if (t->has_stats()) (*row)["stats"] = ProtoJson(t->stats());
+}
+
 // The catalog's entry for the backend's device, when it has one.
 const GpuSpec* CatalogGpu(const TimingBackend& backend) {
   absl::StatusOr<const GpuSpec*> gpu = FindGpu(backend.Fingerprint().catalog_name());
@@ -122,16 +136,8 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
                           {"layout", std::string(LayoutName(key.layout))},
                           {"dtype", std::string(DTypeName(key.dtype))}};
     if (!gemms[i].used_by.empty()) row["used_by"] = gemms[i].used_by;
-    absl::StatusOr<v1::GemmTiming> t = backend.Time(key, params);
-    if (t.ok()) {
-      row["time_s"] = t->time_s();
-      row["tflops"] = t->tflops();
-      row["source"] = v1::Source_Name(t->provenance().source());
-      if (t->has_stats()) row["stats"] = ProtoJson(t->stats());
-    } else {
-      row["error"] = {{"code", absl::StatusCodeToString(t.status().code())},
-                      {"message", std::string(t.status().message())}};
-    }
+    const absl::StatusOr<v1::GemmTiming> t = backend.Time(key, params);
+    AddResult(t, &row);
     if (progress) {
       *progress << absl::StrFormat(
           "[%zu/%zu] %s: %s\n", i + 1, gemms.size(), GemmKeyString(key),
@@ -166,16 +172,8 @@ nlohmann::json RunLayerBench(TimingBackend& backend, const std::vector<LayerKey>
     nlohmann::json row = {{"key", LayerKeyString(key)},
                           {"kind", std::string(LayerKindName(key.kind))}};
     if (gpu != nullptr) row["predicted_sum_s"] = PredictLayer(*gpu, key).time_s;
-    absl::StatusOr<v1::LayerTiming> t = backend.TimeLayer(key, params);
-    if (t.ok()) {
-      row["time_s"] = t->time_s();
-      row["tflops"] = t->tflops();
-      row["source"] = v1::Source_Name(t->provenance().source());
-      if (t->has_stats()) row["stats"] = ProtoJson(t->stats());
-    } else {
-      row["error"] = {{"code", absl::StatusCodeToString(t.status().code())},
-                      {"message", std::string(t.status().message())}};
-    }
+    const absl::StatusOr<v1::LayerTiming> t = backend.TimeLayer(key, params);
+    AddResult(t, &row);
     if (progress) {
       *progress << absl::StrFormat(
           "[%zu/%zu] %s: %s\n", i + 1, layers.size(), LayerKeyString(key),
