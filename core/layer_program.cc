@@ -178,25 +178,18 @@ absl::StatusOr<LayerProgram> PlanLayerProgram(const LayerKey& key) {
     split.c = at.qh;
     split.d = at.kh;
     split.e = at.vh;
-    if (decode) {
-      pb.Gemm("attn_score forward", {group * q_len, kv_len, hd, b * Hkv}, Layout::kTN, at.qh,
-              at.k_cache, at.probs);
-    } else {
-      pb.Gemm("attn_score forward", {q_len, kv_len, hd, b * H}, Layout::kTN, at.qh, at.kh,
-              at.probs);
-    }
+    // Decode: the query heads of a KV group are one GEMM's rows, against the cache.
+    const int64_t rows = decode ? group * q_len : q_len;
+    const int64_t batch = decode ? b * Hkv : b * H;
+    const int keys = decode ? at.k_cache : at.kh, values = decode ? at.v_cache : at.vh;
+    pb.Gemm("attn_score forward", {rows, kv_len, hd, batch}, Layout::kTN, at.qh, keys, at.probs);
     LayerOp& sm = pb.Op(LayerOpKind::kSoftmax, "softmax");
     attention_common(sm);
     sm.a = at.probs;
     sm.rows = b * H * q_len;
     sm.cols = kv_len;
-    if (decode) {
-      pb.Gemm("attn_over_value forward", {group * q_len, hd, kv_len, b * Hkv}, Layout::kNN,
-              at.probs, at.v_cache, at.oh);
-    } else {
-      pb.Gemm("attn_over_value forward", {q_len, hd, kv_len, b * H}, Layout::kNN, at.probs, at.vh,
-              at.oh);
-    }
+    pb.Gemm("attn_over_value forward", {rows, hd, kv_len, batch}, Layout::kNN, at.probs, values,
+            at.oh);
     LayerOp& merge = pb.Op(LayerOpKind::kMergeHeads, "merge heads");
     attention_common(merge);
     merge.a = at.oh;
