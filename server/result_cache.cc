@@ -110,10 +110,14 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
 }  // namespace
 
 std::string FingerprintKey(const v1::DeviceFingerprint& fp) {
-  return absl::StrJoin(
+  std::string key = absl::StrJoin(
       {fp.name(), absl::StrCat(fp.compute_capability()), absl::StrCat(fp.sm_count()),
        fp.driver_version(), fp.cuda_runtime_version(), fp.cublaslt_version(), fp.backend()},
       "|");
+  // A worker's cuDNN is part of its software (fused attention runs on it); keys of workers
+  // without one are as they were.
+  if (!fp.cudnn_version().empty()) absl::StrAppend(&key, "|cudnn", fp.cudnn_version());
+  return key;
 }
 
 absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string& path) {

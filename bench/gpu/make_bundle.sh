@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make_bundle.sh [BUILD_DIR]: packs stripped copies of the programs a GPU run needs
-# (wavecrest-server, wavecrest-worker, wavecrest, gpu_test) into .devbundle with
+# (wavecrest-server, wavecrest-worker, wavecrest, gpu_test, cudnn_sdpa_test) into .devbundle with
 # ../shared/tools/device-bundle.sh, under the device tool's 64 MiB carry limit.
 set -euo pipefail
 build=${1:-build}
@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >> .git/info/exclude
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for b in server/wavecrest-server gpu_worker/wavecrest-worker client/wavecrest tests/gpu_test; do
+for b in server/wavecrest-server gpu_worker/wavecrest-worker client/wavecrest tests/gpu_test \
+  tests/cudnn_sdpa_test; do
   cp "$build/$b" "$tmp/"
   strip "$tmp/$(basename "$b")"
 done

@@ -2,7 +2,8 @@
 # run_on_device.sh: the whole GPU plan in one device call (build here, bench/gpu/make_bundle.sh,
 # then run this there with .devbundle carried). Writes everything under $OUT and prints a short
 # summary last:
-#   1. the `gpu` tests (cuBLASLt engine behaviour);
+#   1. the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's own
+#      libcudnn.so.9 from its PyTorch wheels on the library path);
 #   2. compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and torch.matmul in
 #      a CUDA graph, same device, same method);
 #   3. layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused attention, as in
@@ -17,12 +18,33 @@ out=${OUT:-/tmp/wavecrest-gpu}
 mkdir -p "$out"
 R=.devbundle/run
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+# cuDNN is not carried: the worker loads the device's own libcudnn.so.9 (PyTorch's wheels carry
+# it, under nvidia/cudnn/lib or torch/lib), found here and put on the library path.
+cudnn_dir=$(python3 - 2>/dev/null <<'PY'
+import glob, os, site
+roots = site.getsitepackages() + [site.getusersitepackages()]
+try:
+    import torch
+    roots.insert(0, os.path.dirname(torch.__file__))
+except ImportError:
+    pass
+for root in roots:
+    hits = sorted(glob.glob(os.path.join(root, "**", "libcudnn.so.9*"), recursive=True))
+    if hits:
+        print(os.path.dirname(hits[0]))
+        break
+PY
+)
+[[ -n $cudnn_dir ]] && export LD_LIBRARY_PATH=$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "cudnn from: ${cudnn_dir:-none found}" > "$out/cudnn.txt"
 "$R" wavecrest-worker devices > "$out/devices.json" 2>&1
 kind=$(sed -nE 's/.*"catalog_name":"([a-z0-9-]+)".*/\1/p' "$out/devices.json" | head -n 1)
 kind=${kind:-h100-sxm}
 
 "$R" gpu_test --gtest_output=json:"$out/gpu_test.json" > "$out/gpu_test.txt" 2>&1
 echo "gpu_test exit $?" >> "$out/gpu_test.txt"
+"$R" cudnn_sdpa_test >> "$out/cudnn.txt" 2>&1
+echo "cudnn_sdpa_test exit $?" >> "$out/cudnn.txt"
 
 WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
   > "$out/compare.log" 2>&1
@@ -84,6 +106,7 @@ kill -TERM $server; wait $server
 
 echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
+echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
 for name in pythia-2.8b llama-3-8b; do
   echo "== layers $name"; cat "$out/compare-layers-$name.txt" 2>/dev/null | cut -c1-220

@@ -29,6 +29,7 @@
 #include "core/timing_stats.h"
 #include "gpu_worker/backend.h"
 #include "gpu_worker/clock_sampler.h"
+#include "gpu_worker/cuda/cudnn_sdpa.h"
 #include "gpu_worker/cuda/kernels.h"
 #include "service/convert.h"
 
@@ -307,6 +308,9 @@ class CublasLtBackend final : public TimingBackend {
     fp_.set_cuda_runtime_version(VersionString(runtime));
     fp_.set_cublaslt_version(absl::StrCat(lt / 10000, ".", (lt / 100) % 100, ".", lt % 100));
     fp_.set_backend("cublaslt");
+    if (const std::string cudnn = CudnnVersionString(); cudnn != "none") {
+      fp_.set_cudnn_version(cudnn);
+    }
     fp_.set_catalog_name(CatalogNameForDevice(prop.name, prop.multiProcessorCount,
                                               static_cast<int64_t>(prop.totalGlobalMem)));
     if (absl::StatusOr<const GpuSpec*> g = FindGpu(fp_.catalog_name()); g.ok()) gpu_ = *g;

@@ -1,52 +1,556 @@
+// cuDNN's fused attention, driven through its backend API (cudnn_graph.h), loaded at run time.
+//
+// The graphs are core/sdpa_graph.h's, translated one for one: each tensor a TENSOR descriptor
+// (16-byte aligned, virtual or by value as described), each operation a POINTWISE, REDUCTION,
+// MATMUL or RESHAPE operation descriptor, the lot one OPERATIONGRAPH on this worker's handle. The
+// engine is the first configuration of heuristic mode A that finalizes (mode FALLBACK after it),
+// as cuDNN's frontend picks by default; its workspace is what that plan asks for. Each launch
+// binds the layer's buffers in a VARIANT_PACK and executes on the engine's stream (also while the
+// layer engine captures its CUDA graph).
+//
+// What cuDNN's frontend does around these graphs for some versions is done here too: the FP32 dQ
+// accumulator is zeroed before each backward for cuDNN before 9.6, and a backward whose key
+// length is not a multiple of 128 is refused for cuDNN 9.15 and older (the frontend adds a
+// padding mask there to avoid wrong gradients; this worker does not build one).
 #include "gpu_worker/cuda/cudnn_sdpa.h"
 
 #include <dlfcn.h>
 
+#include <map>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "core/sdpa_graph.h"
+#include "core/status_macros.h"
+#include "gpu_worker/cuda/kernels.h"
+
+#if __has_include(<cudnn_graph.h>)
+#include <cudnn_graph.h>
+#define WAVECREST_HAVE_CUDNN_HEADERS 1
+#endif
 
 namespace wavecrest::engine {
 namespace {
 
-// libcudnn.so.9, opened once for the process (never closed: cuDNN keeps state until exit).
-struct Cudnn {
-  void* handle = nullptr;
+#ifdef WAVECREST_HAVE_CUDNN_HEADERS
+
+// The handle attributes of the operation graph and the plan: cuDNN 9 marks them deprecated in
+// favour of device-property descriptors (9.7+), yet every 9.x takes them, and the libraries this
+// worker meets (PyTorch's wheels ship 9.1 and later) need them. Named by value, as cudnn_graph.h
+// numbers them, so that the build stays free of deprecation warnings.
+constexpr auto kGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);
+constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);
+
+// libcudnn.so.9's entry points, looked up once (never closed: cuDNN keeps state until exit).
+struct Api {
+  void* lib = nullptr;
   std::string error;
   size_t (*get_version)() = nullptr;
+  const char* (*error_string)(cudnnStatus_t) = nullptr;
+  void (*last_error)(char*, size_t) = nullptr;  // cuDNN 9.0+
+  cudnnStatus_t (*create)(cudnnHandle_t*) = nullptr;
+  cudnnStatus_t (*destroy)(cudnnHandle_t) = nullptr;
+  cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t) = nullptr;
+  cudnnStatus_t (*create_desc)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t*) = nullptr;
+  cudnnStatus_t (*destroy_desc)(cudnnBackendDescriptor_t) = nullptr;
+  cudnnStatus_t (*set)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
+                       cudnnBackendAttributeType_t, int64_t, const void*) = nullptr;
+  cudnnStatus_t (*get)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
+                       cudnnBackendAttributeType_t, int64_t, int64_t*, void*) = nullptr;
+  cudnnStatus_t (*finalize)(cudnnBackendDescriptor_t) = nullptr;
+  cudnnStatus_t (*execute)(cudnnHandle_t, cudnnBackendDescriptor_t,
+                           cudnnBackendDescriptor_t) = nullptr;
+  bool ok() const { return error.empty(); }
 };
 
-const Cudnn& Library() {
-  static const Cudnn* lib = [] {
-    auto* c = new Cudnn;
-    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
-      c->handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (c->handle != nullptr) break;
-      const char* e = dlerror();
-      c->error = e != nullptr ? e : absl::StrCat(name, ": cannot load");
-    }
-    if (c->handle != nullptr) {
-      c->get_version = reinterpret_cast<size_t (*)()>(dlsym(c->handle, "cudnnGetVersion"));
-      if (c->get_version == nullptr) c->error = "libcudnn has no cudnnGetVersion";
-    }
-    return c;
-  }();
-  return *lib;
+template <typename F>
+void Bind(Api* api, F* fn, const char* name) {
+  *fn = reinterpret_cast<F>(dlsym(api->lib, name));
+  if (*fn == nullptr && api->error.empty()) api->error = absl::StrCat("libcudnn has no ", name);
 }
+
+const Api& Cudnn() {
+  static const Api* api = [] {
+    auto* a = new Api;
+    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
+      a->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (a->lib != nullptr) break;
+      const char* e = dlerror();
+      a->error = e != nullptr ? e : absl::StrCat(name, ": cannot load");
+    }
+    if (a->lib == nullptr) return a;
+    a->error.clear();
+    Bind(a, &a->get_version, "cudnnGetVersion");
+    Bind(a, &a->error_string, "cudnnGetErrorString");
+    Bind(a, &a->create, "cudnnCreate");
+    Bind(a, &a->destroy, "cudnnDestroy");
+    Bind(a, &a->set_stream, "cudnnSetStream");
+    Bind(a, &a->create_desc, "cudnnBackendCreateDescriptor");
+    Bind(a, &a->destroy_desc, "cudnnBackendDestroyDescriptor");
+    Bind(a, &a->set, "cudnnBackendSetAttribute");
+    Bind(a, &a->get, "cudnnBackendGetAttribute");
+    Bind(a, &a->finalize, "cudnnBackendFinalize");
+    Bind(a, &a->execute, "cudnnBackendExecute");
+    a->last_error =
+        reinterpret_cast<void (*)(char*, size_t)>(dlsym(a->lib, "cudnnGetLastErrorString"));
+    if (a->ok() && a->get_version() < 90000) {
+      a->error =
+          absl::StrCat("libcudnn is version ", a->get_version(), "; fused attention needs 9");
+    }
+    return a;
+  }();
+  return *api;
+}
+
+size_t Version() { return Cudnn().get_version(); }
+
+absl::Status Check(cudnnStatus_t s, absl::string_view what) {
+  if (s == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+  const Api& api = Cudnn();
+  std::string detail;
+  if (api.last_error != nullptr) {
+    char buf[512] = {0};
+    api.last_error(buf, sizeof(buf));
+    if (buf[0] != '\0') detail = absl::StrCat(" (", buf, ")");
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("cuDNN ", what, ": ", api.error_string(s), detail));
+}
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  Desc() = default;
+  Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+  Desc& operator=(Desc&& o) noexcept {
+    std::swap(d_, o.d_);
+    return *this;
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  ~Desc() {
+    if (d_ != nullptr) Cudnn().destroy_desc(d_);
+  }
+  static absl::StatusOr<Desc> Make(cudnnBackendDescriptorType_t type) {
+    Desc d;
+    RETURN_IF_ERROR(Check(Cudnn().create_desc(type, &d.d_), "create descriptor"));
+    return d;
+  }
+  cudnnBackendDescriptor_t get() const { return d_; }
+  cudnnBackendDescriptor_t* out() { return &d_; }
+
+  template <typename T>
+  absl::Status Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
+                   const T* values, int64_t count, absl::string_view what) {
+    return Check(Cudnn().set(d_, name, type, count, values), what);
+  }
+  absl::Status SetDesc(cudnnBackendAttributeName_t name, const Desc& other,
+                       absl::string_view what) {
+    cudnnBackendDescriptor_t raw = other.get();
+    return Set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw, 1, what);
+  }
+  absl::Status Finalize(absl::string_view what) { return Check(Cudnn().finalize(d_), what); }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+cudnnDataType_t DataType(SdpaType type, DType io) {
+  switch (type) {
+    case SdpaType::kIo:
+      return io == DType::kFp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+    case SdpaType::kFloat:
+      return CUDNN_DATA_FLOAT;
+    case SdpaType::kInt32:
+      return CUDNN_DATA_INT32;
+    case SdpaType::kBool:
+      return CUDNN_DATA_BOOLEAN;
+  }
+  return CUDNN_DATA_FLOAT;
+}
+
+cudnnPointwiseMode_t PointwiseMode(SdpaMode mode) {
+  switch (mode) {
+    case SdpaMode::kMul:
+      return CUDNN_POINTWISE_MUL;
+    case SdpaMode::kAdd:
+      return CUDNN_POINTWISE_ADD;
+    case SdpaMode::kSub:
+      return CUDNN_POINTWISE_SUB;
+    case SdpaMode::kDiv:
+      return CUDNN_POINTWISE_DIV;
+    case SdpaMode::kExp:
+      return CUDNN_POINTWISE_EXP;
+    case SdpaMode::kLog:
+      return CUDNN_POINTWISE_LOG;
+    case SdpaMode::kGenIndex:
+      return CUDNN_POINTWISE_GEN_INDEX;
+    case SdpaMode::kCmpGe:
+      return CUDNN_POINTWISE_CMP_GE;
+    case SdpaMode::kBinarySelect:
+      return CUDNN_POINTWISE_BINARY_SELECT;
+    default:
+      return CUDNN_POINTWISE_IDENTITY;
+  }
+}
+
+// A graph's tensor and operation descriptors, finalized, in the graph's order.
+struct Operations {
+  std::map<int64_t, Desc> tensors;  // by uid
+  std::vector<Desc> parts;          // the pointwise, reduction and matmul descriptors
+  std::vector<Desc> ops;
+};
+
+absl::StatusOr<Desc> TensorDesc(const SdpaTensor& t, DType io) {
+  ASSIGN_OR_RETURN(Desc d, Desc::Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
+  const std::string what = absl::StrCat("tensor ", t.name);
+  const cudnnDataType_t type = DataType(t.type, io);
+  const int64_t alignment = 16;
+  const bool is_virtual = t.slot == SdpaSlot::kVirtual, by_value = t.slot == SdpaSlot::kByValue;
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type, 1, what));
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, t.dims.data(), 4, what));
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, t.strides.data(), 4, what));
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &t.uid, 1, what));
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &alignment, 1, what));
+  RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, &is_virtual, 1, what));
+  if (by_value) {
+    RETURN_IF_ERROR(d.Set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, &by_value, 1, what));
+  }
+  RETURN_IF_ERROR(d.Finalize(what));
+  return d;
+}
+
+absl::StatusOr<Operations> BuildOperations(const SdpaGraph& g) {
+  Operations built;
+  const DType io = g.shape.dtype;
+  for (const SdpaTensor& t : g.tensors) {
+    ASSIGN_OR_RETURN(Desc d, TensorDesc(t, io));
+    built.tensors.emplace(t.uid, std::move(d));
+  }
+  auto tensor = [&](int64_t uid) -> const Desc& { return built.tensors.at(uid); };
+  const cudnnDataType_t fp32 = CUDNN_DATA_FLOAT;
+  for (const SdpaOp& op : g.ops) {
+    const std::string what = absl::StrCat(g.name, " operation ", op.name);
+    Desc part, node;
+    switch (op.kind) {
+      case SdpaOpKind::kPointwise: {
+        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+        const cudnnPointwiseMode_t mode = PointwiseMode(op.mode);
+        const cudnnDataType_t prec = DataType(op.compute, io);
+        RETURN_IF_ERROR(
+            part.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode, 1, what));
+        RETURN_IF_ERROR(
+            part.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec, 1, what));
+        if (op.mode == SdpaMode::kGenIndex) {
+          const int64_t axis = op.axis;
+          RETURN_IF_ERROR(part.Set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, &axis, 1, what));
+        }
+        RETURN_IF_ERROR(part.Finalize(what));
+        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, part, what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(op.in[0]), what));
+        if (op.in.size() > 1) {
+          RETURN_IF_ERROR(
+              node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, tensor(op.in[1]), what));
+        }
+        if (op.in.size() > 2) {
+          RETURN_IF_ERROR(
+              node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, tensor(op.in[2]), what));
+        }
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, tensor(op.out), what));
+        break;
+      }
+      case SdpaOpKind::kReduction: {
+        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
+        const cudnnReduceTensorOp_t mode =
+            op.mode == SdpaMode::kMax ? CUDNN_REDUCE_TENSOR_MAX : CUDNN_REDUCE_TENSOR_ADD;
+        RETURN_IF_ERROR(part.Set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
+                                 &mode, 1, what));
+        RETURN_IF_ERROR(
+            part.Set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
+        RETURN_IF_ERROR(part.Finalize(what));
+        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensor(op.in[0]), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor(op.out), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, part, what));
+        break;
+      }
+      case SdpaOpKind::kMatmul: {
+        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
+        RETURN_IF_ERROR(
+            part.Set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
+        RETURN_IF_ERROR(part.Finalize(what));
+        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor(op.in[0]), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor(op.in[1]), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor(op.out), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_DESC, part, what));
+        break;
+      }
+      case SdpaOpKind::kReshape:
+        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensor(op.in[0]), what));
+        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensor(op.out), what));
+        break;
+    }
+    RETURN_IF_ERROR(node.Finalize(what));
+    if (part.get() != nullptr) built.parts.push_back(std::move(part));
+    built.ops.push_back(std::move(node));
+  }
+  return built;
+}
+
+// A graph ready to execute: its descriptors, the chosen engine's plan and its workspace.
+struct Plan {
+  const SdpaGraph* graph = nullptr;
+  Operations operations;
+  Desc op_graph, plan;
+  int64_t workspace = 0;
+  int64_t engine = -1;
+};
+
+std::string ShapeString(const SdpaShape& s) {
+  return absl::StrCat(s.dtype == DType::kFp16 ? "fp16" : "bf16", " b", s.batch, " heads", s.heads,
+                      "/", s.kv_heads, " s", s.q_len, "x", s.kv_len, " d", s.head_dim,
+                      s.causal ? " causal" : "");
+}
+
+absl::StatusOr<std::unique_ptr<Plan>> MakePlan(cudnnHandle_t handle, const SdpaGraph& g) {
+  auto p = std::make_unique<Plan>();
+  p->graph = &g;
+  ASSIGN_OR_RETURN(p->operations, BuildOperations(g));
+  ASSIGN_OR_RETURN(p->op_graph, Desc::Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
+  std::vector<cudnnBackendDescriptor_t> ops;
+  for (const Desc& d : p->operations.ops) ops.push_back(d.get());
+  RETURN_IF_ERROR(p->op_graph.Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                  ops.data(), static_cast<int64_t>(ops.size()), g.name));
+  RETURN_IF_ERROR(p->op_graph.Set(kGraphHandle, CUDNN_TYPE_HANDLE, &handle, 1, g.name));
+  RETURN_IF_ERROR(p->op_graph.Finalize(absl::StrCat(g.name, " graph")));
+  std::string refused;
+  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+    ASSIGN_OR_RETURN(Desc heur, Desc::Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
+    RETURN_IF_ERROR(heur.SetDesc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, p->op_graph, g.name));
+    RETURN_IF_ERROR(heur.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode, 1, g.name));
+    if (absl::Status st = heur.Finalize("engine heuristics"); !st.ok()) {
+      refused = std::string(st.message());
+      continue;
+    }
+    int64_t count = 0;
+    RETURN_IF_ERROR(Check(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                          "heuristic results"));
+    std::vector<Desc> configs;
+    std::vector<cudnnBackendDescriptor_t> raw;
+    for (int64_t i = 0; i < count; ++i) {
+      ASSIGN_OR_RETURN(Desc c, Desc::Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+      raw.push_back(c.get());
+      configs.push_back(std::move(c));
+    }
+    int64_t got = 0;
+    if (count > 0) {
+      RETURN_IF_ERROR(Check(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+                            "heuristic results"));
+    }
+    for (int64_t i = 0; i < got; ++i) {
+      ASSIGN_OR_RETURN(Desc plan, Desc::Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+      RETURN_IF_ERROR(plan.Set(kPlanHandle, CUDNN_TYPE_HANDLE, &handle, 1, "plan"));
+      RETURN_IF_ERROR(plan.SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i], "plan"));
+      if (absl::Status st = plan.Finalize("execution plan"); !st.ok()) {
+        refused = std::string(st.message());
+        continue;
+      }
+      int64_t n = 0;
+      RETURN_IF_ERROR(Check(Cudnn().get(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                        CUDNN_TYPE_INT64, 1, &n, &p->workspace),
+                            "workspace size"));
+      // The engine's global index, for the method string (best effort).
+      if (absl::StatusOr<Desc> engine = Desc::Make(CUDNN_BACKEND_ENGINE_DESCRIPTOR); engine.ok()) {
+        cudnnBackendDescriptor_t e = engine->get();
+        if (Cudnn().get(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE,
+                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) == CUDNN_STATUS_SUCCESS) {
+          Cudnn().get(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &p->engine);
+        }
+      }
+      p->plan = std::move(plan);
+      return p;
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cuDNN ", CudnnVersionString(), " has no engine for ", g.name, " of ", ShapeString(g.shape),
+      " on this GPU", refused.empty() ? "" : absl::StrCat(": ", refused)));
+}
+
+class CudnnSdpa final : public SdpaRunner {
+ public:
+  ~CudnnSdpa() override {
+    // Plans before the handle they were made on.
+    backward_plan_.reset();
+    forward_plan_.reset();
+    if (handle_ != nullptr) Cudnn().destroy(handle_);
+    if (own_ != nullptr) cudaFree(own_);
+    if (workspace_ != nullptr) cudaFree(workspace_);
+  }
+
+  static absl::StatusOr<std::unique_ptr<SdpaRunner>> Make(const SdpaShape& shape, bool training,
+                                                          cudaStream_t stream) {
+    auto r = std::unique_ptr<CudnnSdpa>(new CudnnSdpa);
+    r->stream_ = stream;
+    ASSIGN_OR_RETURN(r->forward_, SdpaForwardGraph(shape, training));
+    if (training) {
+      if (Version() <= 91500 && shape.kv_len % 128 != 0) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "cuDNN ", CudnnVersionString(), " computes the attention backward of kv_len ",
+            shape.kv_len,
+            " (not a multiple of 128) correctly only behind a padding mask this worker does not "
+            "build; cuDNN 9.16 or later does not need it"));
+      }
+      ASSIGN_OR_RETURN(SdpaGraph backward, SdpaBackwardGraph(shape));
+      r->backward_ = std::make_unique<SdpaGraph>(std::move(backward));
+    }
+    RETURN_IF_ERROR(Check(Cudnn().create(&r->handle_), "cudnnCreate"));
+    RETURN_IF_ERROR(Check(Cudnn().set_stream(r->handle_, stream), "cudnnSetStream"));
+    ASSIGN_OR_RETURN(r->forward_plan_, MakePlan(r->handle_, r->forward_));
+    int64_t workspace = r->forward_plan_->workspace, own = r->forward_.own_bytes;
+    if (r->backward_) {
+      ASSIGN_OR_RETURN(r->backward_plan_, MakePlan(r->handle_, *r->backward_));
+      workspace = std::max(workspace, r->backward_plan_->workspace);
+      own = std::max(own, r->backward_->own_bytes);
+    }
+    r->workspace_bytes_ = workspace;
+    r->own_bytes_ = own;
+    if (cudaError_t e = cudaMalloc(&r->workspace_, std::max<int64_t>(workspace, 256));
+        e != cudaSuccess) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cuDNN attention workspace of ", workspace >> 20, " MiB: ", cudaGetErrorString(e)));
+    }
+    if (cudaError_t e = cudaMalloc(&r->own_, std::max<int64_t>(own, 256)); e != cudaSuccess) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("attention buffers of ", own >> 20, " MiB: ", cudaGetErrorString(e)));
+    }
+    if (r->forward_.own_random_bytes > 0) {
+      const cudaError_t e = cuda::FillRandom(
+          r->own_, r->forward_.own_random_bytes / 2,
+          shape.dtype == DType::kFp16 ? cuda::Elem::kFp16 : cuda::Elem::kBf16, 7, stream);
+      if (e != cudaSuccess) {
+        return absl::InternalError(absl::StrCat("fill the KV caches: ", cudaGetErrorString(e)));
+      }
+    }
+    return std::unique_ptr<SdpaRunner>(std::move(r));
+  }
+
+  int64_t workspace_bytes() const override { return workspace_bytes_ + own_bytes_; }
+
+  std::string Describe() const override {
+    std::string s =
+        absl::StrCat("cudnn-sdpa ", CudnnVersionString(), " fwd engine ", forward_plan_->engine);
+    if (backward_plan_) absl::StrAppend(&s, " bwd engine ", backward_plan_->engine);
+    absl::StrAppend(&s, " ws", workspace_bytes_ >> 20, "MiB");
+    return s;
+  }
+
+  absl::Status Forward(const void* qkv, void* o, void* stats) override {
+    return Execute(*forward_plan_, {{SdpaSlot::kQkvRows, const_cast<void*>(qkv)},
+                                    {SdpaSlot::kORows, o},
+                                    {SdpaSlot::kStats, stats}});
+  }
+
+  absl::Status Backward(const void* d_o, const void* qkv, const void* o, const void* stats,
+                        void* dqkv) override {
+    if (!backward_plan_) return absl::FailedPreconditionError("attention built for inference");
+    const SdpaGraph& g = *backward_;
+    if (Version() < 90600 && g.zero_offset >= 0) {
+      if (cudaError_t e =
+              cudaMemsetAsync(static_cast<char*>(own_) + g.zero_offset, 0, g.zero_bytes, stream_);
+          e != cudaSuccess) {
+        return absl::InternalError(absl::StrCat("zero dQ: ", cudaGetErrorString(e)));
+      }
+    }
+    return Execute(*backward_plan_, {{SdpaSlot::kDoRows, const_cast<void*>(d_o)},
+                                     {SdpaSlot::kQkvRows, const_cast<void*>(qkv)},
+                                     {SdpaSlot::kORows, const_cast<void*>(o)},
+                                     {SdpaSlot::kStats, const_cast<void*>(stats)},
+                                     {SdpaSlot::kDqkvRows, dqkv}});
+  }
+
+ private:
+  CudnnSdpa() = default;
+
+  absl::Status Execute(const Plan& p, std::map<SdpaSlot, void*> bases) {
+    bases[SdpaSlot::kOwn] = own_;
+    std::vector<int64_t> uids;
+    std::vector<void*> pointers;
+    for (const SdpaTensor& t : p.graph->tensors) {
+      if (t.slot == SdpaSlot::kVirtual) continue;
+      uids.push_back(t.uid);
+      if (t.slot == SdpaSlot::kByValue) {
+        pointers.push_back(const_cast<float*>(&t.value));
+      } else {
+        pointers.push_back(static_cast<char*>(bases.at(t.slot)) + t.offset_bytes);
+      }
+    }
+    ASSIGN_OR_RETURN(Desc pack, Desc::Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
+    const int64_t n = static_cast<int64_t>(uids.size());
+    RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.data(), n,
+                             "variant pack"));
+    RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                             pointers.data(), n, "variant pack"));
+    RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace_, 1,
+                             "variant pack"));
+    RETURN_IF_ERROR(pack.Finalize("variant pack"));
+    return Check(Cudnn().execute(handle_, p.plan.get(), pack.get()),
+                 absl::StrCat("execute ", p.graph->name));
+  }
+
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t handle_ = nullptr;
+  SdpaGraph forward_;
+  std::unique_ptr<SdpaGraph> backward_;
+  std::unique_ptr<Plan> forward_plan_, backward_plan_;
+  void* workspace_ = nullptr;
+  void* own_ = nullptr;
+  int64_t workspace_bytes_ = 0, own_bytes_ = 0;
+};
+
+#endif  // WAVECREST_HAVE_CUDNN_HEADERS
 
 }  // namespace
 
 std::string CudnnVersion(bool* loaded) {
-  const Cudnn& c = Library();
-  *loaded = c.get_version != nullptr;
-  if (!*loaded) return c.error;
-  const size_t v = c.get_version();  // 9.10.2 is 91002
+#ifdef WAVECREST_HAVE_CUDNN_HEADERS
+  const Api& api = Cudnn();
+  *loaded = api.ok();
+  if (!*loaded) return api.error;
+  return CudnnVersionString();
+#else
+  *loaded = false;
+  return "this worker was built without cuDNN's headers (cudnn_graph.h)";
+#endif
+}
+
+std::string CudnnVersionString() {
+#ifdef WAVECREST_HAVE_CUDNN_HEADERS
+  if (!Cudnn().ok()) return "none";
+  const size_t v = Cudnn().get_version();  // 9.10.2 is 91002
   return absl::StrCat(v / 10000, ".", (v / 100) % 100, ".", v % 100);
+#else
+  return "none";
+#endif
+}
+
+absl::Status FinalizeSdpaOperations(const SdpaGraph& graph) {
+#ifdef WAVECREST_HAVE_CUDNN_HEADERS
+  if (!Cudnn().ok()) return absl::FailedPreconditionError(Cudnn().error);
+  return BuildOperations(graph).status();
+#else
+  (void)graph;
+  return absl::FailedPreconditionError("built without cuDNN's headers");
+#endif
 }
 
 absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DType dtype,
                                                           bool training, cudaStream_t stream) {
-  (void)dtype;
-  (void)training;
-  (void)stream;
   bool loaded = false;
   const std::string version = CudnnVersion(&loaded);
   if (!loaded) {
@@ -54,16 +558,18 @@ absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DTy
         absl::StrCat("fused attention needs cuDNN 9, which this worker cannot load (", version,
                      "): layers with fused attention are predicted"));
   }
-  // The SDPA operation graph (Q·Kᵀ, scale, causal mask, softmax with statistics, P·V, and its
-  // backward) is not driven through cuDNN's backend API yet: refuse, so that the server predicts
-  // these layers and says so, rather than time something else under this name.
-  return absl::FailedPreconditionError(
-      absl::StrCat("cuDNN ", version,
-                   " is loaded, but this worker does not drive its scaled-dot-product "
-                   "attention graph yet: ",
-                   op.name,
-                   " (and layers with fused attention) are predicted; "
-                   "unfused attention and layers with it are measured"));
+  const SdpaShape shape = SdpaShapeOf(op, dtype);
+  if (absl::Status st = CheckSdpaShape(shape); !st.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuDNN's fused attention does not take this layer: ", st.message()));
+  }
+#ifdef WAVECREST_HAVE_CUDNN_HEADERS
+  return CudnnSdpa::Make(shape, training, stream);
+#else
+  (void)training;
+  (void)stream;
+  return absl::FailedPreconditionError("built without cuDNN's headers");
+#endif
 }
 
 }  // namespace wavecrest::engine

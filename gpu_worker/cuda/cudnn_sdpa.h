@@ -1,7 +1,8 @@
-// Fused (Flash) attention for the layer engine through cuDNN's scaled-dot-product attention. cuDNN
-// is optional, like CUDA: it is loaded at run time (dlopen of libcudnn.so.9, the library PyTorch's
-// wheels and the CUDA images carry), never linked, so a worker without it still runs and its
-// fused-attention layers are predicted, saying why.
+// Fused (Flash) attention for the layer engine through cuDNN's scaled-dot-product attention: the
+// graphs of core/sdpa_graph.h on cuDNN's backend API. cuDNN is optional, like CUDA: it is loaded at
+// run time (dlopen of libcudnn.so.9, the library PyTorch's wheels and the CUDA images carry), never
+// linked, so a worker without it still runs and its fused-attention layers are predicted, saying
+// why.
 #ifndef WAVECREST_GPU_WORKER_CUDA_CUDNN_SDPA_H_
 #define WAVECREST_GPU_WORKER_CUDA_CUDNN_SDPA_H_
 
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/layer_program.h"
+#include "core/sdpa_graph.h"
 
 namespace wavecrest::engine {
 
@@ -40,6 +42,13 @@ absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DTy
 // The cuDNN version this process can load ("9.10.2"), or why none ("libcudnn.so.9: cannot open
 // shared object file").
 std::string CudnnVersion(bool* loaded);
+// The loaded version, or "none".
+std::string CudnnVersionString();
+
+// Every tensor and operation descriptor of `graph` built and finalized, without a GPU (cuDNN checks
+// each operation's shapes and types then; only the operation graph needs a device): what the
+// worker's tests run on any machine with libcudnn. FAILED_PRECONDITION with cuDNN's reason.
+absl::Status FinalizeSdpaOperations(const SdpaGraph& graph);
 
 }  // namespace wavecrest::engine
 

@@ -1,8 +1,7 @@
 // The cuBLASLt timing engine on a real GPU (CTest label `gpu`). Every test skips cleanly where
-// there is no GPU, and FAILS where the machine has one that CUDA cannot start (an old driver, a
-// broken install), so that a GPU run never looks green for tests that did not run. These check
-// behaviour (results measured, checked, labelled; errors right), never speed: speed belongs to
-// bench/gpu.
+// there is no GPU, and FAILS where the machine has one that CUDA cannot start (gpu_required.h).
+// These check behaviour (results measured, checked, labelled; errors right), never speed: speed
+// belongs to bench/gpu.
 #include <cstdlib>
 #include <filesystem>
 
@@ -11,34 +10,17 @@
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
 #include "gtest/gtest.h"
+#include "tests/gpu/gpu_required.h"
 
 namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
 
-bool NvidiaGpuPresent() {
-  std::error_code ec;
-  if (std::filesystem::exists("/dev/nvidia0", ec)) return true;
-  const std::filesystem::path gpus("/proc/driver/nvidia/gpus");
-  return std::filesystem::is_directory(gpus, ec) &&
-         std::filesystem::directory_iterator(gpus, ec) != std::filesystem::directory_iterator();
-}
-
 class CublasLtTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    if (ListCudaDevices(&why).empty()) {
-      const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-      if (NvidiaGpuPresent() &&
-          !(visible && (std::string(visible).empty() || std::string(visible) == "-1"))) {
-        FAIL() << "this machine has an NVIDIA GPU (/proc/driver/nvidia/gpus or /dev/nvidia0) "
-                  "but CUDA cannot start: "
-               << why;
-      }
-      GTEST_SKIP() << "no GPU: " << why;
-    }
+    WAVECREST_REQUIRE_GPU();
     auto b = MakeCublasLtBackend(0);
     ASSERT_TRUE(b.ok()) << b.status();
     backend_ = std::move(*b);
@@ -226,14 +208,24 @@ TEST_F(CublasLtTest, UnfusedAttentionAndItsLayerAreMeasuredWhole) {
 }
 
 TEST_F(CublasLtTest, FusedAttentionIsMeasuredThroughCudnnOrRefusedWithTheReason) {
-  for (const LayerKey& key : LayerKeysOf(LayerModel(Attention::kFlash, Workload::kTraining))) {
-    absl::StatusOr<v1::LayerTiming> t = backend_->TimeLayer(key, Quick());
-    if (t.ok()) {
-      EXPECT_EQ(t->provenance().source(), v1::SOURCE_MEASURED);
-      EXPECT_THAT(t->stats().engine(), HasSubstr("cudnn"));
-    } else {
-      EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
-      EXPECT_THAT(t.status().message(), HasSubstr("cuDNN"));
+  // With cuDNN 9 loaded on an Ampere or later GPU, fused attention must be measured; elsewhere it
+  // is refused, naming cuDNN.
+  const v1::DeviceFingerprint fp = backend_->Fingerprint();
+  const bool must_measure = !fp.cudnn_version().empty() && fp.compute_capability() >= 80;
+  for (Workload w : {Workload::kTraining, Workload::kPrefill, Workload::kDecode}) {
+    for (const LayerKey& key : LayerKeysOf(LayerModel(Attention::kFlash, w))) {
+      absl::StatusOr<v1::LayerTiming> t = backend_->TimeLayer(key, Quick());
+      if (must_measure) {
+        ASSERT_TRUE(t.ok()) << LayerKeyString(key) << " with cuDNN " << fp.cudnn_version() << ": "
+                            << t.status();
+      }
+      if (t.ok()) {
+        EXPECT_EQ(t->provenance().source(), v1::SOURCE_MEASURED);
+        EXPECT_THAT(t->stats().engine(), HasSubstr("cudnn"));
+      } else {
+        EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition) << t.status();
+        EXPECT_THAT(t.status().message(), HasSubstr("cuDNN"));
+      }
     }
   }
   // The backend stays usable.

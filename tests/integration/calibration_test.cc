@@ -182,5 +182,25 @@ TEST(SelfCalibrationTest, WithoutACacheTheCallsSayWhatIsMissing) {
   EXPECT_THAT(st.message(), HasSubstr("--cache"));
 }
 
+// A worker's cuDNN is part of the device key (fused attention runs on it): a cuDNN upgrade measures
+// again; workers without cuDNN (the analytic backend) keep the keys they had.
+TEST(ResultCacheKeyTest, TheCudnnVersionIsPartOfTheDeviceKey) {
+  v1::DeviceFingerprint fp;
+  fp.set_name("NVIDIA H100 80GB HBM3");
+  fp.set_compute_capability(90);
+  fp.set_sm_count(132);
+  fp.set_driver_version("580.65");
+  fp.set_cuda_runtime_version("13.0");
+  fp.set_cublaslt_version("13.0.0");
+  fp.set_backend("cublaslt");
+  const std::string without = FingerprintKey(fp);
+  EXPECT_EQ(without, "NVIDIA H100 80GB HBM3|90|132|580.65|13.0|13.0.0|cublaslt");
+  fp.set_cudnn_version("9.10.2");
+  const std::string with = FingerprintKey(fp);
+  EXPECT_EQ(with, without + "|cudnn9.10.2");
+  fp.set_cudnn_version("9.11.0");
+  EXPECT_NE(FingerprintKey(fp), with);
+}
+
 }  // namespace
 }  // namespace wavecrest

@@ -43,12 +43,13 @@ WORKLOAD_TRAINING: Workload
 WORKLOAD_UNSPECIFIED: Workload
 
 class DeviceFingerprint(_message.Message):
-    __slots__ = ["backend", "catalog_name", "compute_capability", "cublaslt_version", "cuda_runtime_version", "driver_version", "l2_bytes", "max_sm_clock_mhz", "memory_bytes", "name", "sm_count"]
+    __slots__ = ["backend", "catalog_name", "compute_capability", "cublaslt_version", "cuda_runtime_version", "cudnn_version", "driver_version", "l2_bytes", "max_sm_clock_mhz", "memory_bytes", "name", "sm_count"]
     BACKEND_FIELD_NUMBER: _ClassVar[int]
     CATALOG_NAME_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_CAPABILITY_FIELD_NUMBER: _ClassVar[int]
     CUBLASLT_VERSION_FIELD_NUMBER: _ClassVar[int]
     CUDA_RUNTIME_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CUDNN_VERSION_FIELD_NUMBER: _ClassVar[int]
     DRIVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     L2_BYTES_FIELD_NUMBER: _ClassVar[int]
     MAX_SM_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
@@ -60,13 +61,14 @@ class DeviceFingerprint(_message.Message):
     compute_capability: int
     cublaslt_version: str
     cuda_runtime_version: str
+    cudnn_version: str
     driver_version: str
     l2_bytes: int
     max_sm_clock_mhz: int
     memory_bytes: int
     name: str
     sm_count: int
-    def __init__(self, name: _Optional[str] = ..., compute_capability: _Optional[int] = ..., sm_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., l2_bytes: _Optional[int] = ..., max_sm_clock_mhz: _Optional[int] = ..., driver_version: _Optional[str] = ..., cuda_runtime_version: _Optional[str] = ..., cublaslt_version: _Optional[str] = ..., backend: _Optional[str] = ..., catalog_name: _Optional[str] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., compute_capability: _Optional[int] = ..., sm_count: _Optional[int] = ..., memory_bytes: _Optional[int] = ..., l2_bytes: _Optional[int] = ..., max_sm_clock_mhz: _Optional[int] = ..., driver_version: _Optional[str] = ..., cuda_runtime_version: _Optional[str] = ..., cublaslt_version: _Optional[str] = ..., backend: _Optional[str] = ..., catalog_name: _Optional[str] = ..., cudnn_version: _Optional[str] = ...) -> None: ...
 
 class GemmReport(_message.Message):
     __slots__ = ["count", "dtype", "flops", "fused_attention", "layout", "name", "shape"]
