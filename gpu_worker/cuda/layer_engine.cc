@@ -18,8 +18,9 @@
 //     which.
 //  6. The SM clock: NVML's during the samples, else the probes'.
 // Fused attention runs through cuDNN's scaled-dot-product attention when this build and device
-// have it (gpu_worker/cuda/cudnn_sdpa.h); otherwise the layer is refused with FAILED_PRECONDITION
-// and the server predicts it, saying why.
+// have it (gpu_worker/cuda/cudnn_sdpa.h: core/sdpa_graph.h's graphs, executed inside the layer's
+// CUDA graph); otherwise the layer is refused with FAILED_PRECONDITION and the server predicts
+// it, saying why.
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,6 +84,8 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   std::unique_ptr<SdpaRunner> sdpa;
   for (const LayerOp& op : program.ops) {
     if (op.kind != LayerOpKind::kFusedAttention || sdpa) continue;
+    // cuDNN may compile its attention kernels at run time (seconds): tell the server first.
+    Beat(params, "cudnn attention plan");
     absl::StatusOr<std::unique_ptr<SdpaRunner>> runner =
         MakeCudnnSdpa(op, key.layer.dtype, program.training, stream_);
     if (!runner.ok()) return runner.status();
