@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """compare_layers.py WAVECREST_RUN1.json WAVECREST_RUN2.json TORCH.json: wavecrest's layers timed
 whole (two runs of `wavecrest time --layers --format json`) against PyTorch's same layers
-(torch_layers.py), with the repeatability of wavecrest's figure. Missing rows, failed layers and
+(torch_layers.py), with the repeatability of wavecrest's figure and the engine that ran each layer
+(cuBLASLt, and cuDNN's attention engine and version). Missing rows, failed layers and
 non-finite values are reported, never fatal. Prints a table, then one summary line:
   layers N, within 5% of torch M, re-run within 1% K
 """
@@ -21,8 +22,9 @@ def load_wavecrest(path):
         key = t.get("key")
         src = t.get("provenance", {}).get("source", "")
         time_s = t.get("time_s", t.get("timeS"))
+        engine = t.get("stats", {}).get("engine", "")
         if key:
-            out[key] = (float(time_s) if time_s is not None else math.nan, src)
+            out[key] = (float(time_s) if time_s is not None else math.nan, src, engine)
     return out
 
 
@@ -48,18 +50,18 @@ def main(argv):
     torch_rows, versions = load_torch(argv[3])
     print("torch:", versions)
     print(f"{'layer':<100} {'wavecrest':>10} {'source':>16} {'re-run':>8} {'torch':>10} "
-          f"{'wc/torch':>9}  torch method")
+          f"{'wc/torch':>9}  torch method | wavecrest engine")
     n = within5 = within1 = 0
     for key in sorted(set(run1) | set(torch_rows)):
-        t1, src = run1.get(key, (math.nan, "missing"))
-        t2, _ = run2.get(key, (math.nan, "missing"))
+        t1, src, engine = run1.get(key, (math.nan, "missing", ""))
+        t2 = run2.get(key, (math.nan,))[0]
         tr = torch_rows.get(key, {})
         tt = float(tr.get("median_s", math.nan)) if "median_s" in tr else math.nan
         rerun = ratio(t2, t1)
         wt = ratio(t1, tt)
         method = tr.get("error") or f"{tr.get('attention_backend', '?')} {tr.get('launch', '?')}"
         print(f"{key:<100} {t1 * 1e3:>8.3f}ms {src:>16} {rerun:>8.4f} {tt * 1e3:>8.3f}ms "
-              f"{wt:>9.3f}  {method}")
+              f"{wt:>9.3f}  {method} | {engine}")
         if src == "SOURCE_MEASURED" or src == "SOURCE_CACHED":
             n += 1
             within5 += abs(wt - 1) <= 0.05

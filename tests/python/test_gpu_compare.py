@@ -62,7 +62,8 @@ class CompareLayersTest(unittest.TestCase):
 
     def test_targets_are_judged_and_problems_listed(self):
         def layer(key, t, src="SOURCE_MEASURED"):
-            return {"key": key, "time_s": t, "provenance": {"source": src}}
+            return {"key": key, "time_s": t, "provenance": {"source": src},
+                    "stats": {"engine": f"engine-of-{key}"}}
         run1 = {"layers": [layer("a", 0.010), layer("b", 0.020), layer("c", 0.030),
                            layer("d", 0.040), layer("p", 0.050, "SOURCE_PREDICTED")]}
         run2 = {"layers": [layer("a", 0.01005), layer("b", 0.0203), layer("c", 0.030)]}
@@ -82,6 +83,7 @@ class CompareLayersTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("RuntimeError: no kernel", r.stdout)
         self.assertIn("cudnn graph", r.stdout)
+        self.assertIn("engine-of-a", r.stdout)  # the engine that ran each layer
         # a: both targets; b: re-run 1.5% and 33% off torch; c: no torch figure; d: no re-run.
         self.assertIn("layers 4, within 5% of torch 2, re-run within 1% 2", r.stdout)
 
