@@ -326,7 +326,8 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   kv_grad("dK", ds_t, q, k_at);
 
   // dQ = dS·K through an FP32 accumulator (K back in its own orientation).
-  const int64_t k = g.Reshape("K", kt, g.Tensor("K rows", SdpaType::kIo, kv, kv_strides));
+  // (A virtual tensor of the intermediate type, FP32, as cuDNN's frontend leaves it.)
+  const int64_t k = g.Reshape("K", kt, g.Tensor("K rows", SdpaType::kFloat, kv, kv_strides));
   const int64_t dq_acc =
       g.Matmul("dS·K", ds, k,
                g.Tensor("dQ accumulator", SdpaType::kFloat, {l.b, l.H, l.sq, l.d},
@@ -390,9 +391,9 @@ absl::Status ValidateSdpaGraph(const SdpaGraph& graph) {
             a[2] != y[2] || b[3] != y[3]) {
           return fail(op.name + ": matmul shapes disagree");
         }
-        if (in[1]->type != SdpaType::kIo ||
-            (in[0]->type != SdpaType::kIo && in[0]->type != SdpaType::kFloat)) {
-          return fail(op.name + ": matmul operands not in the I/O type");
+        auto numeric = [](SdpaType t) { return t == SdpaType::kIo || t == SdpaType::kFloat; };
+        if (!numeric(in[0]->type) || !numeric(in[1]->type) || !numeric(out->type)) {
+          return fail(op.name + ": matmul of non-numeric tensors");
         }
         break;
       }
