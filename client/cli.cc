@@ -16,6 +16,7 @@
 #include "client/advisor_client.h"
 #include "client/format.h"
 #include "client/svg.h"
+#include "core/attention_calibration.h"
 #include "core/calibration.h"
 #include "core/cost_model.h"
 #include "core/gemm.h"
@@ -504,6 +505,30 @@ int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
 // `wavecrest calibrate`: fit, cross-validate, report; with --out, write the calibration file.
 int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.evaluate.empty()) return DoEvaluate(o, out, err);
+  if (o.folds < 2 || o.folds > 50) {
+    return Fail(err, FieldError("--folds", absl::StrCat("must be in [2, 50]; got ", o.folds)));
+  }
+  // The fused-attention model: its fit and cross-validation, after the GEMM report.
+  std::vector<AttentionMeasurement> attention;
+  for (const std::string& f : Files(o.attention_data)) {
+    absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(f);
+    if (!rows.ok()) return Fail(err, FieldError("--attention_data", rows.status().message()));
+    attention.insert(attention.end(), rows->begin(), rows->end());
+  }
+  std::string attention_report;
+  if (!attention.empty()) attention_report = "\n" + AttentionReport(attention, FitOptions());
+  if (o.fit.empty()) {
+    if (attention.empty()) {
+      return Fail(err, FieldError("--fit", "nothing to calibrate: give --fit or --attention_data"));
+    }
+    const std::string report = absl::StrCat("# wavecrest calibrate --fit= --attention_data ",
+                                            o.attention_data, "\n", attention_report.substr(1));
+    if (!o.report.empty()) {
+      if (absl::Status st = WriteFile(o.report, report); !st.ok()) return Fail(err, st);
+    }
+    out << report;
+    return 0;
+  }
   CalibrateInputs in;
   absl::StatusOr<std::vector<Measurement>> fit = ReadAll(o.fit, &in.dataset_labels);
   if (!fit.ok()) return Fail(err, fit.status());
@@ -524,9 +549,6 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     in.dataset_labels.push_back(absl::StrCat(f, ": ", r->size(), " ratios"));
     in.ratios.insert(in.ratios.end(), r->begin(), r->end());
   }
-  if (o.folds < 2 || o.folds > 50) {
-    return Fail(err, FieldError("--folds", absl::StrCat("must be in [2, 50]; got ", o.folds)));
-  }
   FitOptions options;
   options.folds = o.folds;
   ProgressBar bar(true);
@@ -540,6 +562,7 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
   result.file.command =
       absl::StrCat("wavecrest calibrate --fit ", o.fit, " --anchor ", o.anchor, " --check ",
                    o.check, " --ratios ", o.ratios, " --folds ", o.folds);
+  result.report += attention_report;
   if (!o.out.empty()) {
     if (absl::Status st = WriteFile(o.out, SerializeCalibration(result.file)); !st.ok()) {
       return Fail(err, st);

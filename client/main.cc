@@ -95,6 +95,10 @@ ABSL_FLAG(std::string, check, "data/measurements/cookbook-a100.csv",
           "calibrate: measurement CSVs never fitted, reported as held-out checks");
 ABSL_FLAG(std::string, ratios, "data/measurements/h100-swiglu-ratios.csv",
           "calibrate: published time ratios that fit the misalignment penalty");
+ABSL_FLAG(std::string, attention_data, "data/measurements/fa3-h100-cudnn-attention.csv",
+          "calibrate: published fused-attention times the attention model is fitted to and "
+          "cross-validated on, reported after the GEMM fit (with --fit= empty: the attention "
+          "report alone); empty = none");
 ABSL_FLAG(std::string, out, "", "calibrate: write the calibration file here (JSON)");
 ABSL_FLAG(std::string, report, "", "calibrate: also write the report here");
 ABSL_FLAG(std::string, evaluate, "",
@@ -183,6 +187,7 @@ int main(int argc, char** argv) {
   o.anchor = absl::GetFlag(FLAGS_anchor);
   o.check = absl::GetFlag(FLAGS_check);
   o.ratios = absl::GetFlag(FLAGS_ratios);
+  o.attention_data = absl::GetFlag(FLAGS_attention_data);
   o.out = absl::GetFlag(FLAGS_out);
   o.report = absl::GetFlag(FLAGS_report);
   o.evaluate = absl::GetFlag(FLAGS_evaluate);

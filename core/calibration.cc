@@ -17,41 +17,22 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/cost_model.h"
+#include "core/csv_fields.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
-
 namespace {
+
+using csv::CsvRows;
+using csv::Dim;
+using csv::LineError;
+using csv::Positive;
+using csv::ReadSmallFile;
 
 constexpr absl::string_view kXlaHeader = "gpu,b,m,n,k,dtype,flops_per_s";
 constexpr absl::string_view kRatiosHeader =
     "source,gpu,dtype,layout,m,n,k,batch,ref_m,ref_n,ref_k,ref_batch,time_ratio,method";
-constexpr int64_t kMaxCsvBytes = 64 << 20;
-
-absl::Status LineError(absl::string_view origin, int line, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(origin, ":", line, ": ", what));
-}
-
-absl::StatusOr<int64_t> Dim(absl::string_view origin, int line, absl::string_view field,
-                            absl::string_view text, int64_t lo) {
-  int64_t v = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &v) || v < lo || v > (int64_t{1} << 31)) {
-    return LineError(origin, line,
-                     absl::StrCat(field, ": \"", text, "\" is not an integer in [", lo, ", 2^31]"));
-  }
-  return v;
-}
-
-absl::StatusOr<double> Positive(absl::string_view origin, int line, absl::string_view field,
-                                absl::string_view text) {
-  double v = 0;
-  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(text), &v) || !(v > 0) || !std::isfinite(v)) {
-    return LineError(origin, line,
-                     absl::StrCat(field, ": \"", text, "\" is not a positive number"));
-  }
-  return v;
-}
 
 // XLA's GPU keys and dtype strings, mapped to the catalog and our dtypes.
 absl::StatusOr<std::string> XlaGpu(absl::string_view key) {
@@ -70,23 +51,6 @@ absl::StatusOr<DType> XlaDtype(absl::string_view s) {
   return absl::InvalidArgumentError(absl::StrCat(
       "dtype: unknown XLA dtype \"", s,
       "\"; known: bf16xbf16->bf16, f16xf16->f16, f32xf32->f32, f8e4m3fn/f8e5m2 pairs"));
-}
-
-std::vector<std::pair<int, std::vector<std::string>>> CsvRows(absl::string_view text,
-                                                              std::string* header) {
-  std::vector<std::pair<int, std::vector<std::string>>> rows;
-  int line_no = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++line_no;
-    line = absl::StripTrailingAsciiWhitespace(line);
-    if (line.empty() || line[0] == '#') continue;
-    if (header->empty()) {
-      *header = std::string(line);
-      continue;
-    }
-    rows.push_back({line_no, absl::StrSplit(line, ',')});
-  }
-  return rows;
 }
 
 absl::StatusOr<Measurement> ParseOurRow(absl::string_view origin, int line,
@@ -141,21 +105,6 @@ absl::StatusOr<Measurement> ParseXlaRow(absl::string_view origin, int line,
   m.median_s = GemmFlops(m.key.shape) / flops;
   m.method = "xla-perf-table";
   return m;
-}
-
-absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof(buf)) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text.size()) > kMaxCsvBytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": larger than ", kMaxCsvBytes >> 20, " MiB"));
-    }
-  }
-  return text;
 }
 
 }  // namespace
@@ -420,18 +369,19 @@ double MaxFlops(const std::vector<Measurement>& rows) {
   return best;
 }
 
-CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+CostModelParams FitFields(const GpuSpec& prior, DType dtype, const std::vector<FittedParam>& fields,
+                          const std::function<double(const GpuSpec&)>& loss,
                           const FitOptions& options) {
   GpuSpec gpu = prior;
-  const std::vector<Measurement> data = AsDtype(rows, dtype);
-  // The model's rate ceiling during the fit is what the data reached (cost_model.cc).
-  gpu.Calibration(dtype).max_measured_flops = MaxFlops(data);
-  const std::vector<FittedParam> fp = FittedParamsFor(prior, dtype);
-  std::vector<double> x(fp.size());
-  for (size_t i = 0; i < fp.size(); ++i) x[i] = ToCoord(fp[i], gpu.Model(dtype).*(fp[i].field));
+  std::vector<double> x(fields.size());
+  for (size_t i = 0; i < fields.size(); ++i) {
+    x[i] = ToCoord(fields[i], gpu.Model(dtype).*(fields[i].field));
+  }
   auto objective = [&](const std::vector<double>& c) {
-    for (size_t i = 0; i < fp.size(); ++i) gpu.Model(dtype).*(fp[i].field) = ToParam(fp[i], c[i]);
-    return Loss(gpu, data);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      gpu.Model(dtype).*(fields[i].field) = ToParam(fields[i], c[i]);
+    }
+    return loss(gpu);
   };
   std::mt19937_64 rng(options.seed);
   std::vector<double> best = x;
@@ -446,8 +396,19 @@ CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<M
     if (l < best_loss) best_loss = l, best = found;
   }
   CostModelParams out = prior.Model(dtype);
-  for (size_t i = 0; i < fp.size(); ++i) out.*(fp[i].field) = ToParam(fp[i], best[i]);
+  for (size_t i = 0; i < fields.size(); ++i) out.*(fields[i].field) = ToParam(fields[i], best[i]);
   return out;
+}
+
+CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                          const FitOptions& options) {
+  GpuSpec gpu = prior;
+  const std::vector<Measurement> data = AsDtype(rows, dtype);
+  // The model's rate ceiling during the fit is what the data reached (cost_model.cc).
+  gpu.Calibration(dtype).max_measured_flops = MaxFlops(data);
+  return FitFields(
+      gpu, dtype, FittedParamsFor(prior, dtype), [&](const GpuSpec& g) { return Loss(g, data); },
+      options);
 }
 
 FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,

@@ -117,6 +117,12 @@ std::vector<CalibrationInfo::Band> ErrorBands(const std::vector<double>& predict
 // The fit alone (what each fold runs).
 CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
                           const FitOptions& options);
+// The fitter itself: `fields` of `dtype`'s parameters of `prior` moved within their bounds to
+// minimise `loss` (Nelder-Mead in bounded coordinates, from the prior, then restarts around the
+// best as `options` says); the other parameters stay the prior's. Deterministic.
+CostModelParams FitFields(const GpuSpec& prior, DType dtype, const std::vector<FittedParam>& fields,
+                          const std::function<double(const GpuSpec&)>& loss,
+                          const FitOptions& options);
 
 // The calibration file: what the catalog loads.
 struct CalibrationEntry {

@@ -30,6 +30,7 @@ constexpr int64_t kSplitKPartialBytes = 4;  // split-K partial sums are FP32
 // FlashAttention kernels are compiled for head dims in steps of this many elements.
 constexpr int64_t kFlashHeadDimStep = 32;
 constexpr int64_t kFlashQueryBlock = 128;  // query rows per CTA
+constexpr int64_t kFlashKeyBlock = 128;    // key rows per mainloop step
 constexpr double kFlashHeadDimFull = 128;  // head dim at which the kernel reaches its fraction
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -292,12 +293,34 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const double peak = gpu.PeakFlops(gemm.dtype);
   const int64_t d = s.k;
   const int64_t padded_d = CeilDiv(d, kFlashHeadDimStep) * kFlashHeadDimStep;
-  const double fraction =
-      gemm.pass == Pass::kForward ? mp.flash_forward_fraction : mp.flash_backward_fraction;
+  const bool forward = gemm.pass == Pass::kForward;
+  const double fraction = forward ? mp.flash_forward_fraction : mp.flash_backward_fraction;
   // Small head dims keep the tensor cores less busy per byte of K and V loaded.
-  const double d_factor = std::min(1.0, static_cast<double>(padded_d) / kFlashHeadDimFull);
-  p.tile = {kFlashQueryBlock, s.n, 1};
-  p.tiles = CeilDiv(s.m, kFlashQueryBlock) * s.batch;
+  const double exponent =
+      forward ? mp.flash_head_dim_exponent : mp.flash_backward_head_dim_exponent;
+  const double d_factor =
+      std::min(1.0, std::pow(static_cast<double>(padded_d) / kFlashHeadDimFull, exponent));
+  // The work in 128 × 128 (query × key) blocks: each query block visits every key block, or under
+  // a causal mask the ones at or before it (block i sees i + 1), plus a fixed overhead per query
+  // block. The block's FLOPs are its two (forward) or five (backward) products of 128 × 128 × d.
+  const int64_t q_blocks = CeilDiv(s.m, kFlashQueryBlock);
+  const int64_t kv_blocks = CeilDiv(s.n, kFlashKeyBlock);
+  double visited = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
+  double causal_efficiency = 1.0;
+  if (gemm.causal) {
+    causal_efficiency = mp.flash_causal_efficiency;
+    const double full = static_cast<double>(std::min(q_blocks, kv_blocks));
+    visited = full * (full + 1) / 2 +
+              static_cast<double>(q_blocks - std::min(q_blocks, kv_blocks)) * kv_blocks;
+  }
+  // (Decode's single query row fills one row of a block, not 128: its work is that row's.)
+  const double block_rows = static_cast<double>(std::min(s.m, kFlashQueryBlock));
+  const double per_block_flops =
+      gemm.flops / GemmFlops(s) * 2.0 * block_rows * kFlashKeyBlock * static_cast<double>(d);
+  const double work_flops = (visited + mp.flash_block_overhead * static_cast<double>(q_blocks)) *
+                            static_cast<double>(s.batch) * per_block_flops;
+  p.tile = {kFlashQueryBlock, kFlashKeyBlock, 1};
+  p.tiles = q_blocks * s.batch;
   p.waves = CeilDiv(p.tiles, gpu.sm_count);
   p.tile_efficiency = static_cast<double>(d) / static_cast<double>(padded_d);
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * gpu.sm_count);
@@ -305,18 +328,21 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
   } else {
-    p.compute_time_s =
-        gemm.flops / (peak * fraction * d_factor * p.tile_efficiency * p.wave_efficiency);
+    p.compute_time_s = work_flops / (peak * fraction * d_factor * causal_efficiency *
+                                     p.tile_efficiency * p.wave_efficiency);
   }
   // Forward reads Q and K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
   // Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
-  const double per_side = gemm.pass == Pass::kForward ? 2.0 : 4.0;
+  const double per_side = forward ? 2.0 : 4.0;
   const double kv_batch = static_cast<double>(gemm.kv_batch > 0 ? gemm.kv_batch : s.batch);
   const double bytes = per_side * d * DTypeBytes(gemm.dtype) *
                        (static_cast<double>(s.m) * static_cast<double>(s.batch) +
                         static_cast<double>(s.n) * kv_batch);
   p.memory_time_s = bytes / MemoryBandwidth(gpu, mp);
-  Finish(p, gemm.flops, mp.launch_s);
+  // The rate is of the work the kernel does (under a causal mask about half the product), as
+  // FlashAttention and cuDNN report it; the step's FLOPs (MFU) count the whole product.
+  const double done = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
+  Finish(p, gemm.flops * (done > 0 ? visited / done : 1.0), mp.launch_s);
   std::tie(p.band_p10, p.band_p90) = ErrorBand(gpu, gemm.dtype, p.time_s);
   return p;
 }

@@ -51,14 +51,15 @@
 
 namespace wavecrest {
 
-// Names the model and its version; every PREDICTED number carries it.
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v2";
+// Names the model and its version; every PREDICTED number carries it. v3: fused attention priced
+// by the blocks it visits (half under a causal mask), fitted to cuDNN's published times.
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v3";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
 // changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v2 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v3 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);
@@ -121,9 +122,11 @@ double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key);
 GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
                                    int64_t split_k);
 
-// A fused (Flash) attention kernel (Gemm::fused_attention): FLOPs at a fraction of peak that
-// depends on the head dim (kernels are compiled for head dims in steps of 32, so d is padded up),
-// with wave quantization over 128-row query blocks, and a memory floor for Q, K, V and O.
+// A fused (Flash) attention kernel (Gemm::fused_attention): the 128 × 128 query × key blocks it
+// visits (under a causal mask, only those at or before each query block) plus a fixed overhead per
+// query block, at a fraction of peak that falls below head dim 128 (kernels are compiled for head
+// dims in steps of 32, so d is padded up), with wave quantization over query blocks, and a memory
+// floor for Q, K, V and O. Fitted to cuDNN's published H100 times (gpu_catalog.h).
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm);
 
 // Either of the above, by kind.

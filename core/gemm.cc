@@ -79,7 +79,8 @@ class Builder {
     out_.push_back(std::move(g));
   }
 
-  void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, int64_t count) {
+  void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, bool causal,
+                      int64_t count) {
     Gemm g;
     g.name = std::string(kAttnFused);
     g.pass = pass;
@@ -89,6 +90,7 @@ class Builder {
     g.count = count;
     g.fused_attention = true;
     g.kv_batch = kv_batch;
+    g.causal = causal;
     g.flops = matmuls * GemmFlops(shape);
     out_.push_back(std::move(g));
   }
@@ -146,10 +148,11 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   } else {
     // FlashAttention: forward runs Q·Kᵀ and P·V (2 products of s×s×d per head); backward runs
     // five (recomputing S, then dV, dP, dQ, dK). FLOPs are counted for full (non-causal) attention,
-    // as the paper's 4·b·s²·h term does.
+    // as the paper's 4·b·s²·h term does; the kernel is causal except in decode (one query row
+    // against the whole cache), and its time says so.
     const GemmShape shape{q_len, kv_len, d.head_dim, heads_batch};
-    b.FusedAttention(Pass::kForward, shape, 2.0, kv_batch, L);
-    if (b.training()) b.FusedAttention(Pass::kBackward, shape, 5.0, kv_batch, L);
+    b.FusedAttention(Pass::kForward, shape, 2.0, kv_batch, !decode, L);
+    if (b.training()) b.FusedAttention(Pass::kBackward, shape, 5.0, kv_batch, !decode, L);
   }
 
   b.Linear(kAttnProj, T, h, d.heads_per_rank * d.head_dim, L);

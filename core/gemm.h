@@ -85,6 +85,10 @@ struct Gemm {
   // Fused attention: key/value heads in the batch (b·a_kv per rank, K and V read once per group
   // of query heads); 0 = one per query head.
   int64_t kv_batch = 0;
+  // Fused attention with a causal mask (training and prefill of a decoder): the kernel skips the
+  // key blocks past each query block, about half the work; `flops` still counts the full product
+  // (the paper's 4·b·s²·h convention, which MFU uses).
+  bool causal = false;
   double flops = 0;  // of one execution (multiply by count for the step)
 
   GemmKey key() const { return {shape, layout, dtype}; }

@@ -73,10 +73,24 @@ struct CostModelParams {
   // GPU's preferred alignment (128 B). CITED evidence says none: on H100, K = 10848, 10880 and
   // 10912 (multiples of 32/16/32 elements) ran within 1% of K = 10944 (paper notes §4). So 1.
   double sub_alignment_efficiency = 1.0;
-  // PRIOR: fused (Flash) attention kernels, fraction of dense peak at head dim 128, forward and
-  // backward; smaller head dims reach less (scaled by d/128).
-  double flash_forward_fraction = 0.60;
-  double flash_backward_fraction = 0.45;
+  // Fused (Flash) attention kernels (cost_model.cc, PredictFusedAttention). FITTED on H100 SXM
+  // BF16 to cuDNN's published forward and backward times (FlashAttention-3 paper, 48 rows,
+  // data/measurements/fa3-h100-cudnn-attention.csv; `wavecrest calibrate --attention` refits them
+  // and a test holds these defaults to that fit); PRIOR elsewhere (the same values).
+  //   Fraction of dense peak at head dim 128 and above, forward and backward (FLOPs as counted
+  //   by FlashAttention: backward 2.5× forward, causal half).
+  double flash_forward_fraction = 0.6450;
+  double flash_backward_fraction = 0.5067;
+  //   Below head dim 128 the fraction falls as (d/128)^exponent (fewer FLOPs per byte of K and V
+  //   loaded), forward and backward.
+  double flash_head_dim_exponent = 0.5094;
+  double flash_backward_head_dim_exponent = 0.2403;
+  //   Fixed work of each 128-row query block (loading Q, the final rescale, writing O and the
+  //   statistics; in the backward, dQ's reduction), in units of one 128-key block's work.
+  double flash_block_overhead = 1.136;
+  //   Under a causal mask the query blocks do unequal work (block i visits i + 1 key blocks) and
+  //   the diagonal block is masked: the rate falls by this factor.
+  double flash_causal_efficiency = 0.9175;
   // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
 };

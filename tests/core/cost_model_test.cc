@@ -266,7 +266,7 @@ TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
   EXPECT_EQ(TimingMethod("cublaslt", false, false), "cublaslt-timing-v2 cold-L2 heuristic");
   EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v2 warm-L2 autotune");
   EXPECT_EQ(TimingMethod("analytic", false, false),
-            "wavecrest-analytic-v2 emulated cold-L2 heuristic");
+            "wavecrest-analytic-v3 emulated cold-L2 heuristic");
 }
 
 }  // namespace
