@@ -22,19 +22,11 @@ using csv::Positive;
 
 absl::StatusOr<AttentionMeasurement> ParseRow(absl::string_view origin, int line,
                                               const std::vector<std::string>& f) {
-  if (f.size() != 13) {
-    return LineError(origin, line, absl::StrCat("expected 13 fields, got ", f.size()));
-  }
+  RETURN_IF_ERROR(csv::FieldCount(origin, line, f, 13));
   AttentionMeasurement m;
   m.source = f[0];
-  m.gpu = absl::AsciiStrToLower(f[1]);
-  if (!FindGpu(m.gpu).ok()) {
-    return LineError(origin, line,
-                     absl::StrCat("gpu: unknown \"", f[1], "\"; known: ", KnownGpuNames()));
-  }
-  absl::StatusOr<DType> dtype = ParseDType(f[2]);
-  if (!dtype.ok()) return LineError(origin, line, dtype.status().message());
-  m.dtype = *dtype;
+  ASSIGN_OR_RETURN(m.gpu, csv::GpuField(origin, line, f[1]));
+  ASSIGN_OR_RETURN(m.dtype, csv::DTypeField(origin, line, f[2]));
   if (f[3] == "forward") {
     m.pass = Pass::kForward;
   } else if (f[3] == "backward") {

@@ -55,19 +55,11 @@ absl::StatusOr<DType> XlaDtype(absl::string_view s) {
 
 absl::StatusOr<Measurement> ParseOurRow(absl::string_view origin, int line,
                                         const std::vector<std::string>& f) {
-  if (f.size() != 13) {
-    return LineError(origin, line, absl::StrCat("expected 13 fields, got ", f.size()));
-  }
+  RETURN_IF_ERROR(csv::FieldCount(origin, line, f, 13));
   Measurement m;
   m.source = f[0];
-  m.gpu = absl::AsciiStrToLower(f[1]);
-  if (!FindGpu(m.gpu).ok()) {
-    return LineError(origin, line,
-                     absl::StrCat("gpu: unknown \"", f[1], "\"; known: ", KnownGpuNames()));
-  }
-  absl::StatusOr<DType> dtype = ParseDType(f[2]);
-  if (!dtype.ok()) return LineError(origin, line, dtype.status().message());
-  m.key.dtype = *dtype;
+  ASSIGN_OR_RETURN(m.gpu, csv::GpuField(origin, line, f[1]));
+  ASSIGN_OR_RETURN(m.key.dtype, csv::DTypeField(origin, line, f[2]));
   m.dtype_detail = f[3];
   absl::StatusOr<Layout> layout = ParseLayout(f[4]);
   if (!layout.ok()) return LineError(origin, line, layout.status().message());

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/gpu_catalog.h"
 
 namespace wavecrest::csv {
 
@@ -65,6 +66,27 @@ absl::StatusOr<std::string> ReadSmallFile(const std::string& path) {
     }
   }
   return text;
+}
+
+absl::Status FieldCount(absl::string_view origin, int line, const std::vector<std::string>& f,
+                        size_t n) {
+  if (f.size() == n) return absl::OkStatus();
+  return LineError(origin, line, absl::StrCat("expected ", n, " fields, got ", f.size()));
+}
+
+absl::StatusOr<std::string> GpuField(absl::string_view origin, int line, absl::string_view text) {
+  std::string gpu = absl::AsciiStrToLower(text);
+  if (!FindGpu(gpu).ok()) {
+    return LineError(origin, line,
+                     absl::StrCat("gpu: unknown \"", text, "\"; known: ", KnownGpuNames()));
+  }
+  return gpu;
+}
+
+absl::StatusOr<DType> DTypeField(absl::string_view origin, int line, absl::string_view text) {
+  absl::StatusOr<DType> dtype = ParseDType(text);
+  if (!dtype.ok()) return LineError(origin, line, dtype.status().message());
+  return *dtype;
 }
 
 }  // namespace wavecrest::csv

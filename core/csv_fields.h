@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/model_spec.h"
 
 namespace wavecrest::csv {
 
@@ -28,6 +29,13 @@ absl::StatusOr<double> Positive(absl::string_view origin, int line, absl::string
 // header.
 std::vector<std::pair<int, std::vector<std::string>>> CsvRows(absl::string_view text,
                                                               std::string* header);
+// Exactly `n` fields.
+absl::Status FieldCount(absl::string_view origin, int line, const std::vector<std::string>& f,
+                        size_t n);
+// A GPU of the catalog (its name, lower-cased).
+absl::StatusOr<std::string> GpuField(absl::string_view origin, int line, absl::string_view text);
+// A dtype name.
+absl::StatusOr<DType> DTypeField(absl::string_view origin, int line, absl::string_view text);
 // A file of at most kMaxCsvBytes.
 absl::StatusOr<std::string> ReadSmallFile(const std::string& path);
 
