@@ -247,6 +247,11 @@ std::string AttentionReport(const std::vector<AttentionMeasurement>& rows,
     absl::StrAppend(&out, "  fit, each length left out       ", Stats(fit.cv), "\n");
     absl::StrAppend(&out, "  fit, each series left out       ", Stats(fit.cv_series), "\n");
     absl::StrAppend(&out, "  the catalog's constants         ", Stats(catalog), "\n");
+    absl::StrAppend(&out, absl::StrFormat("  band (length left out: p10, p90) %+5.1f%% %+5.1f%%   "
+                                          "catalog %+5.1f%% %+5.1f%%\n",
+                                          100 * fit.cv.p10, 100 * fit.cv.p90,
+                                          100 * (*gpu)->Model(dtype).flash_band_p10,
+                                          100 * (*gpu)->Model(dtype).flash_band_p90));
     absl::StrAppend(&out, "  parameter                          fit    catalog\n");
     for (const FittedParam& f : AttentionFittedParams()) {
       absl::StrAppend(&out, absl::StrFormat("  %-32s %8.4f %8.4f\n", f.name, fit.params.*(f.field),

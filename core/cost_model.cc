@@ -344,6 +344,8 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const double done = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
   Finish(p, gemm.flops * (done > 0 ? visited / done : 1.0), mp.launch_s);
   std::tie(p.band_p10, p.band_p90) = ErrorBand(gpu, gemm.dtype, p.time_s);
+  p.band_p10 = std::min(p.band_p10, mp.flash_band_p10);
+  p.band_p90 = std::max(p.band_p90, mp.flash_band_p90);
   return p;
 }
 

@@ -91,6 +91,11 @@ struct CostModelParams {
   //   Under a causal mask the query blocks do unequal work (block i visits i + 1 key blocks) and
   //   the diagonal block is masked: the rate falls by this factor.
   double flash_causal_efficiency = 0.9175;
+  //   The error band of a fused-attention prediction (measured / predicted − 1, 10th and 90th
+  //   percentile), from the fit's cross-validation by sequence length; a GPU's GEMM band widens
+  //   it where that is wider.
+  double flash_band_p10 = -0.074;
+  double flash_band_p90 = 0.062;
   // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
 };

@@ -50,6 +50,12 @@ TEST(AttentionCalibration, TheCatalogsConstantsAreTheFitOfThePublishedData) {
         << f.name << ": the catalog says " << have.*(f.field) << ", the fit "
         << fit.params.*(f.field) << " (gpu_catalog.h)";
   }
+  // The error band a prediction carries is the cross-validated one.
+  EXPECT_NEAR(have.flash_band_p10, fit.cv.p10, 0.005);
+  EXPECT_NEAR(have.flash_band_p90, fit.cv.p90, 0.005);
+  const GemmPrediction p = Predict(H100(), AttentionGemm(rows.front()));
+  EXPECT_LE(p.band_p10, fit.cv.p10 + 0.005);
+  EXPECT_GE(p.band_p90, fit.cv.p90 - 0.005);
 }
 
 // The fit carries: each sequence length predicted by a fit to the others lands within a few
