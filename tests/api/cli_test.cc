@@ -50,6 +50,30 @@ TEST(CliTest, AnalyzeTableShowsGemmsTotalsAndRules) {
   EXPECT_THAT(r.out, HasSubstr("PREDICTED"));
 }
 
+// `calibrate --fit=` with attention data: the attention report alone (the fit, its
+// cross-validation, the catalog's constants beside it); a bad file is named with its field.
+TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
+  CliOptions o;
+  o.command = "calibrate";
+  o.fit = "";
+  o.attention_data = Path("data/measurements/fa3-h100-cudnn-attention.csv");
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("h100-sxm bf16: 48 rows (fa3-paper-cudnn)"));
+  EXPECT_THAT(r.out, HasSubstr("each length left out"));
+  EXPECT_THAT(r.out, HasSubstr("flash_block_overhead"));
+  EXPECT_THAT(r.out, HasSubstr("forward causal d128"));
+  o.attention_data = Path("data/measurements/mamf.csv");  // a GEMM file: the wrong header
+  r = Cli(o);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("--attention_data"));
+  EXPECT_THAT(r.err, HasSubstr("header"));
+  o.attention_data = "";
+  r = Cli(o);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("nothing to calibrate"));
+}
+
 TEST(CliTest, AnalyzeJsonIsTheProtoMappingWithOverrides) {
   CliOptions o;
   o.command = "analyze";
