@@ -168,7 +168,6 @@ AttentionFit FitAttention(const GpuSpec& prior, DType dtype,
   r.rows = static_cast<int64_t>(rows.size());
   std::vector<AttentionMeasurement> data = rows;
   for (AttentionMeasurement& m : data) m.dtype = dtype;  // FP16 rows are fitted as BF16
-  r.before = ErrorsOf(AttentionRatios(prior, data));
   // Leave-one-group-out: each group predicted by a fit to the rest.
   auto cross_validate = [&](const std::function<std::string(const AttentionMeasurement&)>& group,
                             std::vector<std::pair<std::string, ErrorStats>>* by_group) {

@@ -58,7 +58,6 @@ struct AttentionFit {
   DType dtype = DType::kBf16;
   int64_t rows = 0;
   CostModelParams params;  // the prior's, with the attention fields fitted
-  ErrorStats before;       // the prior, on all rows
   ErrorStats train;        // the fit, on the rows it was fitted to
   // Each sequence length predicted by a fit to the other lengths only.
   ErrorStats cv;
