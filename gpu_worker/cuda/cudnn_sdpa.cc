@@ -10,8 +10,10 @@
 //
 // What cuDNN's frontend does around these graphs for some versions is done here too: the FP32 dQ
 // accumulator is zeroed before each backward for cuDNN before 9.6, and a backward whose key
-// length is not a multiple of 128 is refused for cuDNN 9.15 and older (the frontend adds a
-// padding mask there to avoid wrong gradients; this worker does not build one).
+// length is not a multiple of 128 is refused for cuDNN 9.15.0 and older: without a padding mask
+// those versions can access memory out of bounds in CUDA graph replay, which is how the layer
+// engine runs (fixed in 9.15.1, cudnn-frontend 1.16.0's release notes; the frontend adds a
+// padding mask there, this worker does not build one).
 #include "gpu_worker/cuda/cudnn_sdpa.h"
 
 #include <dlfcn.h>
@@ -401,10 +403,9 @@ class CudnnSdpa final : public SdpaRunner {
     if (training) {
       if (Version() <= 91500 && shape.kv_len % 128 != 0) {
         return absl::FailedPreconditionError(absl::StrCat(
-            "cuDNN ", CudnnVersionString(), " computes the attention backward of kv_len ",
-            shape.kv_len,
-            " (not a multiple of 128) correctly only behind a padding mask this worker does not "
-            "build; cuDNN 9.16 or later does not need it"));
+            "cuDNN ", CudnnVersionString(), " runs the attention backward of kv_len ", shape.kv_len,
+            " (not a multiple of 128) safely in a CUDA graph only behind a padding mask this "
+            "worker does not build; cuDNN 9.15.1 or later does not need it"));
       }
       ASSIGN_OR_RETURN(SdpaGraph backward, SdpaBackwardGraph(shape));
       r->backward_ = std::make_unique<SdpaGraph>(std::move(backward));
