@@ -70,8 +70,8 @@ std::vector<CommandInfo> BuildCommands() {
        "fit the cost model to published or exported measurements, cross-validate, report; --out "
        "writes the calibration file, --evaluate scores the current one on a CSV",
        "wavecrest calibrate --fit CSV[,...] [--attention_data CSV[,...]] [--out FILE] [flags]",
-       {"format", "fit", "anchor", "check", "ratios", "attention_data", "out", "report", "evaluate",
-        "folds", "calibration"}},
+       {"format", "fit", "anchor", "check", "ratios", "attention_data", "attention_check", "out",
+        "report", "evaluate", "folds", "calibration"}},
       {"export-measurements",
        "the GPU measurements in a server's result cache, as the measurement CSV (--out FILE, or "
        "stdout); feed them to calibrate --fit",

@@ -515,14 +515,23 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (!rows.ok()) return Fail(err, FieldError("--attention_data", rows.status().message()));
     attention.insert(attention.end(), rows->begin(), rows->end());
   }
+  std::vector<AttentionMeasurement> attention_checks;
+  for (const std::string& f : Files(o.attention_check)) {
+    absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(f);
+    if (!rows.ok()) return Fail(err, FieldError("--attention_check", rows.status().message()));
+    attention_checks.insert(attention_checks.end(), rows->begin(), rows->end());
+  }
   std::string attention_report;
-  if (!attention.empty()) attention_report = "\n" + AttentionReport(attention, FitOptions());
+  if (!attention.empty()) {
+    attention_report = "\n" + AttentionReport(attention, attention_checks, FitOptions());
+  }
   if (o.fit.empty()) {
     if (attention.empty()) {
       return Fail(err, FieldError("--fit", "nothing to calibrate: give --fit or --attention_data"));
     }
-    const std::string report = absl::StrCat("# wavecrest calibrate --fit= --attention_data ",
-                                            o.attention_data, "\n", attention_report.substr(1));
+    const std::string report =
+        absl::StrCat("# wavecrest calibrate --fit= --attention_data ", o.attention_data,
+                     " --attention_check ", o.attention_check, "\n", attention_report.substr(1));
     if (!o.report.empty()) {
       if (absl::Status st = WriteFile(o.report, report); !st.ok()) return Fail(err, st);
     }

@@ -99,6 +99,9 @@ ABSL_FLAG(std::string, attention_data, "data/measurements/fa3-h100-cudnn-attenti
           "calibrate: published fused-attention times the attention model is fitted to and "
           "cross-validated on, reported after the GEMM fit (with --fit= empty: the attention "
           "report alone); empty = none");
+ABSL_FLAG(std::string, attention_check, "data/measurements/cudnn-fe-h200-prefill.csv",
+          "calibrate: published fused-attention times never fitted, reported as held-out checks "
+          "of the attention model; empty = none");
 ABSL_FLAG(std::string, out, "", "calibrate: write the calibration file here (JSON)");
 ABSL_FLAG(std::string, report, "", "calibrate: also write the report here");
 ABSL_FLAG(std::string, evaluate, "",
@@ -188,6 +191,7 @@ int main(int argc, char** argv) {
   o.check = absl::GetFlag(FLAGS_check);
   o.ratios = absl::GetFlag(FLAGS_ratios);
   o.attention_data = absl::GetFlag(FLAGS_attention_data);
+  o.attention_check = absl::GetFlag(FLAGS_attention_check);
   o.out = absl::GetFlag(FLAGS_out);
   o.report = absl::GetFlag(FLAGS_report);
   o.evaluate = absl::GetFlag(FLAGS_evaluate);

@@ -220,6 +220,7 @@ ErrorStats PreviousModel(const GpuSpec& gpu, DType dtype,
 }  // namespace
 
 std::string AttentionReport(const std::vector<AttentionMeasurement>& rows,
+                            const std::vector<AttentionMeasurement>& checks,
                             const FitOptions& options) {
   std::map<std::pair<std::string, DType>, std::vector<AttentionMeasurement>> groups;
   for (const AttentionMeasurement& m : rows) {
@@ -269,6 +270,29 @@ std::string AttentionReport(const std::vector<AttentionMeasurement>& rows,
       absl::StrAppend(
           &out, absl::StrFormat("    %-22s %6d %7.0f %7.0f %+6.1f%%\n", AttentionSeries(m), m.seq,
                                 f / m.median_s / 1e12, f / t / 1e12, 100 * (m.median_s / t - 1)));
+    }
+  }
+  if (!checks.empty()) {
+    absl::StrAppend(&out,
+                    "\nHeld-out checks (never fitted; the catalog's constants): series, seq, "
+                    "heads, measured TFLOP/s, predicted, error\n");
+    std::map<std::string, std::vector<AttentionMeasurement>> by_source;
+    for (const AttentionMeasurement& m : checks) by_source[m.source + " " + m.gpu].push_back(m);
+    for (const auto& [name, group] : by_source) {
+      const absl::StatusOr<const GpuSpec*> gpu = FindGpu(group.front().gpu);
+      if (!gpu.ok()) continue;
+      const ErrorStats st = ErrorsOf(AttentionRatios(**gpu, group));
+      absl::StrAppend(
+          &out, "  ", name, ": ", Stats(st),
+          absl::StrFormat("; p10 %+5.1f%%, p90 %+5.1f%%\n", 100 * st.p10, 100 * st.p90));
+      for (const AttentionMeasurement& m : group) {
+        const double t = Predict(**gpu, AttentionGemm(m)).time_s;
+        const double f = AttentionWorkFlops(m);
+        absl::StrAppend(
+            &out, absl::StrFormat("    %-22s %6d %4d %7.0f %7.0f %+6.1f%%\n", AttentionSeries(m),
+                                  m.seq, m.heads, f / m.median_s / 1e12, f / t / 1e12,
+                                  100 * (m.median_s / t - 1)));
+      }
     }
   }
   return out;

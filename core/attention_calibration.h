@@ -76,11 +76,14 @@ struct AttentionFit {
 AttentionFit FitAttention(const GpuSpec& prior, DType dtype,
                           const std::vector<AttentionMeasurement>& rows, const FitOptions& options);
 
-// The report `wavecrest calibrate --attention` prints: per GPU and dtype class in `rows`, the
+// The report `wavecrest calibrate --attention_data` prints: per GPU and dtype class in `rows`, the
 // fit, its cross-validation by series, the catalog's constants against it, and the model before
 // this calibration (full work under a causal mask, fraction scaled by d/128: cost model v2's
 // priors) on the same rows.
+// `checks` are never fitted: published times from another source, reported with the catalog's
+// constants (held-out evidence of how the model carries to other versions and setups).
 std::string AttentionReport(const std::vector<AttentionMeasurement>& rows,
+                            const std::vector<AttentionMeasurement>& checks,
                             const FitOptions& options);
 
 // measured / predicted time of each row on `gpu` as it is.

@@ -92,10 +92,11 @@ struct CostModelParams {
   //   the diagonal block is masked: the rate falls by this factor.
   double flash_causal_efficiency = 0.9175;
   //   The error band of a fused-attention prediction (measured / predicted − 1, 10th and 90th
-  //   percentile), from the fit's cross-validation by sequence length; a GPU's GEMM band widens
-  //   it where that is wider.
-  double flash_band_p10 = -0.074;
-  double flash_band_p90 = 0.062;
+  //   percentile): the wider of the fit's cross-validation by sequence length and the held-out
+  //   check (cuDNN 9.27 on H200, batch-1 GQA prefill: data/measurements/cudnn-fe-h200-prefill.csv,
+  //   never fitted); a GPU's GEMM band widens it where that is wider.
+  double flash_band_p10 = -0.183;
+  double flash_band_p90 = 0.209;
   // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
 };

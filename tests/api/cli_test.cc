@@ -57,12 +57,14 @@ TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
   o.command = "calibrate";
   o.fit = "";
   o.attention_data = Path("data/measurements/fa3-h100-cudnn-attention.csv");
+  o.attention_check = Path("data/measurements/cudnn-fe-h200-prefill.csv");
   CliRun r = Cli(o);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("h100-sxm bf16: 48 rows (fa3-paper-cudnn)"));
   EXPECT_THAT(r.out, HasSubstr("each length left out"));
   EXPECT_THAT(r.out, HasSubstr("flash_block_overhead"));
   EXPECT_THAT(r.out, HasSubstr("forward causal d128"));
+  EXPECT_THAT(r.out, HasSubstr("Held-out checks"));       // the default --attention_check file
   o.attention_data = Path("data/measurements/mamf.csv");  // a GEMM file: the wrong header
   r = Cli(o);
   EXPECT_NE(r.code, 0);

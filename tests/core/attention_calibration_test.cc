@@ -15,12 +15,15 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<AttentionMeasurement> Published() {
-  absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(
-      std::string(WAVECREST_SOURCE_DIR) + "/data/measurements/fa3-h100-cudnn-attention.csv");
+std::vector<AttentionMeasurement> Read(const std::string& name) {
+  absl::StatusOr<std::vector<AttentionMeasurement>> rows =
+      ReadAttentionFile(std::string(WAVECREST_SOURCE_DIR) + "/data/measurements/" + name);
   EXPECT_TRUE(rows.ok()) << rows.status();
   return rows.ok() ? *rows : std::vector<AttentionMeasurement>{};
 }
+// What the model is fitted to, and what it is only checked against.
+std::vector<AttentionMeasurement> Published() { return Read("fa3-h100-cudnn-attention.csv"); }
+std::vector<AttentionMeasurement> HeldOut() { return Read("cudnn-fe-h200-prefill.csv"); }
 
 const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
 
@@ -50,12 +53,19 @@ TEST(AttentionCalibration, TheCatalogsConstantsAreTheFitOfThePublishedData) {
         << f.name << ": the catalog says " << have.*(f.field) << ", the fit "
         << fit.params.*(f.field) << " (gpu_catalog.h)";
   }
-  // The error band a prediction carries is the cross-validated one.
-  EXPECT_NEAR(have.flash_band_p10, fit.cv.p10, 0.005);
-  EXPECT_NEAR(have.flash_band_p90, fit.cv.p90, 0.005);
+  // The error band a prediction carries: the wider of the cross-validation and the held-out
+  // check, which the model (these constants) never saw.
+  const std::vector<AttentionMeasurement> held_out = HeldOut();
+  ASSERT_EQ(held_out.size(), 20u);
+  const ErrorStats check = ErrorsOf(AttentionRatios(**FindGpu("h200"), held_out));
+  EXPECT_NEAR(have.flash_band_p10, std::min(fit.cv.p10, check.p10), 0.005);
+  EXPECT_NEAR(have.flash_band_p90, std::max(fit.cv.p90, check.p90), 0.005);
   const GemmPrediction p = Predict(H100(), AttentionGemm(rows.front()));
-  EXPECT_LE(p.band_p10, fit.cv.p10 + 0.005);
-  EXPECT_GE(p.band_p90, fit.cv.p90 - 0.005);
+  EXPECT_LE(p.band_p10, have.flash_band_p10 + 1e-9);
+  EXPECT_GE(p.band_p90, have.flash_band_p90 - 1e-9);
+  // The held-out source (a newer cuDNN, batch-1 grouped-query prefill) lands within a quarter at
+  // the median: evidence the model carries, and the reason the band is as wide as it is.
+  EXPECT_LT(check.median_abs, 0.25);
 }
 
 // The fit carries: each sequence length predicted by a fit to the others lands within a few
