@@ -171,10 +171,10 @@ AttentionFit FitAttention(const GpuSpec& prior, DType dtype,
   // Leave-one-group-out: each group predicted by a fit to the rest.
   auto cross_validate = [&](const std::function<std::string(const AttentionMeasurement&)>& group,
                             std::vector<std::pair<std::string, ErrorStats>>* by_group) {
-    std::map<std::string, int> groups;
-    for (const AttentionMeasurement& m : data) ++groups[group(m)];
+    std::set<std::string> groups;
+    for (const AttentionMeasurement& m : data) groups.insert(group(m));
     std::vector<double> all;
-    for (const auto& [name, count] : groups) {
+    for (const std::string& name : groups) {
       std::vector<AttentionMeasurement> train, test;
       for (const AttentionMeasurement& m : data) (group(m) == name ? test : train).push_back(m);
       if (train.empty()) continue;
