@@ -5,7 +5,9 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
-grep -qx '/.devbundle/' .git/info/exclude 2>/dev/null || echo '/.devbundle/' >> .git/info/exclude
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.devbundle/' "$exclude" 2>/dev/null || echo '/.devbundle/' >> "$exclude"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for b in server/wavecrest-server gpu_worker/wavecrest-worker client/wavecrest tests/gpu_test \
