@@ -508,7 +508,7 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.folds < 2 || o.folds > 50) {
     return Fail(err, FieldError("--folds", absl::StrCat("must be in [2, 50]; got ", o.folds)));
   }
-  // The fused-attention model: its fit and cross-validation, after the GEMM report.
+  // The fused-attention model's data: fitted, and held out.
   std::vector<AttentionMeasurement> attention;
   for (const std::string& f : Files(o.attention_data)) {
     absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(f);
@@ -521,17 +521,15 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (!rows.ok()) return Fail(err, FieldError("--attention_check", rows.status().message()));
     attention_checks.insert(attention_checks.end(), rows->begin(), rows->end());
   }
-  std::string attention_report;
-  if (!attention.empty()) {
-    attention_report = "\n" + AttentionReport(attention, attention_checks, FitOptions());
-  }
   if (o.fit.empty()) {
+    // The attention report alone (nothing written to a calibration file).
     if (attention.empty()) {
       return Fail(err, FieldError("--fit", "nothing to calibrate: give --fit or --attention_data"));
     }
     const std::string report =
         absl::StrCat("# wavecrest calibrate --fit= --attention_data ", o.attention_data,
-                     " --attention_check ", o.attention_check, "\n", attention_report.substr(1));
+                     " --attention_check ", o.attention_check, "\n",
+                     AttentionReport(attention, attention_checks, FitOptions()));
     if (!o.report.empty()) {
       if (absl::Status st = WriteFile(o.report, report); !st.ok()) return Fail(err, st);
     }
@@ -558,6 +556,14 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     in.dataset_labels.push_back(absl::StrCat(f, ": ", r->size(), " ratios"));
     in.ratios.insert(in.ratios.end(), r->begin(), r->end());
   }
+  in.attention_rows = std::move(attention);
+  in.attention_checks = std::move(attention_checks);
+  for (const std::string& f : Files(o.attention_data)) {
+    in.dataset_labels.push_back(absl::StrCat(f, ": fused attention"));
+  }
+  for (const std::string& f : Files(o.attention_check)) {
+    in.dataset_labels.push_back(absl::StrCat(f, ": fused attention, held out"));
+  }
   FitOptions options;
   options.folds = o.folds;
   ProgressBar bar(true);
@@ -570,8 +576,8 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
   bar.Clear();
   result.file.command =
       absl::StrCat("wavecrest calibrate --fit ", o.fit, " --anchor ", o.anchor, " --check ",
-                   o.check, " --ratios ", o.ratios, " --folds ", o.folds);
-  result.report += attention_report;
+                   o.check, " --ratios ", o.ratios, " --attention_data ", o.attention_data,
+                   " --attention_check ", o.attention_check, " --folds ", o.folds);
   if (!o.out.empty()) {
     if (absl::Status st = WriteFile(o.out, SerializeCalibration(result.file)); !st.ok()) {
       return Fail(err, st);

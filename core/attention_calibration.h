@@ -24,19 +24,7 @@
 
 namespace wavecrest {
 
-inline constexpr absl::string_view kAttentionHeader =
-    "source,gpu,dtype,pass,causal,batch,heads,seq,head_dim,tflops,median_s,method,device";
-
-struct AttentionMeasurement {
-  std::string source;
-  std::string gpu;  // catalog name
-  DType dtype = DType::kBf16;
-  Pass pass = Pass::kForward;  // kForward or kBackward
-  bool causal = false;
-  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
-  double median_s = 0;
-  std::string method, device;
-};
+// AttentionMeasurement and kAttentionHeader: core/calibration.h.
 
 // INVALID_ARGUMENT names the line and the field.
 absl::StatusOr<std::vector<AttentionMeasurement>> ParseAttentionCsv(absl::string_view text,

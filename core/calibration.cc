@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/attention_calibration.h"
 #include "core/cost_model.h"
 #include "core/csv_fields.h"
 #include "core/status_macros.h"
@@ -461,10 +462,14 @@ namespace {
 
 using nlohmann::json;
 
-// The parameter fields the file carries (the fitted ones and the cited alignment constants).
+// The parameter fields the file carries (the fitted ones and the cited alignment constants; the
+// fused-attention ones, optional so that files written before them still load, and its error
+// band, whose low end is negative).
 struct FileField {
   const char* name;
   double CostModelParams::*field;
+  bool optional = false;
+  bool may_be_negative = false;
 };
 const std::vector<FileField>& FileFields() {
   static const std::vector<FileField>* f = [] {
@@ -472,6 +477,9 @@ const std::vector<FileField>& FileFields() {
     for (const FittedParam& p : FittedParams()) v->push_back({p.name, p.field});
     v->push_back({"misaligned_efficiency", &CostModelParams::misaligned_efficiency});
     v->push_back({"sub_alignment_efficiency", &CostModelParams::sub_alignment_efficiency});
+    for (const FittedParam& p : AttentionFittedParams()) v->push_back({p.name, p.field, true});
+    v->push_back({"flash_band_p10", &CostModelParams::flash_band_p10, true, true});
+    v->push_back({"flash_band_p90", &CostModelParams::flash_band_p90, true});
     return v;
   }();
   return *f;
@@ -541,8 +549,9 @@ absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text) {
       e.info.label = je.at("label").get<std::string>();
       const json& params = je.at("params");
       for (const FileField& f : FileFields()) {
+        if (f.optional && !params.contains(f.name)) continue;  // the prior's
         const double v = params.at(f.name).get<double>();
-        if (!std::isfinite(v) || v < 0) {
+        if (!std::isfinite(v) || (v < 0 && !f.may_be_negative)) {
           return absl::InvalidArgumentError(
               absl::StrCat("calibration: ", e.gpu, " ", f.name, " = ", v, " is not >= 0"));
         }

@@ -46,6 +46,20 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementsCsv(absl::string_view 
 absl::StatusOr<std::vector<Measurement>> ReadMeasurementsFile(const std::string& path);
 std::string FormatMeasurementsCsv(const std::vector<Measurement>& rows);
 
+// Published fused-attention times (schema and fit: core/attention_calibration.h).
+inline constexpr absl::string_view kAttentionHeader =
+    "source,gpu,dtype,pass,causal,batch,heads,seq,head_dim,tflops,median_s,method,device";
+struct AttentionMeasurement {
+  std::string source;
+  std::string gpu;  // catalog name
+  DType dtype = DType::kBf16;
+  Pass pass = Pass::kForward;  // kForward or kBackward
+  bool causal = false;
+  int64_t batch = 0, heads = 0, seq = 0, head_dim = 0;
+  double median_s = 0;
+  std::string method, device;
+};
+
 // Published time ratios (data/measurements/README.md):
 //   source,gpu,dtype,layout,m,n,k,batch,ref_m,ref_n,ref_k,ref_batch,time_ratio,method
 // time_ratio = time(m,n,k,batch) / time(ref shape), same GPU, dtype and layout.
@@ -158,6 +172,10 @@ struct CalibrateInputs {
   std::vector<Measurement> anchor_rows;  // one figure per GPU: sets an unfitted GPU's peak
   std::vector<Measurement> check_rows;   // never fitted: reported as held-out checks
   std::vector<TimeRatio> ratios;         // published ratios: fit the misalignment penalty
+  // Fused-attention times (core/attention_calibration.h): fitted per GPU and dtype class, and
+  // held-out checks; their error band is the wider of the fit's cross-validation and the checks.
+  std::vector<AttentionMeasurement> attention_rows;
+  std::vector<AttentionMeasurement> attention_checks;
   std::vector<std::string> dataset_labels;
 };
 struct CalibrateOutput {

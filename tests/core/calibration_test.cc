@@ -11,6 +11,7 @@
 #include "core/gemm.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace wavecrest {
 namespace {
@@ -156,6 +157,41 @@ TEST(CalibrationFile, RoundTripsAndRefusesWhatItCannotApply) {
   EXPECT_EQ(ApplyCalibration(f, catalog).code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(ParseCalibration("{\"schema\": \"other/9\"}").ok());
   EXPECT_FALSE(ParseCalibration("not json").ok());
+}
+
+// The fused-attention constants travel in the file (the band's low end negative); a file written
+// before them loads and keeps the prior's.
+TEST(CalibrationFile, CarriesTheAttentionConstantsAndLoadsFilesWithoutThem) {
+  CalibrationFile f;
+  f.model = std::string(kCostModelName);
+  CalibrationEntry e;
+  e.gpu = "l4";
+  e.dtypes = {DType::kBf16};
+  e.params = Gpu("l4").Model(DType::kBf16);
+  e.params.flash_forward_fraction = 0.5;
+  e.params.flash_band_p10 = -0.3;
+  e.info.label = "x";
+  f.entries.push_back(e);
+  const std::string text = SerializeCalibration(f);
+  absl::StatusOr<CalibrationFile> parsed = ParseCalibration(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_DOUBLE_EQ(parsed->entries[0].params.flash_forward_fraction, 0.5);
+  EXPECT_DOUBLE_EQ(parsed->entries[0].params.flash_band_p10, -0.3);
+  // Without the attention fields: the prior's.
+  nlohmann::json j = nlohmann::json::parse(text);
+  for (const char* name : {"flash_forward_fraction", "flash_band_p10", "flash_block_overhead"}) {
+    j["entries"][0]["params"].erase(name);
+  }
+  parsed = ParseCalibration(j.dump());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_DOUBLE_EQ(parsed->entries[0].params.flash_forward_fraction,
+                   CostModelParams().flash_forward_fraction);
+  EXPECT_DOUBLE_EQ(parsed->entries[0].params.flash_block_overhead,
+                   CostModelParams().flash_block_overhead);
+  // A negative value is refused where it means nothing.
+  j = nlohmann::json::parse(text);
+  j["entries"][0]["params"]["flash_block_overhead"] = -1;
+  EXPECT_THAT(ParseCalibration(j.dump()).status().message(), HasSubstr("flash_block_overhead"));
 }
 
 TEST(BuiltinCalibration, IsLoadedAndEveryPredictionSaysWhereItComesFrom) {
