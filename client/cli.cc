@@ -526,10 +526,10 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (attention.empty()) {
       return Fail(err, FieldError("--fit", "nothing to calibrate: give --fit or --attention_data"));
     }
-    const std::string report =
-        absl::StrCat("# wavecrest calibrate --fit= --attention_data ", o.attention_data,
-                     " --attention_check ", o.attention_check, "\n",
-                     AttentionReport(attention, attention_checks, FitOptions()));
+    const std::string report = absl::StrCat(
+        "# wavecrest calibrate --fit= --attention_data ", o.attention_data, " --attention_check ",
+        o.attention_check, "\n",
+        CalibrateAttention(GpuCatalog(), attention, attention_checks, FitOptions()).report);
     if (!o.report.empty()) {
       if (absl::Status st = WriteFile(o.report, report); !st.ok()) return Fail(err, st);
     }

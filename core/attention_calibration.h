@@ -64,15 +64,23 @@ struct AttentionFit {
 AttentionFit FitAttention(const GpuSpec& prior, DType dtype,
                           const std::vector<AttentionMeasurement>& rows, const FitOptions& options);
 
-// The report `wavecrest calibrate --attention_data` prints: per GPU and dtype class in `rows`, the
-// fit, its cross-validation by series, the catalog's constants against it, and the model before
-// this calibration (full work under a causal mask, fraction scaled by d/128: cost model v2's
-// priors) on the same rows.
-// `checks` are never fitted: published times from another source, reported with the catalog's
-// constants (held-out evidence of how the model carries to other versions and setups).
-std::string AttentionReport(const std::vector<AttentionMeasurement>& rows,
-                            const std::vector<AttentionMeasurement>& checks,
-                            const FitOptions& options);
+// `wavecrest calibrate`'s attention step: each GPU and dtype class in `rows` fitted once (on its
+// spec in `catalog`), its band (the cross-validation by length, widened by the held-out `checks`
+// of that dtype class predicted with the fit), and the report: the fit, its cross-validations, the
+// catalog's constants beside it, the model before this calibration (full work under a causal
+// mask, fraction scaled by d/128: cost model v2's priors), and the checks.
+struct AttentionCalibration {
+  struct Group {
+    AttentionFit fit;
+    double band_p10 = 0, band_p90 = 0;
+  };
+  std::vector<Group> groups;
+  std::string report;
+};
+AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
+                                        const std::vector<AttentionMeasurement>& rows,
+                                        const std::vector<AttentionMeasurement>& checks,
+                                        const FitOptions& options);
 
 // measured / predicted time of each row on `gpu` as it is.
 std::vector<double> AttentionRatios(const GpuSpec& gpu,

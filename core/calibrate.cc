@@ -499,49 +499,27 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
     }
   }
 
-  // 5. Fused attention, where attention data exist: the fit's constants go into that GPU's entries
-  // (and H200's, from H100), with the band of its cross-validation widened by the held-out checks.
+  // 5. Fused attention, where attention data exist: each fit's constants and band go into that
+  // GPU's entries (and H200's, from H100).
   std::string attention_text;
   if (!in.attention_rows.empty()) {
     progress("fitting fused attention");
-    std::map<std::pair<std::string, DType>, std::vector<AttentionMeasurement>> groups;
-    for (const AttentionMeasurement& m : in.attention_rows) {
-      groups[{m.gpu, FitClass(m.dtype)}].push_back(m);
-    }
-    for (const auto& [key, rows] : groups) {
-      const std::string gpu = key.first;
-      const DType dtype = key.second;
-      const GpuSpec* fitted_on = Find(catalog, gpu);
-      if (fitted_on == nullptr || !fitted_on->Supports(dtype)) continue;
-      const AttentionFit fit = FitAttention(*fitted_on, dtype, rows, options);
-      auto with_fit = [&](CostModelParams& p) {
-        for (const FittedParam& f : AttentionFittedParams()) p.*(f.field) = fit.params.*(f.field);
-      };
-      double p10 = fit.cv.p10, p90 = fit.cv.p90;
-      std::map<std::string, std::vector<AttentionMeasurement>> held_out;
-      for (const AttentionMeasurement& m : in.attention_checks) {
-        if (FitClass(m.dtype) == dtype) held_out[m.gpu].push_back(m);
-      }
-      for (const auto& [check_gpu, check_rows] : held_out) {
-        const GpuSpec* g = Find(catalog, check_gpu);
-        if (g == nullptr) continue;
-        GpuSpec copy = *g;
-        with_fit(copy.Model(dtype));
-        const ErrorStats st = ErrorsOf(AttentionRatios(copy, check_rows));
-        p10 = std::min(p10, st.p10);
-        p90 = std::max(p90, st.p90);
-      }
+    const AttentionCalibration attention =
+        CalibrateAttention(catalog, in.attention_rows, in.attention_checks, options);
+    for (const AttentionCalibration::Group& g : attention.groups) {
       for (CalibrationEntry& e : file.entries) {
-        const bool same = e.gpu == gpu || (gpu == "h100-sxm" && e.gpu == "h200");
-        if (!same || std::find(e.dtypes.begin(), e.dtypes.end(), dtype) == e.dtypes.end()) {
+        const bool same = e.gpu == g.fit.gpu || (g.fit.gpu == "h100-sxm" && e.gpu == "h200");
+        if (!same || std::find(e.dtypes.begin(), e.dtypes.end(), g.fit.dtype) == e.dtypes.end()) {
           continue;
         }
-        with_fit(e.params);
-        e.params.flash_band_p10 = p10;
-        e.params.flash_band_p90 = p90;
+        for (const FittedParam& f : AttentionFittedParams()) {
+          e.params.*(f.field) = g.fit.params.*(f.field);
+        }
+        e.params.flash_band_p10 = g.band_p10;
+        e.params.flash_band_p90 = g.band_p90;
       }
     }
-    attention_text = "\n" + AttentionReport(in.attention_rows, in.attention_checks, options);
+    attention_text = "\n" + attention.report;
   }
 
   out.report = absl::StrCat(

@@ -60,6 +60,12 @@ TEST(AttentionCalibration, TheCatalogsConstantsAreTheFitOfThePublishedData) {
   const ErrorStats check = ErrorsOf(AttentionRatios(**FindGpu("h200"), held_out));
   EXPECT_NEAR(have.flash_band_p10, std::min(fit.cv.p10, check.p10), 0.005);
   EXPECT_NEAR(have.flash_band_p90, std::max(fit.cv.p90, check.p90), 0.005);
+  // What `wavecrest calibrate` writes into the calibration file is that band.
+  const AttentionCalibration cal = CalibrateAttention(GpuCatalog(), rows, held_out, options);
+  ASSERT_EQ(cal.groups.size(), 1u);
+  EXPECT_NEAR(cal.groups[0].band_p10, have.flash_band_p10, 0.005);
+  EXPECT_NEAR(cal.groups[0].band_p90, have.flash_band_p90, 0.005);
+  EXPECT_THAT(cal.report, HasSubstr("Held-out checks"));
   const GemmPrediction p = Predict(H100(), AttentionGemm(rows.front()));
   EXPECT_LE(p.band_p10, have.flash_band_p10 + 1e-9);
   EXPECT_GE(p.band_p90, have.flash_band_p90 - 1e-9);
