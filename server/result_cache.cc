@@ -192,49 +192,29 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const std::string fp = FingerprintKey(timing.provenance().device());
   const std::string k(kind);
   const std::string& method = timing.provenance().method();
+  // The key's columns from `first` on: fingerprint, method, dtype, layout, m, n, k, batch.
+  auto bind_key = [&](sqlite3_stmt* q, int first) {
+    sqlite3_bind_text(q, first, fp.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, first + 1, method.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(q, first + 2, static_cast<int>(*dtype));
+    sqlite3_bind_int(q, first + 3, static_cast<int>(*layout));
+    sqlite3_bind_int64(q, first + 4, timing.shape().m());
+    sqlite3_bind_int64(q, first + 5, timing.shape().n());
+    sqlite3_bind_int64(q, first + 6, timing.shape().k());
+    sqlite3_bind_int64(q, first + 7, std::max<int64_t>(timing.shape().batch(), 1));
+  };
   std::lock_guard<std::mutex> lock(mu_);
-  // Whether the key is new, for the entry count.
-  bool existed = false;
-  if (on_count_ && count_ >= 0) {
-    sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(db_,
-                           "SELECT 1 FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
-                           "AND layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8",
-                           -1, &q, nullptr) == SQLITE_OK) {
-      sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(q, 2, method.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_int(q, 3, static_cast<int>(*dtype));
-      sqlite3_bind_int(q, 4, static_cast<int>(*layout));
-      sqlite3_bind_int64(q, 5, timing.shape().m());
-      sqlite3_bind_int64(q, 6, timing.shape().n());
-      sqlite3_bind_int64(q, 7, timing.shape().k());
-      sqlite3_bind_int64(q, 8, std::max<int64_t>(timing.shape().batch(), 1));
-      existed = sqlite3_step(q) == SQLITE_ROW;
-      sqlite3_finalize(q);
-    }
-  }
-  sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(
-          db_, "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)", -1,
-          &stmt, nullptr) != SQLITE_OK) {
-    LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
-    return;
-  }
-  sqlite3_bind_text(stmt, 1, k.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 2, fp.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 3, method.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(stmt, 4, static_cast<int>(*dtype));
-  sqlite3_bind_int(stmt, 5, static_cast<int>(*layout));
-  sqlite3_bind_int64(stmt, 6, timing.shape().m());
-  sqlite3_bind_int64(stmt, 7, timing.shape().n());
-  sqlite3_bind_int64(stmt, 8, timing.shape().k());
-  sqlite3_bind_int64(stmt, 9, std::max<int64_t>(timing.shape().batch(), 1));
-  sqlite3_bind_blob(stmt, 10, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(stmt, 11, timing.provenance().measured_at().seconds());
-  const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
-  if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
-  sqlite3_finalize(stmt);
-  if (stored) CountedLocked(existed);
+  UpsertLocked(
+      "SELECT 1 FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
+      "AND layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8",
+      [&](sqlite3_stmt* q) { bind_key(q, 1); },
+      "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+      [&](sqlite3_stmt* q) {
+        sqlite3_bind_text(q, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+        bind_key(q, 2);
+        sqlite3_bind_blob(q, 10, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 11, timing.provenance().measured_at().seconds());
+      });
 }
 
 std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, const LayerKey& key,
@@ -271,32 +251,45 @@ void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timi
   const std::string fp = FingerprintKey(timing.provenance().device());
   const std::string k(kind);
   const std::string& method = timing.provenance().method();
+  // The key's columns from `first` on: fingerprint, method, layer.
+  auto bind_key = [&](sqlite3_stmt* q, int first) {
+    sqlite3_bind_text(q, first, fp.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, first + 1, method.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, first + 2, timing.key().c_str(), -1, SQLITE_TRANSIENT);
+  };
   std::lock_guard<std::mutex> lock(mu_);
+  UpsertLocked(
+      "SELECT 1 FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3",
+      [&](sqlite3_stmt* q) { bind_key(q, 1); },
+      "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)",
+      [&](sqlite3_stmt* q) {
+        sqlite3_bind_text(q, 1, k.c_str(), -1, SQLITE_TRANSIENT);
+        bind_key(q, 2);
+        sqlite3_bind_blob(q, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 6, timing.provenance().measured_at().seconds());
+      });
+}
+
+void ResultCache::UpsertLocked(const char* exists_sql,
+                               const std::function<void(sqlite3_stmt*)>& bind_key,
+                               const char* insert_sql,
+                               const std::function<void(sqlite3_stmt*)>& bind_row) {
+  // Whether the key is new, for the entry count.
   bool existed = false;
   if (on_count_ && count_ >= 0) {
     sqlite3_stmt* q = nullptr;
-    if (sqlite3_prepare_v2(
-            db_, "SELECT 1 FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3", -1,
-            &q, nullptr) == SQLITE_OK) {
-      sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(q, 2, method.c_str(), -1, SQLITE_TRANSIENT);
-      sqlite3_bind_text(q, 3, timing.key().c_str(), -1, SQLITE_TRANSIENT);
+    if (sqlite3_prepare_v2(db_, exists_sql, -1, &q, nullptr) == SQLITE_OK) {
+      bind_key(q);
       existed = sqlite3_step(q) == SQLITE_ROW;
       sqlite3_finalize(q);
     }
   }
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)", -1,
-                         &stmt, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db_, insert_sql, -1, &stmt, nullptr) != SQLITE_OK) {
     LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
     return;
   }
-  sqlite3_bind_text(stmt, 1, k.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 2, fp.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 3, method.c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(stmt, 4, timing.key().c_str(), -1, SQLITE_TRANSIENT);
-  sqlite3_bind_blob(stmt, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
-  sqlite3_bind_int64(stmt, 6, timing.provenance().measured_at().seconds());
+  bind_row(stmt);
   const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
   if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
   sqlite3_finalize(stmt);

@@ -1,11 +1,11 @@
 // The persistent result cache: SQLite in WAL mode, written only by the server.
 //
-// Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend)
-// + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming (statistics,
-// algorithm, clocks, provenance with the time of measurement). Layer benchmarks live in their own
-// table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the LayerTiming. A
-// file that is not a SQLite database, or is one with another schema, is moved aside (logged) and a
-// fresh cache started.
+// Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend,
+// cuDNN) + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming
+// (statistics, algorithm, clocks, provenance with the time of measurement). Layer benchmarks live
+// in their own table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the
+// LayerTiming. A file that is not a SQLite database, or is one with another schema, is moved aside
+// (logged) and a fresh cache started.
 #ifndef WAVECREST_SERVER_RESULT_CACHE_H_
 #define WAVECREST_SERVER_RESULT_CACHE_H_
 
@@ -20,12 +20,13 @@
 #include "server/timing_service.h"
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace wavecrest {
 
 inline constexpr char kCacheSchema[] = "wavecrest-result-cache-v1";
 
-// "name|cc|sms|driver|cuda|cublaslt|backend"
+// "name|cc|sms|driver|cuda|cublaslt|backend", then "|cudnn<version>" for a worker with cuDNN
 std::string FingerprintKey(const v1::DeviceFingerprint& fp);
 
 class ResultCache final : public ResultStore {
@@ -60,6 +61,10 @@ class ResultCache final : public ResultStore {
   int64_t CountLocked();
   // After a store: the entry count (and its callback) moves unless the key was `replaced`.
   void CountedLocked(bool replaced);
+  // One row stored: `exists_sql` (bound by `bind_key`) says whether its key was there, for the
+  // count; `insert_sql` (bound by `bind_row`) replaces it. Failures are logged, never thrown.
+  void UpsertLocked(const char* exists_sql, const std::function<void(sqlite3_stmt*)>& bind_key,
+                    const char* insert_sql, const std::function<void(sqlite3_stmt*)>& bind_row);
   int64_t count_ = -1;  // entries, once counted
   std::function<void(int64_t)> on_count_;
   std::string moved_aside_;
