@@ -13,12 +13,12 @@
 #define WAVECREST_SERVER_STREAM_REACTOR_H_
 
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 
 #include "grpcpp/grpcpp.h"
+#include "server/pending_messages.h"
 
 namespace wavecrest {
 
@@ -27,20 +27,21 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
  public:
   // `on_done` runs once the RPC is over (for metrics), with the final status. Hand `get()` to
   // gRPC and keep the shared_ptr for as long as this side pushes.
-  // `is_progress` marks messages a newer one supersedes: a progress message still waiting to be
-  // written is replaced by the next, so a slow reader gets the latest progress, not a backlog.
+  // `is_progress` marks messages a newer one supersedes: at most one progress message waits
+  // (PendingMessages), so a slow reader gets every result and the latest progress, not a backlog.
   static std::shared_ptr<StreamReactor> Create(
       std::function<void(const grpc::Status&)> on_done,
       std::function<bool(const Response&)> is_progress = nullptr) {
-    std::shared_ptr<StreamReactor> r(new StreamReactor(std::move(on_done)));
-    r->is_progress_ = std::move(is_progress);
+    std::shared_ptr<StreamReactor> r(new StreamReactor(std::move(on_done), std::move(is_progress)));
     r->self_ = r;
     return r;
   }
 
   // Messages a stream buffers for a client that does not read; beyond it the stream ends with
   // RESOURCE_EXHAUSTED and the producer sees cancelled().
-  // (Twice the largest request's results: 4096 GEMMs.)
+  // (Twice the largest request's results, 4096 GEMMs, and their progress. Before progress
+  // superseded progress wherever it waited, a request's 4096 results and 4097 progress messages
+  // could overflow it when the reader merely lagged, as in a loaded CI run.)
   static constexpr size_t kMaxPending = 8192;
 
   void Push(Response message) {
@@ -48,18 +49,10 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (broken_ || finishing_ || overflowed_) return;
-      if (pending_.size() >= kMaxPending) {
-        // Keep the message being written (its write is in flight); drop the rest.
-        pending_.erase(pending_.begin() + (writing_ ? 1 : 0), pending_.end());
+      if (!pending_.Push(std::move(message), writing_)) {
         overflowed_ = true;
         cancelled_.store(true);
         return;
-      }
-      const bool waiting_back = !pending_.empty() && !(writing_ && pending_.size() == 1);
-      if (is_progress_ && waiting_back && is_progress_(pending_.back()) && is_progress_(message)) {
-        pending_.back() = std::move(message);
-      } else {
-        pending_.push_back(std::move(message));
       }
       next = NextLocked();
     }
@@ -83,8 +76,9 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
   bool cancelled() const { return cancelled_.load(); }
 
  private:
-  explicit StreamReactor(std::function<void(const grpc::Status&)> on_done)
-      : on_done_(std::move(on_done)) {}
+  StreamReactor(std::function<void(const grpc::Status&)> on_done,
+                std::function<bool(const Response&)> is_progress)
+      : on_done_(std::move(on_done)), pending_(kMaxPending, std::move(is_progress)) {}
 
   // What to ask of gRPC once the mutex is released.
   struct Action {
@@ -150,10 +144,9 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
   }
 
   std::function<void(const grpc::Status&)> on_done_;
-  std::function<bool(const Response&)> is_progress_;
   std::shared_ptr<StreamReactor> self_;  // gRPC's reference, dropped in OnDone
   std::mutex mu_;
-  std::deque<Response> pending_;
+  PendingMessages<Response> pending_;
   bool writing_ = false;
   bool broken_ = false;
   bool finishing_ = false;

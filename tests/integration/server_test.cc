@@ -1,6 +1,7 @@
 // End-to-end tests of the real wavecrest-server binary on loopback ports chosen at run time.
 #include <atomic>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -836,7 +837,8 @@ TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   constexpr int kCalls = 16;
   std::atomic<int> ok{0}, exhausted{0}, other{0};
-  std::atomic<int64_t> retry_ms{0};
+  std::mutex mu;
+  std::vector<std::string> without_hint;  // RESOURCE_EXHAUSTED that says nothing of retrying
   std::vector<std::thread> threads;
   for (int t = 0; t < kCalls; ++t) {
     threads.emplace_back([&] {
@@ -847,7 +849,10 @@ TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
         ok.fetch_add(1);
       } else if (st.code() == absl::StatusCode::kResourceExhausted) {
         exhausted.fetch_add(1);
-        retry_ms.store(absl::ToInt64Milliseconds(RetryDelayOf(st)));
+        if (RetryDelayOf(st) != absl::Seconds(1)) {
+          std::lock_guard<std::mutex> lock(mu);
+          without_hint.push_back(st.ToString());
+        }
       } else {
         other.fetch_add(1);
       }
@@ -857,7 +862,10 @@ TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
   EXPECT_GE(exhausted.load(), 1);  // 16 calls of ~4096 GEMMs each cannot all fit 1 + 1 slots
   EXPECT_GE(ok.load(), 1);
   EXPECT_EQ(other.load(), 0);
-  EXPECT_EQ(retry_ms.load(), 1000);
+  // Every refusal is the queue's, with its 1 s hint. (A reader slower than the producer, as 16
+  // clients on 2 cores are, once overflowed the stream's buffer with one progress message per
+  // result: RESOURCE_EXHAUSTED without a hint. Progress now supersedes progress.)
+  EXPECT_THAT(without_hint, ::testing::IsEmpty());
   AdvisorClient c(server.address());
   EXPECT_EQ(*c.Health("wavecrest.v1.Advisor"), "SERVING");
 }
