@@ -324,6 +324,17 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   p.waves = CeilDiv(p.tiles, gpu.sm_count);
   p.tile_efficiency = static_cast<double>(d) / static_cast<double>(padded_d);
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * gpu.sm_count);
+  if (gemm.causal && p.tiles > 0 && gpu.sm_count > 0) {
+    // Unequal blocks: the makespan (in block units per SM) against the mean load per SM.
+    const double longest =
+        static_cast<double>(std::min(q_blocks, kv_blocks)) + mp.flash_block_overhead;
+    const double mean = (visited + mp.flash_block_overhead * static_cast<double>(q_blocks)) *
+                        static_cast<double>(s.batch) / static_cast<double>(gpu.sm_count);
+    const double makespan = p.tiles <= gpu.sm_count
+                                ? longest
+                                : std::max(longest, mean + mp.flash_tail_fraction * longest);
+    p.wave_efficiency = mean / makespan;
+  }
   p.alignment_efficiency = 1.0;
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();

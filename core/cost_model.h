@@ -52,14 +52,15 @@
 namespace wavecrest {
 
 // Names the model and its version; every PREDICTED number carries it. v3: fused attention priced
-// by the blocks it visits (half under a causal mask), fitted to cuDNN's published times.
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v3";
+// by the blocks it visits (half under a causal mask), fitted to cuDNN's published times. v4: a
+// causal kernel's unequal blocks end with a tail (few-wave prefill), and the refit constants.
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v4";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
 // changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v3 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v4 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);

@@ -79,24 +79,33 @@ struct CostModelParams {
   // and a test holds these defaults to that fit); PRIOR elsewhere (the same values).
   //   Fraction of dense peak at head dim 128 and above, forward and backward (FLOPs as counted
   //   by FlashAttention: backward 2.5× forward, causal half).
-  double flash_forward_fraction = 0.6450;
-  double flash_backward_fraction = 0.5067;
+  double flash_forward_fraction = 0.6527;
+  double flash_backward_fraction = 0.5082;
   //   Below head dim 128 the fraction falls as (d/128)^exponent (fewer FLOPs per byte of K and V
   //   loaded), forward and backward.
-  double flash_head_dim_exponent = 0.5094;
+  double flash_head_dim_exponent = 0.5478;
   double flash_backward_head_dim_exponent = 0.2403;
   //   Fixed work of each 128-row query block (loading Q, the final rescale, writing O and the
   //   statistics; in the backward, dQ's reduction), in units of one 128-key block's work.
-  double flash_block_overhead = 1.136;
-  //   Under a causal mask the query blocks do unequal work (block i visits i + 1 key blocks) and
-  //   the diagonal block is masked: the rate falls by this factor.
-  double flash_causal_efficiency = 0.9175;
+  double flash_block_overhead = 1.179;
+  //   Under a causal mask the diagonal block is masked element by element: the rate falls by
+  //   this factor (the unequal blocks' tail is flash_tail_fraction's).
+  double flash_causal_efficiency = 0.9498;
+  //   The causal tail. Query blocks of unequal work (block i visits i + 1 key blocks) go to SMs
+  //   as SMs free up; the kernel ends when the last SM does. With more blocks than SMs the
+  //   makespan is the mean load per SM plus this fraction of the longest block's work (greedy
+  //   list scheduling ends within one longest block of the mean, Graham 1969, "Bounds on
+  //   multiprocessing timing anomalies"; a block started at a point uniform within the others'
+  //   last block leaves half of one on average). PRIOR 0.5, from that argument, not fitted: the
+  //   fitted rows (16k tokens per batch) hardly see the tail. With no more blocks than SMs the
+  //   makespan is the longest block.
+  double flash_tail_fraction = 0.5;
   //   The error band of a fused-attention prediction (measured / predicted − 1, 10th and 90th
   //   percentile): the wider of the fit's cross-validation by sequence length and the held-out
   //   check (cuDNN 9.27 on H200, batch-1 GQA prefill: data/measurements/cudnn-fe-h200-prefill.csv,
   //   never fitted); a GPU's GEMM band widens it where that is wider.
-  double flash_band_p10 = -0.183;
-  double flash_band_p90 = 0.209;
+  double flash_band_p10 = -0.210;
+  double flash_band_p90 = 0.056;
   // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
 };

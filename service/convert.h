@@ -42,7 +42,7 @@ v1::CatalogGpu ToProto(const GpuSpec& g);
 v1::TileChoice ToProto(const GemmPrediction& p);
 
 // Provenance of a prediction by the analytic model for a catalogued GPU.
-// "wavecrest-analytic-v3 (<calibration label>)": the method string of a prediction.
+// "wavecrest-analytic-v4 (<calibration label>)": the method string of a prediction.
 std::string PredictedMethod(const GpuSpec& gpu, DType dtype);
 // A prediction's provenance: model, calibration and (for time_s > 0) the error band.
 v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s);

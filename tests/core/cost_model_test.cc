@@ -183,6 +183,64 @@ TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
   EXPECT_LT(attn(128, 20).time_s, attn(80, 32).time_s);
 }
 
+// The makespan of query blocks dispatched in launch order (heads outer, blocks inner, light
+// first or heavy first) to whichever SM frees first, in units of one key block, over the mean
+// load per SM: what the hardware's block scheduler does with a causal kernel's unequal blocks.
+double InOrderDispatchSlowdown(int64_t heads, int64_t q_blocks, int64_t sms, double overhead,
+                               bool heavy_first) {
+  std::vector<double> load(static_cast<size_t>(sms), 0.0);
+  double total = 0;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t b = 0; b < q_blocks; ++b) {
+      const double cost = static_cast<double>((heavy_first ? q_blocks - b : b + 1)) + overhead;
+      *std::min_element(load.begin(), load.end()) += cost;
+      total += cost;
+    }
+  }
+  return *std::max_element(load.begin(), load.end()) / (total / static_cast<double>(sms));
+}
+
+TEST(CostModelTest, CausalAttentionPaysTheTailOfItsUnequalBlocks) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const CostModelParams& mp = gpu.Model(DType::kBf16);
+  auto causal = [&](int64_t seq, int64_t heads) {
+    Gemm g;
+    g.name = "attn_fused";
+    g.fused_attention = true;
+    g.causal = true;
+    g.shape = {seq, seq, 128, heads};
+    g.dtype = DType::kBf16;
+    g.flops = 2 * GemmFlops(g.shape);
+    return PredictFusedAttention(gpu, g);
+  };
+  // No more blocks than SMs: the kernel lasts as long as its longest block (the last query
+  // block visits all 16 key blocks), whatever the others do.
+  const GemmPrediction one_wave = causal(2048, 8);  // 8 heads × 16 blocks = 128 ≤ 132 SMs
+  const double longest = 16 + mp.flash_block_overhead;
+  const double mean = 8 * (16.0 * 17 / 2 + 16 * mp.flash_block_overhead) / 132;
+  EXPECT_NEAR(one_wave.wave_efficiency, mean / longest, 1e-9);
+  // More: the closed form stays within 12% of in-order dispatch, light or heavy blocks first,
+  // from two waves to many.
+  for (auto [seq, heads] : std::vector<std::pair<int64_t, int64_t>>{
+           {2048, 16}, {2048, 64}, {4096, 8}, {4096, 32}, {8192, 8}, {16384, 16}, {512, 512}}) {
+    const double model = 1 / causal(seq, heads).wave_efficiency;
+    for (bool heavy_first : {false, true}) {
+      const double sim =
+          InOrderDispatchSlowdown(heads, seq / 128, 132, mp.flash_block_overhead, heavy_first);
+      EXPECT_NEAR(model / sim, 1.0, 0.12) << seq << " tokens, " << heads << " heads";
+    }
+  }
+  // Per FLOP, few heads of a short prompt run slower than many: the tail is a larger share.
+  EXPECT_LT(causal(2048, 8).tflops, 0.75 * causal(2048, 64).tflops);
+  // Without the mask every block is equal and waves quantize as before.
+  Gemm full;
+  full.fused_attention = true;
+  full.shape = {2048, 2048, 128, 8};
+  full.dtype = DType::kBf16;
+  full.flops = 2 * GemmFlops(full.shape);
+  EXPECT_NEAR(PredictFusedAttention(gpu, full).wave_efficiency, 128.0 / 132, 1e-9);
+}
+
 TEST(CatalogTest, EveryRequiredGpuIsThere) {
   for (const char* name :
        {"v100-sxm2", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a10",
@@ -266,7 +324,7 @@ TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
   EXPECT_EQ(TimingMethod("cublaslt", false, false), "cublaslt-timing-v2 cold-L2 heuristic");
   EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v2 warm-L2 autotune");
   EXPECT_EQ(TimingMethod("analytic", false, false),
-            "wavecrest-analytic-v3 emulated cold-L2 heuristic");
+            "wavecrest-analytic-v4 emulated cold-L2 heuristic");
 }
 
 }  // namespace

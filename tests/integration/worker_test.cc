@@ -152,7 +152,7 @@ TEST(WorkerTest, TimeGemmsThroughTheEmulatingWorkerIsLabelledPredicted) {
   for (const auto& t : r.timings) {
     EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
     EXPECT_EQ(t.provenance().device().backend(), "analytic");
-    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v3 emulated cold-L2 heuristic");
+    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v4 emulated cold-L2 heuristic");
     EXPECT_GT(t.time_s(), 0);
   }
   EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("emulates the GPU"));
@@ -575,7 +575,7 @@ TEST(WorkerTest, LayersAreTimedByTheWorkerCachedAndLabelled) {
   EXPECT_EQ(r.timings[1].shape().kind(), v1::LAYER_KIND_TRANSFORMER);
   for (const auto& t : r.timings) {
     EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
-    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v3 emulated layer cold-L2");
+    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v4 emulated layer cold-L2");
     EXPECT_EQ(t.provenance().device().backend(), "analytic");
     EXPECT_FALSE(t.provenance().from_cache());
     EXPECT_GT(t.time_s(), 0);
@@ -811,7 +811,7 @@ TEST(WorkerBenchTest, LayersOfAModelWithoutAServer) {
   EXPECT_THAT(out, HasSubstr("transformer_layer bf16 training"));
   std::ifstream in(dir.File("out.json"));
   nlohmann::json j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["method"], "wavecrest-analytic-v3 emulated layer cold-L2");
+  EXPECT_EQ(j["method"], "wavecrest-analytic-v4 emulated layer cold-L2");
   ASSERT_EQ(j["layers"].size(), 2u);
   for (const auto& l : j["layers"]) {
     EXPECT_EQ(l["source"], "SOURCE_PREDICTED");
