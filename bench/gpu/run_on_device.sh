@@ -5,7 +5,9 @@
 #   1. the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's own
 #      libcudnn.so.9 from its PyTorch wheels on the library path);
 #   2. compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and torch.matmul in
-#      a CUDA graph, same device, same method);
+#      a CUDA graph, same device, same method); fused attention alone (torch_attention.py: torch's
+#      cuDNN SDPA at the published attention rows' shapes), scored against the model's
+#      predictions by `wavecrest calibrate --attention_check` (the CSV also refits them);
 #   3. layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused attention, as in
 #      the paper, and Llama-3-8B with fused attention) through a cache-less server, twice, with
 #      PyTorch's same layers (torch_layers.py: SDPA, nn.Linear, its norms) between the two runs,
@@ -48,6 +50,10 @@ echo "cudnn_sdpa_test exit $?" >> "$out/cudnn.txt"
 
 WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
   > "$out/compare.log" 2>&1
+python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
+  > "$out/attention-device.log" 2>&1
+"$R" wavecrest calibrate --fit= --attention_check "$out/attention-device.csv" \
+  > "$out/attention-check.txt" 2>&1
 
 # Starts a server (flags after the port file); sets $server and $port once it measures.
 start_server() {
@@ -108,6 +114,9 @@ echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
 echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
+echo "== fused attention: the model against this device"
+tail -n 1 "$out/attention-device.log"
+grep -E "device-torch-sdpa-cudnn" "$out/attention-check.txt" || tail -n 5 "$out/attention-check.txt"
 for name in pythia-2.8b llama-3-8b; do
   echo "== layers $name"; cat "$out/compare-layers-$name.txt" 2>/dev/null | cut -c1-220
 done

@@ -21,10 +21,11 @@ Usage: torch_layers.py LAYERS.json OUT.json   (LAYERS.json: the CLI's JSON envel
 import json
 import math
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+
+import sampling
 
 DTYPES = {"DTYPE_BF16": torch.bfloat16, "DTYPE_FP16": torch.float16, "DTYPE_FP32": torch.float32,
           "bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -37,14 +38,6 @@ def field(d, snake, default=None):
     parts = snake.split("_")
     camel = parts[0] + "".join(p.title() for p in parts[1:])
     return d.get(camel, default)
-
-
-def percentile(v, q):
-    s = sorted(v)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 class Layer:
@@ -180,30 +173,9 @@ def time_layer(layer, target=0.01, budget=2.0):
             run, how = graph.replay, "graph"
         except RuntimeError:
             torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        t0 = time.time()
-        while time.time() - t0 < 0.2:
-            run()
-            torch.cuda.synchronize()
-        samples, sampled, t0 = [], 0.0, time.time()
-        while True:
-            torch.cuda._sleep(100000)
-            start.record()
-            run()
-            stop.record()
-            stop.synchronize()
-            v = start.elapsed_time(stop) * 1e-3
-            samples.append(v)
-            sampled += v
-            med = percentile(samples, 0.5)
-            spread = (percentile(samples, 0.9) - percentile(samples, 0.1)) / med
-            if len(samples) >= 10 and sampled >= min(0.3, 30 * med) and spread <= target:
-                break
-            if time.time() - t0 > budget and len(samples) >= 3:
-                break
-    return {"median_s": med, "p10_s": percentile(samples, 0.1), "p90_s": percentile(samples, 0.9),
-            "samples": len(samples), "relative_spread": spread, "launch": how,
-            "attention_backend": backend}
+        row = sampling.sample(run, target, budget)
+    row.update(launch=how, attention_backend=backend)
+    return row
 
 
 def main(argv):

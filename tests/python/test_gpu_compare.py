@@ -2,6 +2,7 @@
 """bench/gpu/compare.py without a GPU: per-shape directories as compare_torch.sh writes them, from
 the emulating worker, beside a torch file with a missing row, an error and a NaN. The comparison
 must list each problem and still judge the targets it has figures for."""
+import csv
 import json
 import os
 import subprocess
@@ -11,6 +12,9 @@ import unittest
 
 SRC = os.environ["WAVECREST_SOURCE_DIR"]
 WORKER = os.environ["WAVECREST_WORKER_BIN"]
+CLI = os.environ["WAVECREST_CLI_BIN"]
+sys.path.insert(0, os.path.join(SRC, "bench/gpu"))
+import torch_attention  # noqa: E402 (no torch needed until it times)
 SHAPES = ["8192,8192,8192,1,TN", "4096,4096,4096,1,NN", "1000,1537,771,1,TN", "2048,2048,64,8,NT"]
 
 
@@ -86,6 +90,48 @@ class CompareLayersTest(unittest.TestCase):
         self.assertIn("engine-of-a", r.stdout)  # the engine that ran each layer
         # a: both targets; b: re-run 1.5% and 33% off torch; c: no torch figure; d: no re-run.
         self.assertIn("layers 4, within 5% of torch 2, re-run within 1% 2", r.stdout)
+
+
+class TorchAttentionTest(unittest.TestCase):
+    """bench/gpu/torch_attention.py without a GPU: the shapes it would time are those of the
+    published rows, and the rows it writes are the attention schema that `wavecrest calibrate`
+    reads and scores (times here are the published ones, so each row must come back as it was)."""
+
+    def test_shapes_and_rows_round_trip_through_the_calibration(self):
+        data = [os.path.join(SRC, p) for p in torch_attention.DEFAULT_SHAPES]
+        shapes = torch_attention.shapes_from(data)
+        published = {}  # shape -> the first published row of it (the two sources share one)
+        for path in data:
+            with open(path) as f:
+                lines = [x for x in f if x.strip() and not x.startswith("#")]
+            for row in csv.DictReader(lines):
+                shape = (row["dtype"], row["pass"], row["causal"] == "true", int(row["batch"]),
+                         int(row["heads"]), int(row["seq"]), int(row["head_dim"]))
+                published.setdefault(shape, row)
+        self.assertEqual(shapes, list(published))  # every distinct shape, in file order
+        self.assertIn(("bf16", "backward", False, 32, 32, 512, 64), shapes)
+        self.assertIn(("bf16", "forward", True, 1, 8, 2048, 128), shapes)
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "device.csv")
+            with open(path, "w", newline="") as f:
+                f.write("# written by the test\n")
+                w = csv.writer(f)
+                w.writerow(torch_attention.HEADER)
+                for shape in shapes:
+                    # The published time: the written TFLOP/s must agree with FLOPs / time.
+                    w.writerow(torch_attention.csv_row(shape, float(published[shape]["median_s"]),
+                                                       "h100-sxm", "method, with a comma",
+                                                       "a device"))
+            with open(path) as f:
+                written = list(csv.DictReader(x for x in f if not x.startswith("#")))
+            for r, shape in zip(written, shapes):
+                self.assertAlmostEqual(float(r["tflops"]) / float(published[shape]["tflops"]), 1.0,
+                                       delta=0.01)
+            r = subprocess.run([CLI, "calibrate", "--fit=", "--attention_check", path],
+                               capture_output=True, text=True, cwd=SRC)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("device-torch-sdpa-cudnn h100-sxm: median |err|", r.stdout)
+            self.assertIn(f"({len(shapes)} rows)", r.stdout)
 
 
 if __name__ == "__main__":
