@@ -31,19 +31,21 @@ DEFAULT_SHAPES = ["data/measurements/fa3-h100-cudnn-attention.csv",
                   "data/measurements/cudnn-fe-h200-prefill.csv"]
 
 
+def read_rows(path):
+    """The rows of an attention CSV (comment lines skipped), as dicts by column."""
+    with open(path) as f:
+        return list(csv.DictReader(line for line in f if line.strip() and not line.startswith("#")))
+
+
+def shape_of(row):
+    """A row's (dtype, pass, causal, batch, heads, seq, head_dim)."""
+    return (row["dtype"], row["pass"], row["causal"] == "true", int(row["batch"]),
+            int(row["heads"]), int(row["seq"]), int(row["head_dim"]))
+
+
 def shapes_from(paths):
-    """The distinct (dtype, pass, causal, batch, heads, seq, head_dim) of the rows, in file order."""
-    seen, out = set(), []
-    for path in paths:
-        with open(path) as f:
-            rows = [line for line in f if line.strip() and not line.startswith("#")]
-        for row in csv.DictReader(rows):
-            shape = (row["dtype"], row["pass"], row["causal"] == "true", int(row["batch"]),
-                     int(row["heads"]), int(row["seq"]), int(row["head_dim"]))
-            if shape not in seen:
-                seen.add(shape)
-                out.append(shape)
-    return out
+    """The distinct shapes of the files' rows, in file order."""
+    return list(dict.fromkeys(shape_of(row) for path in paths for row in read_rows(path)))
 
 
 def work_flops(shape):

@@ -102,12 +102,9 @@ class TorchAttentionTest(unittest.TestCase):
         shapes = torch_attention.shapes_from(data)
         published = {}  # shape -> the first published row of it (the two sources share one)
         for path in data:
-            with open(path) as f:
-                lines = [x for x in f if x.strip() and not x.startswith("#")]
-            for row in csv.DictReader(lines):
-                shape = (row["dtype"], row["pass"], row["causal"] == "true", int(row["batch"]),
-                         int(row["heads"]), int(row["seq"]), int(row["head_dim"]))
-                published.setdefault(shape, row)
+            for row in torch_attention.read_rows(path):
+                published.setdefault(torch_attention.shape_of(row), row)
+        self.assertEqual(len(published), 67)  # 48 + 20 rows, one shape in both
         self.assertEqual(shapes, list(published))  # every distinct shape, in file order
         self.assertIn(("bf16", "backward", False, 32, 32, 512, 64), shapes)
         self.assertIn(("bf16", "forward", True, 1, 8, 2048, 128), shapes)
@@ -122,8 +119,7 @@ class TorchAttentionTest(unittest.TestCase):
                     w.writerow(torch_attention.csv_row(shape, float(published[shape]["median_s"]),
                                                        "h100-sxm", "method, with a comma",
                                                        "a device"))
-            with open(path) as f:
-                written = list(csv.DictReader(x for x in f if not x.startswith("#")))
+            written = torch_attention.read_rows(path)
             for r, shape in zip(written, shapes):
                 self.assertAlmostEqual(float(r["tflops"]) / float(published[shape]["tflops"]), 1.0,
                                        delta=0.01)
