@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cmath>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -830,6 +831,34 @@ TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
                                       " --mode measured"));
   EXPECT_EQ(c4, 2) << err;  // a flag that cannot work without another: a usage error
   EXPECT_THAT(err, HasSubstr("--mode"));
+}
+
+TEST_F(ServerTest, AReaderThatPausesGetsEveryResultAndTheLatestProgress) {
+  // The server produces the 4096 predictions while the client reads nothing: each result, and
+  // progress after each, waits in the stream's buffer. The client then reads on and must get
+  // every result once, in any order, with progress that only moves forward and ends complete.
+  AdvisorClient c(server_.address(), absl::Seconds(60));
+  std::set<int32_t> indices;
+  int64_t last_done = -1, last_total = 0;
+  bool backwards = false, paused = false;
+  absl::Status st =
+      c.TimeGemms(HeavyTimeRequest(4096, 1024, 1024), [&](const v1::TimeGemmsResponse& m) {
+        if (!paused) {
+          paused = true;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        }
+        if (m.has_timing()) indices.insert(m.timing().index());
+        if (m.has_progress() && m.progress().total() > 0) {
+          backwards |= m.progress().done() < last_done;
+          last_done = m.progress().done();
+          last_total = m.progress().total();
+        }
+      });
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(indices.size(), 4096u);
+  EXPECT_FALSE(backwards);
+  EXPECT_EQ(last_total, 4096);
+  EXPECT_EQ(last_done, 4096);
 }
 
 TEST(ServerQueueTest, FullQueueIsResourceExhaustedWithRetryHint) {
