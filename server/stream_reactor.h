@@ -39,9 +39,10 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
 
   // Messages a stream buffers for a client that does not read; beyond it the stream ends with
   // RESOURCE_EXHAUSTED and the producer sees cancelled().
-  // (Twice the largest request's results, 4096 GEMMs, and their progress. Before progress
-  // superseded progress wherever it waited, a request's 4096 results and 4097 progress messages
-  // could overflow it when the reader merely lagged, as in a loaded CI run.)
+  // (Twice the largest request's results, 4096 GEMMs. Before progress superseded progress
+  // wherever it waited, a request's 4096 results and 4097 progress messages could reach it when
+  // the writer lagged by two messages: the cause found for a hint-less RESOURCE_EXHAUSTED in a
+  // loaded CI run.)
   static constexpr size_t kMaxPending = 8192;
 
   void Push(Response message) {
