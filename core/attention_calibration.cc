@@ -219,6 +219,10 @@ ErrorStats PreviousModel(const GpuSpec& gpu, DType dtype,
 
 }  // namespace
 
+bool AttentionFitApplies(absl::string_view fit_gpu, absl::string_view gpu) {
+  return gpu == fit_gpu || (fit_gpu == "h100-sxm" && gpu == "h200");
+}
+
 AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
                                         const std::vector<AttentionMeasurement>& rows,
                                         const std::vector<AttentionMeasurement>& checks,
@@ -262,6 +266,7 @@ AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
     for (const AttentionMeasurement& m : checks) {
       if (fit_class(m.dtype) == dtype) held_out[m.gpu].push_back(m);
     }
+    std::vector<std::pair<std::string, ErrorStats>> priors;  // checks of GPUs on priors
     for (const auto& [name, check_rows] : held_out) {
       const GpuSpec* check_gpu = find(name);
       if (check_gpu == nullptr) continue;
@@ -270,8 +275,16 @@ AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
         with_fit.Model(dtype).*(f.field) = fit.params.*(f.field);
       }
       const ErrorStats st = ErrorsOf(AttentionRatios(with_fit, check_rows));
-      g.band_p10 = std::min(g.band_p10, st.p10);
-      g.band_p90 = std::max(g.band_p90, st.p90);
+      if (AttentionFitApplies(key.first, name)) {
+        g.band_p10 = std::min(g.band_p10, st.p10);
+        g.band_p90 = std::max(g.band_p90, st.p90);
+      } else if (key.first == "h100-sxm") {
+        priors.push_back({name, st});
+      }
+    }
+    for (const auto& [name, st] : priors) {
+      result.prior_bands.push_back(
+          {name, dtype, std::min(g.band_p10, st.p10), std::max(g.band_p90, st.p90)});
     }
     std::set<std::string> sources;
     for (const AttentionMeasurement& m : group) sources.insert(m.source);
@@ -291,6 +304,16 @@ AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
                                           100 * fit.cv.p10, 100 * fit.cv.p90, 100 * g.band_p10,
                                           100 * g.band_p90, 100 * have.flash_band_p10,
                                           100 * have.flash_band_p90));
+    for (const AttentionCalibration::PriorBand& b : result.prior_bands) {
+      if (b.dtype != dtype || key.first != "h100-sxm") continue;
+      const CostModelParams& prior = find(b.gpu)->Model(dtype);
+      absl::StrAppend(&out,
+                      absl::StrFormat("  %s (these constants as priors): band with its "
+                                      "held-out checks %+5.1f%% %+5.1f%%; catalog "
+                                      "%+5.1f%% %+5.1f%%\n",
+                                      b.gpu, 100 * b.band_p10, 100 * b.band_p90,
+                                      100 * prior.flash_band_p10, 100 * prior.flash_band_p90));
+    }
     absl::StrAppend(&out, "  parameter                          fit    catalog\n");
     for (const FittedParam& f : AttentionFittedParams()) {
       absl::StrAppend(&out, absl::StrFormat("  %-32s %8.4f %8.4f\n", f.name, fit.params.*(f.field),

@@ -64,17 +64,29 @@ struct AttentionFit {
 AttentionFit FitAttention(const GpuSpec& prior, DType dtype,
                           const std::vector<AttentionMeasurement>& rows, const FitOptions& options);
 
+// Whether a fit to `fit_gpu`'s rows is the fit `gpu` uses: its own, and H100's for H200 (the same
+// chip). Every other GPU keeps the built-in constants (the H100 fit) as priors.
+bool AttentionFitApplies(absl::string_view fit_gpu, absl::string_view gpu);
+
 // `wavecrest calibrate`'s attention step: each GPU and dtype class in `rows` fitted once (on its
 // spec in `catalog`), its band (the cross-validation by length, widened by the held-out `checks`
-// of that dtype class predicted with the fit), and the report: the fit, its cross-validations, the
-// catalog's constants beside it, the model before this calibration (full work under a causal
-// mask, fraction scaled by d/128: cost model v2's priors), and the checks.
+// of the GPUs the fit applies to, predicted with the fit), and the report: the fit, its
+// cross-validations, the catalog's constants beside it, the model before this calibration (full
+// work under a causal mask, fraction scaled by d/128: cost model v2's priors), and the checks.
+// Checks of a GPU no fit applies to measure how the priors transfer: that GPU's band is the
+// H100 fit's band widened by them (`prior_bands`); they leave the fitted GPUs' bands alone.
 struct AttentionCalibration {
   struct Group {
     AttentionFit fit;
     double band_p10 = 0, band_p90 = 0;
   };
   std::vector<Group> groups;
+  struct PriorBand {
+    std::string gpu;
+    DType dtype = DType::kBf16;
+    double band_p10 = 0, band_p90 = 0;
+  };
+  std::vector<PriorBand> prior_bands;
   std::string report;
 };
 AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,

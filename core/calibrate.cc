@@ -499,24 +499,33 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
     }
   }
 
-  // 5. Fused attention, where attention data exist: each fit's constants and band go into that
-  // GPU's entries (and H200's, from H100).
+  // 5. Fused attention, where attention data exist: each fit's constants and band go into the
+  // entries of the GPUs it applies to (its own, and H200's from H100); a GPU on priors with
+  // held-out checks of its own gets the band they give.
   std::string attention_text;
   if (!in.attention_rows.empty()) {
     progress("fitting fused attention");
     const AttentionCalibration attention =
         CalibrateAttention(catalog, in.attention_rows, in.attention_checks, options);
+    auto covers = [](const CalibrationEntry& e, DType dtype) {
+      return std::find(e.dtypes.begin(), e.dtypes.end(), dtype) != e.dtypes.end();
+    };
     for (const AttentionCalibration::Group& g : attention.groups) {
       for (CalibrationEntry& e : file.entries) {
-        const bool same = e.gpu == g.fit.gpu || (g.fit.gpu == "h100-sxm" && e.gpu == "h200");
-        if (!same || std::find(e.dtypes.begin(), e.dtypes.end(), g.fit.dtype) == e.dtypes.end()) {
-          continue;
-        }
+        if (!AttentionFitApplies(g.fit.gpu, e.gpu) || !covers(e, g.fit.dtype)) continue;
         for (const FittedParam& f : AttentionFittedParams()) {
           e.params.*(f.field) = g.fit.params.*(f.field);
         }
         e.params.flash_band_p10 = g.band_p10;
         e.params.flash_band_p90 = g.band_p90;
+      }
+    }
+    // GPUs on the H100 constants as priors, with held-out checks of their own: their band.
+    for (const AttentionCalibration::PriorBand& b : attention.prior_bands) {
+      for (CalibrationEntry& e : file.entries) {
+        if (e.gpu != b.gpu || !covers(e, b.dtype)) continue;
+        e.params.flash_band_p10 = b.band_p10;
+        e.params.flash_band_p90 = b.band_p90;
       }
     }
     attention_text = "\n" + attention.report;

@@ -60,12 +60,28 @@ TEST(AttentionCalibration, TheCatalogsConstantsAreTheFitOfThePublishedData) {
   const ErrorStats check = ErrorsOf(AttentionRatios(**FindGpu("h200"), held_out));
   EXPECT_NEAR(have.flash_band_p10, std::min(fit.cv.p10, check.p10), 0.005);
   EXPECT_NEAR(have.flash_band_p90, std::max(fit.cv.p90, check.p90), 0.005);
-  // What `wavecrest calibrate` writes into the calibration file is that band.
-  const AttentionCalibration cal = CalibrateAttention(GpuCatalog(), rows, held_out, options);
+  // What `wavecrest calibrate` writes into the calibration file is that band. The B200 rows
+  // (a GPU on these constants as priors) leave it alone and give B200 its own, wider band.
+  const std::vector<AttentionMeasurement> b200 = Read("cudnn-fe-b200-prefill.csv");
+  ASSERT_EQ(b200.size(), 20u);
+  std::vector<AttentionMeasurement> checks = held_out;
+  checks.insert(checks.end(), b200.begin(), b200.end());
+  const AttentionCalibration cal = CalibrateAttention(GpuCatalog(), rows, checks, options);
   ASSERT_EQ(cal.groups.size(), 1u);
   EXPECT_NEAR(cal.groups[0].band_p10, have.flash_band_p10, 0.005);
   EXPECT_NEAR(cal.groups[0].band_p90, have.flash_band_p90, 0.005);
   EXPECT_THAT(cal.report, HasSubstr("Held-out checks"));
+  ASSERT_EQ(cal.prior_bands.size(), 1u);
+  EXPECT_EQ(cal.prior_bands[0].gpu, "b200");
+  const ErrorStats b200_check = ErrorsOf(AttentionRatios(**FindGpu("b200"), b200));
+  EXPECT_NEAR(cal.prior_bands[0].band_p10, std::min(have.flash_band_p10, b200_check.p10), 0.005);
+  EXPECT_NEAR(cal.prior_bands[0].band_p90, std::max(have.flash_band_p90, b200_check.p90), 0.005);
+  EXPECT_GT(cal.prior_bands[0].band_p90 - cal.prior_bands[0].band_p10,
+            have.flash_band_p90 - have.flash_band_p10);
+  // The built-in calibration gives B200's fused-attention predictions that band.
+  const CostModelParams& b200_params = (**FindGpu("b200")).Model(DType::kBf16);
+  EXPECT_NEAR(b200_params.flash_band_p10, cal.prior_bands[0].band_p10, 0.005);
+  EXPECT_NEAR(b200_params.flash_band_p90, cal.prior_bands[0].band_p90, 0.005);
   const GemmPrediction p = Predict(H100(), AttentionGemm(rows.front()));
   EXPECT_LE(p.band_p10, have.flash_band_p10 + 1e-9);
   EXPECT_GE(p.band_p90, have.flash_band_p90 - 1e-9);
