@@ -59,7 +59,8 @@ struct CliOptions {
   std::string ratios = "data/measurements/h100-swiglu-ratios.csv";
   std::string attention_data = "data/measurements/fa3-h100-cudnn-attention.csv";
   std::string attention_check =
-      "data/measurements/cudnn-fe-h200-prefill.csv,data/measurements/cudnn-fe-b200-prefill.csv";
+      "data/measurements/cudnn-fe-h200-prefill.csv,data/measurements/cudnn-fe-b200-prefill.csv,"
+      "data/measurements/cudnn-fe-a100-prefill.csv";
   std::string out;       // calibration file to write
   std::string report;    // report file to write (also printed)
   std::string evaluate;  // measurement file(s) to score the current calibration on

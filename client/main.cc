@@ -100,7 +100,8 @@ ABSL_FLAG(std::string, attention_data, "data/measurements/fa3-h100-cudnn-attenti
           "cross-validated on, reported after the GEMM fit (with --fit= empty: the attention "
           "report alone); empty = none");
 ABSL_FLAG(std::string, attention_check,
-          "data/measurements/cudnn-fe-h200-prefill.csv,data/measurements/cudnn-fe-b200-prefill.csv",
+          "data/measurements/cudnn-fe-h200-prefill.csv,data/measurements/cudnn-fe-b200-prefill.csv,"
+          "data/measurements/cudnn-fe-a100-prefill.csv",
           "calibrate: published fused-attention times never fitted, reported as held-out checks "
           "of the attention model; empty = none");
 ABSL_FLAG(std::string, out, "", "calibrate: write the calibration file here (JSON)");
