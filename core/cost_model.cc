@@ -342,6 +342,34 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
     p.compute_time_s = work_flops / (peak * fraction * d_factor * causal_efficiency *
                                      p.tile_efficiency * p.wave_efficiency);
   }
+  // Why it is slow, as for a GEMM: what the kernel's shape costs, largest effects named.
+  if (p.tile_efficiency < 0.9) {
+    p.penalties.push_back(absl::StrFormat(
+        "head dim %d pads to %d in the kernel's tiles (%.0f%% of the work is useful)", d, padded_d,
+        100 * p.tile_efficiency));
+  }
+  if (d_factor < 0.9) {
+    p.penalties.push_back(absl::StrFormat(
+        "head dim %d < %.0f: fewer FLOPs per byte of K and V loaded, %.0f%% of the rate at %.0f", d,
+        kFlashHeadDimFull, 100 * d_factor, kFlashHeadDimFull));
+  }
+  const double overhead_share = mp.flash_block_overhead * static_cast<double>(q_blocks) /
+                                (visited + mp.flash_block_overhead * static_cast<double>(q_blocks));
+  if (overhead_share > 0.15) {
+    p.penalties.push_back(absl::StrFormat(
+        "short sequence: loading Q, rescaling and writing O take %.0f%% of the work",
+        100 * overhead_share));
+  }
+  if (p.wave_efficiency < 0.9) {
+    p.penalties.push_back(
+        gemm.causal
+            ? absl::StrFormat(
+                  "causal blocks of unequal work: %d query blocks on %d SMs, the last SMs "
+                  "finish alone (%.0f%% busy)",
+                  p.tiles, gpu.sm_count, 100 * p.wave_efficiency)
+            : absl::StrFormat("wave quantization: %d query blocks in %d waves of %d (%.0f%% busy)",
+                              p.tiles, p.waves, gpu.sm_count, 100 * p.wave_efficiency));
+  }
   // Forward reads Q and K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
   // Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
   const double per_side = forward ? 2.0 : 4.0;

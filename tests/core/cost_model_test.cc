@@ -181,6 +181,12 @@ TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
   };
   // Same h = 2560: 32 heads of 80 vs 20 heads of 128.
   EXPECT_LT(attn(128, 20).time_s, attn(80, 32).time_s);
+  // The reasons are named: head dim 80 pads to 96, and runs below head dim 128's rate.
+  EXPECT_THAT(attn(80, 32).penalties,
+              ::testing::IsSupersetOf({::testing::HasSubstr("head dim 80 pads to 96"),
+                                       ::testing::HasSubstr("head dim 80 < 128")}));
+  EXPECT_THAT(attn(128, 20).penalties,
+              ::testing::Not(::testing::Contains(::testing::HasSubstr("head dim"))));
 }
 
 // The makespan of query blocks dispatched in launch order (heads outer, blocks inner, light
@@ -232,6 +238,11 @@ TEST(CostModelTest, CausalAttentionPaysTheTailOfItsUnequalBlocks) {
   }
   // Per FLOP, few heads of a short prompt run slower than many: the tail is a larger share.
   EXPECT_LT(causal(2048, 8).tflops, 0.75 * causal(2048, 64).tflops);
+  // And it says so, as a GEMM names its quantization; a long prompt over many heads does not.
+  EXPECT_THAT(causal(2048, 8).penalties,
+              ::testing::Contains(::testing::HasSubstr("causal blocks of unequal work: 128 query "
+                                                       "blocks on 132 SMs")));
+  EXPECT_THAT(causal(16384, 64).penalties, ::testing::IsEmpty());
   // Without the mask every block is equal and waves quantize as before.
   Gemm full;
   full.fused_attention = true;
