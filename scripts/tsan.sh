@@ -21,6 +21,8 @@ reports=$(cat "$logs"/tsan.* 2>/dev/null | grep -c "WARNING: ThreadSanitizer" ||
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
   echo "# ThreadSanitizer (g++ $(g++ -dumpversion)), suppressions: tests/sanitizer/tsan.supp"
   grep -E "^\[  (PASSED|FAILED)|tests? ran" "$logs/stress.out" "$logs/worker.out" | sed "s|$logs/||"
+  # A failed test's own message (what it expected, what it got), so the file says why.
+  grep -h -A10 ": Failure$" "$logs/stress.out" "$logs/worker.out" | head -60 || true
   echo "reports: $reports"
   cat "$logs"/tsan.* 2>/dev/null | grep -A12 "WARNING: ThreadSanitizer" | head -200 || true
 } | tee bench/results/tsan.txt

@@ -5,6 +5,8 @@
 // window as hard as a test can. It asserts the server lives, stays healthy, answers every call
 // with an expected code, and counts every call in its metrics.
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +55,8 @@ TEST(ServerStressTest, ShortAndCancelledStreamsBesideUnaryCallsLeaveTheServerHea
   constexpr int kThreads = 12;
   constexpr int kPerThread = 250;
   std::atomic<int> ok{0}, cancelled{0}, unexpected{0};
+  std::mutex mu;
+  std::map<std::string, int> unexpected_codes;  // "CODE: message" of each unexpected status
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
@@ -85,13 +89,19 @@ TEST(ServerStressTest, ShortAndCancelledStreamsBesideUnaryCallsLeaveTheServerHea
           ++cancelled;
         } else {
           ++unexpected;
+          std::lock_guard<std::mutex> lock(mu);
+          ++unexpected_codes[absl::StrCat(st.error_code(), ": ", st.error_message())];
         }
       }
     });
   }
   for (auto& th : threads) th.join();
 
-  EXPECT_EQ(unexpected.load(), 0);
+  EXPECT_EQ(unexpected.load(), 0) << [&] {
+    std::string all;
+    for (const auto& [what, n] : unexpected_codes) absl::StrAppend(&all, n, " × ", what, "\n");
+    return all;
+  }();
   EXPECT_EQ(ok.load() + cancelled.load(), kThreads * kPerThread);
   EXPECT_GT(ok.load(), 0);
   ASSERT_EQ(server.process().Wait(absl::ZeroDuration()), -1) << "server exited\n" << server.Log();
