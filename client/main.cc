@@ -87,21 +87,20 @@ ABSL_FLAG(bool, layers, false,
 ABSL_FLAG(std::string, layer_kinds, "",
           "time --layers: which layers, comma-separated: fused_attention, unfused_attention, "
           "transformer_layer (empty = the model's attention and the whole layer)");
-ABSL_FLAG(std::string, fit, "data/measurements/xla-gemm-perf-table.csv",
+// The calibration data files: their defaults are CliOptions's (client/cli.h), written once.
+ABSL_FLAG(std::string, fit, wavecrest::CliOptions().fit,
           "calibrate: measurement CSVs to fit the cost model to, comma-separated");
-ABSL_FLAG(std::string, anchor, "data/measurements/mamf.csv",
+ABSL_FLAG(std::string, anchor, wavecrest::CliOptions().anchor,
           "calibrate: one published figure per GPU that sets an unfitted GPU's peak fraction");
-ABSL_FLAG(std::string, check, "data/measurements/cookbook-a100.csv",
+ABSL_FLAG(std::string, check, wavecrest::CliOptions().check,
           "calibrate: measurement CSVs never fitted, reported as held-out checks");
-ABSL_FLAG(std::string, ratios, "data/measurements/h100-swiglu-ratios.csv",
+ABSL_FLAG(std::string, ratios, wavecrest::CliOptions().ratios,
           "calibrate: published time ratios that fit the misalignment penalty");
-ABSL_FLAG(std::string, attention_data, "data/measurements/fa3-h100-cudnn-attention.csv",
+ABSL_FLAG(std::string, attention_data, wavecrest::CliOptions().attention_data,
           "calibrate: published fused-attention times the attention model is fitted to and "
           "cross-validated on, reported after the GEMM fit (with --fit= empty: the attention "
           "report alone); empty = none");
-ABSL_FLAG(std::string, attention_check,
-          "data/measurements/cudnn-fe-h200-prefill.csv,data/measurements/cudnn-fe-b200-prefill.csv,"
-          "data/measurements/cudnn-fe-a100-prefill.csv",
+ABSL_FLAG(std::string, attention_check, wavecrest::CliOptions().attention_check,
           "calibrate: published fused-attention times never fitted, reported as held-out checks "
           "of the attention model; empty = none");
 ABSL_FLAG(std::string, out, "", "calibrate: write the calibration file here (JSON)");
