@@ -30,6 +30,7 @@
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
 #include "service/sweep_logic.h"
+#include "service/text.h"
 
 namespace wavecrest {
 
@@ -145,7 +146,7 @@ class ProgressBar {
     const int filled = static_cast<int>(kWidth * p.done() / p.total());
     std::fprintf(stderr, "\r[%s%s] %lld/%lld %-30.30s", std::string(filled, '#').c_str(),
                  std::string(kWidth - filled, ' ').c_str(), static_cast<long long>(p.done()),
-                 static_cast<long long>(p.total()), p.message().c_str());
+                 static_cast<long long>(p.total()), ForTerminal(p.message()).c_str());
     std::fflush(stderr);
     shown_ = true;
   }
@@ -592,7 +593,8 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
 
 }  // namespace
 
-int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
+namespace {
+int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.calibration.empty()) {
     std::ifstream file(o.calibration);
     std::stringstream text;
@@ -705,6 +707,19 @@ int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.command == "sweep") return DoSweep(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";
   return 2;
+}
+
+}  // namespace
+
+// Names, notes and messages come from the server or from a spec file, and either may hold escape
+// sequences (a model named "\x1b]0;...\a" retitles the terminal). What a person reads passes
+// through ForTerminal; JSON output stays JSON (its encoders escape every control character).
+int RunCli(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  std::ostringstream command_out, command_err;
+  const int rc = RunCommand(o, command_out, command_err);
+  out << (o.format == "json" ? command_out.str() : ForTerminal(command_out.str()));
+  err << ForTerminal(command_err.str());
+  return rc;
 }
 
 }  // namespace wavecrest

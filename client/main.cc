@@ -18,6 +18,7 @@
 #include "client/args.h"
 #include "client/cli.h"
 #include "client/format.h"
+#include "service/text.h"
 
 ABSL_FLAG(std::string, model, "",
           "Model spec file: wavecrest JSON (examples/models/*.json) or a Hugging Face config.json");
@@ -125,7 +126,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv, argv + argc);
   absl::StatusOr<wavecrest::ParsedArgs> parsed = wavecrest::ParseArgs(args);
   if (!parsed.ok()) {
-    std::cerr << "wavecrest: " << wavecrest::FormatError(parsed.status()) << "\n";
+    std::cerr << "wavecrest: " << wavecrest::ForTerminal(wavecrest::FormatError(parsed.status())) << "\n";
     return 2;
   }
   if (parsed->version) {

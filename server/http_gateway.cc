@@ -21,6 +21,7 @@
 #include "service/errors.h"
 #include "service/log.h"
 #include "service/spec_io.h"
+#include "service/text.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
@@ -73,7 +74,7 @@ std::string ErrorJson(const absl::Status& st) {
   if (!v.empty()) e["field_violations"] = std::move(v);
   const absl::Duration retry = RetryDelayOf(st);
   if (retry > absl::ZeroDuration()) e["retry_after_s"] = absl::ToDoubleSeconds(retry);
-  return nlohmann::json{{"error", std::move(e)}}.dump();
+  return JsonText(nlohmann::json{{"error", std::move(e)}});
 }
 
 void Send(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
@@ -136,7 +137,16 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, int64_t max_body) {
   r.path = ri->local_uri ? ri->local_uri : "";
   const std::string addr = ri->remote_addr;
   r.peer = absl::StrContains(addr, ':') ? absl::StrCat("ipv6:[", addr, "]") : "ipv4:" + addr;
-  if (const char* a = mg_get_header(c, "Authorization")) r.authorization = a;
+  if (const char* a = mg_get_header(c, "Authorization")) {
+    // Forwarded as gRPC metadata, whose values must be printable ASCII: gRPC C++ asserts (ends
+    // the process) on any other byte rather than failing the call.
+    r.authorization = a;
+    for (unsigned char ch : r.authorization) {
+      if (ch < 0x20 || ch > 0x7E) {
+        return FieldError("Authorization", "must be printable ASCII: \"Bearer <token>\"");
+      }
+    }
+  }
   if (const char* d = mg_get_header(c, "X-Wavecrest-Deadline-S")) {
     if (!absl::SimpleAtod(d, &r.deadline_s) ||
         !(r.deadline_s > 0 && r.deadline_s <= kMaxDeadlineS)) {
@@ -159,6 +169,19 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, int64_t max_body) {
     }
   }
   return r;
+}
+
+// The path and the body must be UTF-8 (JSON text is, RFC 8259 section 8.1): a 400 that says
+// where the first bad byte is, rather than a parser's guess at what was meant.
+absl::Status CheckUtf8(const HttpRequest& r) {
+  if (size_t at = FirstInvalidUtf8(r.path); at != absl::string_view::npos) {
+    return FieldError("path", absl::StrCat("not UTF-8 (byte ", at, " after percent-decoding)"));
+  }
+  if (size_t at = FirstInvalidUtf8(r.body); at != absl::string_view::npos) {
+    return FieldError("body", absl::StrCat("not UTF-8 at byte ", at,
+                                           ": JSON text must be UTF-8 (RFC 8259 section 8.1)"));
+  }
+  return absl::OkStatus();
 }
 
 void Prepare(const HttpRequest& r, double default_deadline_s, grpc::ClientContext* ctx) {
@@ -305,7 +328,22 @@ HttpGateway::~HttpGateway() {
 }
 
 int HttpGateway::Dispatch(mg_connection* conn, void* self) {
-  return static_cast<HttpGateway*>(self)->Handle(conn);
+  // No exception leaves a handler: civetweb is C, and one escaping its thread ends the process.
+  // What was thrown is logged and the caller gets a 500 (if the reply has not begun, it is
+  // whole; if it has, the connection closes mid-reply and the client sees a truncated body).
+  auto* gateway = static_cast<HttpGateway*>(self);
+  const char* what = "an exception that is not a std::exception";
+  try {
+    return gateway->Handle(conn);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  LogError("http", {{"message", "handler failed; answered 500"}, {"exception", ToValidUtf8(what)}});
+  if (gateway->metrics_) gateway->metrics_->HttpRequest("other", 500);
+  Send(conn, 500, "application/json",
+       ErrorJson(absl::InternalError("the gateway failed on this request; see the server log")));
+  return 500;
 }
 
 int HttpGateway::Handle(mg_connection* c) {
@@ -323,6 +361,7 @@ int HttpGateway::Handle(mg_connection* c) {
   };
   if (!read.ok()) return done(SendError(c, read.status()));
   const HttpRequest& r = *read;
+  if (absl::Status st = CheckUtf8(r); !st.ok()) return done(SendError(c, st));
   auto stub = v1::Advisor::NewStub(channel_);
   const bool post = r.method == "POST", get = r.method == "GET";
   auto wrong_method = [&](const char* allowed) {
@@ -390,7 +429,7 @@ int HttpGateway::Handle(mg_connection* c) {
       out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
                          : absl::StatusCodeToString(FromGrpcStatus(st).code());
     }
-    Send(c, 200, "application/json", out.dump());
+    Send(c, 200, "application/json", JsonText(out));
     return done(200);
   }
   if (r.path == "/v1/models") {
@@ -414,7 +453,7 @@ int HttpGateway::Handle(mg_connection* c) {
                           {"spec", nlohmann::json::parse(ToJson(*spec), nullptr, false)}});
       }
     }
-    Send(c, 200, "application/json", nlohmann::json{{"models", std::move(models)}}.dump());
+    Send(c, 200, "application/json", JsonText(nlohmann::json{{"models", std::move(models)}}));
     return done(200);
   }
   if (r.path == "/v1/parse-model") {

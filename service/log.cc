@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "service/text.h"
 
 namespace wavecrest {
 namespace {
@@ -35,7 +36,7 @@ void Log(LogLevel at, const char* level, absl::string_view msg,
   j["component"] = Component();
   j["msg"] = std::string(msg);
   for (const auto& [k, v] : fields) j[std::string(k)] = v.json();
-  const std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string line = JsonText(j) + "\n";
   std::lock_guard<std::mutex> lock(LogMutex());
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);

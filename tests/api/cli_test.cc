@@ -224,6 +224,25 @@ TEST(CliTest, HostileModelFilesAreClearErrorsNotCrashesOrHangs) {
   std::filesystem::remove_all(dir);
 }
 
+// Escape sequences in a model's name (from a file or a server) reach the terminal escaped: a raw
+// ESC could retitle the terminal, move the cursor or rewrite what was printed before.
+TEST(CliTest, ControlCharactersInNamesAreEscapedNotPrinted) {
+  const std::string path = ::testing::TempDir() + "/wavecrest-cli-escape.json";
+  std::ofstream(path) << R"({"name": "\u001b]0;pwned\u0007\u001b[2Jevil\u009b1m", "hidden_size": 2560,
+                               "num_attention_heads": 32, "num_layers": 32, "vocab_size": 50304})";
+  CliOptions o;
+  o.command = "analyze";
+  o.model = path;
+  o.gpu = "h100-sxm";
+  CliRun r = Cli(o);
+  const std::string both = r.out + r.err;
+  EXPECT_EQ(both.find('\x1b'), std::string::npos) << both.substr(0, 300);
+  EXPECT_EQ(both.find('\x07'), std::string::npos);
+  EXPECT_EQ(both.find("\xc2\x9b"), std::string::npos);  // C1 CSI
+  EXPECT_THAT(both, HasSubstr("\\x1b]0;pwned\\x07"));
+  std::filesystem::remove(path);
+}
+
 TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {
   const std::string path = ::testing::TempDir() + "/wavecrest-unmarked.json";
   std::ofstream(path) << R"({"hidden_size": 4096, "num_attention_heads": 32,

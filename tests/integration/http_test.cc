@@ -162,6 +162,49 @@ TEST_F(HttpTest, DevicesHealthModelsAndTheDashboard) {
   EXPECT_THAT(page.body, HasSubstr("<title>wavecrest</title>"));
 }
 
+// Bytes that are not UTF-8, anywhere a caller can put them, get a 400 naming where they are, and
+// the server stays up. Before, one such byte in a JSON string aborted the process (nlohmann::json
+// threw type_error 316 while the error reply was serialised).
+TEST_F(HttpTest, BytesThatAreNotUtf8GetA400AndTheServerStaysUp) {
+  struct Case {
+    const char* what;
+    std::string path, body;
+    const char* field;
+  };
+  const std::vector<Case> cases = {
+      {"a name", "/v1/analyze", "{\"model\":{\"name\":\"\xff\"}}", "body"},
+      {"a truncated sequence", "/v1/analyze", "{\"model\":{\"name\":\"\xe2\x82\"}}", "body"},
+      {"an overlong '/'", "/v1/recommend", "{\"gpu\":\"\xc0\xaf\"}", "body"},
+      {"a surrogate", "/v1/parse-model", "{\"_name_or_path\":\"\xed\xa0\x80\"}", "body"},
+      {"a key", "/v1/analyze", "{\"\xff\":1}", "body"},
+      {"the path", "/v1/%FF", "{}", "path"},
+      {"the path, truncated", "/v1/analyze%C3", "{}", "path"},
+  };
+  for (const Case& c : cases) {
+    HttpReply r = Http(port_, "POST", c.path, c.body, "-H 'Content-Type: application/json'");
+    EXPECT_EQ(r.status, 400) << c.what << ": " << r.body;
+    const nlohmann::json e = Json(r.body)["error"];
+    EXPECT_EQ(e["code"], "INVALID_ARGUMENT") << c.what;
+    EXPECT_EQ(e["field_violations"][0]["field"], c.field) << c.what << ": " << r.body;
+    EXPECT_THAT(r.body, HasSubstr("not UTF-8")) << c.what;
+  }
+  // Headers the gateway echoes or forwards.
+  TempDir dir;
+  std::ofstream(dir.File("deadline")) << "X-Wavecrest-Deadline-S: \xff\xfe\n";
+  std::ofstream(dir.File("auth")) << "Authorization: Bearer \xff\x01\n";
+  const std::string body = absl::StrCat(R"({"model":)", kPythia, R"(,"gpu":"h100-sxm"})");
+  HttpReply deadline = Http(port_, "POST", "/v1/analyze", body, "-H @" + dir.File("deadline"));
+  EXPECT_EQ(deadline.status, 400) << deadline.body;
+  EXPECT_THAT(deadline.body, HasSubstr("X-Wavecrest-Deadline-S"));
+  HttpReply auth = Http(port_, "POST", "/v1/analyze", body, "-H @" + dir.File("auth"));
+  EXPECT_GE(auth.status, 400) << auth.body;
+  EXPECT_LT(auth.status, 500) << auth.body;
+
+  HttpReply health = Http(port_, "GET", "/v1/health");
+  ASSERT_EQ(health.status, 200) << "the server died: " << server_->Log();
+  EXPECT_EQ(Http(port_, "POST", "/v1/analyze", body).status, 200);
+}
+
 TEST_F(HttpTest, HttpCallsAreCountedAsTheRpcsTheyAre) {
   ASSERT_EQ(Http(port_, "POST", "/v1/analyze",
                  absl::StrCat(R"({"model":)", kPythia, R"(,"gpu":"h100-sxm"})"))
