@@ -451,13 +451,15 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// `wavecrest calibrate --evaluate FILE[,FILE]`: the current calibration's errors on measurements.
+// `wavecrest calibrate --evaluate FILE[,FILE]`: the current calibration's errors on measurements,
+// by source, GPU and dtype, split by alignment where some rows are misaligned, with the
+// aligned/misaligned pairs' ratios (core/calibration.h, AlignmentPairs).
 int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
   absl::StatusOr<std::vector<Measurement>> rows = ReadAll(o.evaluate, nullptr);
   if (!rows.ok()) return Fail(err, rows.status());
   struct Group {
-    std::vector<double> ratios;
-    std::vector<const Measurement*> rows;
+    std::vector<double> ratios, aligned, misaligned, predicted_s;
+    std::vector<Measurement> rows;
   };
   std::map<std::string, Group> groups;
   nlohmann::json json_rows = nlohmann::json::array();
@@ -468,37 +470,66 @@ int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     const GemmPrediction p = PredictGemm(**gpu, m.key);
     Group& g = groups[absl::StrCat(m.source, " ", m.gpu, " ", DTypeName(m.key.dtype))];
     g.ratios.push_back(m.median_s / p.time_s);
-    g.rows.push_back(&m);
+    (AlignedGemm(m.key) ? g.aligned : g.misaligned).push_back(m.median_s / p.time_s);
+    g.predicted_s.push_back(p.time_s);
+    g.rows.push_back(m);
     json_rows.push_back({{"source", m.source},
                          {"gpu", m.gpu},
                          {"gemm", GemmKeyString(m.key)},
+                         {"aligned", AlignedGemm(m.key)},
                          {"measured_s", m.median_s},
                          {"predicted_s", p.time_s},
                          {"error", m.median_s / p.time_s - 1}});
   }
+  auto stats_json = [](const ErrorStats& e) {
+    return nlohmann::json{{"rows", e.rows},
+                          {"median_abs", e.median_abs},
+                          {"p90_abs", e.p90_abs},
+                          {"max_abs", e.max_abs},
+                          {"median_signed", e.median_signed}};
+  };
+  auto pair_ratios = [](const std::vector<PairCheck>& pairs) {
+    std::vector<double> r;
+    for (const PairCheck& p : pairs) r.push_back(p.predicted_ratio / p.measured_ratio);
+    return r;
+  };
   if (o.format == "json") {
     nlohmann::json j;
     j["model"] = std::string(kCostModelName);
     j["rows"] = json_rows;
     for (const auto& [name, g] : groups) {
-      const ErrorStats e = ErrorsOf(g.ratios);
-      j["groups"][name] = {{"rows", e.rows},
-                           {"median_abs", e.median_abs},
-                           {"p90_abs", e.p90_abs},
-                           {"max_abs", e.max_abs},
-                           {"median_signed", e.median_signed}};
+      j["groups"][name] = stats_json(ErrorsOf(g.ratios));
+      if (g.misaligned.empty()) continue;
+      j["groups"][name]["aligned"] = stats_json(ErrorsOf(g.aligned));
+      j["groups"][name]["misaligned"] = stats_json(ErrorsOf(g.misaligned));
+      nlohmann::json pairs = nlohmann::json::array();
+      for (const PairCheck& p : AlignmentPairs(g.rows, g.predicted_s)) {
+        pairs.push_back({{"misaligned", GemmKeyString(p.misaligned)},
+                         {"aligned", GemmKeyString(p.aligned)},
+                         {"measured_ratio", p.measured_ratio},
+                         {"predicted_ratio", p.predicted_ratio}});
+      }
+      j["groups"][name]["pairs"] = pairs;
     }
-    out << j.dump(1) << "\n";
+    out << JsonText(j, 1) << "\n";
     return 0;
   }
   out << absl::StrFormat("%-58s %6s %8s %8s %8s %8s\n",
                          "measurements (error = measured/predicted - 1)", "rows", "median", "p90",
                          "max", "signed");
-  for (const auto& [name, g] : groups) {
-    const ErrorStats e = ErrorsOf(g.ratios);
+  auto row = [&](const std::string& name, const std::vector<double>& ratios) {
+    const ErrorStats e = ErrorsOf(ratios);
     out << absl::StrFormat("%-58s %6d %7.1f%% %7.1f%% %7.1f%% %+7.1f%%\n", name, e.rows,
                            100 * e.median_abs, 100 * e.p90_abs, 100 * e.max_abs,
                            100 * e.median_signed);
+  };
+  for (const auto& [name, g] : groups) {
+    row(name, g.ratios);
+    if (g.misaligned.empty()) continue;
+    row("  aligned (every leading dimension a multiple of 16 bytes)", g.aligned);
+    row("  misaligned", g.misaligned);
+    const std::vector<PairCheck> pairs = AlignmentPairs(g.rows, g.predicted_s);
+    row("  aligned/misaligned pairs (error of the predicted ratio)", pair_ratios(pairs));
   }
   return 0;
 }

@@ -53,7 +53,10 @@ struct CliOptions {
   int measure_top_k = 0;
   double max_gpu_seconds = 0;
   // calibrate
-  std::string fit = "data/measurements/xla-gemm-perf-table.csv";
+  // The first file that covers a GPU and dtype is fitted; later ones covering it are checks.
+  std::string fit =
+      "data/measurements/h100-torch-gemm-sweep.csv,data/measurements/h200-torch-gemm-sweep.csv,"
+      "data/measurements/xla-gemm-perf-table.csv";
   std::string anchor = "data/measurements/mamf.csv";
   std::string check = "data/measurements/cookbook-a100.csv";
   std::string ratios = "data/measurements/h100-swiglu-ratios.csv";

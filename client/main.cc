@@ -96,7 +96,8 @@ ABSL_FLAG(std::string, anchor, wavecrest::CliOptions().anchor,
 ABSL_FLAG(std::string, check, wavecrest::CliOptions().check,
           "calibrate: measurement CSVs never fitted, reported as held-out checks");
 ABSL_FLAG(std::string, ratios, wavecrest::CliOptions().ratios,
-          "calibrate: published time ratios that fit the misalignment penalty");
+          "calibrate: published time ratios (time / time of a reference shape), reported as "
+          "held-out checks");
 ABSL_FLAG(std::string, attention_data, wavecrest::CliOptions().attention_data,
           "calibrate: published fused-attention times the attention model is fitted to and "
           "cross-validated on, reported after the GEMM fit (with --fit= empty: the attention "

@@ -44,6 +44,7 @@ void CopyStructure(const CostModelParams& from, CostModelParams& to) {
   to.launch_s = from.launch_s;
   to.wave_latency_s = from.wave_latency_s;
   to.split_k_weight = from.split_k_weight;
+  to.stream_k_fixup_weight = from.stream_k_fixup_weight;
   to.fp8_transpose_weight = from.fp8_transpose_weight;
   to.fp8_transpose_launch_s = from.fp8_transpose_launch_s;
   to.memory_efficiency = from.memory_efficiency;
@@ -87,37 +88,32 @@ const Measurement* AnchorFor(const std::vector<Measurement>& anchors, absl::stri
   return nullptr;
 }
 
-// The misalignment factor that makes `gpu` reproduce a published ratio (bisection).
-double SolveMisaligned(GpuSpec gpu, const TimeRatio& r) {
-  const DType d = FitClass(r.row.key.dtype);
-  GemmKey key = r.row.key, ref = r.row.key;
-  key.dtype = ref.dtype = d;
-  ref.shape = r.reference;
-  double lo = 0.05, hi = 1.0;
-  for (int i = 0; i < 60; ++i) {
-    const double mid = 0.5 * (lo + hi);
-    gpu.Model(d).misaligned_efficiency = mid;
-    const double ratio = PredictGemmTime(gpu, key) / PredictGemmTime(gpu, ref);
-    if (ratio > r.row.median_s) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
-  }
-  return 0.5 * (lo + hi);
-}
-
-bool Misaligned(const GemmKey& key) {
-  for (int64_t d : LeadingDims(key)) {
-    if ((d * DTypeBytes(key.dtype)) % 16 != 0) return true;
-  }
-  return false;
+// What the alignment fit learned (cost_model.h): the factors of each kernel family.
+void CopyAlignment(const CostModelParams& from, CostModelParams& to) {
+  to.narrow_tn_efficiency = from.narrow_tn_efficiency;
+  to.narrow_nn_efficiency = from.narrow_nn_efficiency;
+  to.narrow_nt_efficiency = from.narrow_nt_efficiency;
+  to.vector_efficiency = from.vector_efficiency;
+  to.misaligned_memory_efficiency = from.misaligned_memory_efficiency;
 }
 
 std::string StatsRow(absl::string_view what, const ErrorStats& e) {
   return absl::StrFormat("  %-44s %5d  %7s  %7s  %7s  %8s\n", what, e.rows, Pct(e.median_abs),
                          Pct(e.p90_abs), Pct(e.max_abs), SignedPct(e.median_signed));
 }
+// Pairs as errors of the predicted ratio, and how many are within 20% of the measured one.
+std::string PairsRow(absl::string_view what, const std::vector<PairCheck>& pairs) {
+  std::vector<double> ratios;
+  int within = 0;
+  for (const PairCheck& p : pairs) {
+    ratios.push_back(p.predicted_ratio / p.measured_ratio);
+    within += std::abs(ratios.back() - 1) <= 0.2;
+  }
+  std::string row = StatsRow(what, ErrorsOf(ratios));
+  row.pop_back();  // the newline
+  return absl::StrFormat("%s  (%d of %d within 20%%)\n", row, within, pairs.size());
+}
+
 constexpr absl::string_view kStatsHeader =
     "  what                                          rows   median      p90      max  signed*\n";
 
@@ -202,9 +198,13 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
   file.datasets = in.dataset_labels;
   std::string fits_text, transfer_text, checks_text;
 
-  // 1. Fit every (GPU, dtype class) the fitting data covers.
+  // 1. Fit every (GPU, dtype class) the fitting data cover, each to the first source given that
+  // covers it; a later source's rows of the same pair are held-out checks (XLA's H100 BF16 table,
+  // once the device sweep covers H100 BF16).
   std::map<std::pair<std::string, DType>, FitResult> fits;
+  std::map<std::pair<std::string, DType>, std::string> fitted_source;
   std::set<std::string> fitted_gpus;
+  std::vector<Measurement> superseded;
   for (const Group& g : GroupRows(in.fit_rows, /*by_fit_class=*/true)) {
     const GpuSpec* p = nullptr;
     for (const GpuSpec& x : prior) {
@@ -212,67 +212,54 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
     }
     if (p == nullptr || !p->Supports(g.dtype)) continue;
     auto key = std::make_pair(g.gpu, g.dtype);
-    std::vector<Measurement> rows = g.rows;
-    if (fits.count(key)) continue;  // one source per (GPU, dtype): the first given
-    for (const Group& other : GroupRows(in.fit_rows, true)) {
-      if (other.gpu == g.gpu && other.dtype == g.dtype && other.source != g.source) {
-        rows.insert(rows.end(), other.rows.begin(), other.rows.end());
-      }
+    if (fits.count(key)) {
+      superseded.insert(superseded.end(), g.rows.begin(), g.rows.end());
+      continue;
     }
-    progress(absl::StrCat("fitting ", g.gpu, " ", DTypeName(g.dtype), " (", rows.size(), " rows, ",
-                          options.folds, "-fold cross-validation)"));
-    FitResult r = FitAndValidate(*p, g.dtype, rows, options);
+    progress(absl::StrCat("fitting ", g.gpu, " ", DTypeName(g.dtype), " (", g.rows.size(),
+                          " rows, ", options.folds, "-fold cross-validation)"));
+    FitResult r = FitAndValidate(*p, g.dtype, g.rows, options);
     fits.emplace(key, r);
+    fitted_source[key] = g.source;
     fitted_gpus.insert(g.gpu);
-    for (DType d : DTypesServedBy(g.dtype)) {
-      Find(catalog, g.gpu)->Model(d) = r.params;
-      Find(catalog, g.gpu)->Calibration(d).max_measured_flops = r.max_measured_flops;
-    }
+    for (DType d : DTypesServedBy(g.dtype)) Find(catalog, g.gpu)->Model(d) = r.params;
   }
 
-  // 2. The misalignment penalty from published ratios, per architecture that has them.
-  std::map<std::string, double> misaligned_by_arch;
-  std::string ratio_sources;
-  {
-    std::map<std::string, std::vector<double>> solved;
-    for (const TimeRatio& r : in.ratios) {
-      GpuSpec* g = Find(catalog, r.row.gpu);
-      if (g == nullptr || !Misaligned(r.row.key)) continue;
-      solved[g->architecture].push_back(SolveMisaligned(*g, r));
-      ratio_sources = r.row.source;
-    }
-    for (auto& [arch, v] : solved) {
-      double log_sum = 0;
-      for (double x : v) log_sum += std::log(x);
-      misaligned_by_arch[arch] = std::exp(log_sum / static_cast<double>(v.size()));
-    }
+  // 2. The alignment cliff where a fit did not see it: GPUs with TMA (Hopper, Blackwell) take the
+  // constants of the fit that saw the most misaligned GEMMs; GPUs before Hopper keep the prior.
+  const FitResult* cliff = nullptr;
+  for (const auto& [key, r] : fits) {
+    if (Find(catalog, key.first)->compute_capability < 90) continue;
+    if (cliff == nullptr || r.misaligned_rows > cliff->misaligned_rows) cliff = &r;
   }
-  auto misaligned_for = [&](const GpuSpec& g, std::string* why) {
-    auto it = misaligned_by_arch.find(g.architecture);
-    if (it != misaligned_by_arch.end()) {
-      *why = absl::StrCat("misalignment factor fitted to ", ratio_sources);
-      return it->second;
+  if (cliff != nullptr && cliff->misaligned_rows < kMinRowsToFitAClass) cliff = nullptr;
+  auto alignment_for = [&](const GpuSpec& g, int64_t own_misaligned_rows,
+                           CostModelParams& params, CalibrationInfo& info) -> std::string {
+    if (own_misaligned_rows >= kMinRowsToFitAClass) {
+      return absl::StrFormat("alignment cliff fitted to its own %d misaligned GEMMs",
+                             own_misaligned_rows);
     }
-    if (!misaligned_by_arch.empty()) {
-      *why =
-          absl::StrCat("misalignment factor carried from the ", misaligned_by_arch.begin()->first,
-                       " fit (no ", g.architecture, " evidence)");
-      return misaligned_by_arch.begin()->second;
+    if (g.compute_capability >= 90 && cliff != nullptr) {
+      CopyAlignment(cliff->params, params);
+      info.misaligned_band = cliff->misaligned_band;
+      return absl::StrFormat("alignment cliff carried from the %s %s fit (%d misaligned GEMMs; %s "
+                             "has TMA too)",
+                             cliff->gpu, DTypeName(cliff->dtype), cliff->misaligned_rows,
+                             g.architecture);
     }
-    *why = "misalignment factor a prior";
-    return g.Model(DType::kBf16).misaligned_efficiency;
+    return absl::StrFormat("alignment penalty a PRIOR (%.3f: no misaligned GEMM measured on %s)",
+                           params.vector_efficiency, g.architecture);
   };
 
   // 3. Entries for the fitted GPUs, and for GPUs that share their silicon (H200 from H100).
   auto add_entry = [&](const std::string& gpu, DType fitted, const CostModelParams& params,
-                       CalibrationInfo info) {
+                       CalibrationInfo info, int64_t misaligned_rows) {
     GpuSpec* g = Find(catalog, gpu);
-    std::string why;
     CalibrationEntry e;
     e.gpu = gpu;
     e.dtypes = DTypesServedBy(fitted);
     e.params = params;
-    e.params.misaligned_efficiency = misaligned_for(*g, &why);
+    const std::string why = alignment_for(*g, misaligned_rows, e.params, info);
     info.label = absl::StrCat(info.label, "; ", why);
     e.info = std::move(info);
     for (DType d : e.dtypes) {
@@ -291,57 +278,50 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
     CalibrationInfo info;
     info.calibrated = true;
     info.bands = r.bands;
-    info.max_measured_flops = r.max_measured_flops;
-    const std::string sources = [&] {
-      std::set<std::string> s;
-      for (const Measurement& m : in.fit_rows) {
-        if (m.gpu == gpu && FitClass(m.key.dtype) == dtype) s.insert(m.source);
-      }
-      return absl::StrJoin(s, " + ");
-    }();
-    info.label =
-        absl::StrFormat("fitted to %s (%s %s, %d rows), %d-fold CV median error %s", sources, gpu,
-                        DTypeName(dtype), r.rows, options.folds, Pct(r.cv.median_abs));
-    if (r.max_measured_flops > Find(catalog, gpu)->PeakFlops(dtype)) {
-      absl::StrAppend(
-          &info.label,
-          absl::StrFormat("; WARNING: these data run up to %.0f%% of the datasheet "
-                          "peak, which no GPU can: treat large-GEMM predictions as "
-                          "suspect (bench/results/calibration.txt)",
-                          100 * r.max_measured_flops / Find(catalog, gpu)->PeakFlops(dtype)));
+    info.misaligned_band = r.misaligned_band;
+    info.label = absl::StrFormat("fitted to %s (%s %s, %d rows), %d-fold CV median error %s",
+                                 fitted_source.at(key), gpu, DTypeName(dtype), r.rows,
+                                 options.folds, Pct(r.cv.median_abs));
+    if (r.above_peak_rows > 0) {
+      absl::StrAppend(&info.label,
+                      absl::StrFormat("; WARNING: %d more rows of this source ran faster than the "
+                                      "datasheet peak, which no GPU can, and were left out: treat "
+                                      "its other figures with suspicion "
+                                      "(bench/results/calibration.txt)",
+                                      r.above_peak_rows));
     }
-    add_entry(gpu, dtype, r.params, info);
+    add_entry(gpu, dtype, r.params, info, r.misaligned_rows);
     if (gpu == "h100-sxm" && Find(catalog, "h200") != nullptr && !fits.count({"h200", dtype})) {
       CalibrationInfo h200 = info;
       h200.label = absl::StrCat(info.label,
                                 "; H200 has H100's SMs, clocks and tensor rate, with its own "
                                 "memory bandwidth");
-      add_entry("h200", dtype, r.params, h200);
+      add_entry("h200", dtype, r.params, h200, r.misaligned_rows);
     }
     const std::string what = absl::StrCat(gpu, " ", DTypeName(dtype));
     absl::StrAppend(&fits_text, StatsRow(absl::StrCat(what, "  before (priors)"), r.before),
                     StatsRow(absl::StrCat(what, "  fitted, on its own rows"), r.train),
                     StatsRow(absl::StrCat(what, "  cross-validated"), r.cv));
+    if (r.misaligned_rows > 0) {
+      absl::StrAppend(&fits_text,
+                      StatsRow(absl::StrCat(what, "    aligned (16 bytes)"), r.cv_aligned),
+                      StatsRow(absl::StrCat(what, "    misaligned"), r.cv_misaligned),
+                      PairsRow(absl::StrCat(what, "    aligned/misaligned pairs"), r.cv_pairs));
+    }
     absl::StrAppend(&fits_text, "    error band by predicted time: ", BandsText(r.bands), "\n");
-    if (r.max_measured_flops > Find(catalog, gpu)->PeakFlops(dtype)) {
+    if (r.above_peak_rows > 0) {
       absl::StrAppend(
           &fits_text,
-          absl::StrFormat("    NOTE: the data reach %.0f TFLOP/s, above the datasheet dense peak "
-                          "of %.0f TFLOP/s: the source's timing of these rows is suspect (see "
-                          "data/measurements/README.md); they are fitted as published\n",
-                          r.max_measured_flops / 1e12,
-                          Find(catalog, gpu)->PeakFlops(dtype) / 1e12));
+          absl::StrFormat("    NOTE: %d rows ran faster than the datasheet dense peak of %.0f "
+                          "TFLOP/s: mis-timed (see data/measurements/README.md), left out of the "
+                          "fit\n",
+                          r.above_peak_rows, Find(catalog, gpu)->PeakFlops(dtype) / 1e12));
     }
     std::string params = "    parameters:";
-    for (const FittedParam& f : FittedParamsFor(*Find(catalog, gpu), dtype)) {
+    for (const FittedParam& f : r.fitted) {
       absl::StrAppend(&params, absl::StrFormat(" %s=%.4g", f.name, r.params.*(f.field)));
     }
     absl::StrAppend(&fits_text, params, "\n");
-  }
-  for (const auto& [arch, v] : misaligned_by_arch) {
-    absl::StrAppend(&fits_text,
-                    absl::StrFormat("  misaligned_efficiency (%s) = %.3f, fitted to %s\n", arch, v,
-                                    ratio_sources));
   }
 
   // 4. How wrong a GPU without data is: predict each fitted GPU with another's structure and
@@ -356,10 +336,12 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
       if (from_key.first == to_key.first || from_key.second != to_key.second) continue;
       const DType d = to_key.second;
       GpuSpec g = *Find(catalog, to_key.first);
-      g.Calibration(d).max_measured_flops = 0;  // what a GPU without data has
       std::vector<Measurement> rows;
       for (const Measurement& m : in.fit_rows) {
-        if (m.gpu == to_key.first && FitClass(m.key.dtype) == d) rows.push_back(m);
+        if (m.gpu == to_key.first && FitClass(m.key.dtype) == d &&
+            m.source == fitted_source.at(to_key)) {
+          rows.push_back(m);
+        }
       }
       for (Measurement& m : rows) m.key.dtype = d;
       CopyStructure(from_fit.params, g.Model(d));
@@ -449,12 +431,13 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
           g.compute_capability < 90 ? " (prologue and epilogue as pre-Hopper kernels run them)"
                                     : "",
           peak_why);
-      add_entry(g.name, d, params, info);
+      add_entry(g.name, d, params, info, 0);
     }
   }
 
   // 6. Checks the fit never saw: published sets kept for checking, and anchors of fitted GPUs.
   std::vector<Measurement> checks = in.check_rows;
+  checks.insert(checks.end(), superseded.begin(), superseded.end());
   for (const Measurement& a : in.anchor_rows) {
     if (fitted_gpus.count(a.gpu) || (a.gpu == "h200" && fitted_gpus.count("h100-sxm"))) {
       checks.push_back(a);

@@ -1,6 +1,7 @@
 #include "core/calibration.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <ctime>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,6 +34,12 @@ using csv::Positive;
 using csv::ReadSmallFile;
 
 constexpr absl::string_view kXlaHeader = "gpu,b,m,n,k,dtype,flops_per_s";
+// The device plan's GEMM sweep (bench/gpu/torch_gemm_sweep.py; ../shared/measurements/), as the
+// device wrote it: a comment line "# device=NAME sms=N ... method=M dtype" and row-major PyTorch
+// layouts, which are the project's layouts with the same m, n, k.
+constexpr absl::string_view kTorchSweepHeader =
+    "gpu,dtype,m,n,k,batch,layout,median_us,tflops,spread,samples";
+constexpr absl::string_view kTorchSweepSource = "torch-gemm-sweep";
 constexpr absl::string_view kRatiosHeader =
     "source,gpu,dtype,layout,m,n,k,batch,ref_m,ref_n,ref_k,ref_batch,time_ratio,method";
 
@@ -100,6 +108,55 @@ absl::StatusOr<Measurement> ParseXlaRow(absl::string_view origin, int line,
   return m;
 }
 
+// The value of `key=` in the sweep's comment lines ("" when absent).
+std::string CommentValue(absl::string_view text, absl::string_view key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, "#")) continue;
+    for (absl::string_view word : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+      if (absl::ConsumePrefix(&word, key) && absl::ConsumePrefix(&word, "=")) {
+        return std::string(word);
+      }
+    }
+  }
+  return "";
+}
+
+struct SweepContext {
+  int64_t sm_count = 0;
+  std::string method;
+};
+
+absl::StatusOr<Measurement> ParseTorchSweepRow(absl::string_view origin, int line,
+                                               const SweepContext& ctx,
+                                               const std::vector<std::string>& f) {
+  RETURN_IF_ERROR(csv::FieldCount(origin, line, f, 11));
+  Measurement m;
+  m.source = std::string(kTorchSweepSource);
+  m.device = f[0];
+  // The memory size only tells A100s apart; a sweep names its H100/H200 by name and SM count.
+  m.gpu = CatalogNameForDevice(f[0], ctx.sm_count, 0);
+  if (m.gpu.empty()) {
+    return LineError(origin, line,
+                     absl::StrCat("gpu: \"", f[0], "\" with ", ctx.sm_count,
+                                  " SMs is not a catalogued GPU (the comment line gives sms=)"));
+  }
+  ASSIGN_OR_RETURN(m.key.dtype, csv::DTypeField(origin, line, f[1]));
+  ASSIGN_OR_RETURN(m.key.shape.m, Dim(origin, line, "m", f[2], 1));
+  ASSIGN_OR_RETURN(m.key.shape.n, Dim(origin, line, "n", f[3], 1));
+  ASSIGN_OR_RETURN(m.key.shape.k, Dim(origin, line, "k", f[4], 1));
+  ASSIGN_OR_RETURN(m.key.shape.batch, Dim(origin, line, "batch", f[5], 1));
+  absl::StatusOr<Layout> layout = ParseLayout(f[6]);
+  if (!layout.ok()) return LineError(origin, line, layout.status().message());
+  m.key.layout = *layout;
+  ASSIGN_OR_RETURN(const double median_us, Positive(origin, line, "median_us", f[7]));
+  m.median_s = median_us * 1e-6;
+  if (!absl::SimpleAtod(f[9], &m.spread) || !(m.spread >= 0)) {
+    return LineError(origin, line, absl::StrCat("spread: not a number >= 0: \"", f[9], "\""));
+  }
+  m.method = ctx.method.empty() ? "torch" : ctx.method;
+  return m;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Measurement>> ParseMeasurementsCsv(absl::string_view text,
@@ -108,17 +165,30 @@ absl::StatusOr<std::vector<Measurement>> ParseMeasurementsCsv(absl::string_view 
   auto rows = CsvRows(text, &header);
   const bool ours = header == kMeasurementsHeader;
   const bool xla = header == kXlaHeader;
-  if (!ours && !xla) {
-    return absl::InvalidArgumentError(absl::StrCat(origin, ": header \"", header,
-                                                   "\" is neither \"", kMeasurementsHeader,
-                                                   "\" nor XLA's \"", kXlaHeader, "\""));
+  const bool sweep = header == kTorchSweepHeader;
+  if (!ours && !xla && !sweep) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": header \"", header, "\" is not \"", kMeasurementsHeader,
+                     "\", XLA's \"", kXlaHeader, "\" or the device sweep's \"",
+                     kTorchSweepHeader, "\""));
+  }
+  SweepContext ctx;
+  if (sweep) {
+    const std::string sms = CommentValue(text, "sms");
+    if (!absl::SimpleAtoi(sms, &ctx.sm_count) || ctx.sm_count <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": a device sweep needs its comment line's sms=N (SM count); got \"", sms, "\""));
+    }
+    ctx.method = CommentValue(text, "method");
   }
   std::vector<Measurement> out;
   out.reserve(rows.size());
   for (const auto& [line, fields] : rows) {
-    ASSIGN_OR_RETURN(Measurement m,
-                     ours ? ParseOurRow(origin, line, fields) : ParseXlaRow(origin, line, fields));
-    out.push_back(std::move(m));
+    absl::StatusOr<Measurement> m = ours    ? ParseOurRow(origin, line, fields)
+                                    : xla   ? ParseXlaRow(origin, line, fields)
+                                            : ParseTorchSweepRow(origin, line, ctx, fields);
+    if (!m.ok()) return m.status();
+    out.push_back(*std::move(m));
   }
   return out;
 }
@@ -208,10 +278,10 @@ std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& r
 }
 
 const std::vector<FittedParam>& FittedParams() {
-  // The peak fraction's upper bound is loose on purpose: published data that pass the datasheet
-  // peak are fitted as published and flagged in the report (data/measurements/README.md).
+  // No kernel passes the datasheet's dense peak: the peak fraction is at most 1, and rows faster
+  // than the peak are left out of a fit (FitAndValidate).
   static const std::vector<FittedParam>* p = new std::vector<FittedParam>{
-      {"peak_fraction", &CostModelParams::peak_fraction, 0.2, 4.0},
+      {"peak_fraction", &CostModelParams::peak_fraction, 0.2, 1.0},
       {"tile_reuse_exponent", &CostModelParams::tile_reuse_exponent, 0.0, 1.5},
       {"k_overhead", &CostModelParams::k_overhead, 0.0, 2048.0},
       {"wave_latency_s", &CostModelParams::wave_latency_s, 0.0, 20e-6},
@@ -219,8 +289,23 @@ const std::vector<FittedParam>& FittedParams() {
       {"epilogue_weight", &CostModelParams::epilogue_weight, 0.0, 3.0},
       {"launch_s", &CostModelParams::launch_s, 0.5e-6, 30e-6},
       {"memory_efficiency", &CostModelParams::memory_efficiency, 0.2, 1.0},
-      {"fp8_transpose_weight", &CostModelParams::fp8_transpose_weight, 0.0, 2.0, true},
-      {"fp8_transpose_launch_s", &CostModelParams::fp8_transpose_launch_s, 0.0, 20e-6, true},
+      {"clock_drop", &CostModelParams::clock_drop, 0.0, 0.4},
+      {"clock_tau_s", &CostModelParams::clock_tau_s, 1e-6, 5e-3},
+      {"fp8_transpose_weight", &CostModelParams::fp8_transpose_weight, 0.0, 2.0,
+       FitsOnly::kFp8Transpose},
+      {"fp8_transpose_launch_s", &CostModelParams::fp8_transpose_launch_s, 0.0, 20e-6,
+       FitsOnly::kFp8Transpose},
+      {"stream_k_fixup_weight", &CostModelParams::stream_k_fixup_weight, 0.0, 8.0,
+       FitsOnly::kStreamK},
+      {"narrow_tn_efficiency", &CostModelParams::narrow_tn_efficiency, 0.02, 1.0,
+       FitsOnly::kNarrowTn},
+      {"narrow_nn_efficiency", &CostModelParams::narrow_nn_efficiency, 0.02, 1.0,
+       FitsOnly::kNarrowNn},
+      {"narrow_nt_efficiency", &CostModelParams::narrow_nt_efficiency, 0.02, 1.0,
+       FitsOnly::kNarrowNt},
+      {"vector_efficiency", &CostModelParams::vector_efficiency, 0.02, 1.0, FitsOnly::kVector},
+      {"misaligned_memory_efficiency", &CostModelParams::misaligned_memory_efficiency, 0.05, 1.0,
+       FitsOnly::kMisaligned},
   };
   return *p;
 }
@@ -347,19 +432,45 @@ std::vector<CalibrationInfo::Band> ErrorBands(const std::vector<double>& predict
   return bands;
 }
 
-std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype) {
-  std::vector<FittedParam> out;
-  const bool transposes = Fp8NeedsTn(gpu, dtype);
-  for (const FittedParam& f : FittedParams()) {
-    if (!f.fp8_transpose_only || transposes) out.push_back(f);
+bool InClass(FitsOnly only, const GpuSpec& gpu, const GemmKey& key) {
+  const int64_t align = only == FitsOnly::kAny || only == FitsOnly::kFp8Transpose ||
+                                only == FitsOnly::kStreamK
+                            ? 16
+                            : MinAlignmentBytes(key);
+  switch (only) {
+    case FitsOnly::kAny:
+      return true;
+    case FitsOnly::kFp8Transpose:
+      return Fp8NeedsTn(gpu, key.dtype) && key.layout != Layout::kTN;
+    case FitsOnly::kNarrowTn:
+      return align < 4 && key.layout == Layout::kTN;
+    case FitsOnly::kNarrowNn:
+      return align < 4 && key.layout == Layout::kNN;
+    case FitsOnly::kNarrowNt:
+      return align < 4 && key.layout == Layout::kNT;
+    case FitsOnly::kVector:
+      return align >= 4 && align < 16;
+    case FitsOnly::kMisaligned:
+      return align < 16;
+    case FitsOnly::kStreamK:
+      return HasStreamK(gpu, AlignmentCostOf(key, gpu));
   }
-  return out;
+  return false;
 }
 
-double MaxFlops(const std::vector<Measurement>& rows) {
-  double best = 0;
-  for (const Measurement& m : rows) best = std::max(best, GemmFlops(m.key.shape) / m.median_s);
-  return best;
+std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype,
+                                         const std::vector<Measurement>& rows) {
+  std::vector<FittedParam> out;
+  for (const FittedParam& f : FittedParams()) {
+    int in_class = 0;
+    for (const Measurement& m : rows) {
+      GemmKey key = m.key;
+      key.dtype = dtype;
+      if (InClass(f.only, gpu, key) && ++in_class >= kMinRowsToFitAClass) break;
+    }
+    if (in_class >= kMinRowsToFitAClass) out.push_back(f);
+  }
+  return out;
 }
 
 CostModelParams FitFields(const GpuSpec& prior, DType dtype, const std::vector<FittedParam>& fields,
@@ -400,12 +511,10 @@ CostModelParams FitFields(const GpuSpec& prior, DType dtype, const std::vector<F
 
 CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
                           const FitOptions& options) {
-  GpuSpec gpu = prior;
   const std::vector<Measurement> data = AsDtype(rows, dtype);
-  // The model's rate ceiling during the fit is what the data reached (cost_model.cc).
-  gpu.Calibration(dtype).max_measured_flops = MaxFlops(data);
   return FitFields(
-      gpu, dtype, FittedParamsFor(prior, dtype), [&](const GpuSpec& g) { return Loss(g, data); },
+      prior, dtype, FittedParamsFor(prior, dtype, data),
+      [&](const GpuSpec& g) { return Loss(g, data); },
       options);
 }
 
@@ -414,10 +523,18 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
   FitResult r;
   r.gpu = prior.name;
   r.dtype = dtype;
-  r.rows = static_cast<int64_t>(rows.size());
-  const std::vector<Measurement> data = AsDtype(rows, dtype);
+  // A row faster than the datasheet's dense peak was not timed right (no kernel can pass it): it
+  // is counted and left out, never fitted (issue: XLA's H100 FP8 rows reach 2620 TFLOP/s).
+  std::vector<Measurement> data;
+  for (const Measurement& m : AsDtype(rows, dtype)) {
+    if (GemmFlops(m.key.shape) / m.median_s > prior.PeakFlops(dtype)) {
+      ++r.above_peak_rows;
+    } else {
+      data.push_back(m);
+    }
+  }
+  r.rows = static_cast<int64_t>(data.size());
   r.before = ErrorsOf(Ratios(prior, data));
-  r.max_measured_flops = MaxFlops(data);
   // k folds over a fixed shuffle: each row is predicted by a fit that never saw it.
   std::vector<size_t> order(data.size());
   std::iota(order.begin(), order.end(), 0);
@@ -440,20 +557,69 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
     }
     GpuSpec fold = prior;
     fold.Model(dtype) = FitParams(prior, dtype, train, options);
-    fold.Calibration(dtype).max_measured_flops = MaxFlops(train);
     for (size_t j = 0; j < test.size(); ++j) {
       cv_pred[test_idx[j]] = PredictGemmTime(fold, test[j].key);
       cv_ratio[test_idx[j]] = test[j].median_s / cv_pred[test_idx[j]];
     }
   }
   r.cv = ErrorsOf(cv_ratio);
+  std::vector<double> aligned, misaligned;
+  for (size_t i = 0; i < data.size(); ++i) {
+    (AlignedGemm(data[i].key) ? aligned : misaligned).push_back(cv_ratio[i]);
+  }
+  r.misaligned_rows = static_cast<int64_t>(misaligned.size());
+  r.cv_aligned = ErrorsOf(aligned);
+  r.cv_misaligned = ErrorsOf(misaligned);
+  r.cv_pairs = AlignmentPairs(data, cv_pred);
   r.bands = ErrorBands(cv_pred, cv_ratio, options);
+  if (static_cast<int>(misaligned.size()) >= options.min_rows_per_band) {
+    for (double& x : misaligned) x -= 1;
+    r.misaligned_band = CalibrationInfo::Band{0, Quantile(misaligned, 0.1), Quantile(misaligned, 0.9)};
+  }
   GpuSpec fitted = prior;
   fitted.Model(dtype) = FitParams(prior, dtype, data, options);
-  fitted.Calibration(dtype).max_measured_flops = r.max_measured_flops;
+  r.fitted = FittedParamsFor(prior, dtype, data);
   r.params = fitted.Model(dtype);
   r.train = ErrorsOf(Ratios(fitted, data));
   return r;
+}
+
+bool AlignedGemm(const GemmKey& key) { return MinAlignmentBytes(key) >= 16; }
+
+std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
+                                      const std::vector<double>& predicted_s) {
+  std::vector<PairCheck> out;
+  auto dims = [](const GemmShape& s) { return std::array<int64_t, 3>{s.m, s.n, s.k}; };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const GemmKey& mis = rows[i].key;
+    if (AlignedGemm(mis)) continue;
+    size_t best = rows.size();
+    double best_gap = 0.02;
+    for (size_t j = 0; j < rows.size(); ++j) {
+      const GemmKey& al = rows[j].key;
+      if (!AlignedGemm(al) || al.layout != mis.layout || al.dtype != mis.dtype ||
+          al.shape.batch != mis.shape.batch) {
+        continue;
+      }
+      const auto a = dims(mis.shape), b = dims(al.shape);
+      int differing = 0;
+      double gap = 0;
+      for (int d = 0; d < 3; ++d) {
+        if (a[d] == b[d]) continue;
+        ++differing;
+        gap = std::abs(static_cast<double>(a[d] - b[d])) / static_cast<double>(a[d]);
+      }
+      if (differing == 1 && gap <= best_gap) best = j, best_gap = gap;
+    }
+    if (best == rows.size()) continue;
+    PairCheck p;
+    p.misaligned = mis;
+    p.aligned = rows[best].key;
+    p.measured_ratio = rows[i].median_s / rows[best].median_s;
+    p.predicted_ratio = predicted_s[i] / predicted_s[best];
+    out.push_back(p);
+  }
+  return out;
 }
 
 std::vector<DType> DTypesServedBy(DType fitted) {
@@ -480,7 +646,6 @@ const std::vector<FileField>& FileFields() {
   static const std::vector<FileField>* f = [] {
     auto* v = new std::vector<FileField>;
     for (const FittedParam& p : FittedParams()) v->push_back({p.name, p.field});
-    v->push_back({"misaligned_efficiency", &CostModelParams::misaligned_efficiency});
     v->push_back({"sub_alignment_efficiency", &CostModelParams::sub_alignment_efficiency});
     for (const FittedParam& p : AttentionFittedParams()) v->push_back({p.name, p.field, true});
     v->push_back({"flash_band_p10", &CostModelParams::flash_band_p10, true, true});
@@ -519,7 +684,10 @@ std::string SerializeCalibration(const CalibrationFile& file) {
       bands.push_back({{"max_time_s", Finite(b.max_time_s)}, {"p10", b.p10}, {"p90", b.p90}});
     }
     je["bands"] = bands;
-    je["max_measured_flops"] = e.info.max_measured_flops;
+    if (e.info.misaligned_band) {
+      je["misaligned_band"] = {{"p10", e.info.misaligned_band->p10},
+                               {"p90", e.info.misaligned_band->p90}};
+    }
     entries.push_back(je);
   }
   j["entries"] = entries;
@@ -576,7 +744,11 @@ absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text) {
         if (max_t >= 1e299) max_t = std::numeric_limits<double>::infinity();
         e.info.bands.push_back({max_t, b.at("p10").get<double>(), b.at("p90").get<double>()});
       }
-      e.info.max_measured_flops = je.value("max_measured_flops", 0.0);
+      if (je.contains("misaligned_band")) {
+        const json& mb = je.at("misaligned_band");
+        e.info.misaligned_band =
+            CalibrationInfo::Band{0, mb.at("p10").get<double>(), mb.at("p90").get<double>()};
+      }
       file.entries.push_back(std::move(e));
     }
   } catch (const json::exception& ex) {

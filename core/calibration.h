@@ -2,7 +2,8 @@
 // error statistics, the fitter (k-fold cross-validated, per GPU and dtype), and the versioned
 // calibration file the catalog loads.
 //
-// Measurement CSV (data/measurements/README.md), one GEMM per row, '#' lines are comments:
+// Measurement CSV (data/measurements/README.md), one GEMM per row, '#' lines are comments (the
+// device plan's torch GEMM sweep and XLA's table are read in their own schemas too):
 //
 //   source,gpu,dtype,dtype_detail,layout,m,n,k,batch,median_s,tflops,method,device
 //
@@ -38,6 +39,7 @@ struct Measurement {
   double median_s = 0;
   std::string method;  // how it was measured
   std::string device;  // device fingerprint or name, when known
+  double spread = 0;   // relative spread of the samples, where the source gives it (else 0)
 };
 
 // Parses our schema or XLA's table. INVALID_ARGUMENT names the line and the field.
@@ -85,16 +87,31 @@ ErrorStats ErrorsOf(const std::vector<double>& ratios);  // ratios = measured / 
 // measured / predicted time for each row, on `gpu` as it is.
 std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& rows);
 
-// The parameters the fitter moves, with their bounds.
+// The parameters the fitter moves, with their bounds. Some describe only some GEMMs: they move
+// only when the data hold enough of those (kMinRowsToFitAClass), else keep their start value.
+enum class FitsOnly {
+  kAny,           // every GEMM
+  kFp8Transpose,  // FP8 in a layout other than TN, on GPUs that run FP8 as TN only
+  kNarrowTn,      // a leading dimension below 4 bytes of alignment, by layout
+  kNarrowNn,
+  kNarrowNt,
+  kVector,        // the smallest alignment 4 or 8 bytes
+  kMisaligned,    // either of the above
+  kStreamK,       // 16-byte aligned on a GPU with stream-K kernels (Hopper and later)
+};
 struct FittedParam {
   const char* name;
   double CostModelParams::*field;
   double lo, hi;
-  bool fp8_transpose_only = false;  // moves only FP8 on GPUs that run FP8 as TN only
+  FitsOnly only = FitsOnly::kAny;
 };
+inline constexpr int kMinRowsToFitAClass = 4;
 const std::vector<FittedParam>& FittedParams();
-// The ones that change `dtype`'s predictions on `gpu` (the others are not fitted).
-std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype);
+// Whether a GEMM is of the class a parameter describes.
+bool InClass(FitsOnly only, const GpuSpec& gpu, const GemmKey& key);
+// The ones that change `dtype`'s predictions on `gpu` for these rows (the others are not fitted).
+std::vector<FittedParam> FittedParamsFor(const GpuSpec& gpu, DType dtype,
+                                         const std::vector<Measurement>& rows);
 
 struct FitOptions {
   int folds = 5;
@@ -106,16 +123,35 @@ struct FitOptions {
   int min_rows_per_band = 15;
 };
 
+// Aligned/misaligned pairs: a GEMM with a leading dimension below 16 bytes of alignment and the
+// nearest aligned GEMM that differs from it in that one dimension (within 2%, same layout and
+// batch). A team's question is the ratio of their times ("pad the vocabulary?"); the error is
+// predicted ratio / measured ratio − 1.
+struct PairCheck {
+  GemmKey misaligned, aligned;
+  double measured_ratio = 0;   // time(misaligned) / time(aligned)
+  double predicted_ratio = 0;
+};
+std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
+                                      const std::vector<double>& predicted_s);
+// Whether every leading dimension is a multiple of 16 bytes.
+bool AlignedGemm(const GemmKey& key);
+
 struct FitResult {
   std::string gpu;
   DType dtype = DType::kBf16;
-  int64_t rows = 0;
+  int64_t rows = 0;             // the rows fitted
+  int64_t misaligned_rows = 0;  // rows with a leading dimension below 16 bytes of alignment
   CostModelParams params;
+  std::vector<FittedParam> fitted;  // the parameters the fit moved
   ErrorStats before;  // the prior, on all rows
   ErrorStats train;   // the final fit, on the rows it was fitted to
   ErrorStats cv;      // k-fold: each row predicted by a fit that never saw it
+  ErrorStats cv_aligned, cv_misaligned;  // the same, split by alignment
+  std::vector<PairCheck> cv_pairs;       // aligned/misaligned ratios from the CV predictions
   std::vector<CalibrationInfo::Band> bands;  // from the CV residuals
-  double max_measured_flops = 0;
+  std::optional<CalibrationInfo::Band> misaligned_band;  // the misaligned rows' (≥ min_rows_per_band)
+  int64_t above_peak_rows = 0;  // rows faster than the datasheet peak: mis-timed, not fitted
 };
 
 // Fits `prior`'s parameters for `dtype` to `rows` (all of one GPU kind and dtype class) with a

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace wavecrest {
 
@@ -87,6 +88,43 @@ double Fp8TransposeBytes(const GpuSpec& gpu, const GemmKey& key) {
   return bytes * DTypeBytes(key.dtype);
 }
 
+// "n = 50257, the leading dimension of C, is not a multiple of 8 bf16 elements (16 bytes): no TMA
+// kernel on Hopper; predicted 4.9x the time of n = 50264" (empty when every operand is aligned).
+std::string AlignmentPenalty(const GpuSpec& gpu, const GemmKey& key) {
+  if (MinAlignmentBytes(key) >= kMinVectorBytes) return "";
+  // The misaligned dimensions, each with the operands it leads ("k" of "A and B").
+  std::vector<std::pair<char, std::string>> dims;
+  for (const LeadingDim& d : LeadingDimsOf(key)) {
+    if (std::min(kMinVectorBytes, LargestPow2Factor(d.value * DTypeBytes(key.dtype))) >=
+        kMinVectorBytes) {
+      continue;
+    }
+    auto it = std::find_if(dims.begin(), dims.end(), [&](const auto& x) { return x.first == d.dim; });
+    if (it == dims.end()) {
+      dims.push_back({d.dim, std::string(1, d.operand)});
+    } else {
+      absl::StrAppend(&it->second, " and ", std::string(1, d.operand));
+    }
+  }
+  const GemmKey aligned = AlignedNeighbour(key);
+  auto value = [](const GemmShape& s, char dim) { return dim == 'm' ? s.m : dim == 'n' ? s.n : s.k; };
+  std::vector<std::string> named, padded;
+  for (const auto& [dim, operands] : dims) {
+    named.push_back(absl::StrFormat("%c = %d, the leading dimension of %s,", dim,
+                                    value(key.shape, dim), operands));
+    padded.push_back(absl::StrFormat("%c = %d", dim, value(aligned.shape, dim)));
+  }
+  const double slowdown = PredictGemmTime(gpu, key) / PredictGemmTime(gpu, aligned);
+  return absl::StrFormat(
+      "%s %s not a multiple of %d %s elements (16 bytes): %s; predicted %.1fx the time of %s",
+      absl::StrJoin(named, " and "), named.size() > 1 ? "are" : "is",
+      kMinVectorBytes / DTypeBytes(key.dtype), DTypeName(key.dtype),
+      gpu.compute_capability >= 90
+          ? absl::StrCat("no TMA kernel on ", gpu.architecture)
+          : std::string("cuBLAS falls back to kernels with narrower loads"),
+      slowdown, absl::StrJoin(padded, ", "));
+}
+
 // Why this GEMM runs slower than its size suggests, in words (for the chosen tile and split).
 std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
                                    const GemmPrediction& p) {
@@ -98,16 +136,7 @@ std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
         "FP8 runs only as TN on %s: a %s GEMM first transposes its operands (%.0f%% of the time)",
         gpu.architecture, LayoutName(key.layout), 100 * p.transpose_time_s / p.time_s));
   }
-  for (int64_t d : LeadingDims(key)) {
-    if ((d * DTypeBytes(key.dtype)) % kMinVectorBytes != 0) {
-      out.push_back(absl::StrFormat(
-          "leading dimension %d is not a multiple of 16 bytes (%d %s elements): cuBLAS falls back "
-          "to narrow-load kernels, %.0f%% of the aligned speed",
-          d, kMinVectorBytes / DTypeBytes(key.dtype), DTypeName(key.dtype),
-          100 * mp.misaligned_efficiency));
-      break;
-    }
-  }
+  if (std::string why = AlignmentPenalty(gpu, key); !why.empty()) out.push_back(std::move(why));
   const int64_t tk = KTile(mp, key.dtype);
   const int64_t k_per = CeilDiv(s.k, p.split_k);
   const int64_t k_slice = CeilDiv(k_per, tk) * tk;
@@ -142,17 +171,23 @@ bool Fp8NeedsTn(const GpuSpec& gpu, DType dtype) {
   return dtype == DType::kFp8E4M3 && gpu.compute_capability >= 89 && gpu.compute_capability < 100;
 }
 
-std::vector<int64_t> LeadingDims(const GemmKey& key) {
+std::vector<LeadingDim> LeadingDimsOf(const GemmKey& key) {
   const GemmShape& s = key.shape;
   switch (key.layout) {
-    case Layout::kTN:
-      return {s.k, s.k, s.n};  // A and B have ld K; C has ld N
     case Layout::kNN:
-      return {s.n, s.k, s.n};  // A ld N, B ld K, C ld N
+      return {{'A', 'k', s.k}, {'B', 'n', s.n}, {'C', 'n', s.n}};
     case Layout::kNT:
-      return {s.n, s.m, s.n};  // A ld N, B ld M, C ld N
+      return {{'A', 'm', s.m}, {'B', 'n', s.n}, {'C', 'n', s.n}};
+    case Layout::kTN:
+      break;
   }
-  return {s.k, s.k, s.n};
+  return {{'A', 'k', s.k}, {'B', 'k', s.k}, {'C', 'n', s.n}};
+}
+
+std::vector<int64_t> LeadingDims(const GemmKey& key) {
+  std::vector<int64_t> out;
+  for (const LeadingDim& d : LeadingDimsOf(key)) out.push_back(d.value);
+  return out;
 }
 
 DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu) {
@@ -162,30 +197,82 @@ DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu) {
   return a;
 }
 
-double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu) {
+namespace {
+int64_t AlignmentBytes(int64_t dim, DType dtype) {
+  return std::min(kMinVectorBytes, LargestPow2Factor(dim * DTypeBytes(dtype)));
+}
+}  // namespace
+
+int64_t MinAlignmentBytes(const GemmKey& key) {
+  int64_t bytes = kMinVectorBytes;
+  for (const LeadingDim& d : LeadingDimsOf(key)) {
+    bytes = std::min(bytes, AlignmentBytes(d.value, key.dtype));
+  }
+  return bytes;
+}
+
+AlignmentCost AlignmentCostOf(const GemmKey& key, const GpuSpec& gpu) {
+  const CostModelParams& mp = gpu.Model(key.dtype);
+  AlignmentCost c;
+  c.min_bytes = MinAlignmentBytes(key);
+  if (c.min_bytes < kMinVectorBytes) {
+    c.memory = mp.misaligned_memory_efficiency;
+    if (c.min_bytes >= 4) {
+      c.compute = mp.vector_efficiency;
+    } else if (key.layout == Layout::kNN) {
+      c.compute = mp.narrow_nn_efficiency;
+    } else if (key.layout == Layout::kNT) {
+      c.compute = mp.narrow_nt_efficiency;
+    } else {
+      c.compute = mp.narrow_tn_efficiency;
+    }
+    return c;
+  }
   std::vector<int64_t> dims = LeadingDims(key);
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  const int64_t bytes = DTypeBytes(key.dtype);
-  const CostModelParams& mp = gpu.Model(key.dtype);
-  double eff = 1.0;
   for (int64_t d : dims) {
-    if ((d * bytes) % kMinVectorBytes != 0) return mp.misaligned_efficiency;
-    if ((d * bytes) % gpu.alignment_bytes != 0) eff *= mp.sub_alignment_efficiency;
+    if ((d * DTypeBytes(key.dtype)) % gpu.alignment_bytes != 0) {
+      c.compute *= mp.sub_alignment_efficiency;
+    }
   }
-  return eff;
+  return c;
+}
+
+double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu) {
+  return AlignmentCostOf(key, gpu).compute;
+}
+
+GemmKey AlignedNeighbour(const GemmKey& key) {
+  GemmKey out = key;
+  const int64_t step = std::max<int64_t>(1, kMinVectorBytes / DTypeBytes(key.dtype));
+  for (const LeadingDim& d : LeadingDimsOf(key)) {
+    if (AlignmentBytes(d.value, key.dtype) >= kMinVectorBytes) continue;
+    int64_t& dim = d.dim == 'm' ? out.shape.m : d.dim == 'n' ? out.shape.n : out.shape.k;
+    dim = CeilDiv(dim, step) * step;
+  }
+  return out;
+}
+
+bool HasStreamK(const GpuSpec& gpu, const AlignmentCost& align) {
+  return gpu.compute_capability >= 90 && align.min_bytes >= kMinVectorBytes;
 }
 
 namespace {
 
-// One (tile, split) prediction with the alignment factor already known.
+// One (tile, split) prediction with the alignment factor already known. With `stream_k` (split_k
+// 1), the persistent kernel's stream-K schedule: the K iterations of all tiles are dealt evenly
+// to the slots, so the mainloop runs tiles/slots waves, not ceil(tiles/slots); the tiles cut
+// between two slots add a fix-up (partial sums in FP32 written and read back).
 GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
-                              const TileShape& tile, int64_t split_k, double align_eff,
-                              double best_reuse) {
+                              const TileShape& tile, int64_t split_k, const AlignmentCost& align,
+                              double best_reuse, bool stream_k = false) {
+  const double align_eff = align.compute;
   const GemmShape& s = key.shape;
   GemmPrediction p;
   p.tile = tile;
   p.split_k = split_k;
+  p.stream_k = stream_k;
   const double peak = gpu.PeakFlops(key.dtype);
   const int64_t tm = CeilDiv(s.m, tile.m);
   const int64_t tn = CeilDiv(s.n, tile.n);
@@ -210,14 +297,28 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
                               OutputBytes(key.dtype) / mem_bw;
     p.compute_time_s = static_cast<double>(p.waves) * (t_main + t_epilogue + mp.wave_latency_s);
     p.epilogue_share = t_epilogue / (t_main + t_epilogue + mp.wave_latency_s);
+    if (stream_k && p.tiles % slots != 0) {
+      const double fractional = static_cast<double>(p.tiles) / static_cast<double>(slots);
+      const double fixup = mp.stream_k_fixup_weight * 2.0 * kSplitKPartialBytes *
+                           static_cast<double>(slots) * tile.m * tile.n / mem_bw;
+      p.compute_time_s = fractional * t_main +
+                         static_cast<double>(p.waves) * (t_epilogue + mp.wave_latency_s) + fixup;
+      p.wave_efficiency = fractional * t_main / (fractional * t_main + fixup);
+    }
     if (split_k > 1) {
       p.compute_time_s += mp.split_k_weight * 2.0 * kSplitKPartialBytes * split_k *
                           static_cast<double>(s.m) * s.n * static_cast<double>(s.batch) /
                           gpu.memory_bandwidth_bytes_per_s;
     }
   }
-  // Narrow loads and stores lower the bandwidth reached as much as the math rate.
-  p.memory_time_s = MemoryTime(gpu, mp, key) / align_eff;
+  // Sustained clocks: a kernel that keeps the tensor cores busy longer draws the GPU's power for a
+  // larger share of the time and runs at a lower clock (duty cycle t / (t + tau)).
+  if (mp.clock_drop > 0 && std::isfinite(p.compute_time_s)) {
+    const double t = p.compute_time_s;
+    p.compute_time_s = t / (1 - mp.clock_drop * t / (t + mp.clock_tau_s));
+  }
+  // Kernels without TMA stream operands and write the output with narrower accesses.
+  p.memory_time_s = MemoryTime(gpu, mp, key) / align.memory;
   Finish(p, GemmFlops(s), mp.launch_s);
   return p;
 }
@@ -229,15 +330,20 @@ double BestReuse(const CostModelParams& mp, const TileShape& fallback) {
 // The best (tile, split) as cuBLAS's heuristic tries to pick, without band and reasons.
 GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
   const CostModelParams& mp = gpu.Model(key.dtype);
-  const double align = AlignmentEfficiency(key, gpu);
+  const AlignmentCost align = AlignmentCostOf(key, gpu);
   GemmPrediction best;
   best.time_s = std::numeric_limits<double>::infinity();
   if (mp.tiles.empty()) return best;
   const double best_reuse = BestReuse(mp, mp.tiles.front());
+  const bool stream_k = HasStreamK(gpu, align);
   for (const TileShape& tile : mp.tiles) {
     for (int64_t split = 1; split <= mp.max_split_k; split *= 2) {
       if (split > 1 && key.shape.k / split < mp.min_split_k_slice) break;
       GemmPrediction p = TilePrediction(gpu, mp, key, tile, split, align, best_reuse);
+      if (p.time_s < best.time_s) best = p;
+    }
+    if (stream_k) {
+      GemmPrediction p = TilePrediction(gpu, mp, key, tile, 1, align, best_reuse, true);
       if (p.time_s < best.time_s) best = p;
     }
   }
@@ -250,10 +356,8 @@ GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
                             mp.fp8_transpose_weight * 2 * copy_bytes / MemoryBandwidth(gpu, mp);
     best.time_s += best.transpose_time_s;
   }
-  // Never faster than the datasheet peak, or than the fastest the GPU's calibration data ever
-  // ran (published data can pass the peak; the calibration report flags them).
-  const double ceiling =
-      std::max(gpu.PeakFlops(key.dtype), gpu.Calibration(key.dtype).max_measured_flops);
+  // Never faster than the datasheet's dense peak.
+  const double ceiling = gpu.PeakFlops(key.dtype);
   if (ceiling > 0) best.time_s = std::max(best.time_s, GemmFlops(key.shape) / ceiling);
   best.tflops = GemmFlops(key.shape) / best.time_s / 1e12;
   return best;
@@ -264,7 +368,7 @@ GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
 GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
                                    int64_t split_k) {
   const CostModelParams& mp = gpu.Model(key.dtype);
-  return TilePrediction(gpu, mp, key, tile, split_k, AlignmentEfficiency(key, gpu),
+  return TilePrediction(gpu, mp, key, tile, split_k, AlignmentCostOf(key, gpu),
                         BestReuse(mp, tile));
 }
 
@@ -272,18 +376,28 @@ double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key) { return BestTile
 
 GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key) {
   GemmPrediction best = BestTile(gpu, key);
-  std::tie(best.band_p10, best.band_p90) = ErrorBand(gpu, key.dtype, best.time_s);
+  std::tie(best.band_p10, best.band_p90) =
+      ErrorBand(gpu, key.dtype, best.time_s, MinAlignmentBytes(key) >= 16);
   best.penalties = Penalties(gpu, key, best);
   return best;
 }
 
-std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s) {
+std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s,
+                                    bool aligned) {
   const CalibrationInfo& c = gpu.Calibration(dtype);
+  std::pair<double, double> band{0.0, 0.0};
+  if (!c.bands.empty()) band = {c.bands.back().p10, c.bands.back().p90};
   for (const CalibrationInfo::Band& b : c.bands) {
-    if (time_s <= b.max_time_s) return {b.p10, b.p90};
+    if (time_s <= b.max_time_s) {
+      band = {b.p10, b.p90};
+      break;
+    }
   }
-  return c.bands.empty() ? std::make_pair(0.0, 0.0)
-                         : std::make_pair(c.bands.back().p10, c.bands.back().p90);
+  if (!aligned && c.misaligned_band) {
+    band.first = std::min(band.first, c.misaligned_band->p10);
+    band.second = std::max(band.second, c.misaligned_band->p90);
+  }
+  return band;
 }
 
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {

@@ -10,9 +10,11 @@
 //   waves      = ceil(tiles / slots)
 //   tile_eff   = M·N / (ceil(M/Tm)·Tm · ceil(N/Tn)·Tn)     (tile quantization)
 //   wave_eff   = tiles / (waves · slots)                   (wave quantization)
-//   align_eff  = misaligned_efficiency if any leading dimension is not a multiple of 16 bytes,
-//                else sub_alignment_efficiency^(leading dimensions missing the GPU's 128-byte
-//                preference; 1 by the evidence), else 1
+//   align_eff  = by the smallest alignment of A's, B's and C's leading dimensions (bytes, at most
+//                16): 1 at 16 bytes; vector_efficiency at 4 or 8; narrow_{tn,nn,nt}_efficiency
+//                below 4 (per layout); and sub_alignment_efficiency^(leading dimensions missing
+//                the GPU's 128-byte preference; 1 by the evidence)
+//   mem_eff    = misaligned_memory_efficiency below 16 bytes, else 1
 //   K_slice    = ceil(ceil(K/S) / Tk) · Tk,  Tk = k_tile_bytes / dtype bytes  (K quantization: the
 //                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16)
 //   reuse      = (I(T) / I(best))^γ, I = Tm·Tn/(Tm+Tn)     (smaller tiles reuse operands less)
@@ -20,7 +22,10 @@
 //   align_eff) t_epilogue = epilogue_weight · slots·Tm·Tn·out_bytes / (BW · memory_efficiency)
 //   t_compute  = waves · (t_main + t_epilogue) + t_reduce,  t_reduce = 2·4·S·M·N·batch / BW_eff
 //   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · memory_efficiency ·
-//                align_eff)
+//                mem_eff)
+//   stream-K   (Hopper and later, 16-byte aligned): the mainloop runs tiles/slots waves instead
+//                of waves; + stream_k_fixup_weight · 2·4·slots·Tm·Tn / BW_eff when tiles do not
+//                fill whole waves (the tiles cut between two SMs reduce FP32 partial sums)
 //   t          = launch_s + max(t_compute, t_memory)  (+ t_transpose: FP8 on Ada and Hopper runs
 //                only as TN, so another layout first copies the operands it needs transposed:
 //                launch_s + 2·bytes / BW_eff)
@@ -31,11 +36,12 @@
 // the time per wave (and, through k_overhead and the epilogue, makes short reductions less
 // efficient: the paper's small-K attention GEMMs); split-K turns K back into parallelism.
 //
-// Why alignment costs what it does: cuBLAS loads operands with 16-byte vector loads (and, on
-// Hopper, the TMA engine, which needs 16-byte aligned strides); a leading dimension that is not a
-// multiple of 16 bytes forces a kernel family with narrower loads. Public H100 measurements show
-// no cost for 16-byte aligned dimensions that miss the 128-byte preference, so only the first
-// penalty applies (see CostModelParams for the evidence of each constant).
+// Why alignment costs what it does: on Hopper, cuBLASLt's fast kernels load operands with the TMA
+// engine, which needs every leading dimension to be a multiple of 16 bytes. When one is not (A's,
+// B's or C's: which one hardly matters), cuBLASLt runs a kernel family without TMA at a fraction
+// of the speed: 3-8x slower on an H100 (the device sweeps in data/measurements/). GPUs without TMA
+// pay a smaller, unmeasured price (a prior). 16-byte aligned dimensions that miss the 128-byte
+// preference cost nothing measurable (CostModelParams has the evidence of each constant).
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
 
@@ -54,13 +60,18 @@ namespace wavecrest {
 // Names the model and its version; every PREDICTED number carries it. v3: fused attention priced
 // by the blocks it visits (half under a causal mask), fitted to cuDNN's published times. v4: a
 // causal kernel's unequal blocks end with a tail (few-wave prefill), and the refit constants.
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v4";
+// v5: alignment by kernel family (the smallest alignment of A, B and C picks TMA, 4-8-byte or
+// narrower kernels, each with its own rate and bandwidth), fitted with the rest to cuBLASLt 13.1
+// through PyTorch on H100 and H200 (the device sweeps).
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v5";
+// The library whose kernels the model describes (a prediction's provenance names it).
+inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through PyTorch 2.11)";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
 // changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v4 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v5 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);
@@ -77,6 +88,7 @@ struct GemmPrediction {
   Bound bound = Bound::kCompute;
   TileShape tile;
   int64_t split_k = 1;
+  bool stream_k = false;  // the persistent stream-K schedule (Hopper and later, TMA kernels)
   int64_t tiles = 0;
   int64_t waves = 0;
   double tile_efficiency = 1;
@@ -99,15 +111,46 @@ struct DimAlignment {
 };
 DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu);
 
-// The efficiency factor alignment costs a GEMM with this key (see the file comment).
-double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu);
-
-// The leading dimensions cuBLAS sees for this key's layout: A's, B's, then C's.
+// One operand's leading (contiguous) dimension, in the row-major terms of core/gemm.h: TN is
+// A[m,k]·B[n,k]ᵀ (leading k, k; C's n), NN is A[m,k]·B[k,n] (k, n; n), NT is A[k,m]ᵀ·B[k,n]
+// (m, n; n).
+struct LeadingDim {
+  char operand;  // 'A', 'B' or 'C'
+  char dim;      // 'm', 'n' or 'k'
+  int64_t value;
+};
+std::vector<LeadingDim> LeadingDimsOf(const GemmKey& key);
+// Their values alone: A's, B's, then C's.
 std::vector<int64_t> LeadingDims(const GemmKey& key);
 
+// The smallest alignment of the leading dimensions, in bytes: the largest power of two dividing
+// ld · element bytes, at most 16 (16 = every operand can use TMA).
+int64_t MinAlignmentBytes(const GemmKey& key);
+
+// What alignment costs a GEMM with this key (see the file comment): factors of the mainloop's
+// rate and of the bandwidth reached.
+struct AlignmentCost {
+  int64_t min_bytes = 16;
+  double compute = 1;
+  double memory = 1;
+};
+AlignmentCost AlignmentCostOf(const GemmKey& key, const GpuSpec& gpu);
+// Its compute factor alone.
+double AlignmentEfficiency(const GemmKey& key, const GpuSpec& gpu);
+
+// Whether cuBLASLt has a persistent stream-K kernel for such a GEMM: its TMA kernels on Hopper and
+// later (the kernels without TMA are the older data-parallel ones, and pay wave quantization).
+bool HasStreamK(const GpuSpec& gpu, const AlignmentCost& align);
+
+// The same GEMM with every leading dimension that misses 16 bytes rounded up to the next multiple
+// of 16 bytes (the shape a team would pad to).
+GemmKey AlignedNeighbour(const GemmKey& key);
+
 // The relative error band of a prediction of `time_s` for this GPU and dtype (p10, p90 of
-// measured/predicted − 1).
-std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s);
+// measured/predicted − 1). A GEMM that is not `aligned` (a leading dimension misses 16 bytes)
+// takes the wider of its size class's band and the misaligned rows' band, where the fit had one.
+std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s,
+                                    bool aligned = true);
 
 // Best prediction over the tile menu and split-K factors. The dtype must be supported by the GPU
 // (callers check Supports first; an unsupported dtype predicts an infinite time).

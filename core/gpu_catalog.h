@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ struct CostModelParams {
   // FITTED: cost of split-K's partial sums relative to writing and reading them once at the
   // datasheet memory bandwidth (partials of small outputs stay in L2, so less than 1).
   double split_k_weight = 1.0;
+  // FITTED: cost of stream-K's fix-up (cost_model.h) relative to writing and reading the FP32
+  // partial sums of one wave of tiles once at the effective bandwidth. Hopper and later only:
+  // cuBLASLt's persistent TMA kernels deal K iterations evenly to the SMs, so an aligned
+  // 2048x2560x2560 on H100 (160 tiles of 256x128, 132 SMs: 61% of a second wave) ran at 620-680
+  // TFLOP/s, not the 61% that data-parallel waves would give (the device sweeps).
+  double stream_k_fixup_weight = 1.0;
   // FITTED: how much of the transposes an FP8 GEMM in a layout other than TN needs on Ada and
   // Hopper (core/cost_model.h) the measurements include (1 = all of a copy kernel's time).
   double fp8_transpose_weight = 1.0;
@@ -55,6 +62,12 @@ struct CostModelParams {
   // FITTED: fixed time of one kernel as the measurement sees it (launch and ramp), seconds, added
   // to the larger of the compute and memory times.
   double launch_s = 4e-6;
+  // FITTED: sustained clocks. The mainloop's rate falls by clock_drop · t / (t + clock_tau_s) for
+  // a kernel of compute time t: measured back to back, a short kernel leaves the GPU idle between
+  // launches (lower average power, clocks near boost), a long one holds it at its power limit.
+  // 0 before calibration (no such term).
+  double clock_drop = 0;
+  double clock_tau_s = 100e-6;
   // FITTED: fraction of the datasheet memory bandwidth that streaming operands reach.
   double memory_efficiency = 0.85;
   // CITED: the mainloop consumes K in slices of this many bytes per operand row; a partial last
@@ -64,11 +77,26 @@ struct CostModelParams {
   // PRIOR: smallest split-K slice a kernel will use, and the largest number of slices.
   int64_t min_split_k_slice = 128;
   int64_t max_split_k = 16;
-  // Efficiency factor when any leading dimension is not a multiple of 16 bytes: cuBLAS must use a
-  // kernel family with narrow loads (no TMA on Hopper). FITTED on Hopper to the public H100
-  // SwiGLU-width sweep (K = 10922 about 1.46× slower than K = 10944, paper notes §4); PRIOR
-  // elsewhere (the same value).
-  double misaligned_efficiency = 0.685;
+  // Alignment. cuBLASLt picks a kernel family by the smallest alignment of A's, B's and C's
+  // leading dimensions: the largest power of two (at most 16) dividing ld · element bytes. At 16
+  // bytes Hopper runs its TMA kernels; below, kernels with narrower loads (cp.async of 4 or 8
+  // bytes; below 4 bytes, element by element) and stores. Which operand is misaligned hardly
+  // matters, the layout does (H100 BF16 medians, large GEMMs: below 4 bytes TN 99, NN 133, NT 148
+  // TFLOP/s; at 4 or 8 bytes 216-244; aligned 650-750). FITTED on H100 and H200 BF16 to the
+  // device sweeps (data/measurements/h1?0-torch-gemm-sweep.csv, cuBLASLt 13.1 through PyTorch
+  // 2.11); carried to Blackwell (TMA too); PRIOR on GPUs before Hopper (no TMA, no measurement
+  // of a misaligned GEMM there: the 0.685 a public H100 FP16 SwiGLU sweep once showed).
+  // The catalog's priors set all five to 0.685 (gpu_catalog.cc); the fits: below.
+  //   The mainloop's rate below 4 bytes, per layout, as a factor of the aligned rate (H100 fit:
+  //   0.15, 0.19, 0.22):
+  double narrow_tn_efficiency = 0.685;
+  double narrow_nn_efficiency = 0.685;
+  double narrow_nt_efficiency = 0.685;
+  //   The mainloop's rate at 4 or 8 bytes, any layout (H100 fit: 0.33):
+  double vector_efficiency = 0.685;
+  //   The bandwidth those kernels reach for operands and output (short-K and batched GEMMs are
+  //   bound by it), as a factor of memory_efficiency's:
+  double misaligned_memory_efficiency = 0.685;
   // Efficiency factor for each leading dimension that is a multiple of 16 bytes but not of the
   // GPU's preferred alignment (128 B). CITED evidence says none: on H100, K = 10848, 10880 and
   // 10912 (multiples of 32/16/32 elements) ran within 1% of K = 10944 (paper notes §4). So 1.
@@ -79,15 +107,15 @@ struct CostModelParams {
   // and a test holds these defaults to that fit); PRIOR elsewhere (the same values).
   //   Fraction of dense peak at head dim 128 and above, forward and backward (FLOPs as counted
   //   by FlashAttention: backward 2.5× forward, causal half).
-  double flash_forward_fraction = 0.6527;
-  double flash_backward_fraction = 0.5082;
+  double flash_forward_fraction = 0.6548;
+  double flash_backward_fraction = 0.5057;
   //   Below head dim 128 the fraction falls as (d/128)^exponent (fewer FLOPs per byte of K and V
   //   loaded), forward and backward.
-  double flash_head_dim_exponent = 0.5478;
-  double flash_backward_head_dim_exponent = 0.2403;
+  double flash_head_dim_exponent = 0.5540;
+  double flash_backward_head_dim_exponent = 0.2413;
   //   Fixed work of each 128-row query block (loading Q, the final rescale, writing O and the
   //   statistics; in the backward, dQ's reduction), in units of one 128-key block's work.
-  double flash_block_overhead = 1.179;
+  double flash_block_overhead = 1.049;
   //   Under a causal mask the diagonal block is masked element by element: the rate falls by
   //   this factor (the unequal blocks' tail is flash_tail_fraction's).
   double flash_causal_efficiency = 0.9498;
@@ -104,8 +132,8 @@ struct CostModelParams {
   //   percentile): the wider of the fit's cross-validation by sequence length and the held-out
   //   check (cuDNN 9.27 on H200, batch-1 GQA prefill: data/measurements/cudnn-fe-h200-prefill.csv,
   //   never fitted); a GPU's GEMM band widens it where that is wider.
-  double flash_band_p10 = -0.210;
-  double flash_band_p90 = 0.056;
+  double flash_band_p10 = -0.209;
+  double flash_band_p90 = 0.059;
   // PRIOR: non-GEMM work (norms, activations, softmax, residuals), fraction of memory bandwidth.
   double elementwise_memory_efficiency = 0.70;
 };
@@ -124,9 +152,10 @@ struct CalibrationInfo {
     double p90 = 0;
   };
   std::vector<Band> bands;
-  // The largest throughput in the calibration data, FLOP/s (0 when none): the model may predict
-  // up to it even where it passes the datasheet peak (the calibration report flags such data).
-  double max_measured_flops = 0;
+  // The p10–p90 of the cross-validated residuals of GEMMs with a leading dimension that is not a
+  // multiple of 16 bytes (the alignment cliff), when the fit saw enough of them; their predictions
+  // carry the wider of it and their size class's band. max_time_s unused.
+  std::optional<Band> misaligned_band;
 };
 
 struct GpuSpec {

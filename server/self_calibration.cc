@@ -1,5 +1,6 @@
 #include "server/self_calibration.h"
 
+#include <algorithm>
 #include <map>
 
 #include "absl/strings/match.h"
@@ -77,16 +78,23 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
     CalibrationInfo info;
     info.calibrated = true;
     info.bands = fit.bands;
-    info.max_measured_flops = fit.max_measured_flops;
+    info.misaligned_band = fit.misaligned_band;
     info.label = absl::StrFormat(
         "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
         "%d-fold CV median error %.1f%%",
         gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
     for (DType d : DTypesServedBy(dtype)) {
       CostModelParams params = fit.params;
-      params.misaligned_efficiency = it->Model(d).misaligned_efficiency;  // kept from before
+      // What these rows could not show (no misaligned GEMM of a kind, say) stays as it was.
+      for (const FittedParam& f : FittedParams()) {
+        const bool moved = std::any_of(fit.fitted.begin(), fit.fitted.end(),
+                                       [&](const FittedParam& m) { return m.field == f.field; });
+        if (!moved) params.*(f.field) = it->Model(d).*(f.field);
+      }
       it->Model(d) = params;
+      const std::optional<CalibrationInfo::Band> kept = it->Calibration(d).misaligned_band;
       it->Calibration(d) = info;
+      if (!info.misaligned_band) it->Calibration(d).misaligned_band = kept;
     }
     changed = true;
     r->set_applied(true);

@@ -144,6 +144,8 @@ v1::GemmTiming TimingService::Predicted(const GpuSpec& gpu, const GemmKey& key) 
   t.set_time_s(p.time_s);
   t.set_tflops(p.tflops);
   *t.mutable_provenance() = PredictedProvenance(gpu, key.dtype, p.time_s);
+  t.mutable_provenance()->set_error_band_p10(p.band_p10);  // the GEMM's own (alignment counts)
+  t.mutable_provenance()->set_error_band_p90(p.band_p90);
   return t;
 }
 

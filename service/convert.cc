@@ -471,7 +471,8 @@ v1::TileChoice ToProto(const GemmPrediction& p) {
 }
 
 std::string PredictedMethod(const GpuSpec& gpu, DType dtype) {
-  return absl::StrCat(kCostModelName, " (", gpu.Calibration(dtype).label, ")");
+  return absl::StrCat(kCostModelName, " of ", kModelledLibrary, " (",
+                      gpu.Calibration(dtype).label, ")");
 }
 
 v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/gpu_catalog.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -105,22 +107,56 @@ TEST(CostModelTest, AlignedDimensionBeatsSlightlySmallerUnalignedOne) {
 }
 
 TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
-  const GpuSpec& gpu = A100();
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const CostModelParams& mp = gpu.Model(DType::kBf16);
   // M is not a leading dimension in TN: an odd M costs tiles, not alignment.
   EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4095, 4096, 4096, 1}, Layout::kTN, DType::kBf16}, gpu),
                    1.0);
-  // In NT (wgrad), M is B's leading dimension.
+  // In NT (wgrad), M is A's leading dimension: odd, so below 4 bytes, NT's narrow kernels.
   EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4095, 4096, 4096, 1}, Layout::kNT, DType::kBf16}, gpu),
-                   gpu.Model(DType::kBf16).misaligned_efficiency);
-  EXPECT_LT(gpu.Model(DType::kBf16).misaligned_efficiency, 0.9);
+                   mp.narrow_nt_efficiency);
+  // The smallest alignment of the three operands picks the family: C's n = 4094 is 4 bytes.
+  const GemmKey c_only{{4096, 4094, 4096, 1}, Layout::kTN, DType::kBf16};
+  EXPECT_EQ(MinAlignmentBytes(c_only), 4);
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency(c_only, gpu), mp.vector_efficiency);
+  EXPECT_DOUBLE_EQ(AlignmentCostOf(c_only, gpu).memory, mp.misaligned_memory_efficiency);
+  EXPECT_EQ(MinAlignmentBytes({{4096, 4096, 4093, 1}, Layout::kTN, DType::kBf16}), 2);
+  EXPECT_EQ(MinAlignmentBytes({{4096, 4096, 4092, 1}, Layout::kTN, DType::kBf16}), 8);
+  // FP32 elements are 4 bytes: an odd dimension is still 4-byte aligned.
+  EXPECT_EQ(MinAlignmentBytes({{4096, 4096, 4093, 1}, Layout::kTN, DType::kTf32}), 4);
+  // On Hopper the cliff is steep (TMA or not), and steeper below 4 bytes.
+  EXPECT_LT(mp.narrow_tn_efficiency, mp.vector_efficiency);
+  EXPECT_LT(mp.vector_efficiency, 0.5);
   // 16-byte aligned but not 128: the sub-alignment factor, which the evidence sets to 1.
   EXPECT_DOUBLE_EQ(AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kBf16}, gpu),
-                   gpu.Model(DType::kBf16).sub_alignment_efficiency);
-  EXPECT_DOUBLE_EQ(gpu.Model(DType::kBf16).sub_alignment_efficiency, 1.0);
+                   mp.sub_alignment_efficiency);
+  EXPECT_DOUBLE_EQ(mp.sub_alignment_efficiency, 1.0);
   // V100's rule is 16 bytes: K = 4088 meets it.
   EXPECT_DOUBLE_EQ(
       AlignmentEfficiency({{4096, 4096, 4088, 1}, Layout::kTN, DType::kFp16}, **FindGpu("v100")),
       1.0);
+}
+
+TEST(CostModelTest, AlignmentPenaltyNamesTheDimensionTheOperandAndTheSlowdown) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const GemmKey logits{{8192, 50257, 768, 1}, Layout::kTN, DType::kBf16};
+  EXPECT_EQ(AlignedNeighbour(logits).shape.n, 50264);
+  const GemmPrediction p = PredictGemm(gpu, logits);
+  const double slowdown = p.time_s / PredictGemm(gpu, AlignedNeighbour(logits)).time_s;
+  ASSERT_FALSE(p.penalties.empty());
+  EXPECT_THAT(p.penalties.front(),
+              ::testing::HasSubstr("n = 50257, the leading dimension of C, is not a multiple of 8 "
+                                   "bf16 elements (16 bytes): no TMA kernel on Hopper"));
+  EXPECT_THAT(p.penalties.front(),
+              ::testing::HasSubstr(absl::StrFormat("predicted %.1fx the time of n = 50264", slowdown)));
+  // K leads both A and B in TN.
+  const GemmPrediction swiglu = PredictGemm(gpu, {{16384, 4096, 10922, 1}, Layout::kTN, DType::kBf16});
+  EXPECT_THAT(swiglu.penalties.front(),
+              ::testing::HasSubstr("k = 10922, the leading dimension of A and B,"));
+  EXPECT_THAT(swiglu.penalties.front(), ::testing::HasSubstr("the time of k = 10928"));
+  // Before Hopper there is no TMA to lose.
+  const GemmPrediction a100 = PredictGemm(A100(), logits);
+  EXPECT_THAT(a100.penalties.front(), ::testing::HasSubstr("kernels with narrower loads"));
 }
 
 TEST(CostModelTest, AlignmentRuleIsInBytesOfTheDtype) {
@@ -141,31 +177,32 @@ TEST(CostModelTest, TinyGemmIsLatencyBoundAndSkinnyOneIsMemoryBound) {
   EXPECT_EQ(PredictGemm(gpu, Key(8192, 8192, 8192)).bound, Bound::kCompute);
 }
 
-TEST(CostModelTest, NeverAbovePeakUnlessItsCalibrationDataWere) {
-  // A prediction may pass the datasheet peak only as far as the measurements it was fitted to did
-  // (the report flags such data); never further, and never for a GPU on priors.
+TEST(CostModelTest, NeverAboveTheDatasheetPeak) {
+  // No kernel passes the dense peak: not the model, whatever data it was fitted to (rows above
+  // the peak are left out of a fit, and the peak fraction is at most 1).
   for (const GpuSpec& gpu : GpuCatalog()) {
     for (DType d : {DType::kBf16, DType::kFp16, DType::kFp8E4M3, DType::kTf32, DType::kFp32}) {
       if (!gpu.Supports(d)) continue;
-      const double ceiling =
-          std::max(gpu.PeakFlops(d), 1.02 * gpu.Calibration(d).max_measured_flops);
+      EXPECT_LE(gpu.Model(d).peak_fraction, 1.0) << gpu.name << " " << DTypeName(d);
       for (int64_t n : {1, 127, 1536, 4096, 16384}) {
         for (int64_t k : {4096, 8192, 65536}) {
           GemmPrediction p = PredictGemm(gpu, Key(8192, n, k, d));
           EXPECT_GT(p.time_s, 0);
-          EXPECT_LE(p.tflops * 1e12, ceiling) << gpu.name << " " << DTypeName(d) << " n=" << n;
+          EXPECT_LE(p.tflops * 1e12, gpu.PeakFlops(d) * (1 + 1e-9))
+              << gpu.name << " " << DTypeName(d) << " n=" << n;
         }
       }
     }
   }
 }
 
-TEST(CostModelTest, LargeAlignedBf16OnH100IsNearTheNotesFigure) {
-  // 8192³ BF16 has been seen at 770-800 TFLOP/s on H100 (paper notes §5); the calibrated model,
-  // fitted to shapes up to 4096 only, lands within its error band of that.
+TEST(CostModelTest, LargeAlignedBf16OnH100IsWhereTheH100RanIt) {
+  // 8192³ BF16 on the lent H100 (../shared/measurements): 631.7 TFLOP/s through torch.mm in the
+  // sweep (TN), 725.8 in the worker and 745.5 in torch.matmul under a CUDA graph
+  // (h100-compare-torch.txt). The model, fitted to the sweep, lands among them.
   GemmPrediction p = PredictGemm(**FindGpu("h100-sxm"), Key(8192, 8192, 8192));
-  EXPECT_GT(p.tflops, 720);
-  EXPECT_LT(p.tflops, 860);
+  EXPECT_GT(p.tflops, 620);
+  EXPECT_LT(p.tflops, 760);
 }
 
 TEST(CostModelTest, FusedAttentionPrefersPowerOfTwoHeadDims) {
@@ -335,7 +372,7 @@ TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
   EXPECT_EQ(TimingMethod("cublaslt", false, false), "cublaslt-timing-v2 cold-L2 heuristic");
   EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v2 warm-L2 autotune");
   EXPECT_EQ(TimingMethod("analytic", false, false),
-            "wavecrest-analytic-v4 emulated cold-L2 heuristic");
+            absl::StrCat(kCostModelName, " emulated cold-L2 heuristic"));
 }
 
 }  // namespace

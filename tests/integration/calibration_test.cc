@@ -4,6 +4,7 @@
 // the served figures within the cross-validated error and say where their calibration comes from.
 #include "core/calibration.h"
 
+#include <algorithm>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -113,6 +114,68 @@ TEST(SelfCalibrationTest, ServerRefitsFromItsOwnMeasurementsAndRecoversThem) {
   ASSERT_TRUE(refit.ok());
   EXPECT_FALSE(refit->results(0).applied());
   EXPECT_THAT(refit->results(0).reason(), HasSubstr("at least 1000"));
+}
+
+// The alignment cliff is learned, not inherited: the refit starts from the priors (one 0.685
+// factor for every misaligned kernel family, no cliff), sees half of the H100 device sweep as the
+// cache's GPU measurements, and must then predict the other half, misaligned GEMMs included,
+// within issue 19's bars (median |error| 6% aligned, 15% misaligned).
+TEST(SelfCalibrationTest, ARefitFromHalfTheH100SweepLearnsTheAlignmentCliff) {
+  absl::StatusOr<std::vector<Measurement>> sweep =
+      ReadMeasurementsFile(SourcePath("data/measurements/h100-torch-gemm-sweep.csv"));
+  ASSERT_TRUE(sweep.ok()) << sweep.status();
+  ASSERT_EQ(sweep->size(), 511u);
+  std::vector<Measurement> seen, unseen;
+  for (size_t i = 0; i < sweep->size(); ++i) ((i % 2 == 0) ? seen : unseen).push_back((*sweep)[i]);
+  // The priors cannot predict the unseen misaligned GEMMs: what follows is learned.
+  std::vector<Measurement> misaligned_unseen;
+  for (const Measurement& m : unseen) {
+    if (!AlignedGemm(m.key)) misaligned_unseen.push_back(m);
+  }
+  ASSERT_GT(misaligned_unseen.size(), 80u);
+  const std::vector<GpuSpec> priors = PriorCatalog();
+  const GpuSpec& prior =
+      *std::find_if(priors.begin(), priors.end(), [](const GpuSpec& g) { return g.name == "h100-sxm"; });
+  EXPECT_GT(ErrorsOf(Ratios(prior, misaligned_unseen)).median_abs, 0.5);
+
+  TempDir dir;
+  const std::string cache = dir.File("cache.db");
+  FillCache(cache, seen);
+  ServerUnderTest server({"--cache=" + cache, "--self_calibrate_min_rows=100"});
+  ASSERT_TRUE(server.WaitReady(absl::Seconds(240))) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("recalibrated"));
+  AdvisorClient client(server.address(), absl::Seconds(120));
+
+  std::vector<double> aligned, misaligned;
+  for (Layout layout : {Layout::kTN, Layout::kNN, Layout::kNT}) {
+    std::vector<const Measurement*> rows;
+    v1::TimeGemmsRequest time;
+    time.set_gpu("h100-sxm");
+    time.set_mode(v1::MODE_PREDICTED);
+    time.set_layout(ToProto(layout));
+    time.set_dtype(v1::DTYPE_BF16);
+    for (const Measurement& m : unseen) {
+      if (m.key.layout != layout) continue;
+      rows.push_back(&m);
+      *time.add_gemms() = ToProto(m.key.shape);
+    }
+    std::string calibration;
+    ASSERT_TRUE(client
+                    .TimeGemms(time,
+                               [&](const v1::TimeGemmsResponse& msg) {
+                                 if (!msg.has_timing()) return;
+                                 const Measurement& m = *rows[msg.timing().index()];
+                                 (AlignedGemm(m.key) ? aligned : misaligned)
+                                     .push_back(m.median_s / msg.timing().time_s());
+                                 calibration = msg.timing().provenance().calibration();
+                               })
+                    .ok());
+    EXPECT_THAT(calibration, HasSubstr("this deployment's own measurements"));
+  }
+  ASSERT_EQ(aligned.size() + misaligned.size(), unseen.size());
+  EXPECT_LE(ErrorsOf(aligned).median_abs, 0.06);
+  EXPECT_LE(ErrorsOf(misaligned).median_abs, 0.15);
+  EXPECT_LE(ErrorsOf(misaligned).p90_abs, 0.35);
 }
 
 // A GPU measurement of a model's whole layer in the cache (as a CUDA worker stores it) gives

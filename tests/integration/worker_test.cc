@@ -13,10 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/advisor_client.h"
 #include "gmock/gmock.h"
+#include "core/cost_model.h"
 #include "gtest/gtest.h"
 #include "service/errors.h"
 #include "tests/integration/process.h"
@@ -152,7 +154,7 @@ TEST(WorkerTest, TimeGemmsThroughTheEmulatingWorkerIsLabelledPredicted) {
   for (const auto& t : r.timings) {
     EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
     EXPECT_EQ(t.provenance().device().backend(), "analytic");
-    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v4 emulated cold-L2 heuristic");
+    EXPECT_EQ(t.provenance().method(), absl::StrCat(kCostModelName, " emulated cold-L2 heuristic"));
     EXPECT_GT(t.time_s(), 0);
   }
   EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("emulates the GPU"));
@@ -575,7 +577,7 @@ TEST(WorkerTest, LayersAreTimedByTheWorkerCachedAndLabelled) {
   EXPECT_EQ(r.timings[1].shape().kind(), v1::LAYER_KIND_TRANSFORMER);
   for (const auto& t : r.timings) {
     EXPECT_EQ(t.provenance().source(), v1::SOURCE_PREDICTED);
-    EXPECT_EQ(t.provenance().method(), "wavecrest-analytic-v4 emulated layer cold-L2");
+    EXPECT_EQ(t.provenance().method(), absl::StrCat(kCostModelName, " emulated layer cold-L2"));
     EXPECT_EQ(t.provenance().device().backend(), "analytic");
     EXPECT_FALSE(t.provenance().from_cache());
     EXPECT_GT(t.time_s(), 0);
@@ -811,7 +813,7 @@ TEST(WorkerBenchTest, LayersOfAModelWithoutAServer) {
   EXPECT_THAT(out, HasSubstr("transformer_layer bf16 training"));
   std::ifstream in(dir.File("out.json"));
   nlohmann::json j = nlohmann::json::parse(in);
-  EXPECT_EQ(j["method"], "wavecrest-analytic-v4 emulated layer cold-L2");
+  EXPECT_EQ(j["method"], absl::StrCat(kCostModelName, " emulated layer cold-L2"));
   ASSERT_EQ(j["layers"].size(), 2u);
   for (const auto& l : j["layers"]) {
     EXPECT_EQ(l["source"], "SOURCE_PREDICTED");

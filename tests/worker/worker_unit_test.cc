@@ -180,7 +180,7 @@ TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
   absl::StatusOr<v1::LayerTiming> t = (*b)->TimeLayer(*key, params);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->provenance().source(), v1::SOURCE_PREDICTED);
-  EXPECT_EQ(t->provenance().method(), "wavecrest-analytic-v4 emulated layer cold-L2");
+  EXPECT_EQ(t->provenance().method(), absl::StrCat(kCostModelName, " emulated layer cold-L2"));
   EXPECT_DOUBLE_EQ(t->time_s(), PredictLayer(**FindGpu("h100-sxm"), *key).time_s);
   EXPECT_GT(t->predicted_elementwise_s(), 0);  // the softmax
   EXPECT_EQ(t->key(), LayerKeyString(*key));
