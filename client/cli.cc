@@ -192,6 +192,8 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   request.set_min_heads(o.min_heads);
   request.set_max_heads(o.max_heads);
   request.set_keep_layers(o.keep_layers);
+  request.set_allow_kv_replication(o.allow_kv_replication);
+  request.set_head_dim_multiple(o.head_dim_multiple);
   request.set_max_candidates(o.max_candidates);
   request.set_top(o.top);
   request.set_measure_top_k(o.measure_top_k);

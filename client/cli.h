@@ -48,6 +48,8 @@ struct CliOptions {
   int64_t min_heads = 0;
   int64_t max_heads = 0;
   bool keep_layers = false;
+  bool allow_kv_replication = false;  // recommend
+  int64_t head_dim_multiple = 0;      // recommend: 0 = the server's default (16)
   int64_t max_candidates = 0;
   int top = 0;
   int measure_top_k = 0;

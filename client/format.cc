@@ -247,6 +247,12 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                         100 * r.provenance().error_band_p90());
   absl::StrAppendFormat(&out, "predicted MFU   %.1f%%, %s tokens/s per GPU\n", 100 * r.mfu(),
                         HumanCount(r.tokens_per_second_per_gpu()));
+  if (r.memory_bandwidth_utilization() > 0) {
+    absl::StrAppendFormat(&out,
+                          "decode          %s per output token, memory-bandwidth utilisation "
+                          "(MBU) %.1f%%: decode is bound by reading the weights and the KV cache\n",
+                          HumanSeconds(r.step_time_s()), 100 * r.memory_bandwidth_utilization());
+  }
   if (r.has_measured_step()) {
     const v1::MeasuredStep& ms = r.measured_step();
     const v1::LayerTiming& l = ms.layer();
@@ -363,30 +369,69 @@ std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
          "the layer; layer/sum < 1 means the layer ran faster whole than predicted in parts\n";
 }
 
+absl::string_view VerdictName(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_KEEP:
+      return "KEEP";
+    case v1::VERDICT_CHANGE:
+      return "CHANGE";
+    default:
+      return "UNKNOWN";
+  }
+}
+
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
-  std::string out =
-      absl::StrFormat("%d candidates considered on %s\n\n", r.candidates_considered(), r.gpu());
-  Table t({"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params", "Δparams", "step",
-           "tok/s/GPU", "speedup", "MFU", "source"});
+  std::string out;
+  if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
+    absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
+  }
+  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(),
+                        r.gpu());
+  if (!r.tensor_parallel_degrees().empty()) {
+    absl::StrAppend(&out, ", each legal for tensor parallelism ",
+                    absl::StrJoin(r.tensor_parallel_degrees(), ", "));
+  }
+  absl::StrAppend(&out, "\n\n");
+  bool decode = false;
+  for (const v1::Candidate& c : r.candidates()) decode |= c.time_per_output_token_s() > 0;
+  std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params",
+                                     "Δparams", "step", "tok/s/GPU"};
+  if (decode) header.insert(header.end(), {"TPOT", "MBU"});
+  header.insert(header.end(), {"speedup", "MFU", "source"});
+  Table t(header);
   for (const v1::Candidate& c : r.candidates()) {
     const v1::ModelSpec& m = c.model();
-    t.Add({absl::StrCat(c.rank()), c.baseline() ? "base" : "", absl::StrCat(m.hidden_size()),
-           absl::StrCat(m.num_attention_heads()), absl::StrCat(m.num_kv_heads()),
-           absl::StrCat(m.head_dim()), absl::StrCat(m.ffn_hidden_size()),
-           absl::StrCat(m.vocab_size()), absl::StrCat(m.num_layers()),
-           HumanCount(c.params().total_params()),
-           absl::StrFormat("%+.2f%%", 100 * c.param_change()), HumanSeconds(c.step_time_s()),
-           HumanCount(c.tokens_per_second_per_gpu()),
-           c.speedup_uncertainty() > 0
-               ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
-               : absl::StrFormat("%.3fx", c.speedup()),
-           absl::StrFormat("%.1f%%", 100 * c.mfu()), SourceName(c.source())});
+    std::vector<std::string> row = {
+        absl::StrCat(c.rank()), c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
+        absl::StrCat(m.hidden_size()), absl::StrCat(m.num_attention_heads()),
+        absl::StrCat(m.num_kv_heads()), absl::StrCat(m.head_dim()),
+        absl::StrCat(m.ffn_hidden_size()), absl::StrCat(m.vocab_size()),
+        absl::StrCat(m.num_layers()), HumanCount(c.params().total_params()),
+        absl::StrFormat("%+.2f%%", 100 * c.param_change()), HumanSeconds(c.step_time_s()),
+        HumanCount(c.tokens_per_second_per_gpu())};
+    if (decode) {
+      row.push_back(HumanSeconds(c.time_per_output_token_s()));
+      row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
+    }
+    row.insert(row.end(),
+               {c.speedup_uncertainty() > 0
+                    ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
+                    : absl::StrFormat("%.3fx", c.speedup()),
+                absl::StrFormat("%.1f%%", 100 * c.mfu()), SourceName(c.source())});
+    t.Add(std::move(row));
   }
   absl::StrAppend(&out, t.Render(), "\nwhy:\n");
   for (const v1::Candidate& c : r.candidates()) {
     if (c.reasons().empty()) continue;
     absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",
                     absl::StrJoin(c.reasons(), "; "), "\n");
+  }
+  if (!r.refusals().empty()) {
+    absl::StrAppend(&out, "refused while generating candidates:\n");
+    for (const v1::Refusal& x : r.refusals()) {
+      absl::StrAppend(&out, "  ", x.count(), " ", x.unit(), ": ", x.description(),
+                      " (loosen with ", x.loosen_with(), ")\n");
+    }
   }
   for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");
   return out;

@@ -36,8 +36,8 @@ ABSL_FLAG(int64_t, dp, 0,
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
 ABSL_FLAG(std::string, tp_options, "",
-          "recommend: further tensor-parallel degrees every candidate must also be legal for, "
-          "comma-separated (e.g. 2,4,8)");
+          "recommend: tensor-parallel degrees every candidate must be legal for (heads and KV "
+          "heads divisible by each), comma-separated; empty = 1,2,4,8");
 ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
 ABSL_FLAG(std::string, attention, "", "Override attention: unfused or flash");
 ABSL_FLAG(std::string, workload, "", "Override workload: training, prefill or decode");
@@ -62,15 +62,21 @@ ABSL_FLAG(double, param_tolerance, 0,
           "recommend: largest relative parameter change of a candidate, in [0, 0.5]; 0 = 0.02");
 ABSL_FLAG(std::string, vary, "",
           "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
-          "layers, experts; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers, + "
-          "experts for a mixture of experts). sweep: the one "
+          "layers, experts; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers; a "
+          "mixture of experts keeps its experts and top-k unless experts is named). sweep: the one "
           "dimension to vary: hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, tp, m, n, k");
 ABSL_FLAG(std::string, allowed_head_dims, "",
-          "recommend: allowed head dims (h/a), comma-separated; empty = any in [32, 128] "
-          "(and the baseline's)");
+          "recommend: allowed head dims (h/a), comma-separated, taken as given; empty = the "
+          "multiples of --head-dim-multiple in [32, 128] (and the baseline's)");
 ABSL_FLAG(int64_t, min_heads, 0, "recommend: fewest heads a candidate may have; 0 = 1");
 ABSL_FLAG(int64_t, max_heads, 0, "recommend: most heads a candidate may have; 0 = no limit");
 ABSL_FLAG(bool, keep_layers, false, "recommend: never change num_layers");
+ABSL_FLAG(bool, allow_kv_replication, false,
+          "recommend: let a candidate have fewer KV heads than a TP degree (replicated); by "
+          "default KV heads divide by every degree of --tp-options");
+ABSL_FLAG(int64_t, head_dim_multiple, 0,
+          "recommend: the default head-dim range [32, 128] keeps only multiples of this; 0 = 16, "
+          "1 = any (--allowed-head-dims overrides the range)");
 ABSL_FLAG(int64_t, max_candidates, 0, "recommend: candidates to generate at most; 0 = 5000");
 ABSL_FLAG(int, top, 0, "recommend: rows to show (the baseline is always shown); 0 = 10");
 ABSL_FLAG(int, measure_top_k, 0,
@@ -185,6 +191,8 @@ int main(int argc, char** argv) {
   o.min_heads = absl::GetFlag(FLAGS_min_heads);
   o.max_heads = absl::GetFlag(FLAGS_max_heads);
   o.keep_layers = absl::GetFlag(FLAGS_keep_layers);
+  o.allow_kv_replication = absl::GetFlag(FLAGS_allow_kv_replication);
+  o.head_dim_multiple = absl::GetFlag(FLAGS_head_dim_multiple);
   o.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   o.top = absl::GetFlag(FLAGS_top);
   o.measure_top_k = absl::GetFlag(FLAGS_measure_top_k);

@@ -137,6 +137,23 @@ std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
         gpu.architecture, LayoutName(key.layout), 100 * p.transpose_time_s / p.time_s));
   }
   if (std::string why = AlignmentPenalty(gpu, key); !why.empty()) out.push_back(std::move(why));
+  // A GEMM bound by memory (decode's skinny M) or by its launch waits on that, not on how its
+  // tiles fill the tensor cores: say so, and not the compute-side quantization.
+  if (p.bound == Bound::kMemory) {
+    const double bytes = p.memory_time_s * MemoryBandwidth(gpu, mp);
+    out.push_back(absl::StrFormat(
+        "memory-bound: it moves %.1f MB of operands and output, %.0f%% of its time at the "
+        "sustained bandwidth, and the tensor cores wait: tile and wave quantization cost nothing "
+        "here, and more tokens per step (M) would raise its FLOP/s",
+        bytes / 1e6, 100 * p.memory_time_s / p.time_s));
+    return out;
+  }
+  if (p.bound == Bound::kLatency) {
+    out.push_back(absl::StrFormat(
+        "launch-bound: the kernel's work takes less than its %.1f us launch; fuse or batch it",
+        1e6 * (p.time_s - std::max(p.compute_time_s, p.memory_time_s))));
+    return out;
+  }
   const int64_t tk = KTile(mp, key.dtype);
   const int64_t k_per = CeilDiv(s.k, p.split_k);
   const int64_t k_slice = CeilDiv(k_per, tk) * tk;

@@ -1,5 +1,7 @@
 #include "core/memory.h"
 
+#include <cmath>
+
 #include "core/model_stats.h"
 
 namespace wavecrest {
@@ -82,6 +84,32 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu) {
   m.fits = m.total_bytes <= usable;
   m.fits_with_recompute = m.total_full_recompute_bytes <= usable;
   return m;
+}
+
+double DecodeBytesPerStep(const ModelSpec& spec) {
+  if (spec.workload != Workload::kDecode) return 0;
+  const ParamCounts params = CountParams(spec);
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double b = static_cast<double>(spec.micro_batch_size);
+  double read = static_cast<double>(params.total_params);
+  if (!spec.tied_embeddings) {
+    read -= static_cast<double>(spec.vocab_size) * static_cast<double>(spec.hidden_size);
+  }
+  if (spec.num_experts > 0 && spec.num_experts > spec.experts_per_token) {
+    const double e = static_cast<double>(spec.num_experts);
+    const double k = static_cast<double>(spec.experts_per_token);
+    const double experts_total =
+        static_cast<double>(params.total_params - params.active_params) * e / (e - k);
+    const double touched = e * (1 - std::pow(1 - k / e, b));
+    read -= experts_total * (1 - touched / e);
+  }
+  const double weight_bytes =
+      spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+  const double kv = 2 * static_cast<double>(spec.num_layers) * b *
+                    static_cast<double>(spec.kv_cache_length) *
+                    static_cast<double>(d.kv_heads_per_rank * d.head_dim) * 2;
+  return read / t * weight_bytes + kv;
 }
 
 }  // namespace wavecrest

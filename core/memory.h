@@ -36,6 +36,13 @@ inline constexpr double kUsableMemoryFraction = 0.90;
 // `spec` must be normalized.
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu);
 
+// Decode: the bytes one step reads per tensor-parallel rank (all layers, one pipeline stage):
+// every weight the step touches once (the output matrix whole; of the input embedding only b
+// rows, so an untied table is not counted; of a mixture of experts the experts the batch's tokens
+// route to, E·(1 − (1 − k/E)^b) of E per layer under uniform routing, an ASSUMPTION) and the whole
+// KV cache. The figure memory-bandwidth utilisation (MBU) divides by. 0 for other workloads.
+double DecodeBytesPerStep(const ModelSpec& spec);
+
 }  // namespace wavecrest
 
 #endif  // WAVECREST_CORE_MEMORY_H_

@@ -1,6 +1,7 @@
 #include "core/recommend.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -74,6 +75,10 @@ std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c) {
     v.push_back({"max_candidates",
                  absl::StrCat("must be in [1, ", kMaxMaxCandidates, "]; got ", c.max_candidates)});
   }
+  if (c.head_dim_multiple < 1 || c.head_dim_multiple > 256) {
+    v.push_back({"head_dim_multiple",
+                 absl::StrCat("must be in [1, 256] (0 = 16); got ", c.head_dim_multiple)});
+  }
   if (c.top < 1 || c.top > 1000) {
     v.push_back({"top", absl::StrCat("must be in [1, 1000]; got ", c.top)});
   }
@@ -104,30 +109,96 @@ SpecKey KeyOf(const ModelSpec& s) {
           s.num_layers,  s.num_experts,         s.experts_per_token};
 }
 
-bool ValidTpForKv(int64_t kv, int64_t t) { return kv % t == 0 || t % kv == 0; }
+// KV heads shard over t ranks: divisible by t, or (with replication) fewer than t and dividing it.
+bool ValidTpForKv(int64_t kv, int64_t t, bool replication) {
+  return kv % t == 0 || (replication && t % kv == 0);
+}
+
+// The rules of GenerateCandidates, in the order they are checked and reported.
+enum RefusalRule {
+  kHeadDimRange,
+  kHeadDimMultiple,
+  kHeadCount,
+  kHeadsByTp,
+  kKvHeadsByTp,
+  kHiddenByTp,
+  kFfnByTp,
+  kLayersByPp,
+  kParamBudget,
+  kRefusalRules
+};
+Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
+  switch (r) {
+    case kHeadDimRange:
+      return {"head_dim_range", 0, "head options",
+              absl::StrCat("head dim (h/a) outside [", kDefaultMinHeadDim, ", ",
+                           kDefaultMaxHeadDim, "] or not in allowed_head_dims"),
+              "allowed_head_dims (--allowed-head-dims)"};
+    case kHeadDimMultiple:
+      return {"head_dim_multiple", 0, "head options", "head dim (h/a) not a multiple of the "
+              "head_dim_multiple (default 16)", "head_dim_multiple (--head-dim-multiple 1)"};
+    case kHeadCount:
+      return {"head_count", 0, "head options", "heads outside [min_heads, max_heads]",
+              "min_heads, max_heads (--min-heads, --max-heads)"};
+    case kHeadsByTp:
+      return {"heads_divisible_by_tp", 0, "head options",
+              absl::StrCat("heads not divisible by every tensor-parallel degree (", tps, ")"),
+              "tensor_parallel_options (--tp-options)"};
+    case kKvHeadsByTp:
+      return {"kv_heads_divisible_by_tp", 0, "shapes",
+              absl::StrCat("KV heads not divisible by every tensor-parallel degree (", tps, ")"),
+              "allow_kv_replication (--allow-kv-replication) or tensor_parallel_options"};
+    case kHiddenByTp:
+      return {"hidden_divisible_by_tp", 0, "shapes",
+              absl::StrCat("hidden size not divisible by every tensor-parallel degree (", tps,
+                           ")"),
+              "tensor_parallel_options (--tp-options)"};
+    case kFfnByTp:
+      return {"ffn_divisible_by_tp", 0, "shapes",
+              absl::StrCat("MLP width not divisible by every tensor-parallel degree (", tps, ")"),
+              "tensor_parallel_options (--tp-options)"};
+    case kLayersByPp:
+      return {"layers_divisible_by_pp", 0, "shapes",
+              "layers not divisible by the pipeline stages", "model.pipeline_parallel (--pp)"};
+    case kParamBudget:
+      return {"param_tolerance", 0, "shapes",
+              "parameter count outside the tolerance of the baseline's",
+              "param_tolerance (--param-tolerance)"};
+    case kRefusalRules:
+      break;
+  }
+  return {};
+}
+
+// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal.
+RefusalRule IllegalFor(const ModelSpec& s, const std::vector<int64_t>& tps, bool replication) {
+  for (int64_t t : tps) {
+    if (s.num_attention_heads % t != 0) return kHeadsByTp;
+    if (!ValidTpForKv(s.num_kv_heads, t, replication)) return kKvHeadsByTp;
+    if (s.hidden_size % t != 0) return kHiddenByTp;
+    if (s.ffn_hidden_size % t != 0) return kFfnByTp;
+  }
+  if (s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) return kLayersByPp;
+  return kRefusalRules;
+}
 
 }  // namespace
 
-namespace {
-
-// Every tensor-parallel degree a candidate must be legal for.
 std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c) {
   std::vector<int64_t> t = {base.tensor_parallel};
-  for (int64_t x : c.tensor_parallel_options) {
+  auto add = [&](int64_t x) {
     if (x >= 1 && std::find(t.begin(), t.end(), x) == t.end()) t.push_back(x);
+  };
+  if (c.tensor_parallel_options.empty()) {
+    for (int64_t x : kDefaultTpOptions) add(x);
+  } else {
+    for (int64_t x : c.tensor_parallel_options) add(x);
   }
+  std::sort(t.begin(), t.end());
   return t;
 }
 
-bool LegalForAll(const ModelSpec& s, const std::vector<int64_t>& tps) {
-  for (int64_t t : tps) {
-    if (s.num_attention_heads % t != 0 || !ValidTpForKv(s.num_kv_heads, t) ||
-        s.hidden_size % t != 0 || s.ffn_hidden_size % t != 0) {
-      return false;
-    }
-  }
-  return s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) == 0;
-}
+namespace {
 
 // Keeps the `cap` candidates with the smallest parameter change (ties by shape), the baseline
 // always first, without holding more than `cap` specs at once.
@@ -173,12 +244,14 @@ class BoundedCandidates {
 absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
                                                           const RecommendConstraints& c,
                                                           int64_t* generated,
-                                                          const std::function<bool()>& stop) {
-  std::set<Knob> knobs = EffectiveKnobs(c);
-  // A mixture of experts varies its experts too unless the caller chose the knobs.
-  if (c.vary.empty() && base.num_experts > 0) knobs.insert(Knob::kExperts);
+                                                          const std::function<bool()>& stop,
+                                                          std::vector<Refusal>* refusals) {
+  // A mixture of experts keeps its experts and top-k (they change what the model learns) unless
+  // the caller asks for vary experts.
+  const std::set<Knob> knobs = EffectiveKnobs(c);
   auto has = [&](Knob k) { return knobs.count(k) > 0; };
   const std::vector<int64_t> tps = TpDegrees(base, c);
+  std::array<int64_t, kRefusalRules> refused{};
   int64_t t_all = 1;  // every dimension sharded by t must divide by each degree asked
   for (int64_t t : tps) t_all = std::lcm(t_all, t);
   const int64_t t = base.tensor_parallel;
@@ -207,22 +280,45 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
     std::vector<int64_t> ffns;
     std::vector<int64_t> vocabs;
   };
-  auto options_for = [&](int64_t h) {
+  // `count`: add what the rules refuse to `refused` (once per hidden size, while generating).
+  auto options_for = [&](int64_t h, bool count) {
     Options o;
+    auto refuse = [&](RefusalRule r) {
+      if (count) ++refused[r];
+    };
     if (explicit_head_dim) {
       o.heads.push_back({base.num_attention_heads, base.head_dim});
     } else if (has(Knob::kHeads)) {
       for (int64_t d = 8; d <= std::min<int64_t>(h, 1024); ++d) {
         if (h % d != 0) continue;
         const int64_t a = h / d;
-        const bool allowed = c.allowed_head_dims.empty()
-                                 ? (d >= kDefaultMinHeadDim && d <= kDefaultMaxHeadDim)
-                                 : std::find(c.allowed_head_dims.begin(), c.allowed_head_dims.end(),
-                                             d) != c.allowed_head_dims.end();
         const bool base_shape = h == h0 && a == base.num_attention_heads;
-        if (!allowed && !base_shape) continue;
-        if (a % t_all != 0 || a < std::max<int64_t>(1, c.min_heads)) continue;
-        if (c.max_heads > 0 && a > c.max_heads) continue;
+        if (base_shape) {
+          o.heads.push_back({a, d});
+          continue;
+        }
+        if (c.allowed_head_dims.empty()) {
+          if (d < kDefaultMinHeadDim || d > kDefaultMaxHeadDim) {
+            if (d >= kDefaultMinHeadDim / 2 && d <= 2 * kDefaultMaxHeadDim) refuse(kHeadDimRange);
+            continue;
+          }
+          if (d % std::max<int64_t>(1, c.head_dim_multiple) != 0) {
+            refuse(kHeadDimMultiple);
+            continue;
+          }
+        } else if (std::find(c.allowed_head_dims.begin(), c.allowed_head_dims.end(), d) ==
+                   c.allowed_head_dims.end()) {
+          refuse(kHeadDimRange);
+          continue;
+        }
+        if (a < std::max<int64_t>(1, c.min_heads) || (c.max_heads > 0 && a > c.max_heads)) {
+          refuse(kHeadCount);
+          continue;
+        }
+        if (a % t_all != 0) {
+          refuse(kHeadsByTp);
+          continue;
+        }
         o.heads.push_back({a, d});
       }
     } else if (h % base.num_attention_heads == 0) {
@@ -256,7 +352,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
       for (int64_t kv = 1; kv <= a; ++kv) {
         if (a % kv != 0) continue;
         bool ok = true;
-        for (int64_t x : tps) ok &= ValidTpForKv(kv, x);
+        for (int64_t x : tps) ok &= ValidTpForKv(kv, x, c.allow_kv_replication);
         if (ok) kvs.push_back(kv);
       }
     } else if (base.num_kv_heads == base.num_attention_heads) {
@@ -293,7 +389,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
   {
     int64_t space = 0;
     for (int64_t h : hiddens) {
-      const Options o = options_for(h);
+      const Options o = options_for(h, false);
       int64_t per_h = 0;
       for (auto [a, d] : o.heads) per_h += static_cast<int64_t>(kv_options(a).size());
       space += per_h * static_cast<int64_t>(o.ffns.size() * o.vocabs.size()) *
@@ -316,15 +412,22 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
   auto consider = [&](const ModelSpec& s) {
     ++*generated;
     absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
-    if (!n.ok() || !LegalForAll(*n, tps)) return;
+    if (!n.ok()) return;
+    if (const RefusalRule r = IllegalFor(*n, tps, c.allow_kv_replication); r != kRefusalRules) {
+      ++refused[r];
+      return;
+    }
     const int64_t p = BudgetParams(*n, CountParams(*n));
     const double change = static_cast<double>(p - base_params) / static_cast<double>(base_params);
-    if (std::abs(change) > c.param_tolerance + 1e-12) return;
+    if (std::abs(change) > c.param_tolerance + 1e-12) {
+      ++refused[kParamBudget];
+      return;
+    }
     if (seen.insert(KeyOf(*n)).second) kept.Add(*n, p);
   };
 
   for (int64_t h : hiddens) {
-    const Options o = options_for(h);
+    const Options o = options_for(h, true);
     for (auto [a, d] : o.heads) {
       for (int64_t kv : kv_options(a)) {
         if (stop && stop()) return absl::CancelledError("the call was cancelled");
@@ -375,6 +478,16 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
           }
         }
       }
+    }
+  }
+  if (refusals != nullptr) {
+    refusals->clear();
+    const std::string tp_text = absl::StrJoin(tps, ", ");
+    for (int r = 0; r < kRefusalRules; ++r) {
+      if (refused[r] == 0) continue;
+      Refusal x = RefusalInfo(static_cast<RefusalRule>(r), tp_text);
+      x.count = refused[r];
+      refusals->push_back(std::move(x));
     }
   }
   return kept.Take(*base_n);
@@ -544,13 +657,19 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
                              base.all_measured && c.all_measured ? " (measured)" : " (predicted)"));
   }
   if (std::abs(c.param_change) >= 0.0005) {
-    r.push_back(absl::StrFormat(
-        "%+.1f%% parameters; the speed-up compares model FLOP/s at equal work (MFU %.1f%% vs "
-        "%.1f%%)",
-        100 * c.param_change, 100 * c.mfu, 100 * base.mfu));
+    if (s.workload == Workload::kDecode) {
+      r.push_back(absl::StrFormat(
+          "%+.1f%% parameters; the speed-up compares decode tokens/s (%.0f vs %.0f per GPU)",
+          100 * c.param_change, c.tokens_per_s_per_gpu, base.tokens_per_s_per_gpu));
+    } else {
+      r.push_back(absl::StrFormat(
+          "%+.1f%% parameters; the speed-up compares model FLOP/s at equal work (MFU %.1f%% vs "
+          "%.1f%%)",
+          100 * c.param_change, 100 * c.mfu, 100 * base.mfu));
+    }
   }
   for (const RuleViolation& v : CheckRules(s, BuildGemms(s))) {
-    r.push_back(absl::StrCat("still breaks rule ", v.paper_rule, ": ", v.message.substr(0, 160)));
+    r.push_back(absl::StrCat("still breaks rule ", v.paper_rule, ": ", v.message));
   }
   const double ew = base.elementwise_time_s > 0 && c.elementwise_time_s > 0
                         ? base.elementwise_time_s / c.elementwise_time_s
@@ -583,6 +702,10 @@ double RatioSigma(const CandidateScore& base, const CandidateScore& c) {
 
 }  // namespace
 
+double Merit(const CandidateScore& c) {
+  return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu : c.mfu;
+}
+
 void RankCandidates(std::vector<CandidateScore>& scores) {
   const CandidateScore* base = nullptr;
   for (const auto& s : scores) {
@@ -599,8 +722,9 @@ void RankCandidates(std::vector<CandidateScore>& scores) {
   };
   std::stable_sort(scores.begin(), scores.end(),
                    [&](const CandidateScore& x, const CandidateScore& y) {
-                     const double tol = 1e-9 * std::max(x.mfu, y.mfu);
-                     if (std::abs(x.mfu - y.mfu) > tol) return x.mfu > y.mfu;
+                     const double mx = Merit(x), my = Merit(y);
+                     const double tol = 1e-9 * std::max(mx, my);
+                     if (std::abs(mx - my) > tol) return mx > my;
                      if (std::abs(x.param_change) != std::abs(y.param_change)) {
                        return std::abs(x.param_change) < std::abs(y.param_change);
                      }
@@ -619,7 +743,7 @@ void RankCandidates(std::vector<CandidateScore>& scores) {
   scores = std::move(unique);
   if (!base) return;
   for (CandidateScore& s : scores) {
-    s.speedup = base_copy.mfu > 0 ? s.mfu / base_copy.mfu : 1;
+    s.speedup = Merit(base_copy) > 0 ? Merit(s) / Merit(base_copy) : 1;
     if (s.baseline) {
       s.speedup_uncertainty = 0;
       continue;
@@ -628,6 +752,18 @@ void RankCandidates(std::vector<CandidateScore>& scores) {
     s.speedup_uncertainty = s.speedup * RatioSigma(base_copy, s);
     s.reasons = Explain(base_copy, s);
   }
+  // Those that beat the baseline, the baseline, the rest (each group keeps its order).
+  std::stable_partition(scores.begin(), scores.end(),
+                        [](const CandidateScore& s) { return Beats(s); });
+  auto first_other = std::find_if(scores.begin(), scores.end(),
+                                  [](const CandidateScore& s) { return !Beats(s); });
+  auto b = std::find_if(first_other, scores.end(),
+                        [](const CandidateScore& s) { return s.baseline; });
+  if (b != scores.end()) std::rotate(first_other, b, b + 1);
+}
+
+bool Beats(const CandidateScore& c) {
+  return !c.baseline && c.speedup - 1 > std::max(c.speedup_uncertainty, kMinWorthwhileGain);
 }
 
 }  // namespace wavecrest

@@ -51,6 +51,16 @@ inline constexpr double kHiddenWindow = 0.05;
 // allowed_head_dims. The baseline's own head dim is always allowed.
 inline constexpr int64_t kDefaultMinHeadDim = 32;
 inline constexpr int64_t kDefaultMaxHeadDim = 128;
+// Head dims a team can adopt: multiples of 16 (the attention kernels' and the tensor cores' unit;
+// 64 and 128 are also what the paper's rule 3 and the fused kernels favour, and the cost model
+// prices that). Applies to the default range; an explicit allowed_head_dims list is taken as given.
+inline constexpr int64_t kDefaultHeadDimMultiple = 16;
+// The tensor-parallel degrees a team may run when the request names none: every candidate must
+// shard evenly over each (heads and KV heads divisible by each degree).
+inline constexpr int64_t kDefaultTpOptions[] = {1, 2, 4, 8};
+// A candidate beats the baseline when its speed-up exceeds 1 by more than its uncertainty (one
+// standard deviation) and by this much: a smaller gain is not worth changing an architecture.
+inline constexpr double kMinWorthwhileGain = 0.02;
 
 struct RecommendConstraints {
   double param_tolerance = kDefaultParamTolerance;  // |Δparams| / params, in [0, 0.5]
@@ -62,8 +72,23 @@ struct RecommendConstraints {
   int64_t max_candidates = kDefaultMaxCandidates;
   int top = kDefaultTop;
   // Further tensor-parallel degrees every candidate must also be legal for (heads, KV heads, h and
-  // f divisible as each needs), beside the spec's own.
+  // f divisible by each), beside the spec's own; empty = kDefaultTpOptions.
   std::vector<int64_t> tensor_parallel_options;
+  // Let a candidate have fewer KV heads than a TP degree (each rank then holds a replica of a KV
+  // head, as Megatron allows); by default KV heads divide by every degree.
+  bool allow_kv_replication = false;
+  // Default head-dim range: only multiples of this (1 = any). Ignored with allowed_head_dims.
+  int64_t head_dim_multiple = kDefaultHeadDimMultiple;
+};
+
+// A rule of RecommendConstraints that refused shapes while candidates were generated, how many,
+// and the request field that loosens it.
+struct Refusal {
+  std::string rule;      // "heads_divisible_by_tp", ...
+  int64_t count = 0;     // shapes (or head options, see `unit`) refused by this rule first
+  std::string unit;      // "head options" or "shapes"
+  std::string what;      // the rule in words
+  std::string loosen;    // the request field (and CLI flag) that loosens it
 };
 
 // Shapes examined at most while generating candidates; a search space larger than this is refused
@@ -82,9 +107,14 @@ std::set<Knob> EffectiveKnobs(const RecommendConstraints& c);
 // stays bounded by max_candidates as the search runs. `generated` counts every shape examined.
 // `stop` is polled as the search runs (CANCELLED when it says so); a search space over
 // kMaxExaminedShapes is INVALID_ARGUMENT before any work (retrying the same request cannot help).
+// `refusals`, when given, receives each rule that refused something (in a fixed order).
 absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(
     const ModelSpec& base, const RecommendConstraints& c, int64_t* generated,
-    const std::function<bool()>& stop = nullptr);
+    const std::function<bool()>& stop = nullptr, std::vector<Refusal>* refusals = nullptr);
+
+// The tensor-parallel degrees every candidate must be legal for: the spec's own and the
+// constraints' options (or the defaults).
+std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c);
 
 // The time of one GEMM (not fused attention) and the relative spread of that time (0 when
 // predicted), with whether it was measured.
@@ -133,7 +163,7 @@ struct CandidateScore {
   // Of step_time_s, the share measured whole as transformer layers (L × the layer's time); 0 when
   // the step is summed from GEMMs, fused attention and the elementwise estimate.
   double layer_share = 0;
-  double speedup = 1;              // mfu / baseline mfu: throughput at equal work
+  double speedup = 1;              // Merit / baseline's: throughput at equal work
   double speedup_uncertainty = 0;  // one standard deviation of speedup (see RankCandidates)
   // Time and relative standard deviation of each distinct GEMM (and fused attention, and the
   // elementwise estimate) in the step, for the uncertainty of ratios between candidates.
@@ -150,10 +180,12 @@ struct CandidateScore {
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
                               int64_t base_params, const LayerTimeFn& layers = nullptr);
 
-// Ranks `scores` in place: by MFU (model FLOP/s per GPU: equal work, so a smaller model does not
-// win by being smaller), ties (within 1e-9 relative) by smaller |param change|, then by fewer
-// fields changed against the baseline, then by (h, a, a_kv, d, f, v, L); identical shapes are
-// dropped. Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
+// Ranks `scores` in place, one rule in every mode: the candidates that beat the baseline (Beats)
+// first, then the baseline, then the rest; within each group by Merit (MFU: model FLOP/s per GPU
+// at equal work, so a smaller model does not win by being smaller; decode: tokens/s), ties (within 1e-9 relative) by smaller
+// |param change|, then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v,
+// L); identical shapes are dropped. So when nothing beats the baseline it is first ("keep your
+// shape"). Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
 // non-baseline entry (what changed, which rules it satisfies or still breaks).
 //
 // Uncertainty: the errors of a GEMM's time are shared by every candidate that runs it, so they
@@ -161,6 +193,13 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 // t_g,cand/T_cand)²) over the distinct GEMMs g, σ_g the GEMM's relative standard deviation (the
 // calibration band's (p90 − p10) / 2.56, or half the measured spread).
 void RankCandidates(std::vector<CandidateScore>& scores);
+
+// What candidates are ranked by: MFU (model FLOP/s per GPU at equal work), or for decode tokens
+// per second per GPU (what decode is for; the parameter tolerance keeps the work about equal).
+double Merit(const CandidateScore& c);
+
+// True when `c` is not the baseline and speedup − 1 > max(speedup_uncertainty, kMinWorthwhileGain).
+bool Beats(const CandidateScore& c);
 
 // Plain-words reasons for `c` against `base`: which rule the change satisfies and which GEMMs
 // gained how much ("h/a 80 → 128 (rule 3, 7): attn_score 1.31× (predicted)").

@@ -529,6 +529,10 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
   r.set_step_time_s(a.step_time_s);
   r.set_mfu(a.mfu);
   r.set_tokens_per_second_per_gpu(a.tokens_per_s_per_gpu);
+  if (a.step_time_s > 0) {
+    r.set_memory_bandwidth_utilization(DecodeBytesPerStep(a.spec) /
+                                       (a.step_time_s * a.gpu->memory_bandwidth_bytes_per_s));
+  }
   *r.mutable_memory() = ToProto(EstimateMemory(a.spec, *a.gpu));
   for (const RuleViolation& v : a.rules) {
     v1::RuleViolation* out = r.add_rules();

@@ -47,7 +47,48 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   if (std::string why = MemoryReason(memory, gpu); !why.empty()) c.add_reasons(why);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
   c.set_layer_measured_share(s.layer_share);
+  c.set_beats_baseline(Beats(s));
+  if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
+    c.set_time_per_output_token_s(s.step_time_s);
+    c.set_memory_bandwidth_utilization(DecodeBytesPerStep(s.spec) /
+                                       (s.step_time_s * gpu.memory_bandwidth_bytes_per_s));
+  }
   return c;
+}
+
+// The verdict from the ranking (RankCandidates puts those that beat the baseline before it), in
+// words with the figures it rests on.
+void SetVerdict(v1::RecommendResponse& r) {
+  const v1::Candidate* best_other = nullptr;
+  for (const v1::Candidate& c : r.candidates()) {
+    if (!c.baseline() && (best_other == nullptr || c.speedup() > best_other->speedup())) {
+      best_other = &c;
+    }
+  }
+  const v1::Candidate& first = r.candidates(0);
+  const char* what = first.model().workload() == v1::WORKLOAD_DECODE ? "tokens/s" : "MFU";
+  if (!first.baseline() && first.beats_baseline()) {
+    r.set_verdict(v1::VERDICT_CHANGE);
+    r.set_verdict_reason(absl::StrFormat(
+        "change the shape: #1 runs %.3fx ± %.3f the baseline's %s (%s), more than its "
+        "uncertainty and the %.0f%% a change must gain",
+        first.speedup(), first.speedup_uncertainty(), what,
+        first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured",
+        100 * kMinWorthwhileGain));
+    return;
+  }
+  r.set_verdict(v1::VERDICT_KEEP);
+  std::string best =
+      best_other == nullptr
+          ? std::string("no other candidate was found")
+          : absl::StrFormat("the best other, #%d, runs %.3fx ± %.3f (%s)", best_other->rank(),
+                            best_other->speedup(), best_other->speedup_uncertainty(),
+                            best_other->source() == v1::SOURCE_PREDICTED ? "predicted"
+                                                                         : "measured");
+  r.set_verdict_reason(absl::StrFormat(
+      "keep your shape: no candidate beats the baseline by more than its uncertainty and the "
+      "%.0f%% a change must gain; %s",
+      100 * kMinWorthwhileGain, best));
 }
 
 // "candidates 1 and 2 are within each other's uncertainty ..." for the leading candidates whose
@@ -68,6 +109,15 @@ std::string OverlapNote(const v1::RecommendResponse& r) {
     }
   }
   if (close.empty()) return "";
+  bool all_measured = first.source() != v1::SOURCE_PREDICTED;
+  for (const v1::Candidate* c : lead) all_measured &= c->source() != v1::SOURCE_PREDICTED;
+  if (all_measured) {
+    return absl::StrFormat(
+        "#%d (%.3f ± %.3f) is within the measured spread of %s: the GPU cannot tell them apart "
+        "at this repeatability; choose by what else matters to you (accuracy, the shapes your "
+        "checkpoints have) or re-measure with more GPU time",
+        first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "));
+  }
   return absl::StrFormat(
       "#%d (%.3f ± %.3f) is within the uncertainty of %s: the model cannot tell them apart; "
       "measure them on a GPU worker (mode MEASURED) before choosing",
@@ -122,6 +172,8 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   }
   c.max_heads = r.max_heads();
   c.keep_layers = r.keep_layers();
+  c.allow_kv_replication = r.allow_kv_replication();
+  c.head_dim_multiple = r.head_dim_multiple() == 0 ? kDefaultHeadDimMultiple : r.head_dim_multiple();
   c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
   c.top = r.top() == 0 ? kDefaultTop : r.top();
   for (auto& f : ValidateConstraints(c)) v.push_back(std::move(f));
@@ -208,8 +260,9 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
 
   // Stage 1: every candidate, analytic model.
   int64_t generated = 0;
-  absl::StatusOr<std::vector<ModelSpec>> generated_specs =
-      GenerateCandidates(*base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); });
+  std::vector<Refusal> refusals;
+  absl::StatusOr<std::vector<ModelSpec>> generated_specs = GenerateCandidates(
+      *base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); }, &refusals);
   if (!generated_specs.ok()) {
     RETURN_IF_ERROR(StopStatus(ctx));  // cancelled or past the deadline: say so
     if (generated_specs.status().code() == absl::StatusCode::kInvalidArgument) {
@@ -218,6 +271,15 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     return generated_specs.status();
   }
   std::vector<ModelSpec> specs = std::move(*generated_specs);
+  for (const Refusal& x : refusals) {
+    v1::Refusal* p = response.add_refusals();
+    p->set_rule(x.rule);
+    p->set_count(x.count);
+    p->set_unit(x.unit);
+    p->set_description(x.what);
+    p->set_loosen_with(x.loosen);
+  }
+  for (int64_t t : TpDegrees(*base, *constraints)) response.add_tensor_parallel_degrees(t);
   const int64_t base_params = BudgetParams(*base, CountParams(*base));
   ScoreCache predicted([gpu](const GemmKey& k) {
     const GemmPrediction p = PredictGemm(*gpu, k);
@@ -373,7 +435,11 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     base_shown |= s.baseline;
     *response.add_candidates() = ToProto(s, rank, *gpu);
   }
-  if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
+  SetVerdict(response);
+  // Which of several winners to pick matters only when there is a change to make.
+  if (response.verdict() == v1::VERDICT_CHANGE) {
+    if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
+  }
   response.set_done(true);
   ReportProgress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
   return response;

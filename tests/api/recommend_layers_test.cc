@@ -129,5 +129,94 @@ TEST(RecommendLayersTest, AMeasuredLayerSetsTheStep) {
   EXPECT_GT(r->candidates(0).speedup(), 1.1);
 }
 
+v1::RecommendRequest Llama2Request(v1::Mode mode) {
+  v1::RecommendRequest r;
+  r.set_gpu("h100-sxm");
+  r.set_mode(mode);
+  v1::ModelSpec* m = r.mutable_model();
+  m->set_hidden_size(4096);
+  m->set_num_attention_heads(32);
+  m->set_num_layers(32);
+  m->set_vocab_size(32000);
+  m->set_ffn_hidden_size(11008);
+  m->set_mlp(v1::MLP_SWIGLU);
+  m->set_norm(v1::NORM_RMSNORM);
+  m->set_seq_length(4096);
+  r.set_measure_top_k(3);
+  r.set_top(5);
+  return r;
+}
+
+// Llama-2-7B: nothing beats it (on the H100 nothing did, measured). Every response carries the
+// verdict, the baseline is first under KEEP in both modes, the TP degrees candidates were made
+// legal for and the rules' refusals are reported.
+TEST(RecommendVerdictTest, KeepPutsTheBaselineFirstInEveryMode) {
+  FakeGpu gpu;
+  for (v1::Mode mode : {v1::MODE_PREDICTED, v1::MODE_MEASURED}) {
+    absl::StatusOr<v1::RecommendResponse> r = RunRecommend(Llama2Request(mode), gpu.Context());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->verdict(), v1::VERDICT_KEEP) << r->verdict_reason();
+    EXPECT_THAT(r->verdict_reason(), HasSubstr("keep your shape"));
+    ASSERT_GT(r->candidates_size(), 1);
+    EXPECT_TRUE(r->candidates(0).baseline()) << v1::Mode_Name(mode);
+    EXPECT_EQ(r->candidates(0).rank(), 1);
+    EXPECT_THAT(r->tensor_parallel_degrees(), ::testing::ElementsAre(1, 2, 4, 8));
+    std::vector<std::string> rules;
+    for (const v1::Refusal& x : r->refusals()) {
+      EXPECT_GT(x.count(), 0);
+      EXPECT_FALSE(x.loosen_with().empty());
+      rules.push_back(x.rule());
+    }
+    EXPECT_THAT(rules, ::testing::Contains("heads_divisible_by_tp"));
+    for (const v1::Candidate& c : r->candidates()) EXPECT_FALSE(c.beats_baseline());
+  }
+}
+
+// GPT-2's vocabulary (50257) is padded: CHANGE, and the first candidate beats the baseline.
+TEST(RecommendVerdictTest, ChangeWhenTheFirstCandidateBeatsTheBaseline) {
+  v1::RecommendRequest r = Llama2Request(v1::MODE_PREDICTED);
+  v1::ModelSpec* m = r.mutable_model();
+  m->Clear();
+  m->set_hidden_size(768);
+  m->set_num_attention_heads(12);
+  m->set_num_layers(12);
+  m->set_vocab_size(50257);
+  m->set_seq_length(1024);
+  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, RecommendContext());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->verdict(), v1::VERDICT_CHANGE);
+  EXPECT_THAT(out->verdict_reason(), HasSubstr("change the shape"));
+  EXPECT_FALSE(out->candidates(0).baseline());
+  EXPECT_TRUE(out->candidates(0).beats_baseline());
+  EXPECT_EQ(out->candidates(0).model().vocab_size() % 64, 0);
+}
+
+// When every leading row was measured, the note about rows within each other's uncertainty does
+// not send the user to measure them.
+TEST(RecommendVerdictTest, MeasuredRowsAreNotSentToBeMeasured) {
+  FakeGpu gpu;
+  gpu.base_factor = 1.2;  // every measured candidate beats the baseline by about 1.2x
+  absl::StatusOr<v1::RecommendResponse> r = RunRecommend(Request(), gpu.Context());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict(), v1::VERDICT_CHANGE);
+  for (const std::string& n : r->notes()) EXPECT_THAT(n, ::testing::Not(HasSubstr("mode MEASURED")));
+}
+
+// Decode is ranked by tokens/s, and each row says its time per output token and MBU.
+TEST(RecommendVerdictTest, DecodeRowsCarryTimePerTokenAndBandwidthUtilisation) {
+  v1::RecommendRequest r = Llama2Request(v1::MODE_PREDICTED);
+  r.mutable_model()->set_workload(v1::WORKLOAD_DECODE);
+  r.mutable_model()->set_micro_batch_size(8);
+  r.mutable_model()->set_kv_cache_length(2048);
+  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, RecommendContext());
+  ASSERT_TRUE(out.ok()) << out.status();
+  for (const v1::Candidate& c : out->candidates()) {
+    EXPECT_DOUBLE_EQ(c.time_per_output_token_s(), c.step_time_s());
+    EXPECT_GT(c.memory_bandwidth_utilization(), 0.05);
+    EXPECT_LT(c.memory_bandwidth_utilization(), 1.0);
+  }
+  EXPECT_THAT(out->verdict_reason(), ::testing::AnyOf(HasSubstr("tokens/s"), HasSubstr("keep")));
+}
+
 }  // namespace
 }  // namespace wavecrest

@@ -262,7 +262,10 @@ class InstallTest(unittest.TestCase):
                     capture_output=True, text=True, env=env, cwd=tmp, timeout=120)
                 self.assertEqual(out.returncode, 0, out.stderr)
                 self.assertIn("MFU", out.stdout)
-                self.assertRegex(out.stdout, r"#1: h=\d+ a=\d+ kv=\d+")
+                # The verdict first; under CHANGE the candidates that beat the model follow.
+                self.assertRegex(out.stdout, r"verdict: (KEEP|CHANGE): ")
+                if "verdict: CHANGE" in out.stdout:
+                    self.assertRegex(out.stdout, r"#1: h=\d+ a=\d+ kv=\d+")
             finally:
                 server.send_signal(signal.SIGTERM)
                 server.wait(timeout=30)

@@ -146,6 +146,17 @@ export interface Candidate {
   mfu?: number;
   source?: Source;
   reasons?: string[];
+  beats_baseline?: boolean;
+  time_per_output_token_s?: number;
+  memory_bandwidth_utilization?: number;
+}
+
+export interface Refusal {
+  rule?: string;
+  count?: Int64;
+  unit?: string;
+  description?: string;
+  loosen_with?: string;
 }
 
 export interface StreamMessage {
@@ -162,6 +173,10 @@ export interface RecommendResponse extends StreamMessage {
   gpu?: string;
   mode?: string;
   notes?: string[];
+  verdict?: "VERDICT_UNSPECIFIED" | "VERDICT_KEEP" | "VERDICT_CHANGE";
+  verdict_reason?: string;
+  refusals?: Refusal[];
+  tensor_parallel_degrees?: Int64[];
 }
 
 export interface SweepPoint {

@@ -366,6 +366,8 @@ async function recommend() {
   $("recommend-panel").hidden = false;
   $<HTMLTableElement>("rec-table").replaceChildren();
   $("rec-notes").replaceChildren();
+  const verdict = $("rec-verdict");
+  verdict.hidden = true;
   bar.value = 0;
   status.textContent = "starting";
   const abort = new AbortController();
@@ -384,6 +386,13 @@ async function recommend() {
     status.textContent =
       `${int(r.candidates_considered)} shapes considered; GEMMs measured ${int(r.gemms_measured)}, ` +
       `cached ${int(r.gemms_cached)}, predicted ${int(r.gemms_predicted)}`;
+    // The verdict first: keep the shape, or change it to #1.
+    if (r.verdict && r.verdict !== "VERDICT_UNSPECIFIED") {
+      const keep = r.verdict === "VERDICT_KEEP";
+      verdict.replaceChildren(node("strong", keep ? "KEEP" : "CHANGE"), ` ${r.verdict_reason ?? ""}`);
+      verdict.className = `verdict ${keep ? "verdict-keep" : "verdict-change"}`;
+      verdict.hidden = false;
+    }
     const cands = r.candidates ?? [];
     setTable(
       $<HTMLTableElement>("rec-table"),
@@ -409,6 +418,13 @@ async function recommend() {
       (i) => (cands[i].baseline ? "baseline" : ""),
     );
     const notes = $("rec-notes");
+    const tps = (r.tensor_parallel_degrees ?? []).map((t) => String(int(t)));
+    if (tps.length > 0) notes.appendChild(node("li", `every candidate is legal for tensor parallelism ${tps.join(", ")}`));
+    for (const x of r.refusals ?? []) {
+      notes.appendChild(
+        node("li", `refused ${int(x.count)} ${x.unit ?? ""}: ${x.description ?? ""} (loosen with ${x.loosen_with ?? ""})`),
+      );
+    }
     for (const n of r.notes ?? []) notes.appendChild(node("li", n));
   } catch (err) {
     if (abort.signal.aborted) status.textContent = "cancelled";

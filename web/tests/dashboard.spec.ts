@@ -85,6 +85,9 @@ test("recommend streams progress and shows ranked shapes against the baseline", 
   await page.click("#recommend-button");
   await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
   await expect(page.locator("#rec-status")).toContainText("shapes considered");
+  // The verdict comes first, and says which.
+  await expect(page.locator("#rec-verdict")).toBeVisible();
+  await expect(page.locator("#rec-verdict")).toContainText(/^(KEEP|CHANGE) /);
   await expect(page.locator("#rec-table tr.baseline")).toHaveCount(1);
   await expect(page.locator("#rec-table tr.baseline")).toContainText("the model as given");
   const ranked = page.locator("#rec-table tbody tr:not(.baseline)");

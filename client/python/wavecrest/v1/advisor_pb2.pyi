@@ -38,6 +38,9 @@ SWEEP_DIMENSION_SEQ: SweepDimension
 SWEEP_DIMENSION_TENSOR_PARALLEL: SweepDimension
 SWEEP_DIMENSION_UNSPECIFIED: SweepDimension
 SWEEP_DIMENSION_VOCAB: SweepDimension
+VERDICT_CHANGE: Verdict
+VERDICT_KEEP: Verdict
+VERDICT_UNSPECIFIED: Verdict
 
 class AnalyzeRequest(_message.Message):
     __slots__ = ["gpu", "hf_config_json", "model"]
@@ -50,12 +53,13 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
     MEASURED_STEP_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -73,6 +77,7 @@ class AnalyzeResponse(_message.Message):
     gpu: str
     measured_step: MeasuredStep
     memory: MemoryEstimate
+    memory_bandwidth_utilization: float
     mfu: float
     model: _model_pb2.ModelSpec
     model_flops: float
@@ -83,13 +88,15 @@ class AnalyzeResponse(_message.Message):
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "elementwise_share", "layer_measured_share", "memory", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "layer_measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
+    BEATS_BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
     LAYER_MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -101,11 +108,14 @@ class Candidate(_message.Message):
     SPEEDUP_FIELD_NUMBER: _ClassVar[int]
     SPEEDUP_UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TIME_PER_OUTPUT_TOKEN_S_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     baseline: bool
+    beats_baseline: bool
     elementwise_share: float
     layer_measured_share: float
     memory: MemoryEstimate
+    memory_bandwidth_utilization: float
     mfu: float
     model: _model_pb2.ModelSpec
     param_change: float
@@ -116,8 +126,9 @@ class Candidate(_message.Message):
     speedup: float
     speedup_uncertainty: float
     step_time_s: float
+    time_per_output_token_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., layer_measured_share: _Optional[float] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
@@ -380,9 +391,11 @@ class RecalibrationResult(_message.Message):
     def __init__(self, gpu: _Optional[str] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., rows: _Optional[int] = ..., applied: bool = ..., cv_median_error: _Optional[float] = ..., cv_p90_error: _Optional[float] = ..., label: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RecommendRequest(_message.Message):
-    __slots__ = ["allowed_head_dims", "gpu", "hf_config_json", "keep_layers", "max_candidates", "max_gpu_seconds", "max_heads", "measure_top_k", "min_heads", "mode", "model", "param_tolerance", "tensor_parallel_options", "top", "vary"]
+    __slots__ = ["allow_kv_replication", "allowed_head_dims", "gpu", "head_dim_multiple", "hf_config_json", "keep_layers", "max_candidates", "max_gpu_seconds", "max_heads", "measure_top_k", "min_heads", "mode", "model", "param_tolerance", "tensor_parallel_options", "top", "vary"]
     ALLOWED_HEAD_DIMS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_KV_REPLICATION_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    HEAD_DIM_MULTIPLE_FIELD_NUMBER: _ClassVar[int]
     HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     KEEP_LAYERS_FIELD_NUMBER: _ClassVar[int]
     MAX_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
@@ -396,8 +409,10 @@ class RecommendRequest(_message.Message):
     TENSOR_PARALLEL_OPTIONS_FIELD_NUMBER: _ClassVar[int]
     TOP_FIELD_NUMBER: _ClassVar[int]
     VARY_FIELD_NUMBER: _ClassVar[int]
+    allow_kv_replication: bool
     allowed_head_dims: _containers.RepeatedScalarFieldContainer[int]
     gpu: str
+    head_dim_multiple: int
     hf_config_json: str
     keep_layers: bool
     max_candidates: int
@@ -411,10 +426,10 @@ class RecommendRequest(_message.Message):
     tensor_parallel_options: _containers.RepeatedScalarFieldContainer[int]
     top: int
     vary: _containers.RepeatedScalarFieldContainer[Knob]
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress"]
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "tensor_parallel_degrees", "verdict", "verdict_reason"]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -428,6 +443,10 @@ class RecommendResponse(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     NOTES_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    REFUSALS_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_DEGREES_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_REASON_FIELD_NUMBER: _ClassVar[int]
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     candidates_considered: int
     done: bool
@@ -441,7 +460,25 @@ class RecommendResponse(_message.Message):
     mode: Mode
     notes: _containers.RepeatedScalarFieldContainer[str]
     progress: Progress
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ...) -> None: ...
+    refusals: _containers.RepeatedCompositeFieldContainer[Refusal]
+    tensor_parallel_degrees: _containers.RepeatedScalarFieldContainer[int]
+    verdict: Verdict
+    verdict_reason: str
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class Refusal(_message.Message):
+    __slots__ = ["count", "description", "loosen_with", "rule", "unit"]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    LOOSEN_WITH_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
+    UNIT_FIELD_NUMBER: _ClassVar[int]
+    count: int
+    description: str
+    loosen_with: str
+    rule: str
+    unit: str
+    def __init__(self, rule: _Optional[str] = ..., count: _Optional[int] = ..., unit: _Optional[str] = ..., description: _Optional[str] = ..., loosen_with: _Optional[str] = ...) -> None: ...
 
 class RuleViolation(_message.Message):
     __slots__ = ["hurts", "id", "message", "paper_rule", "priced"]
@@ -674,6 +711,9 @@ class LayerKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Knob(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class SweepDimension(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
