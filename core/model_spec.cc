@@ -124,6 +124,15 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
     v.push_back(
         {"name", absl::StrCat("at most ", kMaxNameLength, " characters; got ", s.name.size())});
   }
+  // NUL and other control characters in a name end up in logs, tables and file names.
+  for (size_t i = 0; i < s.name.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(s.name[i]);
+    if (ch < 0x20 || ch == 0x7F) {
+      v.push_back({"name", absl::StrCat("no control characters (NUL, newline, escape); byte ", i,
+                                        " is ", static_cast<int>(ch))});
+      break;
+    }
+  }
   CheckRange(v, "hidden_size", s.hidden_size, 1, kMaxHiddenSize);
   CheckRange(v, "num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
   CheckRange(v, "num_kv_heads", s.num_kv_heads, 1, kMaxHeads);

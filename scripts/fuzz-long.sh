@@ -13,7 +13,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
   echo "# libFuzzer (clang $(clang++-14 --version | head -1 | sed 's/.*version //')), ASan+UBSan, $runs runs per target"
   crashes=0
-  for target in fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row; do
+  for target in fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row fuzz_http; do
     work=$(mktemp -d)
     cp -r "tests/fuzz/corpus/$target/." "$work/"
     start=$(date +%s)

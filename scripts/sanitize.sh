@@ -33,7 +33,7 @@ fi
 
 # Fuzz smoke: each target over a copy of its corpus (new inputs do not touch the repository).
 status=0
-for target in fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row; do
+for target in fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row fuzz_http; do
   work=$(mktemp -d)
   cp -r "tests/fuzz/corpus/$target/." "$work/"
   echo "fuzz: $target for ${fuzz_seconds}s over $(ls "$work" | wc -l) seeds"

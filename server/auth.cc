@@ -1,11 +1,14 @@
 #include "server/auth.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -14,6 +17,14 @@ namespace wavecrest {
 absl::StatusOr<Auth> Auth::FromTokensFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadSecretFile(path);
   if (!text.ok()) return text.status();
+  // Secrets readable by every user of the machine are not secrets: refuse, and say how to fix.
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
+    return absl::PermissionDeniedError(absl::StrFormat(
+        "%s: readable or writable by every user (mode %04o); chmod 600 it (a Kubernetes Secret: "
+        "defaultMode 0400)",
+        path, st.st_mode & 07777));
+  }
   Auth auth;
   int line_no = 0;
   for (absl::string_view line : absl::StrSplit(*text, '\n')) {

@@ -5,12 +5,16 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -45,6 +49,10 @@ const char* Reason(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 415:
+      return "Unsupported Media Type";
+    case 421:
+      return "Misdirected Request";
     case 409:
       return "Conflict";
     case 413:
@@ -77,13 +85,17 @@ std::string ErrorJson(const absl::Status& st) {
   return JsonText(nlohmann::json{{"error", std::move(e)}});
 }
 
+// Headers every reply of the request this thread serves carries (CORS for an allowed origin).
+thread_local std::string t_response_headers;
+
 void Send(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
           absl::string_view extra_headers = "") {
   mg_printf(c,
             "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%.*s\r\n",
+            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%.*s\r\n",
             status, Reason(status), static_cast<int>(content_type.size()), content_type.data(),
-            body.size(), static_cast<int>(extra_headers.size()), extra_headers.data());
+            body.size(), t_response_headers.c_str(), static_cast<int>(extra_headers.size()),
+            extra_headers.data());
   mg_write(c, body.data(), body.size());
 }
 
@@ -218,7 +230,8 @@ int Stream(mg_connection* c, const HttpRequest& r, const Start& start) {
   mg_printf(c,
             "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
             "Transfer-Encoding: chunked\r\nCache-Control: no-store\r\n"
-            "X-Content-Type-Options: nosniff\r\n\r\n");
+            "X-Content-Type-Options: nosniff\r\n%s\r\n",
+            t_response_headers.c_str());
   bool gone = false;
   do {
     const std::string line = ToJson(msg) + "\n";
@@ -238,6 +251,112 @@ int Stream(mg_connection* c, const HttpRequest& r, const Start& start) {
 }
 
 }  // namespace
+
+namespace {
+
+// "host:port", "[v6]:port", "host" -> the host, lowercase, without brackets.
+std::string HostOnly(absl::string_view hostport) {
+  std::string h(absl::AsciiStrToLower(absl::StripAsciiWhitespace(hostport)));
+  if (!h.empty() && h[0] == '[') {
+    const size_t end = h.find(']');
+    return end == std::string::npos ? h : h.substr(1, end - 1);
+  }
+  if (std::count(h.begin(), h.end(), ':') == 1) h = h.substr(0, h.find(':'));
+  return h;
+}
+
+bool ListIncludes(const std::vector<std::string>& list, absl::string_view x) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& y) { return absl::EqualsIgnoreCase(x, y); });
+}
+
+constexpr std::pair<const char*, const char*> kMimeTypes[] = {
+    {".html", "text/html; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".json", "application/json"},
+    {".svg", "image/svg+xml"},
+    {".png", "image/png"},
+    {".ico", "image/x-icon"},
+    {".map", "application/json"},
+    {".txt", "text/plain; charset=utf-8"},
+    {".woff2", "font/woff2"},
+};
+
+}  // namespace
+
+std::vector<std::string> DefaultAllowedHosts(const std::string& listen) {
+  const std::string host = HostOnly(listen);
+  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*") return {};
+  std::vector<std::string> out = {"localhost", "127.0.0.1", "::1"};
+  if (!ListIncludes(out, host)) out.push_back(host);
+  return out;
+}
+
+absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
+                                std::string* cors_origin) {
+  cors_origin->clear();
+  if (!h.host.empty() && !p.allowed_hosts.empty() &&
+      !ListIncludes(p.allowed_hosts, HostOnly(h.host))) {
+    return FieldError("Host", absl::StrCat("\"", ForTerminal(h.host),
+                                           "\" is not a name this server answers to (allowed: ",
+                                           absl::StrJoin(p.allowed_hosts, ", "),
+                                           "; add one with --http_allowed_hosts)"));
+  }
+  if (!h.origin.empty()) {
+    const bool same = !h.host.empty() && (absl::EqualsIgnoreCase(h.origin, "http://" + h.host) ||
+                                          absl::EqualsIgnoreCase(h.origin, "https://" + h.host));
+    if (!same) {
+      if (!ListIncludes(p.allowed_origins, h.origin)) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("cross-origin request from ", ForTerminal(h.origin),
+                         " refused; allow an origin with --http_allowed_origins"));
+      }
+      *cors_origin = h.origin;
+    }
+  }
+  if (h.method == "POST" && (h.has_body || !h.content_type.empty())) {
+    const std::string type = absl::AsciiStrToLower(
+        absl::StripAsciiWhitespace(absl::string_view(h.content_type).substr(
+            0, std::min(h.content_type.find(';'), h.content_type.size()))));
+    if (type != "application/json") {
+      return FieldError("Content-Type",
+                        absl::StrCat("\"", ForTerminal(h.content_type),
+                                     "\": POST bodies must be application/json"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,
+                                          std::string* mime) {
+  std::string rel = path == "/" || path.empty() ? "/index.html" : path;
+  if (rel.find('\0') != std::string::npos || rel[0] != '/') {
+    return absl::NotFoundError("no such file");
+  }
+  std::filesystem::path file(root);
+  for (absl::string_view seg : absl::StrSplit(absl::string_view(rel).substr(1), '/')) {
+    if (seg.empty() || seg[0] == '.' || absl::StrContains(seg, '\\')) {
+      return absl::NotFoundError("no such file");  // dotfiles, "..", "//" and Windows separators
+    }
+    file /= std::string(seg);
+    std::error_code ec;
+    const auto st = std::filesystem::symlink_status(file, ec);
+    if (ec || std::filesystem::is_symlink(st)) return absl::NotFoundError("no such file");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, ec)) || ec) {
+    return absl::NotFoundError("no such file");
+  }
+  const std::string ext = absl::AsciiStrToLower(file.extension().string());
+  for (const auto& [e, m] : kMimeTypes) {
+    if (ext == e) {
+      *mime = m;
+      return file.string();
+    }
+  }
+  return absl::NotFoundError("no such file");
+}
 
 int HttpStatusFor(absl::StatusCode code) {
   switch (code) {
@@ -290,22 +409,28 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     return absl::InvalidArgumentError(
         absl::StrCat("--http_static_dir ", options.static_dir, ": not a directory"));
   }
+  g->policy_.allowed_origins = options.allowed_origins;
+  g->policy_.allowed_hosts = options.allowed_hosts.empty() ? DefaultAllowedHosts(options.listen)
+                                                           : options.allowed_hosts;
   const std::string threads = std::to_string(std::max(options.threads, 2));
+  const std::string timeout = std::to_string(std::max(options.request_timeout_ms, 100));
+  // No document_root: civetweb serves nothing itself (no CGI, SSI, Lua or listings); every
+  // request reaches Dispatch.
   std::vector<const char*> opts = {"listening_ports",
                                    options.listen.c_str(),
                                    "num_threads",
                                    threads.c_str(),
                                    "request_timeout_ms",
-                                   "3600000",
+                                   timeout.c_str(),
+                                   "enable_keep_alive",
+                                   "no",
                                    "enable_directory_listing",
                                    "no",
-                                   "additional_header",
-                                   kStaticHeaders};
-  if (!options.static_dir.empty()) {
-    opts.push_back("document_root");
-    opts.push_back(options.static_dir.c_str());
-  }
-  opts.push_back(nullptr);
+                                   // civetweb answers CORS preflights itself with "*" unless this
+                                   // is empty; the gateway answers them (allowed origins only).
+                                   "access_control_allow_origin",
+                                   "",
+                                   nullptr};
   mg_callbacks callbacks{};
   callbacks.log_message = [](const mg_connection*, const char* message) {
     LogInfo("http", {{"message", message}});
@@ -316,7 +441,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     return absl::UnavailableError(absl::StrCat(
         "--http_listen ", options.listen, ": cannot listen (is another process on that port?)"));
   }
-  mg_set_request_handler(g->ctx_, "/v1", &HttpGateway::Dispatch, g.get());
+  mg_set_request_handler(g->ctx_, "/", &HttpGateway::Dispatch, g.get());
   mg_server_port ports[4];
   const int n = mg_get_server_ports(g->ctx_, 4, ports);
   g->port_ = n > 0 ? ports[0].port : 0;
@@ -362,6 +487,44 @@ int HttpGateway::Handle(mg_connection* c) {
   if (!read.ok()) return done(SendError(c, read.status()));
   const HttpRequest& r = *read;
   if (absl::Status st = CheckUtf8(r); !st.ok()) return done(SendError(c, st));
+  HttpHeaders h;
+  h.method = r.method;
+  h.path = r.path;
+  h.has_body = !r.body.empty();
+  auto header = [&](const char* name) {
+    const char* v = mg_get_header(c, name);
+    return std::string(v ? v : "");
+  };
+  h.host = header("Host");
+  h.origin = header("Origin");
+  h.content_type = header("Content-Type");
+  std::string cors;
+  if (absl::Status st = CheckBrowserPolicy(h, policy_, &cors); !st.ok()) {
+    const bool media = !ViolationsOf(st).empty() && ViolationsOf(st)[0].field == "Content-Type";
+    const bool host = !ViolationsOf(st).empty() && ViolationsOf(st)[0].field == "Host";
+    const int status = media ? 415 : host ? 421 : HttpStatusFor(st.code());
+    Send(c, status, "application/json", ErrorJson(st));
+    return done(status);
+  }
+  const std::string cors_headers =
+      cors.empty() ? ""
+                   : absl::StrCat("Access-Control-Allow-Origin: ", cors, "\r\nVary: Origin\r\n");
+  if (r.method == "OPTIONS") {  // a CORS preflight from an allowed origin (others were refused)
+    mg_printf(c,
+              "HTTP/1.1 204 No Content\r\n%sAccess-Control-Allow-Methods: GET, POST\r\n"
+              "Access-Control-Allow-Headers: Content-Type, Authorization, "
+              "X-Wavecrest-Deadline-S\r\nAccess-Control-Max-Age: 600\r\nContent-Length: 0\r\n\r\n",
+              cors_headers.c_str());
+    return done(204);
+  }
+  if (!absl::StartsWith(r.path, "/v1/") && r.path != "/v1") {
+    return done(ServeStatic(c, r.method, r.path));
+  }
+  // Every reply of this request carries them (civetweb serves one request per thread at a time).
+  t_response_headers = cors_headers;
+  struct Clear {
+    ~Clear() { t_response_headers.clear(); }
+  } clear;
   auto stub = v1::Advisor::NewStub(channel_);
   const bool post = r.method == "POST", get = r.method == "GET";
   auto wrong_method = [&](const char* allowed) {
@@ -470,5 +633,52 @@ int HttpGateway::Handle(mg_connection* c) {
              "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model and GET "
              "/v1/devices, /v1/health, /v1/models"))));
 }
+
+int HttpGateway::ServeStatic(mg_connection* c, const std::string& method,
+                             const std::string& path) {
+  if (method != "GET" && method != "HEAD") {
+    Send(c, 405, "application/json",
+         ErrorJson(absl::InvalidArgumentError(absl::StrCat(method, " ", path, ": use GET"))),
+         "Allow: GET, HEAD\r\n");
+    return 405;
+  }
+  std::string mime;
+  absl::StatusOr<std::string> file =
+      options_.static_dir.empty() ? absl::NotFoundError("no dashboard")
+                                  : StaticFileFor(options_.static_dir, path, &mime);
+  std::string body;
+  if (file.ok()) {
+    std::ifstream in(*file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    body = text.str();
+    if (!in.good() && !in.eof()) file = absl::NotFoundError("unreadable");
+  }
+  if (!file.ok()) {
+    Send(c, 404, "application/json", ErrorJson(absl::NotFoundError("no such file")));
+    return 404;
+  }
+  mg_printf(c,
+            "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Cache-Control: no-cache\r\n%s\r\n\r\n",
+            mime.c_str(), body.size(), kStaticHeaders);
+  if (method == "GET") mg_write(c, body.data(), body.size());
+  return 200;
+}
+
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
+    absl::string_view path, absl::string_view body) {
+  std::unique_ptr<google::protobuf::Message> m;
+  if (path == "/v1/analyze") m = std::make_unique<v1::AnalyzeRequest>();
+  if (path == "/v1/recommend") m = std::make_unique<v1::RecommendRequest>();
+  if (path == "/v1/sweep") m = std::make_unique<v1::SweepRequest>();
+  if (path == "/v1/time-gemms") m = std::make_unique<v1::TimeGemmsRequest>();
+  if (path == "/v1/time-layers") m = std::make_unique<v1::TimeLayersRequest>();
+  if (!m) return absl::NotFoundError(absl::StrCat("no JSON route ", ToValidUtf8(path)));
+  if (absl::Status st = FromJson(body, m.get()); !st.ok()) return st;
+  return m;
+}
+
+std::string ErrorBody(const absl::Status& status) { return ErrorJson(status); }
 
 }  // namespace wavecrest

@@ -27,8 +27,10 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 #include "server/metrics.h"
 
@@ -37,14 +39,47 @@ struct mg_connection;
 
 namespace wavecrest {
 
+// Browser safety and slow clients (SECURITY.md):
+// - POST bodies must be Content-Type application/json (415 otherwise): a cross-site form or a
+//   text/plain fetch cannot reach the API without a CORS preflight.
+// - A request with an Origin header must come from this origin (scheme://Host) or one of
+//   allowed_origins (403 otherwise); only those get Access-Control-Allow-Origin, never "*".
+// - Host must be one of allowed_hosts (421 otherwise), which stops DNS rebinding; the default
+//   is localhost, 127.0.0.1, ::1 and the listen address's host (any Host when that is a wildcard).
+// - civetweb serves no file itself: the gateway's own handler serves regular files under
+//   static_dir with a known extension, never a dotfile, a directory listing or a path through a
+//   symlink, and runs nothing (civetweb's CGI, SSI and Lua never see a request).
+// - request_timeout_ms bounds each read and write of a connection; `threads` connections are
+//   served at once (civetweb 1.15 runs one thread per connection and has no per-address cap).
 struct HttpGatewayOptions {
   std::string listen;      // "127.0.0.1:8080"; port 0 picks a free one
   std::string static_dir;  // the dashboard's files; empty = no dashboard
   std::string models_dir;  // example model specs for /v1/models; empty = none
-  int threads = 16;        // concurrent HTTP requests (streams hold one each)
+  int threads = 128;       // connections served at once (streams hold one each)
+  int request_timeout_ms = 10000;
   int64_t max_body_bytes = int64_t{4} << 20;
+  std::vector<std::string> allowed_origins;  // "https://dash.example.com"; same-origin always
+  std::vector<std::string> allowed_hosts;    // empty = the default above
 };
 
+// The browser-safety checks above, as pure functions (tested and fuzzed without a socket).
+struct HttpHeaders {
+  std::string method, path, host, origin, content_type;
+  bool has_body = false;
+};
+struct HttpPolicy {
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;  // resolved: never empty unless any host is allowed
+};
+// The API's JSON decoding as Handle runs it, for tests and the fuzz target: the request message of
+// `path`'s route decoded from `body` (NOT_FOUND for another path), and the error body a status
+// is answered with.
+absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
+    absl::string_view path, absl::string_view body);
+std::string ErrorBody(const absl::Status& status);
+
+// The Host names allowed by default for a listen address ("127.0.0.1:8080" -> localhost,
+// 127.0.0.1, ::1, and its host; a wildcard listen address -> empty = any).
 class HttpGateway {
  public:
   // Starts serving; `channel` reaches the Advisor service (in-process).
@@ -62,8 +97,10 @@ class HttpGateway {
               Metrics* metrics);
   static int Dispatch(mg_connection* conn, void* self);
   int Handle(mg_connection* conn);
+  int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path);
 
   HttpGatewayOptions options_;
+  HttpPolicy policy_;
   std::shared_ptr<grpc::Channel> channel_;
   Metrics* metrics_;
   mg_context* ctx_ = nullptr;
@@ -72,6 +109,17 @@ class HttpGateway {
 
 // The HTTP status gRPC-gateway maps a status code to.
 int HttpStatusFor(absl::StatusCode code);
+
+std::vector<std::string> DefaultAllowedHosts(const std::string& listen);
+// OK, or the status to answer with: PERMISSION_DENIED (Origin), INVALID_ARGUMENT (Content-Type,
+// with the field), FAILED_PRECONDITION (Host). `cors_origin` is set to the Origin to echo in
+// Access-Control-Allow-Origin when the request is an allowed cross-origin one.
+absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
+                                std::string* cors_origin);
+// The file under `root` that `path` names, if it may be served: a regular file with a known
+// extension, no path segment starting with '.', no symlink on the way. Sets `mime`.
+absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,
+                                          std::string* mime);
 
 }  // namespace wavecrest
 

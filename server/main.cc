@@ -27,6 +27,20 @@ ABSL_FLAG(std::string, http_static_dir, "",
           "The dashboard's built files (web/dist) served at / by --http_listen; empty = none");
 ABSL_FLAG(std::string, http_models_dir, "",
           "Example model specs the dashboard offers (examples/models); empty = none");
+ABSL_FLAG(std::string, http_allowed_origins, "",
+          "Origins (scheme://host[:port]) other than the gateway's own whose pages may call the "
+          "HTTP API, comma-separated; empty = same-origin only (no CORS)");
+ABSL_FLAG(std::string, http_allowed_hosts, "",
+          "Host header names the HTTP gateway answers to (stops DNS rebinding), comma-separated; "
+          "empty = localhost, 127.0.0.1, ::1 and the --http_listen host (any when it is a "
+          "wildcard such as 0.0.0.0)");
+ABSL_FLAG(int, http_threads, 128,
+          "HTTP connections served at once (one thread each; a stream holds one)");
+ABSL_FLAG(int, http_request_timeout_ms, 10000,
+          "HTTP: longest wait for each read or write of a connection (slow clients are dropped)");
+ABSL_FLAG(bool, http_allow_plaintext, false,
+          "Serve --http_listen in plain HTTP although gRPC uses TLS (for a TLS-terminating proxy "
+          "in front of it); refused with --tls_client_ca, which HTTP cannot check");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (host:port; port 0 picks one); empty disables it");
 ABSL_FLAG(std::string, cache, "",
@@ -119,6 +133,17 @@ int main(int argc, char** argv) {
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.http_static_dir = absl::GetFlag(FLAGS_http_static_dir);
   o.http_models_dir = absl::GetFlag(FLAGS_http_models_dir);
+  for (absl::string_view x :
+       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_origins), ',', absl::SkipWhitespace())) {
+    o.http_allowed_origins.emplace_back(x);
+  }
+  for (absl::string_view x :
+       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace())) {
+    o.http_allowed_hosts.emplace_back(x);
+  }
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
+  o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
   o.cache_path = absl::GetFlag(FLAGS_cache);
   o.port_file = absl::GetFlag(FLAGS_port_file);
   o.threads = absl::GetFlag(FLAGS_threads);

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "prometheus/exposer.h"
@@ -29,6 +31,25 @@
 #include "service/log.h"
 
 namespace wavecrest {
+
+namespace {
+
+// A builder option that removes one plugin (by name) from the builder's list.
+class WithoutPlugin : public grpc::ServerBuilderOption {
+ public:
+  explicit WithoutPlugin(std::string name) : name_(std::move(name)) {}
+  void UpdateArguments(grpc::ChannelArguments*) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [&](const auto& p) { return p->name() == name_; }),
+                   plugins->end());
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
 
 bool LocalListen(absl::string_view listen) {
   return absl::StartsWith(listen, "127.") || absl::StartsWith(listen, "localhost:") ||
@@ -146,6 +167,14 @@ absl::Status RunServer(const ServerOptions& options) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  // Reflection has no token check of its own: with tokens on it is left out (it would describe the
+  // API to anyone who can reach the port). Linking it registers it for every builder, so the
+  // builder's plugin list drops it.
+  if (auth.enabled()) {
+    builder.SetOption(std::make_unique<WithoutPlugin>("proto_server_reflection"));
+    LogInfo("gRPC reflection is off: --auth_tokens_file is set and reflection cannot check tokens",
+            {});
+  }
   int grpc_port = 0;
   builder.AddListeningPort(options.listen, *credentials, &grpc_port);
   // gRPC sets SO_REUSEPORT by default: a second server on a served port would then start and
@@ -162,6 +191,13 @@ absl::Status RunServer(const ServerOptions& options) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || grpc_port == 0) {
+    if (!options.tls.cert.empty()) {
+      return absl::UnavailableError(absl::StrCat(
+          "--listen ", options.listen,
+          ": cannot listen: another server holds the port, or gRPC refused the TLS files (does "
+          "--tls_key ", options.tls.key, " belong to --tls_cert ", options.tls.cert,
+          "? gRPC's own reason is in the log lines above)"));
+    }
     return absl::UnavailableError(absl::StrCat(
         "--listen ", options.listen,
         ": cannot listen (is another server on that port? the address is not shared)"));
@@ -170,10 +206,30 @@ absl::Status RunServer(const ServerOptions& options) {
   // authentication, limits and metrics as gRPC ones.
   std::unique_ptr<HttpGateway> gateway;
   if (!options.http_listen.empty()) {
+    // One posture for both ports: the gateway speaks plain HTTP and cannot check a client
+    // certificate, so it does not run beside mutual TLS, nor beside TLS unless asked.
+    if (!options.tls.ca.empty()) {
+      server->Shutdown();
+      return absl::FailedPreconditionError(
+          "--http_listen with --tls_client_ca: the HTTP gateway cannot check client certificates, "
+          "so it would open the API without them; drop --http_listen, or serve HTTP through a "
+          "proxy that verifies client certificates and talks gRPC to this server");
+    }
+    if (!options.tls.cert.empty() && !options.http_allow_plaintext) {
+      server->Shutdown();
+      return absl::FailedPreconditionError(
+          "--http_listen with --tls_cert: gRPC is encrypted but the HTTP gateway is plain HTTP "
+          "(tokens and models would cross the network in the clear); put a TLS-terminating "
+          "proxy in front of it and pass --http_allow_plaintext, or drop --http_listen");
+    }
     HttpGatewayOptions g;
     g.listen = options.http_listen;
     g.static_dir = options.http_static_dir;
     g.models_dir = options.http_models_dir;
+    g.allowed_origins = options.http_allowed_origins;
+    g.allowed_hosts = options.http_allowed_hosts;
+    g.threads = options.http_threads;
+    g.request_timeout_ms = options.http_request_timeout_ms;
     g.max_body_bytes = options.max_request_bytes;
     absl::StatusOr<std::unique_ptr<HttpGateway>> started =
         HttpGateway::Start(g, server->InProcessChannel(grpc::ChannelArguments()), &metrics);

@@ -25,6 +25,12 @@ struct ServerOptions {
   std::string http_listen;
   std::string http_static_dir;  // the dashboard's built files (web/dist)
   std::string http_models_dir;  // example models the dashboard offers (examples/models)
+  std::vector<std::string> http_allowed_origins;  // see HttpGatewayOptions
+  std::vector<std::string> http_allowed_hosts;
+  int http_threads = 128;
+  int http_request_timeout_ms = 10000;
+  // Plain HTTP although gRPC has TLS (a proxy terminates TLS in front); never with a client CA.
+  bool http_allow_plaintext = false;
   int threads = 0;              // job threads; 0 = number of CPUs
   int queue_capacity = 64;
   int max_request_bytes = 4 << 20;

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace wavecrest {
@@ -35,6 +36,15 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(co
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key = ReadSecretFile(tls.key);
   if (!key.ok()) return key.status();
+  // gRPC reports a certificate or key it cannot use only as a failure to listen: say which file.
+  if (!absl::StrContains(*cert, "-----BEGIN CERTIFICATE-----")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tls.cert, ": no PEM certificate in it (\"-----BEGIN CERTIFICATE-----\")"));
+  }
+  if (!absl::StrContains(*key, "PRIVATE KEY-----")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        tls.key, ": no PEM private key in it (\"-----BEGIN ... PRIVATE KEY-----\")"));
+  }
   pair.cert_chain = *cert;
   pair.private_key = *key;
   options.pem_key_cert_pairs.push_back(pair);

@@ -235,12 +235,23 @@ TEST(CliTest, ControlCharactersInNamesAreEscapedNotPrinted) {
   o.model = path;
   o.gpu = "h100-sxm";
   CliRun r = Cli(o);
-  const std::string both = r.out + r.err;
+  std::string both = r.out + r.err;
+  // A name with control characters is refused, and the refusal does not print them.
+  EXPECT_EQ(r.code, 13) << both;
+  EXPECT_THAT(both, HasSubstr("no control characters"));
+  EXPECT_EQ(both.find('\x1b'), std::string::npos) << both.substr(0, 300);
+  EXPECT_EQ(both.find('\x07'), std::string::npos);
+  std::filesystem::remove(path);
+  // What the service echoes back (an unknown GPU name) is escaped, not printed raw.
+  o.model = Path("examples/models/pythia-2.8b.json");
+  o.gpu = "\x1b]0;pwned\x07\x1b[2Jevil\xc2\x9b" "1m";
+  r = Cli(o);
+  both = r.out + r.err;
+  EXPECT_NE(r.code, 0);
   EXPECT_EQ(both.find('\x1b'), std::string::npos) << both.substr(0, 300);
   EXPECT_EQ(both.find('\x07'), std::string::npos);
   EXPECT_EQ(both.find("\xc2\x9b"), std::string::npos);  // C1 CSI
   EXPECT_THAT(both, HasSubstr("\\x1b]0;pwned\\x07"));
-  std::filesystem::remove(path);
 }
 
 TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {

@@ -75,6 +75,16 @@ INSTANTIATE_TEST_SUITE_P(
                                 -1}),
     [](const auto& i) { return i.param.field + std::to_string(i.index); });
 
+TEST(ValidateTest, NamesHoldNoControlCharacters) {
+  ModelSpec s = Valid();
+  s.name = std::string("llama\0evil", 10);
+  EXPECT_THAT(Validate(s), Violation("name", "no control characters"));
+  s.name = "llama\x1b[31m";
+  EXPECT_THAT(Validate(s), Violation("name", "byte 5 is 27"));
+  s.name = "Llama-3 8B (ünïcode ok)";
+  EXPECT_TRUE(Validate(s).empty());
+}
+
 TEST(ValidateTest, HeadsMustDivideHiddenUnlessHeadDimGiven) {
   ModelSpec s = Valid();
   s.num_attention_heads = 48;

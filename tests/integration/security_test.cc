@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "service/errors.h"
@@ -115,6 +116,16 @@ TEST(SecurityTest, TokensGateEveryCallAndAdminCalls) {
   std::ofstream(dir.File("tokens")) << "# test tokens\n"
                                     << client_token << " client\n"
                                     << admin_token << " admin\n";
+  // A tokens file every user can read is refused, naming the fix.
+  {
+    auto [code, out] = Shell(absl::StrCat(BinaryPath("server/wavecrest-server"),
+                                          " --listen=127.0.0.1:0 --metrics_listen= ",
+                                          "--auth_tokens_file=", dir.File("tokens"), " 2>&1"));
+    EXPECT_NE(code, 0) << out;
+    EXPECT_THAT(out, HasSubstr("chmod 600"));
+  }
+  std::filesystem::permissions(dir.File("tokens"), std::filesystem::perms::owner_read |
+                                                       std::filesystem::perms::owner_write);
   ServerUnderTest server({"--auth_tokens_file=" + dir.File("tokens")});
   ASSERT_TRUE(server.WaitReady()) << server.Log();  // health stays open
   ClientSecurity as_client, as_admin;
@@ -150,6 +161,59 @@ TEST(SecurityTest, TokensGateEveryCallAndAdminCalls) {
       Shell(absl::StrCat("WAVECREST_TOKEN=", client_token, " ", BinaryPath("client/wavecrest"),
                          " devices --server ", server.address()));
   EXPECT_EQ(code, 0) << out;
+  // Reflection cannot check tokens: with tokens on it is not served at all.
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(none.channel());
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto stream = reflection->ServerReflectionInfo(&ctx);
+  grpc::reflection::v1alpha::ServerReflectionRequest list;
+  list.set_list_services("");
+  stream->Write(list);
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse resp;
+  EXPECT_FALSE(stream->Read(&resp));
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// One posture for both ports: the plain-HTTP gateway does not start beside mutual TLS, nor beside
+// TLS unless a proxy is declared to terminate it; TLS files that are not PEM are named.
+TEST(SecurityTest, TheHttpGatewayFollowsTheGrpcPostureAndTlsErrorsNameTheFile) {
+  Certs certs;
+  const std::string server = BinaryPath("server/wavecrest-server");
+  auto start = [&](const std::vector<std::string>& args) {
+    std::string cmd = absl::StrCat("timeout 20 ", server,
+                                   " --listen=127.0.0.1:0 --metrics_listen= --http_listen=127.0.0.1:0");
+    for (const std::string& a : args) absl::StrAppend(&cmd, " ", a);
+    return Shell(cmd + " 2>&1");
+  };
+  std::vector<std::string> mtls = ServerTls(certs, true);
+  auto [c1, o1] = start(mtls);
+  EXPECT_NE(c1, 0);
+  EXPECT_THAT(o1, HasSubstr("--tls_client_ca"));
+  EXPECT_THAT(o1, HasSubstr("cannot check client certificates"));
+  mtls.push_back("--http_allow_plaintext");
+  auto [c2, o2] = start(mtls);  // never with a client CA
+  EXPECT_NE(c2, 0) << o2;
+  auto [c3, o3] = start(ServerTls(certs, false));
+  EXPECT_NE(c3, 0);
+  EXPECT_THAT(o3, HasSubstr("--http_allow_plaintext"));
+  // With the proxy declared it starts (and stays up until `timeout` ends it).
+  std::vector<std::string> proxied = ServerTls(certs, false);
+  proxied.push_back("--http_allow_plaintext");
+  proxied.push_back("--port_file=" + certs.File("ports.json"));
+  std::string cmd = absl::StrCat("timeout 3 ", server,
+                                 " --listen=127.0.0.1:0 --metrics_listen= --http_listen=127.0.0.1:0");
+  for (const std::string& a : proxied) absl::StrAppend(&cmd, " ", a);
+  auto [c4, o4] = Shell(cmd + " 2>&1");
+  EXPECT_EQ(c4, 124) << o4;  // killed by timeout, not failed
+  // A key file that holds no key is named as such (it used to read as "port taken").
+  std::ofstream(certs.File("bad.key")) << "not a key\n";
+  auto [c5, o5] = Shell(absl::StrCat("timeout 20 ", server,
+                                     " --listen=127.0.0.1:0 --metrics_listen= --tls_cert=",
+                                     certs.File("server.pem"), " --tls_key=",
+                                     certs.File("bad.key"), " 2>&1"));
+  EXPECT_NE(c5, 0);
+  EXPECT_THAT(o5, HasSubstr("bad.key: no PEM private key"));
 }
 
 TEST(SecurityTest, ListDevicesHidesWorkerInternalsUnlessAnAdminAsks) {

@@ -40,6 +40,7 @@ class TokenTest(unittest.TestCase):
             token = "python-client-token-0123456789"
             with open(os.path.join(tmp, "tokens"), "w") as f:
                 f.write(f"{token} client\n")
+            os.chmod(os.path.join(tmp, "tokens"), 0o600)  # the server refuses a world-readable one
             server, log, address = start_server(tmp, f"--auth_tokens_file={tmp}/tokens")
             try:
                 anonymous = AdvisorClient(address, timeout_s=10)

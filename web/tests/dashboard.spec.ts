@@ -51,7 +51,7 @@ test("analyze on two GPUs: step times, the GEMM table and the rules broken", asy
   await expect(rows.first().locator(".badge")).toHaveText("PREDICTED");
   // The H100 is faster than the A100 for the same model: check the page shows the API's figures.
   const spec = JSON.parse(readFileSync(path.resolve(here, "../../examples/models/pythia-2.8b.json"), "utf8"));
-  const h100 = await (await fetch(`${url()}/v1/analyze`, { method: "POST", body: JSON.stringify({ model: spec, gpu: "h100-sxm" }) })).json();
+  const h100 = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ model: spec, gpu: "h100-sxm" }) })).json();
   await expect(page.locator("#gpu-table")).toContainText(`${(h100.mfu * 100).toFixed(1)}%`);
   // The memory estimate: Pythia-2.8B (18 bytes a parameter + activations) fits an 80 GB GPU.
   const gib = (h100.memory.total_bytes / 1024 ** 3).toFixed(1);
