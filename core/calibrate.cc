@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <initializer_list>
 #include <map>
 #include <set>
 
@@ -36,18 +37,20 @@ std::string StructureSource(const GpuSpec& g, const std::set<std::string>& fitte
   return fitted.empty() ? "" : *fitted.begin();
 }
 
+using ParamField = double CostModelParams::*;
+void CopyFields(std::initializer_list<ParamField> fields, const CostModelParams& from,
+                CostModelParams& to) {
+  for (ParamField f : fields) to.*f = from.*f;
+}
+
 // Copies what the fit learned about the kernels' structure (not the GPU's peak fraction).
 void CopyStructure(const CostModelParams& from, CostModelParams& to) {
-  to.tile_reuse_exponent = from.tile_reuse_exponent;
-  to.k_overhead = from.k_overhead;
-  to.epilogue_weight = from.epilogue_weight;
-  to.launch_s = from.launch_s;
-  to.wave_latency_s = from.wave_latency_s;
-  to.split_k_weight = from.split_k_weight;
-  to.stream_k_fixup_weight = from.stream_k_fixup_weight;
-  to.fp8_transpose_weight = from.fp8_transpose_weight;
-  to.fp8_transpose_launch_s = from.fp8_transpose_launch_s;
-  to.memory_efficiency = from.memory_efficiency;
+  CopyFields({&CostModelParams::tile_reuse_exponent, &CostModelParams::k_overhead,
+              &CostModelParams::epilogue_weight, &CostModelParams::launch_s,
+              &CostModelParams::wave_latency_s, &CostModelParams::split_k_weight,
+              &CostModelParams::stream_k_fixup_weight, &CostModelParams::fp8_transpose_weight,
+              &CostModelParams::fp8_transpose_launch_s, &CostModelParams::memory_efficiency},
+             from, to);
 }
 
 // GPUs before Hopper have no TMA and no warp-specialized persistent GEMM kernels: cuBLAS's
@@ -90,11 +93,10 @@ const Measurement* AnchorFor(const std::vector<Measurement>& anchors, absl::stri
 
 // What the alignment fit learned (cost_model.h): the factors of each kernel family.
 void CopyAlignment(const CostModelParams& from, CostModelParams& to) {
-  to.narrow_tn_efficiency = from.narrow_tn_efficiency;
-  to.narrow_nn_efficiency = from.narrow_nn_efficiency;
-  to.narrow_nt_efficiency = from.narrow_nt_efficiency;
-  to.vector_efficiency = from.vector_efficiency;
-  to.misaligned_memory_efficiency = from.misaligned_memory_efficiency;
+  CopyFields({&CostModelParams::narrow_tn_efficiency, &CostModelParams::narrow_nn_efficiency,
+              &CostModelParams::narrow_nt_efficiency, &CostModelParams::vector_efficiency,
+              &CostModelParams::misaligned_memory_efficiency},
+             from, to);
 }
 
 std::string StatsRow(absl::string_view what, const ErrorStats& e) {

@@ -133,14 +133,10 @@ int main(int argc, char** argv) {
   o.http_listen = absl::GetFlag(FLAGS_http_listen);
   o.http_static_dir = absl::GetFlag(FLAGS_http_static_dir);
   o.http_models_dir = absl::GetFlag(FLAGS_http_models_dir);
-  for (absl::string_view x :
-       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_origins), ',', absl::SkipWhitespace())) {
-    o.http_allowed_origins.emplace_back(x);
-  }
-  for (absl::string_view x :
-       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace())) {
-    o.http_allowed_hosts.emplace_back(x);
-  }
+  o.http_allowed_origins =
+      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_origins), ',', absl::SkipWhitespace());
+  o.http_allowed_hosts =
+      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace());
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
   o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
