@@ -584,8 +584,6 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
   return r;
 }
 
-bool AlignedGemm(const GemmKey& key) { return MinAlignmentBytes(key) >= 16; }
-
 std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
                                       const std::vector<double>& predicted_s) {
   std::vector<PairCheck> out;

@@ -134,8 +134,6 @@ struct PairCheck {
 };
 std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
                                       const std::vector<double>& predicted_s);
-// Whether every leading dimension is a multiple of 16 bytes.
-bool AlignedGemm(const GemmKey& key);
 
 struct FitResult {
   std::string gpu;

@@ -394,10 +394,12 @@ double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key) { return BestTile
 GemmPrediction PredictGemm(const GpuSpec& gpu, const GemmKey& key) {
   GemmPrediction best = BestTile(gpu, key);
   std::tie(best.band_p10, best.band_p90) =
-      ErrorBand(gpu, key.dtype, best.time_s, MinAlignmentBytes(key) >= 16);
+      ErrorBand(gpu, key.dtype, best.time_s, AlignedGemm(key));
   best.penalties = Penalties(gpu, key, best);
   return best;
 }
+
+bool AlignedGemm(const GemmKey& key) { return MinAlignmentBytes(key) >= 16; }
 
 std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time_s,
                                     bool aligned) {

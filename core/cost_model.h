@@ -126,6 +126,9 @@ std::vector<int64_t> LeadingDims(const GemmKey& key);
 // The smallest alignment of the leading dimensions, in bytes: the largest power of two dividing
 // ld · element bytes, at most 16 (16 = every operand can use TMA).
 int64_t MinAlignmentBytes(const GemmKey& key);
+// Whether every leading dimension is a multiple of 16 bytes (TMA kernels on Hopper; the class a
+// misaligned GEMM's error band and the calibration report tell apart).
+bool AlignedGemm(const GemmKey& key);
 
 // What alignment costs a GEMM with this key (see the file comment): factors of the mainloop's
 // rate and of the bandwidth reached.

@@ -500,9 +500,10 @@ int HttpGateway::Handle(mg_connection* c) {
   h.content_type = header("Content-Type");
   std::string cors;
   if (absl::Status st = CheckBrowserPolicy(h, policy_, &cors); !st.ok()) {
-    const bool media = !ViolationsOf(st).empty() && ViolationsOf(st)[0].field == "Content-Type";
-    const bool host = !ViolationsOf(st).empty() && ViolationsOf(st)[0].field == "Host";
-    const int status = media ? 415 : host ? 421 : HttpStatusFor(st.code());
+    const std::vector<FieldViolation> why = ViolationsOf(st);
+    const std::string field = why.empty() ? "" : why[0].field;
+    const int status = field == "Content-Type" ? 415 : field == "Host" ? 421
+                                                                        : HttpStatusFor(st.code());
     Send(c, status, "application/json", ErrorJson(st));
     return done(status);
   }

@@ -54,7 +54,7 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
           const bool measured = t.provenance().source() != v1::SOURCE_PREDICTED;
           const auto [p10, p90] = measured ? std::make_pair(0.0, 0.0)
                                            : ErrorBand(*gpu.second, keys[i].dtype, t.time_s(),
-                                                       MinAlignmentBytes(keys[i]) >= 16);
+                                                       AlignedGemm(keys[i]));
           out[i] = GemmTime{t.time_s(), spread, measured, p10, p90};
         },
         [&](int64_t done, int64_t total, absl::string_view) { on_progress(done, total); },
