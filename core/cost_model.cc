@@ -277,13 +277,20 @@ bool HasStreamK(const GpuSpec& gpu, const AlignmentCost& align) {
 
 namespace {
 
+// Sustained-clock stretch of a compute time t (TilePrediction's clock term); increasing in t.
+double ClockStretch(const CostModelParams& mp, double t) {
+  if (mp.clock_drop <= 0 || !std::isfinite(t)) return t;
+  return t / (1 - mp.clock_drop * t / (t + mp.clock_tau_s));
+}
+
 // One (tile, split) prediction with the alignment factor already known. With `stream_k` (split_k
 // 1), the persistent kernel's stream-K schedule: the K iterations of all tiles are dealt evenly
 // to the slots, so the mainloop runs tiles/slots waves, not ceil(tiles/slots); the tiles cut
 // between two slots add a fix-up (partial sums in FP32 written and read back).
+// `reuse`: TileReuse(mp, tile, best_reuse), computed once per tile by the caller.
 GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
                               const TileShape& tile, int64_t split_k, const AlignmentCost& align,
-                              double best_reuse, bool stream_k = false) {
+                              double reuse, bool stream_k = false) {
   const double align_eff = align.compute;
   const GemmShape& s = key.shape;
   GemmPrediction p;
@@ -304,7 +311,6 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
   const double k_slice =
       static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k) + mp.k_overhead;
   const double mem_bw = MemoryBandwidth(gpu, mp);
-  const double reuse = std::pow(Reuse(tile) / best_reuse, mp.tile_reuse_exponent);
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
   } else {
@@ -330,10 +336,7 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
   }
   // Sustained clocks: a kernel that keeps the tensor cores busy longer draws the GPU's power for a
   // larger share of the time and runs at a lower clock (duty cycle t / (t + tau)).
-  if (mp.clock_drop > 0 && std::isfinite(p.compute_time_s)) {
-    const double t = p.compute_time_s;
-    p.compute_time_s = t / (1 - mp.clock_drop * t / (t + mp.clock_tau_s));
-  }
+  p.compute_time_s = ClockStretch(mp, p.compute_time_s);
   // Kernels without TMA stream operands and write the output with narrower accesses.
   p.memory_time_s = MemoryTime(gpu, mp, key) / align.memory;
   Finish(p, GemmFlops(s), mp.launch_s);
@@ -342,6 +345,37 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
 
 double BestReuse(const CostModelParams& mp, const TileShape& fallback) {
   return Reuse(mp.tiles.empty() ? fallback : mp.tiles.front());
+}
+
+// How much of the best tile's rate `tile` reaches for its smaller operand reuse.
+double TileReuse(const CostModelParams& mp, const TileShape& tile, double best_reuse) {
+  return std::pow(Reuse(tile) / best_reuse, mp.tile_reuse_exponent);
+}
+
+// A lower bound on TilePrediction(...).time_s of `tile` with split `split` (split 1: also the
+// stream-K schedule), so BestTile can skip what cannot win. Every wave-, tile- and K-rounding,
+// epilogue and latency term is >= 0 and left out: the mainloop does at least tiles x K of work at
+// the tile's rate, plus the split's partial sums. 0 (no bound) when a parameter would break that.
+double TileLowerBound(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
+                      const TileShape& tile, int64_t split, double reuse, double align_eff,
+                      double memory_time_s) {
+  const double peak = gpu.PeakFlops(key.dtype);
+  if (peak <= 0 || mp.k_overhead < 0 || mp.split_k_weight < 0 || mp.clock_drop >= 1 ||
+      mp.clock_tau_s < 0 || mp.launch_s < 0) {
+    return 0;
+  }
+  const GemmShape& s = key.shape;
+  const double output_tiles = static_cast<double>(CeilDiv(s.m, tile.m)) *
+                              static_cast<double>(CeilDiv(s.n, tile.n)) *
+                              static_cast<double>(s.batch);
+  double t = output_tiles * 2.0 * tile.m * tile.n * static_cast<double>(s.k) /
+             (peak * mp.peak_fraction * reuse * align_eff);
+  if (split > 1) {
+    t += mp.split_k_weight * 2.0 * kSplitKPartialBytes * split * static_cast<double>(s.m) * s.n *
+         static_cast<double>(s.batch) / gpu.memory_bandwidth_bytes_per_s;
+  }
+  // Below the exact figure by far more than rounding, so a skipped tile could never have won.
+  return (mp.launch_s + std::max(ClockStretch(mp, t), memory_time_s)) * (1 - 1e-9);
 }
 
 // The best (tile, split) as cuBLAS's heuristic tries to pick, without band and reasons.
@@ -353,14 +387,23 @@ GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
   if (mp.tiles.empty()) return best;
   const double best_reuse = BestReuse(mp, mp.tiles.front());
   const bool stream_k = HasStreamK(gpu, align);
+  const double memory_time_s = MemoryTime(gpu, mp, key) / align.memory;
   for (const TileShape& tile : mp.tiles) {
+    const double reuse = TileReuse(mp, tile, best_reuse);
+    // The bound grows with the split: once one split cannot win, no larger one can.
+    auto cannot_win = [&](int64_t split) {
+      return TileLowerBound(gpu, mp, key, tile, split, reuse, align.compute, memory_time_s) >=
+             best.time_s;
+    };
+    if (cannot_win(1)) continue;  // covers stream-K too
     for (int64_t split = 1; split <= mp.max_split_k; split *= 2) {
       if (split > 1 && key.shape.k / split < mp.min_split_k_slice) break;
-      GemmPrediction p = TilePrediction(gpu, mp, key, tile, split, align, best_reuse);
+      if (split > 1 && cannot_win(split)) break;
+      GemmPrediction p = TilePrediction(gpu, mp, key, tile, split, align, reuse);
       if (p.time_s < best.time_s) best = p;
     }
     if (stream_k) {
-      GemmPrediction p = TilePrediction(gpu, mp, key, tile, 1, align, best_reuse, true);
+      GemmPrediction p = TilePrediction(gpu, mp, key, tile, 1, align, reuse, true);
       if (p.time_s < best.time_s) best = p;
     }
   }
@@ -386,7 +429,7 @@ GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const
                                    int64_t split_k) {
   const CostModelParams& mp = gpu.Model(key.dtype);
   return TilePrediction(gpu, mp, key, tile, split_k, AlignmentCostOf(key, gpu),
-                        BestReuse(mp, tile));
+                        TileReuse(mp, tile, BestReuse(mp, tile)));
 }
 
 double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key) { return BestTile(gpu, key).time_s; }

@@ -264,9 +264,8 @@ DerivedShape Derive(const ModelSpec& s) {
 
 int64_t LargestPow2Factor(int64_t x) {
   if (x <= 0) return 0;
-  int64_t p = 1;
-  while (p < (int64_t{1} << 30) && x % (p * 2) == 0) p *= 2;
-  return p;
+  // The lowest set bit, capped at 2^30.
+  return std::min<int64_t>(x & -x, int64_t{1} << 30);
 }
 
 }  // namespace wavecrest
