@@ -387,6 +387,10 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   }
   absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(),
                         r.gpu());
+  if (r.shapes_examined() > r.candidates_considered()) {
+    absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
+                          r.shapes_examined());
+  }
   if (!r.tensor_parallel_degrees().empty()) {
     absl::StrAppend(&out, ", each legal for tensor parallelism ",
                     absl::StrJoin(r.tensor_parallel_degrees(), ", "));

@@ -188,23 +188,22 @@ bool Fp8NeedsTn(const GpuSpec& gpu, DType dtype) {
   return dtype == DType::kFp8E4M3 && gpu.compute_capability >= 89 && gpu.compute_capability < 100;
 }
 
-std::vector<LeadingDim> LeadingDimsOf(const GemmKey& key) {
+std::array<LeadingDim, 3> LeadingDimsOf(const GemmKey& key) {
   const GemmShape& s = key.shape;
   switch (key.layout) {
     case Layout::kNN:
-      return {{'A', 'k', s.k}, {'B', 'n', s.n}, {'C', 'n', s.n}};
+      return {{{'A', 'k', s.k}, {'B', 'n', s.n}, {'C', 'n', s.n}}};
     case Layout::kNT:
-      return {{'A', 'm', s.m}, {'B', 'n', s.n}, {'C', 'n', s.n}};
+      return {{{'A', 'm', s.m}, {'B', 'n', s.n}, {'C', 'n', s.n}}};
     case Layout::kTN:
       break;
   }
-  return {{'A', 'k', s.k}, {'B', 'k', s.k}, {'C', 'n', s.n}};
+  return {{{'A', 'k', s.k}, {'B', 'k', s.k}, {'C', 'n', s.n}}};
 }
 
-std::vector<int64_t> LeadingDims(const GemmKey& key) {
-  std::vector<int64_t> out;
-  for (const LeadingDim& d : LeadingDimsOf(key)) out.push_back(d.value);
-  return out;
+std::array<int64_t, 3> LeadingDims(const GemmKey& key) {
+  const std::array<LeadingDim, 3> d = LeadingDimsOf(key);
+  return {d[0].value, d[1].value, d[2].value};
 }
 
 DimAlignment AlignmentOf(int64_t dim, DType dtype, const GpuSpec& gpu) {
@@ -245,10 +244,11 @@ AlignmentCost AlignmentCostOf(const GemmKey& key, const GpuSpec& gpu) {
     }
     return c;
   }
-  std::vector<int64_t> dims = LeadingDims(key);
-  std::sort(dims.begin(), dims.end());
-  dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  for (int64_t d : dims) {
+  std::array<int64_t, 3> all = LeadingDims(key);
+  std::sort(all.begin(), all.end());
+  const auto end = std::unique(all.begin(), all.end());
+  for (auto it = all.begin(); it != end; ++it) {
+    const int64_t d = *it;
     if ((d * DTypeBytes(key.dtype)) % gpu.alignment_bytes != 0) {
       c.compute *= mp.sub_alignment_efficiency;
     }

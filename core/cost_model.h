@@ -45,6 +45,7 @@
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -119,9 +120,9 @@ struct LeadingDim {
   char dim;      // 'm', 'n' or 'k'
   int64_t value;
 };
-std::vector<LeadingDim> LeadingDimsOf(const GemmKey& key);
+std::array<LeadingDim, 3> LeadingDimsOf(const GemmKey& key);
 // Their values alone: A's, B's, then C's.
-std::vector<int64_t> LeadingDims(const GemmKey& key);
+std::array<int64_t, 3> LeadingDims(const GemmKey& key);
 
 // The smallest alignment of the leading dimensions, in bytes: the largest power of two dividing
 // ld · element bytes, at most 16 (16 = every operand can use TMA).

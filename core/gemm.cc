@@ -107,6 +107,7 @@ class Builder {
 
 std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   std::vector<Gemm> out;
+  out.reserve(32);  // a layer's forward and backward GEMMs, the logits, an MoE's router
   const DerivedShape d = Derive(spec);
   const int64_t h = spec.hidden_size;
   const int64_t L = spec.num_layers;

@@ -7,6 +7,8 @@
 #include <numeric>
 #include <tuple>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -206,22 +208,34 @@ class BoundedCandidates {
  public:
   BoundedCandidates(int64_t base_params, size_t cap) : base_params_(base_params), cap_(cap) {}
 
-  void Add(ModelSpec s, int64_t params) {
-    const Entry e{std::abs(static_cast<double>(params - base_params_)), KeyOf(s), std::move(s)};
+  // A shape already kept is not added twice. One evicted earlier cannot come back: the worst kept
+  // entry only gets better, and the evicted one was worse than it. The heap orders small entries;
+  // the specs stay in their slots.
+  void Add(const SpecKey& key, ModelSpec s, int64_t params) {
+    Entry e{std::abs(static_cast<double>(params - base_params_)), key, 0};
     if (heap_.size() < cap_) {
-      heap_.push_back(std::move(e));
+      if (!kept_.insert(key).second) return;
+      e.slot = specs_.size();
+      specs_.push_back(std::move(s));
+      heap_.push_back(e);
       std::push_heap(heap_.begin(), heap_.end(), Less);
     } else if (!heap_.empty() && Less(e, heap_.front())) {
+      if (!kept_.insert(key).second) return;
       std::pop_heap(heap_.begin(), heap_.end(), Less);
-      heap_.back() = std::move(e);
+      kept_.erase(heap_.back().key);
+      e.slot = heap_.back().slot;
+      specs_[e.slot] = std::move(s);
+      heap_.back() = e;
       std::push_heap(heap_.begin(), heap_.end(), Less);
     }
   }
 
   std::vector<ModelSpec> Take(ModelSpec baseline) {
     std::sort(heap_.begin(), heap_.end(), Less);
-    std::vector<ModelSpec> out = {std::move(baseline)};
-    for (Entry& e : heap_) out.push_back(std::move(e.spec));
+    std::vector<ModelSpec> out;
+    out.reserve(heap_.size() + 1);
+    out.push_back(std::move(baseline));
+    for (const Entry& e : heap_) out.push_back(std::move(specs_[e.slot]));
     return out;
   }
 
@@ -229,7 +243,7 @@ class BoundedCandidates {
   struct Entry {
     double change;
     SpecKey key;
-    ModelSpec spec;
+    size_t slot;  // in specs_
   };
   static bool Less(const Entry& a, const Entry& b) {
     return a.change != b.change ? a.change < b.change : a.key < b.key;
@@ -237,6 +251,8 @@ class BoundedCandidates {
   int64_t base_params_;
   size_t cap_;
   std::vector<Entry> heap_;  // max-heap by (change, key): the worst kept candidate on top
+  std::vector<ModelSpec> specs_;
+  absl::flat_hash_set<SpecKey> kept_;  // the keys in heap_
 };
 
 }  // namespace
@@ -405,10 +421,9 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
 
   BoundedCandidates kept(base_params,
                          static_cast<size_t>(std::max<int64_t>(0, c.max_candidates - 1)));
-  std::set<SpecKey> seen;
   absl::StatusOr<ModelSpec> base_n = NormalizeSpec(base);
   if (!base_n.ok()) return base_n.status();
-  seen.insert(KeyOf(*base_n));
+  const SpecKey base_key = KeyOf(*base_n);
   auto consider = [&](const ModelSpec& s) {
     ++*generated;
     absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
@@ -423,7 +438,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
       ++refused[kParamBudget];
       return;
     }
-    if (seen.insert(KeyOf(*n)).second) kept.Add(*n, p);
+    if (const SpecKey key = KeyOf(*n); key != base_key) kept.Add(key, *std::move(n), p);
   };
 
   for (int64_t h : hiddens) {
@@ -499,10 +514,39 @@ const GemmTime& ScoreCache::Get(const GemmKey& key) {
   return memo_.emplace(key, fn_(key)).first->second;
 }
 
+const GemmPrediction& ScoreCache::FusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
+  auto key = std::make_tuple(gemm.key(), static_cast<int>(gemm.pass), gemm.causal, gemm.flops);
+  auto it = fused_.find(key);
+  if (it != fused_.end()) return it->second;
+  return fused_.emplace(std::move(key), PredictFusedAttention(gpu, gemm)).first->second;
+}
+
 namespace {
 
 // Relative standard deviation of a time from its p10–p90 band (a normal's p10–p90 spans 2.56σ).
 double SigmaOfBand(double p10, double p90) { return std::max(0.0, p90 - p10) / 2.56; }
+
+// What a contribution's id hashes besides its identity (so a GEMM and a fused attention of the
+// same shape never share one). Ids are 64-bit hashes: two different terms of one pair of
+// candidates collide with odds near 1e-16, and a collision only merges two σ's.
+enum class ContributionKind { kGemm, kFusedAttention, kLayer, kElementwise };
+
+// Sorts by id and sums the times of equal ids (the same GEMM run by several layers or passes
+// keeps the last σ, as they are the same measurement or prediction).
+void MergeContributions(std::vector<Contribution>& v) {
+  std::stable_sort(v.begin(), v.end(),
+                   [](const Contribution& a, const Contribution& b) { return a.id < b.id; });
+  size_t out = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (out > 0 && v[out - 1].id == v[i].id) {
+      v[out - 1].time_s += v[i].time_s;
+      v[out - 1].relative_sigma = v[i].relative_sigma;
+    } else {
+      v[out++] = v[i];
+    }
+  }
+  v.resize(out);
+}
 
 }  // namespace
 
@@ -525,43 +569,49 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   }
   double var = 0;
   bool all_measured = true;
-  std::map<std::string, double> by_name;
+  c.contributions.reserve(gemms.size() + 2);
   for (const Gemm& g : gemms) {
     const bool in_layer = g.name != kLogits;
     double t = 0, sigma = 0;
-    std::string key;
+    uint64_t id = 0;
     if (g.fused_attention) {
-      const GemmPrediction p = PredictFusedAttention(gpu, g);
+      const GemmPrediction& p = times.FusedAttention(gpu, g);
       t = p.time_s;
       sigma = SigmaOfBand(p.band_p10, p.band_p90);
-      key =
-          absl::StrCat("fused ", PassName(g.pass), " ", GemmKeyString(g.key()), " kv", g.kv_batch);
+      id = absl::HashOf(ContributionKind::kFusedAttention, g.key(), static_cast<int>(g.pass),
+                        g.kv_batch);
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;
       if (!(layer && in_layer)) all_measured &= gt.measured;
       sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
-      key = GemmKeyString(g.key());
+      id = absl::HashOf(ContributionKind::kGemm, g.key());
       if (!(layer && in_layer)) {
         const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
         var += s * s;
       }
     }
     const double step = t * static_cast<double>(g.count);
-    by_name[g.name] += step;          // the reasons compare GEMMs, measured whole or not
+    // The reasons compare GEMMs by name, measured whole or not (a handful of names: a list).
+    auto named = std::find_if(c.time_by_gemm.begin(), c.time_by_gemm.end(),
+                              [&](const auto& x) { return x.first == g.name; });
+    if (named == c.time_by_gemm.end()) {
+      c.time_by_gemm.emplace_back(g.name, step);
+    } else {
+      named->second += step;
+    }
     if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
-    auto& [time, rel_sigma] = c.contributions[key];
-    time += step;
-    rel_sigma = sigma;
+    c.contributions.push_back({id, step, sigma});
   }
-  c.time_by_gemm.assign(by_name.begin(), by_name.end());
+  std::sort(c.time_by_gemm.begin(), c.time_by_gemm.end());
   const ElementwiseEstimate e = EstimateElementwise(spec, gpu);
   if (layer) {
     const double layers_s = layer->time_s * static_cast<double>(spec.num_layers);
     c.elementwise_time_s = e.loss_time_s;
-    c.contributions[absl::StrCat("layer ", LayerKeyString(*layer_key))] = {
-        layers_s, layer->relative_spread / 2};
+    c.contributions.push_back(
+        {absl::HashOf(ContributionKind::kLayer, LayerKeyString(*layer_key)), layers_s,
+         layer->relative_spread / 2});
     const double s = layers_s * layer->relative_spread / 2;
     var += s * s;
     c.step_time_s = c.gemm_time_s + layers_s + c.elementwise_time_s;
@@ -570,7 +620,9 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     c.elementwise_time_s = e.time_s;
     c.step_time_s = c.gemm_time_s + c.elementwise_time_s;
   }
-  c.contributions["elementwise"] = {c.elementwise_time_s, kElementwiseRelativeSigma};
+  c.contributions.push_back({absl::HashOf(ContributionKind::kElementwise),
+                             c.elementwise_time_s, kElementwiseRelativeSigma});
+  MergeContributions(c.contributions);
   c.step_sigma_s = std::sqrt(var);
   c.all_measured = all_measured;
   const FlopCounts f = CountFlops(spec, gemms);
@@ -684,18 +736,21 @@ namespace {
 
 // Relative standard deviation of time(base)/time(c): errors of the GEMMs both run cancel.
 double RatioSigma(const CandidateScore& base, const CandidateScore& c) {
-  std::set<std::string> keys;
-  for (const auto& [k, v] : base.contributions) keys.insert(k);
-  for (const auto& [k, v] : c.contributions) keys.insert(k);
+  // Both lists are sorted by id: walk them together.
+  const std::vector<Contribution>& bs = base.contributions;
+  const std::vector<Contribution>& cs = c.contributions;
   double var = 0;
-  for (const std::string& k : keys) {
-    auto b = base.contributions.find(k);
-    auto x = c.contributions.find(k);
-    const double wb = b == base.contributions.end() ? 0 : b->second.first / base.step_time_s;
-    const double wc = x == c.contributions.end() ? 0 : x->second.first / c.step_time_s;
-    const double sigma = std::max(b == base.contributions.end() ? 0 : b->second.second,
-                                  x == c.contributions.end() ? 0 : x->second.second);
+  size_t i = 0, j = 0;
+  while (i < bs.size() || j < cs.size()) {
+    const bool take_b = i < bs.size() && (j == cs.size() || bs[i].id <= cs[j].id);
+    const bool take_c = j < cs.size() && (i == bs.size() || cs[j].id <= bs[i].id);
+    const double wb = take_b ? bs[i].time_s / base.step_time_s : 0;
+    const double wc = take_c ? cs[j].time_s / c.step_time_s : 0;
+    const double sigma =
+        std::max(take_b ? bs[i].relative_sigma : 0, take_c ? cs[j].relative_sigma : 0);
     var += sigma * sigma * (wb - wc) * (wb - wc);
+    i += take_b;
+    j += take_c;
   }
   return std::sqrt(var);
 }
@@ -706,60 +761,71 @@ double Merit(const CandidateScore& c) {
   return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu : c.mfu;
 }
 
-void RankCandidates(std::vector<CandidateScore>& scores) {
+void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
   const CandidateScore* base = nullptr;
   for (const auto& s : scores) {
     if (s.baseline) base = &s;
   }
   const CandidateScore base_copy = base ? *base : CandidateScore();
-  // Fields a candidate changes against the baseline: among equal efficiency, the smaller change
-  // wins.
-  auto changed = [&](const ModelSpec& s) {
-    const SpecKey a = KeyOf(s), b = KeyOf(base_copy.spec);
-    return (std::get<0>(a) != std::get<0>(b)) + (std::get<1>(a) != std::get<1>(b)) +
-           (std::get<2>(a) != std::get<2>(b)) + (std::get<4>(a) != std::get<4>(b)) +
-           (std::get<5>(a) != std::get<5>(b)) + (std::get<6>(a) != std::get<6>(b));
+  // What the order compares, once per candidate; then the indices are sorted, not the scores.
+  struct Order {
+    double merit;
+    double abs_change;
+    int changed;  // fields changed against the baseline: among equal efficiency, fewer wins
+    SpecKey key;
   };
-  std::stable_sort(scores.begin(), scores.end(),
-                   [&](const CandidateScore& x, const CandidateScore& y) {
-                     const double mx = Merit(x), my = Merit(y);
-                     const double tol = 1e-9 * std::max(mx, my);
-                     if (std::abs(mx - my) > tol) return mx > my;
-                     if (std::abs(x.param_change) != std::abs(y.param_change)) {
-                       return std::abs(x.param_change) < std::abs(y.param_change);
-                     }
-                     if (base && changed(x.spec) != changed(y.spec)) {
-                       return changed(x.spec) < changed(y.spec);
-                     }
-                     return KeyOf(x.spec) < KeyOf(y.spec);
-                   });
+  const SpecKey b = KeyOf(base_copy.spec);
+  std::vector<Order> order;
+  order.reserve(scores.size());
+  for (const CandidateScore& s : scores) {
+    const SpecKey a = KeyOf(s.spec);
+    const int changed =
+        base ? (std::get<0>(a) != std::get<0>(b)) + (std::get<1>(a) != std::get<1>(b)) +
+                   (std::get<2>(a) != std::get<2>(b)) + (std::get<4>(a) != std::get<4>(b)) +
+                   (std::get<5>(a) != std::get<5>(b)) + (std::get<6>(a) != std::get<6>(b))
+             : 0;
+    order.push_back({Merit(s), std::abs(s.param_change), changed, a});
+  }
+  std::vector<size_t> idx(scores.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {
+    const Order& x = order[i];
+    const Order& y = order[j];
+    const double tol = 1e-9 * std::max(x.merit, y.merit);
+    if (std::abs(x.merit - y.merit) > tol) return x.merit > y.merit;
+    if (x.abs_change != y.abs_change) return x.abs_change < y.abs_change;
+    if (x.changed != y.changed) return x.changed < y.changed;
+    return x.key < y.key;
+  });
   // No shape twice: the first (best) entry of each shape stays; the baseline always stays.
-  std::set<SpecKey> seen;
+  absl::flat_hash_set<SpecKey> seen;
+  seen.reserve(scores.size());
   std::vector<CandidateScore> unique;
   unique.reserve(scores.size());
-  for (CandidateScore& s : scores) {
-    if (seen.insert(KeyOf(s.spec)).second || s.baseline) unique.push_back(std::move(s));
+  for (size_t i : idx) {
+    if (seen.insert(order[i].key).second || scores[i].baseline) {
+      unique.push_back(std::move(scores[i]));
+    }
   }
   scores = std::move(unique);
   if (!base) return;
   for (CandidateScore& s : scores) {
     s.speedup = Merit(base_copy) > 0 ? Merit(s) / Merit(base_copy) : 1;
-    if (s.baseline) {
-      s.speedup_uncertainty = 0;
-      continue;
-    }
     // Measured spreads and predicted bands both sit in the contributions, per distinct GEMM.
-    s.speedup_uncertainty = s.speedup * RatioSigma(base_copy, s);
-    s.reasons = Explain(base_copy, s);
+    s.speedup_uncertainty = s.baseline ? 0 : s.speedup * RatioSigma(base_copy, s);
   }
   // Those that beat the baseline, the baseline, the rest (each group keeps its order).
   std::stable_partition(scores.begin(), scores.end(),
                         [](const CandidateScore& s) { return Beats(s); });
   auto first_other = std::find_if(scores.begin(), scores.end(),
                                   [](const CandidateScore& s) { return !Beats(s); });
-  auto b = std::find_if(first_other, scores.end(),
-                        [](const CandidateScore& s) { return s.baseline; });
-  if (b != scores.end()) std::rotate(first_other, b, b + 1);
+  auto b_it = std::find_if(first_other, scores.end(),
+                           [](const CandidateScore& s) { return s.baseline; });
+  if (b_it != scores.end()) std::rotate(first_other, b_it, b_it + 1);
+  // Reasons for what will be shown: words cost more than numbers.
+  for (size_t i = 0; i < std::min(explain, scores.size()); ++i) {
+    if (!scores[i].baseline) scores[i].reasons = Explain(base_copy, scores[i]);
+  }
 }
 
 bool Beats(const CandidateScore& c) {

@@ -10,10 +10,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -142,10 +144,22 @@ class ScoreCache {
   explicit ScoreCache(GemmTimeFn fn) : fn_(std::move(fn)) {}
   const GemmTime& Get(const GemmKey& key);
   size_t distinct() const { return memo_.size(); }
+  // A fused attention kernel: always predicted (PredictFusedAttention), memoised over what the
+  // prediction reads (shape, dtype, pass, causal mask, FLOPs).
+  const GemmPrediction& FusedAttention(const GpuSpec& gpu, const Gemm& gemm);
 
  private:
   GemmTimeFn fn_;
   absl::flat_hash_map<GemmKey, GemmTime> memo_;
+  absl::flat_hash_map<std::tuple<GemmKey, int, bool, double>, GemmPrediction> fused_;
+};
+
+// One term of a candidate's step time. `id` names what ran (ContributionId): the same GEMM in two
+// candidates has the same id, so its error cancels in their ratio.
+struct Contribution {
+  uint64_t id = 0;
+  double time_s = 0;          // step time (× count)
+  double relative_sigma = 0;  // its relative standard deviation
 };
 
 struct CandidateScore {
@@ -165,9 +179,10 @@ struct CandidateScore {
   double layer_share = 0;
   double speedup = 1;              // Merit / baseline's: throughput at equal work
   double speedup_uncertainty = 0;  // one standard deviation of speedup (see RankCandidates)
-  // Time and relative standard deviation of each distinct GEMM (and fused attention, and the
-  // elementwise estimate) in the step, for the uncertainty of ratios between candidates.
-  std::map<std::string, std::pair<double, double>> contributions;
+  // Time and relative standard deviation of each distinct GEMM (and fused attention, a layer
+  // measured whole, and the elementwise estimate) in the step, for the uncertainty of ratios
+  // between candidates: sorted by id, one entry per id (ContributionId).
+  std::vector<Contribution> contributions;
   // Time per GEMM name (all passes, × count), for the reasons.
   std::vector<std::pair<std::string, double>> time_by_gemm;
   std::vector<std::string> reasons;
@@ -192,7 +207,10 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 // cancel in a ratio; speedup_uncertainty = speedup · sqrt(Σ_g σ_g² (t_g,base/T_base −
 // t_g,cand/T_cand)²) over the distinct GEMMs g, σ_g the GEMM's relative standard deviation (the
 // calibration band's (p90 − p10) / 2.56, or half the measured spread).
-void RankCandidates(std::vector<CandidateScore>& scores);
+// Reasons are built for the first `explain` entries of the final order only (what a response
+// shows); the others keep none.
+void RankCandidates(std::vector<CandidateScore>& scores,
+                    size_t explain = std::numeric_limits<size_t>::max());
 
 // What candidates are ranked by: MFU (model FLOP/s per GPU at equal work), or for decode tokens
 // per second per GPU (what decode is for; the parameter tolerance keeps the work about equal).

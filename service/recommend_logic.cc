@@ -271,6 +271,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     return generated_specs.status();
   }
   std::vector<ModelSpec> specs = std::move(*generated_specs);
+  response.set_shapes_examined(generated);
   for (const Refusal& x : refusals) {
     v1::Refusal* p = response.add_refusals();
     p->set_rule(x.rule);
@@ -297,7 +298,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     scores.back().baseline = i == 0;
   }
   response.set_candidates_considered(static_cast<int64_t>(scores.size()));
-  RankCandidates(scores);
+  RankCandidates(scores, static_cast<size_t>(constraints->top));
 
   // Every GEMM scored so far was predicted; the measuring stage below replaces this count.
   response.set_gemms_predicted(static_cast<int64_t>(predicted.distinct()));
@@ -393,7 +394,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
             "the layer + logits + loss; see layer_measured_share); the others are summed from "
             "GEMMs"));
       }
-      RankCandidates(measured_group);
+      RankCandidates(measured_group, static_cast<size_t>(constraints->top));
       // The rest keep their predicted ranking, after the measured ones.
       std::vector<CandidateScore> rest;
       for (size_t i = 0; i < scores.size(); ++i) {

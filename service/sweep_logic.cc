@@ -100,7 +100,9 @@ void FillModelPoint(const CandidateScore& s, const GpuSpec& gpu, v1::SweepPoint*
   p->set_source(s.all_measured ? v1::SOURCE_MEASURED : v1::SOURCE_PREDICTED);
   // The step's relative error band, each contribution's error taken as independent.
   double var = 0;
-  for (const auto& [name, c] : s.contributions) var += (c.first * c.second) * (c.first * c.second);
+  for (const Contribution& c : s.contributions) {
+    var += (c.time_s * c.relative_sigma) * (c.time_s * c.relative_sigma);
+  }
   const double sigma = s.step_time_s > 0 ? std::sqrt(var) / s.step_time_s : 0;
   p->set_error_band_p10(-1.2816 * sigma);
   p->set_error_band_p90(1.2816 * sigma);

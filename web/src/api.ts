@@ -167,6 +167,7 @@ export interface StreamMessage {
 export interface RecommendResponse extends StreamMessage {
   candidates?: Candidate[];
   candidates_considered?: Int64;
+  shapes_examined?: Int64;
   gemms_measured?: Int64;
   gemms_cached?: Int64;
   gemms_predicted?: Int64;

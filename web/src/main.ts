@@ -384,7 +384,8 @@ async function recommend() {
     );
     bar.value = bar.max;
     status.textContent =
-      `${int(r.candidates_considered)} shapes considered; GEMMs measured ${int(r.gemms_measured)}, ` +
+      `${int(r.candidates_considered)} candidates scored of ${int(r.shapes_examined)} shapes ` +
+      `examined; GEMMs measured ${int(r.gemms_measured)}, ` +
       `cached ${int(r.gemms_cached)}, predicted ${int(r.gemms_predicted)}`;
     // The verdict first: keep the shape, or change it to #1.
     if (r.verdict && r.verdict !== "VERDICT_UNSPECIFIED") {

@@ -84,7 +84,7 @@ test("recommend streams progress and shows ranked shapes against the baseline", 
   await open(page);
   await page.click("#recommend-button");
   await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
-  await expect(page.locator("#rec-status")).toContainText("shapes considered");
+  await expect(page.locator("#rec-status")).toContainText("shapes examined");
   // The verdict comes first, and says which.
   await expect(page.locator("#rec-verdict")).toBeVisible();
   await expect(page.locator("#rec-verdict")).toContainText(/^(KEEP|CHANGE) /);

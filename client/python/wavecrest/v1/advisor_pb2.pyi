@@ -429,7 +429,7 @@ class RecommendRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "tensor_parallel_degrees", "verdict", "verdict_reason"]
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "tensor_parallel_degrees", "verdict", "verdict_reason"]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -444,6 +444,7 @@ class RecommendResponse(_message.Message):
     NOTES_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     REFUSALS_FIELD_NUMBER: _ClassVar[int]
+    SHAPES_EXAMINED_FIELD_NUMBER: _ClassVar[int]
     TENSOR_PARALLEL_DEGREES_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     VERDICT_REASON_FIELD_NUMBER: _ClassVar[int]
@@ -461,10 +462,11 @@ class RecommendResponse(_message.Message):
     notes: _containers.RepeatedScalarFieldContainer[str]
     progress: Progress
     refusals: _containers.RepeatedCompositeFieldContainer[Refusal]
+    shapes_examined: int
     tensor_parallel_degrees: _containers.RepeatedScalarFieldContainer[int]
     verdict: Verdict
     verdict_reason: str
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., shapes_examined: _Optional[int] = ...) -> None: ...
 
 class Refusal(_message.Message):
     __slots__ = ["count", "description", "loosen_with", "rule", "unit"]
