@@ -668,9 +668,11 @@ TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
   }
   // The access log: one JSON line per call, with typed values.
   const std::string log = server_.Log();
-  EXPECT_THAT(log, HasSubstr(R"("method":"Analyze","msg":"rpc","peer":"ipv4:127.0.0.1:)"));
+  EXPECT_THAT(log, HasSubstr(R"("msg":"rpc","method":"Analyze","peer":"ipv4:127.0.0.1:)"));
+  EXPECT_THAT(log, ::testing::ContainsRegex(
+                       R"(\{"ts":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z","level":"info",)"));
   EXPECT_THAT(log, HasSubstr(R"("code":"NOT_FOUND")"));
-  EXPECT_THAT(log, ::testing::ContainsRegex(R"("latency_ms":[0-9.]+,)"));
+  EXPECT_THAT(log, ::testing::ContainsRegex(R"("latency_ms":[0-9.]+[,}])"));
   EXPECT_THAT(log, ::testing::ContainsRegex(R"("grpc_port":[0-9]+,)"));  // a number, not text
   // Calls that time GEMMs log how many were measured, cached and predicted.
   // (the client above)
@@ -687,8 +689,9 @@ TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
     absl::SleepFor(absl::Milliseconds(20));  // the line is written when the stream is done
   }
   EXPECT_THAT(server_.Log(), ::testing::ContainsRegex(
-                                 R"("gemms_cached":0,"gemms_measured":0,"gemms_predicted":1,)"
-                                 R"("latency_ms":[0-9.]+,"level":"info","method":"TimeGemms")"));
+                                 R"("level":"info","component":"server","msg":"rpc",)"
+                                 R"("method":"TimeGemms".*"latency_ms":[0-9.]+,)"
+                                 R"("gemms_measured":0,"gemms_cached":0,"gemms_predicted":1\})"));
   testing::TempDir tmp;
   std::ofstream(tmp.File("m.txt")) << m;
   auto [code, out] = Shell("promtool check metrics < " + tmp.File("m.txt"));
