@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps configure build web test test-fast sanitize demo bench bench-web clean
+.PHONY: all deps configure build web test test-fast sanitize demo bench bench-check bench-web clean
 
 all: build
 
@@ -35,6 +35,9 @@ demo: build web
 
 bench: build
 	bash scripts/bench.sh $(BUILD_DIR)
+
+bench-check: build
+	bash scripts/bench-check.sh $(BUILD_DIR)
 
 bench-web: build
 	bash scripts/web.sh bench $(BUILD_DIR)

@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Runs the CPU benchmarks and writes their output under bench/results/ (with the machine's facts).
+# `make bench`: runs every CPU benchmark and rewrites bench/results/ (each file starts with the
+# date, the machine and the commit): analyze_bench and recommend_bench (text for people, JSON for
+# scripts/bench-check.sh), the server under load (loadgen.txt) and a worker round trip.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 mkdir -p bench/results
-out=bench/results/analyze_bench.txt
-{
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  "$build/bench/analyze_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-} 2>&1 | tee "$out"
-
-out=bench/results/recommend_bench.txt
-{
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  "$build/bench/recommend_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
-} 2>&1 | tee "$out"
+for b in analyze_bench recommend_bench; do
+  {
+    bench_header
+    "$build/bench/$b" --benchmark_repetitions=5 --benchmark_display_aggregates_only=true \
+      --benchmark_out="bench/results/$b.json" --benchmark_out_format=json
+  } 2>&1 | tee "bench/results/$b.txt"
+done
+bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"

@@ -3,6 +3,7 @@
 # under ASan+UBSan; writes bench/results/fuzz.txt. Build first with scripts/sanitize.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 build=${1:-build-sanitize}
 runs=${RUNS:-1000000}
 out=${OUT:-bench/results/fuzz.txt}
@@ -10,7 +11,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizer/lsan.supp"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 {
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
+  bench_header
   echo "# libFuzzer (clang $(clang++-14 --version | head -1 | sed 's/.*version //')), ASan+UBSan, $runs runs per target"
   crashes=0
   for target in fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row fuzz_http; do

@@ -4,6 +4,7 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 tmp=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$tmp"' EXIT
 "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen= \
@@ -12,12 +13,25 @@ server=$!
 for _ in $(seq 300); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done
 port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/ports.json")
 out=bench/results/loadgen.txt
+# CPU seconds the server process has used (user + system), from /proc.
+server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$server/stat"; }
 {
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
-  echo "# server and load generator on the same machine"
-  for c in 1 8 32; do
-    "$build/bench/loadgen" --server "127.0.0.1:$port" --requests 20000 --concurrency $c \
-      --deadline_ms 1000 --model examples/models/llama-2-7b.json --gpu h100-sxm
+  bench_header
+  echo "# server and load generator on the same machine (they share the cores: the client's CPU"
+  echo "# per call is about the server's, so the server's own cost is printed per call too)"
+  run() {
+    local before after
+    before=$(server_cpu)
+    "$build/bench/loadgen" --server "127.0.0.1:$port" --deadline_ms 1000 \
+      --model examples/models/llama-2-7b.json --gpu h100-sxm "$@"
+    after=$(server_cpu)
+    awk -v a="$after" -v b="$before" -v n="$2" \
+      'BEGIN {printf "server CPU  %.1f us per Analyze (incl. warm-up and any Recommend)\n", (a - b) / (n + 200) * 1e6}'
     echo
+  }
+  for c in 1 8 32; do
+    run --requests 20000 --concurrency $c
   done
+  # A launcher's predicted Recommend while 32 Analyze clients keep the server busy.
+  run --requests 20000 --concurrency 32 --recommend_clients 1
 } 2>&1 | tee "$out"

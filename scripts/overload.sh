@@ -8,6 +8,7 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 runs=${RUNS:-10}
 clients=${CLIENTS:-"64 128 256"}
 model=${MODEL:-examples/models/llama-2-70b.json}
@@ -33,7 +34,7 @@ start_server() {
 }
 
 {
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
+  bench_header
   echo "# server (--workers=auto, one emulating worker) and load generator on the same machine"
   echo "# model $model; per run: $requests Analyze requests at C clients beside C/2 Recommend clients"
   crashes=0

@@ -5,6 +5,7 @@
 #   scripts/tsan.sh [build-dir]     writes bench/results/tsan.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 build=${1:-build-tsan}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWAVECREST_CUDA=OFF \
   -DCMAKE_CXX_FLAGS="-fsanitize=thread -g" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
@@ -18,7 +19,7 @@ status=0
   >"$logs/worker.out" 2>&1 || status=1
 reports=$(cat "$logs"/tsan.* 2>/dev/null | grep -c "WARNING: ThreadSanitizer" || true)
 {
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, commit $(git rev-parse --short HEAD)"
+  bench_header
   echo "# ThreadSanitizer (g++ $(g++ -dumpversion)), suppressions: tests/sanitizer/tsan.supp"
   grep -E "^\[  (PASSED|FAILED)|tests? ran" "$logs/stress.out" "$logs/worker.out" | sed "s|$logs/||"
   # A failed test's own message (what it expected, what it got), so the file says why.

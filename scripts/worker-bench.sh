@@ -4,6 +4,7 @@
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
+source scripts/lib/bench-header.sh
 tmp=$(mktemp -d)
 pid=""
 trap '[[ -n $pid ]] && kill -TERM $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -18,7 +19,7 @@ for _ in $(seq 600); do
 done
 out=bench/results/worker_roundtrip.txt
 {
-  echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  bench_header
   echo "# wavecrest-server --workers=1 --worker_backend=analytic (emulating h100-sxm: no GPU time) --cache=fresh"
   "$build/bench/worker_roundtrip" --server=127.0.0.1:$port --repeat=20
 } 2>&1 | tee "$out"
