@@ -6,6 +6,6 @@ bench_header() {
   cpu=$(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo | sed 's/^ *//')
   mhz=$(awk -F: '/cpu MHz/ {printf "%.0f MHz", $2; exit}' /proc/cpuinfo)
   commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-  git diff --quiet HEAD -- core service server bench proto 2>/dev/null || commit="$commit+changes"
+  git diff --quiet HEAD -- core service server bench proto ':!bench/results' 2>/dev/null || commit="$commit+changes"
   echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -srm), $(nproc) cores, ${cpu:-unknown CPU} @ ${mhz:-? MHz}, commit $commit"
 }
