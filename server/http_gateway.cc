@@ -296,6 +296,13 @@ std::vector<std::string> DefaultAllowedHosts(const std::string& listen) {
 absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
                                 std::string* cors_origin) {
   cors_origin->clear();
+  if (h.content_length_count > 1) {
+    return FieldError("Content-Length", absl::StrCat("sent ", h.content_length_count,
+                                                     " times; a request has one length"));
+  }
+  if (h.host_count > 1) {
+    return FieldError("Host", absl::StrCat("sent ", h.host_count, " times; a request has one"));
+  }
   if (!h.host.empty() && !p.allowed_hosts.empty() &&
       !ListIncludes(p.allowed_hosts, HostOnly(h.host))) {
     return FieldError("Host", absl::StrCat("\"", ForTerminal(h.host),
@@ -436,6 +443,25 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     LogInfo("http", {{"message", message}});
     return 1;
   };
+  // civetweb's own error replies (a request it could not parse) echo the request's version text
+  // into the status line, CR and LF included; the gateway writes them itself, as JSON.
+  callbacks.http_error = [](mg_connection* c, int status, const char* message) {
+    absl::StatusCode code = absl::StatusCode::kInvalidArgument;
+    if (status == 404) code = absl::StatusCode::kNotFound;
+    if (status == 405) code = absl::StatusCode::kUnimplemented;
+    if (status == 408) code = absl::StatusCode::kDeadlineExceeded;
+    if (status == 413 || status == 431) code = absl::StatusCode::kResourceExhausted;
+    if (status >= 500 && status != 505) code = absl::StatusCode::kInternal;
+    const std::string body = ErrorJson(absl::Status(
+        code, ToValidUtf8(message != nullptr && *message ? message : "malformed request")));
+    mg_printf(c,
+              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+              "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+              "Connection: close\r\n\r\n",
+              status, mg_get_response_code_text(c, status), body.size());
+    mg_write(c, body.data(), body.size());
+    return 0;  // handled
+  };
   g->ctx_ = mg_start(&callbacks, nullptr, opts.data());
   if (g->ctx_ == nullptr) {
     return absl::UnavailableError(absl::StrCat(
@@ -498,12 +524,21 @@ int HttpGateway::Handle(mg_connection* c) {
   h.host = header("Host");
   h.origin = header("Origin");
   h.content_type = header("Content-Type");
+  if (const mg_request_info* info = mg_get_request_info(c)) {
+    for (int i = 0; i < info->num_headers; ++i) {
+      const char* name = info->http_headers[i].name;
+      if (name == nullptr) continue;
+      h.content_length_count += absl::EqualsIgnoreCase(name, "Content-Length");
+      h.host_count += absl::EqualsIgnoreCase(name, "Host");
+    }
+  }
   std::string cors;
   if (absl::Status st = CheckBrowserPolicy(h, policy_, &cors); !st.ok()) {
     const std::vector<FieldViolation> why = ViolationsOf(st);
     const std::string field = why.empty() ? "" : why[0].field;
-    const int status = field == "Content-Type" ? 415 : field == "Host" ? 421
-                                                                        : HttpStatusFor(st.code());
+    const int status = field == "Content-Type"                 ? 415
+                       : field == "Host" && h.host_count <= 1 ? 421
+                                                              : HttpStatusFor(st.code());
     Send(c, status, "application/json", ErrorJson(st));
     return done(status);
   }

@@ -66,6 +66,10 @@ struct HttpGatewayOptions {
 struct HttpHeaders {
   std::string method, path, host, origin, content_type;
   bool has_body = false;
+  // How many times framing headers were sent: a request says its length and its host once
+  // (two Content-Lengths are how requests are smuggled past a proxy that reads the other one).
+  int content_length_count = 0;
+  int host_count = 0;
 };
 struct HttpPolicy {
   std::vector<std::string> allowed_origins;

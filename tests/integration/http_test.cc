@@ -9,7 +9,9 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -263,6 +265,153 @@ TEST_F(HttpTest, OtherSitesStaticTricksAndRebindingAreRefused) {
   EXPECT_EQ(Http(port_, "POST", "/index.html", "{}").status, 405);
   HttpReply health = Http(port_, "GET", "/v1/health");
   EXPECT_EQ(health.status, 200) << "the server died: " << server_->Log();
+}
+
+// Sends `raw` on a new connection, closes the writing side, and returns the status of the reply's
+// first line (0: the server closed the connection without a reply; 999: a malformed status line).
+int RawStatus(int port, const std::string& raw) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  size_t sent = 0;
+  while (sent < raw.size()) {
+    const ssize_t n = send(fd, raw.data() + sent, raw.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the server may close early on a bad request
+    sent += static_cast<size_t>(n);
+  }
+  shutdown(fd, SHUT_WR);
+  std::string reply;
+  char buf[512];
+  ssize_t n;
+  while (reply.size() < 64 && (n = recv(fd, buf, sizeof(buf), 0)) > 0) reply.append(buf, n);
+  close(fd);
+  if (reply.empty()) return 0;
+  // A well-formed status line, never the request's bytes echoed into it (999: malformed).
+  if (!absl::StartsWith(reply, "HTTP/1.1 ") && !absl::StartsWith(reply, "HTTP/1.0 ")) return 999;
+  return std::atoi(reply.c_str() + 9);
+}
+
+// HTTP framing a proxy and this server could read differently, and malformed bodies and values:
+// each is refused with a 4xx (or the connection closed), and the server stays up.
+TEST_F(HttpTest, AmbiguousFramingAndOutOfRangeValuesAreRefused) {
+  const std::string body = absl::StrCat(R"({"model":)", kPythia, R"(,"gpu":"h100-sxm"})");
+  const std::string head =
+      "POST /v1/analyze HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  const std::string length = absl::StrCat("Content-Length: ", body.size(), "\r\n");
+  ASSERT_EQ(RawStatus(port_, head + length + "\r\n" + body), 200);
+  struct Case {
+    const char* what;
+    std::string raw;
+  };
+  const std::vector<Case> cases = {
+      {"two Content-Lengths that differ", head + length + "Content-Length: 5\r\n\r\n" + body},
+      {"two Content-Lengths that agree", head + length + length + "\r\n" + body},
+      {"two Hosts", head + "Host: other.example\r\n" + length + "\r\n" + body},
+      {"a negative Content-Length", head + "Content-Length: -5\r\n\r\n" + body},
+      {"a Content-Length past 2^64", head + "Content-Length: 99999999999999999999\r\n\r\n" + body},
+      {"a Content-Length with junk", head + "Content-Length: 12abc\r\n\r\n" + body},
+      {"a chunk size that is not hex", head + "Transfer-Encoding: chunked\r\n\r\nZZ\r\nab\r\n0\r\n\r\n"},
+      {"a chunk longer than its size", head + "Transfer-Encoding: chunked\r\n\r\n5\r\nabcdefghij\r\n0\r\n\r\n"},
+      {"chunked and a Content-Length", head + "Transfer-Encoding: chunked\r\n" + length + "\r\n" + body},
+      {"a coding before chunked", head + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"},
+      {"no request line", "GARBAGE\r\n\r\n"},
+      {"a 20 kB header", "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Long: " +
+                             std::string(20000, 'a') + "\r\n\r\n"},
+  };
+  for (const Case& c : cases) {
+    const int status = RawStatus(port_, c.raw);
+    EXPECT_TRUE(status == 0 || (status >= 400 && status < 500)) << c.what << ": " << status;
+  }
+  // Values a JSON number can hold and an int64 cannot, and a string where a number goes.
+  for (const char* value : {"18446744073709551615", "9223372036854775808", "1e30", "-1", "\"x\""}) {
+    HttpReply r = Http(port_, "POST", "/v1/analyze",
+                       absl::StrCat(R"({"model":{"hidden_size":2560,"num_attention_heads":32,)",
+                                    R"("num_layers":32,"vocab_size":50304,"micro_batch_size":)",
+                                    value, R"(},"gpu":"h100-sxm"})"));
+    EXPECT_EQ(r.status, 400) << value << ": " << r.body;
+    EXPECT_THAT(r.body, HasSubstr("micro_batch_size")) << value;
+  }
+  EXPECT_EQ(Http(port_, "GET", "/v1/health").status, 200) << "the server died: " << server_->Log();
+}
+
+// A short live fuzz over real sockets: a valid request mutated at random (bytes flipped, inserted,
+// cut; headers repeated or dropped; bodies spliced), 1500 times from a fixed seed. No reply is a
+// 5xx and the server answers afterwards.
+TEST_F(HttpTest, MutatedRequestsOverRealSocketsNeverCrashOrFailTheServer) {
+  const std::string body = absl::StrCat(R"({"model":)", kPythia, R"(,"gpu":"h100-sxm"})");
+  const std::vector<std::string> seeds = {
+      absl::StrCat("POST /v1/analyze HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                   "application/json\r\nContent-Length: ",
+                   body.size(), "\r\n\r\n", body),
+      "GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      "GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      absl::StrCat("POST /v1/parse-model HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                   "application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n"),
+  };
+  const std::string alphabet = std::string("\r\n:{}\"\\%/.-0 \x00\xff\x80\xc3", 21) +
+                               "aAzZ9\tchunkedContent-LengthHost";
+  uint64_t state = 0x2545F4914F6CDD1DULL;
+  auto next = [&]() {  // xorshift64: the same sequence on every run
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int server_errors = 0, replies = 0;
+  std::map<int, int> by_status;  // -1: could not connect; 0: closed without a reply
+  for (int i = 0; i < 1500; ++i) {
+    std::string raw = seeds[next() % seeds.size()];
+    const int edits = 1 + static_cast<int>(next() % 4);
+    for (int e = 0; e < edits && !raw.empty(); ++e) {
+      const size_t at = next() % raw.size();
+      switch (next() % 5) {
+        case 0:
+          raw[at] = alphabet[next() % alphabet.size()];
+          break;
+        case 1:
+          raw.insert(at, 1, alphabet[next() % alphabet.size()]);
+          break;
+        case 2:
+          raw.erase(at, 1 + next() % 8);
+          break;
+        case 3: {  // repeat a line (a header twice)
+          const size_t start = raw.rfind('\n', at);
+          const size_t end = raw.find('\n', at);
+          if (start != std::string::npos && end != std::string::npos && end > start) {
+            raw.insert(end + 1, raw.substr(start + 1, end - start));
+          }
+          break;
+        }
+        default:
+          raw.resize(at);  // cut short
+      }
+    }
+    const int status = RawStatus(port_, raw);
+    replies += status > 0;
+    ++by_status[status];
+    // 505: the request line names an HTTP version that does not exist (the client's fault,
+    // numbered 5xx by RFC 9110).
+    if (status >= 500 && status != 505) {
+      ++server_errors;
+      ADD_FAILURE() << "status " << status << " for " << absl::CEscape(raw);
+      if (server_errors > 3) break;
+    }
+  }
+  std::string statuses;
+  for (auto [status, n] : by_status) absl::StrAppend(&statuses, " ", status, ":", n);
+  std::printf("live fuzz: 1500 mutated requests, %d HTTP replies, %d 5xx other than 505; by "
+              "status%s\n",
+              replies, server_errors, statuses.c_str());
+  EXPECT_EQ(by_status.count(-1), 0u) << "connections refused";
+  EXPECT_EQ(Http(port_, "GET", "/v1/health").status, 200) << "the server died: " << server_->Log();
 }
 
 // A connection that sends its request one byte at a time.

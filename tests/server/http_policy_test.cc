@@ -42,6 +42,25 @@ TEST(HttpPolicyTest, PostBodiesMustBeJson) {
   EXPECT_TRUE(CheckBrowserPolicy(get, p, &cors).ok());
 }
 
+TEST(HttpPolicyTest, ARequestStatesItsLengthAndHostOnce) {
+  HttpPolicy p{{}, DefaultAllowedHosts("127.0.0.1:8080")};
+  std::string cors;
+  HttpHeaders h = Post("application/json");
+  h.content_length_count = 1;
+  h.host_count = 1;
+  EXPECT_TRUE(CheckBrowserPolicy(h, p, &cors).ok());
+  h.content_length_count = 2;
+  absl::Status st = CheckBrowserPolicy(h, p, &cors);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ViolationsOf(st).at(0).field, "Content-Length");
+  EXPECT_THAT(st.message(), HasSubstr("sent 2 times"));
+  h.content_length_count = 1;
+  h.host_count = 3;
+  st = CheckBrowserPolicy(h, p, &cors);
+  EXPECT_EQ(ViolationsOf(st).at(0).field, "Host");
+  EXPECT_THAT(st.message(), HasSubstr("sent 3 times"));
+}
+
 TEST(HttpPolicyTest, OnlyThisOriginAndTheAllowedOnesAndNeverAWildcard) {
   HttpPolicy p{{"https://dash.example.com"}, DefaultAllowedHosts("127.0.0.1:8080")};
   std::string cors = "stale";
