@@ -4,77 +4,87 @@
 # bench/results/<bench>.json (written by `make bench`). Fails when one is more than LIMIT times
 # its committed figure, naming it and by how much.
 #
-# The two runs may be on machines of different clocks: the ratio is scaled by the clocks Google
-# Benchmark reports (cycles, not seconds, are compared); BENCH_CHECK_RAW=1 compares seconds.
-# Run it before a submission that touches core/, service/ or server/. It is a script, not a test:
-# shared machines are noisy, so the limit is wide and the minimum of 5 is used.
+# Shared machines have slow spells that last seconds: a benchmark over the limit is run again,
+# twice, on its own, and fails only if its best of all runs is still over. The two machines may
+# differ in clock: the ratio is scaled by the clocks Google Benchmark reports (cycles compared);
+# BENCH_CHECK_RAW=1 compares seconds. Run it before a submission that touches core/, service/ or
+# server/. It is a script, not a test.
 #
 # usage: scripts/bench-check.sh [BUILD_DIR]     env: BENCH_CHECK_LIMIT (default 1.5)
 set -euo pipefail
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 build=${1:-build}
 cd "$(dirname "$0")/.."
-limit=${BENCH_CHECK_LIMIT:-1.5}
-raw=${BENCH_CHECK_RAW:-0}
-if [[ ${1:-} == -h || ${1:-} == --help ]]; then sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0; fi
 cmake --build "$build" --target analyze_bench recommend_bench >/dev/null
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-status=0
-for b in analyze_bench recommend_bench; do
-  committed=bench/results/$b.json
-  if [[ ! -s $committed ]]; then
-    echo "bench-check: $committed is missing; run 'make bench' and commit bench/results/" >&2
-    exit 2
-  fi
-  "$build/bench/$b" --benchmark_repetitions=5 --benchmark_out="$tmp/$b.json" \
-    --benchmark_out_format=json >/dev/null 2>"$tmp/$b.err" || {
-    cat "$tmp/$b.err" >&2
-    exit 2
-  }
-  python3 - "$committed" "$tmp/$b.json" "$limit" "$raw" <<'PY' || status=1
-import json, sys
+exec python3 - "$build" "${BENCH_CHECK_LIMIT:-1.5}" "${BENCH_CHECK_RAW:-0}" <<'PY'
+import json, os, re, subprocess, sys, tempfile
 
-committed_path, now_path, limit, raw = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1"
+build, limit, raw = sys.argv[1], float(sys.argv[2]), sys.argv[3] == "1"
+UNIT = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
-def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    best = {}
+def best_of(doc, into):
+    """Fastest CPU time of each benchmark's repetitions in a Google Benchmark JSON document."""
     for b in doc["benchmarks"]:
         if b.get("run_type") != "iteration" or b.get("error_occurred"):
             continue
-        scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b.get("time_unit", "ns")]
-        t = b["cpu_time"] * scale
-        name = b["run_name"]
-        best[name] = min(best.get(name, t), t)
-    return best, float(doc["context"].get("mhz_per_cpu", 0))
+        t = b["cpu_time"] * UNIT[b.get("time_unit", "ns")]
+        into[b["run_name"]] = min(into.get(b["run_name"], t), t)
+    return float(doc["context"].get("mhz_per_cpu", 0))
 
 
-before, mhz_before = load(committed_path)
-now, mhz_now = load(now_path)
-clock = 1.0 if raw or mhz_before <= 0 or mhz_now <= 0 else mhz_now / mhz_before
-print(f"{committed_path}: committed at {mhz_before:.0f} MHz, now {mhz_now:.0f} MHz "
-      f"({'seconds' if clock == 1.0 else 'cycles'} compared), limit {limit:g}x")
-failed = []
-for name in sorted(set(before) | set(now)):
-    if name not in now:
-        print(f"  FAIL  {name}: in the committed results, not run now")
-        failed.append(name)
-        continue
-    if name not in before:
-        print(f"  new   {name}: {now[name] * 1e6:.1f} us (no committed figure)")
-        continue
-    ratio = now[name] / before[name] * clock
-    verdict = "FAIL" if ratio > limit else "ok"
-    print(f"  {verdict:5} {name}: {before[name] * 1e6:.1f} us -> {now[name] * 1e6:.1f} us, "
-          f"{ratio:.2f}x the committed figure")
-    if ratio > limit:
-        failed.append(f"{name} ({ratio:.2f}x)")
-if failed:
-    print(f"bench-check: slower than {limit:g}x the committed figure: " + ", ".join(failed),
-          file=sys.stderr)
-    sys.exit(1)
+def run(binary, name_filter=None):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.json")
+        cmd = [binary, "--benchmark_repetitions=5", f"--benchmark_out={out}",
+               "--benchmark_out_format=json"]
+        if name_filter:
+            cmd.append(f"--benchmark_filter=^{re.escape(name_filter)}$")
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if p.returncode != 0:
+            sys.exit(f"bench-check: {binary} failed:\n{p.stderr}")
+        with open(out) as f:
+            return json.load(f)
+
+
+status = 0
+for bench in ("analyze_bench", "recommend_bench"):
+    committed = f"bench/results/{bench}.json"
+    if not os.path.exists(committed):
+        sys.exit(f"bench-check: {committed} is missing; run 'make bench' and commit bench/results/")
+    before, now = {}, {}
+    with open(committed) as f:
+        mhz_before = best_of(json.load(f), before)
+    binary = os.path.join(build, "bench", bench)
+    mhz_now = best_of(run(binary), now)
+    by_cycles = not raw and mhz_before > 0 and mhz_now > 0
+    clock = mhz_now / mhz_before if by_cycles else 1.0
+    ratio = lambda name: now[name] / before[name] * clock
+    # A slow spell of the machine, or the code? Run what is over the limit again on its own.
+    rerun = [n for n in now if n in before and ratio(n) > limit]
+    for name in rerun:
+        for _ in range(2):
+            best_of(run(binary, name), now)
+    print(f"{committed}: committed at {mhz_before:.0f} MHz, now {mhz_now:.0f} MHz "
+          f"({'cycles' if by_cycles else 'seconds'} compared), limit {limit:g}x")
+    failed = []
+    for name in sorted(set(before) | set(now)):
+        if name not in now:
+            print(f"  FAIL  {name}: in the committed results, not run now")
+            failed.append(name)
+            continue
+        if name not in before:
+            print(f"  new   {name}: {now[name] * 1e6:.1f} us (no committed figure)")
+            continue
+        r = ratio(name)
+        again = " (best of 3 runs)" if name in rerun else ""
+        print(f"  {'FAIL' if r > limit else 'ok':5} {name}: {before[name] * 1e6:.1f} us -> "
+              f"{now[name] * 1e6:.1f} us, {r:.2f}x the committed figure{again}")
+        if r > limit:
+            failed.append(f"{name} ({r:.2f}x)")
+    if failed:
+        print(f"bench-check: slower than {limit:g}x the committed figure: " + ", ".join(failed),
+              file=sys.stderr)
+        status = 1
+sys.exit(status)
 PY
-done
-exit $status
