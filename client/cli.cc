@@ -71,10 +71,19 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   return spec;
 }
 
+double EffectiveDeadline(const CliOptions& o) {
+  if (o.deadline_s > 0) return o.deadline_s;
+  const bool may_measure = (o.command == "recommend" || o.command == "sweep") &&
+                           o.mode != "predicted";
+  if (!may_measure) return kDefaultDeadlineS;
+  return (o.max_gpu_seconds > 0 ? o.max_gpu_seconds : kDefaultMaxGpuSeconds) +
+         kDeadlineAfterBudgetS;
+}
+
 namespace {
 
 AdvisorClient ClientFor(const CliOptions& o) {
-  return AdvisorClient(o.server, absl::Seconds(o.deadline_s),
+  return AdvisorClient(o.server, absl::Seconds(EffectiveDeadline(o)),
                        {{o.tls_cert, o.tls_key, o.tls_ca}, o.token});
 }
 
@@ -645,9 +654,10 @@ int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
                                 absl::StrCat("host:port, without a scheme; got \"",
                                              o.server.substr(0, 80), "\" (for TLS add --tls_ca)")));
   }
-  if (!(o.deadline_s > 0) || o.deadline_s > 86400 * 7) {
-    return Fail(
-        err, FieldError("--deadline", absl::StrCat("seconds in (0, 604800]; got ", o.deadline_s)));
+  if (!(o.deadline_s >= 0) || o.deadline_s > 86400 * 7) {
+    return Fail(err, FieldError("--deadline", absl::StrCat("seconds in [0, 604800] (0: derived "
+                                                           "from the measuring budget); got ",
+                                                           o.deadline_s)));
   }
   if (o.format != "table" && o.format != "json") {
     err << "wavecrest: --format: must be table or json; got \"" << o.format << "\"\n";

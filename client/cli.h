@@ -31,7 +31,10 @@ struct CliOptions {
   std::string server;
   // TLS to the server (ca; cert and key for mutual TLS) and a bearer token.
   std::string tls_ca, tls_cert, tls_key, token;
-  double deadline_s = 60;
+  // 0: 60 s, or for a recommend or sweep that may measure (mode auto or measured) the measuring
+  // budget (--max-gpu-seconds, default 60) plus 30 s, so the server answers before the client
+  // gives up (EffectiveDeadline).
+  double deadline_s = 0;
   std::string gemm;    // time: "MxNxK[xBATCH],..."
   std::string layout;  // time: TN, NN, NT
   std::string mode;    // auto, measured, predicted
@@ -83,6 +86,13 @@ struct CliOptions {
 
 // Runs one command; returns the process exit code (0, 2 for usage, 10 + status code on failure).
 int RunCli(const CliOptions& options, std::ostream& out, std::ostream& err);
+
+inline constexpr double kDefaultDeadlineS = 60;
+// A call that may measure waits for its measuring budget and this much more (ranking, the answer,
+// a queue ahead of it).
+inline constexpr double kDeadlineAfterBudgetS = 30;
+// The deadline of each RPC: --deadline, or when 0 one derived from the command and its budget.
+double EffectiveDeadline(const CliOptions& o);
 
 // Loads --model and applies the override flags.
 absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o);

@@ -421,7 +421,11 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
                {c.speedup_uncertainty() > 0
                     ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
                     : absl::StrFormat("%.3fx", c.speedup()),
-                absl::StrFormat("%.1f%%", 100 * c.mfu()), SourceName(c.source())});
+                absl::StrFormat("%.1f%%", 100 * c.mfu()),
+                // A row the measuring budget reached only in part says how much was measured.
+                c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
+                    ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
+                    : std::string(SourceName(c.source()))});
     t.Add(std::move(row));
   }
   absl::StrAppend(&out, t.Render(), "\nwhy:\n");

@@ -46,7 +46,9 @@ ABSL_FLAG(std::string, format, "table", "Output: table (for people) or json (pro
 ABSL_FLAG(std::string, server, "",
           "Advisor address (host:port). Empty: analyze and recommend --mode predicted run "
           "in-process; the other commands need a server");
-ABSL_FLAG(double, deadline, 60, "Deadline of each RPC, seconds");
+ABSL_FLAG(double, deadline, 0,
+          "Deadline of each RPC, seconds; 0 = 60, and for a recommend or sweep that may measure "
+          "(mode auto or measured) --max-gpu-seconds (default 60) + 30");
 ABSL_FLAG(std::string, tls_ca, "",
           "TLS to --server: the CA (PEM) that signed the server's certificate; empty = plaintext");
 ABSL_FLAG(std::string, tls_cert, "", "Mutual TLS: this client's certificate (PEM)");

@@ -8,7 +8,6 @@
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -528,8 +527,31 @@ double SigmaOfBand(double p10, double p90) { return std::max(0.0, p90 - p10) / 2
 
 // What a contribution's id hashes besides its identity (so a GEMM and a fused attention of the
 // same shape never share one). Ids are 64-bit hashes: two different terms of one pair of
-// candidates collide with odds near 1e-16, and a collision only merges two σ's.
+// candidates collide with odds near 1e-16, and a collision only merges two σ's. The hash is fixed
+// (not absl::Hash, which is seeded per process): the ids' order is the order the uncertainty is
+// summed in, and the same request must give the same bits in every process.
 enum class ContributionKind { kGemm, kFusedAttention, kLayer, kElementwise };
+
+uint64_t Mix(uint64_t h, uint64_t v) {  // splitmix64's finaliser over h ^ v
+  uint64_t z = h ^ (v + 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+uint64_t ContributionId(ContributionKind kind, const GemmKey& k = {}, int64_t a = 0,
+                        int64_t b = 0) {
+  uint64_t h = Mix(0, static_cast<uint64_t>(kind));
+  for (int64_t v : {k.shape.m, k.shape.n, k.shape.k, k.shape.batch,
+                    static_cast<int64_t>(k.layout), static_cast<int64_t>(k.dtype), a, b}) {
+    h = Mix(h, static_cast<uint64_t>(v));
+  }
+  return h;
+}
+uint64_t ContributionId(ContributionKind kind, absl::string_view text) {
+  uint64_t h = Mix(0, static_cast<uint64_t>(kind));
+  for (unsigned char c : text) h = Mix(h, c);
+  return h;
+}
 
 // Sorts by id and sums the times of equal ids (the same GEMM run by several layers or passes
 // keeps the last σ, as they are the same measurement or prediction).
@@ -568,6 +590,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     }
   }
   double var = 0;
+  double measured_s = 0;
   bool all_measured = true;
   c.contributions.reserve(gemms.size() + 2);
   for (const Gemm& g : gemms) {
@@ -578,14 +601,14 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
       const GemmPrediction& p = times.FusedAttention(gpu, g);
       t = p.time_s;
       sigma = SigmaOfBand(p.band_p10, p.band_p90);
-      id = absl::HashOf(ContributionKind::kFusedAttention, g.key(), static_cast<int>(g.pass),
-                        g.kv_batch);
+      id = ContributionId(ContributionKind::kFusedAttention, g.key(), static_cast<int>(g.pass),
+                          g.kv_batch);
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;
       if (!(layer && in_layer)) all_measured &= gt.measured;
       sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
-      id = absl::HashOf(ContributionKind::kGemm, g.key());
+      id = ContributionId(ContributionKind::kGemm, g.key());
       if (!(layer && in_layer)) {
         const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
         var += s * s;
@@ -602,6 +625,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     }
     if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
+    if (!g.fused_attention && times.Get(g.key()).measured) measured_s += step;
     c.contributions.push_back({id, step, sigma});
   }
   std::sort(c.time_by_gemm.begin(), c.time_by_gemm.end());
@@ -610,21 +634,23 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     const double layers_s = layer->time_s * static_cast<double>(spec.num_layers);
     c.elementwise_time_s = e.loss_time_s;
     c.contributions.push_back(
-        {absl::HashOf(ContributionKind::kLayer, LayerKeyString(*layer_key)), layers_s,
+        {ContributionId(ContributionKind::kLayer, LayerKeyString(*layer_key)), layers_s,
          layer->relative_spread / 2});
     const double s = layers_s * layer->relative_spread / 2;
     var += s * s;
+    measured_s += layers_s;
     c.step_time_s = c.gemm_time_s + layers_s + c.elementwise_time_s;
     c.layer_share = layers_s / c.step_time_s;
   } else {
     c.elementwise_time_s = e.time_s;
     c.step_time_s = c.gemm_time_s + c.elementwise_time_s;
   }
-  c.contributions.push_back({absl::HashOf(ContributionKind::kElementwise),
+  c.contributions.push_back({ContributionId(ContributionKind::kElementwise),
                              c.elementwise_time_s, kElementwiseRelativeSigma});
   MergeContributions(c.contributions);
   c.step_sigma_s = std::sqrt(var);
   c.all_measured = all_measured;
+  c.measured_share = c.step_time_s > 0 ? measured_s / c.step_time_s : 0;
   const FlopCounts f = CountFlops(spec, gemms);
   c.tokens_per_s_per_gpu = static_cast<double>(f.tokens_per_step) / c.step_time_s /
                            static_cast<double>(spec.tensor_parallel);

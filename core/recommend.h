@@ -174,6 +174,8 @@ struct CandidateScore {
   double tokens_per_s_per_gpu = 0;
   double mfu = 0;
   bool all_measured = false;  // every GEMM (not fused attention) measured or cached
+  // Of step_time_s, the share a GPU measured (GEMMs and whole layers); the rest is predicted.
+  double measured_share = 0;
   // Of step_time_s, the share measured whole as transformer layers (L × the layer's time); 0 when
   // the step is summed from GEMMs, fused attention and the elementwise estimate.
   double layer_share = 0;

@@ -35,10 +35,11 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
   const v1::Mode task_mode = mode == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
   measurer->measure =
       [timing, gpu = *gpu, task_mode, deadline, cancelled](
-          const std::vector<GemmKey>& keys,
+          const std::vector<GemmKey>& keys, absl::Time measure_by,
           const std::function<void(int64_t, int64_t)>& on_progress,
           MeasureCounts* counts) -> absl::StatusOr<std::vector<std::optional<GemmTime>>> {
     TimingTask task;
+    task.measure_by = measure_by;
     task.kind = gpu.first;
     task.gpu = gpu.second;
     task.gemms = keys;
@@ -65,10 +66,11 @@ RecommendContext MakeContext(TimingService* timing, absl::string_view gpu_name, 
   };
   measurer->measure_layers =
       [timing, gpu = *gpu, deadline, cancelled](
-          const std::vector<LayerKey>& keys,
+          const std::vector<LayerKey>& keys, absl::Time measure_by,
           const std::function<void(int64_t, int64_t)>& on_progress,
           MeasureCounts* counts) -> absl::StatusOr<std::vector<std::optional<LayerTime>>> {
     LayerTask task;
+    task.measure_by = measure_by;
     task.kind = gpu.first;
     task.gpu = gpu.second;
     task.layers = keys;

@@ -217,6 +217,8 @@ class TimingService::UnitRun {
     if (absl::Now() > task_.deadline) return absl::DeadlineExceededError("deadline passed");
     return absl::OkStatus();
   }
+  // True once the measuring budget is spent (the call itself may go on).
+  bool BudgetSpent() const { return absl::Now() >= task_.measure_by; }
   std::vector<size_t> Missing() const {
     std::vector<size_t> out;
     for (size_t i = 0; i < keys_.size(); ++i) {
@@ -256,6 +258,13 @@ class TimingService::UnitRun {
     std::move(finish_all).Invoke();
     AwaitTheirs();
     RETURN_IF_ERROR(StopStatus());
+    if (BudgetSpent() && !Missing().empty()) {
+      budget_spent_ = true;
+      summary_.notes.push_back(absl::StrCat(
+          "the measuring budget (wall time) ran out with ", Missing().size(), " of ",
+          keys_.size(), " ", Unit::Noun(), " not measured: they are PREDICTED"));
+      return absl::OkStatus();
+    }
     if (!st.ok()) {
       if (task_.mode == v1::MODE_MEASURED) return st;
       summary_.notes.push_back(
@@ -311,7 +320,7 @@ class TimingService::UnitRun {
     MeasureOptions options;
     options.autotune = task_.autotune;
     options.warm_l2 = task_.warm_l2;
-    options.deadline = task_.deadline;
+    options.deadline = std::min(task_.deadline, task_.measure_by);
     return Unit::Measure(
         *s_.workers_, task_.kind, keys, options,
         [&](size_t j, absl::StatusOr<Timing> r) {
@@ -335,7 +344,7 @@ class TimingService::UnitRun {
     for (auto& [i, flight] : theirs_) {
       std::unique_lock<std::mutex> lock(flight->mu);
       while (!flight->done) {
-        if (!StopStatus().ok()) break;
+        if (!StopStatus().ok() || BudgetSpent()) break;
         flight->cv.wait_for(lock, std::chrono::milliseconds(50));
       }
       if (flight->done && flight->result) {
@@ -352,7 +361,7 @@ class TimingService::UnitRun {
     for (size_t i = 0; i < keys_.size(); ++i) {
       if (done_[i]) continue;
       RETURN_IF_ERROR(StopStatus());
-      if (task_.mode == v1::MODE_MEASURED) {
+      if (task_.mode == v1::MODE_MEASURED && !budget_spent_) {
         if (!key_errors_[i].ok()) {
           return absl::Status(key_errors_[i].code(),
                               absl::StrCat(Unit::Name(keys_[i]), ": ", key_errors_[i].message()));
@@ -374,6 +383,7 @@ class TimingService::UnitRun {
   std::optional<v1::DeviceFingerprint> fp_;
   std::mutex mu_;  // emit, progress and the counters, when results come from a reader thread
   std::vector<bool> done_;
+  bool budget_spent_ = false;  // MeasureMissing stopped at measure_by: the rest is predicted
   int64_t finished_ = 0;
   std::vector<absl::Status> key_errors_;
   TimingSummary summary_;

@@ -94,6 +94,9 @@ struct TimingTaskBase {
   bool autotune = false;  // GEMMs only
   bool warm_l2 = false;
   absl::Time deadline = absl::InfiniteFuture();
+  // The end of the measuring budget (wall time): what is not measured by then is PREDICTED, even
+  // in MODE_MEASURED, and a note says how many; `deadline` still ends the call.
+  absl::Time measure_by = absl::InfiniteFuture();
 };
 struct TimingTask : TimingTaskBase {
   std::vector<GemmKey> gemms;  // distinct

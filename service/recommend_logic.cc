@@ -47,6 +47,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   if (std::string why = MemoryReason(memory, gpu); !why.empty()) c.add_reasons(why);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
   c.set_layer_measured_share(s.layer_share);
+  c.set_measured_share(s.measured_share);
   c.set_beats_baseline(Beats(s));
   if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
     c.set_time_per_output_token_s(s.step_time_s);
@@ -132,6 +133,16 @@ absl::Status StopStatus(const RecommendContext& ctx) {
   return absl::OkStatus();
 }
 
+absl::Time MeasureBy(const RecommendContext& ctx, double budget_s) {
+  const absl::Time now = absl::Now();
+  absl::Time by = now + absl::Seconds(budget_s);
+  if (ctx.deadline != absl::InfiniteFuture()) {
+    const absl::Duration reserve = std::max(absl::Seconds(1), (ctx.deadline - now) / 20);
+    by = std::min(by, ctx.deadline - reserve);
+  }
+  return by;
+}
+
 void ReportProgress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
   v1::Progress p;
   p.set_done(done);
@@ -197,14 +208,15 @@ namespace {
 // Times the chosen candidates' whole layers through the measurer (when it can) and returns the
 // measured ones for ScoreCandidate; counts go into `response`. A failure in MODE_AUTO is a note.
 absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode mode,
-                                          const std::vector<LayerKey>& keys,
+                                          const std::vector<LayerKey>& keys, absl::Time measure_by,
                                           v1::RecommendResponse* response) {
   if (keys.empty() || !ctx.measurer->measure_layers) return LayerTimeFn();
   ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
                  absl::StrCat("timing ", keys.size(), " whole layers"));
   MeasureCounts counts;
   absl::StatusOr<std::vector<std::optional<LayerTime>>> times = ctx.measurer->measure_layers(
-      keys, [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
+      keys, measure_by,
+      [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
       &counts);
   RETURN_IF_ERROR(StopStatus(ctx));
   if (!times.ok()) {
@@ -213,6 +225,7 @@ absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode 
                                      "); steps are summed from GEMMs"));
     return LayerTimeFn();
   }
+  for (const std::string& n : counts.notes) response->add_notes(n);
   response->set_layers_measured(counts.measured);
   response->set_layers_cached(counts.cached);
   response->set_layers_predicted(counts.predicted);
@@ -355,9 +368,11 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
     ReportProgress(ctx, 0, static_cast<int64_t>(key_list.size()),
                    absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
                                 " candidates"));
+    // The budget is wall time, GEMMs and layers together, and ends before the call's deadline.
+    const absl::Time measure_by = MeasureBy(ctx, budget_s);
     MeasureCounts counts;
     absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
-        key_list,
+        key_list, measure_by,
         [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
         &counts);
     RETURN_IF_ERROR(StopStatus(ctx));
@@ -379,7 +394,7 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
         return it != by_key.end() ? it->second : predicted.Get(key);
       });
       ASSIGN_OR_RETURN(const LayerTimeFn layer_times,
-                       MeasureLayers(ctx, mode, layer_list, &response));
+                       MeasureLayers(ctx, mode, layer_list, measure_by, &response));
       int64_t whole = 0;
       for (size_t i : chosen) {
         measured_group.push_back(

@@ -35,16 +35,18 @@ struct MeasureCounts {
 struct Measurer {
   bool can_measure = false;  // a worker of the GPU kind is up (or a cache may answer)
   // Times `keys` (distinct); returns one entry per key: a measured (or cached) time, or nullopt.
-  // `progress(done, total)` as results arrive. Counts what came from where.
+  // `progress(done, total)` as results arrive. Counts what came from where. At `measure_by` (the
+  // measuring budget's end, wall time) what is not measured yet is predicted, with a note in
+  // `counts`, even in MODE_MEASURED.
   std::function<absl::StatusOr<std::vector<std::optional<GemmTime>>>(
-      const std::vector<GemmKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
-      MeasureCounts* counts)>
+      const std::vector<GemmKey>& keys, absl::Time measure_by,
+      const std::function<void(int64_t, int64_t)>& progress, MeasureCounts* counts)>
       measure;
   // Times whole layers (distinct); one entry per key: a GPU measurement (or a cached one), or
   // nullopt (predicted only, or failed). May be empty: candidates are then summed from GEMMs.
   std::function<absl::StatusOr<std::vector<std::optional<LayerTime>>>(
-      const std::vector<LayerKey>& keys, const std::function<void(int64_t, int64_t)>& progress,
-      MeasureCounts* counts)>
+      const std::vector<LayerKey>& keys, absl::Time measure_by,
+      const std::function<void(int64_t, int64_t)>& progress, MeasureCounts* counts)>
       measure_layers;
 };
 
@@ -61,6 +63,11 @@ struct RecommendContext {
 // CANCELLED or DEADLINE_EXCEEDED when the call behind `ctx` should stop; OK otherwise. Long loops
 // (candidate generation, scoring, sweeps) poll it.
 absl::Status StopStatus(const RecommendContext& ctx);
+
+// The end of a measuring budget of `budget_s` seconds of wall time from now: never later than the
+// call's deadline less what ranking and answering need (a second, or a twentieth of the time
+// left), so a measured call answers, with what was measured, before its deadline.
+absl::Time MeasureBy(const RecommendContext& ctx, double budget_s);
 
 // Sends a progress message (done of total, and what is happening) through `ctx`.
 void ReportProgress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message);

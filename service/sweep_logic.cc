@@ -294,7 +294,7 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
                    absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
     MeasureCounts counts;
     absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
-        keys,
+        keys, MeasureBy(ctx, budget_s),
         [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
         &counts);
     RETURN_IF_ERROR(StopStatus(ctx));

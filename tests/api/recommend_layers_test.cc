@@ -46,14 +46,14 @@ struct FakeGpu {
     base_layer = *MakeLayerKey(LayerKind::kTransformerLayer,
                                *NormalizeSpec(FromProto(Request().model(), &v)));
     measurer.can_measure = true;
-    measurer.measure = [&gpu](const std::vector<GemmKey>& keys,
+    measurer.measure = [&gpu](const std::vector<GemmKey>& keys, absl::Time,
                               const std::function<void(int64_t, int64_t)>&, MeasureCounts* counts) {
       std::vector<std::optional<GemmTime>> out;
       for (const GemmKey& k : keys) out.push_back(GemmTime{PredictGemmTime(gpu, k), 0.01, true});
       counts->measured = static_cast<int64_t>(keys.size());
       return absl::StatusOr<std::vector<std::optional<GemmTime>>>(out);
     };
-    measurer.measure_layers = [this, &gpu](const std::vector<LayerKey>& keys,
+    measurer.measure_layers = [this, &gpu](const std::vector<LayerKey>& keys, absl::Time,
                                            const std::function<void(int64_t, int64_t)>&,
                                            MeasureCounts* counts) {
       std::vector<std::optional<LayerTime>> out;

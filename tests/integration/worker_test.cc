@@ -218,6 +218,33 @@ TEST(WorkerTest, KillDuringAnAutoRequestFallsBackAndSaysSo) {
   EXPECT_THAT(absl::StrJoin(r.notes, "\n"), HasSubstr("the rest is PREDICTED"));
 }
 
+// Issue 21: a measured Recommend through a slow worker (1.2 s per GEMM, as the H100's first
+// measuring policy was) answers within its wall-time budget, with what was measured and the rest
+// predicted, and says so; the CLI's deadline follows the budget, so no --deadline is needed. With
+// a client deadline shorter than the budget, the answer still comes before it.
+TEST(WorkerTest, MeasuredRecommendAnswersWithinItsBudgetThroughASlowWorker) {
+  Rig rig({"--fault=slow", "--fault_slow_ms=1200"});
+  ASSERT_TRUE(rig.Ready()) << rig.server().Log();
+  const std::string cli = BinaryPath("client/wavecrest") + " recommend --model " +
+                          testing::SourcePath("examples/models/pythia-2.8b.json") +
+                          " --mode measured --server " + rig.address();
+  absl::Time start = absl::Now();
+  auto [code, out] = Shell(cli + " --max-gpu-seconds 4");
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_LT(took, absl::Seconds(4 + 10)) << out;
+  EXPECT_THAT(out, HasSubstr("the measuring budget (wall time) ran out with"));
+  EXPECT_THAT(out, HasSubstr("GEMMs not measured: they are PREDICTED"));
+  EXPECT_THAT(out, HasSubstr("verdict: "));
+
+  // The budget (60 s by default) outlasts the caller's deadline: the answer comes first.
+  start = absl::Now();
+  auto [code2, out2] = Shell(cli + " --deadline 5");
+  EXPECT_EQ(code2, 0) << out2;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << out2;
+  EXPECT_THAT(out2, HasSubstr("ran out with"));
+}
+
 TEST(WorkerTest, HangIsKilledByTheWatchdog) {
   Rig rig({"--fault=hang", "--fault_shape=1024x4096x4096"}, {"--worker_job_timeout_s=1"});
   ASSERT_TRUE(rig.Ready()) << rig.server().Log();

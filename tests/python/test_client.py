@@ -12,7 +12,7 @@ import unittest
 import grpc
 
 import wavecrest
-from wavecrest import AdvisorClient, WavecrestError, load_model, model_pb2, to_json
+from wavecrest import AdvisorClient, WavecrestError, advisor_pb2, load_model, model_pb2, to_json
 
 SERVER = os.environ["WAVECREST_SERVER_BIN"]
 SOURCE = os.environ["WAVECREST_SOURCE_DIR"]
@@ -208,6 +208,28 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(client._unary(method, None), "answer")
         self.assertEqual(len(calls), 3)
         self.assertGreaterEqual(calls[1] - calls[0], 0.045)  # the delay the server asked for
+
+    def test_deadline_follows_the_measuring_budget(self):
+        """Without timeout_s, a call that may measure waits for its budget plus 30 s (as the
+        CLI does), so the server's answer, with what it measured, comes first."""
+        client = AdvisorClient("127.0.0.1:1")
+        seen = []
+
+        def method(request, timeout):
+            seen.append(timeout)
+            return iter([advisor_pb2.RecommendResponse(done=True)])
+
+        for request, expected in [
+                (advisor_pb2.RecommendRequest(mode=advisor_pb2.MODE_MEASURED), 90),
+                (advisor_pb2.RecommendRequest(mode=advisor_pb2.MODE_AUTO, max_gpu_seconds=10), 40),
+                (advisor_pb2.RecommendRequest(mode=advisor_pb2.MODE_PREDICTED), 60)]:
+            seen.clear()
+            client._stream(method, request, None)
+            self.assertAlmostEqual(seen[0], expected, delta=1)
+        fixed = AdvisorClient("127.0.0.1:1", timeout_s=5)
+        seen.clear()
+        fixed._stream(method, advisor_pb2.RecommendRequest(mode=advisor_pb2.MODE_MEASURED), None)
+        self.assertAlmostEqual(seen[0], 5, delta=1)
 
     def test_invalid_argument_is_not_retried(self):
         calls = []

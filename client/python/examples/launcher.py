@@ -11,7 +11,7 @@ from wavecrest import AdvisorClient, WavecrestError, advisor_pb2, model_pb2
 
 def main() -> int:
     address, model_path, gpu = sys.argv[1], sys.argv[2], sys.argv[3]
-    with AdvisorClient(address, timeout_s=60) as client:
+    with AdvisorClient(address) as client:  # deadlines follow each call's measuring budget
         try:
             report = client.analyze(model_path, gpu, seq_length=4096)
         except WavecrestError as e:

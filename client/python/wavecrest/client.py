@@ -177,6 +177,13 @@ T = TypeVar("T")
 S = TypeVar("S", bound=Message)
 
 
+# Deadlines as the CLI derives them (client/cli.h): 60 s, or for a call that may measure its
+# measuring budget (the server's default 60 s) plus 30 s.
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_GPU_SECONDS = 60.0
+DEADLINE_AFTER_BUDGET_S = 30.0
+
+
 class AdvisorClient:
     """The Advisor's calls, each with a deadline (`timeout_s`). A call that fails with a retryable
     code and the server's RetryInfo (queue full, worker restarting) is retried after the delay
@@ -187,11 +194,13 @@ class AdvisorClient:
         best = client.recommend("config.json", "h100-sxm", mode="predicted", top=3)
     """
 
-    def __init__(self, address: str, *, timeout_s: float = 60.0, retries: int = 3,
+    def __init__(self, address: str, *, timeout_s: Optional[float] = None, retries: int = 3,
                  tls_ca: Optional[str] = None, tls_cert: Optional[str] = None,
                  tls_key: Optional[str] = None, token: Optional[str] = None) -> None:
         """TLS when `tls_ca` (the server's CA, a PEM file) is given; mutual TLS with `tls_cert`
-        and `tls_key`. `token` (default: $WAVECREST_TOKEN) is sent as a bearer token."""
+        and `tls_key`. `token` (default: $WAVECREST_TOKEN) is sent as a bearer token.
+        `timeout_s` None: 60 s, and for a recommend or sweep that may measure its
+        max_gpu_seconds (default 60) + 30, so the server answers, with what it measured, first."""
         self.timeout_s = timeout_s
         self.retries = retries
         options = [("grpc.keepalive_time_ms", 30000), ("grpc.keepalive_timeout_ms", 10000)]
@@ -222,7 +231,7 @@ class AdvisorClient:
     # -- call machinery --
 
     def _unary(self, method: Callable[..., T], request: Any) -> T:
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + self._timeout()
         attempt = 0
         while True:
             try:
@@ -234,11 +243,20 @@ class AdvisorClient:
                 time.sleep(err.retry_after_s or 0)
                 attempt += 1
 
+    def _timeout(self, request: Any = None) -> float:
+        """The deadline of a call in seconds: `timeout_s`, or derived from a measuring budget."""
+        if self.timeout_s is not None:
+            return self.timeout_s
+        mode = getattr(request, "mode", advisor_pb2.MODE_PREDICTED)
+        if request is None or mode == advisor_pb2.MODE_PREDICTED:
+            return DEFAULT_TIMEOUT_S
+        return (getattr(request, "max_gpu_seconds", 0) or DEFAULT_MAX_GPU_SECONDS) + DEADLINE_AFTER_BUDGET_S
+
     def _stream(self, method: Callable[..., Iterable[S]], request: Any,
                 on_progress: Optional[ProgressCallback]) -> S:
         """The final message (done=True) of a streaming call; progress to `on_progress`. Retried
         only when it failed before the server sent anything."""
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + self._timeout(request)
         attempt = 0
         while True:
             received = False
@@ -325,7 +343,7 @@ class AdvisorClient:
             fields = _model_fields(model, None, {})
             request.model.CopyFrom(fields["model"])
             request.hf_config_json = fields.get("hf_config_json", "")
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + self._timeout()
         results: List[Any] = []
         try:
             for message in self.stub.TimeGemms(request, timeout=max(0.001, deadline - time.monotonic())):

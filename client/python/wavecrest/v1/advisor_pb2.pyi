@@ -91,11 +91,12 @@ class AnalyzeResponse(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "layer_measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
     BEATS_BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
     LAYER_MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
+    MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +115,7 @@ class Candidate(_message.Message):
     beats_baseline: bool
     elementwise_share: float
     layer_measured_share: float
+    measured_share: float
     memory: MemoryEstimate
     memory_bandwidth_utilization: float
     mfu: float
@@ -128,7 +130,7 @@ class Candidate(_message.Message):
     step_time_s: float
     time_per_output_token_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ..., measured_share: _Optional[float] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
