@@ -119,10 +119,14 @@ std::string OverlapNote(const v1::RecommendResponse& r) {
         "checkpoints have) or re-measure with more GPU time",
         first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "));
   }
+  // Measuring was tried and did not reach these rows (the budget, or an emulating worker).
+  const bool tried = r.mode() != v1::MODE_PREDICTED && r.gemms_measured() + r.gemms_cached() > 0;
   return absl::StrFormat(
-      "#%d (%.3f ± %.3f) is within the uncertainty of %s: the model cannot tell them apart; "
-      "measure them on a GPU worker (mode MEASURED) before choosing",
-      first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "));
+      "#%d (%.3f ± %.3f) is within the uncertainty of %s: the model cannot tell them apart; %s "
+      "before choosing",
+      first.rank(), first.speedup(), first.speedup_uncertainty(), absl::StrJoin(close, ", "),
+      tried ? "measure them with a larger max_gpu_seconds (--max-gpu-seconds)"
+            : "measure them on a GPU worker (mode MEASURED)");
 }
 
 }  // namespace
