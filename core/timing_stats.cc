@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace wavecrest {
 
@@ -24,14 +28,75 @@ SampleStats Summarize(const std::vector<double>& samples) {
   return s;
 }
 
-bool StoppingRule::Done(const std::vector<double>& samples, double elapsed_s) const {
+double MedianHalfWidth(const std::vector<double>& samples) {
+  const size_t n = samples.size();
+  if (n < 8) return std::numeric_limits<double>::infinity();
+  std::vector<double> v = samples;
+  std::sort(v.begin(), v.end());
+  const double half = 0.98 * std::sqrt(static_cast<double>(n));
+  const double mid = static_cast<double>(n) / 2;
+  const size_t lo = static_cast<size_t>(std::max(0.0, std::floor(mid - half)));
+  const size_t hi = std::min(n - 1, static_cast<size_t>(std::ceil(mid + half)));
+  const double median = Percentile(v, 0.5);
+  return median > 0 ? (v[hi] - v[lo]) / 2 / median : std::numeric_limits<double>::infinity();
+}
+
+namespace {
+
+// The medians of the first and the second half of the samples agree within `tolerance` (relative).
+// An interval checked after every sample is sometimes narrow by chance (the more looks, the more
+// chances); a median that the later samples did not move is the other half of "stable". It also
+// keeps a slow drift from passing for a pinned median. (Two clock states in equal shares have no
+// stable median at all: a run may stop in either; its spread, reported beside, says so.)
+bool HalvesAgree(const std::vector<double>& samples, double tolerance) {
+  const size_t half = samples.size() / 2;
+  const double first = Percentile({samples.begin(), samples.begin() + half}, 0.5);
+  const double second = Percentile({samples.begin() + half, samples.end()}, 0.5);
+  const double all = Percentile(samples, 0.5);
+  return all > 0 && std::abs(first - second) / all <= tolerance;
+}
+
+}  // namespace
+
+StopReason StoppingRule::Why(const std::vector<double>& samples, double elapsed_s) const {
   const int n = static_cast<int>(samples.size());
-  if (n >= max_samples) return true;
+  if (n >= max_samples) return StopReason::kMaxSamples;
   double sampled = 0;
   for (double v : samples) sampled += v * sample_scale;
-  if (sampled < min_sampled_s && elapsed_s <= std::max(budget_s, 4 * min_sampled_s)) return false;
-  if (n >= min_samples && Summarize(samples).relative_spread <= target_spread) return true;
-  return n >= 3 && elapsed_s > budget_s;
+  if (sampled < min_sampled_s && elapsed_s <= std::max(budget_s, 4 * min_sampled_s)) {
+    return StopReason::kNotYet;
+  }
+  if (n >= min_samples && Summarize(samples).relative_spread <= target_spread) {
+    return StopReason::kSpread;
+  }
+  if (median_precision > 0 && n >= std::max(min_samples, kMinSamplesForMedian) &&
+      MedianHalfWidth(samples) <= median_precision && HalvesAgree(samples, 2 * median_precision)) {
+    return StopReason::kMedianStable;
+  }
+  return n >= 3 && elapsed_s > budget_s ? StopReason::kBudget : StopReason::kNotYet;
+}
+
+std::string DescribeStop(StopReason why, const std::vector<double>& samples,
+                         const StoppingRule& rule) {
+  const SampleStats s = Summarize(samples);
+  const double half = MedianHalfWidth(samples);
+  const std::string median =
+      std::isfinite(half) ? absl::StrFormat("median ±%.2f%% (95%%)", 100 * half) : "median ±?";
+  const std::string seen = absl::StrFormat("after %d samples (spread %.2f%%, %s)", s.samples,
+                                           100 * s.relative_spread, median);
+  switch (why) {
+    case StopReason::kSpread:
+      return absl::StrFormat("spread at most %.2f%% %s", 100 * rule.target_spread, seen);
+    case StopReason::kMedianStable:
+      return absl::StrFormat("median stable to ±%.2f%% %s", 100 * rule.median_precision, seen);
+    case StopReason::kBudget:
+      return absl::StrFormat("time budget (%.2f s) spent %s", rule.budget_s, seen);
+    case StopReason::kMaxSamples:
+      return absl::StrFormat("sample cap (%d) reached %s", rule.max_samples, seen);
+    case StopReason::kNotYet:
+      break;
+  }
+  return absl::StrCat("not stopped ", seen);
 }
 
 int LaunchesPerSample(double estimate_s, double sample_target_s, int max_launches) {

@@ -213,9 +213,10 @@ std::string LayerBenchTable(const nlohmann::json& doc) {
 
 std::string BenchTable(const nlohmann::json& doc) {
   std::string out = absl::StrFormat(
-      "device: %s (%s)\nmethod: %s\n%8s %8s %8s %6s %3s %-8s %12s %9s %8s %7s %12s\n",
+      "device: %s (%s)\nmethod: %s\n%8s %8s %8s %6s %3s %-8s %12s %9s %8s %7s %12s  %s\n",
       doc["device"].value("name", ""), doc["device"].value("backend", ""), doc.value("method", ""),
-      "m", "n", "k", "batch", "lay", "dtype", "median_us", "TFLOP/s", "spread%", "samples", "algo");
+      "m", "n", "k", "batch", "lay", "dtype", "median_us", "TFLOP/s", "spread%", "samples", "algo",
+      "stopped (the JSON has what the stopping rule saw)");
   for (const auto& r : doc["gemms"]) {
     out += absl::StrFormat("%8d %8d %8d %6d %3s %-8s ", r["m"].get<int64_t>(),
                            r["n"].get<int64_t>(), r["k"].get<int64_t>(), r["batch"].get<int64_t>(),
@@ -225,13 +226,17 @@ std::string BenchTable(const nlohmann::json& doc) {
       continue;
     }
     const nlohmann::json stats = r.value("stats", nlohmann::json::object());
+    // "median stable to ±0.50% after ..." -> "median"; "spread at most ..." -> "spread".
+    const std::string stop = stats.value("stop_rule", "");
     out += absl::StrFormat(
-        "%12.2f %9.1f %8.2f %7d %12s\n", r["time_s"].get<double>() * 1e6, r["tflops"].get<double>(),
+        "%12.2f %9.1f %8.2f %7d %12s  %s\n", r["time_s"].get<double>() * 1e6,
+        r["tflops"].get<double>(),
         stats.value("relative_spread", 0.0) * 100, stats.value("samples", 0),
         stats.contains("algorithm_id")
             ? (stats["algorithm_id"].is_string() ? stats["algorithm_id"].get<std::string>()
                                                  : stats["algorithm_id"].dump())
-            : std::string(r.value("source", "") == "SOURCE_PREDICTED" ? "predicted" : "-"));
+            : std::string(r.value("source", "") == "SOURCE_PREDICTED" ? "predicted" : "-"),
+        stop.empty() ? "-" : stop.substr(0, stop.find(' ')));
   }
   out += absl::StrFormat("wall time: %.2f s\n", doc.value("wall_s", 0.0));
   return out;

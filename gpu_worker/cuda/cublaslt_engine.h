@@ -169,6 +169,7 @@ struct Algo {
   std::vector<int> probe_slots;
   std::vector<int> nvml_mhz;  // NVML's SM clock readings during the samples
   double median = 0;
+  std::string stopped;  // DescribeStop: why sampling ended
   bool* broken = nullptr;
   ~Algo() {
     if (*broken) return;  // nothing can be released in a broken context
@@ -561,6 +562,7 @@ class CublasLtBackend final : public TimingBackend {
     s->set_p90_s(stats.p90);
     s->set_samples(static_cast<int32_t>(best->samples.size()));
     s->set_relative_spread(stats.relative_spread);
+    s->set_stop_rule(best->stopped);
     s->set_sm_clock_mhz(sm_mhz);
     s->set_clock_source(clock_source);
     s->set_algorithm_id(algo_id);
@@ -650,7 +652,11 @@ class CublasLtBackend final : public TimingBackend {
       if (!v.ok()) return v.status();
       algo.samples.push_back(*v);
       Beat(params, "sampling");
-      if (rule.Done(algo.samples, absl::ToDoubleSeconds(absl::Now() - start))) break;
+      const StopReason why = rule.Why(algo.samples, absl::ToDoubleSeconds(absl::Now() - start));
+      if (why != StopReason::kNotYet) {
+        algo.stopped = DescribeStop(why, algo.samples, rule);
+        break;
+      }
     }
     algo.median = Percentile(algo.samples, 0.5);
     return absl::OkStatus();
@@ -714,7 +720,12 @@ class CublasLtBackend final : public TimingBackend {
         absl::StatusOr<double> v = TimedReplay(*algos[i], slot++ % (kProbeSlots - 1));
         if (!v.ok()) return v.status();
         algos[i]->samples.push_back(*v);
-        done = done && rules[i].Done(algos[i]->samples, absl::ToDoubleSeconds(absl::Now() - start));
+        const StopReason why =
+            rules[i].Why(algos[i]->samples, absl::ToDoubleSeconds(absl::Now() - start));
+        if (why != StopReason::kNotYet) {
+          algos[i]->stopped = DescribeStop(why, algos[i]->samples, rules[i]);
+        }
+        done = done && why != StopReason::kNotYet;
       }
       Beat(params, "re-timing");
       if (done) break;

@@ -337,7 +337,11 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
     if (!v.ok()) return v.status();
     timed.samples.push_back(*v);
     Beat(params, "sampling");
-    if (rule.Done(timed.samples, absl::ToDoubleSeconds(absl::Now() - start))) break;
+    const StopReason why = rule.Why(timed.samples, absl::ToDoubleSeconds(absl::Now() - start));
+    if (why != StopReason::kNotYet) {
+      timed.stopped = DescribeStop(why, timed.samples, rule);
+      break;
+    }
   }
   std::move(stop_clocks).Invoke();
 
@@ -366,6 +370,7 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   s->set_p90_s(stats.p90);
   s->set_samples(static_cast<int32_t>(timed.samples.size()));
   s->set_relative_spread(stats.relative_spread);
+  s->set_stop_rule(timed.stopped);
   s->set_sm_clock_mhz(sm_mhz);
   s->set_clock_source(clock_source);
   const int launches = timed.schedule.launches_per_sample;

@@ -179,7 +179,7 @@ TEST(CliConventionsTest, UsageErrorsExitTwoHelpIsPerCommandVersionIsComplete) {
       {"analyze --model " + model + " --format yaml", "--format"},
       // Messages that say what to do.
       {"devices --server http://127.0.0.1:50051", "--server: host:port, without a scheme"},
-      {"devices --server 127.0.0.1:1 --deadline -1", "--deadline: seconds in (0, 604800]"},
+      {"devices --server 127.0.0.1:1 --deadline -1", "--deadline: seconds in [0, 604800] (0: derived"},
       {"analyze --model " + testing::SourcePath("examples/models"),
        "--model: " + testing::SourcePath("examples/models") + ": is a directory; give a spec file"},
   };

@@ -654,7 +654,7 @@ class TimeLayersResponse(_message.Message):
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[LayerTiming, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TimingStats(_message.Message):
-    __slots__ = ["algorithm_id", "clock_source", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "sampled_s", "samples", "sm_clock_mhz"]
+    __slots__ = ["algorithm_id", "clock_source", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "sampled_s", "samples", "sm_clock_mhz", "stop_rule"]
     ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
     CLOCK_SOURCE_FIELD_NUMBER: _ClassVar[int]
     COLD_L2_FIELD_NUMBER: _ClassVar[int]
@@ -670,6 +670,7 @@ class TimingStats(_message.Message):
     SAMPLED_S_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
     SM_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    STOP_RULE_FIELD_NUMBER: _ClassVar[int]
     algorithm_id: int
     clock_source: str
     cold_l2: bool
@@ -685,7 +686,8 @@ class TimingStats(_message.Message):
     sampled_s: float
     samples: int
     sm_clock_mhz: int
-    def __init__(self, median_s: _Optional[float] = ..., p10_s: _Optional[float] = ..., p90_s: _Optional[float] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., sm_clock_mhz: _Optional[int] = ..., algorithm_id: _Optional[int] = ..., heuristic_waves: _Optional[float] = ..., heuristic_median_s: _Optional[float] = ..., launches_per_sample: _Optional[int] = ..., cold_l2: bool = ..., heuristic_algorithm_id: _Optional[int] = ..., engine: _Optional[str] = ..., sampled_s: _Optional[float] = ..., clock_source: _Optional[str] = ...) -> None: ...
+    stop_rule: str
+    def __init__(self, median_s: _Optional[float] = ..., p10_s: _Optional[float] = ..., p90_s: _Optional[float] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., sm_clock_mhz: _Optional[int] = ..., algorithm_id: _Optional[int] = ..., heuristic_waves: _Optional[float] = ..., heuristic_median_s: _Optional[float] = ..., launches_per_sample: _Optional[int] = ..., cold_l2: bool = ..., heuristic_algorithm_id: _Optional[int] = ..., engine: _Optional[str] = ..., sampled_s: _Optional[float] = ..., clock_source: _Optional[str] = ..., stop_rule: _Optional[str] = ...) -> None: ...
 
 class WorkerDevice(_message.Message):
     __slots__ = ["address", "device", "id", "last_restart_reason", "pid", "restarts", "up"]
