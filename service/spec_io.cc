@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -113,6 +114,17 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, int64_t max_bytes)
   return text;
 }
 
+std::string ModelNameFromPath(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::string stem = p.stem().string();
+  // A Hugging Face checkout: ".../Meta-Llama-3-8B/config.json" is "Meta-Llama-3-8B".
+  if (stem == "config" && p.has_parent_path()) {
+    const std::string dir = p.parent_path().filename().string();
+    if (!dir.empty() && dir != "." && dir != "..") stem = dir;
+  }
+  return stem;
+}
+
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path, kMaxSpecFileBytes);
   if (!text.ok()) return text.status();
@@ -120,6 +132,8 @@ absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {
   if (!spec.ok()) {
     return absl::Status(spec.status().code(), absl::StrCat(path, ": ", spec.status().message()));
   }
+  // A config without a name (no "name", no "_name_or_path") is named after its file.
+  if (spec->name().empty()) spec->set_name(ModelNameFromPath(path));
   return spec;
 }
 

@@ -19,6 +19,10 @@ inline constexpr int64_t kMaxSpecFileBytes = int64_t{4} << 20;
 absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text);
 
 // Reads and parses a file of at most kMaxSpecFileBytes. NOT_FOUND when it cannot be read.
+// The name a model file gives a config that names nothing itself: the file's stem, or for a
+// Hugging Face "config.json" the directory it is in.
+std::string ModelNameFromPath(const std::string& path);
+
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path);
 
 inline constexpr int64_t kMaxHfConfigBytes = int64_t{1} << 20;

@@ -129,6 +129,16 @@ TEST(HfImportTest, HfAndWavecrestSpecsAgree) {
   }
 }
 
+TEST(HfImportTest, ConfigsAreNamedAfterTheirModelOrTheirFile) {
+  // "_name_or_path" when the config has one; else the file's name.
+  EXPECT_EQ(LoadModelFile(Path("examples/models/hf/mixtral-8x7b.json"))->name(),
+            "mistralai/Mixtral-8x7B-v0.1");
+  EXPECT_EQ(LoadModelFile(Path("examples/models/hf/llama-3-8b.json"))->name(), "llama-3-8b");
+  EXPECT_EQ(ModelNameFromPath("/models/Meta-Llama-3-8B/config.json"), "Meta-Llama-3-8B");
+  EXPECT_EQ(ModelNameFromPath("config.json"), "config");
+  EXPECT_EQ(ModelNameFromPath("runs/qwen3.json"), "qwen3");
+}
+
 TEST(HfImportTest, GemmaKeepsItsHeadDim) {
   auto p = LoadModelFile(Path("examples/models/hf/gemma-7b.json"));
   ASSERT_TRUE(p.ok());
