@@ -267,9 +267,8 @@ TEST_F(HttpTest, OtherSitesStaticTricksAndRebindingAreRefused) {
   EXPECT_EQ(health.status, 200) << "the server died: " << server_->Log();
 }
 
-// Sends `raw` on a new connection, closes the writing side, and returns the status of the reply's
-// first line (0: the server closed the connection without a reply; 999: a malformed status line).
-int RawStatus(int port, const std::string& raw) {
+// A TCP connection to 127.0.0.1:`port`, or -1.
+int ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -279,6 +278,14 @@ int RawStatus(int port, const std::string& raw) {
     close(fd);
     return -1;
   }
+  return fd;
+}
+
+// Sends `raw` on a new connection, closes the writing side, and returns the status of the reply's
+// first line (0: the server closed the connection without a reply; 999: a malformed status line).
+int RawStatus(int port, const std::string& raw) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return -1;
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   size_t sent = 0;
@@ -416,15 +423,8 @@ TEST_F(HttpTest, MutatedRequestsOverRealSocketsNeverCrashOrFailTheServer) {
 
 // A connection that sends its request one byte at a time.
 int SlowConnection(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return -1;
   (void)!write(fd, "G", 1);
   return fd;
 }
