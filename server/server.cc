@@ -23,6 +23,7 @@
 #include "server/http_gateway.h"
 #include "server/job_handlers.h"
 #include "server/job_queue.h"
+#include "server/malformed_request.h"
 #include "server/metrics.h"
 #include "server/process_metrics.h"
 #include "server/self_calibration.h"
@@ -181,6 +182,11 @@ absl::Status RunServer(const ServerOptions& options) {
   // silently take a share of the traffic. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
+  {
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
+    creators.push_back(MalformedRequestInterceptorFactory());
+    builder.experimental().SetInterceptorCreators(std::move(creators));
+  }
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   // Long-lived orchestration channels: accept client pings every 10 s even without calls, and
   // ping idle clients every 60 s so that dead peers are noticed.

@@ -1,6 +1,7 @@
 // End-to-end tests of the real wavecrest-server binary on loopback ports chosen at run time.
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <mutex>
 #include <set>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "client/advisor_client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "service/errors.h"
@@ -106,6 +108,8 @@ TEST_F(ServerTest, HfConfigJsonIsImportedByTheServerWithOverrides) {
   ASSERT_TRUE(cli.ok());
   v1::AnalyzeRequest same;
   *same.mutable_model() = *cli;
+  EXPECT_EQ(same.model().name(), "llama-3-8b");  // the CLI names it after the file...
+  same.mutable_model()->clear_name();             // ... which the server's import never sees
   same.mutable_model()->set_seq_length(4096);
   same.set_gpu("h100-sxm");
   auto r2 = c.Analyze(same);
@@ -142,6 +146,39 @@ TEST_F(ServerTest, HfConfigJsonIsImportedByTheServerWithOverrides) {
   e = c.Analyze(bad);
   ASSERT_FALSE(e.ok());
   EXPECT_THAT(std::string(e.status().message()), HasSubstr("hf_config_json"));
+}
+
+// Issue 22: bytes that do not parse as the method's request message (a truncated varint, a
+// field of the wrong wire type) get INVALID_ARGUMENT naming the method, on unary and streaming
+// methods alike; a well-formed body still works; the server stays up.
+TEST_F(ServerTest, MalformedProtobufBodiesAreInvalidArgumentNamingTheMethod) {
+  auto channel = grpc::CreateChannel(server_.address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  auto call = [&](const std::string& method, const std::string& bytes) {
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status st) { done.set_value(st); });
+    return done.get_future().get();
+  };
+  for (const char* method : {"/wavecrest.v1.Advisor/Analyze", "/wavecrest.v1.Advisor/Recommend",
+                             "/wavecrest.v1.Advisor/ListDevices"}) {
+    // 0x0a: field 1, length-delimited, then a length far past the end.
+    for (const std::string& bytes : {std::string("\x0a\xff\xff\xff\x0f", 5),
+                                    std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11)}) {
+      const grpc::Status st = call(method, bytes);
+      EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method << ": "
+                                                                      << st.error_message();
+      EXPECT_THAT(st.error_message(), HasSubstr(method)) << method;
+    }
+  }
+  // A method that does not exist is still UNIMPLEMENTED, and a valid call still answers.
+  EXPECT_EQ(call("/wavecrest.v1.Advisor/Nope", "").error_code(), grpc::StatusCode::UNIMPLEMENTED);
+  AdvisorClient c(server_.address());
+  EXPECT_TRUE(c.ListDevices().ok());
 }
 
 TEST_F(ServerTest, AnalyzeRoundTrip) {
