@@ -538,14 +538,16 @@ uint64_t Mix(uint64_t h, uint64_t v) {  // splitmix64's finaliser over h ^ v
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
+// FNV-1a over 64-bit words (one multiply each: this runs for every GEMM of every candidate),
+// then one full mix.
 uint64_t ContributionId(ContributionKind kind, const GemmKey& k = {}, int64_t a = 0,
                         int64_t b = 0) {
-  uint64_t h = Mix(0, static_cast<uint64_t>(kind));
+  uint64_t h = 0xCBF29CE484222325ULL ^ static_cast<uint64_t>(kind);
   for (int64_t v : {k.shape.m, k.shape.n, k.shape.k, k.shape.batch,
                     static_cast<int64_t>(k.layout), static_cast<int64_t>(k.dtype), a, b}) {
-    h = Mix(h, static_cast<uint64_t>(v));
+    h = (h ^ static_cast<uint64_t>(v)) * 0x100000001B3ULL;
   }
-  return h;
+  return Mix(h, 0);
 }
 uint64_t ContributionId(ContributionKind kind, absl::string_view text) {
   uint64_t h = Mix(0, static_cast<uint64_t>(kind));
@@ -596,6 +598,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   for (const Gemm& g : gemms) {
     const bool in_layer = g.name != kLogits;
     double t = 0, sigma = 0;
+    bool measured = false;
     uint64_t id = 0;
     if (g.fused_attention) {
       const GemmPrediction& p = times.FusedAttention(gpu, g);
@@ -606,6 +609,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;
+      measured = gt.measured;
       if (!(layer && in_layer)) all_measured &= gt.measured;
       sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
       id = ContributionId(ContributionKind::kGemm, g.key());
@@ -625,7 +629,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     }
     if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
-    if (!g.fused_attention && times.Get(g.key()).measured) measured_s += step;
+    if (measured) measured_s += step;
     c.contributions.push_back({id, step, sigma});
   }
   std::sort(c.time_by_gemm.begin(), c.time_by_gemm.end());
