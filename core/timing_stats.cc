@@ -76,6 +76,37 @@ StopReason StoppingRule::Why(const std::vector<double>& samples, double elapsed_
   return n >= 3 && elapsed_s > budget_s ? StopReason::kBudget : StopReason::kNotYet;
 }
 
+Replayed ReplayStop(const StoppingRule& rule, const std::vector<double>& samples,
+                    double sampling_wall_s) {
+  Replayed r;
+  std::vector<double> taken;
+  taken.reserve(samples.size());
+  const double per_sample = samples.empty() ? 0 : sampling_wall_s / samples.size();
+  for (double v : samples) {
+    taken.push_back(v);
+    r.why = rule.Why(taken, per_sample * static_cast<double>(taken.size()));
+    if (r.why != StopReason::kNotYet) break;
+  }
+  r.samples = static_cast<int>(taken.size());
+  return r;
+}
+
+absl::string_view StopReasonName(StopReason why) {
+  switch (why) {
+    case StopReason::kSpread:
+      return "spread";
+    case StopReason::kMedianStable:
+      return "median";
+    case StopReason::kBudget:
+      return "budget";
+    case StopReason::kMaxSamples:
+      return "cap";
+    case StopReason::kNotYet:
+      break;
+  }
+  return "-";
+}
+
 std::string DescribeStop(StopReason why, const std::vector<double>& samples,
                          const StoppingRule& rule) {
   const SampleStats s = Summarize(samples);

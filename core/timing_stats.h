@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
+
 namespace wavecrest {
 
 // Linear interpolation between closest ranks; q in [0, 1]. `v` must not be empty.
@@ -59,6 +61,17 @@ struct StoppingRule {
     return Why(samples, elapsed_s) != StopReason::kNotYet;
   }
 };
+
+// The rule replayed over a recorded stream: the samples in the order taken, spaced evenly over
+// `sampling_wall_s`. How many it would have taken and why it would have stopped (kNotYet: it
+// would have wanted more than the recording holds).
+struct Replayed {
+  int samples = 0;
+  StopReason why = StopReason::kNotYet;
+};
+Replayed ReplayStop(const StoppingRule& rule, const std::vector<double>& samples,
+                    double sampling_wall_s);
+absl::string_view StopReasonName(StopReason why);  // "spread", "median", "budget", "cap", "-"
 
 // What the rule saw when it stopped, for the timing's provenance: "median stable: ±0.31% (95%)
 // after 140 samples (spread 4.2%)".

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -29,6 +30,12 @@ struct TimingParams {
   // Called now and then while a GEMM is timed (phase: "check", "warm-up", "sampling",
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
+  // Called once per timed GEMM or layer with the reported samples (seconds per launch), the
+  // launches per sample, the wall time the sampling took and why it stopped (DescribeStop), so
+  // that a device run can record the streams the stopping rule is replayed on. May be empty.
+  std::function<void(absl::string_view key, const std::vector<double>& samples_s,
+                     int launches_per_sample, double sampling_wall_s, absl::string_view stopped)>
+      samples_sink;
 };
 // The engine's options (core/gemm_plan.h) for these parameters (inline: the CUDA engine's library
 // uses it without linking the worker's).

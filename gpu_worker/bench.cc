@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
+#include "core/timing_stats.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/advisor_logic.h"
 #include "service/spec_io.h"
@@ -239,6 +240,54 @@ std::string BenchTable(const nlohmann::json& doc) {
         stop.empty() ? "-" : stop.substr(0, stop.find(' ')));
   }
   out += absl::StrFormat("wall time: %.2f s\n", doc.value("wall_s", 0.0));
+  return out;
+}
+
+std::string SamplesLogLine(absl::string_view key, const std::vector<double>& samples_s,
+                           int launches_per_sample, double sampling_wall_s,
+                           absl::string_view stopped) {
+  nlohmann::json j;
+  j["key"] = std::string(key);
+  j["launches_per_sample"] = launches_per_sample;
+  j["sampling_wall_s"] = sampling_wall_s;
+  j["stopped"] = std::string(stopped);
+  j["samples_s"] = samples_s;
+  return j.dump() + "\n";
+}
+
+absl::StatusOr<std::string> ReplaySamplesLog(absl::string_view log, const TimingParams& params) {
+  StoppingRule rule;
+  rule.target_spread = params.target_spread;
+  rule.budget_s = params.max_seconds;
+  std::string out = absl::StrFormat("%-44s %8s %-8s %8s %-7s %9s\n", "key", "recorded", "stopped",
+                                    "replayed", "why", "median Δ");
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n', absl::SkipWhitespace())) {
+    ++line_no;
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("samples_s") || !j["samples_s"].is_array() ||
+        j["samples_s"].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--samples_log line ", line_no, ": not a record (want key, samples_s, sampling_wall_s)"));
+    }
+    std::vector<double> samples;
+    for (const auto& v : j["samples_s"]) {
+      if (!v.is_number()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--samples_log line ", line_no, ": samples_s holds a non-number"));
+      }
+      samples.push_back(v.get<double>());
+    }
+    rule.sample_scale = j.value("launches_per_sample", 1);
+    const Replayed r = ReplayStop(rule, samples, j.value("sampling_wall_s", 0.0));
+    const double all = Percentile(samples, 0.5);
+    const double at_stop =
+        Percentile(std::vector<double>(samples.begin(), samples.begin() + r.samples), 0.5);
+    const std::string stopped = j.value("stopped", "");
+    out += absl::StrFormat("%-44s %8d %-8s %8d %-7s %+8.2f%%\n", j.value("key", "?"),
+                           samples.size(), stopped.substr(0, stopped.find(' ')), r.samples,
+                           StopReasonName(r.why), all > 0 ? 100 * (at_stop / all - 1) : 0.0);
+  }
   return out;
 }
 

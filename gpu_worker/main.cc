@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +61,9 @@ ABSL_FLAG(int, top_k, 8, "bench: k for --autotune");
 ABSL_FLAG(bool, warm_l2, false, "bench: time with warm L2 (default: cold, inputs rotated)");
 ABSL_FLAG(double, target_spread, 0.01, "bench: stop sampling below this relative spread");
 ABSL_FLAG(double, max_seconds, 2.0, "bench: sampling budget per GEMM, seconds");
+ABSL_FLAG(std::string, samples_log, "",
+          "bench: append every timed GEMM's (or layer's) raw samples here, one JSON line each; "
+          "replay: the file to replay the stopping rule over");
 ABSL_FLAG(std::string, fault, "", "TESTING ONLY: inject a fault: crash, hang, sticky, oom or slow");
 ABSL_FLAG(std::string, fault_shape, "", "TESTING ONLY: inject only on GEMMs of this MxNxK");
 ABSL_FLAG(int64_t, fault_after, 0, "TESTING ONLY: inject only after this many GEMMs");
@@ -169,6 +173,18 @@ int Bench() {
     std::cerr << "wavecrest-worker bench: " << params.status().message() << "\n";
     return kExitUsage;
   }
+  std::ofstream samples_log;
+  if (const std::string path = absl::GetFlag(FLAGS_samples_log); !path.empty()) {
+    samples_log.open(path, std::ios::app);
+    if (!samples_log) {
+      std::cerr << "wavecrest-worker bench: --samples_log " << path << ": cannot open\n";
+      return kExitUsage;
+    }
+    params->samples_sink = [&samples_log](absl::string_view key, const std::vector<double>& s,
+                                          int launches, double wall, absl::string_view stopped) {
+      samples_log << SamplesLogLine(key, s, launches, wall, stopped) << std::flush;
+    };
+  }
   absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();
   if (!backend.ok()) {
     std::cerr << "wavecrest-worker bench: " << backend.status().message() << "\n";
@@ -180,6 +196,35 @@ int Bench() {
   }
   const nlohmann::json doc = RunBench(**backend, *gemms, *params, &std::cerr);
   return WriteBench(doc, BenchTable(doc), (*backend)->Broken());
+}
+
+// `replay --samples_log FILE`: the stopping rule (with --target_spread and --max_seconds)
+// replayed over streams a device run recorded.
+int Replay() {
+  const std::string path = absl::GetFlag(FLAGS_samples_log);
+  if (path.empty()) {
+    std::cerr << "wavecrest-worker replay: give --samples_log FILE (from bench --samples_log)\n";
+    return kExitUsage;
+  }
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "wavecrest-worker replay: --samples_log " << path << ": cannot open\n";
+    return kExitUsage;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  v1::TimingOptions o;
+  o.set_target_relative_spread(absl::GetFlag(FLAGS_target_spread));
+  o.set_max_seconds_per_gemm(absl::GetFlag(FLAGS_max_seconds));
+  absl::StatusOr<TimingParams> params = ParamsFromProto(o);
+  absl::StatusOr<std::string> table =
+      params.ok() ? ReplaySamplesLog(text.str(), *params) : params.status();
+  if (!table.ok()) {
+    std::cerr << "wavecrest-worker replay: " << table.status().message() << "\n";
+    return kExitUsage;
+  }
+  std::cout << *table;
+  return 0;
 }
 
 int Serve() {
@@ -296,6 +341,9 @@ int main(int argc, char** argv) {
       "  wavecrest-worker bench --model examples/models/llama-2-7b.json --json out.json\n"
       "  wavecrest-worker bench --model examples/models/llama-3-8b.json --layers\n"
       "      time GEMMs without a server; CSV lines are m,n,k[,batch[,layout]]\n"
+      "  wavecrest-worker bench ... --samples_log samples.jsonl\n"
+      "  wavecrest-worker replay --samples_log samples.jsonl [--target_spread 0.01]\n"
+      "      record each GEMM's raw samples; replay the stopping rule over them (no GPU)\n"
       "  wavecrest-worker devices\n"
       "      list visible CUDA devices as JSON\n\n"
       "Exit codes: 0 done, 2 bad flags or no usable device, 3 sticky CUDA error (restart me).");
@@ -316,7 +364,8 @@ int main(int argc, char** argv) {
   if (command == "serve") return wavecrest::Serve();
   if (command == "bench") return wavecrest::Bench();
   if (command == "devices") return wavecrest::Devices();
+  if (command == "replay") return wavecrest::Replay();
   std::cerr << "wavecrest-worker: unknown command \"" << command
-            << "\"; use serve, bench or devices (see --help)\n";
+            << "\"; use serve, bench, replay or devices (see --help)\n";
   return 2;
 }

@@ -36,7 +36,9 @@ grep -vE '^\s*(#|m,|$)' "$shapes" | while IFS= read -r row; do
   mkdir -p "$dir"
   echo "$row" > "$dir/shape.csv"
   wc() {
+    # --samples_log: the raw sample streams, for `wavecrest-worker replay` of the stopping rule.
     "${worker[@]}" bench --device 0 --gemms "$dir/shape.csv" --dtype bf16 --json "$dir/wavecrest-$1.json" \
+      --samples_log "$out/samples.jsonl" \
       >> "$dir/wavecrest.txt" 2>> "$dir/wavecrest.log" || echo "wavecrest run $1 failed: $row"
   }
   tc() {

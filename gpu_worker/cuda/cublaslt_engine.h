@@ -169,7 +169,8 @@ struct Algo {
   std::vector<int> probe_slots;
   std::vector<int> nvml_mhz;  // NVML's SM clock readings during the samples
   double median = 0;
-  std::string stopped;  // DescribeStop: why sampling ended
+  std::string stopped;   // DescribeStop: why sampling ended
+  double sampling_s = 0;  // wall time of the reported samples
   bool* broken = nullptr;
   ~Algo() {
     if (*broken) return;  // nothing can be released in a broken context
@@ -553,6 +554,10 @@ class CublasLtBackend final : public TimingBackend {
       return st;
     }
     v1::GemmTiming t = TimingOf(key);
+    if (params.samples_sink) {
+      params.samples_sink(GemmKeyString(key), best->samples, best->schedule.launches_per_sample,
+                          best->sampling_s, best->stopped);
+    }
     const SampleStats stats = Summarize(best->samples);
     t.set_time_s(stats.median);
     t.set_tflops(GemmFlops(key.shape) / stats.median / 1e12);
@@ -652,9 +657,11 @@ class CublasLtBackend final : public TimingBackend {
       if (!v.ok()) return v.status();
       algo.samples.push_back(*v);
       Beat(params, "sampling");
-      const StopReason why = rule.Why(algo.samples, absl::ToDoubleSeconds(absl::Now() - start));
+      const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+      const StopReason why = rule.Why(algo.samples, elapsed);
       if (why != StopReason::kNotYet) {
         algo.stopped = DescribeStop(why, algo.samples, rule);
+        algo.sampling_s = elapsed;
         break;
       }
     }
@@ -720,10 +727,11 @@ class CublasLtBackend final : public TimingBackend {
         absl::StatusOr<double> v = TimedReplay(*algos[i], slot++ % (kProbeSlots - 1));
         if (!v.ok()) return v.status();
         algos[i]->samples.push_back(*v);
-        const StopReason why =
-            rules[i].Why(algos[i]->samples, absl::ToDoubleSeconds(absl::Now() - start));
+        const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+        const StopReason why = rules[i].Why(algos[i]->samples, elapsed);
         if (why != StopReason::kNotYet) {
           algos[i]->stopped = DescribeStop(why, algos[i]->samples, rules[i]);
+          algos[i]->sampling_s = elapsed;
         }
         done = done && why != StopReason::kNotYet;
       }

@@ -337,9 +337,11 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
     if (!v.ok()) return v.status();
     timed.samples.push_back(*v);
     Beat(params, "sampling");
-    const StopReason why = rule.Why(timed.samples, absl::ToDoubleSeconds(absl::Now() - start));
+    const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+    const StopReason why = rule.Why(timed.samples, elapsed);
     if (why != StopReason::kNotYet) {
       timed.stopped = DescribeStop(why, timed.samples, rule);
+      timed.sampling_s = elapsed;
       break;
     }
   }
@@ -360,6 +362,10 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
     *t.mutable_shape() = ToProto(key);
     t.set_key(name);
     t.set_flops(LayerFlops(key));
+  }
+  if (params.samples_sink) {
+    params.samples_sink(LayerKeyString(key), timed.samples, timed.schedule.launches_per_sample,
+                        timed.sampling_s, timed.stopped);
   }
   const SampleStats stats = Summarize(timed.samples);
   t.set_time_s(stats.median);

@@ -79,13 +79,9 @@ struct Stream {
 // Samples until the rule stops (elapsed = 1 ms per sample); returns the samples taken.
 std::vector<double> RunUntilStop(const StoppingRule& rule, const Stream& s, StopReason* why) {
   const std::vector<double> all = s.Take(rule.max_samples);
-  std::vector<double> taken;
-  for (double v : all) {
-    taken.push_back(v);
-    *why = rule.Why(taken, 1e-3 * static_cast<double>(taken.size()));
-    if (*why != StopReason::kNotYet) break;
-  }
-  return taken;
+  const Replayed r = ReplayStop(rule, all, 1e-3 * static_cast<double>(all.size()));
+  *why = r.why;
+  return std::vector<double>(all.begin(), all.begin() + r.samples);
 }
 
 TEST(StoppingRule, StopsOnceTheMedianIsPinnedThoughClocksWanderOrOutliersComeBack) {
@@ -123,6 +119,19 @@ TEST(StoppingRule, SaysWhatItSaw) {
   EXPECT_THAT(DescribeStop(why, drift, rule),
               ::testing::StartsWith("median stable to ±0.50% after "));
   EXPECT_TRUE(std::isinf(MedianHalfWidth({1, 2, 3})));
+}
+
+TEST(StoppingRule, ReplayOfAStreamThatNeverSettlesSaysItWantedMore) {
+  StoppingRule rule;
+  rule.median_precision = 0;
+  std::vector<double> noisy;
+  for (int i = 0; i < 50; ++i) noisy.push_back(i % 2 ? 1.0 : 1.1);
+  const Replayed r = ReplayStop(rule, noisy, 0.5);  // 50 samples in 0.5 s: the budget is 2 s
+  EXPECT_EQ(r.why, StopReason::kNotYet);
+  EXPECT_EQ(r.samples, 50);
+  EXPECT_EQ(StopReasonName(r.why), "-");
+  EXPECT_EQ(ReplayStop(rule, noisy, 5.0).why, StopReason::kBudget);
+  EXPECT_EQ(StopReasonName(StopReason::kMedianStable), "median");
 }
 
 TEST(LaunchesPerSample, FillsAboutTheTargetWithinBounds) {

@@ -42,6 +42,26 @@ TEST(ParseGemmCsv, ErrorsNameTheLine) {
   EXPECT_FALSE(ParseGemmCsv("# nothing\n", DType::kBf16).ok());
 }
 
+// bench --samples_log records each stream; replay runs the stopping rule over it on any host.
+TEST(SamplesLog, RecordedStreamsReplayUnderTheStoppingRule) {
+  // A quiet stream that the spread rule stops at 10 samples, and one with a 15% slow sample in
+  // three that only the median criterion stops.
+  std::vector<double> quiet(60, 1e-3), lumpy;
+  for (int i = 0; i < 400; ++i) lumpy.push_back(i % 3 ? 1e-3 * (1 + 1e-4 * (i % 7)) : 1.15e-3);
+  const std::string log =
+      SamplesLogLine("bf16 TN 4096x4096x4096 b1", quiet, 4, 0.06, "spread at most 1.00% ...") +
+      SamplesLogLine("bf16 TN 4096x50257x4096 b1", lumpy, 1, 0.4, "sample cap (400) reached");
+  TimingParams params;
+  absl::StatusOr<std::string> table = ReplaySamplesLog(log, params);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(*table, ::testing::ContainsRegex("4096x4096x4096 b1 +60 spread +10 spread"));
+  EXPECT_THAT(*table, ::testing::ContainsRegex("4096x50257x4096 b1 +400 sample +[0-9]+ median"));
+  // Lines that are not records are refused, naming the line.
+  absl::StatusOr<std::string> bad = ReplaySamplesLog(log + "{\"key\": 1}\n", params);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), ::testing::HasSubstr("line 3"));
+}
+
 TEST(ParseFaultPlan, AcceptsTheKindsAndRejectsTheRest) {
   for (const char* k : {"crash", "hang", "sticky", "oom", "slow"}) {
     EXPECT_TRUE(ParseFaultPlan(k, "", 0, 10).ok()) << k;
