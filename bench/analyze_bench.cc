@@ -2,6 +2,7 @@
 // proto) for a 70B model, as the CLI and the Analyze RPC run it.
 #include <string>
 
+#include "bench/reference.h"
 #include "benchmark/benchmark.h"
 #include "service/advisor_logic.h"
 #include "service/spec_io.h"

@@ -7,6 +7,7 @@
 // that reaches max_candidates, to show how the cost grows with the number of candidates.
 #include <string>
 
+#include "bench/reference.h"
 #include "benchmark/benchmark.h"
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"

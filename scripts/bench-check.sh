@@ -4,11 +4,13 @@
 # bench/results/<bench>.json (written by `make bench`). Fails when one is more than LIMIT times
 # its committed figure, naming it and by how much.
 #
-# Shared machines have slow spells that last seconds: a benchmark over the limit is run again,
-# twice, on its own, and fails only if its best of all runs is still over. The two machines may
-# differ in clock: the ratio is scaled by the clocks Google Benchmark reports (cycles compared);
-# BENCH_CHECK_RAW=1 compares seconds. Run it before a submission that touches core/, service/ or
-# server/. It is a script, not a test.
+# Shared machines have slow spells that last from seconds to minutes, and two machines differ:
+# each binary also runs BM_Reference (bench/reference.h, no wavecrest code), and a benchmark is
+# compared as its time over the reference's in the same run, now and when committed. A benchmark
+# over the limit is run again, twice, on its own beside the reference, and fails only if its best
+# ratio is still over. Without a committed reference, the clocks Google Benchmark reports scale
+# the ratio; BENCH_CHECK_RAW=1 compares seconds. Run it before a submission that touches core/,
+# service/ or server/. It is a script, not a test.
 #
 # usage: scripts/bench-check.sh [BUILD_DIR]     env: BENCH_CHECK_LIMIT (default 1.5)
 set -euo pipefail
@@ -39,7 +41,7 @@ def run(binary, name_filter=None):
         cmd = [binary, "--benchmark_repetitions=5", f"--benchmark_out={out}",
                "--benchmark_out_format=json"]
         if name_filter:
-            cmd.append(f"--benchmark_filter=^{re.escape(name_filter)}$")
+            cmd.append(f"--benchmark_filter=^({name_filter})$")
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if p.returncode != 0:
             sys.exit(f"bench-check: {binary} failed:\n{p.stderr}")
@@ -47,6 +49,7 @@ def run(binary, name_filter=None):
             return json.load(f)
 
 
+REF = "BM_Reference"
 status = 0
 for bench in ("analyze_bench", "recommend_bench"):
     committed = f"bench/results/{bench}.json"
@@ -57,18 +60,37 @@ for bench in ("analyze_bench", "recommend_bench"):
         mhz_before = best_of(json.load(f), before)
     binary = os.path.join(build, "bench", bench)
     mhz_now = best_of(run(binary), now)
-    by_cycles = not raw and mhz_before > 0 and mhz_now > 0
+    by_reference = REF in before and REF in now and not raw
+    by_cycles = not by_reference and not raw and mhz_before > 0 and mhz_now > 0
     clock = mhz_now / mhz_before if by_cycles else 1.0
-    ratio = lambda name: now[name] / before[name] * clock
+    # Each benchmark's time in units of the reference's, this run (the best run wins).
+    best_ratio = {n: now[n] / now[REF] for n in now if by_reference and n != REF}
+
+    def ratio(name):
+        if by_reference:
+            return best_ratio[name] / (before[name] / before[REF])
+        return now[name] / before[name] * clock
+
     # A slow spell of the machine, or the code? Run what is over the limit again on its own.
-    rerun = [n for n in now if n in before and ratio(n) > limit]
+    rerun = [n for n in now if n in before and n != REF and ratio(n) > limit]
     for name in rerun:
         for _ in range(2):
-            best_of(run(binary, name), now)
+            again = {}
+            best_of(run(binary, f"{re.escape(name)}|{REF}" if by_reference else re.escape(name)), again)
+            if by_reference and name in again and REF in again:
+                best_ratio[name] = min(best_ratio[name], again[name] / again[REF])
+            now[name] = min(now[name], again.get(name, now[name]))
+    basis = ("the reference workload" if by_reference else
+             "cycles" if by_cycles else "seconds")
     print(f"{committed}: committed at {mhz_before:.0f} MHz, now {mhz_now:.0f} MHz "
-          f"({'cycles' if by_cycles else 'seconds'} compared), limit {limit:g}x")
+          f"({basis} compared), limit {limit:g}x")
     failed = []
     for name in sorted(set(before) | set(now)):
+        if name == REF:
+            print(f"  ref   {name}: {before.get(name, 0) * 1e6:.1f} us -> {now[name] * 1e6:.1f} us "
+                  f"(the machine now runs at {before.get(name, now[name]) / now[name]:.2f}x its "
+                  f"committed speed)")
+            continue
         if name not in now:
             print(f"  FAIL  {name}: in the committed results, not run now")
             failed.append(name)
