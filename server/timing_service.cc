@@ -258,11 +258,16 @@ class TimingService::UnitRun {
     std::move(finish_all).Invoke();
     AwaitTheirs();
     RETURN_IF_ERROR(StopStatus());
-    if (BudgetSpent() && !Missing().empty()) {
+    size_t missing = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);  // a worker's reader thread may still deliver
+      missing = Missing().size();
+    }
+    if (BudgetSpent() && missing > 0) {
       budget_spent_ = true;
-      summary_.notes.push_back(absl::StrCat(
-          "the measuring budget (wall time) ran out with ", Missing().size(), " of ",
-          keys_.size(), " ", Unit::Noun(), " not measured: they are PREDICTED"));
+      summary_.notes.push_back(absl::StrCat("the measuring budget (wall time) ran out with ",
+                                            missing, " of ", keys_.size(), " ", Unit::Noun(),
+                                            " not measured: they are PREDICTED"));
       return absl::OkStatus();
     }
     if (!st.ok()) {
