@@ -363,8 +363,10 @@ TEST_F(HttpTest, MutatedRequestsOverRealSocketsNeverCrashOrFailTheServer) {
       absl::StrCat("POST /v1/parse-model HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                    "application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n2\r\n1}\r\n0\r\n\r\n"),
   };
-  const std::string alphabet = std::string("\r\n:{}\"\\%/.-0 \x00\xff\x80\xc3", 21) +
-                               "aAzZ9\tchunkedContent-LengthHost";
+  // Bytes that matter to HTTP and JSON, a NUL and invalid UTF-8 among them (sizeof keeps the NUL).
+  static constexpr char kBytes[] = "\r\n:{}\"\\%/.-0 \x00\xff\x80\xc3";
+  const std::string alphabet =
+      std::string(kBytes, sizeof(kBytes) - 1) + "aAzZ9\tchunkedContent-LengthHost";
   uint64_t state = 0x2545F4914F6CDD1DULL;
   auto next = [&]() {  // xorshift64: the same sequence on every run
     state ^= state << 13;
