@@ -16,6 +16,7 @@
 #include "core/gemm.h"
 #include "core/gemm_plan.h"
 #include "core/layers.h"
+#include "core/timing_stats.h"
 #include "wavecrest/v1/worker.pb.h"
 
 namespace wavecrest {
@@ -31,10 +32,11 @@ struct TimingParams {
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
   // Called once per timed GEMM or layer with the reported samples (seconds per launch), the
-  // launches per sample, the wall time the sampling took and why it stopped (DescribeStop), so
-  // that a device run can record the streams the stopping rule is replayed on. May be empty.
+  // stopping rule they were taken under, the wall time the sampling took and why it stopped
+  // (DescribeStop), so that a device run can record the streams the rule is replayed on. May be
+  // empty.
   std::function<void(absl::string_view key, const std::vector<double>& samples_s,
-                     int launches_per_sample, double sampling_wall_s, absl::string_view stopped)>
+                     const StoppingRule& rule, double sampling_wall_s, absl::string_view stopped)>
       samples_sink;
 };
 // The engine's options (core/gemm_plan.h) for these parameters (inline: the CUDA engine's library

@@ -244,11 +244,16 @@ std::string BenchTable(const nlohmann::json& doc) {
 }
 
 std::string SamplesLogLine(absl::string_view key, const std::vector<double>& samples_s,
-                           int launches_per_sample, double sampling_wall_s,
+                           const StoppingRule& rule, double sampling_wall_s,
                            absl::string_view stopped) {
   nlohmann::json j;
   j["key"] = std::string(key);
-  j["launches_per_sample"] = launches_per_sample;
+  // Everything of the rule but the policy knobs replay takes from its flags.
+  j["rule"] = {{"min_samples", rule.min_samples},
+               {"max_samples", rule.max_samples},
+               {"min_sampled_s", rule.min_sampled_s},
+               {"launches_per_sample", rule.sample_scale},
+               {"median_precision", rule.median_precision}};
   j["sampling_wall_s"] = sampling_wall_s;
   j["stopped"] = std::string(stopped);
   j["samples_s"] = samples_s;
@@ -256,9 +261,6 @@ std::string SamplesLogLine(absl::string_view key, const std::vector<double>& sam
 }
 
 absl::StatusOr<std::string> ReplaySamplesLog(absl::string_view log, const TimingParams& params) {
-  StoppingRule rule;
-  rule.target_spread = params.target_spread;
-  rule.budget_s = params.max_seconds;
   std::string out = absl::StrFormat("%-44s %8s %-8s %8s %-7s %9s\n", "key", "recorded", "stopped",
                                     "replayed", "why", "median Δ");
   int line_no = 0;
@@ -278,7 +280,17 @@ absl::StatusOr<std::string> ReplaySamplesLog(absl::string_view log, const Timing
       }
       samples.push_back(v.get<double>());
     }
-    rule.sample_scale = j.value("launches_per_sample", 1);
+    // The rule the stream was taken under (the engine's per-GEMM schedule: minimum samples and
+    // sampled time for long launches), with this replay's target spread and budget.
+    StoppingRule rule;
+    const nlohmann::json recorded = j.value("rule", nlohmann::json::object());
+    rule.min_samples = recorded.value("min_samples", rule.min_samples);
+    rule.max_samples = recorded.value("max_samples", rule.max_samples);
+    rule.min_sampled_s = recorded.value("min_sampled_s", rule.min_sampled_s);
+    rule.sample_scale = recorded.value("launches_per_sample", rule.sample_scale);
+    rule.median_precision = recorded.value("median_precision", rule.median_precision);
+    rule.target_spread = params.target_spread;
+    rule.budget_s = params.max_seconds;
     const Replayed r = ReplayStop(rule, samples, j.value("sampling_wall_s", 0.0));
     const double all = Percentile(samples, 0.5);
     const double at_stop =

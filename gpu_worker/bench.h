@@ -50,14 +50,16 @@ nlohmann::json RunLayerBench(TimingBackend& backend, const std::vector<LayerKey>
 std::string LayerBenchTable(const nlohmann::json& doc);
 
 // `bench --samples_log FILE`: one JSON line per timed GEMM or layer, the recorded sample stream
-// ({"key", "launches_per_sample", "sampling_wall_s", "stopped", "samples_s": [...]}).
+// and the rule it was taken under ({"key", "rule": {...}, "sampling_wall_s", "stopped",
+// "samples_s": [...]}).
 std::string SamplesLogLine(absl::string_view key, const std::vector<double>& samples_s,
-                           int launches_per_sample, double sampling_wall_s,
+                           const StoppingRule& rule, double sampling_wall_s,
                            absl::string_view stopped);
 
-// `replay --samples_log FILE`: the stopping rule of `params` replayed over each recorded stream
-// (core/timing_stats.h ReplayStop): samples it would take and why, and how far its median is from
-// the whole recording's. INVALID_ARGUMENT naming the line for a line that is not a record.
+// `replay --samples_log FILE`: each recorded stream's own rule, with the target spread and budget
+// of `params`, replayed over it (core/timing_stats.h ReplayStop): samples it would take and why,
+// and how far its median is from the whole recording's. INVALID_ARGUMENT naming the line for a
+// line that is not a record.
 absl::StatusOr<std::string> ReplaySamplesLog(absl::string_view log, const TimingParams& params);
 
 }  // namespace wavecrest

@@ -181,8 +181,9 @@ int Bench() {
       return kExitUsage;
     }
     params->samples_sink = [&samples_log](absl::string_view key, const std::vector<double>& s,
-                                          int launches, double wall, absl::string_view stopped) {
-      samples_log << SamplesLogLine(key, s, launches, wall, stopped) << std::flush;
+                                          const StoppingRule& rule, double wall,
+                                          absl::string_view stopped) {
+      samples_log << SamplesLogLine(key, s, rule, wall, stopped) << std::flush;
     };
   }
   absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();

@@ -555,7 +555,7 @@ class CublasLtBackend final : public TimingBackend {
     }
     v1::GemmTiming t = TimingOf(key);
     if (params.samples_sink) {
-      params.samples_sink(GemmKeyString(key), best->samples, best->schedule.launches_per_sample,
+      params.samples_sink(GemmKeyString(key), best->samples, Rule(*best, params),
                           best->sampling_s, best->stopped);
     }
     const SampleStats stats = Summarize(best->samples);

@@ -364,8 +364,8 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
     t.set_flops(LayerFlops(key));
   }
   if (params.samples_sink) {
-    params.samples_sink(LayerKeyString(key), timed.samples, timed.schedule.launches_per_sample,
-                        timed.sampling_s, timed.stopped);
+    params.samples_sink(LayerKeyString(key), timed.samples, Rule(timed, params), timed.sampling_s,
+                        timed.stopped);
   }
   const SampleStats stats = Summarize(timed.samples);
   t.set_time_s(stats.median);

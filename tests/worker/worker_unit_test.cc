@@ -48,14 +48,26 @@ TEST(SamplesLog, RecordedStreamsReplayUnderTheStoppingRule) {
   // three that only the median criterion stops.
   std::vector<double> quiet(60, 1e-3), lumpy;
   for (int i = 0; i < 400; ++i) lumpy.push_back(i % 3 ? 1e-3 * (1 + 1e-4 * (i % 7)) : 1.15e-3);
+  StoppingRule four_launches;
+  four_launches.sample_scale = 4;
   const std::string log =
-      SamplesLogLine("bf16 TN 4096x4096x4096 b1", quiet, 4, 0.06, "spread at most 1.00% ...") +
-      SamplesLogLine("bf16 TN 4096x50257x4096 b1", lumpy, 1, 0.4, "sample cap (400) reached");
+      SamplesLogLine("bf16 TN 4096x4096x4096 b1", quiet, four_launches, 0.06,
+                     "spread at most 1.00% ...") +
+      SamplesLogLine("bf16 TN 4096x50257x4096 b1", lumpy, StoppingRule(), 0.4,
+                     "sample cap (400) reached");
   TimingParams params;
   absl::StatusOr<std::string> table = ReplaySamplesLog(log, params);
   ASSERT_TRUE(table.ok()) << table.status();
   EXPECT_THAT(*table, ::testing::ContainsRegex("4096x4096x4096 b1 +60 spread +10 spread"));
   EXPECT_THAT(*table, ::testing::ContainsRegex("4096x50257x4096 b1 +400 sample +[0-9]+ median"));
+  // The recorded rule is the one replayed: a long launch's minimum of sampled time (the engine's
+  // 300 ms) keeps the quiet stream going past 10 samples (60 x 1 ms x 4 launches = 240 ms).
+  StoppingRule long_launch = four_launches;
+  long_launch.min_sampled_s = 0.3;
+  table = ReplaySamplesLog(
+      SamplesLogLine("bf16 TN 8192x8192x8192 b1", quiet, long_launch, 0.06, "budget"), params);
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_THAT(*table, ::testing::ContainsRegex("8192x8192x8192 b1 +60 budget +60 -"));
   // Lines that are not records are refused, naming the line.
   absl::StatusOr<std::string> bad = ReplaySamplesLog(log + "{\"key\": 1}\n", params);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
