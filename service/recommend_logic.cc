@@ -229,7 +229,13 @@ absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode 
                                      "); steps are summed from GEMMs"));
     return LayerTimeFn();
   }
-  for (const std::string& n : counts.notes) response->add_notes(n);
+  // The layers' notes repeat what the GEMMs' said about the worker ("emulates the GPU"): once.
+  for (const std::string& n : counts.notes) {
+    if (std::find(response->notes().begin(), response->notes().end(), n) ==
+        response->notes().end()) {
+      response->add_notes(n);
+    }
+  }
   response->set_layers_measured(counts.measured);
   response->set_layers_cached(counts.cached);
   response->set_layers_predicted(counts.predicted);
