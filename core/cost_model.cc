@@ -356,27 +356,40 @@ double TileReuse(const CostModelParams& mp, const TileShape& tile, double best_r
 // stream-K schedule), so BestTile can skip what cannot win. Every wave-, tile- and K-rounding,
 // epilogue and latency term is >= 0 and left out: the mainloop does at least tiles x K of work at
 // the tile's rate, plus the split's partial sums. 0 (no bound) when a parameter would break that.
-double TileLowerBound(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
-                      const TileShape& tile, int64_t split, double reuse, double align_eff,
-                      double memory_time_s) {
-  const double peak = gpu.PeakFlops(key.dtype);
-  if (peak <= 0 || mp.k_overhead < 0 || mp.split_k_weight < 0 || mp.clock_drop >= 1 ||
-      mp.clock_tau_s < 0 || mp.launch_s < 0) {
-    return 0;
+class TileLowerBound {
+ public:
+  TileLowerBound(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& key,
+                 const TileShape& tile, double reuse, double align_eff, double memory_time_s)
+      : mp_(mp), memory_time_s_(memory_time_s) {
+    const double peak = gpu.PeakFlops(key.dtype);
+    valid_ = peak > 0 && mp.k_overhead >= 0 && mp.split_k_weight >= 0 && mp.clock_drop < 1 &&
+             mp.clock_tau_s >= 0 && mp.launch_s >= 0;
+    if (!valid_) return;
+    const GemmShape& s = key.shape;
+    const double output_tiles = static_cast<double>(CeilDiv(s.m, tile.m)) *
+                                static_cast<double>(CeilDiv(s.n, tile.n)) *
+                                static_cast<double>(s.batch);
+    mainloop_s_ = output_tiles * 2.0 * tile.m * tile.n * static_cast<double>(s.k) /
+                  (peak * mp.peak_fraction * reuse * align_eff);
+    partials_s_ = mp.split_k_weight * 2.0 * kSplitKPartialBytes;
+    partials_scale_ = static_cast<double>(s.m) * s.n * static_cast<double>(s.batch) /
+                      gpu.memory_bandwidth_bytes_per_s;
   }
-  const GemmShape& s = key.shape;
-  const double output_tiles = static_cast<double>(CeilDiv(s.m, tile.m)) *
-                              static_cast<double>(CeilDiv(s.n, tile.n)) *
-                              static_cast<double>(s.batch);
-  double t = output_tiles * 2.0 * tile.m * tile.n * static_cast<double>(s.k) /
-             (peak * mp.peak_fraction * reuse * align_eff);
-  if (split > 1) {
-    t += mp.split_k_weight * 2.0 * kSplitKPartialBytes * split * static_cast<double>(s.m) * s.n *
-         static_cast<double>(s.batch) / gpu.memory_bandwidth_bytes_per_s;
+  // The bound with split `split` (split 1 also covers the stream-K schedule); 0 when none.
+  double At(int64_t split) const {
+    if (!valid_) return 0;
+    double t = mainloop_s_;
+    if (split > 1) t += partials_s_ * split * partials_scale_;
+    // Below the exact figure by far more than rounding, so a skipped tile could never have won.
+    return (mp_.launch_s + std::max(ClockStretch(mp_, t), memory_time_s_)) * (1 - 1e-9);
   }
-  // Below the exact figure by far more than rounding, so a skipped tile could never have won.
-  return (mp.launch_s + std::max(ClockStretch(mp, t), memory_time_s)) * (1 - 1e-9);
-}
+
+ private:
+  const CostModelParams& mp_;
+  double memory_time_s_;
+  bool valid_ = false;
+  double mainloop_s_ = 0, partials_s_ = 0, partials_scale_ = 0;
+};
 
 // The best (tile, split) as cuBLAS's heuristic tries to pick, without band and reasons.
 GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
@@ -391,10 +404,8 @@ GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
   for (const TileShape& tile : mp.tiles) {
     const double reuse = TileReuse(mp, tile, best_reuse);
     // The bound grows with the split: once one split cannot win, no larger one can.
-    auto cannot_win = [&](int64_t split) {
-      return TileLowerBound(gpu, mp, key, tile, split, reuse, align.compute, memory_time_s) >=
-             best.time_s;
-    };
+    const TileLowerBound bound(gpu, mp, key, tile, reuse, align.compute, memory_time_s);
+    auto cannot_win = [&](int64_t split) { return bound.At(split) >= best.time_s; };
     if (cannot_win(1)) continue;  // covers stream-K too
     for (int64_t split = 1; split <= mp.max_split_k; split *= 2) {
       if (split > 1 && key.shape.k / split < mp.min_split_k_slice) break;
