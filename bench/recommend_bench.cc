@@ -18,7 +18,7 @@ namespace {
 void Run(benchmark::State& state, const v1::RecommendRequest& request) {
   int64_t considered = 0;
   for (auto _ : state) {
-    auto r = RunRecommend(request, RecommendContext());
+    auto r = RunRecommend(request, CallContext());
     if (!r.ok()) {
       state.SkipWithError(std::string(r.status().message()).c_str());
       return;

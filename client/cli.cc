@@ -216,7 +216,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
       return Fail(err,
                   FieldError("--mode", "measured needs --server (a server with a GPU worker)"));
     }
-    RecommendContext ctx;
+    CallContext ctx;
     ctx.progress = [&](const v1::Progress& p) { bar.Update(p); };
     ctx.no_measure_reason = "offline (no --server)";
     result = RunRecommend(request, ctx);
@@ -288,7 +288,7 @@ int DoSweep(const CliOptions& o, std::ostream& out, std::ostream& err) {
     if (*mode != v1::MODE_PREDICTED) {
       return Fail(err, FieldError("--mode", "auto and measured need --server (a GPU worker)"));
     }
-    RecommendContext ctx;
+    CallContext ctx;
     ctx.progress = [&](const v1::Progress& p) { bar.Update(p); };
     result = RunSweep(request, ctx);
   } else {

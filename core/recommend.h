@@ -3,7 +3,8 @@
 // words and the uncertainty of each speed-up.
 //
 // Stage 1 scores every candidate with a GEMM-time source (the analytic model by default); stage 2
-// (in server/job_handlers.cc) re-scores the best K and the baseline with measured times.
+// (service/recommend_logic.cc, through the Measurer) re-scores the best K and the baseline with
+// measured times.
 // Identical GEMMs across candidates are looked up once (ScoreCache).
 #ifndef WAVECREST_CORE_RECOMMEND_H_
 #define WAVECREST_CORE_RECOMMEND_H_

@@ -21,6 +21,7 @@
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
 #include "service/sweep_logic.h"
+#include "service/timing_logic.h"
 
 namespace wavecrest {
 namespace {
@@ -80,30 +81,6 @@ grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* ctx,
   return reactor;
 }
 
-absl::Status CheckShape(const v1::GemmShape& s, const std::string& field,
-                        std::vector<FieldViolation>* v) {
-  auto dim = [&](const char* name, int64_t x, int64_t lo) {
-    if (x < lo || x > kMaxGemmDim) {
-      v->push_back({absl::StrCat(field, ".", name),
-                    absl::StrCat("must be in [", lo, ", ", kMaxGemmDim, "]; got ", x)});
-      return false;
-    }
-    return true;
-  };
-  // Every dimension is checked (each bad one is a violation), then whether all were good.
-  const bool dims_ok[] = {dim("m", s.m(), 1), dim("n", s.n(), 1), dim("k", s.k(), 1),
-                          dim("batch", s.batch(), 0)};
-  const bool ok = std::all_of(std::begin(dims_ok), std::end(dims_ok), [](bool b) { return b; });
-  if (ok) {
-    const double flops = GemmFlops({s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)});
-    if (flops > kMaxGemmFlops) {
-      v->push_back({field, absl::StrCat("2·m·n·k·batch = ", flops, " FLOPs; at most ",
-                                        kMaxGemmFlops, " allowed")});
-    }
-  }
-  return absl::OkStatus();
-}
-
 // The first message of an accepted streaming call: it is queued.
 template <typename Response>
 Response QueuedMessage(int depth) {
@@ -120,110 +97,13 @@ absl::Status QueueFullError(const JobQueue& jobs) {
                         absl::Seconds(1), "QUEUE_FULL");
 }
 
-absl::Status CheckGpuWork(const TimingTask& task, absl::string_view field, bool gpu_may_run) {
-  // A model's GEMMs get the cap given shapes get.
-  for (const GemmKey& k : task.gemms) {
-    if (GemmFlops(k.shape) > kMaxGemmFlops) {
-      return FieldError(field, absl::StrCat(GemmKeyString(k), " is ", GemmFlops(k.shape),
-                                            " FLOPs; at most ", kMaxGemmFlops, " per GEMM"));
-    }
-  }
-  if (task.mode == v1::MODE_PREDICTED || !gpu_may_run) return absl::OkStatus();
-  // Measuring costs about kMeasureCostFactor runs of each GEMM: refuse, before any work, what
-  // would hold a GPU longer than a request may.
-  double seconds = 0;
-  for (const GemmKey& k : task.gemms) seconds += PredictGemmTime(*task.gpu, k) * kMeasureCostFactor;
-  if (seconds > kMaxGpuSecondsPerRequest) {
-    return FieldError(
-        field,
-        absl::StrCat("measuring these GEMMs would take about ", static_cast<int64_t>(seconds),
-                     " s of GPU time (predicted); at "
-                     "most ",
-                     kMaxGpuSecondsPerRequest,
-                     " s per request: split the request or ask for MODE_PREDICTED"));
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
-                                            const TimingService& timing) {
-  std::vector<FieldViolation> v;
-  const bool has_model = request.has_model();
-  if (has_model == (request.gemms_size() > 0)) {
-    v.push_back({"gemms", "give either gemms (1 to 4096 shapes) or model, not both or neither"});
-  }
-  if (request.gemms_size() > kMaxGemmsPerRequest) {
-    v.push_back({"gemms", absl::StrCat("at most ", kMaxGemmsPerRequest, " shapes; got ",
-                                       request.gemms_size())});
-  }
-  if (!v1::Mode_IsValid(request.mode())) {
-    v.push_back({"mode", absl::StrCat("unknown value ", request.mode(),
-                                      "; allowed: MODE_AUTO, MODE_MEASURED, MODE_PREDICTED")});
-  }
-  absl::StatusOr<DType> dtype = FromProto(request.dtype());
-  if (!dtype.ok()) v.push_back({"dtype", std::string(dtype.status().message())});
-  absl::StatusOr<Layout> layout = FromProto(request.layout());
-  if (!layout.ok()) v.push_back({"layout", std::string(layout.status().message())});
-  if (request.gemms_size() <= kMaxGemmsPerRequest) {
-    for (int i = 0; i < request.gemms_size(); ++i) {
-      (void)CheckShape(request.gemms(i), absl::StrCat("gemms[", i, "]"), &v);
-    }
-  }
-  ModelSpec spec;
-  if (has_model) {
-    absl::StatusOr<ModelSpec> s = SpecFromRequest(request.model(), "model.");
-    if (!s.ok()) {
-      for (auto& f : ViolationsOf(s.status())) v.push_back(std::move(f));
-    } else {
-      spec = *s;
-    }
-  }
-  absl::StatusOr<std::pair<std::string, const GpuSpec*>> gpu =
-      timing.ResolveGpu(request.gpu(), "gpu");
-  if (!gpu.ok() && gpu.status().code() == absl::StatusCode::kInvalidArgument) {
-    for (auto& f : ViolationsOf(gpu.status())) v.push_back(std::move(f));
-  }
-  if (!v.empty()) return InvalidArgumentWithViolations(v);
-  if (!gpu.ok()) return gpu.status();
-
-  TimeGemmsPlan plan;
-  plan.task.kind = gpu->first;
-  plan.task.gpu = gpu->second;
-  plan.task.mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
-  plan.task.autotune = request.autotune();
-  plan.task.warm_l2 = request.warm_l2();
-  if (has_model) {
-    RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *plan.task.gpu));
-    absl::flat_hash_map<GemmKey, size_t> index;
-    for (const Gemm& g : BuildGemms(spec)) {
-      if (g.fused_attention) continue;  // a fused kernel, not a cuBLASLt GEMM
-      auto [it, added] = index.emplace(g.key(), plan.task.gemms.size());
-      if (added) {
-        plan.task.gemms.push_back(g.key());
-        plan.used_by.emplace_back();
-      }
-      plan.used_by[it->second].push_back(absl::StrCat(g.name, " ", PassName(g.pass)));
-    }
-  } else {
-    RETURN_IF_ERROR(CheckDtypeSupported(*dtype, *plan.task.gpu));
-    for (const v1::GemmShape& s : request.gemms()) {
-      plan.task.gemms.push_back(
-          {{s.m(), s.n(), s.k(), std::max<int64_t>(s.batch(), 1)}, *layout, *dtype});
-    }
-  }
-  RETURN_IF_ERROR(
-      CheckGpuWork(plan.task, has_model ? "model" : "gemms", timing.MightMeasure(plan.task.kind)));
-  return plan;
-}
-
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                               WorkerDirectory* workers, RecommendHandler recommend,
-                               SelfCalibration* calibration, ResultCache* cache, const Auth* auth)
+                               WorkerDirectory* workers, SelfCalibration* calibration,
+                               ResultCache* cache, const Auth* auth)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
       workers_(workers),
-      recommend_(std::move(recommend)),
       calibration_(calibration),
       cache_(cache),
       auth_(auth ? auth : &no_auth_) {}
@@ -254,13 +134,15 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
     if (LogEnabled(LogLevel::kInfo)) {
       const double latency_ms = std::round(seconds * 1e6) / 1e3;
       if (gemms != nullptr && gemms->measured.load() >= 0) {
-        LogInfo("rpc", {{"method", method},
-                        {"peer", peer},
-                        {"code", code},
-                        {"latency_ms", latency_ms},
-                        {"gemms_measured", gemms->measured.load()},
-                        {"gemms_cached", gemms->cached.load()},
-                        {"gemms_predicted", gemms->predicted.load()}});
+        LogInfo(
+            "rpc",
+            {{"method", method},
+             {"peer", peer},
+             {"code", code},
+             {"latency_ms", latency_ms},
+             {gemms->layers ? "layers_measured" : "gemms_measured", gemms->measured.load()},
+             {gemms->layers ? "layers_cached" : "gemms_cached", gemms->cached.load()},
+             {gemms->layers ? "layers_predicted" : "gemms_predicted", gemms->predicted.load()}});
       } else {
         LogInfo("rpc",
                 {{"method", method}, {"peer", peer}, {"code", code}, {"latency_ms", latency_ms}});
@@ -421,249 +303,69 @@ void AdvisorService::Enqueue(const std::shared_ptr<StreamReactor<Response>>& rea
   }
 }
 
-grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
-    grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
-  std::shared_ptr<StreamReactor<v1::TimeGemmsResponse>> reactor;
+template <typename Response, typename Plan>
+grpc::ServerWriteReactor<Response>* AdvisorService::StreamJob(
+    const char* method, grpc::CallbackServerContext* ctx,
+    const std::function<absl::StatusOr<Plan>()>& accept,
+    absl::StatusOr<MeasureCounts> (*run)(const Plan&, const CallContext&, const Send<Response>&)) {
+  std::shared_ptr<StreamReactor<Response>> reactor;
   auto gemms = std::make_shared<CallGemms>();
-  if (absl::Status accepting = OpenStream("TimeGemms", ctx, Role::kClient, &reactor, gemms);
-      !accepting.ok()) {
-    reactor->Finish(ToGrpcStatus(accepting));
+  gemms->layers = std::is_same_v<Plan, LayerTask>;
+  if (absl::Status st = OpenStream(method, ctx, Role::kClient, &reactor, gemms); !st.ok()) {
+    reactor->Finish(ToGrpcStatus(st));
     return reactor.get();
   }
-  v1::TimeGemmsRequest resolved = *request;
-  const absl::Status imported = ResolveHfConfig(&resolved);
-  absl::StatusOr<TimeGemmsPlan> plan =
-      imported.ok() ? PlanTimeGemms(resolved, *timing_) : absl::StatusOr<TimeGemmsPlan>(imported);
+  absl::StatusOr<Plan> plan = accept();
   if (!plan.ok()) {
     reactor->Finish(ToGrpcStatus(plan.status()));
     return reactor.get();
   }
-  plan->task.deadline = DeadlineOf(ctx);
-  auto shared = std::make_shared<TimeGemmsPlan>(std::move(*plan));
-  Enqueue(reactor, [this, reactor, shared, gemms] {
-    const TimingTask& task = shared->task;
-    {
-      v1::TimeGemmsResponse first;
-      first.mutable_progress()->set_total(static_cast<int64_t>(task.gemms.size()));
-      first.mutable_progress()->set_message(
-          absl::StrCat(task.gemms.size(), " distinct GEMMs on ", task.kind));
-      reactor->Push(std::move(first));
+  auto shared = std::make_shared<Plan>(*std::move(plan));
+  const absl::Time deadline = DeadlineOf(ctx);
+  Enqueue(reactor, [this, reactor, shared, gemms, deadline, run] {
+    CallContext call;
+    call.deadline = deadline;
+    call.cancelled = [reactor] { return reactor->cancelled(); };
+    call.progress = [reactor](const v1::Progress& p) {
+      Response msg;
+      *msg.mutable_progress() = p;
+      reactor->Push(std::move(msg));
+    };
+    call.measurer = timing_;
+    absl::StatusOr<MeasureCounts> counts =
+        run(*shared, call, [reactor](Response msg) { reactor->Push(std::move(msg)); });
+    if (counts.ok()) {
+      gemms->cached = counts->cached;
+      gemms->predicted = counts->predicted;
+      gemms->measured = counts->measured;  // last: it says the counts are there
     }
-    absl::StatusOr<TimingSummary> summary = timing_->Run(
-        task,
-        [&](size_t i, v1::GemmTiming t) {
-          t.set_index(static_cast<int32_t>(i));
-          if (i < shared->used_by.size()) {
-            for (const auto& u : shared->used_by[i]) t.add_used_by(u);
-          }
-          v1::TimeGemmsResponse msg;
-          *msg.mutable_timing() = std::move(t);
-          reactor->Push(std::move(msg));
-        },
-        [&](int64_t done, int64_t total, absl::string_view what) {
-          v1::TimeGemmsResponse msg;
-          msg.mutable_progress()->set_done(done);
-          msg.mutable_progress()->set_total(total);
-          msg.mutable_progress()->set_message(std::string(what));
-          reactor->Push(std::move(msg));
-        },
-        [reactor] { return reactor->cancelled(); });
-    if (summary.ok()) {
-      gemms->cached = summary->cached;
-      gemms->predicted = summary->predicted;
-      gemms->measured = summary->measured;  // last: it says the counts are there
-      for (const std::string& note : summary->notes) {
-        v1::TimeGemmsResponse msg;
-        msg.mutable_progress()->set_message("note: " + note);
-        reactor->Push(std::move(msg));
-      }
-    }
-    reactor->Finish(ToGrpcStatus(summary.status()));
+    reactor->Finish(ToGrpcStatus(counts.status()));
   });
   return reactor.get();
 }
 
-absl::StatusOr<LayerTask> PlanTimeLayers(const v1::TimeLayersRequest& request,
-                                         const TimingService& timing) {
-  std::vector<FieldViolation> v;
-  if (!v1::Mode_IsValid(request.mode())) {
-    v.push_back({"mode", absl::StrCat("unknown value ", request.mode(),
-                                      "; allowed: MODE_AUTO, MODE_MEASURED, MODE_PREDICTED")});
-  }
-  std::vector<LayerKind> kinds;
-  for (int i = 0; i < request.kinds_size() && i < 8; ++i) {
-    absl::StatusOr<LayerKind> k = FromProto(request.kinds(i));
-    if (!k.ok()) {
-      v.push_back({absl::StrCat("kinds[", i, "]"), std::string(k.status().message())});
-    } else {
-      kinds.push_back(*k);
-    }
-  }
-  if (request.kinds_size() > 8) v.push_back({"kinds", "at most 8 entries"});
-  ModelSpec spec;
-  if (!request.has_model()) {
-    v.push_back({"model", "required: the model whose layers to time (or hf_config_json)"});
-  } else if (absl::StatusOr<ModelSpec> s = SpecFromRequest(request.model(), "model."); !s.ok()) {
-    for (auto& f : ViolationsOf(s.status())) v.push_back(std::move(f));
-  } else {
-    spec = *s;
-  }
-  absl::StatusOr<std::pair<std::string, const GpuSpec*>> gpu =
-      timing.ResolveGpu(request.gpu(), "gpu");
-  if (!gpu.ok() && gpu.status().code() == absl::StatusCode::kInvalidArgument) {
-    for (auto& f : ViolationsOf(gpu.status())) v.push_back(std::move(f));
-  }
-  std::vector<LayerKey> keys;
-  if (v.empty()) {
-    if (kinds.empty()) {
-      keys = LayerKeysOf(spec);
-    } else {
-      for (size_t i = 0; i < kinds.size(); ++i) {
-        absl::StatusOr<LayerKey> key = MakeLayerKey(kinds[i], spec);
-        if (!key.ok()) {
-          v.push_back({absl::StrCat("kinds[", i, "]"), std::string(key.status().message())});
-        } else if (std::find(keys.begin(), keys.end(), *key) == keys.end()) {
-          keys.push_back(*std::move(key));
-        }
-      }
-    }
-  }
-  if (!v.empty()) return InvalidArgumentWithViolations(v);
-  if (!gpu.ok()) return gpu.status();
-  RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *gpu->second));
-  LayerTask task;
-  task.kind = gpu->first;
-  task.gpu = gpu->second;
-  task.mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
-  task.warm_l2 = request.warm_l2();
-  task.layers = std::move(keys);
-  // Measuring costs about kMeasureCostFactor runs of each layer: refuse, before any work, what
-  // would hold a GPU longer than a request may.
-  if (task.mode != v1::MODE_PREDICTED && timing.MightMeasure(task.kind)) {
-    double seconds = 0;
-    for (const LayerKey& k : task.layers) {
-      seconds += PredictLayer(*task.gpu, k).time_s * kMeasureCostFactor;
-    }
-    if (seconds > kMaxGpuSecondsPerRequest) {
-      return FieldError(
-          "model",
-          absl::StrCat("timing these layers would take about ", static_cast<int64_t>(seconds),
-                       " s of GPU time (predicted); at most ", kMaxGpuSecondsPerRequest,
-                       " s per request: shorten seq_length or "
-                       "micro_batch_size, or ask for MODE_PREDICTED"));
-    }
-  }
-  return task;
+grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
+    grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
+  return StreamJob<v1::TimeGemmsResponse, TimeGemmsPlan>(
+      "TimeGemms", ctx, [&] { return PlanTimeGemms(*request, *timing_); }, &StreamTimeGemms);
 }
 
 grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
     grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) {
-  std::shared_ptr<StreamReactor<v1::TimeLayersResponse>> reactor;
-  if (absl::Status accepting = OpenStream("TimeLayers", ctx, Role::kClient, &reactor);
-      !accepting.ok()) {
-    reactor->Finish(ToGrpcStatus(accepting));
-    return reactor.get();
-  }
-  v1::TimeLayersRequest resolved = *request;
-  const absl::Status imported = ResolveHfConfig(&resolved);
-  absl::StatusOr<LayerTask> task =
-      imported.ok() ? PlanTimeLayers(resolved, *timing_) : absl::StatusOr<LayerTask>(imported);
-  if (!task.ok()) {
-    reactor->Finish(ToGrpcStatus(task.status()));
-    return reactor.get();
-  }
-  task->deadline = DeadlineOf(ctx);
-  auto shared = std::make_shared<LayerTask>(std::move(*task));
-  Enqueue(reactor, [this, reactor, shared] {
-    auto progress = [&](int64_t done, int64_t total, absl::string_view what) {
-      v1::TimeLayersResponse msg;
-      msg.mutable_progress()->set_done(done);
-      msg.mutable_progress()->set_total(total);
-      msg.mutable_progress()->set_message(std::string(what));
-      reactor->Push(std::move(msg));
-    };
-    progress(0, static_cast<int64_t>(shared->layers.size()),
-             absl::StrCat(shared->layers.size(), " layers on ", shared->kind));
-    absl::StatusOr<TimingSummary> summary = timing_->RunLayers(
-        *shared,
-        [&](size_t i, v1::LayerTiming t) {
-          t.set_index(static_cast<int32_t>(i));
-          v1::TimeLayersResponse msg;
-          *msg.mutable_timing() = std::move(t);
-          reactor->Push(std::move(msg));
-        },
-        progress, [reactor] { return reactor->cancelled(); });
-    if (summary.ok() && !summary->notes.empty()) {
-      v1::TimeLayersResponse msg;
-      msg.mutable_progress()->set_message("notes");
-      for (const std::string& note : summary->notes) msg.add_notes(note);
-      reactor->Push(std::move(msg));
-    }
-    reactor->Finish(ToGrpcStatus(summary.status()));
-  });
-  return reactor.get();
-}
-
-template <typename Request, typename Response>
-grpc::ServerWriteReactor<Response>* AdvisorService::RunJob(
-    const char* method, grpc::CallbackServerContext* ctx, const Request& request,
-    const JobHandler<Request, Response>& handler,
-    const std::function<absl::Status(const Request&)>& check) {
-  std::shared_ptr<StreamReactor<Response>> reactor;
-  auto req = std::make_shared<Request>(request);
-  auto gemms = std::make_shared<CallGemms>();
-  absl::Status accepting = OpenStream(method, ctx, Role::kClient, &reactor, gemms);
-  if (accepting.ok()) accepting = ResolveHfConfig(req.get());
-  if (accepting.ok()) accepting = check(*req);
-  if (!accepting.ok()) {
-    reactor->Finish(ToGrpcStatus(accepting));
-    return reactor.get();
-  }
-  if (!handler) {
-    reactor->Finish(
-        grpc::Status(grpc::StatusCode::UNIMPLEMENTED, absl::StrCat(method, " is not available")));
-    return reactor.get();
-  }
-  const absl::Time deadline = DeadlineOf(ctx);
-  // `handler` is a member of this service, which outlives every job.
-  Enqueue(reactor, [reactor, req, gemms, deadline, &handler] {
-    absl::StatusOr<Response> r = handler(
-        *req, deadline,
-        [reactor](const v1::Progress& p) {
-          Response msg;
-          *msg.mutable_progress() = p;
-          reactor->Push(std::move(msg));
-        },
-        [reactor] { return reactor->cancelled(); });
-    if (r.ok()) {
-      gemms->cached = r->gemms_cached();
-      gemms->predicted = r->gemms_predicted();
-      gemms->measured = r->gemms_measured();  // last: it says the counts are there
-      r->set_done(true);
-      reactor->Push(std::move(*r));
-    }
-    reactor->Finish(ToGrpcStatus(r.status()));
-  });
-  return reactor.get();
+  return StreamJob<v1::TimeLayersResponse, LayerTask>(
+      "TimeLayers", ctx, [&] { return PlanTimeLayers(*request, *timing_); }, &StreamTimeLayers);
 }
 
 grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
     grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
-  return RunJob<v1::RecommendRequest, v1::RecommendResponse>(
-      "Recommend", ctx, *request, recommend_, [](const v1::RecommendRequest& r) -> absl::Status {
-        if (r.gpu().empty()) return FieldError("gpu", GpuRequired());
-        return ConstraintsFromRequest(r).status();
-      });
+  return StreamJob<v1::RecommendResponse, v1::RecommendRequest>(
+      "Recommend", ctx, [&] { return AcceptRecommend(*request); }, &StreamRecommend);
 }
 
 grpc::ServerWriteReactor<v1::SweepResponse>* AdvisorService::Sweep(
     grpc::CallbackServerContext* ctx, const v1::SweepRequest* request) {
-  return RunJob<v1::SweepRequest, v1::SweepResponse>("Sweep", ctx, *request, sweep_,
-                                                     [](const v1::SweepRequest& r) -> absl::Status {
-                                                       if (r.gpu().empty())
-                                                         return FieldError("gpu", GpuRequired());
-                                                       return SweepValues(r).status();
-                                                     });
+  return StreamJob<v1::SweepResponse, v1::SweepRequest>(
+      "Sweep", ctx, [&] { return AcceptSweep(*request); }, &StreamSweep);
 }
 
 namespace {

@@ -1,10 +1,11 @@
 // wavecrest.v1.Advisor on the gRPC callback API.
 //
+// The transport: each handler decodes, admits, calls the logic layer (service/) and encodes.
 // Analyze and ListDevices are answered on the callback thread: they are bounded, CPU-only work of
-// tens of microseconds, and queueing them would only add latency. TimeGemms and Recommend can run
-// for seconds to minutes (GPU work): they go through the bounded JobQueue, are refused with
-// RESOURCE_EXHAUSTED and a retry delay when it is full, and poll cancellation and the deadline
-// between units of work.
+// tens of microseconds, and queueing them would only add latency. TimeGemms, TimeLayers,
+// Recommend and Sweep can run for seconds to minutes (GPU work): they take one road (StreamJob)
+// through the bounded JobQueue, are refused with RESOURCE_EXHAUSTED and a retry delay when it is
+// full, and poll cancellation and the deadline between units of work.
 #ifndef WAVECREST_SERVER_ADVISOR_SERVICE_H_
 #define WAVECREST_SERVER_ADVISOR_SERVICE_H_
 
@@ -22,18 +23,10 @@
 #include "server/stream_reactor.h"
 #include "server/timing_service.h"
 #include "service/advisor_logic.h"
+#include "service/measurer.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
-
-// Most GEMMs one TimeGemms request may ask for.
-inline constexpr int kMaxGemmsPerRequest = 4096;
-// Largest GEMM dimension accepted (cuBLASLt takes 32-bit sizes).
-inline constexpr int64_t kMaxGemmDim = (int64_t{1} << 31) - 1;
-// Largest FLOPs of one GEMM accepted (about a minute at petaflop rates).
-inline constexpr double kMaxGemmFlops = 1e17;
-// GPU time one TimeGemms request may ask for, predicted before any work, seconds.
-inline constexpr double kMaxGpuSecondsPerRequest = 1800;
 
 class WorkerDirectory {
  public:
@@ -44,22 +37,13 @@ class WorkerDirectory {
   virtual void AddWorkers(v1::ListDevicesResponse* response, bool internal) const = 0;
 };
 
-// Hook for a streaming RPC whose work runs on a job thread (Recommend, Sweep): `progress` streams
-// messages; `cancelled` is polled. Set by server/job_handlers.h.
-template <typename Request, typename Response>
-using JobHandler = std::function<absl::StatusOr<Response>(
-    const Request&, absl::Time deadline, const std::function<void(const v1::Progress&)>& progress,
-    const std::function<bool()>& cancelled)>;
-using RecommendHandler = JobHandler<v1::RecommendRequest, v1::RecommendResponse>;
-using SweepHandler = JobHandler<v1::SweepRequest, v1::SweepResponse>;
-
 class AdvisorService final : public v1::Advisor::CallbackService {
  public:
   // `calibration` and `cache` may be null (no result cache: Recalibrate and ExportMeasurements
   // answer FAILED_PRECONDITION).
   AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, WorkerDirectory* workers,
-                 RecommendHandler recommend, SelfCalibration* calibration = nullptr,
-                 ResultCache* cache = nullptr, const Auth* auth = nullptr);
+                 SelfCalibration* calibration = nullptr, ResultCache* cache = nullptr,
+                 const Auth* auth = nullptr);
 
   grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
                                     const v1::AnalyzeRequest* request,
@@ -84,8 +68,6 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   grpc::ServerWriteReactor<v1::TimeLayersResponse>* TimeLayers(
       grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) override;
 
-  void SetSweepHandler(SweepHandler sweep) { sweep_ = std::move(sweep); }
-
   // Streaming calls at once, in all and per client address (0 = no limit).
   void SetStreamLimits(int max_streams, int max_per_client) {
     max_streams_ = max_streams;
@@ -106,6 +88,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   absl::Status Admit(const grpc::CallbackServerContext* ctx, Role role) const;
   // The GEMM counts of a call, for its access-log line (measured < 0: none to report).
   struct CallGemms {
+    bool layers = false;  // the counts are of layers timed whole (TimeLayers)
     std::atomic<int64_t> measured{-1}, cached{0}, predicted{0};
   };
   // Counts the call in flight; the callback records its end (metrics and the access log line,
@@ -128,22 +111,20 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   absl::Status OpenStream(const char* method, grpc::CallbackServerContext* ctx, Role role,
                           std::shared_ptr<StreamReactor<Response>>* reactor,
                           std::shared_ptr<CallGemms> gemms = nullptr);
-  // A streaming call whose work is `handler` on a job thread: `check` first, on the callback
-  // thread (a request that cannot succeed fails before it is queued), then queued
-  // (RESOURCE_EXHAUSTED with a retry hint when the queue is full), progress streamed, the answer
-  // last with `done`.
-  template <typename Request, typename Response>
-  grpc::ServerWriteReactor<Response>* RunJob(
-      const char* method, grpc::CallbackServerContext* ctx, const Request& request,
-      const JobHandler<Request, Response>& handler,
-      const std::function<absl::Status(const Request&)>& check);
+  // Every streaming RPC in one shape: admitted (auth, a stream slot), `accept` on the callback
+  // thread (validation and planning in the logic layer: a request that cannot succeed fails
+  // before it is queued), then `run` on a job thread with a CallContext (deadline, cancellation,
+  // progress, the Measurer); its messages go out through the stream as they come.
+  template <typename Response, typename Plan>
+  grpc::ServerWriteReactor<Response>* StreamJob(
+      const char* method, grpc::CallbackServerContext* ctx,
+      const std::function<absl::StatusOr<Plan>()>& accept,
+      absl::StatusOr<MeasureCounts> (*run)(const Plan&, const CallContext&, const Send<Response>&));
 
   TimingService* timing_;
   JobQueue* jobs_;
   Metrics* metrics_;
   WorkerDirectory* workers_;
-  RecommendHandler recommend_;
-  SweepHandler sweep_;
   SelfCalibration* calibration_;
   ResultCache* cache_;
   Auth no_auth_;
@@ -156,18 +137,6 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   absl::flat_hash_map<std::string, int> streams_by_client_;
   std::atomic<int> in_flight_{0};
 };
-
-// The validated work of a TimeGemms request.
-struct TimeGemmsPlan {
-  TimingTask task;
-  std::vector<std::vector<std::string>> used_by;  // per distinct GEMM: "qkv forward", ...
-};
-absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(const v1::TimeGemmsRequest& request,
-                                            const TimingService& timing);
-
-// The validated work of a TimeLayers request (layers in the request's order, distinct).
-absl::StatusOr<LayerTask> PlanTimeLayers(const v1::TimeLayersRequest& request,
-                                         const TimingService& timing);
 
 // QUEUE_FULL error with a retry hint.
 absl::Status QueueFullError(const JobQueue& jobs);

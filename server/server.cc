@@ -21,7 +21,6 @@
 #include "server/advisor_service.h"
 #include "server/auth.h"
 #include "server/http_gateway.h"
-#include "server/job_handlers.h"
 #include "server/job_queue.h"
 #include "server/malformed_request.h"
 #include "server/metrics.h"
@@ -159,11 +158,9 @@ absl::Status RunServer(const ServerOptions& options) {
   JobQueue jobs(std::max(threads, 1), options.queue_capacity);
   metrics.SetQueue(0, options.queue_capacity);
   TimingService timing((*workers)->source(), (*workers)->cache(), &metrics);
-  AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(),
-                         MakeRecommendHandler(&timing), calibration.get(), (*workers)->cache(),
-                         &auth);
+  AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(), calibration.get(),
+                         (*workers)->cache(), &auth);
   service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
-  service.SetSweepHandler(MakeSweepHandler(&timing));
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

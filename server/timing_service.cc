@@ -38,7 +38,7 @@ struct TimingService::GemmUnit {
     return c.Lookup(kind, k, method, fp);
   }
   static void Store(ResultStore& c, absl::string_view kind, const Timing& t) { c.Store(kind, t); }
-  static absl::Status Measure(MeasurementSource& w, absl::string_view kind,
+  static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
                               const std::vector<Key>& keys, const MeasureOptions& o,
                               const std::function<void(size_t, absl::StatusOr<Timing>)>& cb,
                               const std::function<bool()>& cancelled) {
@@ -66,7 +66,7 @@ struct TimingService::LayerUnit {
   static void Store(ResultStore& c, absl::string_view kind, const Timing& t) {
     c.StoreLayer(kind, t);
   }
-  static absl::Status Measure(MeasurementSource& w, absl::string_view kind,
+  static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
                               const std::vector<Key>& keys, const MeasureOptions& o,
                               const std::function<void(size_t, absl::StatusOr<Timing>)>& cb,
                               const std::function<bool()>& cancelled) {
@@ -102,15 +102,15 @@ auto TimingService::Flights<v1::LayerTiming>() -> FlightMap<v1::LayerTiming>& {
   return layer_flights_;
 }
 
-absl::StatusOr<std::pair<std::string, const GpuSpec*>> TimingService::ResolveGpu(
+absl::StatusOr<GpuTarget> TimingService::ResolveGpu(
     absl::string_view name, absl::string_view field) const {
   if (name.empty()) {
     return FieldError(field, GpuRequired());
   }
-  if (auto gpu = FindGpu(name); gpu.ok()) return std::make_pair((*gpu)->name, *gpu);
+  if (auto gpu = FindGpu(name); gpu.ok()) return GpuTarget{(*gpu)->name, *gpu};
   if (workers_) {
     if (auto kind = workers_->KindOfDevice(name)) {
-      if (auto gpu = FindGpu(*kind); gpu.ok()) return std::make_pair(*kind, *gpu);
+      if (auto gpu = FindGpu(*kind); gpu.ok()) return GpuTarget{*kind, *gpu};
     }
   }
   return FindGpu(name).status();
@@ -405,14 +405,14 @@ absl::StatusOr<TimingSummary> TimingService::RunUnits(
   return UnitRun<Unit, Task>(*this, task, emit, progress, cancelled).Run();
 }
 
-absl::StatusOr<TimingSummary> TimingService::Run(
+absl::StatusOr<TimingSummary> TimingService::TimeGemms(
     const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {
   return RunUnits<GemmUnit>(task, emit, progress, cancelled);
 }
 
-absl::StatusOr<TimingSummary> TimingService::RunLayers(
+absl::StatusOr<TimingSummary> TimingService::TimeLayers(
     const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {

@@ -21,6 +21,7 @@
 #include "core/gpu_catalog.h"
 #include "core/layers.h"
 #include "server/metrics.h"
+#include "service/measurer.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -38,9 +39,9 @@ using LayerMeasureCallback =
     std::function<void(size_t index, absl::StatusOr<v1::LayerTiming> result)>;
 
 // GPU workers (server/worker_pool.h). Kinds are catalog names ("h100-sxm").
-class MeasurementSource {
+class GpuWorkers {
  public:
-  virtual ~MeasurementSource() = default;
+  virtual ~GpuWorkers() = default;
   // A worker of this kind is up now.
   virtual bool CanMeasure(absl::string_view kind) const = 0;
   // A worker of this kind is configured (up or not), or some worker's kind is not known yet: only
@@ -87,66 +88,36 @@ class ResultStore {
   virtual void StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {}
 };
 
-struct TimingTaskBase {
-  std::string kind;              // catalog name
-  const GpuSpec* gpu = nullptr;  // for predictions
-  v1::Mode mode = v1::MODE_AUTO;
-  bool autotune = false;  // GEMMs only
-  bool warm_l2 = false;
-  absl::Time deadline = absl::InfiniteFuture();
-  // The end of the measuring budget (wall time): what is not measured by then is PREDICTED, even
-  // in MODE_MEASURED, and a note says how many; `deadline` still ends the call.
-  absl::Time measure_by = absl::InfiniteFuture();
-};
-struct TimingTask : TimingTaskBase {
-  std::vector<GemmKey> gemms;  // distinct
-};
-struct LayerTask : TimingTaskBase {
-  std::vector<LayerKey> layers;  // distinct
-};
-
-struct TimingSummary {
-  int64_t measured = 0;  // by source: a GPU measured it
-  int64_t cached = 0;
-  int64_t predicted = 0;           // the analytic model, here or in an emulating worker
-  int64_t shared = 0;              // of all these, taken from an identical request measuring them
-  std::vector<std::string> notes;  // e.g. why measurement was not possible
-};
-
-class TimingService {
+// The server's Measurer (service/measurer.h): the result cache, the GPU workers for the misses,
+// the analytic model for the rest.
+class TimingService final : public Measurer {
  public:
   // `workers` and `cache` may be null (no GPU workers; no cache).
-  TimingService(MeasurementSource* workers, ResultStore* cache, Metrics* metrics)
+  TimingService(GpuWorkers* workers, ResultStore* cache, Metrics* metrics)
       : workers_(workers), cache_(cache), metrics_(metrics) {}
 
-  // Resolves a request's GPU field (catalog or worker device name) to its kind and catalog entry.
-  // INVALID_ARGUMENT when empty, NOT_FOUND listing the known names.
-  absl::StatusOr<std::pair<std::string, const GpuSpec*>> ResolveGpu(absl::string_view name,
-                                                                    absl::string_view field) const;
-
-  bool CanMeasure(absl::string_view kind) const;
-  // A worker of `kind` is configured (see MeasurementSource::MightMeasure).
-  bool MightMeasure(absl::string_view kind) const;
-
-  // The error for MODE_MEASURED when no worker of `kind` is up: UNAVAILABLE with a retry hint
-  // while one is configured (or might be), FAILED_PRECONDITION when none is (retrying cannot
-  // help).
-  absl::Status NoWorkerError(absl::string_view kind) const;
+  // Measurer. The GPU may be a catalog name or a worker's device name.
+  absl::StatusOr<GpuTarget> ResolveGpu(absl::string_view name,
+                                       absl::string_view field) const override;
+  bool CanMeasure(absl::string_view kind) const override;
+  // A worker of `kind` is configured (see GpuWorkers::MightMeasure).
+  bool MightMeasure(absl::string_view kind) const override;
+  absl::Status NoWorkerError(absl::string_view kind) const override;
 
   // Produces one result per task GEMM through `emit(index, timing)` (from the calling thread or a
   // worker-reader thread, one call at a time); `progress(done, total, message)` after each.
   // MODE_MEASURED with no worker of the kind: UNAVAILABLE (retryable). Stops early, with
   // CANCELLED or DEADLINE_EXCEEDED, when `cancelled()` turns true or the deadline passes.
-  absl::StatusOr<TimingSummary> Run(
-      const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
-      const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
-      const std::function<bool()>& cancelled);
+  absl::StatusOr<TimingSummary> TimeGemms(const TimingTask& task,
+                                          const std::function<void(size_t, v1::GemmTiming)>& emit,
+                                          const TaskProgress& progress,
+                                          const std::function<bool()>& cancelled) override;
 
   // The same for layers timed whole (core/layers.h): cache, worker, then the analytic model.
-  absl::StatusOr<TimingSummary> RunLayers(
-      const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
-      const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
-      const std::function<bool()>& cancelled);
+  absl::StatusOr<TimingSummary> TimeLayers(const LayerTask& task,
+                                           const std::function<void(size_t, v1::LayerTiming)>& emit,
+                                           const TaskProgress& progress,
+                                           const std::function<bool()>& cancelled) override;
 
   // The analytic model's answer for one GEMM.
   static v1::GemmTiming Predicted(const GpuSpec& gpu, const GemmKey& key);
@@ -184,7 +155,7 @@ class TimingService {
   std::mutex flights_mu_;
   FlightMap<v1::GemmTiming> flights_;
   FlightMap<v1::LayerTiming> layer_flights_;
-  MeasurementSource* workers_;
+  GpuWorkers* workers_;
   ResultStore* cache_;
   Metrics* metrics_;
 };

@@ -67,7 +67,7 @@ struct WorkerPoolOptions {
   std::shared_ptr<grpc::ChannelCredentials> remote_credentials;
 };
 
-class WorkerPool final : public MeasurementSource, public WorkerDirectory {
+class WorkerPool final : public GpuWorkers, public WorkerDirectory {
  public:
   WorkerPool(WorkerPoolOptions options, Metrics* metrics);
   ~WorkerPool() override;
@@ -80,7 +80,7 @@ class WorkerPool final : public MeasurementSource, public WorkerDirectory {
   void OnChange(std::function<void(int up)> callback);
   int UpCount() const;
 
-  // MeasurementSource.
+  // GpuWorkers.
   bool CanMeasure(absl::string_view kind) const override;
   bool MightMeasure(absl::string_view kind) const override;
   std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const override;

@@ -25,7 +25,7 @@ namespace {
 class CacheOnlySetup final : public WorkerSetup {
  public:
   explicit CacheOnlySetup(std::unique_ptr<ResultCache> cache) : cache_(std::move(cache)) {}
-  MeasurementSource* source() override { return nullptr; }
+  GpuWorkers* source() override { return nullptr; }
   ResultCache* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return nullptr; }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
@@ -44,7 +44,7 @@ class PoolSetup final : public WorkerSetup {
             std::string owned_dir)
       : cache_(std::move(cache)), pool_(std::move(pool)), owned_dir_(std::move(owned_dir)) {}
   ~PoolSetup() override { Stop(); }
-  MeasurementSource* source() override { return pool_.get(); }
+  GpuWorkers* source() override { return pool_.get(); }
   ResultCache* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return pool_.get(); }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {

@@ -18,7 +18,7 @@ namespace wavecrest {
 class WorkerSetup {
  public:
   virtual ~WorkerSetup() = default;
-  virtual MeasurementSource* source() = 0;  // null when there are no workers
+  virtual GpuWorkers* source() = 0;  // null when there are no workers
   virtual ResultCache* cache() = 0;         // null when there is no cache
   virtual WorkerDirectory* directory() = 0;
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.

@@ -1,7 +1,12 @@
 #include "service/recommend_logic.h"
 
 #include <algorithm>
+#include <memory>
+#include <tuple>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -12,6 +17,7 @@
 #include "service/advisor_logic.h"
 #include "service/convert.h"
 #include "service/errors.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 namespace {
@@ -82,10 +88,10 @@ void SetVerdict(v1::RecommendResponse& r) {
   std::string best =
       best_other == nullptr
           ? std::string("no other candidate was found")
-          : absl::StrFormat("the best other, #%d, runs %.3fx ± %.3f (%s)", best_other->rank(),
-                            best_other->speedup(), best_other->speedup_uncertainty(),
-                            best_other->source() == v1::SOURCE_PREDICTED ? "predicted"
-                                                                         : "measured");
+          : absl::StrFormat(
+                "the best other, #%d, runs %.3fx ± %.3f (%s)", best_other->rank(),
+                best_other->speedup(), best_other->speedup_uncertainty(),
+                best_other->source() == v1::SOURCE_PREDICTED ? "predicted" : "measured");
   r.set_verdict_reason(absl::StrFormat(
       "keep your shape: no candidate beats the baseline by more than its uncertainty and the "
       "%.0f%% a change must gain; %s",
@@ -131,30 +137,6 @@ std::string OverlapNote(const v1::RecommendResponse& r) {
 
 }  // namespace
 
-absl::Status StopStatus(const RecommendContext& ctx) {
-  if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
-  if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
-  return absl::OkStatus();
-}
-
-absl::Time MeasureBy(const RecommendContext& ctx, double budget_s) {
-  const absl::Time now = absl::Now();
-  absl::Time by = now + absl::Seconds(budget_s);
-  if (ctx.deadline != absl::InfiniteFuture()) {
-    const absl::Duration reserve = std::max(absl::Seconds(1), (ctx.deadline - now) / 20);
-    by = std::min(by, ctx.deadline - reserve);
-  }
-  return by;
-}
-
-void ReportProgress(const RecommendContext& ctx, int64_t done, int64_t total, std::string message) {
-  v1::Progress p;
-  p.set_done(done);
-  p.set_total(total);
-  p.set_message(std::move(message));
-  ctx.progress(p);
-}
-
 absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendRequest& r) {
   RecommendConstraints c;
   std::vector<FieldViolation> v;
@@ -188,7 +170,8 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   c.max_heads = r.max_heads();
   c.keep_layers = r.keep_layers();
   c.allow_kv_replication = r.allow_kv_replication();
-  c.head_dim_multiple = r.head_dim_multiple() == 0 ? kDefaultHeadDimMultiple : r.head_dim_multiple();
+  c.head_dim_multiple =
+      r.head_dim_multiple() == 0 ? kDefaultHeadDimMultiple : r.head_dim_multiple();
   c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
   c.top = r.top() == 0 ? kDefaultTop : r.top();
   for (auto& f : ValidateConstraints(c)) v.push_back(std::move(f));
@@ -209,17 +192,22 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
 
 namespace {
 
-// Times the chosen candidates' whole layers through the measurer (when it can) and returns the
-// measured ones for ScoreCandidate; counts go into `response`. A failure in MODE_AUTO is a note.
-absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode mode,
-                                          const std::vector<LayerKey>& keys, absl::Time measure_by,
-                                          v1::RecommendResponse* response) {
-  if (keys.empty() || !ctx.measurer->measure_layers) return LayerTimeFn();
+// The request's mode, MODE_UNSPECIFIED read as MODE_AUTO.
+v1::Mode ModeOf(const v1::RecommendRequest& request) {
+  return request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
+}
+
+// Times the chosen candidates' whole layers through the measurer and returns the measured ones
+// for ScoreCandidate; counts go into `response`. A failure in MODE_AUTO is a note.
+absl::StatusOr<LayerTimeFn> MeasureLayers(const CallContext& ctx, const GpuTarget& gpu,
+                                          v1::Mode mode, const std::vector<LayerKey>& keys,
+                                          absl::Time measure_by, v1::RecommendResponse* response) {
+  if (keys.empty()) return LayerTimeFn();
   ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
                  absl::StrCat("timing ", keys.size(), " whole layers"));
   MeasureCounts counts;
-  absl::StatusOr<std::vector<std::optional<LayerTime>>> times = ctx.measurer->measure_layers(
-      keys, measure_by,
+  absl::StatusOr<std::vector<std::optional<LayerTime>>> times = MeasureLayerTimes(
+      ctx, gpu, keys, measure_by,
       [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "timing layers"); },
       &counts);
   RETURN_IF_ERROR(StopStatus(ctx));
@@ -251,10 +239,222 @@ absl::StatusOr<LayerTimeFn> MeasureLayers(const RecommendContext& ctx, v1::Mode 
   });
 }
 
+// One Recommend call's state across its stages.
+struct Ranking {
+  GpuTarget gpu;
+  v1::Mode mode = v1::MODE_AUTO;
+  RecommendConstraints constraints;
+  int64_t base_params = 0;
+  std::vector<CandidateScore> scores;          // by the analytic model, ranked
+  std::vector<CandidateScore> measured_group;  // re-scored with measurements, ranked
+  v1::RecommendResponse response;
+};
+
+// Stage 1: every candidate, scored and ranked by the analytic model (`predicted` memoises it).
+absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, ScoreCache& predicted,
+                               Ranking& r) {
+  int64_t generated = 0;
+  std::vector<Refusal> refusals;
+  absl::StatusOr<std::vector<ModelSpec>> specs = GenerateCandidates(
+      base, r.constraints, &generated, [&] { return !StopStatus(ctx).ok(); }, &refusals);
+  if (!specs.ok()) {
+    RETURN_IF_ERROR(StopStatus(ctx));  // cancelled or past the deadline: say so
+    if (specs.status().code() == absl::StatusCode::kInvalidArgument) {
+      return FieldError("vary", specs.status().message());
+    }
+    return specs.status();
+  }
+  r.response.set_shapes_examined(generated);
+  for (const Refusal& x : refusals) {
+    v1::Refusal* p = r.response.add_refusals();
+    p->set_rule(x.rule);
+    p->set_count(x.count);
+    p->set_unit(x.unit);
+    p->set_description(x.what);
+    p->set_loosen_with(x.loosen);
+  }
+  for (int64_t t : TpDegrees(base, r.constraints)) r.response.add_tensor_parallel_degrees(t);
+  r.scores.reserve(specs->size());
+  for (size_t i = 0; i < specs->size(); ++i) {
+    if (i % 256 == 0) {
+      RETURN_IF_ERROR(StopStatus(ctx));
+      ReportProgress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(specs->size()),
+                     "scoring candidates (analytic model)");
+    }
+    r.scores.push_back(ScoreCandidate((*specs)[i], *r.gpu.spec, predicted, r.base_params));
+    r.scores.back().baseline = i == 0;
+  }
+  r.response.set_candidates_considered(static_cast<int64_t>(r.scores.size()));
+  RankCandidates(r.scores, static_cast<size_t>(r.constraints.top));
+  // Every GEMM scored so far was predicted; the measuring stage replaces this count.
+  r.response.set_gemms_predicted(static_cast<int64_t>(predicted.distinct()));
+  return absl::OkStatus();
+}
+
+// What the measuring stage times: the best K by the analytic model and the baseline, as many as
+// the GPU-time budget covers (the baseline always), their distinct GEMMs (sorted) and whole
+// transformer layers.
+struct MeasurePlan {
+  std::vector<size_t> chosen;  // indices into Ranking::scores
+  std::vector<GemmKey> gemms;
+  std::vector<LayerKey> layers;
+};
+MeasurePlan PlanMeasuring(const Ranking& r, ScoreCache& predicted, int top_k, double budget_s) {
+  MeasurePlan plan;
+  absl::flat_hash_set<GemmKey> keys;
+  const GpuSpec& gpu = *r.gpu.spec;
+  double spent = 0;
+  for (size_t i = 0; i < r.scores.size(); ++i) {
+    const bool is_base = r.scores[i].baseline;
+    if (!is_base && static_cast<int>(plan.chosen.size()) >= top_k + 1) continue;
+    const ModelSpec& s = r.scores[i].spec;
+    absl::StatusOr<LayerKey> layer = MakeLayerKey(LayerKind::kTransformerLayer, s);
+    const bool new_layer = layer.ok() && std::find(plan.layers.begin(), plan.layers.end(),
+                                                   *layer) == plan.layers.end();
+    double cost = new_layer ? PredictLayer(gpu, *layer).time_s * kMeasureCostFactor : 0;
+    absl::flat_hash_set<GemmKey> extra;
+    for (const Gemm& g : BuildGemms(s)) {
+      if (g.fused_attention || keys.contains(g.key()) || !extra.insert(g.key()).second) continue;
+      cost += predicted.Get(g.key()).time_s * kMeasureCostFactor;
+    }
+    if (!is_base && spent + cost > budget_s) continue;
+    spent += cost;
+    keys.insert(extra.begin(), extra.end());
+    plan.chosen.push_back(i);
+    if (new_layer) plan.layers.push_back(*std::move(layer));
+  }
+  plan.gemms.assign(keys.begin(), keys.end());
+  std::sort(plan.gemms.begin(), plan.gemms.end(), [](const GemmKey& a, const GemmKey& b) {
+    return std::tie(a.shape, a.layout, a.dtype) < std::tie(b.shape, b.layout, b.dtype);
+  });
+  return plan;
+}
+
+// The notes of a measuring stage that re-scored `rows` rows with `measured_keys` of `keys` GEMMs
+// measured, `whole` of them from whole-layer measurements.
+void AddMeasuringNotes(int64_t rows, int64_t measured_keys, size_t keys, int64_t whole,
+                       v1::RecommendResponse& response) {
+  if (whole > 0) {
+    response.add_notes(absl::StrCat(
+        whole, " of the ", rows,
+        " measured rows use their whole transformer layer measured as one (step = layers × "
+        "the layer + logits + loss; see layer_measured_share); the others are summed from "
+        "GEMMs"));
+  }
+  if (measured_keys > 0) {
+    response.add_notes(absl::StrCat(
+        "the first ", rows, " rows were re-scored with measured GEMM times ", "(", measured_keys,
+        " of ", keys,
+        " distinct GEMMs measured; the best by "
+        "the analytic model, and the baseline); the rest are ranked by the analytic model"));
+  } else {
+    response.add_notes(absl::StrCat(
+        "the measuring stage for the first ", rows,
+        " rows got no GPU measurement (an emulating worker, or every GEMM failed): their "
+        "times are PREDICTED"));
+  }
+}
+
+// Stage 2: the best K and the baseline, measured within the GPU-time budget and re-scored.
+absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& request,
+                         ScoreCache& predicted, Ranking& r) {
+  const int k = request.measure_top_k() == 0 ? kDefaultMeasureTopK : request.measure_top_k();
+  const double budget_s =
+      request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
+  const MeasurePlan plan = PlanMeasuring(r, predicted, k, budget_s);
+  ReportProgress(ctx, 0, static_cast<int64_t>(plan.gemms.size()),
+                 absl::StrCat("measuring ", plan.gemms.size(), " distinct GEMMs of ",
+                              plan.chosen.size(), " candidates"));
+  // The budget is wall time, GEMMs and layers together, and ends before the call's deadline.
+  const absl::Time measure_by = MeasureBy(ctx, budget_s);
+  MeasureCounts counts;
+  absl::StatusOr<std::vector<std::optional<GemmTime>>> times = MeasureGemmTimes(
+      ctx, r.gpu, r.mode, plan.gemms, measure_by,
+      [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
+      &counts);
+  RETURN_IF_ERROR(StopStatus(ctx));
+  r.response.set_gemms_measured(counts.measured);
+  r.response.set_gemms_cached(counts.cached);
+  r.response.set_gemms_predicted(counts.predicted);
+  for (const std::string& n : counts.notes) r.response.add_notes(n);
+  if (!times.ok()) {
+    if (r.mode == v1::MODE_MEASURED) return times.status();
+    r.response.add_notes(
+        absl::StrCat("measurement failed (", times.status().message(), "); ranking is PREDICTED"));
+    return absl::OkStatus();
+  }
+  absl::flat_hash_map<GemmKey, GemmTime> by_key;
+  int64_t measured_keys = 0;
+  for (size_t i = 0; i < plan.gemms.size(); ++i) {
+    if (!(*times)[i]) continue;
+    by_key[plan.gemms[i]] = *(*times)[i];
+    measured_keys += (*times)[i]->measured;
+  }
+  ScoreCache measured([&](const GemmKey& key) {
+    auto it = by_key.find(key);
+    return it != by_key.end() ? it->second : predicted.Get(key);
+  });
+  ASSIGN_OR_RETURN(const LayerTimeFn layer_times,
+                   MeasureLayers(ctx, r.gpu, r.mode, plan.layers, measure_by, &r.response));
+  int64_t whole = 0;
+  for (size_t i : plan.chosen) {
+    r.measured_group.push_back(
+        ScoreCandidate(r.scores[i].spec, *r.gpu.spec, measured, r.base_params, layer_times));
+    r.measured_group.back().baseline = r.scores[i].baseline;
+    whole += r.measured_group.back().layer_share > 0;
+  }
+  RankCandidates(r.measured_group, static_cast<size_t>(r.constraints.top));
+  // The rest keep their predicted ranking, after the measured ones.
+  std::vector<CandidateScore> rest;
+  for (size_t i = 0; i < r.scores.size(); ++i) {
+    if (std::find(plan.chosen.begin(), plan.chosen.end(), i) == plan.chosen.end()) {
+      rest.push_back(std::move(r.scores[i]));
+    }
+  }
+  r.scores = std::move(rest);
+  AddMeasuringNotes(static_cast<int64_t>(r.measured_group.size()), measured_keys, plan.gemms.size(),
+                    whole, r.response);
+  return absl::OkStatus();
+}
+
+// The answer: the measured group first, then the predicted ones; the top N plus the baseline,
+// the verdict, and a note when the leaders cannot be told apart.
+void Answer(Ranking& r) {
+  std::vector<CandidateScore> ordered = std::move(r.measured_group);
+  const bool base_measured = !ordered.empty();
+  for (auto& s : r.scores) {
+    if (base_measured && s.baseline) continue;  // the baseline is in the measured group
+    ordered.push_back(std::move(s));
+  }
+  const int top = r.constraints.top;
+  int rank = 0;
+  bool base_shown = false;
+  for (const CandidateScore& s : ordered) {
+    ++rank;
+    if (rank > top && !s.baseline) continue;
+    if (rank > top && base_shown) continue;
+    base_shown |= s.baseline;
+    *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec);
+  }
+  SetVerdict(r.response);
+  // Which of several winners to pick matters only when there is a change to make.
+  if (r.response.verdict() == v1::VERDICT_CHANGE) {
+    if (std::string note = OverlapNote(r.response); !note.empty()) r.response.add_notes(note);
+  }
+  r.response.set_done(true);
+}
+
 }  // namespace
 
+absl::StatusOr<v1::RecommendRequest> AcceptRecommend(v1::RecommendRequest request) {
+  RETURN_IF_ERROR(ResolveHfConfig(&request));
+  if (request.gpu().empty()) return FieldError("gpu", GpuRequired());
+  RETURN_IF_ERROR(ConstraintsFromRequest(request).status());
+  return request;
+}
+
 absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& request,
-                                                   const RecommendContext& ctx) {
+                                                   const CallContext& ctx) {
   std::vector<FieldViolation> violations;
   absl::StatusOr<ModelSpec> base = SpecFromRequest(request.model(), "model.");
   if (!base.ok()) violations = ViolationsOf(base.status());
@@ -264,211 +464,49 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   }
   if (request.gpu().empty()) violations.push_back({"gpu", GpuRequired()});
   if (!violations.empty()) return InvalidArgumentWithViolations(violations);
-  ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
-  RETURN_IF_ERROR(CheckDtypeSupported(base->dtype, *gpu));
-
-  const v1::Mode mode = request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_AUTO : request.mode();
-  const bool can_measure = ctx.measurer && ctx.measurer->can_measure;
-  if (mode == v1::MODE_MEASURED && !can_measure) {
-    if (!ctx.no_measure_error.ok()) return ctx.no_measure_error;
+  Ranking r;
+  ASSIGN_OR_RETURN(r.gpu, ResolveCallGpu(ctx, request.gpu(), "gpu"));
+  RETURN_IF_ERROR(CheckDtypeSupported(base->dtype, *r.gpu.spec));
+  r.mode = ModeOf(request);
+  r.constraints = *std::move(constraints);
+  const MeasureAvailability can = Availability(ctx, r.gpu);
+  if (r.mode == v1::MODE_MEASURED && !can.can_measure) {
+    if (!can.error.ok()) return can.error;
     return WithRetryDelay(absl::UnavailableError(absl::StrCat(
-                              "MODE_MEASURED: ", ctx.no_measure_reason,
+                              "MODE_MEASURED: ", can.reason,
                               "; retry later, or ask for MODE_AUTO or MODE_PREDICTED")),
                           absl::Seconds(5), "NO_WORKER");
   }
-
-  v1::RecommendResponse response;
-  response.set_gpu(gpu->name);
-  response.set_mode(mode);
-
-  // Stage 1: every candidate, analytic model.
-  int64_t generated = 0;
-  std::vector<Refusal> refusals;
-  absl::StatusOr<std::vector<ModelSpec>> generated_specs = GenerateCandidates(
-      *base, *constraints, &generated, [&] { return !StopStatus(ctx).ok(); }, &refusals);
-  if (!generated_specs.ok()) {
-    RETURN_IF_ERROR(StopStatus(ctx));  // cancelled or past the deadline: say so
-    if (generated_specs.status().code() == absl::StatusCode::kInvalidArgument) {
-      return FieldError("vary", generated_specs.status().message());
-    }
-    return generated_specs.status();
-  }
-  std::vector<ModelSpec> specs = std::move(*generated_specs);
-  response.set_shapes_examined(generated);
-  for (const Refusal& x : refusals) {
-    v1::Refusal* p = response.add_refusals();
-    p->set_rule(x.rule);
-    p->set_count(x.count);
-    p->set_unit(x.unit);
-    p->set_description(x.what);
-    p->set_loosen_with(x.loosen);
-  }
-  for (int64_t t : TpDegrees(*base, *constraints)) response.add_tensor_parallel_degrees(t);
-  const int64_t base_params = BudgetParams(*base, CountParams(*base));
+  r.response.set_gpu(r.gpu.spec->name);
+  r.response.set_mode(r.mode);
+  r.base_params = BudgetParams(*base, CountParams(*base));
+  const GpuSpec* gpu = r.gpu.spec;
   ScoreCache predicted([gpu](const GemmKey& k) {
     const GemmPrediction p = PredictGemm(*gpu, k);
     return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
   });
-  std::vector<CandidateScore> scores;
-  scores.reserve(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (i % 256 == 0) {
-      RETURN_IF_ERROR(StopStatus(ctx));
-      ReportProgress(ctx, static_cast<int64_t>(i), static_cast<int64_t>(specs.size()),
-                     "scoring candidates (analytic model)");
-    }
-    scores.push_back(ScoreCandidate(specs[i], *gpu, predicted, base_params));
-    scores.back().baseline = i == 0;
+  RETURN_IF_ERROR(ScoreAllPredicted(ctx, *base, predicted, r));
+  if (r.mode != v1::MODE_PREDICTED && can.can_measure) {
+    RETURN_IF_ERROR(MeasureBest(ctx, request, predicted, r));
+  } else if (r.mode == v1::MODE_AUTO) {
+    r.response.add_notes(absl::StrCat(can.reason, ": every number is PREDICTED"));
   }
-  response.set_candidates_considered(static_cast<int64_t>(scores.size()));
-  RankCandidates(scores, static_cast<size_t>(constraints->top));
+  Answer(r);
+  ReportProgress(ctx, r.response.candidates_considered(), r.response.candidates_considered(),
+                 "done");
+  return std::move(r.response);
+}
 
-  // Every GEMM scored so far was predicted; the measuring stage below replaces this count.
-  response.set_gemms_predicted(static_cast<int64_t>(predicted.distinct()));
-
-  // Stage 2: measure the best K and the baseline.
-  std::vector<CandidateScore> measured_group;
-  if (mode != v1::MODE_PREDICTED && can_measure) {
-    const int k = request.measure_top_k() == 0 ? kDefaultMeasureTopK : request.measure_top_k();
-    const double budget_s =
-        request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
-    std::vector<size_t> chosen;
-    absl::flat_hash_map<GemmKey, double> keys;  // key -> predicted time
-    // The whole layers of the chosen candidates are timed too, when the measurer can.
-    const bool time_layers = static_cast<bool>(ctx.measurer->measure_layers);
-    std::vector<LayerKey> layer_list;
-    auto add_keys = [&](const ModelSpec& s) {
-      absl::flat_hash_map<GemmKey, double> extra;
-      double cost = 0;
-      if (time_layers) {
-        if (auto lk = MakeLayerKey(LayerKind::kTransformerLayer, s);
-            lk.ok() && std::find(layer_list.begin(), layer_list.end(), *lk) == layer_list.end()) {
-          cost += PredictLayer(*gpu, *lk).time_s * kMeasureCostFactor;
-        }
-      }
-      for (const Gemm& g : BuildGemms(s)) {
-        if (g.fused_attention || keys.contains(g.key()) || extra.contains(g.key())) continue;
-        const double t = predicted.Get(g.key()).time_s;
-        extra.emplace(g.key(), t);
-        cost += t * kMeasureCostFactor;
-      }
-      return std::make_pair(extra, cost);
-    };
-    double spent = 0;
-    for (size_t i = 0; i < scores.size(); ++i) {
-      const bool is_base = scores[i].baseline;
-      if (!is_base && static_cast<int>(chosen.size()) >= k + 1) continue;
-      auto [extra, cost] = add_keys(scores[i].spec);
-      if (!is_base && spent + cost > budget_s) continue;
-      spent += cost;
-      keys.insert(extra.begin(), extra.end());
-      chosen.push_back(i);
-      if (time_layers) {
-        if (auto lk = MakeLayerKey(LayerKind::kTransformerLayer, scores[i].spec);
-            lk.ok() && std::find(layer_list.begin(), layer_list.end(), *lk) == layer_list.end()) {
-          layer_list.push_back(*std::move(lk));
-        }
-      }
-    }
-    std::vector<GemmKey> key_list;
-    for (const auto& [key, t] : keys) key_list.push_back(key);
-    std::sort(key_list.begin(), key_list.end(), [](const GemmKey& a, const GemmKey& b) {
-      return std::tie(a.shape, a.layout, a.dtype) < std::tie(b.shape, b.layout, b.dtype);
-    });
-    ReportProgress(ctx, 0, static_cast<int64_t>(key_list.size()),
-                   absl::StrCat("measuring ", key_list.size(), " distinct GEMMs of ", chosen.size(),
-                                " candidates"));
-    // The budget is wall time, GEMMs and layers together, and ends before the call's deadline.
-    const absl::Time measure_by = MeasureBy(ctx, budget_s);
-    MeasureCounts counts;
-    absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
-        key_list, measure_by,
-        [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
-        &counts);
-    RETURN_IF_ERROR(StopStatus(ctx));
-    response.set_gemms_measured(counts.measured);
-    response.set_gemms_cached(counts.cached);
-    response.set_gemms_predicted(counts.predicted);
-    for (const std::string& n : counts.notes) response.add_notes(n);
-    if (!times.ok()) {
-      if (mode == v1::MODE_MEASURED) return times.status();
-      response.add_notes(absl::StrCat("measurement failed (", times.status().message(),
-                                      "); ranking is PREDICTED"));
-    } else {
-      absl::flat_hash_map<GemmKey, GemmTime> by_key;
-      for (size_t i = 0; i < key_list.size(); ++i) {
-        if ((*times)[i]) by_key[key_list[i]] = *(*times)[i];
-      }
-      ScoreCache measured([&](const GemmKey& key) {
-        auto it = by_key.find(key);
-        return it != by_key.end() ? it->second : predicted.Get(key);
-      });
-      ASSIGN_OR_RETURN(const LayerTimeFn layer_times,
-                       MeasureLayers(ctx, mode, layer_list, measure_by, &response));
-      int64_t whole = 0;
-      for (size_t i : chosen) {
-        measured_group.push_back(
-            ScoreCandidate(scores[i].spec, *gpu, measured, base_params, layer_times));
-        measured_group.back().baseline = scores[i].baseline;
-        whole += measured_group.back().layer_share > 0;
-      }
-      if (whole > 0) {
-        response.add_notes(absl::StrCat(
-            whole, " of the ", measured_group.size(),
-            " measured rows use their whole transformer layer measured as one (step = layers × "
-            "the layer + logits + loss; see layer_measured_share); the others are summed from "
-            "GEMMs"));
-      }
-      RankCandidates(measured_group, static_cast<size_t>(constraints->top));
-      // The rest keep their predicted ranking, after the measured ones.
-      std::vector<CandidateScore> rest;
-      for (size_t i = 0; i < scores.size(); ++i) {
-        if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) rest.push_back(scores[i]);
-      }
-      scores = std::move(rest);
-      int64_t measured_keys = 0;
-      for (const auto& [key, t] : by_key) measured_keys += t.measured;
-      if (measured_keys > 0) {
-        response.add_notes(absl::StrCat(
-            "the first ", measured_group.size(), " rows were re-scored with measured GEMM times ",
-            "(", measured_keys, " of ", key_list.size(),
-            " distinct GEMMs measured; the best by "
-            "the analytic model, and the baseline); the rest are ranked by the analytic model"));
-      } else {
-        response.add_notes(absl::StrCat(
-            "the measuring stage for the first ", measured_group.size(),
-            " rows got no GPU measurement (an emulating worker, or every GEMM failed): their "
-            "times are PREDICTED"));
-      }
-    }
-  } else if (mode == v1::MODE_AUTO) {
-    response.add_notes(absl::StrCat(ctx.no_measure_reason, ": every number is PREDICTED"));
-  }
-
-  // The answer: measured group first, then predicted ones; top N plus the baseline.
-  std::vector<CandidateScore> ordered = measured_group;
-  for (auto& s : scores) {
-    if (!measured_group.empty() && s.baseline) continue;  // the baseline is in the measured group
-    ordered.push_back(std::move(s));
-  }
-  const int top = constraints->top;
-  int rank = 0;
-  bool base_shown = false;
-  for (const CandidateScore& s : ordered) {
-    ++rank;
-    if (rank > top && !s.baseline) continue;
-    if (rank > top && base_shown) continue;
-    base_shown |= s.baseline;
-    *response.add_candidates() = ToProto(s, rank, *gpu);
-  }
-  SetVerdict(response);
-  // Which of several winners to pick matters only when there is a change to make.
-  if (response.verdict() == v1::VERDICT_CHANGE) {
-    if (std::string note = OverlapNote(response); !note.empty()) response.add_notes(note);
-  }
-  response.set_done(true);
-  ReportProgress(ctx, response.candidates_considered(), response.candidates_considered(), "done");
-  return response;
+absl::StatusOr<MeasureCounts> StreamRecommend(const v1::RecommendRequest& request,
+                                              const CallContext& ctx,
+                                              const Send<v1::RecommendResponse>& send) {
+  ASSIGN_OR_RETURN(v1::RecommendResponse response, RunRecommend(request, ctx));
+  MeasureCounts counts;
+  counts.measured = response.gemms_measured();
+  counts.cached = response.gemms_cached();
+  counts.predicted = response.gemms_predicted();
+  send(std::move(response));
+  return counts;
 }
 
 }  // namespace wavecrest

@@ -15,6 +15,7 @@
 #include "service/advisor_logic.h"
 #include "service/convert.h"
 #include "service/errors.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 namespace {
@@ -166,9 +167,10 @@ absl::StatusOr<std::vector<int64_t>> SweepValues(const v1::SweepRequest& r) {
 }
 
 absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
-                                           const RecommendContext& ctx) {
+                                           const CallContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> values, SweepValues(request));
-  ASSIGN_OR_RETURN(const GpuSpec* gpu, CatalogGpuFromRequest(request.gpu(), "gpu"));
+  ASSIGN_OR_RETURN(const GpuTarget target, ResolveCallGpu(ctx, request.gpu(), "gpu"));
+  const GpuSpec* gpu = target.spec;
   const bool gemm_sweep = IsGemmDimension(request.vary());
   const v1::Mode mode =
       request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_PREDICTED : request.mode();
@@ -256,12 +258,12 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
 
   // Measuring: the distinct GEMMs of the points, in order of value, within the GPU-time budget.
   absl::flat_hash_map<GemmKey, GemmTime> measured;
-  const bool can_measure = ctx.measurer != nullptr && ctx.measurer->can_measure;
-  if (mode == v1::MODE_MEASURED && !can_measure) {
-    if (!ctx.no_measure_error.ok()) return ctx.no_measure_error;
-    return absl::UnavailableError(ctx.no_measure_reason);
+  const MeasureAvailability can = Availability(ctx, target);
+  if (mode == v1::MODE_MEASURED && !can.can_measure) {
+    if (!can.error.ok()) return can.error;
+    return absl::UnavailableError(can.reason);
   }
-  if (mode != v1::MODE_PREDICTED && can_measure) {
+  if (mode != v1::MODE_PREDICTED && can.can_measure) {
     const double budget_s =
         request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
     std::vector<GemmKey> keys;
@@ -293,8 +295,8 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
     ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
                    absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
     MeasureCounts counts;
-    absl::StatusOr<std::vector<std::optional<GemmTime>>> times = ctx.measurer->measure(
-        keys, MeasureBy(ctx, budget_s),
+    absl::StatusOr<std::vector<std::optional<GemmTime>>> times = MeasureGemmTimes(
+        ctx, target, mode, keys, MeasureBy(ctx, budget_s),
         [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
         &counts);
     RETURN_IF_ERROR(StopStatus(ctx));
@@ -312,7 +314,7 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
     }
   } else {
     if (mode == v1::MODE_AUTO) {
-      response.add_notes(absl::StrCat(ctx.no_measure_reason, ": every point is PREDICTED"));
+      response.add_notes(absl::StrCat(can.reason, ": every point is PREDICTED"));
     }
   }
   int64_t predicted_keys = 0;  // distinct GEMMs the points use that no GPU measured
@@ -350,6 +352,24 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
   ReportProgress(ctx, static_cast<int64_t>(points.size()), static_cast<int64_t>(points.size()),
                  "done");
   return response;
+}
+
+absl::StatusOr<v1::SweepRequest> AcceptSweep(v1::SweepRequest request) {
+  RETURN_IF_ERROR(ResolveHfConfig(&request));
+  if (request.gpu().empty()) return FieldError("gpu", GpuRequired());
+  RETURN_IF_ERROR(SweepValues(request).status());
+  return request;
+}
+
+absl::StatusOr<MeasureCounts> StreamSweep(const v1::SweepRequest& request, const CallContext& ctx,
+                                          const Send<v1::SweepResponse>& send) {
+  ASSIGN_OR_RETURN(v1::SweepResponse response, RunSweep(request, ctx));
+  MeasureCounts counts;
+  counts.measured = response.gemms_measured();
+  counts.cached = response.gemms_cached();
+  counts.predicted = response.gemms_predicted();
+  send(std::move(response));
+  return counts;
 }
 
 }  // namespace wavecrest

@@ -20,9 +20,18 @@ absl::string_view SweepDimensionName(v1::SweepDimension d);
 // The values of the sweep (from, from + step, ..., <= to), or INVALID_ARGUMENT naming the field.
 absl::StatusOr<std::vector<int64_t>> SweepValues(const v1::SweepRequest& request);
 
+// Accepts a request before it is queued: its HF config imported, the GPU named, the range valid.
+absl::StatusOr<v1::SweepRequest> AcceptSweep(v1::SweepRequest request);
+
 // `context` as for Recommend (its measurer may be null: predictions only).
 absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
-                                           const RecommendContext& context);
+                                           const CallContext& context);
+
+// RunSweep for a stream: the answer (done) through `send`; returns where its GEMMs' times came
+// from.
+absl::StatusOr<MeasureCounts> StreamSweep(const v1::SweepRequest& request,
+                                          const CallContext& context,
+                                          const Send<v1::SweepResponse>& send);
 
 }  // namespace wavecrest
 

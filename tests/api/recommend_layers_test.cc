@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "service/convert.h"
 #include "service/recommend_logic.h"
+#include "tests/api/fake_measurer.h"
 
 namespace wavecrest {
 namespace {
@@ -37,37 +38,19 @@ struct FakeGpu {
   double layer_factor = 1.0;
   double base_factor = 1.0;
   LayerKey base_layer;
-  std::vector<LayerKey> asked;
-  Measurer measurer;
+  FakeMeasurer measurer;
 
   FakeGpu() {
-    const GpuSpec& gpu = **FindGpu("h100-sxm");
     std::vector<FieldViolation> v;
     base_layer = *MakeLayerKey(LayerKind::kTransformerLayer,
                                *NormalizeSpec(FromProto(Request().model(), &v)));
-    measurer.can_measure = true;
-    measurer.measure = [&gpu](const std::vector<GemmKey>& keys, absl::Time,
-                              const std::function<void(int64_t, int64_t)>&, MeasureCounts* counts) {
-      std::vector<std::optional<GemmTime>> out;
-      for (const GemmKey& k : keys) out.push_back(GemmTime{PredictGemmTime(gpu, k), 0.01, true});
-      counts->measured = static_cast<int64_t>(keys.size());
-      return absl::StatusOr<std::vector<std::optional<GemmTime>>>(out);
-    };
-    measurer.measure_layers = [this, &gpu](const std::vector<LayerKey>& keys, absl::Time,
-                                           const std::function<void(int64_t, int64_t)>&,
-                                           MeasureCounts* counts) {
-      std::vector<std::optional<LayerTime>> out;
-      for (const LayerKey& k : keys) {
-        asked.push_back(k);
-        const double f = k == base_layer ? base_factor : layer_factor;
-        out.push_back(LayerTime{PredictLayer(gpu, k).time_s * f, 0.02});
-      }
-      counts->measured = static_cast<int64_t>(keys.size());
-      return absl::StatusOr<std::vector<std::optional<LayerTime>>>(out);
+    measurer.layer_factor = [this](const LayerKey& k) {
+      return k == base_layer ? base_factor : layer_factor;
     };
   }
-  RecommendContext Context() {
-    RecommendContext ctx;
+  std::vector<LayerKey> asked() const { return measurer.layers_asked(); }
+  CallContext Context() {
+    CallContext ctx;
     ctx.measurer = &measurer;
     return ctx;
   }
@@ -86,13 +69,14 @@ TEST(RecommendLayersTest, LayersAtTheirSumOfPartsChangeNothingButTheLabel) {
   FakeGpu gpu;
   absl::StatusOr<v1::RecommendResponse> with = RunRecommend(Request(), gpu.Context());
   ASSERT_TRUE(with.ok()) << with.status();
-  EXPECT_EQ(with->layers_measured(), static_cast<int64_t>(gpu.asked.size()));
-  ASSERT_GE(gpu.asked.size(), 2u);
-  for (size_t i = 0; i < gpu.asked.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(gpu.asked[i] == gpu.asked[j]);
+  const std::vector<LayerKey> asked = gpu.asked();
+  EXPECT_EQ(with->layers_measured(), static_cast<int64_t>(asked.size()));
+  ASSERT_GE(asked.size(), 2u);
+  for (size_t i = 0; i < asked.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(asked[i] == asked[j]);
   }
-  FakeGpu no_layers;
-  no_layers.measurer.measure_layers = nullptr;
+  FakeGpu no_layers;  // a worker that cannot time layers: they come back predicted
+  no_layers.measurer.layers_measurable = false;
   absl::StatusOr<v1::RecommendResponse> without = RunRecommend(Request(), no_layers.Context());
   ASSERT_TRUE(without.ok());
   const v1::Candidate& b1 = Baseline(*with);
@@ -182,7 +166,7 @@ TEST(RecommendVerdictTest, ChangeWhenTheFirstCandidateBeatsTheBaseline) {
   m->set_num_layers(12);
   m->set_vocab_size(50257);
   m->set_seq_length(1024);
-  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, RecommendContext());
+  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, CallContext());
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->verdict(), v1::VERDICT_CHANGE);
   EXPECT_THAT(out->verdict_reason(), HasSubstr("change the shape"));
@@ -208,7 +192,7 @@ TEST(RecommendVerdictTest, DecodeRowsCarryTimePerTokenAndBandwidthUtilisation) {
   r.mutable_model()->set_workload(v1::WORKLOAD_DECODE);
   r.mutable_model()->set_micro_batch_size(8);
   r.mutable_model()->set_kv_cache_length(2048);
-  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, RecommendContext());
+  absl::StatusOr<v1::RecommendResponse> out = RunRecommend(r, CallContext());
   ASSERT_TRUE(out.ok()) << out.status();
   for (const v1::Candidate& c : out->candidates()) {
     EXPECT_DOUBLE_EQ(c.time_per_output_token_s(), c.step_time_s());

@@ -1,0 +1,302 @@
+// Every streaming RPC's logic, in process, as the transport runs it: accept (or plan) the request,
+// then stream it with a CallContext whose Measurer is a fake GPU. Each shows the flow (progress,
+// results, the answer, where its times came from) and that the call keeps to its deadline and
+// stops when cancelled.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "service/recommend_logic.h"
+#include "service/sweep_logic.h"
+#include "service/timing_logic.h"
+#include "tests/api/fake_measurer.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::ModelSpec SmallModel() {
+  v1::ModelSpec m;
+  m.set_hidden_size(2048);
+  m.set_num_attention_heads(16);
+  m.set_num_layers(8);
+  m.set_vocab_size(32000);
+  m.set_seq_length(1024);
+  return m;
+}
+
+// A stream's messages and progress, as a client would see them.
+template <typename Response>
+struct Stream {
+  std::vector<Response> messages;
+  std::vector<v1::Progress> progress;
+  Send<Response> send() {
+    return [this](Response r) { messages.push_back(std::move(r)); };
+  }
+  CallContext Context(Measurer* m) {
+    CallContext ctx;
+    ctx.measurer = m;
+    ctx.progress = [this](const v1::Progress& p) { progress.push_back(p); };
+    return ctx;
+  }
+};
+
+// A context that reports cancelled once `after` progress messages went out.
+template <typename Response>
+CallContext CancelAfter(Stream<Response>& s, Measurer* m, size_t after) {
+  CallContext ctx = s.Context(m);
+  ctx.cancelled = [&s, after] { return s.messages.size() + s.progress.size() >= after; };
+  return ctx;
+}
+
+TEST(CallFlowTest, TimeGemmsStreamsEveryDistinctGemmWithItsUses) {
+  FakeMeasurer gpu;
+  v1::TimeGemmsRequest request;
+  request.set_gpu(FakeMeasurer::kDevice);  // a worker's device name resolves to its kind
+  *request.mutable_model() = SmallModel();
+  absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(request, gpu);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->task.kind, "h100-sxm");
+  Stream<v1::TimeGemmsResponse> s;
+  absl::StatusOr<MeasureCounts> counts = StreamTimeGemms(*plan, s.Context(&gpu), s.send());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  const size_t n = plan->task.gemms.size();
+  ASSERT_GT(n, 4u);
+  EXPECT_EQ(counts->measured, static_cast<int64_t>(n));
+  EXPECT_EQ(gpu.gemms_asked().size(), n);
+  // First a progress message announcing the work, then timings with progress between.
+  ASSERT_TRUE(s.messages.front().has_progress());
+  EXPECT_EQ(s.messages.front().progress().total(), static_cast<int64_t>(n));
+  std::vector<bool> seen(n, false);
+  for (const v1::TimeGemmsResponse& m : s.messages) {
+    if (!m.has_timing()) continue;
+    ASSERT_LT(static_cast<size_t>(m.timing().index()), n);
+    seen[m.timing().index()] = true;
+    EXPECT_GT(m.timing().used_by_size(), 0) << m.timing().index();
+    EXPECT_EQ(m.timing().provenance().source(), v1::SOURCE_MEASURED);
+  }
+  EXPECT_THAT(seen, ::testing::Each(true));
+}
+
+TEST(CallFlowTest, TimeGemmsKeepsToTheDeadlineAndStopsWhenCancelled) {
+  FakeMeasurer gpu;
+  gpu.per_unit = absl::Milliseconds(30);
+  v1::TimeGemmsRequest request;
+  request.set_gpu("h100-sxm");
+  *request.mutable_model() = SmallModel();
+  const TimeGemmsPlan plan = *PlanTimeGemms(request, gpu);
+
+  Stream<v1::TimeGemmsResponse> late;
+  CallContext ctx = late.Context(&gpu);
+  ctx.deadline = absl::Now() + absl::Milliseconds(50);
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(StreamTimeGemms(plan, ctx, late.send()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));  // it did not time every GEMM
+
+  Stream<v1::TimeGemmsResponse> cancelled;
+  EXPECT_EQ(
+      StreamTimeGemms(plan, CancelAfter(cancelled, &gpu, 3), cancelled.send()).status().code(),
+      absl::StatusCode::kCancelled);
+  EXPECT_LT(gpu.gemms_asked().size(), plan.task.gemms.size());
+}
+
+TEST(CallFlowTest, TimeGemmsRefusesBeforeAnyWork) {
+  FakeMeasurer gpu;
+  v1::TimeGemmsRequest request;
+  request.set_gpu("h100-sxm");
+  absl::StatusOr<TimeGemmsPlan> none = PlanTimeGemms(request, gpu);
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("gemms"));
+  // More GPU time than one request may hold: refused, naming the field.
+  v1::GemmShape* g = request.add_gemms();
+  g->set_m(65536);
+  g->set_n(65536);
+  g->set_k(65536);
+  g->set_batch(64);
+  absl::StatusOr<TimeGemmsPlan> huge = PlanTimeGemms(request, gpu);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("GPU time"));
+  EXPECT_TRUE(gpu.gemms_asked().empty());
+}
+
+TEST(CallFlowTest, TimeLayersStreamsLayersAndTheirNotes) {
+  FakeMeasurer gpu;
+  v1::TimeLayersRequest request;
+  request.set_gpu("h100-sxm");
+  *request.mutable_model() = SmallModel();
+  absl::StatusOr<LayerTask> task = PlanTimeLayers(request, gpu);
+  ASSERT_TRUE(task.ok()) << task.status();
+  Stream<v1::TimeLayersResponse> s;
+  CallContext ctx = s.Context(&gpu);
+  absl::StatusOr<MeasureCounts> counts = StreamTimeLayers(*task, ctx, s.send());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_EQ(counts->measured, static_cast<int64_t>(task->layers.size()));
+  int timings = 0;
+  for (const auto& m : s.messages) timings += m.has_timing();
+  EXPECT_EQ(timings, static_cast<int>(task->layers.size()));
+
+  // Past the measuring budget the rest is predicted, and a note says so.
+  LayerTask spent = *task;
+  spent.measure_by = absl::Now() - absl::Seconds(1);
+  Stream<v1::TimeLayersResponse> s2;
+  counts = StreamTimeLayers(spent, s2.Context(&gpu), s2.send());
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(counts->measured, 0);
+  ASSERT_TRUE(s2.messages.back().notes_size() > 0);
+  EXPECT_THAT(s2.messages.back().notes(0), HasSubstr("budget"));
+}
+
+TEST(CallFlowTest, TimeLayersKeepsToTheDeadline) {
+  FakeMeasurer gpu;
+  v1::TimeLayersRequest request;
+  request.set_gpu("h100-sxm");
+  *request.mutable_model() = SmallModel();
+  const LayerTask task = *PlanTimeLayers(request, gpu);
+  Stream<v1::TimeLayersResponse> s;
+  CallContext ctx = s.Context(&gpu);
+  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  EXPECT_EQ(StreamTimeLayers(task, ctx, s.send()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  Stream<v1::TimeLayersResponse> c;
+  EXPECT_EQ(StreamTimeLayers(task, CancelAfter(c, &gpu, 1), c.send()).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+v1::RecommendRequest Recommend(v1::Mode mode) {
+  v1::RecommendRequest r;
+  r.set_gpu(FakeMeasurer::kDevice);
+  r.set_mode(mode);
+  *r.mutable_model() = SmallModel();
+  r.set_measure_top_k(2);
+  r.set_top(3);
+  return r;
+}
+
+TEST(CallFlowTest, RecommendMeasuresTheBestAndAnswersLast) {
+  FakeMeasurer gpu;
+  absl::StatusOr<v1::RecommendRequest> accepted = AcceptRecommend(Recommend(v1::MODE_MEASURED));
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  Stream<v1::RecommendResponse> s;
+  absl::StatusOr<MeasureCounts> counts = StreamRecommend(*accepted, s.Context(&gpu), s.send());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_EQ(s.messages.size(), 1u);  // the answer; progress went through the context
+  const v1::RecommendResponse& r = s.messages.back();
+  EXPECT_TRUE(r.done());
+  EXPECT_EQ(r.gpu(), "h100-sxm");  // answered with the catalog name, not the device's
+  EXPECT_GT(counts->measured, 0);
+  EXPECT_EQ(counts->measured, r.gemms_measured());
+  EXPECT_EQ(r.gemms_measured(), static_cast<int64_t>(gpu.gemms_asked().size()));
+  EXPECT_EQ(r.candidates(0).source(), v1::SOURCE_MEASURED);
+  std::vector<std::string> what;
+  for (const v1::Progress& p : s.progress) what.push_back(p.message());
+  EXPECT_THAT(absl::StrJoin(what, "|"), HasSubstr("measuring"));
+  EXPECT_EQ(s.progress.back().message(), "done");
+}
+
+TEST(CallFlowTest, RecommendKeepsToTheDeadlineAndStopsWhenCancelled) {
+  FakeMeasurer gpu;
+  Stream<v1::RecommendResponse> late;
+  CallContext ctx = late.Context(&gpu);
+  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  EXPECT_EQ(StreamRecommend(Recommend(v1::MODE_AUTO), ctx, late.send()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(late.messages.empty());
+
+  Stream<v1::RecommendResponse> c;
+  EXPECT_EQ(
+      StreamRecommend(Recommend(v1::MODE_AUTO), CancelAfter(c, &gpu, 2), c.send()).status().code(),
+      absl::StatusCode::kCancelled);
+  EXPECT_TRUE(c.messages.empty());
+}
+
+// The measuring budget ends before the deadline: a slow GPU leaves the rest predicted, and the
+// call still answers in time.
+TEST(CallFlowTest, RecommendAnswersBeforeItsDeadlineThroughASlowGpu) {
+  FakeMeasurer gpu;
+  gpu.per_unit = absl::Milliseconds(200);
+  Stream<v1::RecommendResponse> s;
+  CallContext ctx = s.Context(&gpu);
+  ctx.deadline = absl::Now() + absl::Seconds(2);
+  absl::StatusOr<MeasureCounts> counts =
+      StreamRecommend(Recommend(v1::MODE_MEASURED), ctx, s.send());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  EXPECT_LE(absl::Now(), ctx.deadline);
+  EXPECT_GT(counts->predicted, 0);
+  EXPECT_THAT(absl::StrJoin(s.messages.back().notes(), "\n"), HasSubstr("budget spent"));
+}
+
+TEST(CallFlowTest, MeasuredModeWithoutAWorkerIsTheMeasurersError) {
+  FakeMeasurer gpu;
+  gpu.up = false;
+  Stream<v1::RecommendResponse> s;
+  absl::StatusOr<MeasureCounts> r =
+      StreamRecommend(Recommend(v1::MODE_MEASURED), s.Context(&gpu), s.send());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("fake: no h100-sxm worker"));
+  // MODE_AUTO answers, predicted, and says why.
+  Stream<v1::RecommendResponse> a;
+  ASSERT_TRUE(StreamRecommend(Recommend(v1::MODE_AUTO), a.Context(&gpu), a.send()).ok());
+  EXPECT_THAT(absl::StrJoin(a.messages.back().notes(), "\n"),
+              HasSubstr("no h100-sxm worker is up: every number is PREDICTED"));
+  EXPECT_TRUE(gpu.gemms_asked().empty());
+}
+
+TEST(CallFlowTest, RecommendIsRefusedBeforeQueueingWhenItCannotSucceed) {
+  v1::RecommendRequest r = Recommend(v1::MODE_AUTO);
+  r.clear_gpu();
+  EXPECT_THAT(std::string(AcceptRecommend(r).status().message()), HasSubstr("gpu"));
+  r = Recommend(v1::MODE_AUTO);
+  r.set_top(-1);
+  EXPECT_EQ(AcceptRecommend(r).status().code(), absl::StatusCode::kInvalidArgument);
+  r = Recommend(v1::MODE_AUTO);
+  r.clear_model();
+  r.set_hf_config_json(
+      R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 16,
+      "num_hidden_layers": 4, "vocab_size": 32000, "intermediate_size": 2816,
+      "max_position_embeddings": 2048})");
+  absl::StatusOr<v1::RecommendRequest> imported = AcceptRecommend(r);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  EXPECT_EQ(imported->model().hidden_size(), 1024);
+}
+
+TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
+  FakeMeasurer gpu;
+  v1::SweepRequest request;
+  request.set_gpu("h100-sxm");
+  request.set_mode(v1::MODE_MEASURED);
+  request.set_vary(v1::SWEEP_DIMENSION_GEMM_N);
+  request.mutable_gemm()->set_m(4096);
+  request.mutable_gemm()->set_n(4096);
+  request.mutable_gemm()->set_k(4096);
+  request.set_from(4032);
+  request.set_to(4160);
+  request.set_step(32);
+  absl::StatusOr<v1::SweepRequest> accepted = AcceptSweep(request);
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  Stream<v1::SweepResponse> s;
+  absl::StatusOr<MeasureCounts> counts = StreamSweep(*accepted, s.Context(&gpu), s.send());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_EQ(s.messages.size(), 1u);
+  EXPECT_TRUE(s.messages[0].done());
+  EXPECT_EQ(counts->measured, 5);
+  EXPECT_EQ(gpu.gemms_asked().size(), 5u);
+  EXPECT_FALSE(s.progress.empty());
+
+  Stream<v1::SweepResponse> late;
+  CallContext ctx = late.Context(&gpu);
+  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  EXPECT_EQ(StreamSweep(*accepted, ctx, late.send()).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  Stream<v1::SweepResponse> c;
+  EXPECT_EQ(StreamSweep(*accepted, CancelAfter(c, &gpu, 1), c.send()).status().code(),
+            absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace wavecrest
