@@ -11,15 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/analysis.h"
-#include "core/status_macros.h"
 #include "server/stream_reactor.h"
 #include "service/advisor_logic.h"
-#include "service/convert.h"
 #include "service/errors.h"
 #include "service/log.h"
 #include "service/recommend_logic.h"
-#include "service/spec_io.h"
 #include "service/sweep_logic.h"
 #include "service/timing_logic.h"
 
@@ -176,11 +172,7 @@ grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* c
   } else if (absl::Now() > DeadlineOf(ctx)) {
     status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
   } else {
-    v1::AnalyzeRequest resolved = *request;
-    const absl::Status imported = ResolveHfConfig(&resolved);
-    absl::StatusOr<v1::AnalyzeResponse> r = imported.ok()
-                                                ? HandleAnalyze(resolved, MeasuredLayers())
-                                                : absl::StatusOr<v1::AnalyzeResponse>(imported);
+    absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(*request, MeasuredLayers());
     if (r.ok()) {
       *response = std::move(*r);
     } else {

@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "service/convert.h"
 #include "service/errors.h"
+#include "service/spec_io.h"
 
 namespace wavecrest {
 
@@ -44,6 +45,11 @@ absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
                                                   const MeasuredLayerLookup& lookup) {
+  if (!request.hf_config_json().empty()) {
+    v1::AnalyzeRequest imported = request;
+    RETURN_IF_ERROR(ResolveHfConfig(&imported));
+    return HandleAnalyze(imported, lookup);
+  }
   std::vector<FieldViolation> all;
   ModelSpec spec = ConvertAndCheck(request.model(), "model.", &all);
   if (request.gpu().empty()) all.push_back({"gpu", GpuRequired()});

@@ -33,7 +33,7 @@ using MeasuredLayerLookup =
     std::function<std::optional<v1::LayerTiming>(const GpuSpec& gpu, const LayerKey& key)>;
 
 // Analyze: INVALID_ARGUMENT (with field violations), NOT_FOUND, FAILED_PRECONDITION or the answer.
-// With `lookup` and a measurement of the model's whole layer, measured_step is filled.
+// A request's hf_config_json is imported first. With `lookup` and a measurement of the model's whole layer, measured_step is filled.
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
                                                   const MeasuredLayerLookup& lookup = nullptr);
 

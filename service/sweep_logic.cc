@@ -166,165 +166,146 @@ absl::StatusOr<std::vector<int64_t>> SweepValues(const v1::SweepRequest& r) {
   return values;
 }
 
-absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
-                                           const CallContext& ctx) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> values, SweepValues(request));
-  ASSIGN_OR_RETURN(const GpuTarget target, ResolveCallGpu(ctx, request.gpu(), "gpu"));
-  const GpuSpec* gpu = target.spec;
-  const bool gemm_sweep = IsGemmDimension(request.vary());
-  const v1::Mode mode =
-      request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_PREDICTED : request.mode();
-  if (!(request.max_gpu_seconds() >= 0 && request.max_gpu_seconds() <= 3600)) {
-    return FieldError("max_gpu_seconds",
-                      absl::StrCat("must be in [0, 3600]; got ", request.max_gpu_seconds()));
-  }
+namespace {
 
-  // The points: each a legal shape, or why not (a point that is not legal stays in the answer).
+// The point of a GEMM sweep at `v`: a legal GEMM, or why not.
+Point GemmPoint(const v1::SweepRequest& request, Layout layout, DType dtype, int64_t v) {
+  Point p;
+  p.value = v;
+  GemmShape s{request.gemm().m(), request.gemm().n(), request.gemm().k(),
+              std::max<int64_t>(request.gemm().batch(), 1)};
+  (request.vary() == v1::SWEEP_DIMENSION_GEMM_M   ? s.m
+   : request.vary() == v1::SWEEP_DIMENSION_GEMM_N ? s.n
+                                                  : s.k) = v;
+  std::vector<std::string> bad;
+  const std::pair<const char*, int64_t> dims[] = {
+      {"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}};
+  for (const auto& [name, d] : dims) {
+    if (d < 1 || d > kMaxWorkerGemmDim) {
+      bad.push_back(
+          absl::StrCat("gemm.", name, " ", d, " is outside [1, ", kMaxWorkerGemmDim, "]"));
+    }
+  }
+  if (bad.empty() && !(GemmFlops(s) <= kMaxWorkerGemmFlops)) {
+    bad.push_back(absl::StrCat("more than ", kMaxWorkerGemmFlops, " FLOPs"));
+  }
+  if (bad.empty()) {
+    p.gemm = GemmKey{s, layout, dtype};
+  } else {
+    p.invalid = absl::StrJoin(bad, "; ");
+  }
+  return p;
+}
+
+// The point of a model sweep at `v`: a legal model the GPU runs, or why not.
+Point ModelPoint(const v1::SweepRequest& request, const GpuSpec& gpu, int64_t v) {
+  Point p;
+  p.value = v;
+  v1::ModelSpec m = request.model();
+  SetModelField(&m, request.vary(), v);
+  absl::StatusOr<ModelSpec> spec = SpecFromRequest(m, "model.");
+  if (!spec.ok()) {
+    p.invalid = std::string(spec.status().message());
+  } else if (absl::Status st = CheckDtypeSupported(spec->dtype, gpu); !st.ok()) {
+    p.invalid = std::string(st.message());
+  } else {
+    p.spec = *std::move(spec);
+  }
+  return p;
+}
+
+// The points: each a legal shape, or why not (a point that is not legal stays in the answer).
+absl::StatusOr<std::vector<Point>> PointsOf(const v1::SweepRequest& request, const GpuSpec& gpu,
+                                            const std::vector<int64_t>& values) {
   std::vector<Point> points;
-  if (gemm_sweep) {
+  if (IsGemmDimension(request.vary())) {
     if (!request.has_gemm()) {
       return FieldError("gemm", "give the GEMM to vary (m, n, k; batch optional)");
     }
     ASSIGN_OR_RETURN(Layout layout, FromProto(request.layout()));
     ASSIGN_OR_RETURN(DType dtype, FromProto(request.dtype()));
-    RETURN_IF_ERROR(CheckDtypeSupported(dtype, *gpu));
-    for (int64_t v : values) {
-      Point p;
-      p.value = v;
-      GemmShape s{request.gemm().m(), request.gemm().n(), request.gemm().k(),
-                  std::max<int64_t>(request.gemm().batch(), 1)};
-      (request.vary() == v1::SWEEP_DIMENSION_GEMM_M   ? s.m
-       : request.vary() == v1::SWEEP_DIMENSION_GEMM_N ? s.n
-                                                      : s.k) = v;
-      std::vector<std::string> bad;
-      const std::pair<const char*, int64_t> dims[] = {
-          {"m", s.m}, {"n", s.n}, {"k", s.k}, {"batch", s.batch}};
-      for (const auto& [name, d] : dims) {
-        if (d < 1 || d > kMaxWorkerGemmDim) {
-          bad.push_back(
-              absl::StrCat("gemm.", name, " ", d, " is outside [1, ", kMaxWorkerGemmDim, "]"));
-        }
-      }
-      if (bad.empty() && !(GemmFlops(s) <= kMaxWorkerGemmFlops)) {
-        bad.push_back(absl::StrCat("more than ", kMaxWorkerGemmFlops, " FLOPs"));
-      }
-      if (bad.empty()) {
-        p.gemm = GemmKey{s, layout, dtype};
-      } else {
-        p.invalid = absl::StrJoin(bad, "; ");
-      }
-      points.push_back(std::move(p));
-    }
+    RETURN_IF_ERROR(CheckDtypeSupported(dtype, gpu));
+    for (int64_t v : values) points.push_back(GemmPoint(request, layout, dtype, v));
   } else {
     if (!request.has_model()) return FieldError("model", "give the model to vary");
     RETURN_IF_ERROR(SpecFromRequest(request.model(), "model.").status());
-    for (int64_t v : values) {
-      Point p;
-      p.value = v;
-      v1::ModelSpec m = request.model();
-      SetModelField(&m, request.vary(), v);
-      absl::StatusOr<ModelSpec> spec = SpecFromRequest(m, "model.");
-      if (spec.ok()) {
-        if (absl::Status st = CheckDtypeSupported(spec->dtype, *gpu); st.ok()) {
-          p.spec = std::move(*spec);
-        } else {
-          p.invalid = std::string(st.message());
-        }
-      } else {
-        p.invalid = std::string(spec.status().message());
-      }
-      points.push_back(std::move(p));
+    for (int64_t v : values) points.push_back(ModelPoint(request, gpu, v));
+  }
+  return points;
+}
+
+// The distinct GEMMs a point needs (fused attention is not a cuBLASLt GEMM).
+std::vector<GemmKey> GemmKeysOf(const Point& p) {
+  std::vector<GemmKey> keys;
+  if (p.gemm) keys.push_back(*p.gemm);
+  if (p.spec) {
+    for (const Gemm& g : BuildGemms(*p.spec)) {
+      if (!g.fused_attention) keys.push_back(g.key());
     }
   }
+  return keys;
+}
 
-  v1::SweepResponse response;
-  response.set_gpu(gpu->name);
-  response.set_vary(request.vary());
-  response.set_mode(mode);
-  ScoreCache predicted([gpu](const GemmKey& k) {
-    const GemmPrediction p = PredictGemm(*gpu, k);
-    return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
-  });
-  auto gemm_keys = [&](const Point& p) {
-    std::vector<GemmKey> keys;
-    if (p.gemm) keys.push_back(*p.gemm);
-    if (p.spec) {
-      for (const Gemm& g : BuildGemms(*p.spec)) {
-        if (!g.fused_attention) keys.push_back(g.key());
-      }
-    }
-    return keys;
-  };
-
-  // Measuring: the distinct GEMMs of the points, in order of value, within the GPU-time budget.
+// Measuring: the distinct GEMMs of the points, in order of value, within the GPU-time budget.
+// Returns the measured (or cached) times; notes and counts go into `response`.
+absl::StatusOr<absl::flat_hash_map<GemmKey, GemmTime>> MeasurePoints(
+    const CallContext& ctx, const v1::SweepRequest& request, const GpuTarget& target, v1::Mode mode,
+    const std::vector<Point>& points, ScoreCache& predicted, v1::SweepResponse& response) {
   absl::flat_hash_map<GemmKey, GemmTime> measured;
-  const MeasureAvailability can = Availability(ctx, target);
-  if (mode == v1::MODE_MEASURED && !can.can_measure) {
-    if (!can.error.ok()) return can.error;
-    return absl::UnavailableError(can.reason);
-  }
-  if (mode != v1::MODE_PREDICTED && can.can_measure) {
-    const double budget_s =
-        request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
-    std::vector<GemmKey> keys;
-    absl::flat_hash_map<GemmKey, bool> seen;
-    double cost = 0, needed = 0;
-    for (const Point& p : points) {
-      for (const GemmKey& k : gemm_keys(p)) {
-        if (!seen.emplace(k, true).second) continue;
-        const double c = predicted.Get(k).time_s * kMeasureCostFactor;
-        needed += c;
-        if (cost + c <= budget_s) {
-          cost += c;
-          keys.push_back(k);
-        }
+  const double budget_s =
+      request.max_gpu_seconds() == 0 ? kDefaultMaxGpuSeconds : request.max_gpu_seconds();
+  std::vector<GemmKey> keys;
+  absl::flat_hash_map<GemmKey, bool> seen;
+  double cost = 0, needed = 0;
+  for (const Point& p : points) {
+    for (const GemmKey& k : GemmKeysOf(p)) {
+      if (!seen.emplace(k, true).second) continue;
+      const double c = predicted.Get(k).time_s * kMeasureCostFactor;
+      needed += c;
+      if (cost + c <= budget_s) {
+        cost += c;
+        keys.push_back(k);
       }
-    }
-    if (keys.size() < seen.size()) {
-      if (mode == v1::MODE_MEASURED) {
-        return FieldError("max_gpu_seconds",
-                          absl::StrCat("measuring the sweep's ", seen.size(),
-                                       " distinct GEMMs needs about ", std::ceil(needed),
-                                       " s of GPU time; raise max_gpu_seconds (at most 3600) or "
-                                       "narrow the range"));
-      }
-      response.add_notes(absl::StrCat("the GPU-time budget (", budget_s, " s) covers ", keys.size(),
-                                      " of ", seen.size(),
-                                      " distinct GEMMs; the rest are PREDICTED"));
-    }
-    ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
-                   absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
-    MeasureCounts counts;
-    absl::StatusOr<std::vector<std::optional<GemmTime>>> times = MeasureGemmTimes(
-        ctx, target, mode, keys, MeasureBy(ctx, budget_s),
-        [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
-        &counts);
-    RETURN_IF_ERROR(StopStatus(ctx));
-    if (!times.ok()) {
-      if (mode == v1::MODE_MEASURED) return times.status();
-      response.add_notes(absl::StrCat("measurement failed (", times.status().message(),
-                                      "); every point is PREDICTED"));
-    } else {
-      for (size_t i = 0; i < keys.size(); ++i) {
-        if ((*times)[i]) measured[keys[i]] = *(*times)[i];
-      }
-      response.set_gemms_measured(counts.measured);
-      response.set_gemms_cached(counts.cached);
-      for (const std::string& n : counts.notes) response.add_notes(n);
-    }
-  } else {
-    if (mode == v1::MODE_AUTO) {
-      response.add_notes(absl::StrCat(can.reason, ": every point is PREDICTED"));
     }
   }
-  int64_t predicted_keys = 0;  // distinct GEMMs the points use that no GPU measured
-  ScoreCache times([&](const GemmKey& key) {
-    auto it = measured.find(key);
-    if (it == measured.end() || !it->second.measured) ++predicted_keys;
-    return it != measured.end() ? it->second : predicted.Get(key);
-  });
+  if (keys.size() < seen.size()) {
+    if (mode == v1::MODE_MEASURED) {
+      return FieldError("max_gpu_seconds",
+                        absl::StrCat("measuring the sweep's ", seen.size(),
+                                     " distinct GEMMs needs about ", std::ceil(needed),
+                                     " s of GPU time; raise max_gpu_seconds (at most 3600) or "
+                                     "narrow the range"));
+    }
+    response.add_notes(absl::StrCat("the GPU-time budget (", budget_s, " s) covers ", keys.size(),
+                                    " of ", seen.size(),
+                                    " distinct GEMMs; the rest are PREDICTED"));
+  }
+  ReportProgress(ctx, 0, static_cast<int64_t>(keys.size()),
+                 absl::StrCat("measuring ", keys.size(), " distinct GEMMs"));
+  MeasureCounts counts;
+  absl::StatusOr<std::vector<std::optional<GemmTime>>> times = MeasureGemmTimes(
+      ctx, target, mode, keys, MeasureBy(ctx, budget_s),
+      [&](int64_t done, int64_t total) { ReportProgress(ctx, done, total, "measuring GEMMs"); },
+      &counts);
+  RETURN_IF_ERROR(StopStatus(ctx));
+  if (!times.ok()) {
+    if (mode == v1::MODE_MEASURED) return times.status();
+    response.add_notes(absl::StrCat("measurement failed (", times.status().message(),
+                                    "); every point is PREDICTED"));
+    return measured;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if ((*times)[i]) measured[keys[i]] = *(*times)[i];
+  }
+  response.set_gemms_measured(counts.measured);
+  response.set_gemms_cached(counts.cached);
+  for (const std::string& n : counts.notes) response.add_notes(n);
+  return measured;
+}
 
-  // Scoring.
+// Scoring: every point, with `times` for its GEMMs.
+absl::Status ScorePoints(const CallContext& ctx, const std::vector<Point>& points,
+                         const GpuSpec& gpu, ScoreCache& times, v1::SweepResponse& response) {
   for (size_t i = 0; i < points.size(); ++i) {
     if (i % 64 == 0) {
       RETURN_IF_ERROR(StopStatus(ctx));
@@ -340,13 +321,57 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
       continue;
     }
     if (p.gemm) {
-      FillGemmPoint(*p.gemm, times.Get(*p.gemm), *gpu, out);
+      FillGemmPoint(*p.gemm, times.Get(*p.gemm), gpu, out);
     } else {
       const CandidateScore s =
-          ScoreCandidate(*p.spec, *gpu, times, BudgetParams(*p.spec, CountParams(*p.spec)));
-      FillModelPoint(s, *gpu, out);
+          ScoreCandidate(*p.spec, gpu, times, BudgetParams(*p.spec, CountParams(*p.spec)));
+      FillModelPoint(s, gpu, out);
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
+                                           const CallContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> values, SweepValues(request));
+  ASSIGN_OR_RETURN(const GpuTarget target, ResolveCallGpu(ctx, request.gpu(), "gpu"));
+  const GpuSpec* gpu = target.spec;
+  const v1::Mode mode =
+      request.mode() == v1::MODE_UNSPECIFIED ? v1::MODE_PREDICTED : request.mode();
+  if (!(request.max_gpu_seconds() >= 0 && request.max_gpu_seconds() <= 3600)) {
+    return FieldError("max_gpu_seconds",
+                      absl::StrCat("must be in [0, 3600]; got ", request.max_gpu_seconds()));
+  }
+  ASSIGN_OR_RETURN(const std::vector<Point> points, PointsOf(request, *gpu, values));
+  v1::SweepResponse response;
+  response.set_gpu(gpu->name);
+  response.set_vary(request.vary());
+  response.set_mode(mode);
+  ScoreCache predicted([gpu](const GemmKey& k) {
+    const GemmPrediction p = PredictGemm(*gpu, k);
+    return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};
+  });
+  const MeasureAvailability can = Availability(ctx, target);
+  if (mode == v1::MODE_MEASURED && !can.can_measure) {
+    if (!can.error.ok()) return can.error;
+    return absl::UnavailableError(can.reason);
+  }
+  absl::flat_hash_map<GemmKey, GemmTime> measured;
+  if (mode != v1::MODE_PREDICTED && can.can_measure) {
+    ASSIGN_OR_RETURN(measured,
+                     MeasurePoints(ctx, request, target, mode, points, predicted, response));
+  } else if (mode == v1::MODE_AUTO) {
+    response.add_notes(absl::StrCat(can.reason, ": every point is PREDICTED"));
+  }
+  int64_t predicted_keys = 0;  // distinct GEMMs the points use that no GPU measured
+  ScoreCache times([&](const GemmKey& key) {
+    auto it = measured.find(key);
+    if (it == measured.end() || !it->second.measured) ++predicted_keys;
+    return it != measured.end() ? it->second : predicted.Get(key);
+  });
+  RETURN_IF_ERROR(ScorePoints(ctx, points, *gpu, times, response));
   response.set_gemms_predicted(predicted_keys);
   response.set_done(true);
   ReportProgress(ctx, static_cast<int64_t>(points.size()), static_cast<int64_t>(points.size()),
