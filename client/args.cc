@@ -32,8 +32,11 @@ std::vector<CommandInfo> BuildCommands() {
       {"analyze",
        "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
        "the model breaks (offline, or through --server)",
-       "wavecrest analyze --model FILE [--gpu NAME] [flags]",
-       Join({kConnection, kModel, {"gpu", "calibration"}})},
+       "wavecrest analyze --model FILE [--gpu NAME] [--gpus N --global-batch B ...] [flags]",
+       Join({kConnection,
+             kModel,
+             {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
+              "recompute", "dp_overlap", "distributed_optimizer"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
        "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "

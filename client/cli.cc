@@ -73,8 +73,8 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
 
 double EffectiveDeadline(const CliOptions& o) {
   if (o.deadline_s > 0) return o.deadline_s;
-  const bool may_measure = (o.command == "recommend" || o.command == "sweep") &&
-                           o.mode != "predicted";
+  const bool may_measure =
+      (o.command == "recommend" || o.command == "sweep") && o.mode != "predicted";
   if (!may_measure) return kDefaultDeadlineS;
   return (o.max_gpu_seconds > 0 ? o.max_gpu_seconds : kDefaultMaxGpuSeconds) +
          kDeadlineAfterBudgetS;
@@ -103,6 +103,26 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   v1::AnalyzeRequest request;
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
+  if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
+      !o.recompute.empty() || o.dp_overlap != 0 || o.distributed_optimizer) {
+    v1::RunConfig* run = request.mutable_run();
+    run->set_num_gpus(o.gpus);
+    run->set_global_batch(o.global_batch);
+    run->set_interleave(o.interleave);
+    run->set_sequence_parallel(o.sequence_parallel);
+    run->set_dp_overlap(o.dp_overlap);
+    run->set_distributed_optimizer(o.distributed_optimizer);
+    if (o.recompute == "none") {
+      run->set_recompute(v1::RECOMPUTE_NONE);
+    } else if (o.recompute == "selective") {
+      run->set_recompute(v1::RECOMPUTE_SELECTIVE);
+    } else if (o.recompute == "full") {
+      run->set_recompute(v1::RECOMPUTE_FULL);
+    } else if (!o.recompute.empty()) {
+      return FieldError("--recompute",
+                        absl::StrCat("\"", o.recompute, "\" is not one of: none, selective, full"));
+    }
+  }
   if (o.server.empty()) return HandleAnalyze(request);
   return ClientFor(o).Analyze(request);
 }

@@ -23,6 +23,14 @@ struct CliOptions {
   int64_t pp = 0;          // pipeline stages override
   int64_t dp = 0;          // data-parallel replicas (memory estimate)
   std::string tp_options;  // recommend: "2,4,8"
+  // analyze: the training run (any of them set: the step's breakdown)
+  int64_t gpus = 0;
+  int64_t global_batch = 0;
+  int64_t interleave = 0;
+  bool sequence_parallel = false;
+  std::string recompute;  // none, selective, full
+  double dp_overlap = 0;
+  bool distributed_optimizer = false;
   std::string dtype;
   std::string attention;
   std::string workload;

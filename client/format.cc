@@ -158,6 +158,30 @@ std::string HumanCount(double n) {
   return absl::StrFormat("%.0f", n);
 }
 
+std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
+  std::string out = absl::StrFormat(
+      "training step on %d GPUs (%d nodes): t=%d p=%d d=%d, global batch %d = %d micro-batches "
+      "per data-parallel rank; PREDICTED\n",
+      b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(), b.data_parallel(),
+      b.global_batch(), b.microbatches());
+  const std::pair<const char*, double> parts[] = {
+      {"compute", b.compute_s()},          {"recomputation", b.recompute_s()},
+      {"TP communication", b.tp_comm_s()}, {"pipeline bubble", b.pp_bubble_s()},
+      {"pipeline sends", b.pp_comm_s()},   {"DP communication", b.dp_comm_s()},
+      {"optimizer", b.optimizer_s()}};
+  Table t({"component", "time", "share"});
+  for (const auto& [name, s] : parts) {
+    t.Add({name, HumanSeconds(s),
+           absl::StrFormat("%.1f%%", b.step_time_s() > 0 ? 100 * s / b.step_time_s() : 0)});
+  }
+  t.Add({"step", HumanSeconds(b.step_time_s()), "100%"});
+  absl::StrAppend(&out, t.Render());
+  absl::StrAppendFormat(&out, "MFU %.1f%%, %s tokens/s per GPU\n", 100 * b.mfu(),
+                        HumanCount(b.tokens_per_second_per_gpu()));
+  for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
+  return out;
+}
+
 std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   std::string out = absl::StrFormat(
@@ -265,6 +289,7 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
         l.provenance().device().name(), HumanSeconds(l.predicted_sum_s()), 100 * ms.mfu(),
         HumanCount(ms.tokens_per_second_per_gpu()));
   }
+  if (r.has_step()) absl::StrAppend(&out, FormatStepBreakdown(r.step()));
   // The GEMMs that lose the most time to their penalties, by share of the step.
   std::vector<const v1::GemmAnalysis*> slow;
   for (const v1::GemmAnalysis& g : r.gemms()) {
@@ -385,8 +410,7 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
     absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
   }
-  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(),
-                        r.gpu());
+  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(), r.gpu());
   if (r.shapes_examined() > r.candidates_considered()) {
     absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
                           r.shapes_examined());
@@ -398,21 +422,26 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   absl::StrAppend(&out, "\n\n");
   bool decode = false;
   for (const v1::Candidate& c : r.candidates()) decode |= c.time_per_output_token_s() > 0;
-  std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L", "params",
-                                     "Δparams", "step", "tok/s/GPU"};
+  std::vector<std::string> header = {"rank", "",  "h",      "a",       "a_kv", "d",        "f",
+                                     "v",    "L", "params", "Δparams", "step", "tok/s/GPU"};
   if (decode) header.insert(header.end(), {"TPOT", "MBU"});
   header.insert(header.end(), {"speedup", "MFU", "source"});
   Table t(header);
   for (const v1::Candidate& c : r.candidates()) {
     const v1::ModelSpec& m = c.model();
-    std::vector<std::string> row = {
-        absl::StrCat(c.rank()), c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
-        absl::StrCat(m.hidden_size()), absl::StrCat(m.num_attention_heads()),
-        absl::StrCat(m.num_kv_heads()), absl::StrCat(m.head_dim()),
-        absl::StrCat(m.ffn_hidden_size()), absl::StrCat(m.vocab_size()),
-        absl::StrCat(m.num_layers()), HumanCount(c.params().total_params()),
-        absl::StrFormat("%+.2f%%", 100 * c.param_change()), HumanSeconds(c.step_time_s()),
-        HumanCount(c.tokens_per_second_per_gpu())};
+    std::vector<std::string> row = {absl::StrCat(c.rank()),
+                                    c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
+                                    absl::StrCat(m.hidden_size()),
+                                    absl::StrCat(m.num_attention_heads()),
+                                    absl::StrCat(m.num_kv_heads()),
+                                    absl::StrCat(m.head_dim()),
+                                    absl::StrCat(m.ffn_hidden_size()),
+                                    absl::StrCat(m.vocab_size()),
+                                    absl::StrCat(m.num_layers()),
+                                    HumanCount(c.params().total_params()),
+                                    absl::StrFormat("%+.2f%%", 100 * c.param_change()),
+                                    HumanSeconds(c.step_time_s()),
+                                    HumanCount(c.tokens_per_second_per_gpu())};
     if (decode) {
       row.push_back(HumanSeconds(c.time_per_output_token_s()));
       row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
@@ -437,8 +466,8 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   if (!r.refusals().empty()) {
     absl::StrAppend(&out, "refused while generating candidates:\n");
     for (const v1::Refusal& x : r.refusals()) {
-      absl::StrAppend(&out, "  ", x.count(), " ", x.unit(), ": ", x.description(),
-                      " (loosen with ", x.loosen_with(), ")\n");
+      absl::StrAppend(&out, "  ", x.count(), " ", x.unit(), ": ", x.description(), " (loosen with ",
+                      x.loosen_with(), ")\n");
     }
   }
   for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");

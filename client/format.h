@@ -15,6 +15,8 @@ namespace wavecrest {
 std::string ToJson(const google::protobuf::Message& message);
 
 std::string FormatAnalysis(const v1::AnalyzeResponse& r);
+// The step of a training run, component by component (analyze --gpus ...).
+std::string FormatStepBreakdown(const v1::StepBreakdown& b);
 std::string FormatDevices(const v1::ListDevicesResponse& r);
 std::string FormatTimingHeader();
 std::string FormatTiming(const v1::GemmTiming& t);

@@ -35,6 +35,19 @@ ABSL_FLAG(int64_t, dp, 0,
           "0 = keep (default 1, not sharded)");
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
+ABSL_FLAG(int64_t, gpus, 0,
+          "analyze: GPUs of the training run (a multiple of tp × pp; the rest is data "
+          "parallelism); with it (or any run flag) the answer breaks the step down into compute, "
+          "recomputation, TP communication, pipeline bubble, DP communication and optimizer");
+ABSL_FLAG(int64_t, global_batch, 0,
+          "analyze: sequences per optimizer step; 0 = micro_batch × data-parallel ranks × pp");
+ABSL_FLAG(int64_t, interleave, 0, "analyze: virtual pipeline stages per rank; 0 = 1");
+ABSL_FLAG(bool, sequence_parallel, false, "analyze: Megatron sequence parallelism");
+ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective, full");
+ABSL_FLAG(double, dp_overlap, 0,
+          "analyze: fraction of the data-parallel gradient reduction hidden under backward");
+ABSL_FLAG(bool, distributed_optimizer, false,
+          "analyze: optimizer state sharded over the data-parallel ranks (ZeRO-1)");
 ABSL_FLAG(std::string, tp_options, "",
           "recommend: tensor-parallel degrees every candidate must be legal for (heads and KV "
           "heads divisible by each), comma-separated; empty = 1,2,4,8");
@@ -135,7 +148,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv, argv + argc);
   absl::StatusOr<wavecrest::ParsedArgs> parsed = wavecrest::ParseArgs(args);
   if (!parsed.ok()) {
-    std::cerr << "wavecrest: " << wavecrest::ForTerminal(wavecrest::FormatError(parsed.status())) << "\n";
+    std::cerr << "wavecrest: " << wavecrest::ForTerminal(wavecrest::FormatError(parsed.status()))
+              << "\n";
     return 2;
   }
   if (parsed->version) {
@@ -162,6 +176,13 @@ int main(int argc, char** argv) {
   o.pp = absl::GetFlag(FLAGS_pp);
   o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
+  o.gpus = absl::GetFlag(FLAGS_gpus);
+  o.global_batch = absl::GetFlag(FLAGS_global_batch);
+  o.interleave = absl::GetFlag(FLAGS_interleave);
+  o.sequence_parallel = absl::GetFlag(FLAGS_sequence_parallel);
+  o.recompute = absl::GetFlag(FLAGS_recompute);
+  o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
+  o.distributed_optimizer = absl::GetFlag(FLAGS_distributed_optimizer);
   o.dtype = absl::GetFlag(FLAGS_dtype);
   o.attention = absl::GetFlag(FLAGS_attention);
   o.workload = absl::GetFlag(FLAGS_workload);

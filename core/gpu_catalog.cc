@@ -4,6 +4,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <tuple>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -44,7 +46,6 @@ std::vector<TileShape> TileMenu() {
   return {{256, 128, 1}, {128, 256, 1}, {128, 128, 2}, {128, 64, 3}, {64, 128, 3}, {64, 64, 4}};
 }
 
-
 // The same prior parameters for every dtype; `best_fraction` is the GPU's prior peak fraction.
 // Calibration replaces them per dtype.
 void SetPriors(GpuSpec& g, double best_fraction) {
@@ -62,6 +63,30 @@ void SetPriors(GpuSpec& g, double best_fraction) {
     g.Calibration(d).label = absl::StrCat("uncalibrated prior (", kCostModelName,
                                           " built-in constants; no measurements of this GPU)");
   }
+}
+
+// Latencies per collective step: a few microseconds on NVLink and on InfiniBand, the order the
+// NCCL documentation and nccl-tests' small-message results show; they matter only for small
+// messages. PRIOR, not fitted.
+constexpr double kNvlinkLatency = 5e-6;
+constexpr double kNetworkLatency = 10e-6;
+
+Interconnect Link(int64_t domain, double nvlink_gbps, double network_gbits, std::string source) {
+  Interconnect l;
+  l.domain_gpus = domain;
+  l.nvlink_bytes_per_s = nvlink_gbps * kGiga;
+  l.network_bytes_per_s = network_gbits / 8 * kGiga;
+  l.nvlink_latency_s = kNvlinkLatency;
+  l.network_latency_s = kNetworkLatency;
+  l.source = std::move(source);
+  return l;
+}
+
+// PCIe parts: no NVLink domain beyond the GPU itself; a 200 Gb/s NIC per GPU.
+Interconnect PcieLink(double pcie_gbps) {
+  return Link(1, pcie_gbps, 200,
+              "PCIe card: one GPU per domain (NVLink bridges join pairs at most), a 200 Gb/s NIC "
+              "per GPU assumed");
 }
 
 std::vector<GpuSpec> MakeCatalog() {
@@ -85,6 +110,8 @@ std::vector<GpuSpec> MakeCatalog() {
     g.alignment_bytes = 16;
     SetPriors(g, 0.85);
     g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
+    // NVLink 2: 300 GB/s total per GPU (150 each way); DGX-1: 8 GPUs, 4 x 100 Gb/s EDR.
+    g.link = Link(8, 150, 50, "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB)");
     c.push_back(g);
   }
   auto a100 = [](std::string name, std::string display, double bw, int64_t mem_gib, double best) {
@@ -104,12 +131,21 @@ std::vector<GpuSpec> MakeCatalog() {
     g.alignment_bytes = 128;
     SetPriors(g, best);
     g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
+    // NVLink 3: 600 GB/s total per GPU (300 each way); DGX A100: 8 GPUs on NVSwitch, 8 x 200 Gb/s
+    // HDR InfiniBand for compute (one per GPU).
+    g.link = Link(8, 300, 200, "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB)");
     return g;
   };
   c.push_back(a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", 1555 * kGiga, 40, 0.87));
   c.push_back(a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", 2039 * kGiga, 80, 0.87));
-  c.push_back(a100("a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", 1555 * kGiga, 40, 0.82));
-  c.push_back(a100("a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 1935 * kGiga, 80, 0.82));
+  for (auto [name, display, bw, mem] :
+       {std::tuple<const char*, const char*, double, int64_t>{
+            "a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", 1555 * kGiga, 40},
+        {"a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 1935 * kGiga, 80}}) {
+    GpuSpec g = a100(name, display, bw, mem, 0.82);
+    g.link = PcieLink(32);  // PCIe 4.0 x16
+    c.push_back(g);
+  }
   {
     GpuSpec g;
     g.name = "a10";
@@ -126,6 +162,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp32 = 31.2 * kTera;
     SetPriors(g, 0.75);
     g.sources = "NVIDIA A10 datasheet; Ampere GA102 whitepaper";
+    g.link = PcieLink(32);  // PCIe 4.0 x16
     c.push_back(g);
   }
   {
@@ -145,6 +182,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp32 = 30.3 * kTera;
     SetPriors(g, 0.70);
     g.sources = "NVIDIA L4 datasheet; Ada Lovelace architecture whitepaper";
+    g.link = PcieLink(32);  // PCIe 4.0 x16
     c.push_back(g);
   }
   {
@@ -164,6 +202,7 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp32 = 91.6 * kTera;
     SetPriors(g, 0.70);
     g.sources = "NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper";
+    g.link = PcieLink(32);  // PCIe 4.0 x16
     c.push_back(g);
   }
   auto hopper = [](std::string name, std::string display, int64_t sms, int64_t mhz, double peak16,
@@ -184,12 +223,19 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp32 = peak16 / 14.8;  // 66.9 of 989.4 (SXM), 51.2 of 756 (PCIe)
     SetPriors(g, best);
     g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
+    // NVLink 4: 900 GB/s total per GPU (450 each way); DGX H100/H200: 8 GPUs on NVSwitch, 8 x 400
+    // Gb/s NDR (ConnectX-7) for compute.
+    g.link = Link(8, 450, 400, "NVIDIA DGX H100/H200 datasheets (NVLink 4 + NVSwitch, 8x NDR IB)");
     return g;
   };
   c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera, 3350 * kGiga,
                      80, 0.80));
-  c.push_back(
-      hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga, 80, 0.75));
+  {
+    GpuSpec g = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga,
+                       80, 0.75);
+    g.link = PcieLink(64);  // PCIe 5.0 x16
+    c.push_back(g);
+  }
   c.push_back(
       hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141, 0.80));
   {
@@ -209,6 +255,8 @@ std::vector<GpuSpec> MakeCatalog() {
     g.peak_fp32 = 75 * kTera;
     SetPriors(g, 0.75);
     g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
+    // NVLink 5: 1.8 TB/s total per GPU (900 each way); DGX B200: 8 GPUs, 8 x 400 Gb/s.
+    g.link = Link(8, 900, 400, "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s)");
     c.push_back(g);
   }
   return c;

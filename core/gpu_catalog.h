@@ -158,6 +158,20 @@ struct CalibrationInfo {
   std::optional<Band> misaligned_band;
 };
 
+// How a GPU talks to the others of a run: the scale-up domain (NVLink/NVSwitch) and the scale-out
+// network, per GPU and per direction, as NVIDIA's system datasheets give them (the reference
+// system for each GPU: DGX-1, DGX A100, DGX H100/H200, DGX B200; PCIe parts as one GPU per
+// NVLink domain behind a 200 Gb/s NIC). Collectives reach a fraction of these
+// (kCollectiveEfficiency in core/parallelism.h).
+struct Interconnect {
+  int64_t domain_gpus = 1;         // GPUs one NVLink/NVSwitch domain joins (a node)
+  double nvlink_bytes_per_s = 0;   // per GPU, one direction
+  double network_bytes_per_s = 0;  // per GPU, one direction (InfiniBand/RoCE NICs)
+  double nvlink_latency_s = 0;     // per collective step
+  double network_latency_s = 0;
+  std::string source;
+};
+
 struct GpuSpec {
   std::string name;            // catalog key, lowercase: "h100-sxm"
   std::string display_name;    // "NVIDIA H100 SXM5 80GB"
@@ -182,6 +196,7 @@ struct GpuSpec {
   std::array<CostModelParams, kDTypeCount> models;
   std::array<CalibrationInfo, kDTypeCount> calibration;
   std::string sources;  // where the figures come from
+  Interconnect link;
 
   double PeakFlops(DType dtype) const;
   bool Supports(DType dtype) const { return PeakFlops(dtype) > 0; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make bench`: runs every CPU benchmark and rewrites bench/results/ (each file starts with the
 # date, the machine and the commit): analyze_bench and recommend_bench (text for people, JSON for
-# scripts/bench-check.sh), the server under load (loadgen.txt) and a worker round trip.
+# scripts/bench-check.sh), the server under load (loadgen.txt), a worker round trip, and the
+# parallelism model against Megatron's published Selene runs (megatron_validation.txt).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -14,5 +15,7 @@ for b in analyze_bench recommend_bench; do
       --benchmark_out="bench/results/$b.json" --benchmark_out_format=json
   } 2>&1 | tee "bench/results/$b.txt"
 done
+{ bench_header; "$build/bench/megatron_validation"; } 2>&1 |
+  tee bench/results/megatron_validation.txt
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"

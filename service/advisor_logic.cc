@@ -1,6 +1,8 @@
 #include "service/advisor_logic.h"
 
+#include "absl/strings/match.h"
 #include "core/analysis.h"
+#include "core/parallelism.h"
 #include "core/status_macros.h"
 #include "service/convert.h"
 #include "service/errors.h"
@@ -57,6 +59,20 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu));
   v1::AnalyzeResponse response = ToProto(analysis);
+  if (request.has_run()) {
+    ASSIGN_OR_RETURN(const RunConfig run, FromProto(request.run(), "run."));
+    absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);
+    if (!step.ok()) {
+      // "run.global_batch: must be ..." names its field.
+      const absl::string_view msg = step.status().message();
+      const size_t colon = msg.find(": ");
+      if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
+        return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
+      }
+      return FieldError("run", msg);
+    }
+    *response.mutable_step() = ToProto(*step);
+  }
   if (!lookup) return response;
   absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);
   if (!key.ok()) return response;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
 #include "core/memory.h"
+#include "service/errors.h"
 
 namespace wavecrest {
 
@@ -471,8 +472,8 @@ v1::TileChoice ToProto(const GemmPrediction& p) {
 }
 
 std::string PredictedMethod(const GpuSpec& gpu, DType dtype) {
-  return absl::StrCat(kCostModelName, " of ", kModelledLibrary, " (",
-                      gpu.Calibration(dtype).label, ")");
+  return absl::StrCat(kCostModelName, " of ", kModelledLibrary, " (", gpu.Calibration(dtype).label,
+                      ")");
 }
 
 v1::Provenance PredictedProvenance(const GpuSpec& gpu, DType dtype, double time_s) {
@@ -554,6 +555,71 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
   r.mutable_provenance()->set_error_band_p10(p10);
   r.mutable_provenance()->set_error_band_p90(p90);
   return r;
+}
+
+absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view prefix) {
+  std::vector<FieldViolation> v;
+  RunConfig c;
+  c.num_gpus = r.num_gpus();
+  c.global_batch = r.global_batch();
+  c.interleave = r.interleave() == 0 ? 1 : r.interleave();
+  c.sequence_parallel = r.sequence_parallel();
+  c.distributed_optimizer = r.distributed_optimizer();
+  c.dp_overlap = r.dp_overlap();
+  switch (r.recompute()) {
+    case v1::RECOMPUTE_UNSPECIFIED:
+    case v1::RECOMPUTE_NONE:
+      c.recompute = Recompute::kNone;
+      break;
+    case v1::RECOMPUTE_SELECTIVE:
+      c.recompute = Recompute::kSelective;
+      break;
+    case v1::RECOMPUTE_FULL:
+      c.recompute = Recompute::kFull;
+      break;
+    default:
+      v.push_back({absl::StrCat(prefix, "recompute"),
+                   absl::StrCat("unknown value ", r.recompute(),
+                                "; allowed: RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL")});
+  }
+  const std::pair<const char*, int64_t> counts[] = {{"num_gpus", r.num_gpus()},
+                                                    {"global_batch", r.global_batch()},
+                                                    {"interleave", r.interleave()}};
+  for (const auto& [name, value] : counts) {
+    if (value < 0 || value > (int64_t{1} << 24)) {
+      v.push_back({absl::StrCat(prefix, name),
+                   absl::StrCat("must be in [0, ", int64_t{1} << 24, "]; got ", value)});
+    }
+  }
+  if (!(r.dp_overlap() >= 0 && r.dp_overlap() <= 1)) {
+    v.push_back({absl::StrCat(prefix, "dp_overlap"),
+                 absl::StrCat("must be in [0, 1]; got ", r.dp_overlap())});
+  }
+  if (!v.empty()) return InvalidArgumentWithViolations(v);
+  return c;
+}
+
+v1::StepBreakdown ToProto(const StepBreakdown& b) {
+  v1::StepBreakdown p;
+  p.set_gpus(b.gpus);
+  p.set_nodes(b.nodes);
+  p.set_tensor_parallel(b.tensor_parallel);
+  p.set_pipeline_parallel(b.pipeline_parallel);
+  p.set_data_parallel(b.data_parallel);
+  p.set_microbatches(b.microbatches);
+  p.set_global_batch(b.global_batch);
+  p.set_compute_s(b.compute_s);
+  p.set_recompute_s(b.recompute_s);
+  p.set_tp_comm_s(b.tp_comm_s);
+  p.set_pp_bubble_s(b.pp_bubble_s);
+  p.set_pp_comm_s(b.pp_comm_s);
+  p.set_dp_comm_s(b.dp_comm_s);
+  p.set_optimizer_s(b.optimizer_s);
+  p.set_step_time_s(b.step_s);
+  p.set_mfu(b.mfu);
+  p.set_tokens_per_second_per_gpu(b.tokens_per_s_per_gpu);
+  for (const std::string& a : b.assumptions) p.add_assumptions(a);
+  return p;
 }
 
 }  // namespace wavecrest

@@ -10,6 +10,7 @@
 #include "core/layers.h"
 #include "core/memory.h"
 #include "core/model_spec.h"
+#include "core/parallelism.h"
 #include "core/recommend.h"
 #include "wavecrest/v1/advisor.pb.h"
 #include "wavecrest/v1/model.pb.h"
@@ -63,6 +64,11 @@ v1::LayerTiming PredictedLayerTiming(const GpuSpec& gpu, const LayerKey& key);
 
 // The Analyze response for an analysis.
 v1::AnalyzeResponse ToProto(const Analysis& a);
+
+// A run's layout (INVALID_ARGUMENT naming `prefix` + the field for an unknown recomputation or
+// an overlap outside [0, 1]) and its step's breakdown.
+absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view prefix);
+v1::StepBreakdown ToProto(const StepBreakdown& b);
 
 }  // namespace wavecrest
 

@@ -50,6 +50,40 @@ TEST(CliTest, AnalyzeTableShowsGemmsTotalsAndRules) {
   EXPECT_THAT(r.out, HasSubstr("PREDICTED"));
 }
 
+// analyze with a run: the step's components in a table, and a run the model cannot have named by
+// its field; JSON carries the same breakdown.
+TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/llama-3-70b.json");
+  o.gpu = "h100-sxm";
+  o.tp = 8;
+  o.pp = 4;
+  o.gpus = 64;
+  o.global_batch = 1024;
+  o.recompute = "selective";
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"training step on 64 GPUs (8 nodes): t=8 p=4 d=2", "TP communication",
+                           "pipeline bubble", "DP communication", "optimizer", "assumes:"}) {
+    EXPECT_THAT(r.out, HasSubstr(part));
+  }
+  o.format = "json";
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"pp_bubble_s\""));
+  o.format = "table";
+  o.gpus = 60;
+  r = Cli(o);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("run.num_gpus"));
+  o.gpus = 64;
+  o.recompute = "some";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--recompute"));
+}
+
 // `calibrate --fit=` with attention data: the attention report alone (the fit, its
 // cross-validation, the catalog's constants beside it); a bad file is named with its field.
 TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {

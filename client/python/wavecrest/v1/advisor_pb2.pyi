@@ -26,6 +26,10 @@ MODE_AUTO: Mode
 MODE_MEASURED: Mode
 MODE_PREDICTED: Mode
 MODE_UNSPECIFIED: Mode
+RECOMPUTE_FULL: Recompute
+RECOMPUTE_NONE: Recompute
+RECOMPUTE_SELECTIVE: Recompute
+RECOMPUTE_UNSPECIFIED: Recompute
 SWEEP_DIMENSION_FFN: SweepDimension
 SWEEP_DIMENSION_GEMM_K: SweepDimension
 SWEEP_DIMENSION_GEMM_M: SweepDimension
@@ -43,17 +47,19 @@ VERDICT_KEEP: Verdict
 VERDICT_UNSPECIFIED: Verdict
 
 class AnalyzeRequest(_message.Message):
-    __slots__ = ["gpu", "hf_config_json", "model"]
+    __slots__ = ["gpu", "hf_config_json", "model", "run"]
     GPU_FIELD_NUMBER: _ClassVar[int]
     HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    RUN_FIELD_NUMBER: _ClassVar[int]
     gpu: str
     hf_config_json: str
     model: _model_pb2.ModelSpec
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
+    run: RunConfig
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ..., run: _Optional[_Union[RunConfig, _Mapping]] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
@@ -67,6 +73,7 @@ class AnalyzeResponse(_message.Message):
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
     RULES_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
     STEP_FLOPS_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
@@ -84,11 +91,12 @@ class AnalyzeResponse(_message.Message):
     params: ParameterCounts
     provenance: _model_pb2.Provenance
     rules: _containers.RepeatedCompositeFieldContainer[RuleViolation]
+    step: StepBreakdown
     step_flops: float
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ["baseline", "beats_baseline", "elementwise_share", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
@@ -498,6 +506,64 @@ class RuleViolation(_message.Message):
     priced: bool
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
+class RunConfig(_message.Message):
+    __slots__ = ["distributed_optimizer", "dp_overlap", "global_batch", "interleave", "num_gpus", "recompute", "sequence_parallel"]
+    DISTRIBUTED_OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
+    DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
+    INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
+    NUM_GPUS_FIELD_NUMBER: _ClassVar[int]
+    RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    distributed_optimizer: bool
+    dp_overlap: float
+    global_batch: int
+    interleave: int
+    num_gpus: int
+    recompute: Recompute
+    sequence_parallel: bool
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., distributed_optimizer: bool = ...) -> None: ...
+
+class StepBreakdown(_message.Message):
+    __slots__ = ["assumptions", "compute_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "mfu", "microbatches", "nodes", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute_s", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s"]
+    ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
+    DATA_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    DP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
+    GPUS_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    MICROBATCHES_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    OPTIMIZER_S_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    PP_BUBBLE_S_FIELD_NUMBER: _ClassVar[int]
+    PP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    RECOMPUTE_S_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    TP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    assumptions: _containers.RepeatedScalarFieldContainer[str]
+    compute_s: float
+    data_parallel: int
+    dp_comm_s: float
+    global_batch: int
+    gpus: int
+    mfu: float
+    microbatches: int
+    nodes: int
+    optimizer_s: float
+    pipeline_parallel: int
+    pp_bubble_s: float
+    pp_comm_s: float
+    recompute_s: float
+    step_time_s: float
+    tensor_parallel: int
+    tokens_per_second_per_gpu: float
+    tp_comm_s: float
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
     ERROR_BAND_P10_FIELD_NUMBER: _ClassVar[int]
@@ -711,6 +777,9 @@ class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Bound(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Recompute(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class LayerKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -1,0 +1,57 @@
+// Predicted step times of Megatron's published Selene runs (bench/megatron_runs.h: Korthikanti
+// et al. 2022, Table 5) against the published ones. Nothing of the parallelism model was fitted
+// to these runs. Prints one row per run and the mean and largest |error|. A benchmark, not a
+// test: the figures are committed under bench/results/ by scripts/bench.sh.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/megatron_runs.h"
+
+int main() {
+  using namespace wavecrest;
+  const GpuSpec& gpu = **FindGpu("a100-sxm-80gb");
+  std::printf(
+      "Megatron on Selene (A100 80GB, FP16, t=8): predicted step time vs Korthikanti et al. "
+      "2022, Table 5\n");
+  std::printf("%-13s %-7s %5s %4s %4s %4s %9s %9s %7s | %7s %7s %7s %7s %7s %6s\n", "model", "mode",
+              "gpus", "p", "m", "v", "published", "predicted", "error", "compute", "recomp",
+              "tp_comm", "bubble", "pp+opt", "MFU");
+  double sum = 0, worst = 0;
+  int n = 0;
+  for (const MegatronRun& run : kMegatronRuns) {
+    for (bool seqsel : {false, true}) {
+      const ModelSpec s = MegatronRunSpec(run);
+      absl::StatusOr<Analysis> a = Analyze(s, gpu);
+      if (!a.ok()) {
+        std::fprintf(stderr, "%s: %s\n", run.model, std::string(a.status().message()).c_str());
+        return 1;
+      }
+      const RunConfig rc = MegatronRunConfig(run, seqsel);
+      absl::StatusOr<StepBreakdown> b = PlanStep(*a, rc);
+      if (!b.ok()) {
+        std::fprintf(stderr, "%s: %s\n", run.model, std::string(b.status().message()).c_str());
+        return 1;
+      }
+      const double published = seqsel ? run.seqsel_s : run.full_s;
+      const double error = b->step_s / published - 1;
+      sum += std::fabs(error);
+      worst = std::max(worst, std::fabs(error));
+      ++n;
+      std::printf(
+          "%-13s %-7s %5lld %4lld %4lld %4lld %9.2f %9.2f %+6.1f%% | %7.2f %7.2f %7.2f %7.2f "
+          "%7.2f %5.1f%%\n",
+          run.model, seqsel ? "seqsel" : "full", static_cast<long long>(b->gpus),
+          static_cast<long long>(run.pipeline), static_cast<long long>(b->microbatches),
+          static_cast<long long>(run.interleave), published, b->step_s, 100 * error, b->compute_s,
+          b->recompute_s, b->tp_comm_s, b->pp_bubble_s, b->pp_comm_s + b->optimizer_s,
+          100 * b->mfu);
+    }
+  }
+  std::printf(
+      "mean |error| %.1f%%, largest %.1f%% over %d runs (PREDICTED: the A100 cost model's "
+      "calibration band applies to the compute part)\n",
+      100 * sum / n, 100 * worst, n);
+  return 0;
+}

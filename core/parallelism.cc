@@ -1,0 +1,225 @@
+#include "core/parallelism.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace wavecrest {
+namespace {
+
+// The ring cost model: an all-reduce of `bytes` over `n` GPUs moves 2(n-1)/n of it per GPU in
+// 2(n-1) steps; a reduce-scatter or an all-gather half of that.
+double AllReduceS(double bytes, int64_t n, double bw, double latency) {
+  if (n <= 1) return 0;
+  return 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * latency;
+}
+double GatherS(double bytes, int64_t n, double bw, double latency) {
+  if (n <= 1) return 0;
+  return 1.0 * (n - 1) / n * bytes / bw + 1.0 * (n - 1) * latency;
+}
+
+// A link a group of GPUs talks over: NVLink when the whole group (`span` consecutive ranks) fits
+// in one NVLink domain, the network otherwise.
+struct Path {
+  double bw = 0;
+  double latency = 0;
+  bool network = false;
+};
+Path PathFor(const GpuSpec& gpu, int64_t span) {
+  const Interconnect& l = gpu.link;
+  if (span <= l.domain_gpus && l.nvlink_bytes_per_s > 0) {
+    return {l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false};
+  }
+  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true};
+}
+
+// One micro-batch on one tensor-parallel rank, split the way the pipeline and recomputation need.
+struct MicroBatch {
+  double layers_s = 0;             // every transformer layer, forward and backward
+  double head_s = 0;               // the logits GEMMs and the loss (the last stage's extra)
+  double layers_forward_s = 0;     // the layers' forward (full recomputation repeats it)
+  double attention_forward_s = 0;  // attention's core forward (selective recomputation)
+};
+
+MicroBatch SplitMicroBatch(const Analysis& a) {
+  MicroBatch mb;
+  const double layers = static_cast<double>(a.spec.num_layers);
+  for (const GemmAnalysis& g : a.gemms) {
+    const double t = g.prediction.time_s * static_cast<double>(g.gemm.count);
+    if (g.gemm.name == kLogits) {
+      mb.head_s += t;
+      continue;
+    }
+    mb.layers_s += t;
+    if (g.gemm.pass != Pass::kForward) continue;
+    mb.layers_forward_s += t;
+    if (g.gemm.name == kAttnScore || g.gemm.name == kAttnOverValue) mb.attention_forward_s += t;
+  }
+  // Elementwise kernels: their forward is taken as a third of forward + backward (backward reads
+  // about twice what forward does).
+  mb.layers_s += layers * a.elementwise.layer_time_s;
+  mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
+  mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
+  mb.head_s += a.elementwise.loss_time_s;
+  return mb;
+}
+
+// Tensor-parallel collectives of one micro-batch through one stage's `layers`.
+double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
+  const ModelSpec& s = a.spec;
+  const int64_t t = s.tensor_parallel;
+  if (t <= 1) return 0;
+  const double bytes =
+      static_cast<double>(s.micro_batch_size * s.seq_length * s.hidden_size) * 2;  // 16-bit
+  const Path path = PathFor(*a.gpu, t);
+  const bool full = run.recompute == Recompute::kFull;
+  double per_layer = 0;
+  if (run.sequence_parallel) {
+    // Forward: 2 all-gathers and 2 reduce-scatters; backward the same and 2 all-gathers re-done.
+    const double gathers = 4 + 2 + (full ? 2 : 0);
+    const double scatters = 4 + (full ? 2 : 0);
+    per_layer = (gathers + scatters) * GatherS(bytes, t, path.bw, path.latency);
+  } else {
+    per_layer = (4 + (full ? 2 : 0)) * AllReduceS(bytes, t, path.bw, path.latency);
+  }
+  return layers * per_layer;
+}
+
+absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int64_t* d,
+                      int64_t* m) {
+  const int64_t b = s.micro_batch_size;
+  if (run.num_gpus < 0 || run.global_batch < 0) {
+    return absl::InvalidArgumentError("run: num_gpus and global_batch must be >= 0");
+  }
+  if (run.num_gpus > 0 && run.num_gpus % tp != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.num_gpus: must be a multiple of tensor_parallel × pipeline_parallel (",
+                     tp, "); got ", run.num_gpus));
+  }
+  *d = run.num_gpus > 0 ? run.num_gpus / tp : std::max<int64_t>(s.data_parallel, 1);
+  const int64_t per_step = b * *d;
+  const int64_t global = run.global_batch > 0 ? run.global_batch : per_step * s.pipeline_parallel;
+  if (global % per_step != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.global_batch: must be a multiple of micro_batch_size × data-parallel "
+                     "ranks (",
+                     per_step, "); got ", global));
+  }
+  *m = global / per_step;
+  const int64_t stage_layers = s.num_layers / s.pipeline_parallel;
+  if (run.interleave < 1 || stage_layers % run.interleave != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.interleave: must be >= 1 and divide the layers per stage (", stage_layers,
+                     "); got ", run.interleave));
+  }
+  if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "none";
+}
+
+absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
+  const ModelSpec& s = a.spec;
+  const GpuSpec& gpu = *a.gpu;
+  if (s.workload != Workload::kTraining) {
+    return absl::InvalidArgumentError("run: a step breakdown is for training workloads");
+  }
+  StepBreakdown r;
+  r.tensor_parallel = s.tensor_parallel;
+  r.pipeline_parallel = s.pipeline_parallel;
+  const int64_t tp = s.tensor_parallel * s.pipeline_parallel;
+  if (absl::Status st = CheckRun(s, run, tp, &r.data_parallel, &r.microbatches); !st.ok()) {
+    return st;
+  }
+  r.gpus = tp * r.data_parallel;
+  r.nodes = (r.gpus + gpu.link.domain_gpus - 1) / gpu.link.domain_gpus;
+  r.global_batch = r.microbatches * s.micro_batch_size * r.data_parallel;
+  const double m = static_cast<double>(r.microbatches);
+  const double p = static_cast<double>(s.pipeline_parallel);
+  const double v = static_cast<double>(run.interleave);
+  const double stage_layers = static_cast<double>(s.num_layers) / p;
+
+  // One micro-batch through the slowest stage (the last: its layers, the logits and the loss).
+  const MicroBatch mb = SplitMicroBatch(a);
+  const double compute = mb.layers_s / p + mb.head_s;
+  const bool flash = s.attention != Attention::kUnfused;
+  const double recompute = run.recompute == Recompute::kFull ? mb.layers_forward_s / p
+                           : run.recompute == Recompute::kSelective && !flash
+                               ? mb.attention_forward_s / p
+                               : 0;
+  const double tp_comm = TensorParallelS(a, run, stage_layers);
+  const double stage = compute + recompute + tp_comm;
+  r.compute_s = m * compute;
+  r.recompute_s = m * recompute;
+  r.tp_comm_s = m * tp_comm;
+  r.pp_bubble_s = (p - 1) / v * stage;
+
+  // Between stages: each micro-batch's activations forward and gradients backward, per virtual
+  // stage, b·s·h/t each (Megatron's scatter-gather optimisation splits them over the TP ranks).
+  if (s.pipeline_parallel > 1) {
+    const Path path = PathFor(gpu, s.tensor_parallel * s.pipeline_parallel);
+    const double bytes = static_cast<double>(s.micro_batch_size * s.seq_length * s.hidden_size) *
+                         2 / static_cast<double>(s.tensor_parallel);
+    r.pp_comm_s = m * v * 2 * (bytes / path.bw + path.latency);
+  }
+  // The gradient reduction over the data-parallel ranks (FP32 main gradients), and for the
+  // distributed optimizer the all-gather of the 16-bit weights after the step.
+  const double params_per_gpu =
+      static_cast<double>(a.params.total_params) / static_cast<double>(tp);
+  if (r.data_parallel > 1) {
+    const Path path = PathFor(gpu, r.gpus);
+    const double grads = params_per_gpu * 4;
+    const double reduce =
+        run.distributed_optimizer
+            ? GatherS(grads, r.data_parallel, path.bw, path.latency) +
+                  GatherS(params_per_gpu * 2, r.data_parallel, path.bw, path.latency)
+            : AllReduceS(grads, r.data_parallel, path.bw, path.latency);
+    r.dp_comm_s = reduce * (1 - run.dp_overlap);
+  }
+  const double shard = run.distributed_optimizer ? static_cast<double>(r.data_parallel) : 1;
+  r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
+                  (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s +
+             r.optimizer_s;
+  r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
+  r.mfu =
+      r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus) * gpu.PeakFlops(s.dtype));
+  r.tokens_per_s_per_gpu =
+      static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
+
+  r.assumptions.push_back(absl::StrFormat(
+      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
+      "layers, the logits and the loss) is the slowest",
+      v > 1 ? " (interleaved)" : "", (p - 1) / v));
+  r.assumptions.push_back(absl::StrFormat(
+      "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
+      gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
+  r.assumptions.push_back(
+      "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
+      "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  if (run.recompute == Recompute::kSelective && flash) {
+    r.assumptions.push_back(
+        "selective recomputation adds nothing with fused attention: its backward already "
+        "recomputes the attention scores");
+  }
+  return r;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,83 @@
+// Step time of a training run under Megatron-style parallelism, from one micro-batch's analysis
+// (core/analysis.h: every GEMM and elementwise kernel of the model on one tensor-parallel rank):
+//
+//   step = (m + (p-1)/v) · S  +  pipeline sends  +  exposed gradient reduction  +  optimizer
+//   S    = one micro-batch through the slowest pipeline stage: its compute (the stage's layers,
+//          and the logits and loss on the last), recomputation, and its tensor-parallel
+//          collectives, which sit on the critical path
+//
+// with t, p, d the tensor-, pipeline- and data-parallel degrees, m = global batch / (b·d)
+// micro-batches per step, v interleaved virtual stages (the 1F1B bubble is (p-1)/v of a stage's
+// micro-batch time; Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
+// Clusters Using Megatron-LM"). Collectives use the ring cost model (an all-reduce moves
+// 2(n-1)/n of the message per GPU, a reduce-scatter or all-gather (n-1)/n, each step paying a
+// latency) at kCollectiveEfficiency of the link (NVLink inside the node's domain, the network
+// across nodes). Tensor-parallel collectives per layer and micro-batch follow Korthikanti et al.
+// 2022 ("Reducing Activation Recomputation in Large Transformer Models"): four all-reduces of
+// b·s·h activations (two forward, two backward), or with sequence parallelism four all-gathers and
+// four reduce-scatters plus the two all-gathers backward re-does; full recomputation adds the
+// forward's. Everything here is a PREDICTION.
+#ifndef WAVECREST_CORE_PARALLELISM_H_
+#define WAVECREST_CORE_PARALLELISM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/analysis.h"
+
+namespace wavecrest {
+
+// Fraction of a link's per-direction bandwidth a large NCCL collective reaches (bus bandwidth).
+// PRIOR: about what nccl-tests report on DGX systems for large messages; not yet fitted to our
+// own measurements.
+inline constexpr double kCollectiveEfficiency = 0.80;
+// Bytes per parameter the Adam step reads and writes with mixed precision: FP32 master weights,
+// first and second moments (read and written: 24), the FP32 gradient (read: 4) and the 16-bit
+// weights (written: 2). Megatron keeps FP32 main gradients (bf16 always; fp16 too).
+inline constexpr double kAdamBytesPerParam = 30;
+
+enum class Recompute { kNone, kSelective, kFull };
+absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full"
+
+struct RunConfig {
+  int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
+  int64_t global_batch = 0;  // sequences per step; 0: b·d·p (m = p, the fewest that fill 1F1B)
+  int64_t interleave = 1;    // virtual pipeline stages per rank (v)
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  double dp_overlap = 0;  // fraction of the gradient reduction hidden under the backward pass
+  // The optimizer state sharded over the data-parallel ranks (Megatron's distributed optimizer,
+  // ZeRO-1): gradients reduce-scattered and weights all-gathered instead of all-reduced.
+  bool distributed_optimizer = false;
+};
+
+struct StepBreakdown {
+  int64_t gpus = 0;
+  int64_t nodes = 0;  // GPUs / the NVLink domain, rounded up
+  int64_t tensor_parallel = 1, pipeline_parallel = 1, data_parallel = 1;
+  int64_t microbatches = 1;  // m, per data-parallel rank
+  int64_t global_batch = 0;
+  // The components, seconds per step; they add up to step_s.
+  double compute_s = 0;    // m × the slowest stage's forward and backward
+  double recompute_s = 0;  // m × its activation recomputation
+  double tp_comm_s = 0;    // m × its tensor-parallel collectives
+  double pp_bubble_s = 0;  // (p-1)/v stage micro-batch times idle
+  double pp_comm_s = 0;    // activations and gradients between stages
+  double dp_comm_s = 0;    // the gradient reduction not hidden under backward
+  double optimizer_s = 0;  // Adam over this GPU's parameters (or its shard)
+  double step_s = 0;
+  double mfu = 0;  // model FLOPs per step / (step × GPUs × dense peak)
+  double tokens_per_s_per_gpu = 0;
+  double model_flops_per_step = 0;
+  std::vector<std::string> assumptions;  // what the figures take for granted, in words
+};
+
+// INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p,
+// a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).
+absl::StatusOr<StepBreakdown> PlanStep(const Analysis& analysis, const RunConfig& run);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_PARALLELISM_H_
