@@ -11,11 +11,13 @@
 namespace wavecrest {
 namespace {
 
-void CountsOf(const TimingSummary& summary, MeasureCounts* counts) {
-  counts->measured = summary.measured;
-  counts->cached = summary.cached;
-  counts->predicted = summary.predicted;
-  counts->notes = summary.notes;
+// The parts of a task every measuring stage sets alike.
+void FillTask(const CallContext& ctx, const GpuTarget& gpu, absl::Time measure_by,
+              TimingTaskBase* task) {
+  task->measure_by = measure_by;
+  task->kind = gpu.kind;
+  task->gpu = gpu.spec;
+  task->deadline = ctx.deadline;
 }
 
 TaskProgress TaskProgressOf(const std::function<void(int64_t, int64_t)>& progress) {
@@ -23,6 +25,15 @@ TaskProgress TaskProgressOf(const std::function<void(int64_t, int64_t)>& progres
 }
 
 }  // namespace
+
+MeasureCounts CountsOf(const TimingSummary& s) {
+  MeasureCounts c;
+  c.measured = s.measured;
+  c.cached = s.cached;
+  c.predicted = s.predicted;
+  c.notes = s.notes;
+  return c;
+}
 
 absl::Status StopStatus(const CallContext& ctx) {
   if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
@@ -75,12 +86,9 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
     absl::Time measure_by, const std::function<void(int64_t, int64_t)>& progress,
     MeasureCounts* counts) {
   TimingTask task;
-  task.measure_by = measure_by;
-  task.kind = gpu.kind;
-  task.gpu = gpu.spec;
+  FillTask(ctx, gpu, measure_by, &task);
   task.gemms = keys;
   task.mode = mode == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
-  task.deadline = ctx.deadline;
   std::vector<std::optional<GemmTime>> out(keys.size());
   absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeGemms(
       task,
@@ -95,7 +103,7 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
       },
       TaskProgressOf(progress), ctx.cancelled);
   if (!summary.ok()) return summary.status();
-  CountsOf(*summary, counts);
+  *counts = CountsOf(*summary);
   return out;
 }
 
@@ -104,12 +112,9 @@ absl::StatusOr<std::vector<std::optional<LayerTime>>> MeasureLayerTimes(
     absl::Time measure_by, const std::function<void(int64_t, int64_t)>& progress,
     MeasureCounts* counts) {
   LayerTask task;
-  task.measure_by = measure_by;
-  task.kind = gpu.kind;
-  task.gpu = gpu.spec;
+  FillTask(ctx, gpu, measure_by, &task);
   task.layers = keys;
   task.mode = v1::MODE_AUTO;
-  task.deadline = ctx.deadline;
   std::vector<std::optional<LayerTime>> out(keys.size());
   absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeLayers(
       task,
@@ -120,7 +125,7 @@ absl::StatusOr<std::vector<std::optional<LayerTime>>> MeasureLayerTimes(
       },
       TaskProgressOf(progress), ctx.cancelled);
   if (!summary.ok()) return summary.status();
-  CountsOf(*summary, counts);
+  *counts = CountsOf(*summary);
   return out;
 }
 

@@ -147,6 +147,18 @@ struct MeasureCounts {
   int64_t predicted = 0;
   std::vector<std::string> notes;
 };
+MeasureCounts CountsOf(const TimingSummary& summary);
+
+// Where an answer's GEMM times came from (RecommendResponse, SweepResponse).
+template <typename Response>
+MeasureCounts GemmCountsOf(const Response& r) {
+  MeasureCounts c;
+  c.measured = r.gemms_measured();
+  c.cached = r.gemms_cached();
+  c.predicted = r.gemms_predicted();
+  return c;
+}
+
 absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
     const CallContext& ctx, const GpuTarget& gpu, v1::Mode mode, const std::vector<GemmKey>& keys,
     absl::Time measure_by, const std::function<void(int64_t, int64_t)>& progress,

@@ -501,10 +501,7 @@ absl::StatusOr<MeasureCounts> StreamRecommend(const v1::RecommendRequest& reques
                                               const CallContext& ctx,
                                               const Send<v1::RecommendResponse>& send) {
   ASSIGN_OR_RETURN(v1::RecommendResponse response, RunRecommend(request, ctx));
-  MeasureCounts counts;
-  counts.measured = response.gemms_measured();
-  counts.cached = response.gemms_cached();
-  counts.predicted = response.gemms_predicted();
+  const MeasureCounts counts = GemmCountsOf(response);
   send(std::move(response));
   return counts;
 }

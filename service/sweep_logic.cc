@@ -389,10 +389,7 @@ absl::StatusOr<v1::SweepRequest> AcceptSweep(v1::SweepRequest request) {
 absl::StatusOr<MeasureCounts> StreamSweep(const v1::SweepRequest& request, const CallContext& ctx,
                                           const Send<v1::SweepResponse>& send) {
   ASSIGN_OR_RETURN(v1::SweepResponse response, RunSweep(request, ctx));
-  MeasureCounts counts;
-  counts.measured = response.gemms_measured();
-  counts.cached = response.gemms_cached();
-  counts.predicted = response.gemms_predicted();
+  const MeasureCounts counts = GemmCountsOf(response);
   send(std::move(response));
   return counts;
 }

@@ -148,15 +148,6 @@ Response ProgressMessage(int64_t done, int64_t total, absl::string_view what) {
   return msg;
 }
 
-MeasureCounts CountsOf(const TimingSummary& s) {
-  MeasureCounts c;
-  c.measured = s.measured;
-  c.cached = s.cached;
-  c.predicted = s.predicted;
-  c.notes = s.notes;
-  return c;
-}
-
 }  // namespace
 
 absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(v1::TimeGemmsRequest request,
