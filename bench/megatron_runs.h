@@ -22,13 +22,17 @@ struct MegatronRun {
   int64_t hidden, heads, layers;
   int64_t gpus, pipeline, global_batch, micro_batch, interleave;
   double full_s, seqsel_s;  // published step times (Table 5), seconds
+  // Published activation memory per GPU of the first stage (Figure 1), GiB: with tensor
+  // parallelism alone and no recomputation, and with sequence parallelism and selective
+  // recomputation (as Calculon's validation transcribes the figure).
+  double act_none_gib, act_seqsel_gib;
 };
 
 inline constexpr MegatronRun kMegatronRuns[] = {
-    {"megatron-22B", 6144, 64, 48, 8, 1, 4, 4, 1, 1.42, 1.10},
-    {"gpt3-175B", 12288, 96, 96, 64, 8, 64, 1, 3, 18.13, 13.75},
-    {"turing-530B", 20480, 128, 105, 280, 35, 280, 1, 3, 49.05, 37.83},
-    {"megatron-1T", 25600, 160, 128, 512, 64, 512, 1, 1, 94.42, 71.49},
+    {"megatron-22B", 6144, 64, 48, 8, 1, 4, 4, 1, 1.42, 1.10, 59.25, 9.5625},
+    {"gpt3-175B", 12288, 96, 96, 64, 8, 64, 1, 3, 18.13, 13.75, 66.84375, 12.3515625},
+    {"turing-530B", 20480, 128, 105, 280, 35, 280, 1, 3, 49.05, 37.83, 114.0234375, 23.076171875},
+    {"megatron-1T", 25600, 160, 128, 512, 64, 512, 1, 1, 94.42, 71.49, 131.25, 26.5625},
 };
 
 inline ModelSpec MegatronRunSpec(const MegatronRun& run) {
@@ -51,14 +55,15 @@ inline ModelSpec MegatronRunSpec(const MegatronRun& run) {
   return s;
 }
 
-// `seqsel`: sequence parallelism and selective recomputation; otherwise full recomputation.
-inline RunConfig MegatronRunConfig(const MegatronRun& run, bool seqsel) {
+// `seqsel`: sequence parallelism and selective recomputation; otherwise full recomputation (or,
+// with `none`, no recomputation: Figure 1's baseline).
+inline RunConfig MegatronRunConfig(const MegatronRun& run, bool seqsel, bool none = false) {
   RunConfig rc;
   rc.num_gpus = run.gpus;
   rc.global_batch = run.global_batch;
   rc.interleave = run.interleave;
   rc.sequence_parallel = seqsel;
-  rc.recompute = seqsel ? Recompute::kSelective : Recompute::kFull;
+  rc.recompute = seqsel ? Recompute::kSelective : none ? Recompute::kNone : Recompute::kFull;
   return rc;
 }
 

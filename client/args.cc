@@ -36,7 +36,7 @@ std::vector<CommandInfo> BuildCommands() {
        Join({kConnection,
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
-              "recompute", "dp_overlap", "distributed_optimizer"}})},
+              "recompute", "dp_overlap", "zero_stage", "plan"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
        "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "

@@ -30,7 +30,8 @@ struct CliOptions {
   bool sequence_parallel = false;
   std::string recompute;  // none, selective, full
   double dp_overlap = 0;
-  bool distributed_optimizer = false;
+  int zero_stage = 0;
+  bool plan = false;
   std::string dtype;
   std::string attention;
   std::string workload;

@@ -178,6 +178,19 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   absl::StrAppend(&out, t.Render());
   absl::StrAppendFormat(&out, "MFU %.1f%%, %s tokens/s per GPU\n", 100 * b.mfu(),
                         HumanCount(b.tokens_per_second_per_gpu()));
+  const v1::MemoryEstimate& m = b.memory();
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  absl::StrAppendFormat(
+      &out,
+      "layout: %s, %s recomputation, ZeRO stage %d; memory per GPU %.1f GiB of %.0f (estimate): "
+      "weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f; %s\n",
+      b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
+      b.recompute() == v1::RECOMPUTE_FULL        ? "full"
+      : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
+                                                 : "no",
+      b.zero_stage(), m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
+      m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB, m.activations_bytes() / kGiB,
+      m.fits() ? "fits" : "does NOT fit");
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;
 }

@@ -46,8 +46,12 @@ ABSL_FLAG(bool, sequence_parallel, false, "analyze: Megatron sequence parallelis
 ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective, full");
 ABSL_FLAG(double, dp_overlap, 0,
           "analyze: fraction of the data-parallel gradient reduction hidden under backward");
-ABSL_FLAG(bool, distributed_optimizer, false,
-          "analyze: optimizer state sharded over the data-parallel ranks (ZeRO-1)");
+ABSL_FLAG(bool, plan, false,
+          "analyze: choose sequence parallelism, recomputation and the ZeRO stage: the fastest "
+          "layout whose memory fits");
+ABSL_FLAG(int32_t, zero_stage, 0,
+          "analyze: ZeRO over the data-parallel ranks: 0 none, 1 optimizer state (Megatron's "
+          "distributed optimizer), 2 and gradients, 3 (FSDP) and weights");
 ABSL_FLAG(std::string, tp_options, "",
           "recommend: tensor-parallel degrees every candidate must be legal for (heads and KV "
           "heads divisible by each), comma-separated; empty = 1,2,4,8");
@@ -182,7 +186,8 @@ int main(int argc, char** argv) {
   o.sequence_parallel = absl::GetFlag(FLAGS_sequence_parallel);
   o.recompute = absl::GetFlag(FLAGS_recompute);
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
-  o.distributed_optimizer = absl::GetFlag(FLAGS_distributed_optimizer);
+  o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
+  o.plan = absl::GetFlag(FLAGS_plan);
   o.dtype = absl::GetFlag(FLAGS_dtype);
   o.attention = absl::GetFlag(FLAGS_attention);
   o.workload = absl::GetFlag(FLAGS_workload);

@@ -1,5 +1,6 @@
 #include "core/memory.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/model_stats.h"
@@ -18,8 +19,24 @@ constexpr double kGradBytes = 4;
 constexpr double kOptimizerBytes = 12;
 }  // namespace
 
-MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu) {
+absl::string_view RecomputeName(Recompute r) {
+  switch (r) {
+    case Recompute::kNone:
+      return "none";
+    case Recompute::kSelective:
+      return "selective";
+    case Recompute::kFull:
+      return "full";
+  }
+  return "none";
+}
+
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
+                              const MemoryLayout& layout) {
   MemoryEstimate m;
+  const double dp =
+      static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel);
+  const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
   const ParamCounts params = CountParams(spec);
   const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
@@ -33,15 +50,15 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu) {
   stage_params /= t;
   const double weight_bytes =
       spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
-  m.weights_bytes = stage_params * weight_bytes;
+  m.weights_bytes = stage_params * weight_bytes / (zero >= 3 ? dp : 1);
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
 
   const double s = static_cast<double>(spec.seq_length);
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
   if (spec.workload == Workload::kTraining) {
-    m.gradients_bytes = stage_params * kGradBytes;
-    m.optimizer_bytes = stage_params * kOptimizerBytes / static_cast<double>(spec.data_parallel);
+    m.gradients_bytes = stage_params * kGradBytes / (zero >= 2 ? dp : 1);
+    m.optimizer_bytes = stage_params * kOptimizerBytes / (zero >= 1 ? dp : 1);
     // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
     // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
     // parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer). The 24/t term is written
@@ -50,23 +67,33 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu) {
     // 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the active
     // width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused attention:
     // FlashAttention stores no score matrix.
+    // With sequence parallelism the part outside the tensor-parallel regions (the 10·h) splits
+    // over t too; selective recomputation drops the score term.
     const double q_w = static_cast<double>(d.q_width);
     const double kv_w = static_cast<double>(d.kv_width);
     const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width
     const double mlp_interior = (spec.mlp == Mlp::kGelu ? 4 : 6) * f_active;
+    const double outside = layout.sequence_parallel ? 10 * h / t : 10 * h;
     double per_layer =
-        s * b * (10 * h + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
-    if (spec.attention == Attention::kUnfused) {
+        s * b * (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
+    if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
       per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s * s * b / t;
     }
-    // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth
-    // (fewer when a step has fewer than p micro-batches, which a pipeline avoids).
-    const double in_flight_layers = layers_per_stage * p;
+    // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
+    // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
+    const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
+    double in_flight_layers = layers_per_stage * std::min(p, mb);
+    const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
+    if (v > 1) in_flight_layers *= 1 + (p - 1) / (p * v);
     // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
     const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
-    m.activations_bytes = per_layer * in_flight_layers + logits;
-    // Full recomputation keeps each layer's input (2·s·b·h) and one layer's activations.
-    m.activations_full_recompute_bytes = 2 * s * b * h * in_flight_layers + per_layer + logits;
+    // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
+    // and one layer's activations.
+    const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);
+    const double full = layer_input * in_flight_layers + per_layer + logits;
+    m.activations_bytes =
+        layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
+    m.activations_full_recompute_bytes = full;
   } else {
     // The KV cache: K and V of every cached token, 16-bit, per rank.
     const double kv_len = static_cast<double>(spec.kv_cache_length);

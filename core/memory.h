@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "absl/strings/string_view.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"
 
@@ -30,11 +31,31 @@ struct MemoryEstimate {
 // 0.5-1 GiB and fragmentation varies by framework), stated in every "does not fit" message.
 inline constexpr double kUsableMemoryFraction = 0.90;
 
+// Activation recomputation (Korthikanti et al. 2022): none, attention's core only (selective), or
+// every layer's forward (full).
+enum class Recompute { kNone, kSelective, kFull };
+absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full"
+
+// How a training run lays a model out, as far as memory is concerned.
+struct MemoryLayout {
+  bool sequence_parallel = false;  // the activations outside the TP regions split over t too
+  Recompute recompute = Recompute::kNone;
+  int64_t interleave = 1;     // virtual pipeline stages per rank
+  int64_t microbatches = 0;   // per step and data-parallel rank; 0 = enough to fill the pipeline
+  int64_t data_parallel = 0;  // 0 = spec.data_parallel
+  // ZeRO over the data-parallel ranks: 1 shards the optimizer state (Megatron's distributed
+  // optimizer), 2 the gradients too, 3 (FSDP) the weights too; -1 = 1 when data_parallel > 1.
+  int zero_stage = -1;
+};
+
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches
-// under 1F1B), per tensor-parallel rank, with the optimizer state sharded over
-// spec.data_parallel replicas.
-// `spec` must be normalized.
-MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu);
+// under 1F1B), per tensor-parallel rank. Activations per Korthikanti et al. 2022 (Table 2, with
+// tensor and sequence parallelism and selective recomputation; the interleaved schedule's first
+// stage holds L·(1 + (p-1)/(p·v)) layers' worth). With the default layout: no sequence
+// parallelism, no recomputation in `activations_bytes`, the optimizer state sharded over
+// spec.data_parallel replicas. `spec` must be normalized.
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
+                              const MemoryLayout& layout = MemoryLayout());
 
 // Decode: the bytes one step reads per tensor-parallel rank (all layers, one pipeline stage):
 // every weight the step touches once (the output matrix whole; of the input embedding only b

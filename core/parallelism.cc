@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -114,6 +115,10 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
         absl::StrCat("run.interleave: must be >= 1 and divide the layers per stage (", stage_layers,
                      "); got ", run.interleave));
   }
+  if (run.zero_stage < 0 || run.zero_stage > 3) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.zero_stage: must be 0, 1, 2 or 3; got ", run.zero_stage));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
@@ -123,19 +128,8 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
 
 }  // namespace
 
-absl::string_view RecomputeName(Recompute r) {
-  switch (r) {
-    case Recompute::kNone:
-      return "none";
-    case Recompute::kSelective:
-      return "selective";
-    case Recompute::kFull:
-      return "full";
-  }
-  return "none";
-}
-
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
+  if (run.plan) return PlanLayout(a, run);
   const ModelSpec& s = a.spec;
   const GpuSpec& gpu = *a.gpu;
   if (s.workload != Workload::kTraining) {
@@ -186,16 +180,30 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   if (r.data_parallel > 1) {
     const Path path = PathFor(gpu, r.gpus);
     const double grads = params_per_gpu * 4;
-    const double reduce =
-        run.distributed_optimizer
-            ? GatherS(grads, r.data_parallel, path.bw, path.latency) +
-                  GatherS(params_per_gpu * 2, r.data_parallel, path.bw, path.latency)
-            : AllReduceS(grads, r.data_parallel, path.bw, path.latency);
+    const double weights = params_per_gpu * 2;
+    double reduce = run.zero_stage >= 1
+                        ? GatherS(grads, r.data_parallel, path.bw, path.latency) +
+                              GatherS(weights, r.data_parallel, path.bw, path.latency)
+                        : AllReduceS(grads, r.data_parallel, path.bw, path.latency);
+    // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
+    // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
+    if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, r.data_parallel, path.bw, path.latency);
     r.dp_comm_s = reduce * (1 - run.dp_overlap);
   }
-  const double shard = run.distributed_optimizer ? static_cast<double>(r.data_parallel) : 1;
+  const double shard = run.zero_stage >= 1 ? static_cast<double>(r.data_parallel) : 1;
   r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
                   (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
+  MemoryLayout layout;
+  layout.sequence_parallel = run.sequence_parallel;
+  layout.recompute = run.recompute;
+  layout.interleave = run.interleave;
+  layout.microbatches = r.microbatches;
+  layout.data_parallel = r.data_parallel;
+  layout.zero_stage = run.zero_stage;
+  r.memory = EstimateMemory(s, gpu, layout);
+  r.sequence_parallel = run.sequence_parallel;
+  r.recompute = run.recompute;
+  r.zero_stage = run.zero_stage;
   r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s +
              r.optimizer_s;
   r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
@@ -220,6 +228,43 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
         "recomputes the attention scores");
   }
   return r;
+}
+
+absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
+  std::optional<StepBreakdown> best, smallest;
+  int fit = 0, tried = 0;
+  for (bool sp : {false, true}) {
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      for (int zero = 0; zero <= 3; ++zero) {
+        RunConfig c = run;
+        c.plan = false;
+        c.sequence_parallel = sp;
+        c.recompute = rc;
+        c.zero_stage = zero;
+        absl::StatusOr<StepBreakdown> b = PlanStep(a, c);
+        if (!b.ok()) return b.status();
+        if (zero > 0 && b->data_parallel == 1) continue;  // nothing to shard over
+        ++tried;
+        if (!smallest || b->memory.total_bytes < smallest->memory.total_bytes) smallest = *b;
+        if (!b->memory.fits) continue;
+        ++fit;
+        if (!best || b->step_s < best->step_s) best = *b;
+      }
+    }
+  }
+  StepBreakdown out = best ? *best : *smallest;
+  const std::string layout =
+      absl::StrCat(out.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
+                   out.recompute == Recompute::kNone ? "no" : RecomputeName(out.recompute),
+                   " recomputation, ZeRO stage ", out.zero_stage);
+  out.assumptions.insert(
+      out.assumptions.begin(),
+      best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,
+                          " that fit in memory")
+           : absl::StrCat("planned: none of the ", tried,
+                          " layouts fits in memory; the one needing the least is ", layout,
+                          ": more GPUs (pipeline or tensor parallelism) are needed"));
+  return out;
 }
 
 }  // namespace wavecrest

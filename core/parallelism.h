@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/analysis.h"
+#include "core/memory.h"
 
 namespace wavecrest {
 
@@ -38,9 +39,6 @@ inline constexpr double kCollectiveEfficiency = 0.80;
 // weights (written: 2). Megatron keeps FP32 main gradients (bf16 always; fp16 too).
 inline constexpr double kAdamBytesPerParam = 30;
 
-enum class Recompute { kNone, kSelective, kFull };
-absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full"
-
 struct RunConfig {
   int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
   int64_t global_batch = 0;  // sequences per step; 0: b·d·p (m = p, the fewest that fill 1F1B)
@@ -48,9 +46,13 @@ struct RunConfig {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   double dp_overlap = 0;  // fraction of the gradient reduction hidden under the backward pass
-  // The optimizer state sharded over the data-parallel ranks (Megatron's distributed optimizer,
-  // ZeRO-1): gradients reduce-scattered and weights all-gathered instead of all-reduced.
-  bool distributed_optimizer = false;
+  // ZeRO over the data-parallel ranks: 1 shards the optimizer state (Megatron's distributed
+  // optimizer: gradients reduce-scattered and weights all-gathered instead of all-reduced), 2
+  // the gradients too, 3 (FSDP) the weights too (all-gathered again for forward and backward).
+  int zero_stage = 0;
+  // Choose sequence_parallel, recompute and zero_stage instead: the fastest layout whose memory
+  // fits (PlanLayout).
+  bool plan = false;
 };
 
 struct StepBreakdown {
@@ -71,8 +73,19 @@ struct StepBreakdown {
   double mfu = 0;  // model FLOPs per step / (step × GPUs × dense peak)
   double tokens_per_s_per_gpu = 0;
   double model_flops_per_step = 0;
+  MemoryEstimate memory;  // per GPU of the first stage, under this run's layout
+  // The layout (as given, or as PlanLayout chose it).
+  bool sequence_parallel = false;
+  Recompute recompute = Recompute::kNone;
+  int zero_stage = 0;
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
 };
+
+// The fastest of the layouts (sequence parallelism on or off × no, selective or full
+// recomputation × ZeRO 0-3, ZeRO only with data parallelism) whose memory fits, with `run`'s
+// GPUs, batch, interleave and overlap; when none fits, the one needing the least memory, saying
+// so. An assumption line says what was chosen among how many.
+absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& analysis, const RunConfig& run);
 
 // INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p,
 // a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).

@@ -564,7 +564,8 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.global_batch = r.global_batch();
   c.interleave = r.interleave() == 0 ? 1 : r.interleave();
   c.sequence_parallel = r.sequence_parallel();
-  c.distributed_optimizer = r.distributed_optimizer();
+  c.zero_stage = r.zero_stage();
+  c.plan = r.plan();
   c.dp_overlap = r.dp_overlap();
   switch (r.recompute()) {
     case v1::RECOMPUTE_UNSPECIFIED:
@@ -590,6 +591,10 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
       v.push_back({absl::StrCat(prefix, name),
                    absl::StrCat("must be in [0, ", int64_t{1} << 24, "]; got ", value)});
     }
+  }
+  if (r.zero_stage() < 0 || r.zero_stage() > 3) {
+    v.push_back({absl::StrCat(prefix, "zero_stage"),
+                 absl::StrCat("must be 0, 1, 2 or 3; got ", r.zero_stage())});
   }
   if (!(r.dp_overlap() >= 0 && r.dp_overlap() <= 1)) {
     v.push_back({absl::StrCat(prefix, "dp_overlap"),
@@ -619,6 +624,12 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_mfu(b.mfu);
   p.set_tokens_per_second_per_gpu(b.tokens_per_s_per_gpu);
   for (const std::string& a : b.assumptions) p.add_assumptions(a);
+  *p.mutable_memory() = ToProto(b.memory);
+  p.set_sequence_parallel(b.sequence_parallel);
+  p.set_recompute(b.recompute == Recompute::kFull        ? v1::RECOMPUTE_FULL
+                  : b.recompute == Recompute::kSelective ? v1::RECOMPUTE_SELECTIVE
+                                                         : v1::RECOMPUTE_NONE);
+  p.set_zero_stage(b.zero_stage);
   return p;
 }
 

@@ -121,7 +121,7 @@ TEST(ParallelismTest, DataParallelReductionCanBeHidden) {
   EXPECT_GT(exposed.dp_comm_s, 0);
   EXPECT_EQ(hidden.dp_comm_s, 0);
   run.dp_overlap = 0;
-  run.distributed_optimizer = true;
+  run.zero_stage = 1;
   const StepBreakdown sharded = Plan(Llama70B(8, 4), run);
   EXPECT_LT(sharded.optimizer_s, exposed.optimizer_s / 3);
 }
@@ -150,6 +150,63 @@ TEST(ParallelismTest, MegatronSeleneRunsWithinTenPercent) {
       EXPECT_NEAR(b.step_s / published, 1.0, 0.10) << run.model << (seqsel ? " seqsel" : " full");
     }
   }
+}
+
+// Korthikanti et al. 2022, Figure 1: the activation memory of the same runs' first stage, with
+// tensor parallelism alone and with sequence parallelism and selective recomputation.
+TEST(ParallelismTest, MegatronActivationMemoryWithinTenPercent) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  for (const MegatronRun& run : kMegatronRuns) {
+    for (bool seqsel : {false, true}) {
+      const StepBreakdown b = Plan(
+          MegatronRunSpec(run), MegatronRunConfig(run, seqsel, /*none=*/!seqsel), "a100-sxm-80gb");
+      const double published = seqsel ? run.act_seqsel_gib : run.act_none_gib;
+      EXPECT_NEAR(b.memory.activations_bytes / kGiB / published, 1.0, 0.10)
+          << run.model << (seqsel ? " seqsel" : " none");
+    }
+  }
+}
+
+// ZeRO shards the optimizer state, then the gradients, then the weights; planning picks the
+// fastest layout that fits, and says when none does.
+TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 1024;
+  std::vector<MemoryEstimate> m;
+  for (int zero = 0; zero <= 3; ++zero) {
+    run.zero_stage = zero;
+    m.push_back(Plan(Llama70B(8, 4), run).memory);
+  }
+  EXPECT_NEAR(m[1].optimizer_bytes, m[0].optimizer_bytes / 2, 1);
+  EXPECT_NEAR(m[2].gradients_bytes, m[0].gradients_bytes / 2, 1);
+  EXPECT_NEAR(m[3].weights_bytes, m[0].weights_bytes / 2, 1);
+  run.zero_stage = 0;
+  EXPECT_FALSE(Plan(Llama70B(8, 4), run).memory.fits);  // 8K tokens, no recomputation
+  run.plan = true;
+  const StepBreakdown planned = Plan(Llama70B(8, 4), run);
+  EXPECT_TRUE(planned.memory.fits);
+  EXPECT_THAT(planned.assumptions.front(), HasSubstr("planned: "));
+  // Among the layouts that fit, none is faster.
+  for (bool sp : {false, true}) {
+    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      for (int zero = 0; zero <= 3; ++zero) {
+        RunConfig c = run;
+        c.plan = false;
+        c.sequence_parallel = sp;
+        c.recompute = rc;
+        c.zero_stage = zero;
+        const StepBreakdown b = Plan(Llama70B(8, 4), c);
+        if (b.memory.fits) {
+          EXPECT_GE(b.step_s, planned.step_s);
+        }
+      }
+    }
+  }
+  ModelSpec huge = Llama70B(1, 1);  // 70B on one GPU: nothing fits
+  run.num_gpus = 1;
+  run.global_batch = 1;
+  EXPECT_THAT(Plan(huge, run).assumptions.front(), HasSubstr("none of the"));
 }
 
 }  // namespace

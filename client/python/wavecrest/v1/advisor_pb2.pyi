@@ -507,31 +507,34 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["distributed_optimizer", "dp_overlap", "global_batch", "interleave", "num_gpus", "recompute", "sequence_parallel"]
-    DISTRIBUTED_OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ["dp_overlap", "global_batch", "interleave", "num_gpus", "plan", "recompute", "sequence_parallel", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
     NUM_GPUS_FIELD_NUMBER: _ClassVar[int]
+    PLAN_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
-    distributed_optimizer: bool
+    ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     dp_overlap: float
     global_batch: int
     interleave: int
     num_gpus: int
+    plan: bool
     recompute: Recompute
     sequence_parallel: bool
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., distributed_optimizer: bool = ...) -> None: ...
+    zero_stage: int
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "mfu", "microbatches", "nodes", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute_s", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s"]
+    __slots__ = ["assumptions", "compute_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "memory", "mfu", "microbatches", "nodes", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
     DATA_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     DP_COMM_S_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MICROBATCHES_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
@@ -539,17 +542,21 @@ class StepBreakdown(_message.Message):
     PIPELINE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     PP_BUBBLE_S_FIELD_NUMBER: _ClassVar[int]
     PP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_S_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
     TENSOR_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     TP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     assumptions: _containers.RepeatedScalarFieldContainer[str]
     compute_s: float
     data_parallel: int
     dp_comm_s: float
     global_batch: int
     gpus: int
+    memory: MemoryEstimate
     mfu: float
     microbatches: int
     nodes: int
@@ -557,12 +564,15 @@ class StepBreakdown(_message.Message):
     pipeline_parallel: int
     pp_bubble_s: float
     pp_comm_s: float
+    recompute: Recompute
     recompute_s: float
+    sequence_parallel: bool
     step_time_s: float
     tensor_parallel: int
     tokens_per_second_per_gpu: float
     tp_comm_s: float
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ...) -> None: ...
+    zero_stage: int
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
