@@ -230,9 +230,8 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   return r;
 }
 
-absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
-  std::optional<StepBreakdown> best, smallest;
-  int fit = 0, tried = 0;
+std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {
+  std::vector<RunConfig> out;
   for (bool sp : {false, true}) {
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       for (int zero = 0; zero <= 3; ++zero) {
@@ -241,16 +240,25 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
         c.sequence_parallel = sp;
         c.recompute = rc;
         c.zero_stage = zero;
-        absl::StatusOr<StepBreakdown> b = PlanStep(a, c);
-        if (!b.ok()) return b.status();
-        if (zero > 0 && b->data_parallel == 1) continue;  // nothing to shard over
-        ++tried;
-        if (!smallest || b->memory.total_bytes < smallest->memory.total_bytes) smallest = *b;
-        if (!b->memory.fits) continue;
-        ++fit;
-        if (!best || b->step_s < best->step_s) best = *b;
+        out.push_back(c);
       }
     }
+  }
+  return out;
+}
+
+absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
+  std::optional<StepBreakdown> best, smallest;
+  int fit = 0, tried = 0;
+  for (const RunConfig& c : CandidateLayouts(run)) {
+    absl::StatusOr<StepBreakdown> b = PlanStep(a, c);
+    if (!b.ok()) return b.status();
+    if (c.zero_stage > 0 && b->data_parallel == 1) continue;  // nothing to shard over
+    ++tried;
+    if (!smallest || b->memory.total_bytes < smallest->memory.total_bytes) smallest = *b;
+    if (!b->memory.fits) continue;
+    ++fit;
+    if (!best || b->step_s < best->step_s) best = *b;
   }
   StepBreakdown out = best ? *best : *smallest;
   const std::string layout =

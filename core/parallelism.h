@@ -86,6 +86,9 @@ struct StepBreakdown {
 // GPUs, batch, interleave and overlap; when none fits, the one needing the least memory, saying
 // so. An assumption line says what was chosen among how many.
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& analysis, const RunConfig& run);
+// The layouts PlanLayout weighs: `run` with each sequence parallelism, recomputation and ZeRO
+// stage (plan off).
+std::vector<RunConfig> CandidateLayouts(const RunConfig& run);
 
 // INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p,
 // a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).

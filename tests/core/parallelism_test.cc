@@ -188,21 +188,14 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   EXPECT_TRUE(planned.memory.fits);
   EXPECT_THAT(planned.assumptions.front(), HasSubstr("planned: "));
   // Among the layouts that fit, none is faster.
-  for (bool sp : {false, true}) {
-    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-      for (int zero = 0; zero <= 3; ++zero) {
-        RunConfig c = run;
-        c.plan = false;
-        c.sequence_parallel = sp;
-        c.recompute = rc;
-        c.zero_stage = zero;
-        const StepBreakdown b = Plan(Llama70B(8, 4), c);
-        if (b.memory.fits) {
-          EXPECT_GE(b.step_s, planned.step_s);
-        }
-      }
-    }
+  int fitting = 0;
+  for (const RunConfig& c : CandidateLayouts(run)) {
+    const StepBreakdown b = Plan(Llama70B(8, 4), c);
+    if (!b.memory.fits) continue;
+    ++fitting;
+    EXPECT_GE(b.step_s, planned.step_s);
   }
+  EXPECT_GT(fitting, 1);
   ModelSpec huge = Llama70B(1, 1);  // 70B on one GPU: nothing fits
   run.num_gpus = 1;
   run.global_batch = 1;
