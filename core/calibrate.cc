@@ -93,7 +93,8 @@ const Measurement* AnchorFor(const std::vector<Measurement>& anchors, absl::stri
 
 // What the alignment fit learned (cost_model.h): the factors of each kernel family.
 void CopyAlignment(const CostModelParams& from, CostModelParams& to) {
-  CopyFields({&CostModelParams::narrow_tn_efficiency, &CostModelParams::narrow_nn_efficiency,
+  CopyFields({&CostModelParams::narrow_tn_efficiency,
+              &CostModelParams::narrow_tn_output_efficiency, &CostModelParams::narrow_nn_efficiency,
               &CostModelParams::narrow_nt_efficiency, &CostModelParams::vector_efficiency,
               &CostModelParams::misaligned_memory_efficiency},
              from, to);
@@ -113,7 +114,18 @@ std::string PairsRow(absl::string_view what, const std::vector<PairCheck>& pairs
   }
   std::string row = StatsRow(what, ErrorsOf(ratios));
   row.pop_back();  // the newline
-  return absl::StrFormat("%s  (%d of %d within 20%%)\n", row, within, pairs.size());
+  row = absl::StrFormat("%s  (%d of %d within 20%%)\n", row, within, pairs.size());
+  // The pairs outside, each with both ratios: where the model's alignment terms miss.
+  for (const PairCheck& p : pairs) {
+    const double error = p.predicted_ratio / p.measured_ratio - 1;
+    if (std::abs(error) <= 0.2) continue;
+    absl::StrAppend(&row, absl::StrFormat("      outside: %-28s / %-22s measured %5.2fx  "
+                                          "predicted %5.2fx  %+.0f%%\n",
+                                          GemmKeyString(p.misaligned),
+                                          absl::StrFormat("%dx%dx%d", p.aligned.shape.m, p.aligned.shape.n, p.aligned.shape.k), p.measured_ratio,
+                                          p.predicted_ratio, 100 * error));
+  }
+  return row;
 }
 
 constexpr absl::string_view kStatsHeader =
@@ -166,11 +178,6 @@ std::vector<Group> GroupRows(const std::vector<Measurement>& rows, bool by_fit_c
   return groups;
 }
 
-std::string ShapeText(const GemmKey& k) {
-  return absl::StrFormat("%s %s %dx%dx%d b%d", DTypeName(k.dtype), LayoutName(k.layout), k.shape.m,
-                         k.shape.n, k.shape.k, k.shape.batch);
-}
-
 // Per-row detail of a small check set: measured and predicted throughput.
 std::string DetailRows(const GpuSpec& before, const GpuSpec& after,
                        const std::vector<Measurement>& rows) {
@@ -180,7 +187,7 @@ std::string DetailRows(const GpuSpec& before, const GpuSpec& after,
     const double f = GemmFlops(m.key.shape);
     const double tb = PredictGemmTime(before, m.key), ta = PredictGemmTime(after, m.key);
     absl::StrAppend(
-        &out, absl::StrFormat("    %-34s %7.1f TF %7.1f TF %8s %7.1f TF %8s\n", ShapeText(m.key),
+        &out, absl::StrFormat("    %-34s %7.1f TF %7.1f TF %8s %7.1f TF %8s\n", GemmKeyString(m.key),
                               f / m.median_s / 1e12, f / tb / 1e12, SignedPct(m.median_s / tb - 1),
                               f / ta / 1e12, SignedPct(m.median_s / ta - 1)));
   }
@@ -417,7 +424,7 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
         peak_why = absl::StrFormat(
             "peak fraction %.3f set to reproduce %s (%s, %.1f TFLOP/s) less the %.1f%% that "
             "anchors beat the fits by",
-            params.peak_fraction, a->source, ShapeText(a->key),
+            params.peak_fraction, a->source, GemmKeyString(a->key),
             GemmFlops(a->key.shape) / a->median_s / 1e12, 100 * (std::exp(anchor_bias[d]) - 1));
         transfer = transfer_anchored[d];
       } else {
@@ -479,7 +486,7 @@ CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
         return PredictGemmTime(g, r.row.key) / PredictGemmTime(g, ref);
       };
       absl::StrAppend(&checks_text,
-                      absl::StrFormat("    %-40s %10.3f %10.3f %10.3f\n", ShapeText(r.row.key),
+                      absl::StrFormat("    %-40s %10.3f %10.3f %10.3f\n", GemmKeyString(r.row.key),
                                       r.row.median_s, ratio(*before), ratio(*after)));
     }
   }

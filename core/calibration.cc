@@ -299,6 +299,8 @@ const std::vector<FittedParam>& FittedParams() {
        FitsOnly::kStreamK},
       {"narrow_tn_efficiency", &CostModelParams::narrow_tn_efficiency, 0.02, 1.0,
        FitsOnly::kNarrowTn},
+      {"narrow_tn_output_efficiency", &CostModelParams::narrow_tn_output_efficiency, 0.02, 1.0,
+       FitsOnly::kNarrowTnOutput},
       {"narrow_nn_efficiency", &CostModelParams::narrow_nn_efficiency, 0.02, 1.0,
        FitsOnly::kNarrowNn},
       {"narrow_nt_efficiency", &CostModelParams::narrow_nt_efficiency, 0.02, 1.0,
@@ -443,7 +445,9 @@ bool InClass(FitsOnly only, const GpuSpec& gpu, const GemmKey& key) {
     case FitsOnly::kFp8Transpose:
       return Fp8NeedsTn(gpu, key.dtype) && key.layout != Layout::kTN;
     case FitsOnly::kNarrowTn:
-      return align < 4 && key.layout == Layout::kTN;
+    case FitsOnly::kNarrowTnOutput:
+      return align < 4 && key.layout == Layout::kTN &&
+             NarrowOutputOnly(key) == (only == FitsOnly::kNarrowTnOutput);
     case FitsOnly::kNarrowNn:
       return align < 4 && key.layout == Layout::kNN;
     case FitsOnly::kNarrowNt:

@@ -92,7 +92,8 @@ std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& r
 enum class FitsOnly {
   kAny,           // every GEMM
   kFp8Transpose,  // FP8 in a layout other than TN, on GPUs that run FP8 as TN only
-  kNarrowTn,      // a leading dimension below 4 bytes of alignment, by layout
+  kNarrowTn,      // a leading dimension below 4 bytes of alignment, by layout (TN: the inputs')
+  kNarrowTnOutput,  // TN with only the output's leading dimension below 4 bytes
   kNarrowNn,
   kNarrowNt,
   kVector,        // the smallest alignment 4 or 8 bytes

@@ -71,8 +71,13 @@ void Finish(GemmPrediction& p, double useful_flops, double launch_s) {
   p.tflops = useful_flops / p.time_s / 1e12;
 }
 
-int64_t KTile(const CostModelParams& mp, DType dtype) {
-  return std::max<int64_t>(1, mp.k_tile_bytes / DTypeBytes(dtype));
+// Elements of K one mainloop slice consumes. Hopper's kernels without TMA (a leading dimension
+// below 16 bytes) take K in narrow slices (misaligned_k_tile_bytes), the TMA kernels in
+// k_tile_bytes. `min_bytes`: MinAlignmentBytes(key).
+int64_t KTile(const GpuSpec& gpu, const CostModelParams& mp, DType dtype, int64_t min_bytes) {
+  const bool narrow = gpu.compute_capability >= 90 && min_bytes < kMinVectorBytes;
+  return std::max<int64_t>(
+      1, (narrow ? mp.misaligned_k_tile_bytes : mp.k_tile_bytes) / DTypeBytes(dtype));
 }
 
 // Bytes of the operands an FP8 GEMM must transpose first to run as TN (0 when none must).
@@ -154,7 +159,7 @@ std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
         1e6 * (p.time_s - std::max(p.compute_time_s, p.memory_time_s))));
     return out;
   }
-  const int64_t tk = KTile(mp, key.dtype);
+  const int64_t tk = KTile(gpu, mp, key.dtype, MinAlignmentBytes(key));
   const int64_t k_per = CeilDiv(s.k, p.split_k);
   const int64_t k_slice = CeilDiv(k_per, tk) * tk;
   if (static_cast<double>(k_per) < 0.9 * static_cast<double>(k_slice)) {
@@ -227,6 +232,11 @@ int64_t MinAlignmentBytes(const GemmKey& key) {
   return bytes;
 }
 
+bool NarrowOutputOnly(const GemmKey& key) {
+  return key.layout == Layout::kTN && AlignmentBytes(key.shape.k, key.dtype) >= 4 &&
+         AlignmentBytes(key.shape.n, key.dtype) < 4;
+}
+
 AlignmentCost AlignmentCostOf(const GemmKey& key, const GpuSpec& gpu) {
   const CostModelParams& mp = gpu.Model(key.dtype);
   AlignmentCost c;
@@ -239,6 +249,8 @@ AlignmentCost AlignmentCostOf(const GemmKey& key, const GpuSpec& gpu) {
       c.compute = mp.narrow_nn_efficiency;
     } else if (key.layout == Layout::kNT) {
       c.compute = mp.narrow_nt_efficiency;
+    } else if (NarrowOutputOnly(key)) {
+      c.compute = mp.narrow_tn_output_efficiency;
     } else {
       c.compute = mp.narrow_tn_efficiency;
     }
@@ -307,7 +319,7 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
                       (static_cast<double>(tm * tile.m) * static_cast<double>(tn * tile.n));
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * slots);
   p.alignment_efficiency = align_eff;
-  const int64_t tile_k = KTile(mp, key.dtype);
+  const int64_t tile_k = KTile(gpu, mp, key.dtype, align.min_bytes);
   const double k_slice =
       static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k) + mp.k_overhead;
   const double mem_bw = MemoryBandwidth(gpu, mp);

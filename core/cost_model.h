@@ -12,14 +12,17 @@
 //   wave_eff   = tiles / (waves · slots)                   (wave quantization)
 //   align_eff  = by the smallest alignment of A's, B's and C's leading dimensions (bytes, at most
 //                16): 1 at 16 bytes; vector_efficiency at 4 or 8; narrow_{tn,nn,nt}_efficiency
-//                below 4 (per layout); and sub_alignment_efficiency^(leading dimensions missing
+//                below 4 (per layout; TN with aligned inputs and a narrow output:
+//                narrow_tn_output_efficiency); and sub_alignment_efficiency^(leading dimensions missing
 //                the GPU's 128-byte preference; 1 by the evidence)
 //   mem_eff    = misaligned_memory_efficiency below 16 bytes, else 1
 //   K_slice    = ceil(ceil(K/S) / Tk) · Tk,  Tk = k_tile_bytes / dtype bytes  (K quantization: the
-//                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16)
+//                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16);
+//                Hopper's kernels without TMA take misaligned_k_tile_bytes (16) instead
 //   reuse      = (I(T) / I(best))^γ, I = Tm·Tn/(Tm+Tn)     (smaller tiles reuse operands less)
 //   t_main     = 2·Tm·Tn·(K_slice + k_overhead) · slots / (peak · peak_fraction · reuse ·
-//   align_eff) t_epilogue = epilogue_weight · slots·Tm·Tn·out_bytes / (BW · memory_efficiency)
+//                align_eff)
+//   t_epilogue = epilogue_weight · slots·Tm·Tn·out_bytes / (BW · memory_efficiency)
 //   t_compute  = waves · (t_main + t_epilogue) + t_reduce,  t_reduce = 2·4·S·M·N·batch / BW_eff
 //   t_memory   = ((M·K + K·N)·in_bytes + M·N·out_bytes) · batch / (BW · memory_efficiency ·
 //                mem_eff)
@@ -63,8 +66,10 @@ namespace wavecrest {
 // causal kernel's unequal blocks end with a tail (few-wave prefill), and the refit constants.
 // v5: alignment by kernel family (the smallest alignment of A, B and C picks TMA, 4-8-byte or
 // narrower kernels, each with its own rate and bandwidth), fitted with the rest to cuBLASLt 13.1
-// through PyTorch on H100 and H200 (the device sweeps).
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v5";
+// through PyTorch on H100 and H200 (the device sweeps). v6: TN with only the output misaligned
+// (an odd vocabulary's logits) as its own, slower family; Hopper's kernels without TMA take K in
+// 16-byte slices; the offline fit with more starts.
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v6";
 // The library whose kernels the model describes (a prediction's provenance names it).
 inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through PyTorch 2.11)";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
@@ -72,7 +77,7 @@ inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through Py
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v5 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v6 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);
@@ -130,6 +135,10 @@ int64_t MinAlignmentBytes(const GemmKey& key);
 // Whether every leading dimension is a multiple of 16 bytes (TMA kernels on Hopper; the class a
 // misaligned GEMM's error band and the calibration report tell apart).
 bool AlignedGemm(const GemmKey& key);
+
+// A TN GEMM whose inputs' leading dimension (k) is at least 4-byte aligned and whose output's (n)
+// is not: cuBLASLt's kernels for it run slower than for misaligned inputs (narrow_tn_output_...).
+bool NarrowOutputOnly(const GemmKey& key);
 
 // What alignment costs a GEMM with this key (see the file comment): factors of the mainloop's
 // rate and of the bandwidth reached.

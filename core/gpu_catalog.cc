@@ -56,7 +56,7 @@ void SetPriors(GpuSpec& g, double best_fraction) {
   // H100 FP16 SwiGLU sweep once showed (paper notes §4). Calibration replaces it where misaligned
   // GEMMs were measured (Hopper: 3-8x); GPUs before Hopper keep it (CostModelParams).
   constexpr double kPriorMisaligned = 0.685;
-  p.narrow_tn_efficiency = p.narrow_nn_efficiency = p.narrow_nt_efficiency = kPriorMisaligned;
+  p.narrow_tn_efficiency = p.narrow_tn_output_efficiency = p.narrow_nn_efficiency = p.narrow_nt_efficiency = kPriorMisaligned;
   p.vector_efficiency = p.misaligned_memory_efficiency = kPriorMisaligned;
   for (DType d : kAllDTypes) {
     g.Model(d) = p;

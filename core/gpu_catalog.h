@@ -74,22 +74,35 @@ struct CostModelParams {
   // slice costs a whole one. 128 bytes = the 64-element BF16 K tiles of cuBLAS's Hopper kernels
   // ("tilesize128x256x64") and the "_64x3" stages of its Ampere ones.
   int64_t k_tile_bytes = 128;
+  // CHOSEN by cross-validation on the H100 and H200 device sweeps: the slice of K that Hopper's
+  // kernels without TMA (a leading dimension below 16 bytes) consume. With 128 bytes, K = 65
+  // would cost twice K = 63; on the H100 both ran at 56 TFLOP/s (TN 4096x4096xK, batch 32), and
+  // K = 127 ran no faster per FLOP than K = 100. Slices of 128, 64 and 16 bytes were compared
+  // (aligned/misaligned pairs within 20% of the measured ratio, both GPUs, 336 pairs: 304, 307,
+  // 312); 16 bytes, an 8-element BF16 vector, is the finest. GPUs before Hopper keep
+  // k_tile_bytes (no misaligned measurements there).
+  int64_t misaligned_k_tile_bytes = 16;
   // PRIOR: smallest split-K slice a kernel will use, and the largest number of slices.
   int64_t min_split_k_slice = 128;
   int64_t max_split_k = 16;
   // Alignment. cuBLASLt picks a kernel family by the smallest alignment of A's, B's and C's
   // leading dimensions: the largest power of two (at most 16) dividing ld · element bytes. At 16
   // bytes Hopper runs its TMA kernels; below, kernels with narrower loads (cp.async of 4 or 8
-  // bytes; below 4 bytes, element by element) and stores. Which operand is misaligned hardly
-  // matters, the layout does (H100 BF16 medians, large GEMMs: below 4 bytes TN 99, NN 133, NT 148
-  // TFLOP/s; at 4 or 8 bytes 216-244; aligned 650-750). FITTED on H100 and H200 BF16 to the
+  // bytes; below 4 bytes, element by element) and stores. The layout matters, and in TN whether
+  // the inputs or only the output are misaligned (H100 BF16 medians, large GEMMs: below 4 bytes
+  // TN 95 (output) or 120 (inputs), NN 133, NT 148 TFLOP/s; at 4 or 8 bytes 216-244, any
+  // layout; aligned 650-750). FITTED on H100 and H200 BF16 to the
   // device sweeps (data/measurements/h1?0-torch-gemm-sweep.csv, cuBLASLt 13.1 through PyTorch
   // 2.11); carried to Blackwell (TMA too); PRIOR on GPUs before Hopper (no TMA, no measurement
   // of a misaligned GEMM there: the 0.685 a public H100 FP16 SwiGLU sweep once showed).
-  // The catalog's priors set all five to 0.685 (gpu_catalog.cc); the fits: below.
+  // The catalog's priors set all six to 0.685 (gpu_catalog.cc); the fits: below.
   //   The mainloop's rate below 4 bytes, per layout, as a factor of the aligned rate (H100 fit:
-  //   0.15, 0.19, 0.22):
+  //   TN 0.18, NN 0.19, NT 0.22):
   double narrow_tn_efficiency = 0.685;
+  //   TN whose inputs are aligned (k) but whose output is not (n below 4 bytes): the logits
+  //   GEMM of an odd vocabulary. Its kernels run slower than TN's with misaligned inputs (H100
+  //   BF16 medians, large GEMMs: 95 against 120 TFLOP/s; H100 fit 0.14):
+  double narrow_tn_output_efficiency = 0.685;
   double narrow_nn_efficiency = 0.685;
   double narrow_nt_efficiency = 0.685;
   //   The mainloop's rate at 4 or 8 bytes, any layout (H100 fit: 0.33):

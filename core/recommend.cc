@@ -791,6 +791,32 @@ double Merit(const CandidateScore& c) {
   return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu : c.mfu;
 }
 
+bool TunedHeadDim(const ModelSpec& spec) {
+  const int64_t d = Derive(spec).head_dim;
+  return d == 64 || d == 128;
+}
+
+namespace {
+
+// Among the winners [first, last) (ranked, each beats the baseline): when #1's head dim is not
+// one the kernels are tuned for and a winner with such a head dim is within #1's uncertainty
+// (their speed-up bands overlap), that winner goes first and says why. The model cannot tell
+// them apart; 64 and 128 are what FlashAttention and cuDNN are tuned for, what checkpoints and
+// inference engines expect, and what every tensor-parallel degree keeps whole.
+void PreferTunedHeadDim(std::vector<CandidateScore>::iterator first,
+                        std::vector<CandidateScore>::iterator last) {
+  if (first == last || TunedHeadDim(first->spec)) return;
+  const double floor = first->speedup - first->speedup_uncertainty;
+  for (auto it = std::next(first); it != last; ++it) {
+    if (!TunedHeadDim(it->spec) || it->speedup + it->speedup_uncertainty < floor) continue;
+    it->preferred_head_dim = true;
+    std::rotate(first, it, std::next(it));
+    return;
+  }
+}
+
+}  // namespace
+
 void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
   const CandidateScore* base = nullptr;
   for (const auto& s : scores) {
@@ -852,9 +878,18 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
   auto b_it = std::find_if(first_other, scores.end(),
                            [](const CandidateScore& s) { return s.baseline; });
   if (b_it != scores.end()) std::rotate(first_other, b_it, b_it + 1);
+  PreferTunedHeadDim(scores.begin(), first_other);
   // Reasons for what will be shown: words cost more than numbers.
   for (size_t i = 0; i < std::min(explain, scores.size()); ++i) {
-    if (!scores[i].baseline) scores[i].reasons = Explain(base_copy, scores[i]);
+    if (scores[i].baseline) continue;
+    scores[i].reasons = Explain(base_copy, scores[i]);
+    if (scores[i].preferred_head_dim) {
+      scores[i].reasons.push_back(absl::StrFormat(
+          "ranked first among winners the model cannot tell apart: head dim %d is one attention "
+          "kernels are tuned for (64, 128); the faster-looking #2 (%.3fx ± %.3f) is within its "
+          "uncertainty",
+          Derive(scores[i].spec).head_dim, scores[1].speedup, scores[1].speedup_uncertainty));
+    }
   }
 }
 

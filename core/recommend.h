@@ -189,6 +189,9 @@ struct CandidateScore {
   // Time per GEMM name (all passes, × count), for the reasons.
   std::vector<std::pair<std::string, double>> time_by_gemm;
   std::vector<std::string> reasons;
+  // Put first by the head-dim preference (RankCandidates): not the fastest-looking winner, but
+  // within its uncertainty with a head dim of 64 or 128.
+  bool preferred_head_dim = false;
 };
 
 // Scores one candidate with `times` (fused attention and elementwise work predicted). With
@@ -203,7 +206,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 // at equal work, so a smaller model does not win by being smaller; decode: tokens/s), ties (within 1e-9 relative) by smaller
 // |param change|, then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v,
 // L); identical shapes are dropped. So when nothing beats the baseline it is first ("keep your
-// shape"). Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
+// shape"). Among the winners, a head dim of 64 or 128 within #1's uncertainty goes first
+// (TunedHeadDim; its reasons say so). Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
 // non-baseline entry (what changed, which rules it satisfies or still breaks).
 //
 // Uncertainty: the errors of a GEMM's time are shared by every candidate that runs it, so they
@@ -214,6 +218,9 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 // shows); the others keep none.
 void RankCandidates(std::vector<CandidateScore>& scores,
                     size_t explain = std::numeric_limits<size_t>::max());
+
+// Whether the spec's head dim is 64 or 128, the sizes attention kernels are tuned for.
+bool TunedHeadDim(const ModelSpec& spec);
 
 // What candidates are ranked by: MFU (model FLOP/s per GPU at equal work), or for decode tokens
 // per second per GPU (what decode is for; the parameter tolerance keeps the work about equal).

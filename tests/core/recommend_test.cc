@@ -577,6 +577,40 @@ TEST(RecommendTest, TheBaselineFollowsThoseThatBeatItAndLeadsWhenNoneDoes) {
   EXPECT_FALSE(Beats(none[1]));
 }
 
+// Among winners the model cannot tell apart, a head dim of 64 or 128 goes first and says why;
+// a faster winner whose band does not reach it stays first.
+TEST(RecommendTest, ATunedHeadDimLeadsWinnersWithinTheUncertainty) {
+  auto candidate = [](int64_t head_dim, double mfu, uint64_t id) {
+    ModelSpec s = Llama27b();
+    s.head_dim = head_dim;
+    CandidateScore c;
+    c.spec = *NormalizeSpec(s);
+    c.mfu = mfu;
+    c.step_time_s = 1;
+    c.contributions = {{id, 1.0, 0.05}};  // nothing shared: sigma of the ratio ~0.07
+    return c;
+  };
+  std::vector<CandidateScore> close = {candidate(128, 0.50, 1), candidate(96, 0.60, 2),
+                                       candidate(128, 0.58, 3), candidate(80, 0.59, 4)};
+  close[0].baseline = true;
+  RankCandidates(close);
+  ASSERT_EQ(close.size(), 4u);
+  ASSERT_TRUE(Beats(close[0]) && Beats(close[1]));
+  EXPECT_EQ(Derive(close[0].spec).head_dim, 128);
+  EXPECT_TRUE(close[0].preferred_head_dim);
+  EXPECT_EQ(Derive(close[1].spec).head_dim, 96);  // the fastest-looking, now second
+  EXPECT_FALSE(close[1].preferred_head_dim);
+  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("head dim 128"));
+  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("#2 (1.200x"));
+
+  std::vector<CandidateScore> apart = {candidate(128, 0.50, 1), candidate(96, 0.75, 2),
+                                       candidate(128, 0.60, 3)};
+  apart[0].baseline = true;
+  RankCandidates(apart);
+  EXPECT_EQ(Derive(apart[0].spec).head_dim, 96);  // 1.5x: the 1.2x band does not reach it
+  EXPECT_FALSE(apart[1].preferred_head_dim);
+}
+
 // Decode: the bytes a step reads are the weights once and the KV cache; a mixture of experts
 // reads the experts its tokens route to.
 TEST(RecommendTest, DecodeReadsTheWeightsOnceAndTheKvCache) {
