@@ -124,6 +124,24 @@ TEST(CostModelTest, AlignmentEfficiencyDependsOnLeadingDimsOfTheLayout) {
   EXPECT_EQ(MinAlignmentBytes({{4096, 4096, 4092, 1}, Layout::kTN, DType::kBf16}), 8);
   // FP32 elements are 4 bytes: an odd dimension is still 4-byte aligned.
   EXPECT_EQ(MinAlignmentBytes({{4096, 4096, 4093, 1}, Layout::kTN, DType::kTf32}), 4);
+  // TN: a narrow output alone (an odd vocabulary's n) is its own family, slower in the fit than
+  // narrow inputs (odd k); an odd k with an odd n is the inputs' family.
+  const GemmKey odd_n{{8192, 50257, 768, 1}, Layout::kTN, DType::kBf16};
+  const GemmKey odd_k{{8192, 4096, 4093, 1}, Layout::kTN, DType::kBf16};
+  EXPECT_TRUE(NarrowOutputOnly(odd_n));
+  EXPECT_FALSE(NarrowOutputOnly(odd_k));
+  EXPECT_FALSE(NarrowOutputOnly({{8192, 4095, 4093, 1}, Layout::kTN, DType::kBf16}));
+  EXPECT_FALSE(NarrowOutputOnly({{8192, 4095, 4096, 1}, Layout::kNN, DType::kBf16}));
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency(odd_n, gpu), mp.narrow_tn_output_efficiency);
+  EXPECT_DOUBLE_EQ(AlignmentEfficiency(odd_k, gpu), mp.narrow_tn_efficiency);
+  EXPECT_LT(mp.narrow_tn_output_efficiency, mp.narrow_tn_efficiency);
+  // The kernels without TMA take K in 16-byte slices: K = 65 is not charged a second 64-element
+  // slice over K = 63 (both ran at 56 TFLOP/s on the H100); the TMA kernel at K = 64 is.
+  auto mainloop_s = [&](int64_t k) {
+    return PredictGemm(gpu, {{4096, 4096, k, 32}, Layout::kTN, DType::kBf16}).compute_time_s;
+  };
+  EXPECT_LT(mainloop_s(65) / mainloop_s(63), 1.1);
+  EXPECT_GT(mainloop_s(72) / mainloop_s(64), 1.3);  // aligned K = 72 pays a second 64-slice
   // On Hopper the cliff is steep (TMA or not), and steeper below 4 bytes.
   EXPECT_LT(mp.narrow_tn_efficiency, mp.vector_efficiency);
   EXPECT_LT(mp.vector_efficiency, 0.5);
