@@ -195,11 +195,45 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   return out;
 }
 
+// The architecture a one-line header leaves out: latent attention, local windows, the experts
+// and the dense layers beside them ("; MLA: kv latent 512, q latent 1536, rotary 64, d_v 128").
+std::string ArchitectureNotes(const v1::ModelSpec& m) {
+  std::string out;
+  if (m.kv_lora_rank() > 0) {
+    absl::StrAppendFormat(&out, "; MLA: kv latent %d, q latent %s, rotary %d, d_v %d",
+                          m.kv_lora_rank(),
+                          m.q_lora_rank() > 0 ? absl::StrCat(m.q_lora_rank()) : "none",
+                          m.qk_rope_head_dim(), m.v_head_dim() > 0 ? m.v_head_dim() : m.head_dim());
+  }
+  if (m.sliding_window() > 0) {
+    absl::StrAppendFormat(&out, "; local attention over %d tokens on %d of %d layers",
+                          m.sliding_window(),
+                          m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers(),
+                          m.num_layers());
+  }
+  if (m.num_experts() > 0) {
+    absl::StrAppendFormat(&out, "; MoE: %d experts of f, top %d", m.num_experts(),
+                          m.experts_per_token());
+    if (m.shared_expert_ffn_hidden_size() > 0) {
+      absl::StrAppendFormat(&out, ", shared %d", m.shared_expert_ffn_hidden_size());
+    }
+    if (m.first_dense_layers() > 0 || m.moe_layer_interval() > 1) {
+      const int64_t interval = std::max<int64_t>(1, m.moe_layer_interval());
+      const int64_t moe = (m.num_layers() - m.first_dense_layers()) / interval;
+      absl::StrAppendFormat(&out, "; %d MoE layers, %d dense with an MLP of %d", moe,
+                            m.num_layers() - moe,
+                            m.dense_ffn_hidden_size() > 0 ? m.dense_ffn_hidden_size()
+                                                          : m.ffn_hidden_size());
+    }
+  }
+  return out;
+}
+
 std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   std::string out = absl::StrFormat(
       "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d %s, %s attention, "
-      "%s\n\n",
+      "%s%s\n\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
@@ -207,7 +241,8 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
       m.attention() == v1::ATTENTION_FLASH ? "flash" : "unfused",
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
-                                             : "decode step");
+                                             : "decode step",
+      ArchitectureNotes(m));
   Table t({"gemm",   "pass",     "count", "batch",    "M",      "N",       "K",
            "layout", "dtype",    "GFLOP", "share",    "alignM", "alignN",  "alignK",
            "tile",   "tile_eff", "waves", "wave_eff", "time",   "TFLOP/s", "bound"});

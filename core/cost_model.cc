@@ -506,7 +506,18 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const int64_t kv_blocks = CeilDiv(s.n, kFlashKeyBlock);
   double visited = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
   double causal_efficiency = 1.0;
-  if (gemm.causal) {
+  // The most key blocks one query block visits (the causal tail's longest block).
+  double longest_blocks = static_cast<double>(std::min(q_blocks, kv_blocks));
+  if (gemm.causal && gemm.window > 0) {
+    // A causal window: query block i visits its own block and the window's blocks before it,
+    // min(i + 1, window blocks + 1) (shape.n is the FLOP convention's, not the keys visited).
+    causal_efficiency = mp.flash_causal_efficiency;
+    const int64_t reach = CeilDiv(gemm.window, kFlashKeyBlock) + 1;
+    const double ramp = static_cast<double>(std::min(q_blocks, reach));
+    visited = ramp * (ramp + 1) / 2 + static_cast<double>(q_blocks - std::min(q_blocks, reach)) *
+                                          static_cast<double>(reach);
+    longest_blocks = ramp;
+  } else if (gemm.causal) {
     causal_efficiency = mp.flash_causal_efficiency;
     const double full = static_cast<double>(std::min(q_blocks, kv_blocks));
     visited = full * (full + 1) / 2 +
@@ -525,8 +536,7 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   p.wave_efficiency = static_cast<double>(p.tiles) / (static_cast<double>(p.waves) * gpu.sm_count);
   if (gemm.causal && p.tiles > 0 && gpu.sm_count > 0) {
     // Unequal blocks: the makespan (in block units per SM) against the mean load per SM.
-    const double longest =
-        static_cast<double>(std::min(q_blocks, kv_blocks)) + mp.flash_block_overhead;
+    const double longest = longest_blocks + mp.flash_block_overhead;
     const double mean = (visited + mp.flash_block_overhead * static_cast<double>(q_blocks)) *
                         static_cast<double>(s.batch) / static_cast<double>(gpu.sm_count);
     const double makespan = p.tiles <= gpu.sm_count
@@ -573,9 +583,10 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   // Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
   const double per_side = forward ? 2.0 : 4.0;
   const double kv_batch = static_cast<double>(gemm.kv_batch > 0 ? gemm.kv_batch : s.batch);
+  // Every key is read at least once, a windowed layer's too (its shape.n is the FLOP convention's).
+  const double keys = static_cast<double>(gemm.window > 0 ? s.m : s.n);
   const double bytes = per_side * d * DTypeBytes(gemm.dtype) *
-                       (static_cast<double>(s.m) * static_cast<double>(s.batch) +
-                        static_cast<double>(s.n) * kv_batch);
+                       (static_cast<double>(s.m) * static_cast<double>(s.batch) + keys * kv_batch);
   p.memory_time_s = bytes / MemoryBandwidth(gpu, mp);
   // The rate is of the work the kernel does (under a causal mask about half the product), as
   // FlashAttention and cuDNN report it; the step's FLOPs (MFU) count the whole product.

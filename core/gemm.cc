@@ -1,5 +1,7 @@
 #include "core/gemm.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 
@@ -80,7 +82,7 @@ class Builder {
   }
 
   void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, bool causal,
-                      int64_t count) {
+                      int64_t count, int64_t window = 0) {
     Gemm g;
     g.name = std::string(kAttnFused);
     g.pass = pass;
@@ -91,6 +93,7 @@ class Builder {
     g.fused_attention = true;
     g.kv_batch = kv_batch;
     g.causal = causal;
+    g.window = window;
     g.flops = matmuls * GemmFlops(shape);
     out_.push_back(std::move(g));
   }
@@ -103,6 +106,70 @@ class Builder {
   bool training_;
 };
 
+// The attention core of every layer, per query head (KV heads are broadcast under GQA). Under
+// MLA the query/key head dim (d) and the value head dim (d_v) differ. Layers with local attention
+// (sliding_window) run a fused kernel over the window; unfused attention computes every score
+// and masks, so the window changes nothing there.
+void AttentionCore(const ModelSpec& spec, const DerivedShape& d, Builder& b) {
+  const int64_t L = spec.num_layers;
+  const bool decode = spec.workload == Workload::kDecode;
+  const int64_t dq = d.head_dim, dv = d.v_head_dim;
+  const int64_t q_len = decode ? 1 : spec.seq_length;
+  const int64_t kv_len = decode ? spec.kv_cache_length : spec.seq_length;
+  const int64_t heads_batch = spec.micro_batch_size * d.heads_per_rank;
+  const int64_t kv_batch = spec.micro_batch_size * d.kv_heads_per_rank;
+  if (spec.attention == Attention::kUnfused && decode) {
+    // Decode with a KV cache: the query heads that share a KV head are one GEMM's rows (what
+    // grouped-query decode kernels do), so the cache of a_kv heads is read once, not a/a_kv times.
+    const int64_t group = std::max<int64_t>(1, d.heads_per_rank / d.kv_heads_per_rank);
+    b.Add(kAttnScore, Pass::kForward, {group * q_len, kv_len, dq, kv_batch}, Layout::kTN, L);
+    b.Add(kAttnOverValue, Pass::kForward, {group * q_len, dv, kv_len, kv_batch}, Layout::kNN, L);
+    return;
+  }
+  if (spec.attention == Attention::kUnfused) {
+    // S = Q·Kᵀ: Q[s×d], K[s×d] -> like a linear layer with K as the weight.
+    b.Add(kAttnScore, Pass::kForward, {q_len, kv_len, dq, heads_batch}, Layout::kTN, L);
+    // O = P·V: P[s×s], V[s×d_v] stored as is.
+    b.Add(kAttnOverValue, Pass::kForward, {q_len, dv, kv_len, heads_batch}, Layout::kNN, L);
+    if (b.training()) {
+      // dQ = dS·K (dgrad form), dK = dSᵀ·Q (wgrad form).
+      b.Add(kAttnScore, Pass::kDgrad, {q_len, dq, kv_len, heads_batch}, Layout::kNN, L);
+      b.Add(kAttnScore, Pass::kWgrad, {kv_len, dq, q_len, heads_batch}, Layout::kNT, L);
+      // dP = dO·Vᵀ (dgrad form), dV = Pᵀ·dO (wgrad form).
+      b.Add(kAttnOverValue, Pass::kDgrad, {q_len, kv_len, dv, heads_batch}, Layout::kTN, L);
+      b.Add(kAttnOverValue, Pass::kWgrad, {kv_len, dv, q_len, heads_batch}, Layout::kNT, L);
+    }
+    return;
+  }
+  // FlashAttention: forward runs Q·Kᵀ and P·V (2 products of s×s×d per head); backward runs
+  // five (recomputing S, then dV, dP, dQ, dK). FLOPs are counted for full (non-causal) attention,
+  // as the paper's 4·b·s²·h term does; the kernel is causal except in decode (one query row
+  // against the whole cache), and its time says so. With d_v ≠ d (MLA) the shape keeps the
+  // query/key head dim (what the kernel's tiles pad) and the FLOPs weigh the products by their
+  // own dims: Q·Kᵀ (and dS, dQ, dK) by d, P·V (and dV, dP) by d_v.
+  auto matmuls = [&](double qk_products, double v_products) {
+    return (qk_products * static_cast<double>(dq) + v_products * static_cast<double>(dv)) /
+           static_cast<double>(dq);
+  };
+  const double forward = matmuls(1, 1), backward = matmuls(3, 2);
+  auto add = [&](int64_t keys, int64_t window, int64_t count) {
+    if (count == 0) return;
+    const GemmShape shape{q_len, keys, dq, heads_batch};
+    b.FusedAttention(Pass::kForward, shape, forward, kv_batch, !decode, count, window);
+    if (b.training()) {
+      b.FusedAttention(Pass::kBackward, shape, backward, kv_batch, !decode, count, window);
+    }
+  };
+  const int64_t w = spec.sliding_window;
+  if (d.window_layers > 0 && w < kv_len) {
+    // A causal window visits about 2·window keys' worth of the full convention's s × s.
+    add(decode ? w : std::min(kv_len, 2 * w), decode ? 0 : w, d.window_layers);
+    add(kv_len, 0, L - d.window_layers);
+  } else {
+    add(kv_len, 0, L);
+  }
+}
+
 }  // namespace
 
 std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
@@ -112,74 +179,58 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   const int64_t h = spec.hidden_size;
   const int64_t L = spec.num_layers;
   const int64_t T = d.tokens;
-  const bool decode = spec.workload == Workload::kDecode;
   Builder b(spec, out);
 
   // Attention projections. QKV is one fused GEMM (Megatron style); output projection is
-  // row-parallel.
-  const int64_t qkv_out = (d.heads_per_rank + 2 * d.kv_heads_per_rank) * d.head_dim;
-  b.Linear(kQkv, T, qkv_out, h, L);
-
-  // Attention core, per query head (KV heads are broadcast under GQA).
-  const int64_t q_len = decode ? 1 : spec.seq_length;
-  const int64_t kv_len = decode ? spec.kv_cache_length : spec.seq_length;
-  const int64_t heads_batch = spec.micro_batch_size * d.heads_per_rank;
-  const int64_t kv_batch = spec.micro_batch_size * d.kv_heads_per_rank;
-  if (spec.attention == Attention::kUnfused && decode) {
-    // Decode with a KV cache: the query heads that share a KV head are one GEMM's rows (what
-    // grouped-query decode kernels do), so the cache of a_kv heads is read once, not a/a_kv times.
-    const int64_t group = std::max<int64_t>(1, d.heads_per_rank / d.kv_heads_per_rank);
-    b.Add(kAttnScore, Pass::kForward, {group * q_len, kv_len, d.head_dim, kv_batch}, Layout::kTN,
-          L);
-    b.Add(kAttnOverValue, Pass::kForward, {group * q_len, d.head_dim, kv_len, kv_batch},
-          Layout::kNN, L);
-  } else if (spec.attention == Attention::kUnfused) {
-    // S = Q·Kᵀ: Q[s×d], K[s×d] -> like a linear layer with K as the weight.
-    b.Add(kAttnScore, Pass::kForward, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN, L);
-    // O = P·V: P[s×s], V[s×d] stored as is.
-    b.Add(kAttnOverValue, Pass::kForward, {q_len, d.head_dim, kv_len, heads_batch}, Layout::kNN, L);
-    if (b.training()) {
-      // dQ = dS·K (dgrad form), dK = dSᵀ·Q (wgrad form).
-      b.Add(kAttnScore, Pass::kDgrad, {q_len, d.head_dim, kv_len, heads_batch}, Layout::kNN, L);
-      b.Add(kAttnScore, Pass::kWgrad, {kv_len, d.head_dim, q_len, heads_batch}, Layout::kNT, L);
-      // dP = dO·Vᵀ (dgrad form), dV = Pᵀ·dO (wgrad form).
-      b.Add(kAttnOverValue, Pass::kDgrad, {q_len, kv_len, d.head_dim, heads_batch}, Layout::kTN, L);
-      b.Add(kAttnOverValue, Pass::kWgrad, {kv_len, d.head_dim, q_len, heads_batch}, Layout::kNT, L);
+  // row-parallel. Multi-head latent attention instead projects down to latents and up to every
+  // head; its down projections are small and run whole on every rank (Megatron-Core's MLA keeps
+  // them duplicated), the up projections are column-parallel by heads.
+  if (spec.kv_lora_rank > 0) {
+    const int64_t nope = d.head_dim - spec.qk_rope_head_dim;
+    if (spec.q_lora_rank > 0) {
+      b.Linear(kMlaQDown, T, spec.q_lora_rank, h, L);
+      b.Linear(kMlaQUp, T, d.heads_per_rank * d.head_dim, spec.q_lora_rank, L);
+    } else {
+      b.Linear(kMlaQ, T, d.heads_per_rank * d.head_dim, h, L);
     }
+    b.Linear(kMlaKvDown, T, spec.kv_lora_rank + spec.qk_rope_head_dim, h, L);
+    b.Linear(kMlaKvUp, T, d.heads_per_rank * (nope + d.v_head_dim), spec.kv_lora_rank, L);
   } else {
-    // FlashAttention: forward runs Q·Kᵀ and P·V (2 products of s×s×d per head); backward runs
-    // five (recomputing S, then dV, dP, dQ, dK). FLOPs are counted for full (non-causal) attention,
-    // as the paper's 4·b·s²·h term does; the kernel is causal except in decode (one query row
-    // against the whole cache), and its time says so.
-    const GemmShape shape{q_len, kv_len, d.head_dim, heads_batch};
-    b.FusedAttention(Pass::kForward, shape, 2.0, kv_batch, !decode, L);
-    if (b.training()) b.FusedAttention(Pass::kBackward, shape, 5.0, kv_batch, !decode, L);
+    const int64_t qkv_out = (d.heads_per_rank + 2 * d.kv_heads_per_rank) * d.head_dim;
+    b.Linear(kQkv, T, qkv_out, h, L);
   }
+  AttentionCore(spec, d, b);
+  b.Linear(kAttnProj, T, h, d.heads_per_rank * d.v_head_dim, L);
 
-  b.Linear(kAttnProj, T, h, d.heads_per_rank * d.head_dim, L);
-
-  if (spec.num_experts > 0) {
+  if (d.moe_layers > 0) {
     // Mixture of experts. The router is small and replicated on every rank; each expert's width
     // is split over the tensor-parallel ranks like a dense MLP (no expert parallelism here).
-    b.Linear(kMoeRouter, T, spec.num_experts, h, L);
+    const int64_t M = d.moe_layers;
+    b.Linear(kMoeRouter, T, spec.num_experts, h, M);
     const int64_t E = spec.num_experts;
     const int64_t rows = d.expert_tokens;
     const bool gelu = spec.mlp == Mlp::kGelu;
-    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.ffn_per_rank, h, L, E);
-    b.Linear(kMoeDown, rows, h, d.ffn_per_rank, L, E);
+    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.ffn_per_rank, h, M, E);
+    b.Linear(kMoeDown, rows, h, d.ffn_per_rank, M, E);
     if (d.shared_ffn_per_rank > 0) {
-      b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, L);
-      b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, L);
+      b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, M);
+      b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, M);
     }
-  } else if (spec.mlp == Mlp::kGelu) {
-    b.Linear(kMlpUp, T, d.ffn_per_rank, h, L);
-  } else if (spec.fused_gate_up) {
-    b.Linear(kMlpGateUp, T, 2 * d.ffn_per_rank, h, L);
-  } else {
-    b.Linear(kMlpGate, T, d.ffn_per_rank, h, L);
-    b.Linear(kMlpUp, T, d.ffn_per_rank, h, L);
   }
-  if (spec.num_experts == 0) b.Linear(kMlpDown, T, h, d.ffn_per_rank, L);
+  // Dense layers (every layer of a dense model; the others of a mixed one).
+  const int64_t D = d.dense_layers;
+  const int64_t f = d.dense_ffn_per_rank;
+  if (D > 0) {
+    if (spec.mlp == Mlp::kGelu) {
+      b.Linear(kMlpUp, T, f, h, D);
+    } else if (spec.fused_gate_up) {
+      b.Linear(kMlpGateUp, T, 2 * f, h, D);
+    } else {
+      b.Linear(kMlpGate, T, f, h, D);
+      b.Linear(kMlpUp, T, f, h, D);
+    }
+    b.Linear(kMlpDown, T, h, f, D);
+  }
 
   // Logits: training needs every position; prefill and decode only the last one per sequence.
   const int64_t logit_rows = spec.workload == Workload::kTraining ? T : spec.micro_batch_size;

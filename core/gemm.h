@@ -71,6 +71,14 @@ inline constexpr absl::string_view kMoeDown = "moe_down";
 inline constexpr absl::string_view kSharedGateUp = "shared_gate_up";  // always-on shared experts
 inline constexpr absl::string_view kSharedUp = "shared_up";
 inline constexpr absl::string_view kSharedDown = "shared_down";
+// Multi-head latent attention (DeepSeek-V2/V3) instead of qkv: the query's down and up
+// projections (or one full q_proj), the keys' and values' down projection to the latent (with
+// the rotary part) and its up projection to every head's key and value.
+inline constexpr absl::string_view kMlaQDown = "mla_q_down";
+inline constexpr absl::string_view kMlaQUp = "mla_q_up";
+inline constexpr absl::string_view kMlaQ = "mla_q";
+inline constexpr absl::string_view kMlaKvDown = "mla_kv_down";
+inline constexpr absl::string_view kMlaKvUp = "mla_kv_up";
 
 struct Gemm {
   std::string name;
@@ -89,6 +97,10 @@ struct Gemm {
   // key blocks past each query block, about half the work; `flops` still counts the full product
   // (the paper's 4·b·s²·h convention, which MFU uses).
   bool causal = false;
+  // Fused attention of a layer with local attention: each query sees at most this many of the
+  // latest keys (0 = all); the kernel visits only their blocks, and `flops` counts twice that
+  // work (s_kv = min(s, 2·window): the causal convention of full attention).
+  int64_t window = 0;
   double flops = 0;  // of one execution (multiply by count for the step)
 
   GemmKey key() const { return {shape, layout, dtype}; }

@@ -31,6 +31,23 @@ absl::string_view RecomputeName(Recompute r) {
   return "none";
 }
 
+double KvCacheBytes(const ModelSpec& spec) {
+  const DerivedShape d = Derive(spec);
+  // Elements one cached token keeps per layer: K and V of this rank's KV heads, or under MLA the
+  // latent and the rotary key part, which every rank keeps whole.
+  const double per_token =
+      spec.kv_lora_rank > 0
+          ? static_cast<double>(spec.kv_lora_rank + spec.qk_rope_head_dim)
+          : 2.0 * static_cast<double>(d.kv_heads_per_rank * d.head_dim);
+  const double kv_len = static_cast<double>(spec.kv_cache_length);
+  // Layers with local attention keep only the window.
+  const double windowed = static_cast<double>(d.window_layers);
+  const double tokens_kept =
+      (static_cast<double>(spec.num_layers) - windowed) * kv_len +
+      windowed * std::min(kv_len, static_cast<double>(spec.sliding_window));
+  return static_cast<double>(spec.micro_batch_size) * tokens_kept * per_token * 2;
+}
+
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                               const MemoryLayout& layout) {
   MemoryEstimate m;
@@ -95,10 +112,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
         layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
     m.activations_full_recompute_bytes = full;
   } else {
-    // The KV cache: K and V of every cached token, 16-bit, per rank.
-    const double kv_len = static_cast<double>(spec.kv_cache_length);
-    m.kv_cache_bytes = 2 * layers_per_stage * b * kv_len *
-                       static_cast<double>(d.kv_heads_per_rank * d.head_dim) * 2;
+    // The KV cache, 16-bit, per rank (KvCacheBytes).
+    m.kv_cache_bytes = KvCacheBytes(spec) / p;
     // One layer's working activations at a time (prefill: every position; decode: one).
     const double rows = spec.workload == Workload::kDecode ? b : s * b;
     m.activations_bytes = rows * (4 * h + 6 * static_cast<double>(d.active_ffn_per_rank)) * 2;
@@ -133,10 +148,7 @@ double DecodeBytesPerStep(const ModelSpec& spec) {
   }
   const double weight_bytes =
       spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
-  const double kv = 2 * static_cast<double>(spec.num_layers) * b *
-                    static_cast<double>(spec.kv_cache_length) *
-                    static_cast<double>(d.kv_heads_per_rank * d.head_dim) * 2;
-  return read / t * weight_bytes + kv;
+  return read / t * weight_bytes + KvCacheBytes(spec);
 }
 
 }  // namespace wavecrest

@@ -64,6 +64,12 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
 // KV cache. The figure memory-bandwidth utilisation (MBU) divides by. 0 for other workloads.
 double DecodeBytesPerStep(const ModelSpec& spec);
 
+// Bytes of the KV cache on one tensor-parallel rank (16-bit, every pipeline stage together):
+// b · cached tokens · per-token elements · 2, where a layer with local attention keeps only its
+// window and multi-head latent attention keeps the latent and the rotary key (kv_lora_rank +
+// qk_rope_head_dim, whole on every rank) instead of K and V per head.
+double KvCacheBytes(const ModelSpec& spec);
+
 }  // namespace wavecrest
 
 #endif  // WAVECREST_CORE_MEMORY_H_

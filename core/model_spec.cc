@@ -103,6 +103,8 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.data_parallel == 0) s.data_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
+  // moe_layer_interval, dense_ffn_hidden_size, v_head_dim and sliding_window_layers keep their
+  // 0 ("as the other field says", Derive): the recommender moves the fields they follow.
   return s;
 }
 
@@ -113,6 +115,59 @@ void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64
   if (value < lo || value > hi) {
     out.push_back(
         {std::string(field), absl::StrCat("must be in [", lo, ", ", hi, "]; got ", value)});
+  }
+}
+
+// Dense and MoE layers mixed: the layer counts and the dense width.
+void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  if (s.num_experts == 0) {
+    if (s.first_dense_layers != 0 || s.moe_layer_interval > 1 || s.dense_ffn_hidden_size != 0) {
+      v.push_back({"num_experts",
+                   "first_dense_layers, moe_layer_interval and dense_ffn_hidden_size mix dense "
+                   "and MoE layers: they need num_experts > 0"});
+    }
+    return;
+  }
+  const bool layers_ok = s.num_layers >= 1 && s.num_layers <= kMaxLayers;
+  CheckRange(v, "first_dense_layers", s.first_dense_layers, 0, layers_ok ? s.num_layers - 1 : 0);
+  CheckRange(v, "moe_layer_interval", s.moe_layer_interval, 0, layers_ok ? s.num_layers : 1);
+  CheckRange(v, "dense_ffn_hidden_size", s.dense_ffn_hidden_size, 0, kMaxFfnHiddenSize);
+  if (layers_ok && s.first_dense_layers >= 0 && s.first_dense_layers < s.num_layers &&
+      s.moe_layer_interval >= 1 &&
+      (s.num_layers - s.first_dense_layers) / s.moe_layer_interval == 0) {  // 0 = 1 always leaves one
+    v.push_back({"moe_layer_interval",
+                 absl::StrCat("leaves no MoE layer among the ", s.num_layers - s.first_dense_layers,
+                              " after the dense ones; got ", s.moe_layer_interval)});
+  }
+  if (s.tensor_parallel >= 1 && s.dense_ffn_hidden_size >= 1 &&
+      s.dense_ffn_hidden_size % s.tensor_parallel != 0) {
+    v.push_back({"dense_ffn_hidden_size",
+                 absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
+                              "); got ", s.dense_ffn_hidden_size)});
+  }
+}
+
+// Multi-head latent attention: ranks, the rotary part of the head, one KV head per query head.
+void ValidateMla(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  if (s.kv_lora_rank == 0) {
+    if (s.q_lora_rank != 0 || s.qk_rope_head_dim != 0 || s.v_head_dim != 0) {
+      v.push_back({"kv_lora_rank",
+                   "q_lora_rank, qk_rope_head_dim and v_head_dim describe multi-head latent "
+                   "attention: they need kv_lora_rank > 0"});
+    }
+    return;
+  }
+  CheckRange(v, "kv_lora_rank", s.kv_lora_rank, 1, kMaxHiddenSize);
+  CheckRange(v, "q_lora_rank", s.q_lora_rank, 0, kMaxHiddenSize);
+  CheckRange(v, "v_head_dim", s.v_head_dim, 0, kMaxHeadDim);
+  if (s.head_dim >= 1 && s.head_dim <= kMaxHeadDim) {
+    CheckRange(v, "qk_rope_head_dim", s.qk_rope_head_dim, 0, s.head_dim - 1);
+  }
+  if (s.num_kv_heads != s.num_attention_heads) {
+    v.push_back({"num_kv_heads",
+                 absl::StrCat("multi-head latent attention expands keys and values for every "
+                              "query head: must equal num_attention_heads (",
+                              s.num_attention_heads, "); got ", s.num_kv_heads)});
   }
 }
 
@@ -158,6 +213,14 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   }
   CheckRange(v, "shared_expert_ffn_hidden_size", s.shared_expert_ffn_hidden_size, 0,
              kMaxFfnHiddenSize);
+  ValidateLayerMix(s, v);
+  ValidateMla(s, v);
+  CheckRange(v, "sliding_window", s.sliding_window, 0, kMaxSeqLength);
+  if (s.sliding_window == 0 && s.sliding_window_layers != 0) {
+    v.push_back({"sliding_window_layers", "needs sliding_window > 0 (the window, in tokens)"});
+  } else if (s.num_layers >= 1 && s.num_layers <= kMaxLayers) {
+    CheckRange(v, "sliding_window_layers", s.sliding_window_layers, 0, s.num_layers);
+  }
 
   const bool h_ok = s.hidden_size >= 1 && s.hidden_size <= kMaxHiddenSize;
   const bool a_ok = s.num_attention_heads >= 1 && s.num_attention_heads <= kMaxHeads;
@@ -238,6 +301,11 @@ absl::StatusOr<ModelSpec> NormalizeSpec(const ModelSpec& spec) {
   return s;
 }
 
+int64_t DenseFfnWidth(const ModelSpec& s) {
+  return s.num_experts > 0 && s.dense_ffn_hidden_size > 0 ? s.dense_ffn_hidden_size
+                                                           : s.ffn_hidden_size;
+}
+
 DerivedShape Derive(const ModelSpec& s) {
   DerivedShape d;
   const int64_t t = s.tensor_parallel;
@@ -259,6 +327,16 @@ DerivedShape Derive(const ModelSpec& s) {
     d.expert_tokens = (d.tokens * s.experts_per_token + s.num_experts - 1) / s.num_experts;
     d.active_ffn_per_rank = s.experts_per_token * d.ffn_per_rank + d.shared_ffn_per_rank;
   }
+  d.moe_layers = 0;
+  if (s.num_experts > 0 && s.num_layers > s.first_dense_layers) {
+    d.moe_layers = (s.num_layers - s.first_dense_layers) / std::max<int64_t>(1, s.moe_layer_interval);
+  }
+  d.dense_layers = s.num_layers - d.moe_layers;
+  d.dense_ffn_per_rank = DenseFfnWidth(s) / t;
+  d.v_head_dim = s.kv_lora_rank > 0 && s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
+  d.window_layers = s.sliding_window == 0         ? 0
+                    : s.sliding_window_layers == 0 ? s.num_layers
+                                                   : s.sliding_window_layers;
   return d;
 }
 

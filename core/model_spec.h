@@ -95,6 +95,27 @@ struct ModelSpec {
   int64_t experts_per_token = 0;  // k; 0 = 1 when num_experts > 0
   int64_t shared_expert_ffn_hidden_size = 0;
   bool shared_expert_gate = false;
+  // Models that mix dense and MoE layers. The first `first_dense_layers` layers have a dense MLP
+  // (DeepSeek's first_k_dense_replace); after them every `moe_layer_interval`-th layer is MoE and
+  // the others dense (Llama 4 Maverick's interleave_moe_layer_step 2, Qwen-MoE's
+  // decoder_sparse_step): layer i is MoE when i >= first_dense_layers and (i − first_dense_layers
+  // + 1) is a multiple of the interval. 0 = 1 (every layer). Dense layers' MLP width is
+  // `dense_ffn_hidden_size` (0 = ffn_hidden_size). All three need num_experts > 0.
+  int64_t first_dense_layers = 0;
+  int64_t moe_layer_interval = 0;  // 0 = 1
+  int64_t dense_ffn_hidden_size = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3): keys and values come from a compressed latent
+  // of `kv_lora_rank` (0 = no MLA) per token, queries from one of `q_lora_rank` (0 = a full query
+  // projection). head_dim is the query/key head dim (nope + rope parts), `qk_rope_head_dim` of it
+  // the rotary part carried beside the latent, and `v_head_dim` the value head dim (0 = head_dim).
+  int64_t kv_lora_rank = 0;
+  int64_t q_lora_rank = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  // Local attention: `sliding_window_layers` layers (0 = all, when a window is set) attend only
+  // to the last `sliding_window` tokens (0 = none): Mistral, Gemma 2 and 3, GPT-OSS.
+  int64_t sliding_window = 0;
+  int64_t sliding_window_layers = 0;
 
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
@@ -137,8 +158,17 @@ struct DerivedShape {
   int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
   // The MLP width one token passes through, per rank: f/t dense; (k·f + shared)/t for MoE.
   int64_t active_ffn_per_rank;
+  int64_t moe_layers;           // layers with a mixture of experts (0 for a dense model)
+  int64_t dense_layers;         // layers with a dense MLP: num_layers − moe_layers
+  int64_t dense_ffn_per_rank;   // their MLP width per rank
+  int64_t v_head_dim;           // the value head dim (head_dim but under MLA)
+  int64_t window_layers;        // layers with local attention (sliding_window > 0)
 };
 DerivedShape Derive(const ModelSpec& spec);
+
+// The MLP width of a dense layer: dense_ffn_hidden_size in a model that mixes dense and MoE
+// layers (0 there = ffn_hidden_size), ffn_hidden_size in a dense model.
+int64_t DenseFfnWidth(const ModelSpec& spec);
 
 // Largest power of two dividing `x` (x > 0), capped at 2^30.
 int64_t LargestPow2Factor(int64_t x);

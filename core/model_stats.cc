@@ -2,42 +2,66 @@
 
 namespace wavecrest {
 
+namespace {
+
+// Attention of one layer: the projections (MLA's down and up projections and their norms, or
+// QKV), the output projection, and their biases.
+int64_t AttentionParams(const ModelSpec& s) {
+  const int64_t h = s.hidden_size;
+  const int64_t a = s.num_attention_heads;
+  const int64_t q = a * s.head_dim;
+  if (s.kv_lora_rank > 0) {
+    const int64_t nope = s.head_dim - s.qk_rope_head_dim;
+  const int64_t v_dim = Derive(s).v_head_dim;
+    int64_t p = s.q_lora_rank > 0 ? h * s.q_lora_rank + s.q_lora_rank /* its norm */ +
+                                        s.q_lora_rank * q
+                                  : h * q;
+    p += h * (s.kv_lora_rank + s.qk_rope_head_dim) + s.kv_lora_rank /* its norm */;
+    p += s.kv_lora_rank * a * (nope + v_dim);
+    p += a * v_dim * h;
+    return p;
+  }
+  const int64_t kv = s.num_kv_heads * s.head_dim;
+  int64_t p = h * (q + 2 * kv) + q * h;  // QKV and output projection
+  if (s.bias == Bias::kQkv || s.bias == Bias::kAll) p += q + 2 * kv;
+  if (s.bias == Bias::kAll) p += h;
+  return p;
+}
+
+}  // namespace
+
 ParamCounts CountParams(const ModelSpec& s) {
   const int64_t h = s.hidden_size;
-  const int64_t q = s.num_attention_heads * s.head_dim;
-  const int64_t kv = s.num_kv_heads * s.head_dim;
-  const int64_t f = s.ffn_hidden_size;
-
-  int64_t attn = h * (q + 2 * kv) + q * h;  // QKV and output projection
+  const DerivedShape d = Derive(s);
   // One MLP (or expert) of width `width`, with its biases.
   auto mlp_of = [&](int64_t width) {
     int64_t p = (s.mlp == Mlp::kGelu ? 2 : 3) * h * width;
     if (s.bias == Bias::kAll) p += (s.mlp == Mlp::kGelu ? width : 2 * width) + h;
     return p;
   };
-  int64_t mlp = mlp_of(f);
-  int64_t active_mlp = mlp;
+  const int64_t dense_mlp = mlp_of(DenseFfnWidth(s));
+  int64_t moe_mlp = 0, moe_active = 0;
   if (s.num_experts > 0) {
     int64_t always = h * s.num_experts;  // the router
+    if (s.bias == Bias::kAll) always += s.num_experts;
     if (s.shared_expert_ffn_hidden_size > 0) always += mlp_of(s.shared_expert_ffn_hidden_size);
     if (s.shared_expert_gate) always += h;
-    mlp = s.num_experts * mlp_of(f) + always;
-    active_mlp = s.experts_per_token * mlp_of(f) + always;
+    moe_mlp = s.num_experts * mlp_of(s.ffn_hidden_size) + always;
+    moe_active = s.experts_per_token * mlp_of(s.ffn_hidden_size) + always;
   }
-  if (s.bias == Bias::kQkv || s.bias == Bias::kAll) attn += q + 2 * kv;
-  if (s.bias == Bias::kAll) attn += h;
   const int64_t norm_params = s.norm == Norm::kLayerNorm ? 2 * h : h;  // weight (+ bias)
-  const int64_t per_layer = attn + mlp + 2 * norm_params;
+  const int64_t layer_base = AttentionParams(s) + 2 * norm_params;
+  const int64_t layers = (layer_base + dense_mlp) * d.dense_layers + (layer_base + moe_mlp) * d.moe_layers;
 
   int64_t embedding = s.vocab_size * h + s.learned_position_embeddings * h;
   if (!s.tied_embeddings) embedding += s.vocab_size * h;
 
   ParamCounts c;
-  c.per_layer_params = per_layer;
+  c.per_layer_params = s.num_layers > 0 ? layers / s.num_layers : 0;  // the mean of mixed layers
   c.embedding_params = embedding;
-  c.total_params = per_layer * s.num_layers + embedding + norm_params /* final norm */;
+  c.total_params = layers + embedding + norm_params /* final norm */;
   c.non_embedding_params = c.total_params - embedding;
-  c.active_params = c.total_params - (mlp - active_mlp) * s.num_layers;
+  c.active_params = c.total_params - (moe_mlp - moe_active) * d.moe_layers;
   return c;
 }
 

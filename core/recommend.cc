@@ -36,6 +36,17 @@ absl::string_view KnobName(Knob k) {
   return "?";
 }
 
+ModelSpec WithLayers(ModelSpec s, int64_t layers) {
+  if (s.sliding_window_layers > 0 && s.num_layers > 0) {
+    // The same share of local layers (Gemma 3: five in six), at least one.
+    s.sliding_window_layers = std::max<int64_t>(
+        1, (s.sliding_window_layers * layers + s.num_layers / 2) / s.num_layers);
+  }
+  s.num_layers = layers;
+  if (s.first_dense_layers >= layers) s.first_dense_layers = std::max<int64_t>(0, layers - 1);
+  return s;
+}
+
 int64_t BudgetParams(const ModelSpec& spec, const ParamCounts& counts) {
   return spec.num_experts > 0 ? counts.active_params : counts.total_params;
 }
@@ -462,18 +473,19 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
               s.experts_per_token = e.per_token;
               std::vector<int64_t> layers = {base.num_layers};
               if (layers_move) {
-                // Solve total(L) = base_params for L with everything else fixed; L a multiple of
-                // the pipeline stages.
-                ModelSpec one = s;
-                one.num_layers = pp;
-                one.pipeline_parallel = pp;
-                const ParamCounts pc = CountParams(one);
-                // Per layer in the budget's terms (an MoE's active parameters per layer).
-                const double per_layer =
-                    static_cast<double>(pc.per_layer_params) -
-                    static_cast<double>(pc.total_params - BudgetParams(one, pc)) / pp;
-                const double fixed = static_cast<double>(BudgetParams(one, pc)) - pp * per_layer;
-                const double exact = (static_cast<double>(base_params) - fixed) / per_layer /
+                // Solve budget(L) = base_params for L with everything else fixed; L a multiple of
+                // the pipeline stages. The budget (an MoE's active parameters) is linear in L
+                // over whole periods of a dense/MoE mix: its slope from two lengths a period
+                // apart.
+                const int64_t period = pp * std::max<int64_t>(1, base.moe_layer_interval);
+                const int64_t l0 = std::max(base.num_layers, pp + base.first_dense_layers);
+                auto budget_at = [&](int64_t L) {
+                  const ModelSpec at = WithLayers(s, L);
+                  return static_cast<double>(BudgetParams(at, CountParams(at)));
+                };
+                const double b0 = budget_at(l0);
+                const double per_layer = (budget_at(l0 + period) - b0) / static_cast<double>(period);
+                const double exact = (l0 + (static_cast<double>(base_params) - b0) / per_layer) /
                                      static_cast<double>(pp);
                 for (int64_t stages : {static_cast<int64_t>(std::floor(exact)),
                                        static_cast<int64_t>(std::ceil(exact))}) {
@@ -484,10 +496,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
                   }
                 }
               }
-              for (int64_t L : layers) {
-                s.num_layers = L;
-                consider(s);
-              }
+              for (int64_t L : layers) consider(WithLayers(s, L));
             }
           }
         }
@@ -514,7 +523,8 @@ const GemmTime& ScoreCache::Get(const GemmKey& key) {
 }
 
 const GemmPrediction& ScoreCache::FusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
-  auto key = std::make_tuple(gemm.key(), static_cast<int>(gemm.pass), gemm.causal, gemm.flops);
+  auto key = std::make_tuple(gemm.key(), static_cast<int>(gemm.pass), gemm.causal, gemm.flops,
+                             gemm.window);
   auto it = fused_.find(key);
   if (it != fused_.end()) return it->second;
   return fused_.emplace(std::move(key), PredictFusedAttention(gpu, gemm)).first->second;
@@ -604,8 +614,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
       const GemmPrediction& p = times.FusedAttention(gpu, g);
       t = p.time_s;
       sigma = SigmaOfBand(p.band_p10, p.band_p90);
-      id = ContributionId(ContributionKind::kFusedAttention, g.key(), static_cast<int>(g.pass),
-                          g.kv_batch);
+      id = ContributionId(ContributionKind::kFusedAttention, g.key(),
+                          static_cast<int>(g.pass) + 4 * g.window, g.kv_batch);
     } else {
       const GemmTime& gt = times.Get(g.key());
       t = gt.time_s;

@@ -42,6 +42,10 @@ absl::StatusOr<Knob> ParseKnob(absl::string_view name);
 // their total (finer experts) at the same work per token.
 int64_t BudgetParams(const ModelSpec& spec, const ParamCounts& counts);
 
+// `s` with `layers` layers, its layer mix kept: the same share of local-attention layers, the
+// dense first layers fewer than the layers.
+ModelSpec WithLayers(ModelSpec s, int64_t layers);
+
 inline constexpr double kDefaultParamTolerance = 0.02;
 inline constexpr int64_t kDefaultMaxCandidates = 5000;
 inline constexpr int64_t kMaxMaxCandidates = 100000;
@@ -152,7 +156,7 @@ class ScoreCache {
  private:
   GemmTimeFn fn_;
   absl::flat_hash_map<GemmKey, GemmTime> memo_;
-  absl::flat_hash_map<std::tuple<GemmKey, int, bool, double>, GemmPrediction> fused_;
+  absl::flat_hash_map<std::tuple<GemmKey, int, bool, double, int64_t>, GemmPrediction> fused_;
 };
 
 // One term of a candidate's step time. `id` names what ran (ContributionId): the same GEMM in two

@@ -259,6 +259,15 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
   s.shared_expert_gate = p.shared_expert_gate();
+  s.first_dense_layers = p.first_dense_layers();
+  s.moe_layer_interval = p.moe_layer_interval();
+  s.dense_ffn_hidden_size = p.dense_ffn_hidden_size();
+  s.kv_lora_rank = p.kv_lora_rank();
+  s.q_lora_rank = p.q_lora_rank();
+  s.qk_rope_head_dim = p.qk_rope_head_dim();
+  s.v_head_dim = p.v_head_dim();
+  s.sliding_window = p.sliding_window();
+  s.sliding_window_layers = p.sliding_window_layers();
   return s;
 }
 
@@ -301,6 +310,15 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
   p.set_shared_expert_gate(s.shared_expert_gate);
+  p.set_first_dense_layers(s.first_dense_layers);
+  p.set_moe_layer_interval(s.moe_layer_interval);
+  p.set_dense_ffn_hidden_size(s.dense_ffn_hidden_size);
+  p.set_kv_lora_rank(s.kv_lora_rank);
+  p.set_q_lora_rank(s.q_lora_rank);
+  p.set_qk_rope_head_dim(s.qk_rope_head_dim);
+  p.set_v_head_dim(s.v_head_dim);
+  p.set_sliding_window(s.sliding_window);
+  p.set_sliding_window_layers(s.sliding_window_layers);
   return p;
 }
 

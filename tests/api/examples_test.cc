@@ -79,7 +79,26 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/hf/gemma-2-9b.json", 9'241'705'984, 0.005},
                       Published{"examples/models/hf/falcon-7b.json", 6'921'720'704, 0.005},
                       Published{"examples/models/hf/mixtral-8x7b.json", 46.7e9, 0.01},
-                      Published{"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 0.01}),
+                      Published{"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 0.01},
+                      // Today's families (sources in examples/models/hf/README.md). Qwen3-8B
+                      // "8.2B", Qwen3-30B-A3B "30.5B" (Qwen model cards); DeepSeek-V3 "671B" (the
+                      // main model without its MTP module, DeepSeek's README_WEIGHTS.md),
+                      // DeepSeek-V2-Lite "15.7B" (DeepSeek-V2 paper); gpt-oss-120b 116.83B and
+                      // gpt-oss-20b 20.91B (OpenAI's model card, Table 1); Gemma 3 1B and 27B text
+                      // models: embedding + non-embedding of the Gemma 3 report's Table 1 (302M +
+                      // 698M; 1,416M + 25,600M); Llama 4 Maverick "400B" and Scout "109B" (Meta's
+                      // model cards), both with their vision encoder, which a text model has not:
+                      // Scout's text model is 1.1% below its card's total, so 1.5% for it.
+                      Published{"examples/models/hf/qwen3-8b.json", 8.2e9, 0.01},
+                      Published{"examples/models/hf/qwen3-30b-a3b.json", 30.5e9, 0.01},
+                      Published{"examples/models/hf/deepseek-v3.json", 671e9, 0.01},
+                      Published{"examples/models/hf/deepseek-v2-lite.json", 15.7e9, 0.01},
+                      Published{"examples/models/hf/gpt-oss-120b.json", 116.83e9, 0.01},
+                      Published{"examples/models/hf/gpt-oss-20b.json", 20.91e9, 0.01},
+                      Published{"examples/models/hf/gemma-3-1b.json", 1.000e9, 0.01},
+                      Published{"examples/models/hf/gemma-3-27b.json", 27.016e9, 0.01},
+                      Published{"examples/models/hf/llama-4-maverick.json", 400e9, 0.01},
+                      Published{"examples/models/hf/llama-4-scout.json", 109e9, 0.015}),
     [](const auto& i) {
       std::string n = i.param.file;
       n = n.substr(n.rfind('/') + 1);
@@ -109,6 +128,79 @@ TEST(HfImportTest, MoeActiveParametersMatchPublished) {
   auto dense = SpecFromRequest(*LoadModelFile(Path("examples/models/llama-2-7b.json")), "model.");
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ(CountParams(*dense).active_params, CountParams(*dense).total_params);
+}
+
+// Active parameters as each publisher counts them: DeepSeek and OpenAI leave the input embedding
+// out (a lookup, not a matrix product), Qwen and Meta keep it. DeepSeek-V3 "36.6B" (README_
+// WEIGHTS.md), DeepSeek-V2-Lite "2.4B" (DeepSeek-V2 paper), gpt-oss-120b 5.13B and gpt-oss-20b
+// 3.61B (model card, Table 1), Qwen3-30B-A3B "3.3B", Llama 4 Scout and Maverick "17B". Two
+// significant digits ("2.4B", "3.3B", "17B") get 2.5%.
+TEST(HfImportTest, TodaysFamiliesActiveParametersMatchPublished) {
+  struct Case {
+    const char* file;
+    double active;
+    bool without_input_embedding;
+    double tolerance;
+  };
+  for (const Case& c : {Case{"deepseek-v3", 36.6e9, true, 0.01},
+                        Case{"deepseek-v2-lite", 2.4e9, true, 0.025},
+                        Case{"gpt-oss-120b", 5.13e9, true, 0.01},
+                        Case{"gpt-oss-20b", 3.61e9, true, 0.01},
+                        Case{"qwen3-30b-a3b", 3.3e9, false, 0.025},
+                        Case{"llama-4-scout", 17e9, false, 0.025},
+                        Case{"llama-4-maverick", 17e9, false, 0.025}}) {
+    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + c.file + ".json"));
+    ASSERT_TRUE(p.ok()) << c.file << ": " << p.status();
+    auto spec = SpecFromRequest(*p, "model.");
+    ASSERT_TRUE(spec.ok()) << c.file << ": " << spec.status();
+    double active = static_cast<double>(CountParams(*spec).active_params);
+    if (c.without_input_embedding) {
+      active -= static_cast<double>(spec->vocab_size) * static_cast<double>(spec->hidden_size);
+    }
+    EXPECT_NEAR(active / c.active, 1.0, c.tolerance) << c.file << ": " << active;
+  }
+}
+
+// What each family's config becomes: the layer mix, latent attention and local windows.
+TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
+  auto load = [](const char* name) {
+    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + name + ".json"));
+    EXPECT_TRUE(p.ok()) << name;
+    auto s = SpecFromRequest(*p, "model.");
+    EXPECT_TRUE(s.ok()) << name << ": " << s.status();
+    return *s;
+  };
+  const ModelSpec v3 = load("deepseek-v3");
+  EXPECT_EQ(v3.kv_lora_rank, 512);
+  EXPECT_EQ(v3.q_lora_rank, 1536);
+  EXPECT_EQ(v3.head_dim, 192);  // 128 without rotary + 64 rotary
+  EXPECT_EQ(Derive(v3).v_head_dim, 128);
+  EXPECT_EQ(Derive(v3).dense_layers, 3);
+  EXPECT_EQ(Derive(v3).moe_layers, 58);
+  EXPECT_EQ(v3.shared_expert_ffn_hidden_size, 2048);
+  EXPECT_EQ(load("deepseek-v2-lite").q_lora_rank, 0);  // null: a full query projection
+  const ModelSpec maverick = load("llama-4-maverick");
+  EXPECT_EQ(Derive(maverick).moe_layers, 24);  // every second layer
+  EXPECT_EQ(DenseFfnWidth(maverick), 16384);
+  EXPECT_EQ(maverick.shared_expert_ffn_hidden_size, 8192);
+  EXPECT_EQ(Derive(load("llama-4-scout")).dense_layers, 0);
+  const ModelSpec gemma = load("gemma-3-27b");  // text_config, with Gemma3TextConfig's defaults
+  EXPECT_EQ(gemma.vocab_size, 262208);
+  EXPECT_EQ(gemma.sliding_window, 1024);
+  EXPECT_EQ(Derive(gemma).window_layers, 62 - 62 / 6);  // five local layers in six
+  EXPECT_TRUE(gemma.tied_embeddings);
+  const ModelSpec oss = load("gpt-oss-120b");
+  EXPECT_EQ(oss.sliding_window, 128);
+  EXPECT_EQ(Derive(oss).window_layers, 18);  // from layer_types
+  EXPECT_EQ(oss.bias, Bias::kAll);
+  EXPECT_EQ(load("qwen3-8b").sliding_window, 0);  // use_sliding_window: false
+  // Dense layers beyond the first ones are refused with the reason.
+  auto mixed = ImportHfConfig(
+      R"({"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 2048, "num_attention_heads": 32,
+          "num_hidden_layers": 4, "intermediate_size": 6144, "vocab_size": 1000,
+          "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 768,
+          "mlp_only_layers": [1, 3]})");
+  EXPECT_THAT(std::string(mixed.status().message()), ::testing::HasSubstr("mlp_only_layers"));
 }
 
 TEST(HfImportTest, HfAndWavecrestSpecsAgree) {

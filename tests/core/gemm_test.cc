@@ -294,5 +294,127 @@ TEST(GemmTest, DecodeAttentionScalesWithKvHeads) {
   }
 }
 
+// DeepSeek-V3's attention, one rank of t = 8: the query's down and up projections, the keys'
+// and values' down projection (the latent and the rotary key) and up projection per head, the
+// output projection from the value heads; the down projections run whole on every rank.
+TEST(GemmTest, MultiHeadLatentAttentionProjectsThroughItsLatents) {
+  ModelSpec s;
+  s.hidden_size = 7168;
+  s.num_attention_heads = 128;
+  s.head_dim = 192;
+  s.qk_rope_head_dim = 64;
+  s.v_head_dim = 128;
+  s.kv_lora_rank = 512;
+  s.q_lora_rank = 1536;
+  s.num_layers = 4;
+  s.ffn_hidden_size = 18432;
+  s.mlp = Mlp::kSwiglu;
+  s.vocab_size = 129280;
+  s.seq_length = 4096;
+  s.tensor_parallel = 8;
+  s = *NormalizeSpec(s);
+  const auto m = ByName(BuildGemms(s));
+  const int64_t T = 4096;
+  ExpectGemm(m, std::string(kMlaQDown), Pass::kForward, {T, 1536, 7168, 1}, Layout::kTN, 4);
+  ExpectGemm(m, std::string(kMlaQUp), Pass::kForward, {T, 16 * 192, 1536, 1}, Layout::kTN, 4);
+  ExpectGemm(m, std::string(kMlaKvDown), Pass::kForward, {T, 512 + 64, 7168, 1}, Layout::kTN, 4);
+  ExpectGemm(m, std::string(kMlaKvUp), Pass::kForward, {T, 16 * (128 + 128), 512, 1}, Layout::kTN,
+             4);
+  ExpectGemm(m, std::string(kAttnProj), Pass::kForward, {T, 7168, 16 * 128, 1}, Layout::kTN, 4);
+  EXPECT_EQ(m.count({std::string(kQkv), Pass::kForward}), 0u);
+  // The fused kernel's FLOPs weigh Q·Kᵀ by d = 192 and P·V by d_v = 128: forward 2·s²·(d + d_v).
+  const Gemm& fwd = m.at({std::string(kAttnFused), Pass::kForward});
+  EXPECT_EQ(fwd.shape, (GemmShape{T, T, 192, 16}));
+  EXPECT_DOUBLE_EQ(fwd.flops, 2.0 * T * T * (192 + 128) * 16);
+  const Gemm& bwd = m.at({std::string(kAttnFused), Pass::kBackward});
+  EXPECT_DOUBLE_EQ(bwd.flops, 2.0 * T * T * (3 * 192 + 2 * 128) * 16);
+  // No q_lora_rank: one full query projection.
+  s.q_lora_rank = 0;
+  const auto full = ByName(BuildGemms(*NormalizeSpec(s)));
+  ExpectGemm(full, std::string(kMlaQ), Pass::kForward, {T, 16 * 192, 7168, 1}, Layout::kTN, 4);
+  EXPECT_EQ(full.count({std::string(kMlaQDown), Pass::kForward}), 0u);
+}
+
+// DeepSeek-style: the first layers dense of their own width, the rest MoE; Llama 4 Maverick
+// style: every second layer MoE. Each GEMM runs as many times as its layers.
+TEST(GemmTest, DenseAndMoeLayersMixByCount) {
+  ModelSpec s;
+  s.hidden_size = 2048;
+  s.num_attention_heads = 16;
+  s.num_layers = 10;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 1408;
+  s.dense_ffn_hidden_size = 10944;
+  s.num_experts = 64;
+  s.experts_per_token = 6;
+  s.first_dense_layers = 1;
+  s.vocab_size = 102400;
+  s.seq_length = 1024;
+  s = *NormalizeSpec(s);
+  auto m = ByName(BuildGemms(s));
+  EXPECT_EQ(m.at({std::string(kMlpGateUp), Pass::kForward}).count, 1);
+  EXPECT_EQ(m.at({std::string(kMlpGateUp), Pass::kForward}).shape.n, 2 * 10944);
+  EXPECT_EQ(m.at({std::string(kMoeGateUp), Pass::kForward}).count, 9);
+  EXPECT_EQ(m.at({std::string(kMoeRouter), Pass::kForward}).count, 9);
+  EXPECT_EQ(m.at({std::string(kQkv), Pass::kForward}).count, 10);
+  s.first_dense_layers = 0;
+  s.moe_layer_interval = 2;
+  m = ByName(BuildGemms(*NormalizeSpec(s)));
+  EXPECT_EQ(m.at({std::string(kMlpDown), Pass::kForward}).count, 5);
+  EXPECT_EQ(m.at({std::string(kMoeDown), Pass::kForward}).count, 5);
+  // An interval that leaves no MoE layer, and the fields on a dense model, are refused by name.
+  s.first_dense_layers = 9;
+  s.moe_layer_interval = 2;
+  EXPECT_THAT(NormalizeSpec(s).status().message(), ::testing::HasSubstr("moe_layer_interval"));
+  ModelSpec dense = s;
+  dense.num_experts = 0;
+  dense.experts_per_token = 0;
+  EXPECT_THAT(NormalizeSpec(dense).status().message(), ::testing::HasSubstr("first_dense_layers"));
+}
+
+// Local attention: the windowed layers' fused kernels visit only the window's key blocks, so
+// they cost far less than full attention at a long sequence; FLOPs count 2·window keys (the
+// causal convention); unfused attention computes every score either way.
+TEST(GemmTest, SlidingWindowLayersVisitOnlyTheWindow) {
+  ModelSpec s;
+  s.hidden_size = 2560;
+  s.num_attention_heads = 8;
+  s.num_kv_heads = 4;
+  s.head_dim = 256;
+  s.num_layers = 12;
+  s.mlp = Mlp::kSwiglu;
+  s.ffn_hidden_size = 10240;
+  s.vocab_size = 262208;
+  s.seq_length = 16384;
+  s.sliding_window = 1024;
+  s.sliding_window_layers = 10;
+  s = *NormalizeSpec(s);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  double local_s = 0, global_s = 0;
+  int entries = 0;
+  for (const Gemm& g : BuildGemms(s)) {
+    if (!g.fused_attention || g.pass != Pass::kForward) continue;
+    ++entries;
+    if (g.window > 0) {
+      EXPECT_EQ(g.count, 10);
+      EXPECT_EQ(g.shape.n, 2048);
+      local_s = PredictFusedAttention(gpu, g).time_s;
+    } else {
+      EXPECT_EQ(g.count, 2);
+      EXPECT_EQ(g.shape.n, 16384);
+      global_s = PredictFusedAttention(gpu, g).time_s;
+    }
+  }
+  EXPECT_EQ(entries, 2);
+  // About (window + 128) / (s / 2) of the blocks: 1152 / 8192.
+  EXPECT_GT(local_s / global_s, 0.10);
+  EXPECT_LT(local_s / global_s, 0.20);
+  // A window as long as the sequence changes nothing.
+  s.sliding_window = 16384;
+  int windowed = 0;
+  for (const Gemm& g : BuildGemms(s)) windowed += g.window > 0;
+  EXPECT_EQ(windowed, 0);
+}
+
 }  // namespace
 }  // namespace wavecrest

@@ -82,6 +82,24 @@ TEST(MemoryTest, DecodeCountsTheKvCacheOfItsKvHeads) {
   s.num_kv_heads = 8;
   EXPECT_DOUBLE_EQ(EstimateMemory(*NormalizeSpec(s), gpu).kv_cache_bytes, mha / 4);
   EXPECT_EQ(EstimateMemory(*NormalizeSpec(s), gpu).gradients_bytes, 0);
+  // Local attention keeps only the window in half the layers.
+  s.sliding_window = 1024;
+  s.sliding_window_layers = 16;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*NormalizeSpec(s), gpu).kv_cache_bytes,
+                   mha / 4 * (16 * 4096.0 + 16 * 1024.0) / (32 * 4096.0));
+  // Multi-head latent attention keeps the latent and the rotary key per token (512 + 64), whole
+  // on every rank, instead of K and V of every head.
+  ModelSpec mla = GptLayer();
+  mla.num_layers = 32;
+  mla.workload = Workload::kDecode;
+  mla.kv_cache_length = 4096;
+  mla.micro_batch_size = 8;
+  mla.head_dim = 192;
+  mla.qk_rope_head_dim = 64;
+  mla.kv_lora_rank = 512;
+  mla.tensor_parallel = 8;
+  EXPECT_DOUBLE_EQ(EstimateMemory(*NormalizeSpec(mla), gpu).kv_cache_bytes,
+                   32.0 * 8 * 4096 * (512 + 64) * 2);
 }
 
 }  // namespace
