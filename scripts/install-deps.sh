@@ -10,6 +10,7 @@ build_packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libcivetweb-dev libsqlite3-dev nlohmann-json3-dev
+  libpq-dev    # the PostgreSQL measurement store a fleet of replicas shares (--store postgresql://)
 )
 # What `make test` and `make demo` need besides.
 test_packages=(
@@ -21,6 +22,7 @@ test_packages=(
   clang-14 libclang-rt-14-dev   # scripts/sanitize.sh: ASan+UBSan suite and libFuzzer targets
   chromium     # the dashboard's browser tests (Playwright drives Debian's Chromium)
   docker-compose   # validates deploy/compose (`docker-compose config`; no daemon needed)
+  postgresql   # the fleet tests start a throwaway cluster (initdb, pg_ctl) per test
 )
 build_only=0
 [[ ${1:-} == --build-only ]] && build_only=1

@@ -95,7 +95,7 @@ absl::Status QueueFullError(const JobQueue& jobs) {
 
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
                                WorkerDirectory* workers, SelfCalibration* calibration,
-                               ResultCache* cache, const Auth* auth)
+                               MeasurementStore* cache, const Auth* auth)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
@@ -149,7 +149,7 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
 
 MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
   if (cache_ == nullptr) return nullptr;
-  ResultCache* cache = cache_;
+  MeasurementStore* cache = cache_;
   return [cache](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
     // The newest GPU measurement of the layer on this kind, from any of its devices.
     std::optional<v1::LayerTiming> t =

@@ -42,7 +42,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // `calibration` and `cache` may be null (no result cache: Recalibrate and ExportMeasurements
   // answer FAILED_PRECONDITION).
   AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, WorkerDirectory* workers,
-                 SelfCalibration* calibration = nullptr, ResultCache* cache = nullptr,
+                 SelfCalibration* calibration = nullptr, MeasurementStore* cache = nullptr,
                  const Auth* auth = nullptr);
 
   grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
@@ -126,7 +126,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   Metrics* metrics_;
   WorkerDirectory* workers_;
   SelfCalibration* calibration_;
-  ResultCache* cache_;
+  MeasurementStore* cache_;
   Auth no_auth_;
   const Auth* auth_;
   std::atomic<bool> draining_{false};

@@ -43,9 +43,16 @@ ABSL_FLAG(bool, http_allow_plaintext, false,
           "in front of it); refused with --tls_client_ca, which HTTP cannot check");
 ABSL_FLAG(std::string, metrics_listen, "127.0.0.1:9464",
           "Prometheus /metrics address (host:port; port 0 picks one); empty disables it");
+ABSL_FLAG(std::string, store, "",
+          "Where measurements live: a SQLite file (created if missing; a corrupt one is moved "
+          "aside), or postgresql://user@host:5432/db, one database every replica shares (each GEMM "
+          "measured once across them, calibrations versioned there; the password from "
+          "$PGPASSWORD or ~/.pgpass rather than the URI). Empty = --cache");
 ABSL_FLAG(std::string, cache, "",
-          "SQLite result cache file (created if missing; a corrupt one is moved aside); empty "
-          "disables caching");
+          "The SQLite result cache file (--store with a file path says the same); empty with no "
+          "--store disables caching");
+ABSL_FLAG(double, store_poll_s, 30,
+          "With a shared store: how often to look for a calibration another replica refitted");
 ABSL_FLAG(std::string, port_file, "",
           "Write {\"grpc\": PORT, \"metrics\": PORT} here once listening (for scripts and tests)");
 ABSL_FLAG(int, threads, 0, "Threads running TimeGemms and Recommend jobs; 0 = number of CPUs");
@@ -61,6 +68,12 @@ ABSL_FLAG(std::string, workers, "none",
 ABSL_FLAG(std::string, worker_address, "",
           "Remote wavecrest-worker addresses to use as well (host:port, comma-separated); they "
           "are heartbeated and reconnected, not restarted");
+ABSL_FLAG(std::string, worker_dns, "",
+          "Remote workers found by DNS: NAME:PORT (in Kubernetes the workers' headless Service, "
+          "wavecrest-worker.NAMESPACE.svc:50061); every address it resolves to is a worker, "
+          "added when it appears and retired when it goes, re-resolved every "
+          "--worker_dns_interval_s");
+ABSL_FLAG(double, worker_dns_interval_s, 10, "How often --worker_dns is resolved again");
 ABSL_FLAG(std::string, worker_binary, "", "Path of wavecrest-worker; empty = next to this binary");
 ABSL_FLAG(std::string, emulate, "h100-sxm",
           "GPU kind an emulating (analytic) worker stands in for when there is no GPU");
@@ -140,7 +153,14 @@ int main(int argc, char** argv) {
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
   o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
-  o.cache_path = absl::GetFlag(FLAGS_cache);
+  o.store = absl::GetFlag(FLAGS_store);
+  if (!o.store.empty() && !absl::GetFlag(FLAGS_cache).empty()) {
+    std::cerr << "wavecrest-server: give --store or --cache, not both (--cache FILE is --store "
+                 "FILE)\n";
+    return 2;
+  }
+  if (o.store.empty()) o.store = absl::GetFlag(FLAGS_cache);
+  o.store_poll = absl::Seconds(absl::GetFlag(FLAGS_store_poll_s));
   o.port_file = absl::GetFlag(FLAGS_port_file);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
@@ -151,6 +171,8 @@ int main(int argc, char** argv) {
        absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',', absl::SkipWhitespace())) {
     o.worker_addresses.emplace_back(a);
   }
+  o.worker_dns = absl::GetFlag(FLAGS_worker_dns);
+  o.worker_dns_interval = absl::Seconds(absl::GetFlag(FLAGS_worker_dns_interval_s));
   o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
   o.emulate = absl::GetFlag(FLAGS_emulate);
   o.worker_backend = absl::GetFlag(FLAGS_worker_backend);

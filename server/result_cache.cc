@@ -37,6 +37,12 @@ CREATE TABLE IF NOT EXISTS layer_results (
   PRIMARY KEY (fingerprint, method, layer)
 );
 CREATE INDEX IF NOT EXISTS layer_results_by_kind ON layer_results (kind, method, layer);
+CREATE TABLE IF NOT EXISTS calibrations (
+  version INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at_unix_s INTEGER NOT NULL,
+  created_by TEXT NOT NULL,
+  file TEXT NOT NULL
+);
 )sql";
 
 absl::Status Exec(sqlite3* db, const char* sql) {
@@ -144,7 +150,7 @@ absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string
       return absl::UnavailableError(absl::StrCat("cache ", path, ": ", db.status().message()));
     }
   }
-  std::unique_ptr<ResultCache> cache(new ResultCache(*db));
+  std::unique_ptr<ResultCache> cache(new ResultCache(*db, path));
   cache->moved_aside_ = moved;
   return cache;
 }
@@ -352,6 +358,48 @@ std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
 int64_t ResultCache::Count() {
   std::lock_guard<std::mutex> lock(mu_);
   return CountLocked();
+}
+
+absl::StatusOr<int64_t> ResultCache::PublishCalibration(const std::string& file_json,
+                                                        const std::string& created_by) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "INSERT INTO calibrations (created_at_unix_s, created_by, file) "
+                         "VALUES (?1, ?2, ?3)",
+                         -1, &stmt, nullptr) != SQLITE_OK) {
+    return absl::InternalError(absl::StrCat("result cache: ", sqlite3_errmsg(db_)));
+  }
+  sqlite3_bind_int64(stmt, 1, absl::ToUnixSeconds(absl::Now()));
+  sqlite3_bind_text(stmt, 2, created_by.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, 3, file_json.c_str(), -1, SQLITE_TRANSIENT);
+  const bool done = sqlite3_step(stmt) == SQLITE_DONE;
+  sqlite3_finalize(stmt);
+  if (!done) return absl::InternalError(absl::StrCat("result cache: ", sqlite3_errmsg(db_)));
+  return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
+}
+
+std::optional<StoredCalibration> ResultCache::LatestCalibration() {
+  std::lock_guard<std::mutex> lock(mu_);
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_,
+                         "SELECT version, file, created_by FROM calibrations "
+                         "ORDER BY version DESC LIMIT 1",
+                         -1, &stmt, nullptr) != SQLITE_OK) {
+    return std::nullopt;
+  }
+  std::optional<StoredCalibration> out;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    StoredCalibration s;
+    s.version = sqlite3_column_int64(stmt, 0);
+    const char* file = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
+    const char* by = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2));
+    s.file_json = file ? file : "";
+    s.created_by = by ? by : "";
+    out = std::move(s);
+  }
+  sqlite3_finalize(stmt);
+  return out;
 }
 
 }  // namespace wavecrest

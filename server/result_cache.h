@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/timing_service.h"
+#include "server/measurement_store.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -29,7 +29,7 @@ inline constexpr char kCacheSchema[] = "wavecrest-result-cache-v1";
 // "name|cc|sms|driver|cuda|cublaslt|backend", then "|cudnn<version>" for a worker with cuDNN
 std::string FingerprintKey(const v1::DeviceFingerprint& fp);
 
-class ResultCache final : public ResultStore {
+class ResultCache final : public MeasurementStore {
  public:
   // Opens (creating parent directories and the file when needed) or recovers the cache.
   static absl::StatusOr<std::unique_ptr<ResultCache>> Open(const std::string& path);
@@ -44,20 +44,24 @@ class ResultCache final : public ResultStore {
                                              const v1::DeviceFingerprint* fingerprint) override;
   void StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
 
-  // Entries: GEMM and layer results.
-  int64_t Count();
-  // Called with the new number of entries whenever a Store adds one (for the cache metric).
-  void OnCount(std::function<void(int64_t)> callback);
-  // Every GPU measurement (source MEASURED, not an emulating worker's prediction) of `kind`, or of
-  // every kind when empty, with the kind each was stored under.
-  std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(absl::string_view kind);
+  // MeasurementStore. Calibrations are kept in the file too, so that a restarted server answers
+  // from its last refit.
+  std::string Describe() const override { return "sqlite:" + path_; }
+  int64_t Count() override;
+  void OnCount(std::function<void(int64_t)> callback) override;
+  std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
+      absl::string_view kind) override;
+  absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
+                                             const std::string& created_by) override;
+  std::optional<StoredCalibration> LatestCalibration() override;
   // Where a corrupt or foreign file was moved, if that happened at Open.
   const std::string& moved_aside() const { return moved_aside_; }
 
  private:
-  explicit ResultCache(sqlite3* db) : db_(db) {}
+  ResultCache(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   std::mutex mu_;
   sqlite3* db_;
+  std::string path_;
   int64_t CountLocked();
   // After a store: the entry count (and its callback) moves unless the key was `replaced`.
   void CountedLocked(bool replaced);

@@ -6,13 +6,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/cost_model.h"
 #include "service/convert.h"
 #include "service/log.h"
 
 namespace wavecrest {
 
-std::vector<Measurement> CachedMeasurements(ResultCache& cache, absl::string_view kind) {
+std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::string_view kind) {
   std::vector<Measurement> out;
   for (const auto& [k, t] : cache.Measurements(kind)) {
     const absl::StatusOr<DType> dtype = FromProto(t.dtype());
@@ -52,6 +54,10 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   }
   std::vector<GpuSpec> catalog = GpuCatalog();
   bool changed = false;
+  CalibrationFile refit;  // what changed, for the store
+  refit.model = std::string(kCostModelName);
+  refit.created = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+  refit.command = absl::StrCat("self-calibration by ", owner_.empty() ? "a server" : owner_);
   for (auto& [key, rows] : groups) {
     // Named copies, not structured bindings: lambdas below capture them (clang 14).
     const std::string gpu_name = key.first;
@@ -83,6 +89,8 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
         "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
         "%d-fold CV median error %.1f%%",
         gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
+    CalibrationEntry entry;
+    entry.gpu = gpu_name;
     for (DType d : DTypesServedBy(dtype)) {
       CostModelParams params = fit.params;
       // What these rows could not show (no misaligned GEMM of a kind, say) stays as it was.
@@ -95,7 +103,14 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
       const std::optional<CalibrationInfo::Band> kept = it->Calibration(d).misaligned_band;
       it->Calibration(d) = info;
       if (!info.misaligned_band) it->Calibration(d).misaligned_band = kept;
+      entry.dtypes.push_back(d);
+      entry.params = it->Model(d);
+      entry.info = it->Calibration(d);
     }
+    refit.datasets.push_back(
+        absl::StrCat("wavecrest-result-cache: ", gpu_name, " ", DTypeName(dtype), ", ", fit.rows,
+                     " rows"));
+    refit.entries.push_back(std::move(entry));
     changed = true;
     r->set_applied(true);
     r->set_cv_median_error(fit.cv.median_abs);
@@ -106,8 +121,45 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
                              {"rows", fit.rows},
                              {"cv_median_error", absl::StrFormat("%.4f", fit.cv.median_abs)}});
   }
-  if (changed) PublishCatalog(std::move(catalog));
+  if (changed) {
+    PublishCatalog(std::move(catalog));
+    absl::StatusOr<int64_t> version = cache_->PublishCalibration(SerializeCalibration(refit), owner_);
+    if (version.ok()) {
+      applied_version_ = *version;
+      response.set_calibration_version(*version);
+      LogInfo("calibration stored", {{"version", *version}, {"store", cache_->Describe()}});
+    } else {
+      LogWarning("calibration not stored: other replicas keep theirs",
+                 {{"error", std::string(version.status().message())}});
+    }
+  }
   return response;
+}
+
+bool SelfCalibration::Adopt() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::optional<StoredCalibration> latest = cache_->LatestCalibration();
+  if (!latest || latest->version <= applied_version_) return false;
+  absl::StatusOr<CalibrationFile> file = ParseCalibration(latest->file_json);
+  std::vector<GpuSpec> catalog = GpuCatalog();
+  absl::Status st = file.ok() ? ApplyCalibration(*file, catalog) : file.status();
+  // A version this build cannot apply (another cost model) is skipped, not retried.
+  applied_version_ = latest->version;
+  if (!st.ok()) {
+    LogWarning("stored calibration not applied",
+               {{"version", latest->version}, {"error", std::string(st.message())}});
+    return false;
+  }
+  PublishCatalog(std::move(catalog));
+  LogInfo("calibration adopted from the store", {{"version", latest->version},
+                                                  {"refitted_by", latest->created_by},
+                                                  {"entries", file->entries.size()}});
+  return true;
+}
+
+int64_t SelfCalibration::AppliedVersion() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return applied_version_;
 }
 
 }  // namespace wavecrest

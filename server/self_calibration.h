@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/calibration.h"
-#include "server/result_cache.h"
+#include "server/measurement_store.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -22,22 +22,37 @@ struct SelfCalibrationOptions {
 };
 
 // The cache's GPU measurements as measurement rows (source "wavecrest-result-cache").
-std::vector<Measurement> CachedMeasurements(ResultCache& cache, absl::string_view kind);
+std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::string_view kind);
 
+// A refit is versioned in the store: the refitted entries (a calibration file, core/
+// calibration.h) are stored as the newest version, and every replica of a shared store applies
+// the newest it has not applied (Adopt, polled by the server), so that all of them answer from
+// the same calibration. Each entry starts from the built-in priors, so adopting a version never
+// compounds an earlier one.
 class SelfCalibration {
  public:
-  SelfCalibration(ResultCache* cache, SelfCalibrationOptions options)
-      : cache_(cache), options_(std::move(options)) {}
+  SelfCalibration(MeasurementStore* cache, SelfCalibrationOptions options, std::string owner = "")
+      : cache_(cache), options_(std::move(options)), owner_(std::move(owner)) {}
 
   // Refits every (kind, dtype class) with at least `min_rows` measurements (options' when 0),
-  // only `kind` when not empty, and publishes the new catalog (core/gpu_catalog.h). Predictions
-  // for a refitted kind then name this deployment's measurements as their calibration.
+  // only `kind` when not empty, publishes the new catalog (core/gpu_catalog.h) and stores the
+  // refit as the newest calibration version. Predictions for a refitted kind then name this
+  // deployment's measurements as their calibration.
   v1::RecalibrateResponse Run(absl::string_view kind, int64_t min_rows);
 
+  // Applies the store's newest calibration when it is newer than the one applied here (another
+  // replica refitted). True when it applied one.
+  bool Adopt();
+
+  // The calibration version this process answers from (0: none from the store).
+  int64_t AppliedVersion();
+
  private:
-  ResultCache* cache_;
+  MeasurementStore* cache_;
   SelfCalibrationOptions options_;
-  std::mutex mu_;  // one refit at a time
+  std::string owner_;
+  std::mutex mu_;  // one refit or adoption at a time
+  int64_t applied_version_ = 0;
 };
 
 }  // namespace wavecrest

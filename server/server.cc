@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -76,6 +78,39 @@ absl::Status ApplyCalibrationFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Adopts the shared store's newest calibration every `every` (another replica's refit), until
+// destroyed.
+class CalibrationPoller {
+ public:
+  CalibrationPoller(SelfCalibration* calibration, absl::Duration every)
+      : thread_([this, calibration, every] {
+          std::unique_lock<std::mutex> lock(mu_);
+          while (!cv_.wait_for(lock, absl::ToChronoNanoseconds(every), [&] { return stop_; })) {
+            lock.unlock();
+            calibration->Adopt();
+            lock.lock();
+          }
+        }) {}
+  ~CalibrationPoller() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+}  // namespace
+
 absl::Status RunServer(const ServerOptions& options) {
   // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
   sigset_t signals;
@@ -145,12 +180,18 @@ absl::Status RunServer(const ServerOptions& options) {
   absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
   if (!workers.ok()) return workers.status();
   std::unique_ptr<SelfCalibration> calibration;
-  if ((*workers)->cache() != nullptr) {
+  std::unique_ptr<CalibrationPoller> poller;
+  if (MeasurementStore* store = (*workers)->cache(); store != nullptr) {
     SelfCalibrationOptions sc;
     sc.min_rows = options.self_calibrate_min_rows;
-    calibration = std::make_unique<SelfCalibration>((*workers)->cache(), sc);
-    // Refit from this deployment's own measurements before answering anything.
-    if (options.self_calibrate_min_rows > 0) calibration->Run("", 0);
+    calibration = std::make_unique<SelfCalibration>(store, sc, StoreOwner());
+    // Before answering anything: a replica of a shared store answers from the fleet's newest
+    // refit; otherwise (or when there is none yet) it refits from the measurements it sees.
+    const bool adopted = store->Shared() && calibration->Adopt();
+    if (!adopted && options.self_calibrate_min_rows > 0) calibration->Run("", 0);
+    if (store->Shared() && options.store_poll > absl::ZeroDuration()) {
+      poller = std::make_unique<CalibrationPoller>(calibration.get(), options.store_poll);
+    }
   }
 
   const int threads =
@@ -286,6 +327,7 @@ absl::Status RunServer(const ServerOptions& options) {
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   gateway.reset();  // after gRPC: the gateway's streams end when their calls are cancelled
   jobs.WaitIdle(absl::Now() + absl::Seconds(5));
+  poller.reset();
   (*workers)->Stop();
   LogInfo("stopped");
   return absl::OkStatus();

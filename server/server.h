@@ -19,7 +19,11 @@ inline constexpr char kMeasureHealthName[] = "wavecrest.v1.Advisor/measure";
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";
   std::string metrics_listen = "127.0.0.1:9464";  // empty = no metrics endpoint
-  std::string cache_path;                         // empty = no result cache
+  // The measurement store: a postgresql:// URI (shared by replicas) or a SQLite file path;
+  // empty = none (server/measurement_store.h).
+  std::string store;
+  // How often a replica of a shared store looks for a newer calibration another replica stored.
+  absl::Duration store_poll = absl::Seconds(30);
   std::string port_file;  // written once listening: {"grpc":P,"metrics":Q,"http":R}
   // The HTTP/JSON gateway and dashboard (server/http_gateway.h); empty = none.
   std::string http_listen;
@@ -39,6 +43,9 @@ struct ServerOptions {
   // or a number of local workers.
   std::string workers = "none";
   std::vector<std::string> worker_addresses;   // remote workers (host:port)
+  // Remote workers found by DNS (NAME:PORT, a headless Service), re-resolved every interval.
+  std::string worker_dns;
+  absl::Duration worker_dns_interval = absl::Seconds(10);
   std::string worker_binary;                   // wavecrest-worker; empty = next to this binary
   std::string emulate = "h100-sxm";            // kind the emulating worker predicts for
   std::string worker_backend;                  // force a backend for local workers ("analytic")

@@ -1,5 +1,6 @@
 #include "server/timing_service.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/cleanup/cleanup.h"
@@ -249,12 +250,18 @@ class TimingService::UnitRun {
   absl::Status MeasureMissing() {
     ClaimFlights(Missing());
     RecheckCache();
-    // Every flight this request owns is finished, whatever happens below.
+    ClaimInStore();
+    // Every flight this request owns is finished, and its store claims released, whatever
+    // happens below.
     absl::Cleanup finish_all = [&] {
-      for (size_t j = 0; j < mine_.size(); ++j)
+      for (size_t j = 0; j < mine_.size(); ++j) {
         s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], nullptr);
+        if (s_.cache_) s_.cache_->Release(FlightKeyOf(mine_[j]));
+      }
+      for (auto& [i, flight] : elsewhere_) s_.Land<Timing>(FlightKeyOf(i), *flight, nullptr);
     };
-    absl::Status st = mine_.empty() ? absl::OkStatus() : MeasureMine();
+    absl::Status st = mine_.empty() ? absl::OkStatus() : MeasureMine(mine_, my_flights_);
+    if (st.ok()) st = AwaitElsewhere();
     std::move(finish_all).Invoke();
     AwaitTheirs();
     RETURN_IF_ERROR(StopStatus());
@@ -319,9 +326,74 @@ class TimingService::UnitRun {
     my_flights_ = std::move(still_flights);
   }
 
-  absl::Status MeasureMine() {
+  // 2b. Across processes: of the units this request owns here, those another replica of a shared
+  // store is measuring wait for its result in the store (AwaitElsewhere) instead.
+  void ClaimInStore() {
+    if (!s_.cache_ || mine_.empty()) return;
+    const absl::Duration left = task_.measure_by - absl::Now();
+    lease_ = std::clamp(left + absl::Seconds(5), absl::Seconds(10), absl::Seconds(120));
+    std::vector<size_t> still;
+    std::vector<FlightPtr> still_flights;
+    for (size_t j = 0; j < mine_.size(); ++j) {
+      if (s_.cache_->Claim(FlightKeyOf(mine_[j]), lease_)) {
+        still.push_back(mine_[j]);
+        still_flights.push_back(my_flights_[j]);
+      } else {
+        elsewhere_.emplace_back(mine_[j], my_flights_[j]);
+      }
+    }
+    mine_ = std::move(still);
+    my_flights_ = std::move(still_flights);
+  }
+
+  // The units another replica claimed: their results arrive in the store; a claim whose lease
+  // ran out (the replica died or gave up) is taken over and measured here.
+  absl::Status AwaitElsewhere() {
+    const std::string method = Unit::Method(fp_ ? fp_->backend() : "cublaslt", task_);
+    absl::Duration poll = absl::Milliseconds(50);
+    while (!elsewhere_.empty()) {
+      RETURN_IF_ERROR(StopStatus());
+      if (BudgetSpent()) return absl::OkStatus();
+      absl::SleepFor(poll);
+      poll = std::min(poll * 2, absl::Milliseconds(500));
+      std::vector<size_t> take;
+      std::vector<FlightPtr> take_flights;
+      std::vector<std::pair<size_t, FlightPtr>> waiting;
+      for (auto& [i, flight] : elsewhere_) {
+        std::optional<Timing> hit =
+            Unit::Lookup(*s_.cache_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
+        if (hit) {
+          MarkFromCache(&*hit);
+          s_.Land<Timing>(FlightKeyOf(i), *flight, &*hit);
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            ++summary_.cached;
+            ++summary_.shared;
+          }
+          Deliver(i, std::move(*hit), "measured by another replica");
+        } else if (s_.cache_->Claim(FlightKeyOf(i), lease_)) {
+          take.push_back(i);
+          take_flights.push_back(flight);
+        } else {
+          waiting.emplace_back(i, flight);
+        }
+      }
+      elsewhere_ = std::move(waiting);
+      if (!take.empty()) {
+        // Ours now: finished (and released) with the rest of this request's own.
+        mine_.insert(mine_.end(), take.begin(), take.end());
+        my_flights_.insert(my_flights_.end(), take_flights.begin(), take_flights.end());
+        RETURN_IF_ERROR(MeasureMine(take, take_flights));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  // Measures units `which` (this request's flights `flights`) on a worker; each result is stored,
+  // its claim released and its flight landed.
+  absl::Status MeasureMine(const std::vector<size_t>& which, const std::vector<FlightPtr>& flights) {
     std::vector<Key> keys;
-    for (size_t i : mine_) keys.push_back(keys_[i]);
+    for (size_t i : which) keys.push_back(keys_[i]);
     MeasureOptions options;
     options.autotune = task_.autotune;
     options.warm_l2 = task_.warm_l2;
@@ -331,15 +403,18 @@ class TimingService::UnitRun {
         [&](size_t j, absl::StatusOr<Timing> r) {
           if (!r.ok()) {
             std::lock_guard<std::mutex> lock(mu_);
-            key_errors_[mine_[j]] = r.status();
+            key_errors_[which[j]] = r.status();
             summary_.notes.push_back(
                 absl::StrCat(Unit::Name(keys[j]), ": not measured (", r.status().message(), ")"));
             return;
           }
-          if (s_.cache_) Unit::Store(*s_.cache_, task_.kind, *r);
-          s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], &*r);
+          if (s_.cache_) {
+            Unit::Store(*s_.cache_, task_.kind, *r);
+            s_.cache_->Release(FlightKeyOf(which[j]));
+          }
+          s_.Land<Timing>(FlightKeyOf(which[j]), *flights[j], &*r);
           CountWorkerResult(*r, /*shared=*/false);
-          Deliver(mine_[j], std::move(*r), "measured");
+          Deliver(which[j], std::move(*r), "measured");
         },
         cancelled_);
   }
@@ -395,6 +470,9 @@ class TimingService::UnitRun {
   std::vector<size_t> mine_;
   std::vector<FlightPtr> my_flights_;
   std::vector<std::pair<size_t, FlightPtr>> theirs_;
+  // Owned here (in-process waiters wait on them) but claimed by another replica in the store.
+  std::vector<std::pair<size_t, FlightPtr>> elsewhere_;
+  absl::Duration lease_;
 };
 
 template <typename Unit, typename Task>

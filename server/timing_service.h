@@ -86,6 +86,12 @@ class ResultStore {
     return std::nullopt;
   }
   virtual void StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {}
+  // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
+  // other process holds a live claim on it. A store that replicas share makes a measurement
+  // happen once across them (PgStore); a store of one process always says yes.
+  virtual bool Claim(const std::string& /*flight*/, absl::Duration /*lease*/) { return true; }
+  // Ends this process's claim: its result is stored, or it will not be measured here.
+  virtual void Release(const std::string& /*flight*/) {}
 };
 
 // The server's Measurer (service/measurer.h): the result cache, the GPU workers for the misses,

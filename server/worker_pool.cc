@@ -1,13 +1,16 @@
 #include "server/worker_pool.h"
 
+#include <netdb.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -270,7 +273,9 @@ void WorkerPool::NotifyChange() {
 void WorkerPool::Supervise() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    const bool discover = !options_.discover.empty() && absl::Now() >= next_discovery_;
     lock.unlock();
+    if (discover) Discover();
     Tick();
     lock.lock();
     NotifyChange();
@@ -278,9 +283,93 @@ void WorkerPool::Supervise() {
   }
 }
 
+absl::StatusOr<std::vector<std::string>> ResolveWorkers(const std::string& name_port) {
+  const size_t colon = name_port.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker_dns: \"", name_port, "\" is not NAME:PORT"));
+  }
+  const std::string host = name_port.substr(0, colon), port = name_port.substr(colon + 1);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("--worker_dns ", name_port, ": ", gai_strerror(rc)));
+  }
+  std::set<std::string> out;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char ip[NI_MAXHOST];
+    if (getnameinfo(a->ai_addr, a->ai_addrlen, ip, sizeof(ip), nullptr, 0, NI_NUMERICHOST) != 0) {
+      continue;
+    }
+    out.insert(a->ai_family == AF_INET6 ? absl::StrCat("[", ip, "]:", port)
+                                        : absl::StrCat(ip, ":", port));
+  }
+  freeaddrinfo(found);
+  return std::vector<std::string>(out.begin(), out.end());
+}
+
+void WorkerPool::Discover() {
+  const auto resolve = options_.resolve ? options_.resolve : ResolveWorkers;
+  absl::StatusOr<std::vector<std::string>> found = resolve(options_.discover);
+  std::lock_guard<std::mutex> lock(mu_);
+  next_discovery_ = absl::Now() + options_.discover_every;
+  if (!found.ok()) {
+    // A name that does not resolve right now (no worker pod yet) retires nobody.
+    LogWarning("worker discovery failed", {{"error", std::string(found.status().message())}});
+    return;
+  }
+  const std::set<std::string> now(found->begin(), found->end());
+  for (auto& w : workers_) {
+    if (!w->discovered) continue;
+    const bool present = now.count(w->address) > 0;
+    if (present && w->retired) {
+      w->retired = false;  // back (a rescheduled pod on the same address): reconnect
+      w->next_attempt = absl::InfinitePast();
+      LogInfo("worker rediscovered", {{"worker", w->id}});
+    } else if (!present && !w->retired) {
+      w->retired = true;
+      LogInfo("worker gone from discovery: retired", {{"worker", w->id}, {"busy", w->busy}});
+    }
+  }
+  for (const std::string& address : now) {
+    const bool known = std::any_of(workers_.begin(), workers_.end(),
+                                   [&](const auto& w) { return w->address == address; });
+    if (known) continue;
+    auto w = std::make_unique<Worker>();
+    w->id = absl::StrCat("dns:", address);
+    w->address = address;
+    w->discovered = true;
+    if (metrics_) metrics_->AddWorker(w->id, RestartReasons());
+    LogInfo("worker discovered", {{"worker", w->id}, {"name", options_.discover}});
+    Connect(*w);
+    workers_.push_back(std::move(w));
+  }
+}
+
 void WorkerPool::Tick() {
-  for (auto& wp : workers_) {
+  // Discovery may add workers: walk a snapshot (the workers themselves never move or go away).
+  std::vector<Worker*> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& w : workers_) snapshot.push_back(w.get());
+  }
+  for (Worker* wp : snapshot) {
     Worker& w = *wp;
+    {
+      // A retired worker goes down once its job (if any) is over, and stays down.
+      std::lock_guard<std::mutex> lock(mu_);
+      if (w.retired) {
+        if (!w.busy && w.state != State::kDown) {
+          w.state = State::kDown;
+          w.channel.reset();
+          if (metrics_) metrics_->SetWorkerUp(w.id, false);
+          cv_.notify_all();
+        }
+        continue;
+      }
+    }
     // 1. Reap an exited child.
     if (w.local) {
       std::lock_guard<std::mutex> lock(mu_);
@@ -394,15 +483,17 @@ void WorkerPool::Tick() {
 bool WorkerPool::CanMeasure(absl::string_view kind) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : workers_) {
-    if (w->state == State::kUp && w->kind == kind) return true;
+    if (w->state == State::kUp && w->kind == kind && !w->retired) return true;
   }
   return false;
 }
 
 bool WorkerPool::MightMeasure(absl::string_view kind) const {
   std::lock_guard<std::mutex> lock(mu_);
+  // Discovery may yet find one.
+  if (!options_.discover.empty()) return true;
   for (const auto& w : workers_) {
-    if (w->kind == kind || w->kind.empty()) return true;
+    if (!w->retired && (w->kind == kind || w->kind.empty())) return true;
   }
   return false;
 }
@@ -431,6 +522,7 @@ std::optional<std::string> WorkerPool::KindOfDevice(absl::string_view device_nam
 void WorkerPool::AddWorkers(v1::ListDevicesResponse* response, bool internal) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& w : workers_) {
+    if (w->retired) continue;
     v1::WorkerDevice* d = response->add_workers();
     d->set_id(w->id);
     // Socket paths, remote addresses and PIDs are the server's internals: only for an admin.
@@ -456,7 +548,7 @@ WorkerPool::Worker* WorkerPool::AcquireWorker(absl::string_view kind, const Meas
     }
     bool any_up = false;
     for (auto& c : workers_) {
-      if (c->kind != kind || c->state != State::kUp) continue;
+      if (c->kind != kind || c->state != State::kUp || c->retired) continue;
       any_up = true;
       if (!c->busy) {
         w = c.get();

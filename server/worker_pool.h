@@ -51,6 +51,13 @@ struct WorkerPoolOptions {
   };
   std::vector<Local> local;
   std::vector<std::string> remote;  // host:port
+  // Workers found, not listed: a DNS name and port (a Kubernetes headless Service,
+  // "wavecrest-worker.ns.svc:50061") whose addresses are resolved every `discover_every`; each
+  // address is a remote worker, added when it appears and retired when it goes. Empty = none.
+  std::string discover;
+  absl::Duration discover_every = absl::Seconds(10);
+  // How `discover` is resolved ("ip:port" strings); null = DNS (getaddrinfo). Tests replace it.
+  std::function<absl::StatusOr<std::vector<std::string>>(const std::string&)> resolve;
   absl::Duration job_timeout = absl::Seconds(60);
   absl::Duration tick = absl::Milliseconds(100);
   absl::Duration heartbeat_interval = absl::Milliseconds(500);
@@ -66,6 +73,10 @@ struct WorkerPoolOptions {
   // null = insecure. Local workers listen on unix sockets in a 0700 directory.
   std::shared_ptr<grpc::ChannelCredentials> remote_credentials;
 };
+
+// The addresses ("ip:port", "[ipv6]:port") a DNS name resolves to, sorted: the pods behind a
+// headless Service. `name_port` is NAME:PORT.
+absl::StatusOr<std::vector<std::string>> ResolveWorkers(const std::string& name_port);
 
 class WorkerPool final : public GpuWorkers, public WorkerDirectory {
  public:
@@ -126,10 +137,14 @@ class WorkerPool final : public GpuWorkers, public WorkerDirectory {
     absl::Time last_event;
     std::optional<std::string> in_flight;  // the GEMM's or layer's key string
     bool died_in_job = false;              // the worker died (or was killed) while `call` ran
+    bool discovered = false;  // found through `discover`
+    bool retired = false;     // discovered, and gone from the name since: never reconnected
   };
 
   void Supervise();
   void Tick();
+  // Resolves `discover` and adds or retires the workers it names.
+  void Discover();
   void Spawn(Worker& w);
   void Connect(Worker& w);
   // The worker is gone: down, metrics, restart scheduled. `reason` is the restart reason.
@@ -171,6 +186,7 @@ class WorkerPool final : public GpuWorkers, public WorkerDirectory {
   std::function<void(int)> on_change_;
   int last_up_ = -1;
   bool stopping_ = false;
+  absl::Time next_discovery_ = absl::InfinitePast();
   std::thread supervisor_;
 };
 

@@ -14,7 +14,6 @@
 #include "absl/time/clock.h"
 #include "core/gpu_catalog.h"
 #include "nlohmann/json.hpp"
-#include "server/result_cache.h"
 #include "server/worker_pool.h"
 #include "service/log.h"
 #include "service/tls.h"
@@ -24,9 +23,9 @@ namespace {
 
 class CacheOnlySetup final : public WorkerSetup {
  public:
-  explicit CacheOnlySetup(std::unique_ptr<ResultCache> cache) : cache_(std::move(cache)) {}
+  explicit CacheOnlySetup(std::unique_ptr<MeasurementStore> cache) : cache_(std::move(cache)) {}
   GpuWorkers* source() override { return nullptr; }
-  ResultCache* cache() override { return cache_.get(); }
+  MeasurementStore* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return nullptr; }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, false);
@@ -35,17 +34,17 @@ class CacheOnlySetup final : public WorkerSetup {
   void Stop() override {}
 
  private:
-  std::unique_ptr<ResultCache> cache_;
+  std::unique_ptr<MeasurementStore> cache_;
 };
 
 class PoolSetup final : public WorkerSetup {
  public:
-  PoolSetup(std::unique_ptr<ResultCache> cache, std::unique_ptr<WorkerPool> pool,
+  PoolSetup(std::unique_ptr<MeasurementStore> cache, std::unique_ptr<WorkerPool> pool,
             std::string owned_dir)
       : cache_(std::move(cache)), pool_(std::move(pool)), owned_dir_(std::move(owned_dir)) {}
   ~PoolSetup() override { Stop(); }
   GpuWorkers* source() override { return pool_.get(); }
-  ResultCache* cache() override { return cache_.get(); }
+  MeasurementStore* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return pool_.get(); }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, pool_->UpCount() > 0);
@@ -62,7 +61,7 @@ class PoolSetup final : public WorkerSetup {
   }
 
  private:
-  std::unique_ptr<ResultCache> cache_;
+  std::unique_ptr<MeasurementStore> cache_;
   std::unique_ptr<WorkerPool> pool_;
   std::string owned_dir_;
 };
@@ -113,6 +112,12 @@ int CountGpus(const std::string& binary, std::string* why) {
 
 }  // namespace
 
+std::string StoreOwner() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
+  return absl::StrCat(host[0] ? host : "unknown-host", ":", getpid());
+}
+
 void RemoveStaleSocketDirs() {
   std::error_code ec;
   const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
@@ -135,14 +140,15 @@ void RemoveStaleSocketDirs() {
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics) {
-  std::unique_ptr<ResultCache> cache;
-  if (!options.cache_path.empty()) {
-    absl::StatusOr<std::unique_ptr<ResultCache>> c = ResultCache::Open(options.cache_path);
+  std::unique_ptr<MeasurementStore> cache;
+  if (!options.store.empty()) {
+    absl::StatusOr<std::unique_ptr<MeasurementStore>> c = OpenStore(options.store, StoreOwner());
     if (!c.ok()) return c.status();
     cache = std::move(*c);
     metrics->SetCacheEntries(cache->Count());
     cache->OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
-    LogInfo("result cache open", {{"path", options.cache_path}, {"entries", cache->Count()}});
+    LogInfo("measurement store open",
+            {{"store", cache->Describe()}, {"entries", cache->Count()}, {"shared", cache->Shared()}});
   }
   const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
   int requested = 0;  // 0 = auto
@@ -151,12 +157,14 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
     return absl::InvalidArgumentError(
         absl::StrCat("--workers: \"", spec, "\" is not 'auto', 'none' or a number in [1, 64]"));
   }
-  if (spec == "none" && options.worker_addresses.empty()) {
+  if (spec == "none" && options.worker_addresses.empty() && options.worker_dns.empty()) {
     return std::make_unique<CacheOnlySetup>(std::move(cache));
   }
 
   WorkerPoolOptions pool;
   pool.remote = options.worker_addresses;
+  pool.discover = options.worker_dns;
+  pool.discover_every = options.worker_dns_interval;
   pool.job_timeout = options.worker_job_timeout;
   pool.quarantine_for = options.quarantine_for;
   if (!options.worker_tls.ca.empty()) {

@@ -9,7 +9,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/advisor_service.h"
 #include "server/metrics.h"
-#include "server/result_cache.h"
+#include "server/measurement_store.h"
 #include "server/server.h"
 #include "server/timing_service.h"
 
@@ -19,7 +19,7 @@ class WorkerSetup {
  public:
   virtual ~WorkerSetup() = default;
   virtual GpuWorkers* source() = 0;  // null when there are no workers
-  virtual ResultCache* cache() = 0;         // null when there is no cache
+  virtual MeasurementStore* cache() = 0;    // null when there is no store
   virtual WorkerDirectory* directory() = 0;
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
   virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;
@@ -29,6 +29,9 @@ class WorkerSetup {
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics);
+
+// This process as a store knows it (in claims and published calibrations): "host:pid".
+std::string StoreOwner();
 
 // Removes this user's wavecrest-workers-* socket directories whose server is gone.
 void RemoveStaleSocketDirs();

@@ -1,0 +1,74 @@
+// Where measurements live: the server's ResultStore (server/timing_service.h) with what the rest
+// of the server needs around it — counting, exporting, claiming a measurement across replicas,
+// and versioned calibrations. Two implementations:
+//
+//   ResultCache (server/result_cache.h)  SQLite, one file, one server: the default.
+//   PgStore     (server/pg_store.h)      PostgreSQL, shared by every replica of a fleet.
+//
+// OpenStore picks one from `--store` / $WAVECREST_STORE: a postgresql:// (or postgres://) URI, or
+// a file path.
+#ifndef WAVECREST_SERVER_MEASUREMENT_STORE_H_
+#define WAVECREST_SERVER_MEASUREMENT_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "server/timing_service.h"
+#include "wavecrest/v1/advisor.pb.h"
+
+namespace wavecrest {
+
+// A calibration (core/calibration.h's file, as JSON) stored with a version, so that every replica
+// answers from the same refit.
+struct StoredCalibration {
+  int64_t version = 0;
+  std::string file_json;
+  std::string created_by;  // the replica that refitted
+};
+
+class MeasurementStore : public ResultStore {
+ public:
+  // "sqlite:/var/lib/wavecrest/results.db", "postgresql://wavecrest@db:5432/wavecrest" (never a
+  // password): for logs and ListDevices.
+  virtual std::string Describe() const = 0;
+  // Entries: GEMM and layer results, every replica's.
+  virtual int64_t Count() = 0;
+  // Called with the entry count after a Store changed it (for the cache metric).
+  virtual void OnCount(std::function<void(int64_t)> callback) = 0;
+  // Every GPU measurement (source MEASURED, not an emulating worker's prediction) of `kind`, or of
+  // every kind when empty, with the kind each was stored under.
+  virtual std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
+      absl::string_view kind) = 0;
+  // Stores a refitted calibration as the newest version; returns the version.
+  virtual absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
+                                                     const std::string& created_by) = 0;
+  // The newest stored calibration, if any.
+  virtual std::optional<StoredCalibration> LatestCalibration() = 0;
+  // Whether other processes share this store (replicas): then the server polls it for newer
+  // calibrations and claims measurements across processes.
+  virtual bool Shared() const { return false; }
+};
+
+// Opens the store `spec` names: a postgresql:// or postgres:// URI (PgStore), else a SQLite file
+// path (ResultCache; created when missing, a corrupt one moved aside). `owner` names this process
+// in claims and published calibrations (host:pid).
+absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& spec,
+                                                            const std::string& owner);
+
+// Whether `spec` names a PostgreSQL database.
+bool IsPostgresUri(absl::string_view spec);
+
+// The URI with its password replaced by "***" (for logs and errors).
+std::string RedactUri(absl::string_view uri);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_MEASUREMENT_STORE_H_

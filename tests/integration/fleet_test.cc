@@ -1,0 +1,380 @@
+// A fleet, not one box: the PostgreSQL measurement store that server replicas share, each GEMM
+// measured once across replicas, refits that reach every replica, and workers found by DNS. Each
+// test runs a throwaway PostgreSQL cluster (tests/integration/postgres.h) and real processes.
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/advisor_client.h"
+#include "core/calibration.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/measurement_store.h"
+#include "server/pg_store.h"
+#include "server/worker_pool.h"
+#include "service/convert.h"
+#include "tests/integration/postgres.h"
+#include "tests/integration/process.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::BinaryPath;
+using testing::Process;
+using testing::ServerUnderTest;
+using testing::SourcePath;
+using testing::TempDir;
+using testing::TempPostgres;
+
+#define SKIP_WITHOUT_POSTGRES(pg)                                                        \
+  if (!(pg).why_not().empty()) GTEST_SKIP() << "no PostgreSQL here: " << (pg).why_not()
+
+// A MEASURED timing of `key` as a cuBLASLt worker on an H100 would store it.
+v1::GemmTiming Measured(const GemmKey& key, double seconds) {
+  v1::GemmTiming t = TimingOf(key);
+  t.set_time_s(seconds);
+  t.set_tflops(GemmFlops(key.shape) / seconds / 1e12);
+  v1::Provenance* p = t.mutable_provenance();
+  p->set_source(v1::SOURCE_MEASURED);
+  p->set_method("cublaslt-timing-v2 cold-L2 heuristic");
+  p->set_samples(42);
+  p->set_relative_spread(0.004);
+  p->mutable_measured_at()->set_seconds(1764000000);
+  v1::DeviceFingerprint* d = p->mutable_device();
+  d->set_name("NVIDIA H100 80GB HBM3");
+  d->set_backend("cublaslt");
+  d->set_sm_count(132);
+  d->set_driver_version("580.159.04");
+  d->set_cuda_runtime_version("13.0");
+  d->set_cublaslt_version("13.1.0");
+  d->set_cudnn_version("91900");
+  return t;
+}
+
+TEST(PgStoreTest, KeepsEveryMeasurementWithItsProvenance) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("store");
+  auto store = OpenStore(uri, "test:1");
+  ASSERT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->Shared());
+  EXPECT_EQ((*store)->Describe(), uri);
+  const GemmKey key{{4096, 4096, 4096, 1}, Layout::kTN, DType::kBf16};
+  const v1::GemmTiming t = Measured(key, 200e-6);
+  EXPECT_FALSE((*store)->Lookup("h100-sxm", key, t.provenance().method(), nullptr));
+  (*store)->Store("h100-sxm", t);
+  (*store)->Store("h100-sxm", t);  // the same key again replaces, not adds
+  // By kind (no worker seen yet) and by the device's fingerprint.
+  auto by_kind = (*store)->Lookup("h100-sxm", key, t.provenance().method(), nullptr);
+  ASSERT_TRUE(by_kind);
+  EXPECT_EQ(by_kind->SerializeAsString(), t.SerializeAsString());  // provenance whole
+  EXPECT_TRUE((*store)->Lookup("", key, t.provenance().method(), &t.provenance().device()));
+  EXPECT_FALSE((*store)->Lookup("h100-sxm", key, "cublaslt-timing-v2 cold-L2 autotune", nullptr));
+  EXPECT_FALSE((*store)->Lookup("a100-sxm-80gb", key, t.provenance().method(), nullptr));
+  // An emulating worker's answer is stored but is not a measurement.
+  v1::GemmTiming emulated = Measured({{2048, 4096, 4096, 1}, Layout::kTN, DType::kBf16}, 1e-4);
+  emulated.mutable_provenance()->set_source(v1::SOURCE_PREDICTED);
+  (*store)->Store("h100-sxm", emulated);
+  EXPECT_EQ((*store)->Count(), 2);
+  const auto measurements = (*store)->Measurements("");
+  ASSERT_EQ(measurements.size(), 1u);
+  EXPECT_EQ(measurements[0].first, "h100-sxm");
+  EXPECT_DOUBLE_EQ(measurements[0].second.time_s(), 200e-6);
+  // The server's own view of the rows it can refit from.
+  EXPECT_EQ(pg.Psql("store", "SELECT stored_by FROM results WHERE m = 4096"), "test:1\n");
+}
+
+TEST(PgStoreTest, AClaimIsOneReplicasUntilReleasedOrItsLeaseRunsOut) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("claims");
+  auto a = OpenStore(uri, "replica-a:1");
+  auto b = OpenStore(uri, "replica-b:1");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE((*a)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
+  EXPECT_FALSE((*b)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
+  EXPECT_TRUE((*a)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));  // renew
+  EXPECT_TRUE((*b)->Claim("h100-sxm|00|bf16 TN 8192x4096x4096 b1", absl::Seconds(30)));
+  (*b)->Release("h100-sxm|00|bf16 TN 4096x4096x4096 b1");  // not b's: nothing happens
+  EXPECT_FALSE((*b)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
+  (*a)->Release("h100-sxm|00|bf16 TN 4096x4096x4096 b1");
+  EXPECT_TRUE((*b)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
+  // A replica that dies holds its claim only until the lease ends.
+  EXPECT_TRUE((*a)->Claim("short", absl::Milliseconds(300)));
+  EXPECT_FALSE((*b)->Claim("short", absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_TRUE((*b)->Claim("short", absl::Seconds(30)));
+}
+
+TEST(PgStoreTest, ReplicasStartingTogetherMigrateOnce) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("migrate");
+  std::vector<std::future<absl::Status>> starts;
+  for (int i = 0; i < 6; ++i) {
+    starts.push_back(std::async(std::launch::async, [&, i] {
+      return OpenStore(uri, absl::StrCat("replica:", i)).status();
+    }));
+  }
+  for (auto& s : starts) EXPECT_TRUE(s.get().ok());
+  EXPECT_EQ(pg.Psql("migrate", "SELECT string_agg(version::text, ',') FROM wavecrest_schema"),
+            absl::StrCat(kPgSchemaVersion, "\n"));
+  // A database migrated by a newer server is refused, with what to do.
+  pg.Psql("migrate", "INSERT INTO wavecrest_schema (version) VALUES (99)");
+  auto newer = OpenStore(uri, "old-replica:1");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_THAT(newer.status().message(), HasSubstr("newer than this server"));
+  // An unreachable database names the store (without its password) and the reason.
+  auto gone = OpenStore("postgresql://wavecrest:secret@127.0.0.1:1/none", "x:1");
+  ASSERT_FALSE(gone.ok());
+  EXPECT_THAT(gone.status().message(), HasSubstr("wavecrest:***@127.0.0.1:1"));
+  EXPECT_THAT(gone.status().message(), ::testing::Not(HasSubstr("secret")));
+}
+
+TEST(PgStoreTest, CalibrationsAreVersioned) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("cal");
+  auto store = OpenStore(uri, "a:1");
+  ASSERT_TRUE(store.ok());
+  EXPECT_FALSE((*store)->LatestCalibration());
+  auto v1 = (*store)->PublishCalibration("{\"first\": 1}", "a:1");
+  auto v2 = (*store)->PublishCalibration("{\"second\": 2}", "b:2");
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  EXPECT_LT(*v1, *v2);
+  auto latest = (*store)->LatestCalibration();
+  ASSERT_TRUE(latest);
+  EXPECT_EQ(latest->version, *v2);
+  EXPECT_EQ(latest->file_json, "{\"second\": 2}");
+  EXPECT_EQ(latest->created_by, "b:2");
+}
+
+// A remote emulating worker, slowed so that two replicas' requests overlap.
+class SlowWorker {
+ public:
+  explicit SlowWorker(int slow_ms) {
+    process_ = std::make_unique<Process>(
+        std::vector<std::string>{BinaryPath("gpu_worker/wavecrest-worker"), "--backend=analytic",
+                                 "--listen=127.0.0.1:0", "--port_file=" + dir_.File("port.json"),
+                                 "--request_log=" + dir_.File("requests.jsonl"), "--fault=slow",
+                                 absl::StrCat("--fault_slow_ms=", slow_ms)},
+        dir_.File("worker.log"));
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    while (absl::Now() < deadline && port_ == 0) {
+      std::ifstream in(dir_.File("port.json"));
+      nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+      if (!j.is_discarded() && j.contains("port")) port_ = j["port"].get<int>();
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
+  int port() const { return port_; }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  // The GEMMs it was asked to time, one line each.
+  std::vector<std::string> Requests() const {
+    std::ifstream in(dir_.File("requests.jsonl"));
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) {
+      if (!l.empty()) lines.push_back(l);
+    }
+    return lines;
+  }
+  // The worker's own count of GEMMs timed (its Describe).
+  int64_t GemmsTimed() const {
+    auto stub = v1::GemmWorker::NewStub(
+        grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::DescribeResponse d;
+    return stub->Describe(&ctx, v1::DescribeRequest(), &d).ok() ? d.gemms_timed() : -1;
+  }
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<Process> process_;
+  int port_ = 0;
+};
+
+v1::TimeGemmsRequest Gemms(int count) {
+  v1::TimeGemmsRequest r;
+  r.set_gpu("h100-sxm");
+  r.set_mode(v1::MODE_MEASURED);
+  for (int i = 1; i <= count; ++i) {
+    v1::GemmShape* g = r.add_gemms();
+    g->set_m(512 * i);
+    g->set_n(4096);
+    g->set_k(4096);
+  }
+  return r;
+}
+
+TEST(FleetTest, TwoReplicasMeasureEachGemmOnce) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("fleet");
+  SlowWorker worker(300);
+  ASSERT_GT(worker.port(), 0);
+  std::vector<std::unique_ptr<ServerUnderTest>> replicas;
+  for (int i = 0; i < 2; ++i) {
+    replicas.push_back(std::make_unique<ServerUnderTest>(std::vector<std::string>{
+        "--store=" + uri, "--worker_address=" + worker.address(), "--threads=4"}));
+  }
+  for (auto& r : replicas) {
+    ASSERT_TRUE(r->WaitReady()) << r->Log();
+    ASSERT_TRUE(r->WaitHealth("wavecrest.v1.Advisor/measure", "SERVING")) << r->Log();
+  }
+  EXPECT_THAT(replicas[0]->Log(), HasSubstr("measurement store open"));
+  // Both replicas asked for the same six uncached GEMMs at once.
+  constexpr int kGemms = 6;
+  std::vector<std::future<std::pair<absl::Status, std::vector<v1::GemmTiming>>>> calls;
+  for (auto& r : replicas) {
+    const std::string address = r->address();
+    calls.push_back(std::async(std::launch::async, [address] {
+      AdvisorClient c(address, absl::Seconds(60));
+      std::vector<v1::GemmTiming> timings;
+      absl::Status st = c.TimeGemms(Gemms(kGemms), [&](const v1::TimeGemmsResponse& m) {
+        if (m.has_timing()) timings.push_back(m.timing());
+      });
+      return std::make_pair(st, timings);
+    }));
+  }
+  int cached = 0;
+  for (auto& call : calls) {
+    auto [st, timings] = call.get();
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_EQ(timings.size(), static_cast<size_t>(kGemms));
+    for (const v1::GemmTiming& t : timings) cached += t.provenance().from_cache();
+  }
+  // The worker timed each GEMM once; what one replica measured, the other found in the store.
+  EXPECT_EQ(worker.Requests().size(), static_cast<size_t>(kGemms))
+      << absl::StrJoin(worker.Requests(), "\n");
+  EXPECT_EQ(worker.GemmsTimed(), kGemms);
+  EXPECT_EQ(cached, kGemms);
+  EXPECT_EQ(pg.Psql("fleet", "SELECT COUNT(*) FROM results"), absl::StrCat(kGemms, "\n"));
+  EXPECT_EQ(pg.Psql("fleet", "SELECT COUNT(*) FROM claims"), "0\n");  // every claim released
+}
+
+TEST(FleetTest, ARefitReachesEveryReplica) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("refit");
+  {
+    // The store holds the XLA table's H100 BF16 rows as if a worker of the fleet measured them.
+    auto store = OpenStore(uri, "filler:1");
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto rows = ReadMeasurementsFile(SourcePath("data/measurements/xla-gemm-perf-table.csv"));
+    ASSERT_TRUE(rows.ok());
+    for (const Measurement& m : *rows) {
+      if (m.gpu == "h100-sxm" && m.key.dtype == DType::kBf16) {
+        (*store)->Store("h100-sxm", Measured(m.key, m.median_s));
+      }
+    }
+  }
+  std::vector<std::unique_ptr<ServerUnderTest>> replicas;
+  for (int i = 0; i < 2; ++i) {
+    replicas.push_back(std::make_unique<ServerUnderTest>(std::vector<std::string>{
+        "--store=" + uri, "--self_calibrate_min_rows=0", "--store_poll_s=0.2"}));
+    ASSERT_TRUE(replicas.back()->WaitReady()) << replicas.back()->Log();
+  }
+  auto calibration_of = [](const std::string& address) {
+    AdvisorClient c(address, absl::Seconds(30));
+    v1::TimeGemmsRequest r = Gemms(1);
+    r.set_mode(v1::MODE_PREDICTED);
+    std::string label;
+    EXPECT_TRUE(c.TimeGemms(r, [&](const v1::TimeGemmsResponse& m) {
+                   if (m.has_timing()) label = m.timing().provenance().calibration();
+                 }).ok());
+    return label;
+  };
+  EXPECT_THAT(calibration_of(replicas[1]->address()), ::testing::Not(HasSubstr("deployment")));
+  // Replica 0 refits from every replica's measurements and stores the refit as a version...
+  AdvisorClient a(replicas[0]->address(), absl::Seconds(120));
+  v1::RecalibrateRequest req;
+  req.set_gpu("h100-sxm");
+  req.set_min_rows(64);
+  auto refit = a.Recalibrate(req);
+  ASSERT_TRUE(refit.ok()) << refit.status();
+  ASSERT_EQ(refit->results_size(), 1);
+  EXPECT_TRUE(refit->results(0).applied());
+  EXPECT_GT(refit->calibration_version(), 0);
+  EXPECT_THAT(calibration_of(replicas[0]->address()), HasSubstr("this deployment's own"));
+  // ...which replica 1 picks up without a restart.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  std::string label;
+  while (absl::Now() < deadline) {
+    label = calibration_of(replicas[1]->address());
+    if (absl::StrContains(label, "this deployment's own")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(label, HasSubstr("this deployment's own")) << replicas[1]->Log();
+  EXPECT_THAT(replicas[1]->Log(), HasSubstr("calibration adopted from the store"));
+  // A replica started later answers from the stored refit at once.
+  ServerUnderTest late({"--store=" + uri, "--self_calibrate_min_rows=0"});
+  ASSERT_TRUE(late.WaitReady()) << late.Log();
+  EXPECT_THAT(calibration_of(late.address()), HasSubstr("this deployment's own"));
+}
+
+// Workers found, not listed: every address the name resolves to joins the pool, and one that
+// leaves the name is retired (hidden, never reconnected) while the rest keep measuring.
+TEST(FleetTest, WorkersFoundByNameJoinAndLeave) {
+  SlowWorker w1(0), w2(0);
+  ASSERT_GT(w1.port(), 0);
+  ASSERT_GT(w2.port(), 0);
+  std::mutex mu;
+  std::vector<std::string> answer = {w1.address(), w2.address()};
+  WorkerPoolOptions o;
+  o.discover = "wavecrest-worker.test.svc:50061";
+  o.discover_every = absl::Milliseconds(50);
+  o.resolve = [&](const std::string& name) -> absl::StatusOr<std::vector<std::string>> {
+    EXPECT_EQ(name, "wavecrest-worker.test.svc:50061");
+    std::lock_guard<std::mutex> lock(mu);
+    return answer;
+  };
+  WorkerPool pool(o, nullptr);
+  pool.Start();
+  auto wait_up = [&](int want) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline && pool.UpCount() != want) absl::SleepFor(absl::Milliseconds(20));
+    return pool.UpCount();
+  };
+  EXPECT_EQ(wait_up(2), 2);
+  EXPECT_TRUE(pool.CanMeasure("h100-sxm"));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    answer = {w2.address()};  // scaled down
+  }
+  EXPECT_EQ(wait_up(1), 1);
+  v1::ListDevicesResponse devices;
+  pool.AddWorkers(&devices, /*internal=*/true);
+  ASSERT_EQ(devices.workers_size(), 1);
+  EXPECT_EQ(devices.workers(0).address(), w2.address());
+  // The one left measures.
+  std::atomic<int> results{0};
+  ASSERT_TRUE(pool.Measure("h100-sxm", {{{1024, 1024, 1024, 1}, Layout::kTN, DType::kBf16}},
+                           MeasureOptions(),
+                           [&](size_t, absl::StatusOr<v1::GemmTiming> r) { results += r.ok(); },
+                           [] { return false; })
+                  .ok());
+  EXPECT_EQ(results.load(), 1);
+  EXPECT_EQ(w1.Requests().size(), 0u);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    answer = {w1.address(), w2.address()};  // scaled back up
+  }
+  EXPECT_EQ(wait_up(2), 2);
+  pool.Stop();
+  // The real resolver: localhost is this host.
+  auto local = ResolveWorkers(absl::StrCat("localhost:", w1.port()));
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_THAT(*local, ::testing::Contains(w1.address()));
+  EXPECT_FALSE(ResolveWorkers("no-port").ok());
+}
+
+}  // namespace
+}  // namespace wavecrest
