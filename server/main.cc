@@ -9,7 +9,9 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_split.h"
+#include "server/measurement_store.h"
 #include "server/server.h"
+#include "server/worker_setup.h"
 #include "service/env_flags.h"
 #include "service/log.h"
 
@@ -115,6 +117,35 @@ ABSL_FLAG(int, max_streams, 256,
 ABSL_FLAG(int, max_streams_per_client, 64,
           "Streaming calls one client address may have open at once; 0 = no limit");
 
+// `wavecrest-server copy-store FROM TO`: moves a store (a SQLite file into PostgreSQL, or back).
+int CopyStoreCommand(const std::vector<char*>& positional) {
+  if (std::string(positional[1]) != "copy-store" || positional.size() != 4) {
+    std::cerr << "wavecrest-server: unknown arguments; the one command is\n"
+                 "  wavecrest-server copy-store FROM TO   (each a SQLite file or a "
+                 "postgresql:// URI)\n";
+    return 2;
+  }
+  const std::string owner = wavecrest::StoreOwner();
+  auto from = wavecrest::OpenStore(positional[2], owner);
+  if (!from.ok()) {
+    std::cerr << "wavecrest-server copy-store: FROM: " << from.status().message() << "\n";
+    return 1;
+  }
+  auto to = wavecrest::OpenStore(positional[3], owner);
+  if (!to.ok()) {
+    std::cerr << "wavecrest-server copy-store: TO: " << to.status().message() << "\n";
+    return 1;
+  }
+  absl::StatusOr<int64_t> rows = wavecrest::CopyStore(**from, **to);
+  if (!rows.ok()) {
+    std::cerr << "wavecrest-server copy-store: " << rows.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "copied " << *rows << " results from " << (*from)->Describe() << " to "
+            << (*to)->Describe() << " (" << (*to)->Count() << " there now)\n";
+  return 0;
+}
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
@@ -123,7 +154,12 @@ int main(int argc, char** argv) {
       "  wavecrest-server --workers auto --cache ~/.cache/wavecrest/results.db\n"
       "      one supervised wavecrest-worker per GPU (or one emulating worker without a GPU)\n"
       "  wavecrest-server --worker_address gpu-node-3:50061,gpu-node-4:50061\n"
-      "      remote workers\n\n"
+      "      remote workers\n"
+      "  wavecrest-server --store postgresql://wavecrest@db:5432/wavecrest \\\n"
+      "                   --worker_dns wavecrest-worker.wavecrest.svc:50061\n"
+      "      one replica of a fleet: a shared store, workers found by DNS\n"
+      "  wavecrest-server copy-store results.db postgresql://wavecrest@db:5432/wavecrest\n"
+      "      move a SQLite cache into PostgreSQL (or back)\n\n"
       "Workers that exit, hang (--worker_job_timeout_s) or miss heartbeats are killed and\n"
       "restarted with exponential backoff; a GEMM that stops a worker twice is quarantined.\n"
       "While no worker of a GPU kind is up, answers come from the cache or the analytic model\n"
@@ -137,8 +173,9 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   wavecrest::SetLogComponent("server");
-  wavecrest::ParseFlagsWithEnvironment(argc, argv, "wavecrest-server", "server/",
-                                       [] { return absl::GetFlag(FLAGS_log_level); });
+  const std::vector<char*> positional = wavecrest::ParseFlagsWithEnvironment(
+      argc, argv, "wavecrest-server", "server/", [] { return absl::GetFlag(FLAGS_log_level); });
+  if (positional.size() > 1) return CopyStoreCommand(positional);
 
   wavecrest::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);

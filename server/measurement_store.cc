@@ -34,6 +34,24 @@ std::string RedactUri(absl::string_view uri) {
   return out;
 }
 
+absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to) {
+  int64_t rows = 0;
+  from.ForEach(
+      [&](const std::string& kind, const v1::GemmTiming& t) {
+        to.Store(kind, t);
+        ++rows;
+      },
+      [&](const std::string& kind, const v1::LayerTiming& t) {
+        to.StoreLayer(kind, t);
+        ++rows;
+      });
+  if (std::optional<StoredCalibration> c = from.LatestCalibration()) {
+    absl::StatusOr<int64_t> v = to.PublishCalibration(c->file_json, c->created_by);
+    if (!v.ok()) return v.status();
+  }
+  return rows;
+}
+
 absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& spec,
                                                             const std::string& owner) {
   if (IsPostgresUri(spec)) {

@@ -55,7 +55,16 @@ class MeasurementStore : public ResultStore {
   // Whether other processes share this store (replicas): then the server polls it for newer
   // calibrations and claims measurements across processes.
   virtual bool Shared() const { return false; }
+  // Every stored GEMM and layer result (measured or an emulating worker's), with its kind, and
+  // the newest calibration: what moving a store copies (CopyStore).
+  virtual void ForEach(
+      const std::function<void(const std::string& kind, const v1::GemmTiming&)>& gemm,
+      const std::function<void(const std::string& kind, const v1::LayerTiming&)>& layer) = 0;
 };
+
+// Copies every result of `from` into `to` (each keyed as before: a result `to` already has is
+// replaced), and `from`'s newest calibration as `to`'s newest. Returns the rows copied.
+absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to);
 
 // Opens the store `spec` names: a postgresql:// or postgres:// URI (PgStore), else a SQLite file
 // path (ResultCache; created when missing, a corrupt one moved aside). `owner` names this process

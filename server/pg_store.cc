@@ -443,4 +443,25 @@ std::optional<StoredCalibration> PgStore::LatestCalibration() {
   return s;
 }
 
+void PgStore::ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
+                      const std::function<void(const std::string&, const v1::LayerTiming&)>& layer) {
+  auto each = [&](const char* sql, const auto& call, auto message) {
+    Result r;
+    {
+      Lease c = Acquire();
+      r = c->Exec(sql, {}, /*binary_results=*/true);
+      if (!r || !Ok(r.get())) {
+        LogFailure("store: reading every result failed", r, c->error());
+        return;
+      }
+    }
+    for (int i = 0; i < PQntuples(r.get()); ++i) {
+      if (!message.ParseFromArray(PQgetvalue(r.get(), i, 1), PQgetlength(r.get(), i, 1))) continue;
+      call(std::string(PQgetvalue(r.get(), i, 0), PQgetlength(r.get(), i, 0)), message);
+    }
+  };
+  each("SELECT kind, timing FROM results ORDER BY measured_at", gemm, v1::GemmTiming());
+  each("SELECT kind, timing FROM layer_results ORDER BY measured_at", layer, v1::LayerTiming());
+}
+
 }  // namespace wavecrest

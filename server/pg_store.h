@@ -59,6 +59,9 @@ class PgStore final : public MeasurementStore {
                                              const std::string& created_by) override;
   std::optional<StoredCalibration> LatestCalibration() override;
   bool Shared() const override { return true; }
+  void ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
+               const std::function<void(const std::string&, const v1::LayerTiming&)>& layer)
+      override;
 
   // The schema version the database is at (kPgSchemaVersion after Open).
   int SchemaVersion();

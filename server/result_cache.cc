@@ -402,4 +402,31 @@ std::optional<StoredCalibration> ResultCache::LatestCalibration() {
   return out;
 }
 
+void ResultCache::ForEach(
+    const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
+    const std::function<void(const std::string&, const v1::LayerTiming&)>& layer) {
+  // Read under the lock, hand out after it: the callbacks may store into another store.
+  std::vector<std::pair<std::string, v1::GemmTiming>> gemms;
+  std::vector<std::pair<std::string, v1::LayerTiming>> layers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto read = [&](const char* sql, auto& out) {
+      sqlite3_stmt* stmt = nullptr;
+      if (sqlite3_prepare_v2(db_, sql, -1, &stmt, nullptr) != SQLITE_OK) return;
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        typename std::decay_t<decltype(out)>::value_type::second_type t;
+        const char* kind = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+        if (t.ParseFromArray(sqlite3_column_blob(stmt, 1), sqlite3_column_bytes(stmt, 1))) {
+          out.emplace_back(kind ? kind : "", std::move(t));
+        }
+      }
+      sqlite3_finalize(stmt);
+    };
+    read("SELECT kind, timing FROM results ORDER BY rowid", gemms);
+    read("SELECT kind, timing FROM layer_results ORDER BY rowid", layers);
+  }
+  for (const auto& [kind, t] : gemms) gemm(kind, t);
+  for (const auto& [kind, t] : layers) layer(kind, t);
+}
+
 }  // namespace wavecrest

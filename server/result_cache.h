@@ -54,6 +54,9 @@ class ResultCache final : public MeasurementStore {
   absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
                                              const std::string& created_by) override;
   std::optional<StoredCalibration> LatestCalibration() override;
+  void ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
+               const std::function<void(const std::string&, const v1::LayerTiming&)>& layer)
+      override;
   // Where a corrupt or foreign file was moved, if that happened at Open.
   const std::string& moved_aside() const { return moved_aside_; }
 

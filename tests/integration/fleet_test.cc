@@ -156,6 +156,51 @@ TEST(PgStoreTest, CalibrationsAreVersioned) {
   EXPECT_EQ(latest->created_by, "b:2");
 }
 
+// `wavecrest-server copy-store`: a SQLite cache moves into PostgreSQL and back, results,
+// provenance and calibration whole.
+TEST(PgStoreTest, ASqliteCacheMovesIntoPostgresAndBack) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  TempDir dir;
+  const std::string uri = pg.NewDatabase("moved");
+  {
+    auto sqlite = OpenStore(dir.File("results.db"), "a:1");
+    ASSERT_TRUE(sqlite.ok()) << sqlite.status();
+    (*sqlite)->Store("h100-sxm", Measured({{4096, 4096, 4096, 1}, Layout::kTN, DType::kBf16}, 2e-4));
+    (*sqlite)->Store("h200", Measured({{8192, 4096, 4096, 1}, Layout::kNN, DType::kBf16}, 4e-4));
+    v1::LayerTiming layer;
+    layer.set_key("transformer_layer bf16 training b1 sq2048 skv2048 h4096 heads32/32 d128");
+    layer.set_time_s(1e-3);
+    *layer.mutable_provenance() = Measured({{1, 1, 1, 1}, Layout::kTN, DType::kBf16}, 1).provenance();
+    (*sqlite)->StoreLayer("h100-sxm", layer);
+    ASSERT_TRUE((*sqlite)->PublishCalibration("{\"refit\": 1}", "a:1").ok());
+  }
+  auto [rc, out] = testing::Shell(absl::StrCat(BinaryPath("server/wavecrest-server"),
+                                               " copy-store ", dir.File("results.db"), " ", uri));
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_THAT(out, HasSubstr("copied 3 results"));
+  auto [back_rc, back] = testing::Shell(absl::StrCat(
+      BinaryPath("server/wavecrest-server"), " copy-store ", uri, " ", dir.File("back.db")));
+  ASSERT_EQ(back_rc, 0) << back;
+  for (const std::string& spec : {uri, dir.File("back.db")}) {
+    auto store = OpenStore(spec, "check:1");
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_EQ((*store)->Count(), 3) << spec;
+    auto hit = (*store)->Lookup("h200", {{8192, 4096, 4096, 1}, Layout::kNN, DType::kBf16},
+                                "cublaslt-timing-v2 cold-L2 heuristic", nullptr);
+    ASSERT_TRUE(hit) << spec;
+    EXPECT_EQ(hit->provenance().device().driver_version(), "580.159.04");
+    auto cal = (*store)->LatestCalibration();
+    ASSERT_TRUE(cal) << spec;
+    EXPECT_EQ(cal->file_json, "{\"refit\": 1}");
+  }
+  // A wrong command says what the command is.
+  auto [bad_rc, bad] =
+      testing::Shell(absl::StrCat(BinaryPath("server/wavecrest-server"), " copy-stor a b 2>&1"));
+  EXPECT_EQ(bad_rc, 2);
+  EXPECT_THAT(bad, HasSubstr("copy-store FROM TO"));
+}
+
 // A remote emulating worker, slowed so that two replicas' requests overlap.
 class SlowWorker {
  public:
