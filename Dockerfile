@@ -10,9 +10,17 @@
 #   docker build -t wavecrest .
 #   docker run --rm -p 50051:50051 -p 8080:8080 -p 9464:9464 wavecrest server --workers=auto
 #   docker run --rm --gpus all wavecrest worker --device=0 --listen=0.0.0.0:50061
+#
+# The worker needs an NVIDIA driver that runs the image's CUDA: 580 or newer for CUDA 13 (the
+# label wavecrest.required-driver says it). For older drivers build on CUDA 12 (the code uses no
+# CUDA 13-only API; not built here, which has only CUDA 13):
+#   docker build --build-arg CUDA_VERSION=12.8.1 --build-arg REQUIRED_DRIVER=570 -t wavecrest:cuda12 .
+# The server alone needs no CUDA and no GPU: a smaller image without it,
+#   docker build --target server-cpu -t wavecrest-server .
 
 ARG CUDA_VERSION=13.0.1
 ARG UBUNTU=ubuntu24.04
+ARG REQUIRED_DRIVER=580
 
 # ---- the dashboard (TypeScript, Vite) ------------------------------------------------------
 FROM node:20-bookworm-slim AS web
@@ -31,10 +39,40 @@ RUN bash scripts/install-deps.sh --build-only && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN bash scripts/container-build.sh /src /opt/wavecrest /tmp/build
 
-# ---- runtime ---------------------------------------------------------------------------------
+# ---- the server without CUDA (--target server-cpu) ---------------------------------------------
+FROM ubuntu:24.04 AS build-cpu
+WORKDIR /src
+COPY scripts/install-deps.sh scripts/
+RUN bash scripts/install-deps.sh --build-only && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN CMAKE_EXTRA=-DWAVECREST_CUDA=OFF bash scripts/container-build.sh /src /opt/wavecrest /tmp/build
+
+FROM ubuntu:24.04 AS server-cpu
+LABEL org.opencontainers.image.title="wavecrest-server" \
+      org.opencontainers.image.description="Hardware-efficient transformer shapes: the gRPC/HTTP advisor (no CUDA; GPU workers run the wavecrest image)"
+COPY --from=build-cpu /opt/wavecrest/bin/ /opt/wavecrest/bin/
+COPY --from=build-cpu /opt/wavecrest/lib/ /opt/wavecrest/lib/
+COPY --from=web /src/web/dist/ /opt/wavecrest/share/web/
+COPY examples/models/ /opt/wavecrest/share/models/
+COPY deploy/docker-entrypoint.sh /opt/wavecrest/bin/docker-entrypoint.sh
+RUN echo /opt/wavecrest/lib > /etc/ld.so.conf.d/wavecrest.conf && ldconfig \
+    && useradd --system --uid 10001 --home-dir /var/lib/wavecrest --create-home wavecrest \
+    && mkdir -p /var/lib/wavecrest/cache && chown -R wavecrest /var/lib/wavecrest
+ENV PATH=/opt/wavecrest/bin:$PATH
+USER 10001
+WORKDIR /var/lib/wavecrest
+EXPOSE 50051 8080 9464
+HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["docker-entrypoint.sh", "healthcheck"]
+ENTRYPOINT ["docker-entrypoint.sh"]
+CMD ["server"]
+
+# ---- runtime: server and GPU worker (the default target) --------------------------------------
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-${UBUNTU} AS runtime
+ARG REQUIRED_DRIVER
 LABEL org.opencontainers.image.title="wavecrest" \
-      org.opencontainers.image.description="Hardware-efficient transformer shapes: gRPC/HTTP advisor and GPU timing worker"
+      org.opencontainers.image.description="Hardware-efficient transformer shapes: gRPC/HTTP advisor and GPU timing worker" \
+      wavecrest.required-driver=">=${REQUIRED_DRIVER}"
 COPY --from=build /opt/wavecrest/bin/ /opt/wavecrest/bin/
 COPY --from=build /opt/wavecrest/lib/ /opt/wavecrest/lib/
 COPY --from=web /src/web/dist/ /opt/wavecrest/share/web/

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The image's entrypoint. First argument: server | worker | cli | healthcheck; the rest go to the
 # program. Defaults put the server on all interfaces inside the container (ports 50051 gRPC,
-# 8080 HTTP + dashboard, 9464 metrics) with its cache under /var/lib/wavecrest/cache.
+# 8080 HTTP + dashboard, 9464 metrics) with its store in $WAVECREST_STORE (a postgresql:// URI that
+# replicas share), else a SQLite file under /var/lib/wavecrest/cache.
 set -eu
 role=${1:-server}
 [ $# -gt 0 ] && shift
@@ -10,7 +11,7 @@ case $role in
     exec wavecrest-server --listen=0.0.0.0:50051 --http_listen=0.0.0.0:8080 \
       --metrics_listen=0.0.0.0:9464 --http_static_dir=/opt/wavecrest/share/web \
       --http_models_dir=/opt/wavecrest/share/models \
-      --cache=/var/lib/wavecrest/cache/results.db "$@" ;;
+      --store="${WAVECREST_STORE:-/var/lib/wavecrest/cache/results.db}" "$@" ;;
   worker)
     exec wavecrest-worker "$@" ;;
   cli)

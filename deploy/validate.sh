@@ -28,18 +28,30 @@ sh -n deploy/docker-entrypoint.sh
 bash -n scripts/container-build.sh
 echo "entrypoint: sh -n clean"
 
-kubectl kustomize deploy/k8s >"$tmp/k8s.yaml" 2>"$tmp/kustomize.err" ||
-  { cat "$tmp/kustomize.err"; exit 1; }
-node "$here/tools/validate-k8s.mjs" "$tmp/k8s.yaml"
+# deploy/k8s (the base) and each overlay, each with the kinds it adds.
+base=Deployment,StatefulSet,Service,NetworkPolicy,PodDisruptionBudget
+for render in "deploy/k8s:$base" "deploy/k8s/overlays/postgres:$base,Secret" \
+              "deploy/k8s/overlays/monitoring:$base,ServiceMonitor" \
+              "deploy/k8s/overlays/h200-pool:$base"; do
+  dir=${render%%:*}
+  kubectl kustomize "$dir" >"$tmp/k8s.yaml" 2>"$tmp/kustomize.err" ||
+    { echo "$dir:"; cat "$tmp/kustomize.err"; exit 1; }
+  echo -n "$dir: "
+  node "$here/tools/validate-k8s.mjs" "$tmp/k8s.yaml" "${render#*:}"
+done
+# The base applies on a cluster without the prometheus-operator CRDs.
+if kubectl kustomize deploy/k8s | grep -q 'kind: ServiceMonitor'; then
+  echo "deploy/k8s: the ServiceMonitor belongs in overlays/monitoring"; exit 1
+fi
 
 compose=deploy/compose/compose.yaml
-for profile in gpu cpu; do
+for profile in gpu cpu postgres; do
   docker-compose -f "$compose" --profile "$profile" config -q
 done
 services=$(docker-compose -f "$compose" config --services | sort | tr '\n' ' ')
-[[ $services == "grafana prometheus server worker worker-cpu " ]] ||
+[[ $services == "grafana postgres prometheus server server-replica worker worker-cpu " ]] ||
   { echo "compose: unexpected services: $services"; exit 1; }
-echo "compose: config valid for profiles gpu and cpu ($services)"
+echo "compose: config valid for profiles gpu, cpu and postgres ($services)"
 cp deploy/compose/prometheus.yml deploy/prometheus/alerts.yml "$tmp/"
 promtool check config "$tmp/prometheus.yml" >/dev/null
 echo "compose: prometheus.yml and its alert rules pass promtool"

@@ -5,7 +5,7 @@
 # image has itself (glibc, libstdc++, libgcc, and CUDA's own libraries, which the NVIDIA runtime
 # image and driver provide).
 #
-#   scripts/container-build.sh SRC OUT [BUILD_DIR]      JOBS=N
+#   scripts/container-build.sh SRC OUT [BUILD_DIR]      JOBS=N  CMAKE_EXTRA="-DWAVECREST_CUDA=OFF"
 #   STAGE_ONLY=1 scripts/container-build.sh SRC OUT BUILD_DIR   (install and copy libraries from
 #       an existing build: what the test of these steps does, without a second full build)
 set -euo pipefail
@@ -14,7 +14,8 @@ out=$(realpath -m "${2:?usage: container-build.sh SRC OUT [BUILD_DIR]}")
 build=$(realpath -m "${3:-$src/build-release}")
 jobs=${JOBS:-$(nproc)}
 if [[ -z ${STAGE_ONLY:-} ]]; then
-  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWAVECREST_TESTS=OFF >/dev/null
+  # shellcheck disable=SC2086 # CMAKE_EXTRA holds several arguments
+  cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWAVECREST_TESTS=OFF ${CMAKE_EXTRA:-} >/dev/null
   cmake --build "$build" -j "$jobs"
 fi
 cmake --install "$build" --prefix "$out" >/dev/null
