@@ -56,7 +56,7 @@ std::vector<CommandInfo> BuildCommands() {
              {"gpu", "mode", "param_tolerance", "vary", "allowed_head_dims", "min_heads",
               "max_heads", "keep_layers", "max_candidates", "top", "measure_top_k",
               "max_gpu_seconds", "tp_options", "allow_kv_replication", "head_dim_multiple",
-              "calibration"}})},
+              "calibration", "export", "export_format"}})},
       {"sweep",
        "throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|micro_batch|"
        "tp of --model, or m|n|k of --gemm) from --from to --to by --step, with the rules each "

@@ -190,6 +190,29 @@ class ProgressBar {
   bool shown_ = false;
 };
 
+// `recommend --export N`: candidate N's model alone (0 = the baseline), as a Hugging Face
+// config.json or a wavecrest spec.
+int ExportCandidate(const v1::RecommendResponse& r, const CliOptions& o, std::ostream& out,
+                    std::ostream& err) {
+  if (o.export_format != "hf" && o.export_format != "wavecrest") {
+    return Fail(err, FieldError("--export-format", absl::StrCat("unknown \"", o.export_format,
+                                                                "\"; allowed: hf, wavecrest")));
+  }
+  const v1::Candidate* pick = nullptr;
+  for (const v1::Candidate& c : r.candidates()) {
+    if (o.export_rank == 0 ? c.baseline() : (!c.baseline() && c.rank() == o.export_rank)) pick = &c;
+  }
+  if (pick == nullptr) {
+    return Fail(err, FieldError("--export", absl::StrCat("no candidate #", o.export_rank, " among the ",
+                                                         r.candidates_size(),
+                                                         " shown (0 = the baseline; --top shows more)")));
+  }
+  absl::StatusOr<std::string> text = ExportModel(pick->model(), o.export_format);
+  if (!text.ok()) return Fail(err, FieldError("--export-format", text.status().message()));
+  out << *text;
+  return 0;
+}
+
 int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::RecommendRequest request;
   absl::StatusOr<v1::ModelSpec> spec = LoadSpecWithOverrides(o);
@@ -259,6 +282,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   bar.Clear();
   if (!result.ok()) return Fail(err, result.status());
   result->clear_progress();
+  if (o.export_rank >= 0) return ExportCandidate(*result, o, out, err);
   out << (json ? ToJson(*result) + "\n" : FormatRecommendation(*result));
   return 0;
 }

@@ -65,6 +65,8 @@ struct CliOptions {
   int64_t max_candidates = 0;
   int top = 0;
   int measure_top_k = 0;
+  int export_rank = -1;             // recommend: print only this candidate's model (0 = baseline)
+  std::string export_format = "hf";  // hf | wavecrest
   double max_gpu_seconds = 0;
   // calibrate
   // The first file that covers a GPU and dtype is fitted; later ones covering it are checks.

@@ -98,6 +98,11 @@ ABSL_FLAG(int64_t, head_dim_multiple, 0,
           "1 = any (--allowed-head-dims overrides the range)");
 ABSL_FLAG(int64_t, max_candidates, 0, "recommend: candidates to generate at most; 0 = 5000");
 ABSL_FLAG(int, top, 0, "recommend: rows to show (the baseline is always shown); 0 = 10");
+ABSL_FLAG(int, export, -1,
+          "recommend: print only candidate N's model (0 = the baseline, 1 = #1, ...), as "
+          "--export_format says, e.g. `wavecrest recommend ... --export 1 > config.json`");
+ABSL_FLAG(std::string, export_format, "hf",
+          "recommend --export: hf (a Hugging Face config.json) or wavecrest (a wavecrest spec)");
 ABSL_FLAG(int, measure_top_k, 0,
           "recommend: candidates (besides the baseline) to measure on a worker; 0 = 8");
 ABSL_FLAG(double, max_gpu_seconds, 0, "recommend: GPU time the measuring stage may use; 0 = 60");
@@ -224,6 +229,8 @@ int main(int argc, char** argv) {
   o.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   o.top = absl::GetFlag(FLAGS_top);
   o.measure_top_k = absl::GetFlag(FLAGS_measure_top_k);
+  o.export_rank = absl::GetFlag(FLAGS_export);
+  o.export_format = absl::GetFlag(FLAGS_export_format);
   o.max_gpu_seconds = absl::GetFlag(FLAGS_max_gpu_seconds);
   o.fit = absl::GetFlag(FLAGS_fit);
   o.anchor = absl::GetFlag(FLAGS_anchor);

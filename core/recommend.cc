@@ -451,6 +451,11 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
     if (const SpecKey key = KeyOf(*n); key != base_key) kept.Add(key, *std::move(n), p);
   };
 
+  const int64_t shared_experts =
+      base.num_experts > 0 && base.shared_expert_ffn_hidden_size > 0 &&
+              base.shared_expert_ffn_hidden_size % base.ffn_hidden_size == 0
+          ? base.shared_expert_ffn_hidden_size / base.ffn_hidden_size
+          : 0;
   for (int64_t h : hiddens) {
     const Options o = options_for(h, true);
     for (auto [a, d] : o.heads) {
@@ -468,6 +473,9 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
               s.head_dim = d;
               s.num_kv_heads = kv;
               s.ffn_hidden_size = f;
+              // Shared experts that are whole experts (DeepSeek's n_shared_experts, Llama 4's
+              // one, Qwen1.5-MoE's four) stay whole experts: as many, of the new width.
+              if (shared_experts > 0) s.shared_expert_ffn_hidden_size = shared_experts * f;
               s.vocab_size = v;
               s.num_experts = e.experts;
               s.experts_per_token = e.per_token;

@@ -501,7 +501,8 @@ int HttpGateway::Handle(mg_connection* c) {
   absl::StatusOr<HttpRequest> read = ReadRequest(c, options_.max_body_bytes);
   static constexpr const char* kRoutes[] = {"/v1/analyze",    "/v1/recommend",   "/v1/sweep",
                                             "/v1/time-gemms", "/v1/time-layers", "/v1/devices",
-                                            "/v1/health",     "/v1/models",      "/v1/parse-model"};
+                                            "/v1/health",     "/v1/models",      "/v1/parse-model",
+                                            "/v1/export-model"};
   std::string route = "other";  // a bounded label set, whatever paths callers try
   for (const char* known : kRoutes) {
     if (read.ok() && read->path == known) route = known;
@@ -662,12 +663,29 @@ int HttpGateway::Handle(mg_connection* c) {
     Send(c, 200, "application/json", ToJson(*spec));
     return done(200);
   }
+  if (r.path == "/v1/export-model") {
+    // {"model": ModelSpec, "format": "hf" | "wavecrest"} -> the model as a config.json or spec.
+    if (!post) return wrong_method("POST");
+    nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
+    if (body.is_discarded() || !body.is_object() || !body.contains("model")) {
+      return done(SendError(c, FieldError("model", "expected {\"model\": ModelSpec, \"format\": "
+                                                   "\"hf\" or \"wavecrest\"}")));
+    }
+    const nlohmann::json format = body.value("format", nlohmann::json("hf"));
+    absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(body["model"].dump());
+    if (!spec.ok()) return done(SendError(c, FieldError("model", spec.status().message())));
+    absl::StatusOr<std::string> text =
+        ExportModel(*spec, format.is_string() ? format.get<std::string>() : "");
+    if (!text.ok()) return done(SendError(c, text.status()));
+    Send(c, 200, "application/json", *text);
+    return done(200);
+  }
   return done(SendError(
       c, absl::NotFoundError(absl::StrCat(
              "no route ", r.path,
              "; the API is POST /v1/analyze, "
-             "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model and GET "
-             "/v1/devices, /v1/health, /v1/models"))));
+             "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model, "
+             "/v1/export-model and GET /v1/devices, /v1/health, /v1/models"))));
 }
 
 int HttpGateway::ServeStatic(mg_connection* c, const std::string& method,

@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/hf_export.h"
 #include "core/hf_import.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
@@ -135,6 +136,25 @@ absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {
   // A config without a name (no "name", no "_name_or_path") is named after its file.
   if (spec->name().empty()) spec->set_name(ModelNameFromPath(path));
   return spec;
+}
+
+absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format) {
+  if (format == "wavecrest") {
+    std::string out;
+    google::protobuf::util::JsonPrintOptions options;
+    options.add_whitespace = true;
+    options.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(model, &out, options);
+    return out;
+  }
+  if (format != "hf") {
+    return FieldError("format", absl::StrCat("unknown \"", format, "\"; allowed: hf, wavecrest"));
+  }
+  std::vector<FieldViolation> violations;
+  ModelSpec spec = FromProto(model, &violations);
+  if (violations.empty()) violations = Validate(WithDefaults(spec));
+  if (!violations.empty()) return ViolationsToStatus(violations, "model.");
+  return ExportHfConfig(WithDefaults(spec));
 }
 
 }  // namespace wavecrest

@@ -25,6 +25,12 @@ std::string ModelNameFromPath(const std::string& path);
 
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path);
 
+// A model in another team's terms: format "hf" is a Hugging Face config.json (core/hf_export.h:
+// FAILED_PRECONDITION naming the field no architecture expresses), "wavecrest" the spec's JSON
+// mapping (the fields set). INVALID_ARGUMENT for a spec that does not validate or an unknown
+// format.
+absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format);
+
 inline constexpr int64_t kMaxHfConfigBytes = int64_t{1} << 20;
 
 // A request's `hf_config_json`, imported: the fields set in `model` override the imported ones,

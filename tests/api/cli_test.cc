@@ -12,6 +12,8 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "core/hf_import.h"
+#include "nlohmann/json.hpp"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
 #include "wavecrest/v1/advisor.pb.h"
@@ -286,6 +288,46 @@ TEST(CliTest, ControlCharactersInNamesAreEscapedNotPrinted) {
   EXPECT_EQ(both.find('\x07'), std::string::npos);
   EXPECT_EQ(both.find("\xc2\x9b"), std::string::npos);  // C1 CSI
   EXPECT_THAT(both, HasSubstr("\\x1b]0;pwned\\x07"));
+}
+
+// `recommend --export N`: the candidate alone, as a config.json that imports back as that shape,
+// or as a wavecrest spec; a rank not shown names the flag.
+TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
+  CliOptions o;
+  o.command = "recommend";
+  o.model = Path("examples/models/hf/gpt2.json");
+  o.gpu = "h100-sxm";
+  o.format = "json";
+  CliRun all = Cli(o);
+  ASSERT_EQ(all.code, 0) << all.err;
+  const nlohmann::json ranked = nlohmann::json::parse(all.out);
+  nlohmann::json first;
+  for (const auto& c : ranked["candidates"]) {
+    if (!c.value("baseline", false) && c["rank"] == 1) first = c["model"];
+  }
+  ASSERT_FALSE(first.is_null());
+  o.format = "table";
+  o.export_rank = 1;
+  CliRun hf = Cli(o);
+  ASSERT_EQ(hf.code, 0) << hf.err;
+  absl::StatusOr<ModelSpec> back = ImportHfConfig(hf.out);
+  ASSERT_TRUE(back.ok()) << back.status() << hf.out;
+  EXPECT_EQ(std::to_string(back->vocab_size), first["vocab_size"].get<std::string>());
+  EXPECT_EQ(std::to_string(back->num_attention_heads),
+            first["num_attention_heads"].get<std::string>());
+  o.export_format = "wavecrest";
+  CliRun spec = Cli(o);
+  ASSERT_EQ(spec.code, 0) << spec.err;
+  EXPECT_EQ(nlohmann::json::parse(spec.out)["vocab_size"], first["vocab_size"]);
+  o.export_rank = 0;  // the baseline
+  EXPECT_THAT(Cli(o).out, HasSubstr("\"vocab_size\": \"50257\""));
+  o.export_rank = 999;
+  CliRun none = Cli(o);
+  EXPECT_NE(none.code, 0);
+  EXPECT_THAT(none.err, HasSubstr("--export"));
+  o.export_rank = 1;
+  o.export_format = "onnx";
+  EXPECT_THAT(Cli(o).err, HasSubstr("--export-format"));
 }
 
 TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {

@@ -170,6 +170,24 @@ TEST_F(HttpTest, DevicesHealthModelsAndTheDashboard) {
   HttpReply parsed = Http(port_, "POST", "/v1/parse-model", text.str());
   ASSERT_EQ(parsed.status, 200) << parsed.body;
   EXPECT_EQ(Json(parsed.body)["hidden_size"], "4096");
+  // A model exported as a Hugging Face config.json (and parsed back), or as a wavecrest spec.
+  const nlohmann::json spec = Json(parsed.body);
+  HttpReply exported = Http(port_, "POST", "/v1/export-model",
+                            nlohmann::json{{"model", spec}, {"format", "hf"}}.dump());
+  ASSERT_EQ(exported.status, 200) << exported.body;
+  EXPECT_EQ(Json(exported.body)["architectures"][0], "LlamaForCausalLM");
+  EXPECT_EQ(Json(exported.body)["num_hidden_layers"], 32);
+  HttpReply back = Http(port_, "POST", "/v1/parse-model", exported.body);
+  ASSERT_EQ(back.status, 200) << back.body;
+  EXPECT_EQ(Json(back.body)["intermediate_size"], Json(parsed.body)["intermediate_size"]);
+  HttpReply as_spec = Http(port_, "POST", "/v1/export-model",
+                           nlohmann::json{{"model", spec}, {"format", "wavecrest"}}.dump());
+  ASSERT_EQ(as_spec.status, 200) << as_spec.body;
+  EXPECT_EQ(Json(as_spec.body)["num_layers"], "32");
+  HttpReply bad = Http(port_, "POST", "/v1/export-model",
+                       nlohmann::json{{"model", spec}, {"format", "onnx"}}.dump());
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_THAT(bad.body, HasSubstr("format"));
   HttpReply page = Http(port_, "GET", "/");
   EXPECT_EQ(page.status, 200);
   EXPECT_THAT(page.body, HasSubstr("<title>wavecrest</title>"));

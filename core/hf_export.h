@@ -1,0 +1,25 @@
+// Export of a ModelSpec as a Hugging Face transformers `config.json`: how a team takes a
+// recommended shape into its training code. The architecture is the one that expresses the spec
+// (Llama for a dense gated MLP, GPT-NeoX or GPT-2 for a GELU one, Mistral or Qwen3 for local
+// attention, Mixtral, Qwen2-MoE, Qwen3-MoE or Llama 4 for a mixture of experts, DeepSeek-V3 for
+// latent attention), chosen so that ImportHfConfig reads back the same shape: the GEMMs and the
+// parameter count are unchanged by the round trip (tests/core/hf_export_test.cc holds it for
+// every example model). What no supported architecture expresses (shared experts without a gate
+// and without latent attention, say) is FAILED_PRECONDITION naming the field; the wavecrest spec
+// itself (its JSON mapping) always exports.
+#ifndef WAVECREST_CORE_HF_EXPORT_H_
+#define WAVECREST_CORE_HF_EXPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/model_spec.h"
+
+namespace wavecrest {
+
+// The config.json text (indented, keys sorted) of a normalized spec.
+absl::StatusOr<std::string> ExportHfConfig(const ModelSpec& spec);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_HF_EXPORT_H_
