@@ -73,6 +73,7 @@ export interface GemmAnalysis {
     dtype?: string;
     flops?: number;
     count?: Int64;
+    fused_attention?: boolean;
   };
   step_flop_share?: number;
   m_alignment?: Alignment;
@@ -130,6 +131,39 @@ export interface AnalyzeResponse {
   tokens_per_second_per_gpu?: number;
   rules?: RuleViolation[];
   provenance?: Provenance;
+  step?: StepBreakdown;
+}
+
+/** A training step under parallelism (AnalyzeRequest.run): its components add up to step_time_s. */
+export interface StepBreakdown {
+  gpus?: Int64;
+  nodes?: Int64;
+  tensor_parallel?: Int64;
+  pipeline_parallel?: Int64;
+  data_parallel?: Int64;
+  microbatches?: Int64;
+  global_batch?: Int64;
+  compute_s?: number;
+  recompute_s?: number;
+  tp_comm_s?: number;
+  pp_bubble_s?: number;
+  pp_comm_s?: number;
+  dp_comm_s?: number;
+  optimizer_s?: number;
+  step_time_s?: number;
+  mfu?: number;
+  tokens_per_second_per_gpu?: number;
+  assumptions?: string[];
+  memory?: MemoryEstimate;
+}
+
+export interface RunConfig {
+  num_gpus?: number;
+  global_batch?: number;
+  zero_stage?: number;
+  recompute?: string;
+  sequence_parallel?: boolean;
+  plan?: boolean;
 }
 
 export interface Candidate {

@@ -16,6 +16,8 @@ import {
   type ModelSpec,
   type Progress,
   type RecommendResponse,
+  type RunConfig,
+  type StepBreakdown,
   type Source,
   type SweepPoint,
   type SweepRequest,
@@ -35,6 +37,7 @@ import {
 } from "./format";
 import { cellAt, drawHeatmap, type HeatmapData } from "./heatmap";
 import { drawSweep, METRIC_LABELS, type Metric, type SweepPlot } from "./plot";
+import { drawRoofline, nearest, peakFor, type RooflinePoint } from "./roofline";
 
 // ---- small DOM helpers --------------------------------------------------------------------
 
@@ -118,15 +121,148 @@ const state: {
   sweepGpu: string;
   heatmap?: HeatmapData;
   recommendAbort?: AbortController;
-} = { examples: [], analyses: new Map(), sweepPoints: [], sweepGpu: "" };
+  roofline: RooflinePoint[];
+  // The example chosen, or "" for a pasted model (then the URL carries the model itself).
+  modelFile: string;
+} = { examples: [], analyses: new Map(), sweepPoints: [], sweepGpu: "", roofline: [], modelFile: "" };
 
 const modelError = () => $<HTMLDivElement>("model-error");
 
-function selectedGpus(): string[] {
-  const sel = $<HTMLSelectElement>("gpu-select");
-  const gpus = Array.from(sel.selectedOptions).map((o) => o.value);
-  return gpus.length > 0 ? gpus : sel.options.length > 0 ? [sel.options[0].value] : [];
+function gpuBoxes(): HTMLInputElement[] {
+  return Array.from(document.querySelectorAll<HTMLInputElement>("#gpu-list input[type=checkbox]"));
 }
+
+function selectedGpus(): string[] {
+  const boxes = gpuBoxes();
+  const gpus = boxes.filter((b) => b.checked).map((b) => b.value);
+  return gpus.length > 0 ? gpus : boxes.length > 0 ? [boxes[0].value] : [];
+}
+
+function setSelectedGpus(gpus: string[]) {
+  const want = new Set(gpus);
+  for (const b of gpuBoxes()) b.checked = want.has(b.value);
+}
+
+// ---- how the model runs: the knobs, the run, and the model they make ------------------------
+
+const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
+  ["knob-seq", "seq_length", "int"],
+  ["knob-mb", "micro_batch_size", "int"],
+  ["knob-tp", "tensor_parallel", "int"],
+  ["knob-pp", "pipeline_parallel", "int"],
+  ["knob-dp", "data_parallel", "int"],
+  ["knob-dtype", "dtype", "enum"],
+  ["knob-workload", "workload", "enum"],
+  ["knob-attention", "attention", "enum"],
+  ["knob-kv", "kv_cache_length", "int"],
+];
+const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-sp", "run-plan"];
+
+function fieldValue(id: string): string {
+  const e = $<HTMLInputElement | HTMLSelectElement>(id);
+  return e instanceof HTMLInputElement && e.type === "checkbox" ? (e.checked ? "1" : "") : e.value.trim();
+}
+
+function setFieldValue(id: string, v: string) {
+  const e = $<HTMLInputElement | HTMLSelectElement>(id);
+  if (e instanceof HTMLInputElement && e.type === "checkbox") e.checked = v === "1";
+  else e.value = v;
+}
+
+/** An error the page shows at the panel whose request made it. */
+class PanelError extends Error {}
+
+/** The model as requests send it: the chosen spec with the knobs that are set. */
+function effectiveModel(): ModelSpec {
+  const spec: ModelSpec = { ...requireModel() };
+  for (const [id, field, kind] of KNOBS) {
+    const v = fieldValue(id);
+    if (v === "") continue;
+    if (kind === "int") {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 1) throw new PanelError(`${field}: a whole number ≥ 1, got "${v}"`);
+      spec[field] = n;
+    } else {
+      spec[field] = v;
+    }
+  }
+  return spec;
+}
+
+/** The training run Analyze adds, when a number of GPUs is set. */
+function runConfig(): RunConfig | undefined {
+  const gpus = fieldValue("run-gpus");
+  if (gpus === "") return undefined;
+  const run: RunConfig = { num_gpus: Number(gpus) };
+  if (fieldValue("run-gb") !== "") run.global_batch = Number(fieldValue("run-gb"));
+  if (fieldValue("run-zero") !== "") run.zero_stage = Number(fieldValue("run-zero"));
+  if (fieldValue("run-recompute") !== "") run.recompute = fieldValue("run-recompute");
+  run.sequence_parallel = fieldValue("run-sp") === "1";
+  run.plan = fieldValue("run-plan") === "1";
+  return run;
+}
+
+// ---- results that no longer match the model --------------------------------------------------
+
+const STALE = ["analysis-stale", "rec-stale", "sweep-stale", "hm-stale"];
+const shown = new Set<string>(); // the stale banners whose panels hold results
+
+function markStale() {
+  for (const id of STALE) if (shown.has(id)) $(id).hidden = false;
+}
+
+function fresh(id: string) {
+  shown.add(id);
+  $(id).hidden = true;
+}
+
+// ---- the view in the URL -----------------------------------------------------------------
+
+const URL_FIELDS = [...KNOBS.map(([id]) => id), ...RUN_FIELDS, "mode-select", "sweep-dim",
+                    "sweep-from", "sweep-to", "sweep-step", "sweep-metric"];
+
+// The URL is written only once the page has read the view it was opened with.
+let urlRead = false;
+
+/** The view as URL parameters: a link to the page reproduces it. */
+function saveUrl() {
+  if (!urlRead) return;
+  const q = new URLSearchParams();
+  if (state.modelFile) q.set("model", state.modelFile);
+  else if (state.model) q.set("spec", JSON.stringify(state.model));
+  q.set("gpus", selectedGpus().join(","));
+  for (const id of URL_FIELDS) {
+    const v = fieldValue(id);
+    if (v !== "") q.set(id, v);
+  }
+  history.replaceState(null, "", `#${q.toString()}`);
+}
+
+/** Applies the URL's view (after the models and GPUs are loaded); true when it held one. */
+function restoreUrl(): boolean {
+  const q = new URLSearchParams(location.hash.slice(1));
+  if ([...q.keys()].length === 0) return false;
+  const file = q.get("model");
+  const spec = q.get("spec");
+  const example = state.examples.find((m) => m.file === file);
+  if (example) {
+    $<HTMLSelectElement>("model-select").value = example.file;
+    setModel(example.spec, example.file);
+  } else if (spec) {
+    try {
+      setModel(JSON.parse(spec) as ModelSpec, "");
+    } catch {
+      showError(modelError(), new Error("the link's model is not JSON"));
+    }
+  }
+  if (q.get("gpus")) setSelectedGpus((q.get("gpus") ?? "").split(","));
+  for (const id of URL_FIELDS) {
+    const v = q.get(id);
+    if (v !== null) setFieldValue(id, v);
+  }
+  return true;
+}
+
 
 function mode(): string {
   return $<HTMLSelectElement>("mode-select").value;
@@ -137,9 +273,11 @@ function requireModel(): ModelSpec {
   return state.model;
 }
 
-function setModel(spec: ModelSpec) {
+function setModel(spec: ModelSpec, file: string) {
   state.model = spec;
+  state.modelFile = file;
   modelError().hidden = true;
+  markStale();
   $<HTMLTextAreaElement>("model-json").value = JSON.stringify(spec, null, 2);
   const h = int(spec.hidden_size);
   const a = int(spec.num_attention_heads);
@@ -151,6 +289,7 @@ function setModel(spec: ModelSpec) {
   const hm = (id: string, v: number) => ($<HTMLInputElement>(id).value = String(v));
   hm("hm-h-from", Math.max(128, Math.round((h * 0.75) / 128) * 128));
   hm("hm-h-to", Math.round((h * 1.25) / 128) * 128);
+  saveUrl();
 }
 
 function defaultSweepRange() {
@@ -191,17 +330,22 @@ async function refreshHealth() {
 async function loadDevices() {
   const d = await getJson<DevicesResponse>("/v1/devices");
   state.devices = d;
-  const sel = $<HTMLSelectElement>("gpu-select");
-  const kept = new Set(Array.from(sel.selectedOptions).map((o) => o.value));
-  sel.replaceChildren();
+  const list = $("gpu-list");
+  const kept = new Set(gpuBoxes().filter((b) => b.checked).map((b) => b.value));
+  for (const l of Array.from(list.querySelectorAll("label"))) l.remove();
   const withWorker = new Set((d.workers ?? []).filter((w) => w.up).map((w) => w.device?.catalog_name));
   for (const g of d.catalog ?? []) {
-    const o = new Option(`${g.name}${withWorker.has(g.name) ? " (GPU worker)" : ""}`, g.name);
-    sel.add(o);
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.value = g.name;
+    box.name = "gpu";
+    const label = node("label");
+    label.append(box, `${g.name}${withWorker.has(g.name) ? " (GPU worker)" : ""}`);
+    list.appendChild(label);
   }
   // Keep what the user chose across refreshes; at first, the first worker's GPU.
   if (kept.size === 0) kept.add((d.workers ?? []).find((w) => w.up)?.device?.catalog_name ?? "h100-sxm");
-  for (const o of Array.from(sel.options)) o.selected = kept.has(o.value);
+  setSelectedGpus([...kept]);
 
   $("cache-line").textContent = d.has_cache
     ? `Result cache: ${int(d.cache_entries)} GEMM results held.`
@@ -242,13 +386,13 @@ async function loadModels() {
   const preferred = state.examples.find((m) => m.file === "llama-2-7b.json") ?? state.examples[0];
   if (preferred) {
     sel.value = preferred.file;
-    setModel(preferred.spec);
+    setModel(preferred.spec, preferred.file);
   }
 }
 
 async function parsePasted() {
   try {
-    setModel(await postJson<ModelSpec>("/v1/parse-model", $<HTMLTextAreaElement>("model-json").value));
+    setModel(await postJson<ModelSpec>("/v1/parse-model", $<HTMLTextAreaElement>("model-json").value), "");
   } catch (err) {
     showError(modelError(), err);
   }
@@ -258,16 +402,20 @@ async function parsePasted() {
 
 async function analyze() {
   const button = $<HTMLButtonElement>("analyze-button");
+  const error = $("analysis-error");
   button.disabled = true;
-  modelError().hidden = true;
+  error.hidden = true;
   try {
-    const model = requireModel();
+    const model = effectiveModel();
+    const run = runConfig();
     const gpus = selectedGpus();
     const results = await Promise.all(
-      gpus.map((gpu) => postJson<AnalyzeResponse>("/v1/analyze", { model, gpu })),
+      gpus.map((gpu) => postJson<AnalyzeResponse>("/v1/analyze", run ? { model, gpu, run } : { model, gpu })),
     );
     state.analyses = new Map(results.map((r) => [r.gpu, r]));
     $("analysis-panel").hidden = false;
+    fresh("analysis-stale");
+    renderStepBars(results);
     setTable(
       $<HTMLTableElement>("gpu-table"),
       ["GPU", "step time", "GEMMs", "elementwise", "MFU", "tokens/s per GPU", "memory per GPU (estimate)", "source"],
@@ -300,11 +448,60 @@ async function analyze() {
     for (const r of results) gsel.add(new Option(r.gpu, r.gpu));
     renderGemms();
   } catch (err) {
-    showError(modelError(), err);
+    $("analysis-panel").hidden = false;
+    showError(error, err);
   } finally {
     button.disabled = false;
   }
 }
+
+// The step, as a bar per GPU: with a run, its components under parallelism (compute, the
+// tensor-parallel collectives, the pipeline bubble and sends, the exposed data-parallel reduction,
+// the optimizer); without one, the GEMMs and the rest (norms, activations, softmax, the loss).
+const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
+  ["compute_s", "compute", "#3b528b"],
+  ["recompute_s", "recomputation", "#5e7bbf"],
+  ["tp_comm_s", "TP communication", "#e08e0b"],
+  ["pp_bubble_s", "pipeline bubble", "#c62828"],
+  ["pp_comm_s", "pipeline sends", "#ef9a9a"],
+  ["dp_comm_s", "DP communication", "#8e24aa"],
+  ["optimizer_s", "optimizer", "#2e7d32"],
+];
+
+function renderStepBars(results: AnalyzeResponse[]) {
+  const box = $("step-bars");
+  box.replaceChildren();
+  for (const r of results) {
+    const parts: Array<[string, number, string]> = r.step
+      ? STEP_PARTS.map(([k, label, color]) => [label, Number(r.step?.[k] ?? 0), color])
+      : [["GEMMs", r.gemm_time_s ?? 0, "#3b528b"], ["other (elementwise)", r.elementwise_time_s ?? 0, "#9aa3b5"]];
+    const total = parts.reduce((a, [, v]) => a + v, 0);
+    const title = r.step
+      ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
+        `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}`
+      : `${r.gpu}: ${seconds(r.step_time_s)} per step on one GPU (set the run's GPUs for parallelism)`;
+    box.appendChild(node("div", title, "note"));
+    const bar = node("div", undefined, "step-bar");
+    bar.dataset.gpu = r.gpu;
+    const legend = node("div", undefined, "step-legend");
+    for (const [label, v, color] of parts) {
+      if (!(v > 0) || total <= 0) continue;
+      const seg = node("span");
+      seg.style.width = `${(100 * v) / total}%`;
+      seg.style.background = color;
+      seg.title = `${label}: ${seconds(v)} (${percent(v / total)})`;
+      seg.dataset.part = label;
+      bar.appendChild(seg);
+      const item = node("span");
+      const sw = node("i");
+      sw.style.background = color;
+      item.append(sw, `${label} ${percent(v / total)}`);
+      legend.appendChild(item);
+    }
+    box.append(bar, legend);
+  }
+}
+
 
 function alignmentCell(g: GemmAnalysis): string {
   const parts: string[] = [];
@@ -318,9 +515,32 @@ function alignmentCell(g: GemmAnalysis): string {
   return parts.join(" ");
 }
 
+function renderRoofline(r: AnalyzeResponse) {
+  const canvas = $<HTMLCanvasElement>("roofline");
+  const gpu = state.devices?.catalog?.find((g) => g.name === r.gpu);
+  const dtype = r.gemms?.[0]?.gemm.dtype;
+  const peak = peakFor(dtype, gpu?.peak_bf16_tflops ?? 0);
+  state.roofline = drawRoofline(canvas, r.gemms ?? [], peak, gpu?.memory_bandwidth_gbps ?? 0);
+  canvas.dataset.points = String(state.roofline.length);
+  canvas.dataset.gpu = r.gpu;
+  $("roofline-info").textContent =
+    `${r.gpu}: the roof is ${fixed(peak, 0)} TFLOP/s (the ${enumLabel(dtype, "DTYPE")} dense peak) and ` +
+    `${fixed(gpu?.memory_bandwidth_gbps, 0)} GB/s; ${state.roofline.length} GEMMs (fused attention left out). Hover a dot.`;
+}
+
+function rooflineHover(ev: MouseEvent) {
+  const canvas = ev.currentTarget as HTMLCanvasElement;
+  const rect = canvas.getBoundingClientRect();
+  const p = nearest(state.roofline, ((ev.clientX - rect.left) * canvas.width) / rect.width,
+                    ((ev.clientY - rect.top) * canvas.height) / rect.height);
+  if (p) $("roofline-info").textContent = `${p.name}: ${fixed(p.tflops, 0)} TFLOP/s at ${fixed(p.intensity, 1)} FLOP/byte`;
+}
+
 function renderGemms() {
   const r = state.analyses.get($<HTMLSelectElement>("gemm-gpu").value);
   if (!r) return;
+  renderRoofline(r);
+
   $("provenance").textContent = `${r.gpu}: ${sourceLabel(r.provenance?.source)} by ${r.provenance?.method ?? "?"}`;
   const gemms = [...(r.gemms ?? [])].sort((x, y) => (y.step_flop_share ?? 0) - (x.step_flop_share ?? 0));
   setTable(
@@ -351,6 +571,43 @@ function renderGemms() {
 
 // ---- recommend ----------------------------------------------------------------------------
 
+// A candidate taken away: its model as a Hugging Face config.json, or as a wavecrest spec (the
+// server converts it, as `wavecrest recommend --export N` does).
+function exportButtons(c: Candidate, error: HTMLElement): HTMLElement {
+  const box = node("span");
+  const name = c.baseline ? "baseline" : `candidate-${c.rank ?? ""}`;
+  for (const [format, label, file] of [
+    ["hf", "config.json", `${name}-config.json`],
+    ["wavecrest", "spec", `${name}-wavecrest.json`],
+  ] as const) {
+    const b = node("button", label) as HTMLButtonElement;
+    b.type = "button";
+    b.dataset.export = format;
+    b.addEventListener("click", () => {
+      void (async () => {
+        try {
+          const res = await fetch("/v1/export-model", {
+            method: "POST",
+            headers: { "Content-Type": "application/json" },
+            body: JSON.stringify({ model: c.model, format }),
+          });
+          const text = await res.text();
+          if (!res.ok) throw new Error(`export: HTTP ${res.status}: ${text.slice(0, 300)}`);
+          const a = document.createElement("a");
+          a.href = URL.createObjectURL(new Blob([text], { type: "application/json" }));
+          a.download = file;
+          a.click();
+          URL.revokeObjectURL(a.href);
+        } catch (err) {
+          showError(error, err);
+        }
+      })();
+    });
+    box.appendChild(b);
+  }
+  return box;
+}
+
 function candidateChanges(c: Candidate): string {
   if (c.baseline) return "the model as given";
   return (c.reasons ?? []).join("; ");
@@ -361,8 +618,9 @@ async function recommend() {
   const cancel = $<HTMLButtonElement>("rec-cancel");
   const bar = $<HTMLProgressElement>("rec-progress");
   const status = $("rec-status");
+  const error = $("rec-error");
   button.disabled = true;
-  modelError().hidden = true;
+  error.hidden = true;
   $("recommend-panel").hidden = false;
   $<HTMLTableElement>("rec-table").replaceChildren();
   $("rec-notes").replaceChildren();
@@ -378,11 +636,12 @@ async function recommend() {
     $("rec-gpu").textContent = `on ${gpu}`;
     const r = await postStream<RecommendResponse>(
       "/v1/recommend",
-      { model: requireModel(), gpu, mode: mode(), top: 10 },
+      { model: effectiveModel(), gpu, mode: mode(), top: 10 },
       progressReporter(bar, status),
       abort.signal,
     );
     bar.value = bar.max;
+    fresh("rec-stale");
     status.textContent =
       `${int(r.candidates_considered)} candidates scored of ${int(r.shapes_examined)} shapes ` +
       `examined; GEMMs measured ${int(r.gemms_measured)}, ` +
@@ -398,7 +657,7 @@ async function recommend() {
     setTable(
       $<HTMLTableElement>("rec-table"),
       ["#", "h", "a", "kv", "L", "f", "v", "params", "Δ params", "speed-up", "MFU", "tokens/s/GPU",
-       "memory/GPU", "source", "why"],
+       "memory/GPU", "source", "export", "why"],
       cands.map((c) => [
         c.baseline ? "base" : String(c.rank ?? ""),
         String(int(c.model.hidden_size)),
@@ -414,6 +673,7 @@ async function recommend() {
         fixed(c.tokens_per_second_per_gpu, 0),
         memoryText(c.memory),
         badge(c.source),
+        exportButtons(c, error),
         candidateChanges(c),
       ]),
       (i) => (cands[i].baseline ? "baseline" : ""),
@@ -431,7 +691,7 @@ async function recommend() {
     if (abort.signal.aborted) status.textContent = "cancelled";
     else {
       status.textContent = "failed";
-      showError(modelError(), err);
+      showError(error, err);
     }
   } finally {
     button.disabled = false;
@@ -452,6 +712,28 @@ function sweepMetric(): Metric {
   return $<HTMLSelectElement>("sweep-metric").value as Metric;
 }
 
+// The model's own value of the swept dimension (the marker on the plot).
+function sweepBaseline(): number | undefined {
+  let spec: ModelSpec;
+  try {
+    spec = effectiveModel();
+  } catch {
+    return undefined;
+  }
+  const values: Record<string, number> = {
+    SWEEP_DIMENSION_HIDDEN: int(spec.hidden_size),
+    SWEEP_DIMENSION_HEADS: int(spec.num_attention_heads),
+    SWEEP_DIMENSION_KV_HEADS: int(spec.num_kv_heads) || int(spec.num_attention_heads),
+    SWEEP_DIMENSION_FFN: int(spec.ffn_hidden_size),
+    SWEEP_DIMENSION_VOCAB: int(spec.vocab_size),
+    SWEEP_DIMENSION_SEQ: int(spec.seq_length) || 2048,
+    SWEEP_DIMENSION_MICRO_BATCH: int(spec.micro_batch_size) || 1,
+    SWEEP_DIMENSION_TENSOR_PARALLEL: int(spec.tensor_parallel) || 1,
+  };
+  const v = values[$<HTMLSelectElement>("sweep-dim").value];
+  return v > 0 ? v : undefined;
+}
+
 function renderSweep() {
   const target = $("sweep-plot");
   state.sweepPlot?.destroy();
@@ -460,7 +742,9 @@ function renderSweep() {
   const dim = $<HTMLSelectElement>("sweep-dim");
   const label = dim.selectedOptions[0]?.textContent ?? "value";
   $("sweep-title").textContent = `${METRIC_LABELS[sweepMetric()]} against ${label} on ${state.sweepGpu}`;
-  state.sweepPlot = drawSweep(target, state.sweepPoints, sweepMetric(), label, Math.max(480, target.clientWidth - 10));
+  const baseline = sweepBaseline();
+  state.sweepPlot = drawSweep(target, state.sweepPoints, sweepMetric(), label, Math.max(320, target.clientWidth - 10), baseline);
+  target.dataset.baseline = baseline === undefined ? "" : String(baseline);
   target.dataset.points = String(state.sweepPoints.length);
   target.dataset.drawMs = state.sweepPlot.lastDrawMs.toFixed(2);
   // Time to the next frame as well: what a user waits for includes the paint.
@@ -473,11 +757,12 @@ async function sweep() {
   const button = $<HTMLButtonElement>("sweep-button");
   const bar = $<HTMLProgressElement>("sweep-progress");
   const status = $("sweep-status");
+  const error = $("sweep-error");
   button.disabled = true;
-  modelError().hidden = true;
+  error.hidden = true;
   try {
     const req: SweepRequest = {
-      model: requireModel(),
+      model: effectiveModel(),
       gpu: selectedGpus()[0],
       vary: $<HTMLSelectElement>("sweep-dim").value,
       from: numberInput("sweep-from", "from"),
@@ -488,6 +773,7 @@ async function sweep() {
     const r = await postStream<SweepResponse>("/v1/sweep", req, progressReporter(bar, status));
     state.sweepPoints = r.points ?? [];
     state.sweepGpu = r.gpu ?? req.gpu;
+    fresh("sweep-stale");
     renderSweep();
     const valid = state.sweepPoints.filter((p) => p.valid);
     const hold = valid.filter((p) => (p.rules_broken ?? []).length === 0);
@@ -498,7 +784,7 @@ async function sweep() {
     status.textContent = "done";
   } catch (err) {
     status.textContent = "failed";
-    showError(modelError(), err);
+    showError(error, err);
   } finally {
     button.disabled = false;
   }
@@ -510,10 +796,11 @@ async function heatmap() {
   const button = $<HTMLButtonElement>("heatmap-button");
   const bar = $<HTMLProgressElement>("hm-progress");
   const status = $("hm-status");
+  const error = $("hm-error");
   button.disabled = true;
-  modelError().hidden = true;
+  error.hidden = true;
   try {
-    const model = requireModel();
+    const model = effectiveModel();
     const hidden = range(numberInput("hm-h-from", "hidden from"), numberInput("hm-h-to", "hidden to"), numberInput("hm-h-step", "hidden step"), 64);
     const aFrom = numberInput("hm-a-from", "heads from");
     const aTo = numberInput("hm-a-to", "heads to");
@@ -545,9 +832,10 @@ async function heatmap() {
     bar.value = bar.max;
     status.textContent = `${hidden.length} × ${heads.length} cells on ${gpu}`;
     $<HTMLCanvasElement>("heatmap").dataset.cells = String(hidden.length * heads.length);
+    fresh("hm-stale");
   } catch (err) {
     status.textContent = "failed";
-    showError(modelError(), err);
+    showError(error, err);
   } finally {
     button.disabled = false;
   }
@@ -577,21 +865,43 @@ function heatmapHover(ev: MouseEvent) {
 async function init() {
   $("model-select").addEventListener("change", () => {
     const m = state.examples.find((e) => e.file === $<HTMLSelectElement>("model-select").value);
-    if (m) setModel(m.spec);
+    if (m) setModel(m.spec, m.file);
   });
+  // How the model runs changes what every result means: they go stale, and the URL follows.
+  for (const id of [...KNOBS.map(([k]) => k), ...RUN_FIELDS]) {
+    $(id).addEventListener("change", () => {
+      markStale();
+      saveUrl();
+    });
+  }
+  for (const id of ["gpu-list", "mode-select", "sweep-from", "sweep-to", "sweep-step"]) {
+    $(id).addEventListener("change", saveUrl);
+  }
+  $("roofline").addEventListener("mousemove", rooflineHover);
   $("parse-button").addEventListener("click", () => void parsePasted());
   $("analyze-button").addEventListener("click", () => void analyze());
   $("recommend-button").addEventListener("click", () => void recommend());
   $("rec-cancel").addEventListener("click", () => state.recommendAbort?.abort());
   $("gemm-gpu").addEventListener("change", renderGemms);
-  $("sweep-dim").addEventListener("change", defaultSweepRange);
-  $("sweep-metric").addEventListener("change", renderSweep);
+  $("sweep-dim").addEventListener("change", () => {
+    defaultSweepRange();
+    saveUrl();
+  });
+  $("sweep-metric").addEventListener("change", () => {
+    renderSweep();
+    saveUrl();
+  });
   $("sweep-button").addEventListener("click", () => void sweep());
   $("heatmap-button").addEventListener("click", () => void heatmap());
   $("heatmap").addEventListener("mousemove", heatmapHover);
   await refreshHealth();
   try {
     await Promise.all([loadDevices(), loadModels()]);
+    // A link reproduces its view: the model, GPUs, knobs and sweep it names.
+    const fromUrl = restoreUrl();
+    urlRead = true;
+    saveUrl();
+    document.body.dataset.fromUrl = String(fromUrl);
   } catch (err) {
     showError(modelError(), err);
   }

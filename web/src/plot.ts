@@ -53,6 +53,7 @@ export function drawSweep(
   metric: Metric,
   xLabel: string,
   width: number,
+  baseline?: number,
 ): SweepPlot {
   const started = performance.now();
   const data = sweepColumns(points, metric) as uPlot.AlignedData;
@@ -76,6 +77,30 @@ export function drawSweep(
     ],
     bands: [{ series: [4, 3], fill: "rgba(59,82,139,0.12)" }],
     legend: { live: true },
+    // The model as given: a dashed vertical line at its value of the swept dimension.
+    hooks: {
+      draw: [
+        (u: uPlot) => {
+          if (baseline === undefined) return;
+          const x = u.valToPos(baseline, "x", true);
+          if (!Number.isFinite(x) || x < u.bbox.left || x > u.bbox.left + u.bbox.width) return;
+          const c = u.ctx;
+          c.save();
+          c.strokeStyle = "#c62828";
+          c.setLineDash([6, 4]);
+          c.lineWidth = 1.5;
+          c.beginPath();
+          c.moveTo(x, u.bbox.top);
+          c.lineTo(x, u.bbox.top + u.bbox.height);
+          c.stroke();
+          c.setLineDash([]);
+          c.fillStyle = "#c62828";
+          c.font = `${12 * devicePixelRatio}px system-ui, sans-serif`;
+          c.fillText("the model", x + 4, u.bbox.top + 14 * devicePixelRatio);
+          c.restore();
+        },
+      ],
+    },
   };
   const chart = new uPlot(opts, data, target);
   const plot: SweepPlot = {

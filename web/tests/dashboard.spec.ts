@@ -23,6 +23,12 @@ async function open(page: Page, model = "pythia-2.8b.json") {
   return errors;
 }
 
+async function selectGpus(page: Page, names: string[]) {
+  for (const box of await page.locator("#gpu-list input[type=checkbox]").all()) {
+    await box.setChecked(names.includes(await box.inputValue()));
+  }
+}
+
 test("loads models, GPUs, workers and health from the server", async ({ page }) => {
   const errors = await open(page);
   await expect(page.locator("#health")).toContainText("advisor SERVING");
@@ -32,7 +38,9 @@ test("loads models, GPUs, workers and health from the server", async ({ page }) 
   expect(models).toBe(api.models.length);
   expect(models).toBeGreaterThan(10);
   const devices = await (await fetch(`${url()}/v1/devices`)).json();
-  await expect(page.locator("#gpu-select option")).toHaveCount(devices.catalog.length);
+  await expect(page.locator("#gpu-list input[type=checkbox]")).toHaveCount(devices.catalog.length);
+  // Which GPUs are chosen is visible at a glance: a checked box per GPU, not a scrolled listbox.
+  await expect(page.locator("#gpu-list input:checked")).toHaveCount(1);
   await expect(page.locator("#worker-table tbody tr")).toHaveCount(devices.workers.length);
   await expect(page.locator("#worker-table tbody tr").first()).toContainText("up");
   await expect(page.locator("#cache-line")).toContainText("Result cache:");
@@ -44,7 +52,7 @@ test("loads models, GPUs, workers and health from the server", async ({ page }) 
 
 test("analyze on two GPUs: step times, the GEMM table and the rules broken", async ({ page }) => {
   await open(page);
-  await page.selectOption("#gpu-select", ["h100-sxm", "a100-sxm-80gb"]);
+  await selectGpus(page, ["h100-sxm", "a100-sxm-80gb"]);
   await page.click("#analyze-button");
   const rows = page.locator("#gpu-table tbody tr");
   await expect(rows).toHaveCount(2);
@@ -160,6 +168,153 @@ test("a sweep the server refuses shows the gRPC code and the field", async ({ pa
   await page.fill("#sweep-to", "1000000");
   await page.fill("#sweep-step", "64");
   await page.click("#sweep-button");
-  await expect(page.locator("#model-error")).toContainText("INVALID_ARGUMENT");
+  // The error is shown at the panel that asked, not elsewhere.
+  await expect(page.locator("#sweep-error")).toContainText("INVALID_ARGUMENT");
+  await expect(page.locator("#model-error")).toBeHidden();
   await expect(page.locator("#sweep-status")).toHaveText("failed");
 });
+
+test("every knob reaches the request, a run shows its step breakdown, and the URL reproduces the view", async ({ page }) => {
+  await open(page, "llama-3-8b.json");
+  await selectGpus(page, ["h100-sxm"]);
+  await page.fill("#knob-seq", "4096");
+  await page.fill("#knob-mb", "2");
+  await page.fill("#knob-tp", "8");
+  await page.fill("#knob-pp", "2");
+  await page.selectOption("#knob-dtype", "DTYPE_FP8_E4M3");
+  await page.selectOption("#knob-attention", "ATTENTION_UNFUSED");
+  await page.fill("#run-gpus", "64");
+  await page.fill("#run-gb", "512");
+  await page.selectOption("#run-zero", "3");
+  await page.selectOption("#run-recompute", "RECOMPUTE_SELECTIVE");
+  await page.check("#run-sp");
+  const sent: unknown[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
+  });
+  await page.click("#analyze-button");
+  await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
+  expect(sent).toHaveLength(1);
+  const body = sent[0] as { model: Record<string, unknown>; run: Record<string, unknown> };
+  expect(body.model.seq_length).toBe(4096);
+  expect(body.model.micro_batch_size).toBe(2);
+  expect(body.model.tensor_parallel).toBe(8);
+  expect(body.model.pipeline_parallel).toBe(2);
+  expect(body.model.dtype).toBe("DTYPE_FP8_E4M3");
+  expect(body.model.attention).toBe("ATTENTION_UNFUSED");
+  expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE", sequence_parallel: true, plan: false });
+  // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
+  const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
+  await expect(bar.locator('span[data-part="compute"]')).toHaveCount(1);
+  await expect(bar.locator('span[data-part="TP communication"]')).toHaveCount(1);
+  await expect(bar.locator('span[data-part="pipeline bubble"]')).toHaveCount(1);
+  await expect(page.locator("#step-bars")).toContainText("on 64 GPUs (t=8 p=2 d=4)");
+  await page.screenshot({ path: shots("run-breakdown"), fullPage: true });
+
+  // A link reproduces the view: model, GPUs, knobs, run.
+  const link = page.url();
+  expect(link).toContain("model=llama-3-8b.json");
+  const again = await page.context().newPage();
+  await again.goto(link);
+  await expect(again.locator("body")).toHaveAttribute("data-ready", "true");
+  await expect(again.locator("body")).toHaveAttribute("data-from-url", "true");
+  await expect(again.locator("#model-select")).toHaveValue("llama-3-8b.json");
+  await expect(again.locator("#knob-seq")).toHaveValue("4096");
+  await expect(again.locator("#knob-tp")).toHaveValue("8");
+  await expect(again.locator("#knob-dtype")).toHaveValue("DTYPE_FP8_E4M3");
+  await expect(again.locator("#run-gpus")).toHaveValue("64");
+  await expect(again.locator("#run-zero")).toHaveValue("3");
+  await expect(again.locator("#run-sp")).toBeChecked();
+  await expect(again.locator("#gpu-list input:checked")).toHaveCount(1);
+  await expect(again.locator('#gpu-list input[value="h100-sxm"]')).toBeChecked();
+  await again.close();
+});
+
+test("results go stale when the model or how it runs changes; errors stay at their panel", async ({ page }) => {
+  await open(page);
+  await page.click("#analyze-button");
+  await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
+  await expect(page.locator("#analysis-stale")).toBeHidden();
+  await page.fill("#knob-seq", "8192");
+  await page.locator("#knob-seq").dispatchEvent("change");
+  await expect(page.locator("#analysis-stale")).toBeVisible();
+  await page.click("#analyze-button");
+  await expect(page.locator("#analysis-stale")).toBeHidden();
+  await page.selectOption("#model-select", "llama-2-7b.json");
+  await expect(page.locator("#analysis-stale")).toBeVisible();
+  // Pythia's 32 heads do not divide by 3: the server names the field, at the Analyze panel.
+  await page.fill("#knob-tp", "3");
+  await page.click("#analyze-button");
+  await expect(page.locator("#analysis-error")).toContainText("INVALID_ARGUMENT");
+  await expect(page.locator("#analysis-error")).toContainText("tensor_parallel");
+  await expect(page.locator("#model-error")).toBeHidden();
+});
+
+test("the roofline shows every GEMM under the GPU's roof", async ({ page }) => {
+  await open(page);
+  await page.click("#analyze-button");
+  const spec = JSON.parse(readFileSync(path.resolve(here, "../../examples/models/pythia-2.8b.json"), "utf8"));
+  const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ model: spec, gpu: "h100-sxm" }) })).json();
+  const gemms = api.gemms.filter((g: { gemm: { fused_attention?: boolean } }) => !g.gemm.fused_attention).length;
+  await expect(page.locator("#roofline")).toHaveAttribute("data-points", String(gemms));
+  await expect(page.locator("#roofline-info")).toContainText("the roof is 989 TFLOP/s");
+  // Hovering a dot names its GEMM.
+  const first = await page.evaluate(() => {
+    const c = document.getElementById("roofline") as HTMLCanvasElement;
+    const d = c.getContext("2d")!.getImageData(0, 0, c.width, c.height).data;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i] === 59 && d[i + 1] === 82 && d[i + 2] === 139) return { x: (i / 4) % c.width, y: Math.floor(i / 4 / c.width) };
+    }
+    return null;
+  });
+  expect(first).not.toBeNull();
+  await page.locator("#roofline").scrollIntoViewIfNeeded();
+  const box = (await page.locator("#roofline").boundingBox())!;
+  const [w, h] = await page.evaluate(() => {
+    const c = document.getElementById("roofline") as HTMLCanvasElement;
+    return [c.width, c.height];
+  });
+  await page.mouse.move(box.x + ((first!.x + 2) * box.width) / w, box.y + ((first!.y + 3) * box.height) / h);
+  await expect(page.locator("#roofline-info")).toContainText("TFLOP/s at");
+  await page.screenshot({ path: shots("roofline"), fullPage: true });
+});
+
+test("a sweep marks the model's own value; a candidate exports as config.json and as a spec", async ({ page }) => {
+  await open(page);
+  await page.selectOption("#mode-select", "MODE_PREDICTED");
+  await page.selectOption("#sweep-dim", "SWEEP_DIMENSION_HIDDEN");
+  await page.click("#sweep-button");
+  await expect(page.locator("#sweep-status")).toHaveText("done");
+  await expect(page.locator("#sweep-plot")).toHaveAttribute("data-baseline", "2560");
+  await page.screenshot({ path: shots("sweep-baseline"), fullPage: true });
+
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  const row = page.locator("#rec-table tbody tr:not(.baseline)").first();
+  const hidden = Number(await row.locator("td").nth(1).textContent());
+  const [hf] = await Promise.all([page.waitForEvent("download"), row.locator('button[data-export="hf"]').click()]);
+  expect(hf.suggestedFilename()).toMatch(/^candidate-\d+-config\.json$/);
+  const config = JSON.parse(readFileSync((await hf.path())!, "utf8"));
+  expect(config.architectures[0]).toBe("GPTNeoXForCausalLM");
+  expect(config.hidden_size).toBe(hidden);
+  // What was downloaded imports back as the same shape.
+  const parsed = await (await fetch(`${url()}/v1/parse-model`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(config) })).json();
+  expect(Number(parsed.hidden_size)).toBe(hidden);
+  const [spec] = await Promise.all([page.waitForEvent("download"), row.locator('button[data-export="wavecrest"]').click()]);
+  expect(spec.suggestedFilename()).toMatch(/^candidate-\d+-wavecrest\.json$/);
+  expect(Number(JSON.parse(readFileSync((await spec.path())!, "utf8")).hidden_size)).toBe(hidden);
+});
+
+for (const width of [900, 1920]) {
+  test(`the page fits ${width} px: no sideways scroll, wide tables scroll inside their panel`, async ({ page }) => {
+    await page.setViewportSize({ width, height: 1000 });
+    await open(page);
+    await page.click("#analyze-button");
+    await expect(page.locator("#gemm-table tbody tr").first()).toBeVisible();
+    await page.click("#recommend-button");
+    await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    await page.screenshot({ path: shots(`layout-${width}`), fullPage: true });
+  });
+}
