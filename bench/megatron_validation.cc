@@ -1,6 +1,8 @@
 // Predicted step times of Megatron's published Selene runs (bench/megatron_runs.h: Korthikanti
-// et al. 2022, Table 5) against the published ones. Nothing of the parallelism model was fitted
-// to these runs. Prints one row per run and the mean and largest |error|. A benchmark, not a
+// et al. 2022, Table 5) against the published ones, their activation memory against Figure 1,
+// and model-state memory under ZeRO against the ZeRO paper and DeepSpeed's estimator
+// (bench/zero_figures.h). Nothing of the parallelism or memory model was fitted to these. Prints
+// one row per case and the mean and largest |error|. A benchmark, not a
 // test: the figures are committed under bench/results/ by scripts/bench.sh.
 #include <cmath>
 #include <cstdio>
@@ -8,6 +10,8 @@
 #include <vector>
 
 #include "bench/megatron_runs.h"
+#include "bench/zero_figures.h"
+#include "core/model_stats.h"
 
 int main() {
   using namespace wavecrest;
@@ -84,5 +88,31 @@ int main() {
       "mean |error| %.1f%%, largest %.1f%% over %d runs (ESTIMATE; the logits' FP32 copy "
       "on a single stage included)\n",
       100 * sum / n, 100 * worst, n);
+  // ZeRO: model states per GPU (weights, gradients, optimizer; DeepSpeed's ZeRO-3 also the
+  // gathered layer) under each publication's gradient accounting.
+  std::printf("\nmodel-state memory per GPU under ZeRO: predicted vs published (GB = 1e9 bytes)\n");
+  std::printf("%-36s %6s %5s %4s %9s %9s %7s\n", "source", "params", "stage", "gpus", "published",
+              "predicted", "error");
+  sum = worst = 0;
+  n = 0;
+  for (const ZeroFigure& f : kZeroFigures) {
+    const ModelSpec s = ZeroFigureSpec(f);
+    const double predicted = ModelStateBytes(EstimateMemory(s, gpu, ZeroFigureLayout(f)), f);
+    const double error = predicted / f.published_bytes - 1;
+    if (!f.by_design_different) {
+      sum += std::fabs(error);
+      worst = std::max(worst, std::fabs(error));
+      ++n;
+    }
+    std::printf("%-36s %5.2fB %5d %4lld %9.2f %9.2f %+6.1f%%%s\n", f.source,
+                static_cast<double>(CountParams(s).total_params) / 1e9, f.zero_stage,
+                static_cast<long long>(f.gpus), f.published_bytes / 1e9, predicted / 1e9,
+                100 * error,
+                f.by_design_different
+                    ? "  (by design: DeepSpeed's ZeRO-2 keeps the 16-bit gradients whole)"
+                    : "");
+  }
+  std::printf("mean |error| %.1f%%, largest %.1f%% over %d figures (ESTIMATE)\n", 100 * sum / n,
+              100 * worst, n);
   return 0;
 }

@@ -18,7 +18,7 @@ namespace {
 const std::vector<std::string> kConnection = {"server",  "deadline", "tls_ca", "tls_cert",
                                               "tls_key", "token",    "format"};
 // A model spec and its overrides.
-const std::vector<std::string> kModel = {"model", "seq",   "micro_batch", "tp",       "pp",
+const std::vector<std::string> kModel = {"model", "seq",   "micro_batch", "tp",       "pp",    "cp",
                                          "dp",    "dtype", "attention",   "workload", "kv_cache"};
 
 std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> parts) {
@@ -36,7 +36,8 @@ std::vector<CommandInfo> BuildCommands() {
        Join({kConnection,
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
-              "recompute", "dp_overlap", "zero_stage", "plan"}})},
+              "recompute", "dp_overlap", "zero_stage", "plan", "offload_activations",
+              "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
        "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "

@@ -54,6 +54,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.micro_batch != 0) spec.set_micro_batch_size(o.micro_batch);
   if (o.tp != 0) spec.set_tensor_parallel(o.tp);
   if (o.pp != 0) spec.set_pipeline_parallel(o.pp);
+  if (o.cp != 0) spec.set_context_parallel(o.cp);
   if (o.dp != 0) spec.set_data_parallel(o.dp);
   if (o.kv_cache != 0) spec.set_kv_cache_length(o.kv_cache);
   if (!o.dtype.empty()) {
@@ -104,7 +105,8 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
   if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
-      !o.recompute.empty() || o.dp_overlap != 0 || o.zero_stage != 0 || o.plan) {
+      !o.recompute.empty() || o.dp_overlap != 0 || o.zero_stage != 0 || o.plan ||
+      o.offload_activations || o.gradient_bytes != 0) {
     v1::RunConfig* run = request.mutable_run();
     run->set_num_gpus(o.gpus);
     run->set_global_batch(o.global_batch);
@@ -113,6 +115,8 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
     run->set_dp_overlap(o.dp_overlap);
     run->set_zero_stage(o.zero_stage);
     run->set_plan(o.plan);
+    run->set_offload_activations(o.offload_activations);
+    run->set_gradient_bytes(o.gradient_bytes);
     if (o.recompute == "none") {
       run->set_recompute(v1::RECOMPUTE_NONE);
     } else if (o.recompute == "selective") {

@@ -21,6 +21,7 @@ struct CliOptions {
   int64_t micro_batch = 0;
   int64_t tp = 0;
   int64_t pp = 0;          // pipeline stages override
+  int64_t cp = 0;          // context-parallel ranks override
   int64_t dp = 0;          // data-parallel replicas (memory estimate)
   std::string tp_options;  // recommend: "2,4,8"
   // analyze: the training run (any of them set: the step's breakdown)
@@ -32,6 +33,8 @@ struct CliOptions {
   double dp_overlap = 0;
   int zero_stage = 0;
   bool plan = false;
+  bool offload_activations = false;
+  int gradient_bytes = 0;
   std::string dtype;
   std::string attention;
   std::string workload;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -160,17 +161,26 @@ std::string HumanCount(double n) {
 
 std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   std::string out = absl::StrFormat(
-      "training step on %d GPUs (%d nodes): t=%d p=%d d=%d, global batch %d = %d micro-batches "
-      "per data-parallel rank; PREDICTED\n",
-      b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(), b.data_parallel(),
+      "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d, global batch %d = %d "
+      "micro-batches per data-parallel rank; PREDICTED\n",
+      b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(),
+      b.context_parallel() > 1 ? absl::StrCat(" c=", b.context_parallel()) : "", b.data_parallel(),
       b.global_batch(), b.microbatches());
-  const std::pair<const char*, double> parts[] = {
-      {"compute", b.compute_s()},          {"recomputation", b.recompute_s()},
-      {"TP communication", b.tp_comm_s()}, {"pipeline bubble", b.pp_bubble_s()},
-      {"pipeline sends", b.pp_comm_s()},   {"DP communication", b.dp_comm_s()},
-      {"optimizer", b.optimizer_s()}};
+  // Components a run does not have (no context parallelism, no offload) are left out.
+  const bool cp = b.context_parallel() > 1, offload = b.offload_activations();
+  const std::tuple<const char*, double, bool> parts[] = {
+      {"compute", b.compute_s(), true},
+      {"recomputation", b.recompute_s(), true},
+      {"TP communication", b.tp_comm_s(), true},
+      {"CP communication", b.cp_comm_s(), cp},
+      {"activation offload", b.offload_s(), offload},
+      {"pipeline bubble", b.pp_bubble_s(), true},
+      {"pipeline sends", b.pp_comm_s(), true},
+      {"DP communication", b.dp_comm_s(), true},
+      {"optimizer", b.optimizer_s(), true}};
   Table t({"component", "time", "share"});
-  for (const auto& [name, s] : parts) {
+  for (const auto& [name, s, shown] : parts) {
+    if (!shown) continue;
     t.Add({name, HumanSeconds(s),
            absl::StrFormat("%.1f%%", b.step_time_s() > 0 ? 100 * s / b.step_time_s() : 0)});
   }
@@ -182,14 +192,19 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   absl::StrAppendFormat(
       &out,
-      "layout: %s, %s recomputation, ZeRO stage %d; memory per GPU %.1f GiB of %.0f (estimate): "
-      "weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f; %s\n",
+      "layout: %s, %s recomputation, ZeRO stage %d%s; memory per GPU %.1f GiB of %.0f "
+      "(estimate): weights %.1f, gradients %.1f, optimizer %.1f, %sactivations %.1f%s; %s\n",
       b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
       b.recompute() == v1::RECOMPUTE_FULL        ? "full"
       : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
                                                  : "no",
-      b.zero_stage(), m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
-      m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB, m.activations_bytes() / kGiB,
+      b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
+      m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
+      m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB,
+      m.gathered_bytes() > 0 ? absl::StrFormat("gathered %.1f, ", m.gathered_bytes() / kGiB) : "",
+      m.activations_bytes() / kGiB,
+      m.offloaded_bytes() > 0 ? absl::StrFormat(" (%.1f on the host)", m.offloaded_bytes() / kGiB)
+                              : "",
       m.fits() ? "fits" : "does NOT fit");
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;
@@ -232,13 +247,14 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
 std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   std::string out = absl::StrFormat(
-      "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d %s, %s attention, "
+      "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d%s %s, %s attention, "
       "%s%s\n\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
-      m.micro_batch_size(), m.tensor_parallel(), DtypeShort(m.dtype()),
-      m.attention() == v1::ATTENTION_FLASH ? "flash" : "unfused",
+      m.micro_batch_size(), m.tensor_parallel(),
+      m.context_parallel() > 1 ? absl::StrCat(" c=", m.context_parallel()) : "",
+      DtypeShort(m.dtype()), m.attention() == v1::ATTENTION_FLASH ? "flash" : "unfused",
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step",

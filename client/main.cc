@@ -33,12 +33,16 @@ ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)
 ABSL_FLAG(int64_t, dp, 0,
           "Data-parallel replicas the optimizer state is sharded over, for the memory estimate; "
           "0 = keep (default 1, not sharded)");
+ABSL_FLAG(int64_t, cp, 0,
+          "Override context_parallel: ranks each sequence is split over (ring attention; 2 × cp "
+          "must divide seq); 0 = keep (default 1)");
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
 ABSL_FLAG(int64_t, gpus, 0,
-          "analyze: GPUs of the training run (a multiple of tp × pp; the rest is data "
+          "analyze: GPUs of the training run (a multiple of tp × pp × cp; the rest is data "
           "parallelism); with it (or any run flag) the answer breaks the step down into compute, "
-          "recomputation, TP communication, pipeline bubble, DP communication and optimizer");
+          "recomputation, TP and CP communication, offload, pipeline bubble, DP communication "
+          "and optimizer");
 ABSL_FLAG(int64_t, global_batch, 0,
           "analyze: sequences per optimizer step; 0 = micro_batch × data-parallel ranks × pp");
 ABSL_FLAG(int64_t, interleave, 0, "analyze: virtual pipeline stages per rank; 0 = 1");
@@ -47,8 +51,14 @@ ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, 
 ABSL_FLAG(double, dp_overlap, 0,
           "analyze: fraction of the data-parallel gradient reduction hidden under backward");
 ABSL_FLAG(bool, plan, false,
-          "analyze: choose sequence parallelism, recomputation and the ZeRO stage: the fastest "
-          "layout whose memory fits");
+          "analyze: choose sequence parallelism, recomputation, the ZeRO stage and activation "
+          "offload: the fastest layout whose memory fits");
+ABSL_FLAG(bool, offload_activations, false,
+          "analyze: copy each layer's stored activations to host memory and back (overlapped "
+          "with compute; what is not hidden is the step's offload time)");
+ABSL_FLAG(int32_t, gradient_bytes, 0,
+          "analyze: bytes per gradient: 4 (0) FP32 main gradients as Megatron keeps them, 2 "
+          "16-bit (the ZeRO paper's accounting, FSDP with a 16-bit reduce)");
 ABSL_FLAG(int32_t, zero_stage, 0,
           "analyze: ZeRO over the data-parallel ranks: 0 none, 1 optimizer state (Megatron's "
           "distributed optimizer), 2 and gradients, 3 (FSDP) and weights");
@@ -183,6 +193,7 @@ int main(int argc, char** argv) {
   o.micro_batch = absl::GetFlag(FLAGS_micro_batch);
   o.tp = absl::GetFlag(FLAGS_tp);
   o.pp = absl::GetFlag(FLAGS_pp);
+  o.cp = absl::GetFlag(FLAGS_cp);
   o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.gpus = absl::GetFlag(FLAGS_gpus);
@@ -193,6 +204,8 @@ int main(int argc, char** argv) {
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
+  o.offload_activations = absl::GetFlag(FLAGS_offload_activations);
+  o.gradient_bytes = absl::GetFlag(FLAGS_gradient_bytes);
   o.dtype = absl::GetFlag(FLAGS_dtype);
   o.attention = absl::GetFlag(FLAGS_attention);
   o.workload = absl::GetFlag(FLAGS_workload);

@@ -111,11 +111,14 @@ class Builder {
 // (sliding_window) run a fused kernel over the window; unfused attention computes every score
 // and masks, so the window changes nothing there.
 void AttentionCore(const ModelSpec& spec, const DerivedShape& d, Builder& b) {
-  const int64_t L = spec.num_layers;
   const bool decode = spec.workload == Workload::kDecode;
+  // Under context parallelism a rank's s/c queries meet every key in c ring steps of (s/c)²
+  // blocks: one causal (its own chunks), c - 1 where half the block is masked, i.e. c causal
+  // blocks' work, and c times the (s/c)² FLOP convention (which sums to s² over the c ranks).
+  const int64_t L = spec.num_layers * (decode ? 1 : spec.context_parallel);
   const int64_t dq = d.head_dim, dv = d.v_head_dim;
-  const int64_t q_len = decode ? 1 : spec.seq_length;
-  const int64_t kv_len = decode ? spec.kv_cache_length : spec.seq_length;
+  const int64_t q_len = decode ? 1 : d.seq_per_rank;
+  const int64_t kv_len = decode ? spec.kv_cache_length : d.seq_per_rank;
   const int64_t heads_batch = spec.micro_batch_size * d.heads_per_rank;
   const int64_t kv_batch = spec.micro_batch_size * d.kv_heads_per_rank;
   if (spec.attention == Attention::kUnfused && decode) {

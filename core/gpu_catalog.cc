@@ -71,11 +71,15 @@ void SetPriors(GpuSpec& g, double best_fraction) {
 constexpr double kNvlinkLatency = 5e-6;
 constexpr double kNetworkLatency = 10e-6;
 
-Interconnect Link(int64_t domain, double nvlink_gbps, double network_gbits, std::string source) {
+// `host_gbps`: the GPU's PCIe link to host memory, one direction, as the datasheets give it
+// bidirectionally halved (PCIe 3.0/4.0/5.0 x16: 16/32/64 GB/s).
+Interconnect Link(int64_t domain, double nvlink_gbps, double network_gbits, double host_gbps,
+                  std::string source) {
   Interconnect l;
   l.domain_gpus = domain;
   l.nvlink_bytes_per_s = nvlink_gbps * kGiga;
   l.network_bytes_per_s = network_gbits / 8 * kGiga;
+  l.host_bytes_per_s = host_gbps * kGiga;
   l.nvlink_latency_s = kNvlinkLatency;
   l.network_latency_s = kNetworkLatency;
   l.source = std::move(source);
@@ -84,7 +88,7 @@ Interconnect Link(int64_t domain, double nvlink_gbps, double network_gbits, std:
 
 // PCIe parts: no NVLink domain beyond the GPU itself; a 200 Gb/s NIC per GPU.
 Interconnect PcieLink(double pcie_gbps) {
-  return Link(1, pcie_gbps, 200,
+  return Link(1, pcie_gbps, 200, pcie_gbps,
               "PCIe card: one GPU per domain (NVLink bridges join pairs at most), a 200 Gb/s NIC "
               "per GPU assumed");
 }
@@ -111,7 +115,8 @@ std::vector<GpuSpec> MakeCatalog() {
     SetPriors(g, 0.85);
     g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
     // NVLink 2: 300 GB/s total per GPU (150 each way); DGX-1: 8 GPUs, 4 x 100 Gb/s EDR.
-    g.link = Link(8, 150, 50, "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB)");
+    g.link = Link(8, 150, 50, 16,
+                  "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB, PCIe 3.0)");
     c.push_back(g);
   }
   auto a100 = [](std::string name, std::string display, double bw, int64_t mem_gib, double best) {
@@ -133,7 +138,8 @@ std::vector<GpuSpec> MakeCatalog() {
     g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
     // NVLink 3: 600 GB/s total per GPU (300 each way); DGX A100: 8 GPUs on NVSwitch, 8 x 200 Gb/s
     // HDR InfiniBand for compute (one per GPU).
-    g.link = Link(8, 300, 200, "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB)");
+    g.link = Link(8, 300, 200, 32,
+                  "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB, PCIe 4.0)");
     return g;
   };
   c.push_back(a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", 1555 * kGiga, 40, 0.87));
@@ -225,7 +231,8 @@ std::vector<GpuSpec> MakeCatalog() {
     g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
     // NVLink 4: 900 GB/s total per GPU (450 each way); DGX H100/H200: 8 GPUs on NVSwitch, 8 x 400
     // Gb/s NDR (ConnectX-7) for compute.
-    g.link = Link(8, 450, 400, "NVIDIA DGX H100/H200 datasheets (NVLink 4 + NVSwitch, 8x NDR IB)");
+    g.link = Link(8, 450, 400, 64,
+                  "NVIDIA DGX H100/H200 datasheets (NVLink 4 + NVSwitch, 8x NDR IB, PCIe 5.0)");
     return g;
   };
   c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera, 3350 * kGiga,
@@ -256,7 +263,8 @@ std::vector<GpuSpec> MakeCatalog() {
     SetPriors(g, 0.75);
     g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
     // NVLink 5: 1.8 TB/s total per GPU (900 each way); DGX B200: 8 GPUs, 8 x 400 Gb/s.
-    g.link = Link(8, 900, 400, "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s)");
+    g.link = Link(8, 900, 400, 64,
+                  "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s, PCIe 5.0)");
     c.push_back(g);
   }
   return c;

@@ -180,6 +180,7 @@ struct Interconnect {
   int64_t domain_gpus = 1;         // GPUs one NVLink/NVSwitch domain joins (a node)
   double nvlink_bytes_per_s = 0;   // per GPU, one direction
   double network_bytes_per_s = 0;  // per GPU, one direction (InfiniBand/RoCE NICs)
+  double host_bytes_per_s = 0;     // to host memory (PCIe), one direction: activation offload
   double nvlink_latency_s = 0;     // per collective step
   double network_latency_s = 0;
   std::string source;

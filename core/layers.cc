@@ -63,6 +63,7 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
   std::vector<std::string> missing;
   if (model.kv_lora_rank > 0) missing.push_back("multi-head latent attention");
   if (model.sliding_window > 0) missing.push_back("local (sliding-window) attention");
+  if (model.context_parallel > 1) missing.push_back("context parallelism (ring attention)");
   if (model.num_experts > 0 && Derive(model).dense_layers > 0) {
     missing.push_back("a mix of dense and MoE layers");
   }

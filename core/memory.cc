@@ -12,7 +12,11 @@ namespace wavecrest {
 // 6 + 12/d with the optimizer state sharded over d data-parallel replicas: the rows of
 // Megatron-LM's distributed optimizer guide (docs/source/api-guide/dist_optimizer.md). FP8 training
 // keeps the same master state; its weights are counted at 2 bytes too (Transformer Engine keeps a
-// BF16 copy).
+// BF16 copy). ZeRO-2 shards the gradients as backward produces them (FSDP's SHARD_GRAD_OP):
+// 2 + 16/d; DeepSpeed's own estimator counts its ZeRO-2 at 4 + 16/d (it keeps the 16-bit
+// gradients whole besides the FP32 partition). ZeRO-3: 18/d plus the gathered unit, as
+// DeepSpeed's estimator (docs/code-docs/source/memory.rst). With 16-bit gradients the stages
+// are the ZeRO paper's 16, 4 + 12/d, 2 + 14/d and 16/d (Rajbhandari et al. 2020, Figure 1).
 namespace {
 constexpr double kWeightBytes = 2;
 constexpr double kGradBytes = 4;
@@ -45,14 +49,18 @@ double KvCacheBytes(const ModelSpec& spec) {
   const double tokens_kept =
       (static_cast<double>(spec.num_layers) - windowed) * kv_len +
       windowed * std::min(kv_len, static_cast<double>(spec.sliding_window));
-  return static_cast<double>(spec.micro_batch_size) * tokens_kept * per_token * 2;
+  // Under context parallelism (prefill) each rank keeps its own chunks' keys and values.
+  return static_cast<double>(spec.micro_batch_size) * tokens_kept * per_token * 2 /
+         static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
 }
 
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                               const MemoryLayout& layout) {
   MemoryEstimate m;
+  // The ranks that hold the same weights: data- and context-parallel ones.
   const double dp =
-      static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel);
+      static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel) *
+      static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
   const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
   const ParamCounts params = CountParams(spec);
   const DerivedShape d = Derive(spec);
@@ -70,11 +78,17 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   m.weights_bytes = stage_params * weight_bytes / (zero >= 3 ? dp : 1);
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
 
-  const double s = static_cast<double>(spec.seq_length);
+  const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
   if (spec.workload == Workload::kTraining) {
-    m.gradients_bytes = stage_params * kGradBytes / (zero >= 2 ? dp : 1);
+    const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
+    m.gradients_bytes = stage_params * grad_bytes / (zero >= 2 ? dp : 1);
+    if (zero >= 3) {
+      const double unit = std::max(static_cast<double>(params.per_layer_params),
+                                   static_cast<double>(spec.vocab_size * spec.hidden_size));
+      m.gathered_bytes = 2 * weight_bytes * unit / t;
+    }
     m.optimizer_bytes = stage_params * kOptimizerBytes / (zero >= 1 ? dp : 1);
     // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
     // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
@@ -94,7 +108,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
     double per_layer =
         s * b * (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
     if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
-      per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s * s * b / t;
+      // (The rank's s/c query rows against all s keys under context parallelism.)
+      per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
+                   static_cast<double>(spec.seq_length) * b / t;
     }
     // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
     // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
@@ -111,6 +127,16 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
     m.activations_bytes =
         layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
     m.activations_full_recompute_bytes = full;
+    const double stored = layout.recompute == Recompute::kFull ? layer_input : per_layer;
+    m.stored_bytes_per_layer = stored;
+    if (layout.offload_activations) {
+      // What a layer stores goes to the host; the GPU keeps two layers' worth (the one computing,
+      // the next in transit) and, under full recomputation, one layer's recomputed activations.
+      m.offloaded_bytes = stored * in_flight_layers;
+      m.activations_bytes =
+          2 * stored + (layout.recompute == Recompute::kFull ? per_layer : 0) + logits;
+      m.activations_full_recompute_bytes = 2 * layer_input + per_layer + logits;
+    }
   } else {
     // The KV cache, 16-bit, per rank (KvCacheBytes).
     m.kv_cache_bytes = KvCacheBytes(spec) / p;
@@ -119,7 +145,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
     m.activations_bytes = rows * (4 * h + 6 * static_cast<double>(d.active_ffn_per_rank)) * 2;
     m.activations_full_recompute_bytes = m.activations_bytes;
   }
-  const double state = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.kv_cache_bytes;
+  const double state = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.gathered_bytes +
+                       m.kv_cache_bytes;
   m.total_bytes = state + m.activations_bytes;
   m.total_full_recompute_bytes = state + m.activations_full_recompute_bytes;
   const double usable = kUsableMemoryFraction * m.capacity_bytes;

@@ -19,7 +19,17 @@ struct MemoryEstimate {
   double activations_bytes = 0;                 // what the step stores for backward (see below)
   double activations_full_recompute_bytes = 0;  // with full activation recomputation
   double kv_cache_bytes = 0;                    // prefill and decode
-  double total_bytes = 0;  // weights + gradients + optimizer + activations + KV cache
+  // With activation offload: the stored activations kept in host memory instead (per GPU); the
+  // GPU keeps two layers' worth (the one computing, the next in transit).
+  double offloaded_bytes = 0;
+  // What one layer keeps for backward per micro-batch (training): its activations, or under full
+  // recomputation its input. Activation offload copies this out and back per layer.
+  double stored_bytes_per_layer = 0;
+  // ZeRO-3: the weights of the largest unit gathered whole to run it and its gradients before
+  // they are reduce-scattered (the larger of a transformer layer and the embedding, per
+  // tensor-parallel rank, 16-bit each: DeepSpeed's largest_layer_memory at FSDP's granularity).
+  double gathered_bytes = 0;
+  double total_bytes = 0;  // weights + gradients + optimizer + gathered + activations + KV cache
   double total_full_recompute_bytes = 0;
   double capacity_bytes = 0;         // the GPU's memory
   bool fits = false;                 // total_bytes <= kUsableFraction of capacity
@@ -43,9 +53,15 @@ struct MemoryLayout {
   int64_t interleave = 1;     // virtual pipeline stages per rank
   int64_t microbatches = 0;   // per step and data-parallel rank; 0 = enough to fill the pipeline
   int64_t data_parallel = 0;  // 0 = spec.data_parallel
-  // ZeRO over the data-parallel ranks: 1 shards the optimizer state (Megatron's distributed
-  // optimizer), 2 the gradients too, 3 (FSDP) the weights too; -1 = 1 when data_parallel > 1.
+  // ZeRO over the data-parallel (and context-parallel) ranks: 1 shards the optimizer state
+  // (Megatron's distributed optimizer), 2 the gradients too, 3 (FSDP) the weights too; -1 = 1.
   int zero_stage = -1;
+  // Stored activations copied to host memory after each layer's forward and back before its
+  // backward (Megatron-Core's and Transformer Engine's CPU offloading).
+  bool offload_activations = false;
+  // Bytes per gradient: 4 (0) = FP32 main gradients (Megatron, and DeepSpeed's partitions); 2 =
+  // 16-bit gradients (the ZeRO paper's accounting, FSDP with a 16-bit reduce dtype).
+  int gradient_bytes = 0;
 };
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches
@@ -53,7 +69,8 @@ struct MemoryLayout {
 // tensor and sequence parallelism and selective recomputation; the interleaved schedule's first
 // stage holds L·(1 + (p-1)/(p·v)) layers' worth). With the default layout: no sequence
 // parallelism, no recomputation in `activations_bytes`, the optimizer state sharded over
-// spec.data_parallel replicas. `spec` must be normalized.
+// spec.data_parallel replicas (times context_parallel: Megatron shards over both). Under context
+// parallelism every activation term is of the rank's s/c tokens. `spec` must be normalized.
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                               const MemoryLayout& layout = MemoryLayout());
 

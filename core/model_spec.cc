@@ -101,6 +101,7 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.tensor_parallel == 0) s.tensor_parallel = 1;
   if (s.pipeline_parallel == 0) s.pipeline_parallel = 1;
   if (s.data_parallel == 0) s.data_parallel = 1;
+  if (s.context_parallel == 0) s.context_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
   // moe_layer_interval, dense_ffn_hidden_size, v_head_dim and sliding_window_layers keep their
@@ -144,6 +145,29 @@ void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
     v.push_back({"dense_ffn_hidden_size",
                  absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
                               "); got ", s.dense_ffn_hidden_size)});
+  }
+}
+
+// Context parallelism splits the sequence into 2c chunks (two per rank, so that causal work
+// balances): s must divide by 2c. Decode has one query per sequence to split; local attention
+// under a ring is not modelled.
+void ValidateContextParallel(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  CheckRange(v, "context_parallel", s.context_parallel, 1, kMaxContextParallel);
+  if (s.context_parallel <= 1 || s.context_parallel > kMaxContextParallel) return;
+  if (s.workload == Workload::kDecode) {
+    v.push_back({"context_parallel", absl::StrCat("must be 1 for decode (one query per sequence "
+                                                  "to split); got ",
+                                                  s.context_parallel)});
+  } else if (s.seq_length >= 1 && s.seq_length % (2 * s.context_parallel) != 0) {
+    v.push_back({"context_parallel",
+                 absl::StrCat("2 × context_parallel must divide seq_length (", s.seq_length,
+                              ": two chunks per rank); got ", s.context_parallel)});
+  }
+  if (s.sliding_window > 0) {
+    v.push_back({"context_parallel",
+                 absl::StrCat("must be 1 with sliding_window (local attention over a ring is not "
+                              "modelled); got ",
+                              s.context_parallel)});
   }
 }
 
@@ -202,6 +226,7 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   CheckRange(v, "learned_position_embeddings", s.learned_position_embeddings, 0,
              kMaxLearnedPositions);
   CheckRange(v, "data_parallel", s.data_parallel, 1, kMaxDataParallel);
+  ValidateContextParallel(s, v);
   CheckRange(v, "num_experts", s.num_experts, 0, kMaxExperts);
   if (s.num_experts >= 1 && s.num_experts <= kMaxExperts) {
     CheckRange(v, "experts_per_token", s.experts_per_token, 1, s.num_experts);
@@ -316,8 +341,10 @@ DerivedShape Derive(const ModelSpec& s) {
   d.kv_heads_per_rank = std::max<int64_t>(s.num_kv_heads / t, 1);
   d.ffn_per_rank = s.ffn_hidden_size / t;
   d.vocab_per_rank = (s.vocab_size + t - 1) / t;
+  const int64_t c = std::max<int64_t>(s.context_parallel, 1);
+  d.seq_per_rank = s.seq_length / c;
   d.tokens =
-      s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * s.seq_length;
+      s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * d.seq_per_rank;
   d.expert_tokens = 0;
   d.shared_ffn_per_rank = s.shared_expert_ffn_hidden_size / t;
   d.active_ffn_per_rank = d.ffn_per_rank;

@@ -55,6 +55,7 @@ inline constexpr int64_t kMaxKvCacheLength = 16'777'216;
 inline constexpr int64_t kMaxLearnedPositions = 16'777'216;
 inline constexpr int64_t kMaxExperts = 1'024;
 inline constexpr int64_t kMaxDataParallel = 1'048'576;
+inline constexpr int64_t kMaxContextParallel = 1'024;
 
 inline constexpr int64_t kMaxNameLength = 256;  // characters of ModelSpec.name
 
@@ -79,6 +80,13 @@ struct ModelSpec {
   // Data-parallel replicas the optimizer state is sharded over (Megatron's distributed
   // optimizer, ZeRO stage 1); 0 = 1 (not sharded). Only the memory estimate uses it.
   int64_t data_parallel = 0;
+  // Context parallelism (Megatron-Core's, ring attention): the sequence split over c ranks of
+  // each tensor-parallel group's neighbours, each holding 2 of 2c chunks so that causal work
+  // balances. Every linear GEMM then has b·s/c rows; attention runs c blocks of (s/c)² per layer
+  // (one causal, the others half-masked: the same work), with K and V passed around the ring.
+  // Weights are replicated over the c ranks (their gradients reduce with data parallelism's).
+  // 0 = 1. Training and prefill only; s must divide by 2c.
+  int64_t context_parallel = 0;
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;
@@ -153,7 +161,8 @@ struct DerivedShape {
   int64_t kv_heads_per_rank;  // max(a_kv/t, 1): KV heads are replicated when t > a_kv
   int64_t ffn_per_rank;       // f/t
   int64_t vocab_per_rank;     // ceil(v/t)
-  int64_t tokens;             // rows of every linear GEMM this step: b·s (training, prefill) or b
+  int64_t tokens;             // rows of every linear GEMM this step: b·s/c (training, prefill) or b
+  int64_t seq_per_rank;       // s/c: the queries (and keys per ring step) of one rank's attention
   int64_t expert_tokens;      // MoE: rows of each expert's GEMMs, ceil(tokens·k / E); 0 = dense
   int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
   // The MLP width one token passes through, per rank: f/t dense; (k·f + shared)/t for MoE.

@@ -1,5 +1,7 @@
 #include "core/model_stats.h"
 
+#include <algorithm>
+
 namespace wavecrest {
 
 namespace {
@@ -71,7 +73,9 @@ FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms) {
     c.step_flops += g.step_flops();
     if (g.pass == Pass::kForward) c.forward_flops += g.step_flops();
   }
-  c.model_flops = c.step_flops * static_cast<double>(spec.tensor_parallel);
+  // The model's FLOPs for one micro-batch: every tensor- and context-parallel rank's share.
+  c.model_flops = c.step_flops * static_cast<double>(spec.tensor_parallel) *
+                  static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
   c.tokens_per_step = Derive(spec).tokens;
   return c;
 }

@@ -27,8 +27,8 @@ ParamCounts CountParams(const ModelSpec& spec);
 struct FlopCounts {
   double step_flops = 0;        // FLOPs of every GEMM and attention kernel of one step, one rank
   double forward_flops = 0;     // forward pass part of step_flops
-  double model_flops = 0;       // step_flops summed over the t ranks (the model's FLOPs per step)
-  int64_t tokens_per_step = 0;  // tokens one model replica processes per step (b·s, decode: b)
+  double model_flops = 0;  // step_flops summed over the t·c ranks (the model's FLOPs per step)
+  int64_t tokens_per_step = 0;  // tokens one tensor-parallel group processes (b·s/c; decode: b)
 };
 FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms);
 

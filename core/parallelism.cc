@@ -42,6 +42,7 @@ struct MicroBatch {
   double head_s = 0;               // the logits GEMMs and the loss (the last stage's extra)
   double layers_forward_s = 0;     // the layers' forward (full recomputation repeats it)
   double attention_forward_s = 0;  // attention's core forward (selective recomputation)
+  double attention_s = 0;          // attention's core, forward and backward (hides CP's sends)
 };
 
 MicroBatch SplitMicroBatch(const Analysis& a) {
@@ -54,9 +55,12 @@ MicroBatch SplitMicroBatch(const Analysis& a) {
       continue;
     }
     mb.layers_s += t;
+    const bool attention = g.gemm.fused_attention || g.gemm.name == kAttnScore ||
+                           g.gemm.name == kAttnOverValue;
+    if (attention) mb.attention_s += t;
     if (g.gemm.pass != Pass::kForward) continue;
     mb.layers_forward_s += t;
-    if (g.gemm.name == kAttnScore || g.gemm.name == kAttnOverValue) mb.attention_forward_s += t;
+    if (attention) mb.attention_forward_s += t;
   }
   // Elementwise kernels: their forward is taken as a third of forward + backward (backward reads
   // about twice what forward does).
@@ -67,13 +71,46 @@ MicroBatch SplitMicroBatch(const Analysis& a) {
   return mb;
 }
 
+// Context parallelism's ring of one micro-batch through one stage's `layers`, what attention's
+// kernels do not hide: each layer's K and V chunk (b·s/c tokens of this rank's KV heads, 16-bit;
+// under MLA K and V of every head) goes around c ranks in c - 1 sends forward, and backward
+// sends K, V and their gradients (twice that); full recomputation re-runs the forward ring. The
+// sends of a layer overlap its attention kernels (`attention_layer_s`).
+double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
+                        double attention_layer_s) {
+  const ModelSpec& s = a.spec;
+  const int64_t c = s.context_parallel;
+  if (c <= 1) return 0;
+  const DerivedShape d = Derive(s);
+  const double kv_elements =
+      s.kv_lora_rank > 0 ? static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim))
+                         : 2.0 * static_cast<double>(d.kv_heads_per_rank * d.head_dim);
+  const double chunk = static_cast<double>(d.tokens) * kv_elements * 2;
+  const Path path = PathFor(*a.gpu, s.tensor_parallel * c);
+  const double sends = (1 + 2 + (run.recompute == Recompute::kFull ? 1 : 0)) *
+                       static_cast<double>(c - 1);
+  const double per_layer = sends * (chunk / path.bw + path.latency);
+  return layers * std::max(0.0, per_layer - attention_layer_s);
+}
+
+// Activation offload of one micro-batch through one stage's `layers`, what compute does not hide:
+// each layer's stored activations go to the host during forward and come back during backward.
+double OffloadS(const Analysis& a, const RunConfig& run, double layers, double stored_per_layer,
+                double forward_layer_s, double backward_layer_s) {
+  if (!run.offload_activations) return 0;
+  const double bw = a.gpu->link.host_bytes_per_s * kHostCopyEfficiency;
+  if (bw <= 0) return 0;
+  const double copy = stored_per_layer / bw;
+  return layers * (std::max(0.0, copy - forward_layer_s) + std::max(0.0, copy - backward_layer_s));
+}
+
 // Tensor-parallel collectives of one micro-batch through one stage's `layers`.
 double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   const ModelSpec& s = a.spec;
   const int64_t t = s.tensor_parallel;
   if (t <= 1) return 0;
   const double bytes =
-      static_cast<double>(s.micro_batch_size * s.seq_length * s.hidden_size) * 2;  // 16-bit
+      static_cast<double>(Derive(s).tokens * s.hidden_size) * 2;  // b·s/c tokens, 16-bit
   const Path path = PathFor(*a.gpu, t);
   const bool full = run.recompute == Recompute::kFull;
   double per_layer = 0;
@@ -96,7 +133,8 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
   }
   if (run.num_gpus > 0 && run.num_gpus % tp != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("run.num_gpus: must be a multiple of tensor_parallel × pipeline_parallel (",
+        absl::StrCat("run.num_gpus: must be a multiple of tensor_parallel × pipeline_parallel × "
+                     "context_parallel (",
                      tp, "); got ", run.num_gpus));
   }
   *d = run.num_gpus > 0 ? run.num_gpus / tp : std::max<int64_t>(s.data_parallel, 1);
@@ -119,6 +157,10 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
     return absl::InvalidArgumentError(
         absl::StrCat("run.zero_stage: must be 0, 1, 2 or 3; got ", run.zero_stage));
   }
+  if (run.gradient_bytes != 0 && run.gradient_bytes != 2 && run.gradient_bytes != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.gradient_bytes: must be 0 (= 4), 2 or 4; got ", run.gradient_bytes));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
@@ -138,7 +180,8 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   StepBreakdown r;
   r.tensor_parallel = s.tensor_parallel;
   r.pipeline_parallel = s.pipeline_parallel;
-  const int64_t tp = s.tensor_parallel * s.pipeline_parallel;
+  r.context_parallel = s.context_parallel;
+  const int64_t tp = s.tensor_parallel * s.pipeline_parallel * s.context_parallel;
   if (absl::Status st = CheckRun(s, run, tp, &r.data_parallel, &r.microbatches); !st.ok()) {
     return st;
   }
@@ -159,40 +202,8 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
                                ? mb.attention_forward_s / p
                                : 0;
   const double tp_comm = TensorParallelS(a, run, stage_layers);
-  const double stage = compute + recompute + tp_comm;
-  r.compute_s = m * compute;
-  r.recompute_s = m * recompute;
-  r.tp_comm_s = m * tp_comm;
-  r.pp_bubble_s = (p - 1) / v * stage;
-
-  // Between stages: each micro-batch's activations forward and gradients backward, per virtual
-  // stage, b·s·h/t each (Megatron's scatter-gather optimisation splits them over the TP ranks).
-  if (s.pipeline_parallel > 1) {
-    const Path path = PathFor(gpu, s.tensor_parallel * s.pipeline_parallel);
-    const double bytes = static_cast<double>(s.micro_batch_size * s.seq_length * s.hidden_size) *
-                         2 / static_cast<double>(s.tensor_parallel);
-    r.pp_comm_s = m * v * 2 * (bytes / path.bw + path.latency);
-  }
-  // The gradient reduction over the data-parallel ranks (FP32 main gradients), and for the
-  // distributed optimizer the all-gather of the 16-bit weights after the step.
-  const double params_per_gpu =
-      static_cast<double>(a.params.total_params) / static_cast<double>(tp);
-  if (r.data_parallel > 1) {
-    const Path path = PathFor(gpu, r.gpus);
-    const double grads = params_per_gpu * 4;
-    const double weights = params_per_gpu * 2;
-    double reduce = run.zero_stage >= 1
-                        ? GatherS(grads, r.data_parallel, path.bw, path.latency) +
-                              GatherS(weights, r.data_parallel, path.bw, path.latency)
-                        : AllReduceS(grads, r.data_parallel, path.bw, path.latency);
-    // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
-    // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
-    if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, r.data_parallel, path.bw, path.latency);
-    r.dp_comm_s = reduce * (1 - run.dp_overlap);
-  }
-  const double shard = run.zero_stage >= 1 ? static_cast<double>(r.data_parallel) : 1;
-  r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
-                  (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
+  const double layers = static_cast<double>(s.num_layers);
+  const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);
   MemoryLayout layout;
   layout.sequence_parallel = run.sequence_parallel;
   layout.recompute = run.recompute;
@@ -200,12 +211,57 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   layout.microbatches = r.microbatches;
   layout.data_parallel = r.data_parallel;
   layout.zero_stage = run.zero_stage;
+  layout.offload_activations = run.offload_activations;
+  layout.gradient_bytes = run.gradient_bytes;
   r.memory = EstimateMemory(s, gpu, layout);
+  const double forward_layer = mb.layers_forward_s / layers;
+  const double offload =
+      OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
+               mb.layers_s / layers - forward_layer);
+  const double stage = compute + recompute + tp_comm + cp_comm + offload;
+  r.compute_s = m * compute;
+  r.recompute_s = m * recompute;
+  r.tp_comm_s = m * tp_comm;
+  r.cp_comm_s = m * cp_comm;
+  r.offload_s = m * offload;
+  r.pp_bubble_s = (p - 1) / v * stage;
+
+  // Between stages: each micro-batch's activations forward and gradients backward, per virtual
+  // stage, b·s·h/(t·c) each (Megatron's scatter-gather optimisation splits them over the TP
+  // ranks; each context-parallel rank sends its own part of the sequence).
+  if (s.pipeline_parallel > 1) {
+    const Path path = PathFor(gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
+    const double bytes = static_cast<double>(Derive(s).tokens * s.hidden_size) *
+                         2 / static_cast<double>(s.tensor_parallel);
+    r.pp_comm_s = m * v * 2 * (bytes / path.bw + path.latency);
+  }
+  // The gradient reduction over the ranks holding the same weights (data- and context-parallel:
+  // FP32 main gradients), and for the distributed optimizer the all-gather of the 16-bit weights
+  // after the step.
+  const double params_per_gpu = static_cast<double>(a.params.total_params) /
+                                static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
+  const int64_t replicas = r.data_parallel * s.context_parallel;
+  if (replicas > 1) {
+    const Path path = PathFor(gpu, r.gpus);
+    const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
+    const double weights = params_per_gpu * 2;
+    double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
+                                              GatherS(weights, replicas, path.bw, path.latency)
+                                        : AllReduceS(grads, replicas, path.bw, path.latency);
+    // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
+    // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
+    if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, replicas, path.bw, path.latency);
+    r.dp_comm_s = reduce * (1 - run.dp_overlap);
+  }
+  const double shard = run.zero_stage >= 1 ? static_cast<double>(replicas) : 1;
+  r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
+                  (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
   r.sequence_parallel = run.sequence_parallel;
   r.recompute = run.recompute;
   r.zero_stage = run.zero_stage;
-  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s +
-             r.optimizer_s;
+  r.offload_activations = run.offload_activations;
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.cp_comm_s + r.offload_s +
+             r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
   r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
   r.mfu =
       r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus) * gpu.PeakFlops(s.dtype));
@@ -222,6 +278,22 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.assumptions.push_back(
       "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
       "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  if (s.context_parallel > 1) {
+    r.assumptions.push_back(absl::StrFormat(
+        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
+        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
+        "ranks (%d)",
+        s.context_parallel, replicas));
+  }
+  if (run.offload_activations) {
+    r.assumptions.push_back(absl::StrFormat(
+        "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
+        "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
+        "host memory per GPU",
+        r.memory.stored_bytes_per_layer / (1024.0 * 1024 * 1024),
+        gpu.link.host_bytes_per_s / 1e9, 100 * kHostCopyEfficiency,
+        r.memory.offloaded_bytes / (1024.0 * 1024 * 1024)));
+  }
   if (run.recompute == Recompute::kSelective && flash) {
     r.assumptions.push_back(
         "selective recomputation adds nothing with fused attention: its backward already "
@@ -235,12 +307,15 @@ std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {
   for (bool sp : {false, true}) {
     for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
       for (int zero = 0; zero <= 3; ++zero) {
-        RunConfig c = run;
-        c.plan = false;
-        c.sequence_parallel = sp;
-        c.recompute = rc;
-        c.zero_stage = zero;
-        out.push_back(c);
+        for (bool offload : {false, true}) {
+          RunConfig c = run;
+          c.plan = false;
+          c.sequence_parallel = sp;
+          c.recompute = rc;
+          c.zero_stage = zero;
+          c.offload_activations = offload;
+          out.push_back(c);
+        }
       }
     }
   }
@@ -253,7 +328,8 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
   for (const RunConfig& c : CandidateLayouts(run)) {
     absl::StatusOr<StepBreakdown> b = PlanStep(a, c);
     if (!b.ok()) return b.status();
-    if (c.zero_stage > 0 && b->data_parallel == 1) continue;  // nothing to shard over
+    // Nothing to shard over.
+    if (c.zero_stage > 0 && b->data_parallel * b->context_parallel == 1) continue;
     ++tried;
     if (!smallest || b->memory.total_bytes < smallest->memory.total_bytes) smallest = *b;
     if (!b->memory.fits) continue;
@@ -264,7 +340,8 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
   const std::string layout =
       absl::StrCat(out.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
                    out.recompute == Recompute::kNone ? "no" : RecomputeName(out.recompute),
-                   " recomputation, ZeRO stage ", out.zero_stage);
+                   " recomputation, ZeRO stage ", out.zero_stage,
+                   out.offload_activations ? ", activations offloaded" : "");
   out.assumptions.insert(
       out.assumptions.begin(),
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,

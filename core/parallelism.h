@@ -6,7 +6,9 @@
 //          and the logits and loss on the last), recomputation, and its tensor-parallel
 //          collectives, which sit on the critical path
 //
-// with t, p, d the tensor-, pipeline- and data-parallel degrees, m = global batch / (b·d)
+// with t, p, c, d the tensor-, pipeline-, context- and data-parallel degrees (t·p·c·d GPUs; c
+// ranks split each sequence and hold the same weights, so gradients reduce over d·c), m = global
+// batch / (b·d)
 // micro-batches per step, v interleaved virtual stages (the 1F1B bubble is (p-1)/v of a stage's
 // micro-batch time; Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU
 // Clusters Using Megatron-LM"). Collectives use the ring cost model (an all-reduce moves
@@ -16,7 +18,12 @@
 // 2022 ("Reducing Activation Recomputation in Large Transformer Models"): four all-reduces of
 // b·s·h activations (two forward, two backward), or with sequence parallelism four all-gathers and
 // four reduce-scatters plus the two all-gathers backward re-does; full recomputation adds the
-// forward's. Everything here is a PREDICTION.
+// forward's. Context parallelism passes each rank's K and V around a ring of c ranks (c - 1
+// sends forward; backward K, V and their gradients; Megatron-Core overlaps each send with a block
+// of attention), so only what exceeds the attention kernels' time counts. Activation offload
+// copies what each layer stores to the host during forward and back during backward, over
+// PCIe at kHostCopyEfficiency, overlapped with the layers' compute. Everything here is a
+// PREDICTION.
 #ifndef WAVECREST_CORE_PARALLELISM_H_
 #define WAVECREST_CORE_PARALLELISM_H_
 
@@ -38,6 +45,10 @@ inline constexpr double kCollectiveEfficiency = 0.80;
 // first and second moments (read and written: 24), the FP32 gradient (read: 4) and the 16-bit
 // weights (written: 2). Megatron keeps FP32 main gradients (bf16 always; fp16 too).
 inline constexpr double kAdamBytesPerParam = 30;
+// Fraction of the PCIe link a pinned device-host copy reaches. PRIOR, not fitted to our own
+// measurements: NVIDIA's nvbandwidth host_to_device_memcpy_ce example reports 55.6 GB/s on a
+// PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
+inline constexpr double kHostCopyEfficiency = 0.80;
 
 struct RunConfig {
   int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
@@ -50,21 +61,28 @@ struct RunConfig {
   // optimizer: gradients reduce-scattered and weights all-gathered instead of all-reduced), 2
   // the gradients too, 3 (FSDP) the weights too (all-gathered again for forward and backward).
   int zero_stage = 0;
-  // Choose sequence_parallel, recompute and zero_stage instead: the fastest layout whose memory
-  // fits (PlanLayout).
+  // Activations to host memory and back (MemoryLayout::offload_activations); the copies overlap
+  // the layers' compute, what does not fit under it is `offload_s`.
+  bool offload_activations = false;
+  // Bytes per gradient (MemoryLayout::gradient_bytes): 0 or 4 FP32, 2 16-bit.
+  int gradient_bytes = 0;
+  // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
+  // layout whose memory fits (PlanLayout).
   bool plan = false;
 };
 
 struct StepBreakdown {
   int64_t gpus = 0;
   int64_t nodes = 0;  // GPUs / the NVLink domain, rounded up
-  int64_t tensor_parallel = 1, pipeline_parallel = 1, data_parallel = 1;
+  int64_t tensor_parallel = 1, pipeline_parallel = 1, data_parallel = 1, context_parallel = 1;
   int64_t microbatches = 1;  // m, per data-parallel rank
   int64_t global_batch = 0;
   // The components, seconds per step; they add up to step_s.
   double compute_s = 0;    // m × the slowest stage's forward and backward
   double recompute_s = 0;  // m × its activation recomputation
   double tp_comm_s = 0;    // m × its tensor-parallel collectives
+  double cp_comm_s = 0;    // m × its context-parallel K/V ring sends not hidden under attention
+  double offload_s = 0;    // m × its activation copies to and from the host not hidden
   double pp_bubble_s = 0;  // (p-1)/v stage micro-batch times idle
   double pp_comm_s = 0;    // activations and gradients between stages
   double dp_comm_s = 0;    // the gradient reduction not hidden under backward
@@ -78,19 +96,21 @@ struct StepBreakdown {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   int zero_stage = 0;
+  bool offload_activations = false;
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
 };
 
 // The fastest of the layouts (sequence parallelism on or off × no, selective or full
-// recomputation × ZeRO 0-3, ZeRO only with data parallelism) whose memory fits, with `run`'s
+// recomputation × ZeRO 0-3 × activation offload off or on, ZeRO only with data or context
+// parallelism) whose memory fits, with `run`'s
 // GPUs, batch, interleave and overlap; when none fits, the one needing the least memory, saying
 // so. An assumption line says what was chosen among how many.
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& analysis, const RunConfig& run);
-// The layouts PlanLayout weighs: `run` with each sequence parallelism, recomputation and ZeRO
-// stage (plan off).
+// The layouts PlanLayout weighs: `run` with each sequence parallelism, recomputation, ZeRO
+// stage and offload (plan off).
 std::vector<RunConfig> CandidateLayouts(const RunConfig& run);
 
-// INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p,
+// INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p·c,
 // a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& analysis, const RunConfig& run);
 

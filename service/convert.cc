@@ -255,6 +255,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   }
   s.learned_position_embeddings = p.learned_position_embeddings();
   s.data_parallel = p.data_parallel();
+  s.context_parallel = p.context_parallel();
   s.num_experts = p.num_experts();
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
@@ -306,6 +307,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   }
   p.set_learned_position_embeddings(s.learned_position_embeddings);
   p.set_data_parallel(s.data_parallel);
+  p.set_context_parallel(s.context_parallel);
   p.set_num_experts(s.num_experts);
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
@@ -335,6 +337,9 @@ v1::MemoryEstimate ToProto(const MemoryEstimate& m) {
   p.set_capacity_bytes(m.capacity_bytes);
   p.set_fits(m.fits);
   p.set_fits_with_recompute(m.fits_with_recompute);
+  p.set_offloaded_bytes(m.offloaded_bytes);
+  p.set_gathered_bytes(m.gathered_bytes);
+  p.set_stored_bytes_per_layer(m.stored_bytes_per_layer);
   return p;
 }
 
@@ -585,6 +590,8 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.zero_stage = r.zero_stage();
   c.plan = r.plan();
   c.dp_overlap = r.dp_overlap();
+  c.offload_activations = r.offload_activations();
+  c.gradient_bytes = r.gradient_bytes();
   switch (r.recompute()) {
     case v1::RECOMPUTE_UNSPECIFIED:
     case v1::RECOMPUTE_NONE:
@@ -613,6 +620,10 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   if (r.zero_stage() < 0 || r.zero_stage() > 3) {
     v.push_back({absl::StrCat(prefix, "zero_stage"),
                  absl::StrCat("must be 0, 1, 2 or 3; got ", r.zero_stage())});
+  }
+  if (r.gradient_bytes() != 0 && r.gradient_bytes() != 2 && r.gradient_bytes() != 4) {
+    v.push_back({absl::StrCat(prefix, "gradient_bytes"),
+                 absl::StrCat("must be 0 (= 4), 2 or 4; got ", r.gradient_bytes())});
   }
   if (!(r.dp_overlap() >= 0 && r.dp_overlap() <= 1)) {
     v.push_back({absl::StrCat(prefix, "dp_overlap"),
@@ -648,6 +659,10 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
                   : b.recompute == Recompute::kSelective ? v1::RECOMPUTE_SELECTIVE
                                                          : v1::RECOMPUTE_NONE);
   p.set_zero_stage(b.zero_stage);
+  p.set_offload_activations(b.offload_activations);
+  p.set_cp_comm_s(b.cp_comm_s);
+  p.set_offload_s(b.offload_s);
+  p.set_context_parallel(b.context_parallel);
   return p;
 }
 

@@ -84,6 +84,25 @@ TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
   r = Cli(o);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--recompute"));
+  // Context parallelism and activation offload: their components, the host memory, and the GPUs
+  // t·p·c·d.
+  o.recompute = "";
+  o.seq = 32768;
+  o.cp = 2;
+  o.gpus = 128;
+  o.global_batch = 64;
+  o.offload_activations = true;
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"t=8 c=2", "training step on 128 GPUs (16 nodes): t=8 p=4 c=2 d=2",
+                           "CP communication", "activation offload", "activations offloaded",
+                           "on the host", "context parallelism over 2 ranks"}) {
+    EXPECT_THAT(r.out, HasSubstr(part));
+  }
+  o.gpus = 96;  // not a multiple of t·p·c = 64
+  r = Cli(o);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("context_parallel (64)"));
 }
 
 // `calibrate --fit=` with attention data: the attention report alone (the fit, its

@@ -39,8 +39,8 @@ StepBreakdown Plan(const ModelSpec& s, const RunConfig& run, const char* gpu = "
 }
 
 double Sum(const StepBreakdown& b) {
-  return b.compute_s + b.recompute_s + b.tp_comm_s + b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s +
-         b.optimizer_s;
+  return b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.offload_s + b.pp_bubble_s +
+         b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
 }
 
 // The issue's case: tensor parallelism alone and with a pipeline no longer predict the same step,
@@ -124,6 +124,111 @@ TEST(ParallelismTest, DataParallelReductionCanBeHidden) {
   run.zero_stage = 1;
   const StepBreakdown sharded = Plan(Llama70B(8, 4), run);
   EXPECT_LT(sharded.optimizer_s, exposed.optimizer_s / 3);
+}
+
+// Context parallelism: each of c ranks runs b·s/c rows through every linear GEMM and 1/c of
+// attention's work, the model's FLOPs per micro-batch stay the same, the replica takes c times
+// the GPUs, and the gradients reduce over d·c ranks. K and V go around the ring; with a long
+// sequence the attention kernels hide the sends, with a short one over the network they do not.
+TEST(ParallelismTest, ContextParallelismSplitsTheSequence) {
+  ModelSpec s = Llama70B(8, 1);
+  s.num_layers = 8;
+  s.seq_length = 65536;
+  const Analysis one = *Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
+  s.context_parallel = 4;
+  const Analysis four = *Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
+  EXPECT_NEAR(four.flops.model_flops, one.flops.model_flops, 1e-9 * one.flops.model_flops);
+  EXPECT_NEAR(four.flops.step_flops, one.flops.step_flops / 4, 1e-9 * one.flops.step_flops);
+  for (const GemmAnalysis& g : four.gemms) {
+    if (g.gemm.name == kQkv && g.gemm.pass == Pass::kForward) {
+      EXPECT_EQ(g.gemm.shape.m, 65536 / 4);
+    }
+    if (g.gemm.fused_attention) EXPECT_EQ(g.gemm.count, 8 * 4);  // c ring steps per layer
+  }
+  RunConfig run;
+  run.num_gpus = 64;  // t·c = 32, d = 2
+  run.global_batch = 8;
+  run.zero_stage = 1;
+  const StepBreakdown b = *PlanStep(four, run);
+  EXPECT_EQ(b.context_parallel, 4);
+  EXPECT_EQ(b.data_parallel, 2);
+  EXPECT_EQ(b.gpus, 64);
+  EXPECT_NEAR(b.step_s, Sum(b), 1e-9 * b.step_s);
+  EXPECT_EQ(b.cp_comm_s, 0);  // 64K tokens: attention hides the ring
+  RunConfig flat;
+  flat.num_gpus = 16;
+  flat.global_batch = 8;
+  flat.zero_stage = 1;
+  const StepBreakdown f = *PlanStep(one, flat);
+  // Same global batch on 4x the GPUs: not slower than a quarter of the time plus communication.
+  EXPECT_LT(b.step_s, f.step_s / 2);
+  // Activations per GPU fall with c; the optimizer shards over d·c = 8 ranks instead of 2.
+  EXPECT_NEAR(b.memory.activations_bytes, f.memory.activations_bytes / 4,
+              0.02 * f.memory.activations_bytes);
+  EXPECT_NEAR(b.memory.optimizer_bytes, f.memory.optimizer_bytes / 4, 1e-6 * f.memory.optimizer_bytes);
+
+  // A short sequence of full multi-head attention (8 KV heads per rank) over a ring that leaves
+  // the node (t·c = 16 > 8): the sends show.
+  ModelSpec small = Llama70B(8, 1);
+  small.num_layers = 8;
+  small.num_kv_heads = 64;
+  small.seq_length = 4096;
+  small.context_parallel = 2;
+  RunConfig two;
+  two.num_gpus = 16;
+  const StepBreakdown sb = Plan(small, two);
+  EXPECT_GT(sb.cp_comm_s, 0);
+  EXPECT_NEAR(sb.step_s, Sum(sb), 1e-9 * sb.step_s);
+}
+
+TEST(ParallelismTest, ContextParallelismTheSpecCannotHaveIsRefused) {
+  ModelSpec s = Llama70B(8, 1);
+  s.seq_length = 4096;
+  s.context_parallel = 3;  // 4096 is not a multiple of 6
+  EXPECT_THAT(std::string(NormalizeSpec(s).status().message()),
+              HasSubstr("context_parallel: 2 × context_parallel must divide seq_length"));
+  s.context_parallel = 2;
+  s.workload = Workload::kDecode;
+  EXPECT_THAT(std::string(NormalizeSpec(s).status().message()),
+              HasSubstr("context_parallel: must be 1 for decode"));
+  s.workload = Workload::kTraining;
+  const Analysis a = *Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
+  RunConfig run;
+  run.num_gpus = 8;  // t·c = 16
+  EXPECT_THAT(std::string(PlanStep(a, run).status().message()),
+              HasSubstr("tensor_parallel × pipeline_parallel × context_parallel (16)"));
+}
+
+// Activation offload keeps two layers' activations on the GPU and the rest in host memory; the
+// copies cost only what the layers' compute does not hide, and a plan offloads only when nothing
+// faster fits.
+TEST(ParallelismTest, ActivationOffloadTradesHostCopiesForMemory) {
+  ModelSpec s = Llama70B(8, 1);
+  s.num_layers = 16;
+  RunConfig run;
+  run.num_gpus = 8;
+  const StepBreakdown kept = Plan(s, run);
+  run.offload_activations = true;
+  const StepBreakdown off = Plan(s, run);
+  const double per_layer = kept.memory.stored_bytes_per_layer;
+  EXPECT_GT(per_layer, 0);
+  EXPECT_NEAR(off.memory.offloaded_bytes, 16 * per_layer, 1e-6 * per_layer);
+  EXPECT_NEAR(kept.memory.activations_bytes - off.memory.activations_bytes, 14 * per_layer,
+              1e-6 * per_layer);
+  EXPECT_GE(off.offload_s, 0);
+  EXPECT_NEAR(off.step_s, Sum(off), 1e-9 * off.step_s);
+  EXPECT_NEAR(off.step_s - off.offload_s, kept.step_s, 1e-9 * kept.step_s);
+  // On PCIe 4.0 (A100 80GB SXM), copying 8K tokens' activations of a layer takes longer than
+  // the layer's forward: the exposed copy time is > 0. Its bound: both directions in full.
+  const StepBreakdown slow = Plan(s, run, "a100-sxm-80gb");
+  const double copy = slow.memory.stored_bytes_per_layer / (32e9 * kHostCopyEfficiency);
+  EXPECT_GT(slow.offload_s, 0);
+  EXPECT_LE(slow.offload_s, 2 * 16 * copy * slow.microbatches * (1 + 1e-9));
+  // Planned: one GPU that fits without offload never offloads.
+  RunConfig plan;
+  plan.num_gpus = 8;
+  plan.plan = true;
+  EXPECT_FALSE(Plan(s, plan).offload_activations);
 }
 
 TEST(ParallelismTest, ARunTheModelCannotHaveIsRefusedNamingTheField) {

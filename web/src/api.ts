@@ -141,11 +141,14 @@ export interface StepBreakdown {
   tensor_parallel?: Int64;
   pipeline_parallel?: Int64;
   data_parallel?: Int64;
+  context_parallel?: Int64;
   microbatches?: Int64;
   global_batch?: Int64;
   compute_s?: number;
   recompute_s?: number;
   tp_comm_s?: number;
+  cp_comm_s?: number;
+  offload_s?: number;
   pp_bubble_s?: number;
   pp_comm_s?: number;
   dp_comm_s?: number;
@@ -163,6 +166,7 @@ export interface RunConfig {
   zero_stage?: number;
   recompute?: string;
   sequence_parallel?: boolean;
+  offload_activations?: boolean;
   plan?: boolean;
 }
 

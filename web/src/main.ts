@@ -150,13 +150,14 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
   ["knob-mb", "micro_batch_size", "int"],
   ["knob-tp", "tensor_parallel", "int"],
   ["knob-pp", "pipeline_parallel", "int"],
+  ["knob-cp", "context_parallel", "int"],
   ["knob-dp", "data_parallel", "int"],
   ["knob-dtype", "dtype", "enum"],
   ["knob-workload", "workload", "enum"],
   ["knob-attention", "attention", "enum"],
   ["knob-kv", "kv_cache_length", "int"],
 ];
-const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-sp", "run-plan"];
+const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -198,6 +199,7 @@ function runConfig(): RunConfig | undefined {
   if (fieldValue("run-zero") !== "") run.zero_stage = Number(fieldValue("run-zero"));
   if (fieldValue("run-recompute") !== "") run.recompute = fieldValue("run-recompute");
   run.sequence_parallel = fieldValue("run-sp") === "1";
+  run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";
   return run;
 }
@@ -456,12 +458,15 @@ async function analyze() {
 }
 
 // The step, as a bar per GPU: with a run, its components under parallelism (compute, the
-// tensor-parallel collectives, the pipeline bubble and sends, the exposed data-parallel reduction,
-// the optimizer); without one, the GEMMs and the rest (norms, activations, softmax, the loss).
+// tensor- and context-parallel communication, activation offload, the pipeline bubble and sends,
+// the exposed data-parallel reduction, the optimizer); without one, the GEMMs and the rest
+// (norms, activations, softmax, the loss).
 const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
   ["compute_s", "compute", "#3b528b"],
   ["recompute_s", "recomputation", "#5e7bbf"],
   ["tp_comm_s", "TP communication", "#e08e0b"],
+  ["cp_comm_s", "CP communication", "#f4c542"],
+  ["offload_s", "activation offload", "#00838f"],
   ["pp_bubble_s", "pipeline bubble", "#c62828"],
   ["pp_comm_s", "pipeline sends", "#ef9a9a"],
   ["dp_comm_s", "DP communication", "#8e24aa"],
@@ -478,7 +483,8 @@ function renderStepBars(results: AnalyzeResponse[]) {
     const total = parts.reduce((a, [, v]) => a + v, 0);
     const title = r.step
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
-        `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}`
+        `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
+        `d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}`
       : `${r.gpu}: ${seconds(r.step_time_s)} per step on one GPU (set the run's GPUs for parallelism)`;
     box.appendChild(node("div", title, "note"));
     const bar = node("div", undefined, "step-bar");

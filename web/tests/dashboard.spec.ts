@@ -181,6 +181,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.fill("#knob-mb", "2");
   await page.fill("#knob-tp", "8");
   await page.fill("#knob-pp", "2");
+  await page.fill("#knob-cp", "2");
   await page.selectOption("#knob-dtype", "DTYPE_FP8_E4M3");
   await page.selectOption("#knob-attention", "ATTENTION_UNFUSED");
   await page.fill("#run-gpus", "64");
@@ -188,6 +189,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.selectOption("#run-zero", "3");
   await page.selectOption("#run-recompute", "RECOMPUTE_SELECTIVE");
   await page.check("#run-sp");
+  await page.check("#run-offload");
   const sent: unknown[] = [];
   page.on("request", (r) => {
     if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
@@ -200,15 +202,17 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.micro_batch_size).toBe(2);
   expect(body.model.tensor_parallel).toBe(8);
   expect(body.model.pipeline_parallel).toBe(2);
+  expect(body.model.context_parallel).toBe(2);
   expect(body.model.dtype).toBe("DTYPE_FP8_E4M3");
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
-  expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE", sequence_parallel: true, plan: false });
+  expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE",
+                             sequence_parallel: true, offload_activations: true, plan: false });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
   await expect(bar.locator('span[data-part="compute"]')).toHaveCount(1);
   await expect(bar.locator('span[data-part="TP communication"]')).toHaveCount(1);
   await expect(bar.locator('span[data-part="pipeline bubble"]')).toHaveCount(1);
-  await expect(page.locator("#step-bars")).toContainText("on 64 GPUs (t=8 p=2 d=4)");
+  await expect(page.locator("#step-bars")).toContainText("on 64 GPUs (t=8 p=2 c=2 d=2)");
   await page.screenshot({ path: shots("run-breakdown"), fullPage: true });
 
   // A link reproduces the view: model, GPUs, knobs, run.
@@ -221,6 +225,8 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#model-select")).toHaveValue("llama-3-8b.json");
   await expect(again.locator("#knob-seq")).toHaveValue("4096");
   await expect(again.locator("#knob-tp")).toHaveValue("8");
+  await expect(again.locator("#knob-cp")).toHaveValue("2");
+  await expect(again.locator("#run-offload")).toBeChecked();
   await expect(again.locator("#knob-dtype")).toHaveValue("DTYPE_FP8_E4M3");
   await expect(again.locator("#run-gpus")).toHaveValue("64");
   await expect(again.locator("#run-zero")).toHaveValue("3");

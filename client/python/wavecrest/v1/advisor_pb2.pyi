@@ -317,15 +317,18 @@ class MeasuredStep(_message.Message):
     def __init__(self, layer: _Optional[_Union[LayerTiming, _Mapping]] = ..., step_time_s: _Optional[float] = ..., measured_share: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ...) -> None: ...
 
 class MemoryEstimate(_message.Message):
-    __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gradients_bytes", "kv_cache_bytes", "optimizer_bytes", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
+    __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gathered_bytes", "gradients_bytes", "kv_cache_bytes", "offloaded_bytes", "optimizer_bytes", "stored_bytes_per_layer", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
     ACTIVATIONS_BYTES_FIELD_NUMBER: _ClassVar[int]
     ACTIVATIONS_FULL_RECOMPUTE_BYTES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     FITS_FIELD_NUMBER: _ClassVar[int]
     FITS_WITH_RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
+    GATHERED_BYTES_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_BYTES_FIELD_NUMBER: _ClassVar[int]
     KV_CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    OFFLOADED_BYTES_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STORED_BYTES_PER_LAYER_FIELD_NUMBER: _ClassVar[int]
     TOTAL_BYTES_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FULL_RECOMPUTE_BYTES_FIELD_NUMBER: _ClassVar[int]
     WEIGHTS_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -334,13 +337,16 @@ class MemoryEstimate(_message.Message):
     capacity_bytes: float
     fits: bool
     fits_with_recompute: bool
+    gathered_bytes: float
     gradients_bytes: float
     kv_cache_bytes: float
+    offloaded_bytes: float
     optimizer_bytes: float
+    stored_bytes_per_layer: float
     total_bytes: float
     total_full_recompute_bytes: float
     weights_bytes: float
-    def __init__(self, weights_bytes: _Optional[float] = ..., gradients_bytes: _Optional[float] = ..., optimizer_bytes: _Optional[float] = ..., activations_bytes: _Optional[float] = ..., activations_full_recompute_bytes: _Optional[float] = ..., kv_cache_bytes: _Optional[float] = ..., total_bytes: _Optional[float] = ..., total_full_recompute_bytes: _Optional[float] = ..., capacity_bytes: _Optional[float] = ..., fits: bool = ..., fits_with_recompute: bool = ...) -> None: ...
+    def __init__(self, weights_bytes: _Optional[float] = ..., gradients_bytes: _Optional[float] = ..., optimizer_bytes: _Optional[float] = ..., activations_bytes: _Optional[float] = ..., activations_full_recompute_bytes: _Optional[float] = ..., kv_cache_bytes: _Optional[float] = ..., total_bytes: _Optional[float] = ..., total_full_recompute_bytes: _Optional[float] = ..., capacity_bytes: _Optional[float] = ..., fits: bool = ..., fits_with_recompute: bool = ..., offloaded_bytes: _Optional[float] = ..., gathered_bytes: _Optional[float] = ..., stored_bytes_per_layer: _Optional[float] = ...) -> None: ...
 
 class ParameterCounts(_message.Message):
     __slots__ = ["active_params", "embedding_params", "non_embedding_params", "per_layer_params", "total_params"]
@@ -375,10 +381,12 @@ class RecalibrateRequest(_message.Message):
     def __init__(self, gpu: _Optional[str] = ..., min_rows: _Optional[int] = ...) -> None: ...
 
 class RecalibrateResponse(_message.Message):
-    __slots__ = ["results"]
+    __slots__ = ["calibration_version", "results"]
+    CALIBRATION_VERSION_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
+    calibration_version: int
     results: _containers.RepeatedCompositeFieldContainer[RecalibrationResult]
-    def __init__(self, results: _Optional[_Iterable[_Union[RecalibrationResult, _Mapping]]] = ...) -> None: ...
+    def __init__(self, results: _Optional[_Iterable[_Union[RecalibrationResult, _Mapping]]] = ..., calibration_version: _Optional[int] = ...) -> None: ...
 
 class RecalibrationResult(_message.Message):
     __slots__ = ["applied", "cv_median_error", "cv_p90_error", "dtype", "gpu", "label", "reason", "rows"]
@@ -507,29 +515,35 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "global_batch", "interleave", "num_gpus", "plan", "recompute", "sequence_parallel", "zero_stage"]
+    __slots__ = ["dp_overlap", "global_batch", "gradient_bytes", "interleave", "num_gpus", "offload_activations", "plan", "recompute", "sequence_parallel", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
+    GRADIENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
     NUM_GPUS_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     PLAN_FIELD_NUMBER: _ClassVar[int]
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     dp_overlap: float
     global_batch: int
+    gradient_bytes: int
     interleave: int
     num_gpus: int
+    offload_activations: bool
     plan: bool
     recompute: Recompute
     sequence_parallel: bool
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "memory", "mfu", "microbatches", "nodes", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
+    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "memory", "mfu", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    CP_COMM_S_FIELD_NUMBER: _ClassVar[int]
     DATA_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     DP_COMM_S_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
@@ -538,6 +552,8 @@ class StepBreakdown(_message.Message):
     MFU_FIELD_NUMBER: _ClassVar[int]
     MICROBATCHES_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
+    OFFLOAD_S_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_S_FIELD_NUMBER: _ClassVar[int]
     PIPELINE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     PP_BUBBLE_S_FIELD_NUMBER: _ClassVar[int]
@@ -552,6 +568,8 @@ class StepBreakdown(_message.Message):
     ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     assumptions: _containers.RepeatedScalarFieldContainer[str]
     compute_s: float
+    context_parallel: int
+    cp_comm_s: float
     data_parallel: int
     dp_comm_s: float
     global_batch: int
@@ -560,6 +578,8 @@ class StepBreakdown(_message.Message):
     mfu: float
     microbatches: int
     nodes: int
+    offload_activations: bool
+    offload_s: float
     optimizer_s: float
     pipeline_parallel: int
     pp_bubble_s: float
@@ -572,7 +592,7 @@ class StepBreakdown(_message.Message):
     tokens_per_second_per_gpu: float
     tp_comm_s: float
     zero_stage: int
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ...) -> None: ...
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
