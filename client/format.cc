@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/errors.h"
 
@@ -159,6 +160,28 @@ std::string HumanCount(double n) {
   return absl::StrFormat("%.0f", n);
 }
 
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// "memory per GPU 47.6 GiB of 80 (estimate): weights 4.2, gradients 8.5, optimizer 12.7,
+// activations 22.2", with the gathered ZeRO-3 unit, the host's share and the KV cache when there.
+std::string MemoryParts(const v1::MemoryEstimate& m) {
+  std::string out = absl::StrFormat(
+      "memory per GPU %.1f GiB of %.0f (estimate): weights %.1f, gradients %.1f, optimizer %.1f, ",
+      m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
+      m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB);
+  if (m.gathered_bytes() > 0) {
+    absl::StrAppendFormat(&out, "gathered %.1f, ", m.gathered_bytes() / kGiB);
+  }
+  absl::StrAppendFormat(&out, "activations %.1f", m.activations_bytes() / kGiB);
+  if (m.offloaded_bytes() > 0) {
+    absl::StrAppendFormat(&out, " (%.1f on the host)", m.offloaded_bytes() / kGiB);
+  }
+  if (m.kv_cache_bytes() > 0) {
+    absl::StrAppendFormat(&out, ", KV cache %.1f", m.kv_cache_bytes() / kGiB);
+  }
+  return out;
+}
+
 std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   std::string out = absl::StrFormat(
       "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d, global batch %d = %d "
@@ -188,24 +211,13 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   absl::StrAppend(&out, t.Render());
   absl::StrAppendFormat(&out, "MFU %.1f%%, %s tokens/s per GPU\n", 100 * b.mfu(),
                         HumanCount(b.tokens_per_second_per_gpu()));
-  const v1::MemoryEstimate& m = b.memory();
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
-  absl::StrAppendFormat(
-      &out,
-      "layout: %s, %s recomputation, ZeRO stage %d%s; memory per GPU %.1f GiB of %.0f "
-      "(estimate): weights %.1f, gradients %.1f, optimizer %.1f, %sactivations %.1f%s; %s\n",
-      b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
-      b.recompute() == v1::RECOMPUTE_FULL        ? "full"
-      : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
-                                                 : "no",
-      b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
-      m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
-      m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB,
-      m.gathered_bytes() > 0 ? absl::StrFormat("gathered %.1f, ", m.gathered_bytes() / kGiB) : "",
-      m.activations_bytes() / kGiB,
-      m.offloaded_bytes() > 0 ? absl::StrFormat(" (%.1f on the host)", m.offloaded_bytes() / kGiB)
-                              : "",
-      m.fits() ? "fits" : "does NOT fit");
+  absl::StrAppendFormat(&out, "layout: %s, %s recomputation, ZeRO stage %d%s; %s; %s\n",
+                        b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
+                        b.recompute() == v1::RECOMPUTE_FULL        ? "full"
+                        : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
+                                                                   : "no",
+                        b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
+                        MemoryParts(b.memory()), b.memory().fits() ? "fits" : "does NOT fit");
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;
 }
@@ -221,10 +233,9 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
                           m.qk_rope_head_dim(), m.v_head_dim() > 0 ? m.v_head_dim() : m.head_dim());
   }
   if (m.sliding_window() > 0) {
-    absl::StrAppendFormat(&out, "; local attention over %d tokens on %d of %d layers",
-                          m.sliding_window(),
-                          m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers(),
-                          m.num_layers());
+    absl::StrAppendFormat(
+        &out, "; local attention over %d tokens on %d of %d layers", m.sliding_window(),
+        m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers(), m.num_layers());
   }
   if (m.num_experts() > 0) {
     absl::StrAppendFormat(&out, "; MoE: %d experts of f, top %d", m.num_experts(),
@@ -235,10 +246,9 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
     if (m.first_dense_layers() > 0 || m.moe_layer_interval() > 1) {
       const int64_t interval = std::max<int64_t>(1, m.moe_layer_interval());
       const int64_t moe = (m.num_layers() - m.first_dense_layers()) / interval;
-      absl::StrAppendFormat(&out, "; %d MoE layers, %d dense with an MLP of %d", moe,
-                            m.num_layers() - moe,
-                            m.dense_ffn_hidden_size() > 0 ? m.dense_ffn_hidden_size()
-                                                          : m.ffn_hidden_size());
+      absl::StrAppendFormat(
+          &out, "; %d MoE layers, %d dense with an MLP of %d", moe, m.num_layers() - moe,
+          m.dense_ffn_hidden_size() > 0 ? m.dense_ffn_hidden_size() : m.ffn_hidden_size());
     }
   }
   return out;
@@ -307,15 +317,8 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   out += "\n";
   if (r.has_memory()) {
     const v1::MemoryEstimate& mem = r.memory();
-    constexpr double kGiB = 1024.0 * 1024 * 1024;
     absl::StrAppendFormat(
-        &out,
-        "memory per GPU  %.1f GiB of %.0f (estimate): weights %.1f, gradients %.1f, optimizer "
-        "%.1f, activations %.1f%s; %s\n",
-        mem.total_bytes() / kGiB, mem.capacity_bytes() / kGiB, mem.weights_bytes() / kGiB,
-        mem.gradients_bytes() / kGiB, mem.optimizer_bytes() / kGiB, mem.activations_bytes() / kGiB,
-        mem.kv_cache_bytes() > 0 ? absl::StrFormat(", KV cache %.1f", mem.kv_cache_bytes() / kGiB)
-                                 : "",
+        &out, "memory per GPU  %s; %s\n", absl::StripPrefix(MemoryParts(mem), "memory per GPU "),
         mem.fits()                 ? "fits"
         : mem.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
         : mem.fits_with_recompute()
