@@ -13,15 +13,7 @@ namespace {
 using ::testing::HasSubstr;
 
 ModelSpec Llama8bTp2() {
-  ModelSpec s;
-  s.hidden_size = 4096;
-  s.num_attention_heads = 32;
-  s.num_kv_heads = 8;
-  s.num_layers = 32;
-  s.ffn_hidden_size = 14336;
-  s.mlp = Mlp::kSwiglu;
-  s.norm = Norm::kRmsNorm;
-  s.vocab_size = 128256;
+  ModelSpec s = testing::LlamaLike(4096, 32, 8, 32, 14336, 128256);
   s.tensor_parallel = 2;
   s.micro_batch_size = 2;
   s.seq_length = 4096;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bench/megatron_runs.h"
+#include "tests/core/test_specs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -14,16 +15,8 @@ namespace {
 using ::testing::HasSubstr;
 
 ModelSpec Llama70B(int64_t tp, int64_t pp) {
-  ModelSpec s;
+  ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
   s.name = "llama-3-70b";
-  s.hidden_size = 8192;
-  s.num_attention_heads = 64;
-  s.num_kv_heads = 8;
-  s.num_layers = 80;
-  s.ffn_hidden_size = 28672;
-  s.mlp = Mlp::kSwiglu;
-  s.norm = Norm::kRmsNorm;
-  s.vocab_size = 128256;
   s.seq_length = 8192;
   s.tensor_parallel = tp;
   s.pipeline_parallel = pp;

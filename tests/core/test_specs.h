@@ -20,6 +20,22 @@ inline ModelSpec Pythia28(Attention attention) {
   return *NormalizeSpec(s);
 }
 
+// A Llama-style model (SwiGLU, RMSNorm, grouped-query attention, untied embeddings), not
+// normalized: callers set what else they need.
+inline ModelSpec LlamaLike(int64_t hidden, int64_t heads, int64_t kv_heads, int64_t layers,
+                           int64_t ffn, int64_t vocab) {
+  ModelSpec s;
+  s.hidden_size = hidden;
+  s.num_attention_heads = heads;
+  s.num_kv_heads = kv_heads;
+  s.num_layers = layers;
+  s.ffn_hidden_size = ffn;
+  s.mlp = Mlp::kSwiglu;
+  s.norm = Norm::kRmsNorm;
+  s.vocab_size = vocab;
+  return s;
+}
+
 }  // namespace wavecrest::testing
 
 #endif  // WAVECREST_TESTS_CORE_TEST_SPECS_H_
