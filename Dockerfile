@@ -54,10 +54,8 @@ COPY --from=build-cpu /opt/wavecrest/bin/ /opt/wavecrest/bin/
 COPY --from=build-cpu /opt/wavecrest/lib/ /opt/wavecrest/lib/
 COPY --from=web /src/web/dist/ /opt/wavecrest/share/web/
 COPY examples/models/ /opt/wavecrest/share/models/
-COPY deploy/docker-entrypoint.sh /opt/wavecrest/bin/docker-entrypoint.sh
-RUN echo /opt/wavecrest/lib > /etc/ld.so.conf.d/wavecrest.conf && ldconfig \
-    && useradd --system --uid 10001 --home-dir /var/lib/wavecrest --create-home wavecrest \
-    && mkdir -p /var/lib/wavecrest/cache && chown -R wavecrest /var/lib/wavecrest
+COPY deploy/docker-entrypoint.sh deploy/image-setup.sh /opt/wavecrest/bin/
+RUN sh /opt/wavecrest/bin/image-setup.sh
 ENV PATH=/opt/wavecrest/bin:$PATH
 USER 10001
 WORKDIR /var/lib/wavecrest
@@ -77,10 +75,8 @@ COPY --from=build /opt/wavecrest/bin/ /opt/wavecrest/bin/
 COPY --from=build /opt/wavecrest/lib/ /opt/wavecrest/lib/
 COPY --from=web /src/web/dist/ /opt/wavecrest/share/web/
 COPY examples/models/ /opt/wavecrest/share/models/
-COPY deploy/docker-entrypoint.sh /opt/wavecrest/bin/docker-entrypoint.sh
-RUN echo /opt/wavecrest/lib > /etc/ld.so.conf.d/wavecrest.conf && ldconfig \
-    && useradd --system --uid 10001 --home-dir /var/lib/wavecrest --create-home wavecrest \
-    && mkdir -p /var/lib/wavecrest/cache && chown -R wavecrest /var/lib/wavecrest
+COPY deploy/docker-entrypoint.sh deploy/image-setup.sh /opt/wavecrest/bin/
+RUN sh /opt/wavecrest/bin/image-setup.sh
 ENV PATH=/opt/wavecrest/bin:$PATH
 USER 10001
 WORKDIR /var/lib/wavecrest

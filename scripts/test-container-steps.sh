@@ -37,6 +37,9 @@ for bin in "$tmp"/out/bin/*; do
 done
 echo "staged: every library the programs load is in the image or its base"
 
+# The image's one-time setup parses (it needs root and changes the system, so it runs only in
+# an image build).
+sh -n "$here/deploy/image-setup.sh"
 # The image's entrypoint, with the staged programs first on PATH.
 export PATH=$tmp/out/bin:$PATH LD_LIBRARY_PATH=$tmp/out/lib
 sh "$here/deploy/docker-entrypoint.sh" cli --version >"$tmp/version.txt" 2>&1 || true
