@@ -34,6 +34,23 @@ def start_server(tmp, *flags):
     return server, log, f"127.0.0.1:{port}"
 
 
+class BuildBackendTest(unittest.TestCase):
+    """The offline build backend reads pyproject.toml without tomllib on Python 3.10 exactly as
+    tomllib reads it."""
+
+    def test_project_table_without_tomllib_equals_tomllib(self):
+        import tomllib
+        sys.path.insert(0, os.path.join(SOURCE, "client", "python", "_build"))
+        try:
+            import wavecrest_build
+        finally:
+            sys.path.pop(0)
+        with open(os.path.join(SOURCE, "client", "python", "pyproject.toml")) as f:
+            text = f.read()
+        self.assertEqual(wavecrest_build._project_table(text), tomllib.loads(text)["project"])
+        self.assertEqual(wavecrest_build._project_table(text)["requires-python"], ">=3.10")
+
+
 class TokenTest(unittest.TestCase):
     def test_token_goes_with_every_call_unary_and_streaming(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -8,8 +8,9 @@ import base64
 import hashlib
 import io
 import os
+import ast
+import re
 import tarfile
-import tomllib
 import zipfile
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -18,9 +19,33 @@ HERE = Path(__file__).resolve().parent.parent
 PACKAGE = "wavecrest"
 
 
+def _project_table(text: str) -> Dict[str, object]:
+    """The [project] table of our own pyproject.toml without tomllib (Python 3.10 has none): one
+    `key = value` per line, values a string, a list of strings or an inline table of strings."""
+    out: Dict[str, object] = {}
+    in_project = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            in_project = line == "[project]"
+            continue
+        if not in_project or not line or line.startswith("#"):
+            continue
+        key, _, value = (part.strip() for part in line.partition("="))
+        if value.startswith("{"):
+            out[key] = dict(re.findall(r'(\w+)\s*=\s*"([^"]*)"', value))
+        else:
+            out[key] = ast.literal_eval(value)
+    return out
+
+
 def _project() -> Dict[str, object]:
-    with open(HERE / "pyproject.toml", "rb") as f:
-        return dict(tomllib.load(f)["project"])
+    text = (HERE / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib  # Python 3.11+
+    except ImportError:
+        return _project_table(text)
+    return dict(tomllib.loads(text)["project"])
 
 
 def _metadata() -> str:
