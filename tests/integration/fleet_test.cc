@@ -27,6 +27,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::BinaryPath;
+using testing::Metrics;
+using testing::MetricValue;
 using testing::Process;
 using testing::ServerUnderTest;
 using testing::SourcePath;
@@ -303,6 +305,20 @@ TEST(FleetTest, TwoReplicasMeasureEachGemmOnce) {
   EXPECT_EQ(cached, kGemms);
   EXPECT_EQ(pg.Psql("fleet", "SELECT COUNT(*) FROM results"), absl::StrCat(kGemms, "\n"));
   EXPECT_EQ(pg.Psql("fleet", "SELECT COUNT(*) FROM claims"), "0\n");  // every claim released
+  // Asked again, replica B answers all six from the shared store: its cache-hit counter (what
+  // Prometheus scrapes) shows them, and the worker is not asked again.
+  const double hits_before = MetricValue(Metrics(replicas[1]->metrics_port()),
+                                         "wavecrest_cache_lookups_total", {"result=\"hit\""});
+  AdvisorClient b(replicas[1]->address(), absl::Seconds(60));
+  int again = 0;
+  ASSERT_TRUE(b.TimeGemms(Gemms(kGemms), [&](const v1::TimeGemmsResponse& m) {
+                 again += m.has_timing() && m.timing().provenance().from_cache();
+               }).ok());
+  EXPECT_EQ(again, kGemms);
+  EXPECT_EQ(MetricValue(Metrics(replicas[1]->metrics_port()), "wavecrest_cache_lookups_total",
+                        {"result=\"hit\""}),
+            hits_before + kGemms);
+  EXPECT_EQ(worker.GemmsTimed(), kGemms);
 }
 
 TEST(FleetTest, ARefitReachesEveryReplica) {

@@ -18,7 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "client/advisor_client.h"
@@ -188,6 +191,26 @@ inline std::pair<int, std::string> Shell(const std::string& command) {
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The Prometheus text a server's metrics listener serves.
+inline std::string Metrics(int port) {
+  return Shell(absl::StrCat("curl -s http://127.0.0.1:", port, "/metrics")).second;
+}
+
+// The value of the first sample of `name` whose labels include every one of `labels`
+// (`result="hit"`), in Prometheus text; 0 when there is none.
+inline double MetricValue(const std::string& text, const std::string& name,
+                          const std::vector<std::string>& labels) {
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!absl::StartsWith(line, name + "{") && !absl::StartsWith(line, name + " ")) continue;
+    bool all = true;
+    for (const auto& l : labels) all = all && absl::StrContains(line, l);
+    if (!all) continue;
+    double v = 0;
+    if (absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &v)) return v;
+  }
+  return 0;
 }
 
 }  // namespace wavecrest::testing

@@ -24,6 +24,7 @@ using ::testing::Contains;
 using ::testing::HasSubstr;
 using testing::ServerUnderTest;
 using testing::Shell;
+using testing::Metrics;
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -51,10 +52,6 @@ v1::TimeGemmsRequest HeavyTimeRequest(int count, int64_t n, int64_t k) {
     g->set_k(k);
   }
   return req;
-}
-
-std::string Metrics(int port) {
-  return Shell(absl::StrCat("curl -s http://127.0.0.1:", port, "/metrics")).second;
 }
 
 TEST_F(ServerTest, HealthSeparatesAnsweringFromMeasuring) {
