@@ -168,6 +168,93 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
   return absl::OkStatus();
 }
 
+// The memory layout a run implies, for EstimateMemory.
+MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
+  MemoryLayout layout;
+  layout.sequence_parallel = run.sequence_parallel;
+  layout.recompute = run.recompute;
+  layout.interleave = run.interleave;
+  layout.microbatches = r.microbatches;
+  layout.data_parallel = r.data_parallel;
+  layout.zero_stage = run.zero_stage;
+  layout.offload_activations = run.offload_activations;
+  layout.gradient_bytes = run.gradient_bytes;
+  return layout;
+}
+
+// Activations forward and gradients backward between pipeline stages for one step: per
+// micro-batch and virtual stage, b·s·h/(t·c) each (Megatron's scatter-gather optimisation splits
+// them over the TP ranks; each context-parallel rank sends its own part of the sequence).
+double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatches) {
+  const ModelSpec& s = a.spec;
+  if (s.pipeline_parallel <= 1) return 0;
+  const Path path =
+      PathFor(*a.gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
+  const double bytes = static_cast<double>(Derive(s).tokens * s.hidden_size) * 2 /
+                       static_cast<double>(s.tensor_parallel);
+  return microbatches * static_cast<double>(run.interleave) * 2 * (bytes / path.bw + path.latency);
+}
+
+// The gradient reduction of one step over the `replicas` ranks holding the same weights (data-
+// and context-parallel; FP32 main gradients unless the run says 16-bit), and for the distributed
+// optimizer the all-gather of the 16-bit weights after the step; what backward does not hide.
+double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int64_t replicas,
+                     double params_per_gpu) {
+  if (replicas <= 1) return 0;
+  const Path path = PathFor(*a.gpu, gpus);
+  const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
+  const double weights = params_per_gpu * 2;
+  double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
+                                            GatherS(weights, replicas, path.bw, path.latency)
+                                      : AllReduceS(grads, replicas, path.bw, path.latency);
+  // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
+  // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
+  if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, replicas, path.bw, path.latency);
+  return reduce * (1 - run.dp_overlap);
+}
+
+// What the figures take for granted, in words.
+std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
+                                     const StepBreakdown& r) {
+  const ModelSpec& s = a.spec;
+  const GpuSpec& gpu = *a.gpu;
+  const double p = static_cast<double>(s.pipeline_parallel);
+  const double v = static_cast<double>(run.interleave);
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::vector<std::string> out;
+  out.push_back(absl::StrFormat(
+      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
+      "layers, the logits and the loss) is the slowest",
+      v > 1 ? " (interleaved)" : "", (p - 1) / v));
+  out.push_back(absl::StrFormat(
+      "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
+      gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
+  out.push_back(
+      "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
+      "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  if (s.context_parallel > 1) {
+    out.push_back(absl::StrFormat(
+        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
+        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
+        "ranks (%d)",
+        s.context_parallel, r.data_parallel * s.context_parallel));
+  }
+  if (run.offload_activations) {
+    out.push_back(absl::StrFormat(
+        "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
+        "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
+        "host memory per GPU",
+        r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
+        100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
+  }
+  if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
+    out.push_back(
+        "selective recomputation adds nothing with fused attention: its backward already "
+        "recomputes the attention scores");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
@@ -188,10 +275,11 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.gpus = tp * r.data_parallel;
   r.nodes = (r.gpus + gpu.link.domain_gpus - 1) / gpu.link.domain_gpus;
   r.global_batch = r.microbatches * s.micro_batch_size * r.data_parallel;
+  r.memory = EstimateMemory(s, gpu, LayoutOf(run, r));
   const double m = static_cast<double>(r.microbatches);
   const double p = static_cast<double>(s.pipeline_parallel);
-  const double v = static_cast<double>(run.interleave);
   const double stage_layers = static_cast<double>(s.num_layers) / p;
+  const double layers = static_cast<double>(s.num_layers);
 
   // One micro-batch through the slowest stage (the last: its layers, the logits and the loss).
   const MicroBatch mb = SplitMicroBatch(a);
@@ -202,18 +290,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
                                ? mb.attention_forward_s / p
                                : 0;
   const double tp_comm = TensorParallelS(a, run, stage_layers);
-  const double layers = static_cast<double>(s.num_layers);
   const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);
-  MemoryLayout layout;
-  layout.sequence_parallel = run.sequence_parallel;
-  layout.recompute = run.recompute;
-  layout.interleave = run.interleave;
-  layout.microbatches = r.microbatches;
-  layout.data_parallel = r.data_parallel;
-  layout.zero_stage = run.zero_stage;
-  layout.offload_activations = run.offload_activations;
-  layout.gradient_bytes = run.gradient_bytes;
-  r.memory = EstimateMemory(s, gpu, layout);
   const double forward_layer = mb.layers_forward_s / layers;
   const double offload =
       OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
@@ -224,35 +301,13 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.tp_comm_s = m * tp_comm;
   r.cp_comm_s = m * cp_comm;
   r.offload_s = m * offload;
-  r.pp_bubble_s = (p - 1) / v * stage;
+  r.pp_bubble_s = (p - 1) / static_cast<double>(run.interleave) * stage;
+  r.pp_comm_s = PipelineSendsS(a, run, m);
 
-  // Between stages: each micro-batch's activations forward and gradients backward, per virtual
-  // stage, b·s·h/(t·c) each (Megatron's scatter-gather optimisation splits them over the TP
-  // ranks; each context-parallel rank sends its own part of the sequence).
-  if (s.pipeline_parallel > 1) {
-    const Path path = PathFor(gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
-    const double bytes = static_cast<double>(Derive(s).tokens * s.hidden_size) *
-                         2 / static_cast<double>(s.tensor_parallel);
-    r.pp_comm_s = m * v * 2 * (bytes / path.bw + path.latency);
-  }
-  // The gradient reduction over the ranks holding the same weights (data- and context-parallel:
-  // FP32 main gradients), and for the distributed optimizer the all-gather of the 16-bit weights
-  // after the step.
   const double params_per_gpu = static_cast<double>(a.params.total_params) /
                                 static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
   const int64_t replicas = r.data_parallel * s.context_parallel;
-  if (replicas > 1) {
-    const Path path = PathFor(gpu, r.gpus);
-    const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
-    const double weights = params_per_gpu * 2;
-    double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
-                                              GatherS(weights, replicas, path.bw, path.latency)
-                                        : AllReduceS(grads, replicas, path.bw, path.latency);
-    // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
-    // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
-    if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, replicas, path.bw, path.latency);
-    r.dp_comm_s = reduce * (1 - run.dp_overlap);
-  }
+  r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, params_per_gpu);
   const double shard = run.zero_stage >= 1 ? static_cast<double>(replicas) : 1;
   r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
                   (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
@@ -267,38 +322,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
       r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus) * gpu.PeakFlops(s.dtype));
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
-
-  r.assumptions.push_back(absl::StrFormat(
-      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
-      "layers, the logits and the loss) is the slowest",
-      v > 1 ? " (interleaved)" : "", (p - 1) / v));
-  r.assumptions.push_back(absl::StrFormat(
-      "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
-      gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
-  r.assumptions.push_back(
-      "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
-      "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
-  if (s.context_parallel > 1) {
-    r.assumptions.push_back(absl::StrFormat(
-        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
-        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
-        "ranks (%d)",
-        s.context_parallel, replicas));
-  }
-  if (run.offload_activations) {
-    r.assumptions.push_back(absl::StrFormat(
-        "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
-        "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
-        "host memory per GPU",
-        r.memory.stored_bytes_per_layer / (1024.0 * 1024 * 1024),
-        gpu.link.host_bytes_per_s / 1e9, 100 * kHostCopyEfficiency,
-        r.memory.offloaded_bytes / (1024.0 * 1024 * 1024)));
-  }
-  if (run.recompute == Recompute::kSelective && flash) {
-    r.assumptions.push_back(
-        "selective recomputation adds nothing with fused attention: its backward already "
-        "recomputes the attention scores");
-  }
+  r.assumptions = Assumptions(a, run, r);
   return r;
 }
 
