@@ -54,6 +54,69 @@ double KvCacheBytes(const ModelSpec& spec) {
          static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
 }
 
+namespace {
+
+// What training stores for backward on the first stage's GPU (activations_bytes and the rest of
+// the activation fields of `m`).
+void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, MemoryEstimate& m) {
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double p = static_cast<double>(spec.pipeline_parallel);
+  const double layers_per_stage = static_cast<double>(spec.num_layers) / p;
+  const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
+  const double b = static_cast<double>(spec.micro_batch_size);
+  const double h = static_cast<double>(spec.hidden_size);
+  // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
+  // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
+  // parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer). The 24/t term is written
+  // out per tensor so that GQA and SwiGLU widths count: Q and K for the scores, V, the
+  // projection's input (2 bytes each), and the MLP's interior (GELU: up output and activation,
+  // 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the active
+  // width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused attention:
+  // FlashAttention stores no score matrix.
+  // With sequence parallelism the part outside the tensor-parallel regions (the 10·h) splits
+  // over t too; selective recomputation drops the score term.
+  const double q_w = static_cast<double>(d.q_width);
+  const double kv_w = static_cast<double>(d.kv_width);
+  const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width
+  const double mlp_interior = (spec.mlp == Mlp::kGelu ? 4 : 6) * f_active;
+  const double outside = layout.sequence_parallel ? 10 * h / t : 10 * h;
+  double per_layer =
+      s * b * (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
+  if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
+    // (The rank's s/c query rows against all s keys under context parallelism.)
+    per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
+                 static_cast<double>(spec.seq_length) * b / t;
+  }
+  // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
+  // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
+  const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
+  double in_flight_layers = layers_per_stage * std::min(p, mb);
+  const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
+  if (v > 1) in_flight_layers *= 1 + (p - 1) / (p * v);
+  // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
+  const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
+  // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
+  // and one layer's activations.
+  const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);
+  const double full = layer_input * in_flight_layers + per_layer + logits;
+  m.activations_bytes =
+      layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
+  m.activations_full_recompute_bytes = full;
+  const double stored = layout.recompute == Recompute::kFull ? layer_input : per_layer;
+  m.stored_bytes_per_layer = stored;
+  if (layout.offload_activations) {
+    // What a layer stores goes to the host; the GPU keeps two layers' worth (the one computing,
+    // the next in transit) and, under full recomputation, one layer's recomputed activations.
+    m.offloaded_bytes = stored * in_flight_layers;
+    m.activations_bytes =
+        2 * stored + (layout.recompute == Recompute::kFull ? per_layer : 0) + logits;
+    m.activations_full_recompute_bytes = 2 * layer_input + per_layer + logits;
+  }
+}
+
+}  // namespace
+
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                               const MemoryLayout& layout) {
   MemoryEstimate m;
@@ -90,53 +153,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
       m.gathered_bytes = 2 * weight_bytes * unit / t;
     }
     m.optimizer_bytes = stage_params * kOptimizerBytes / (zero >= 1 ? dp : 1);
-    // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
-    // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
-    // parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer). The 24/t term is written
-    // out per tensor so that GQA and SwiGLU widths count: Q and K for the scores, V, the
-    // projection's input (2 bytes each), and the MLP's interior (GELU: up output and activation,
-    // 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the active
-    // width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused attention:
-    // FlashAttention stores no score matrix.
-    // With sequence parallelism the part outside the tensor-parallel regions (the 10·h) splits
-    // over t too; selective recomputation drops the score term.
-    const double q_w = static_cast<double>(d.q_width);
-    const double kv_w = static_cast<double>(d.kv_width);
-    const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width
-    const double mlp_interior = (spec.mlp == Mlp::kGelu ? 4 : 6) * f_active;
-    const double outside = layout.sequence_parallel ? 10 * h / t : 10 * h;
-    double per_layer =
-        s * b * (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
-    if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
-      // (The rank's s/c query rows against all s keys under context parallelism.)
-      per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
-                   static_cast<double>(spec.seq_length) * b / t;
-    }
-    // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
-    // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
-    const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
-    double in_flight_layers = layers_per_stage * std::min(p, mb);
-    const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
-    if (v > 1) in_flight_layers *= 1 + (p - 1) / (p * v);
-    // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
-    const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
-    // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
-    // and one layer's activations.
-    const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);
-    const double full = layer_input * in_flight_layers + per_layer + logits;
-    m.activations_bytes =
-        layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
-    m.activations_full_recompute_bytes = full;
-    const double stored = layout.recompute == Recompute::kFull ? layer_input : per_layer;
-    m.stored_bytes_per_layer = stored;
-    if (layout.offload_activations) {
-      // What a layer stores goes to the host; the GPU keeps two layers' worth (the one computing,
-      // the next in transit) and, under full recomputation, one layer's recomputed activations.
-      m.offloaded_bytes = stored * in_flight_layers;
-      m.activations_bytes =
-          2 * stored + (layout.recompute == Recompute::kFull ? per_layer : 0) + logits;
-      m.activations_full_recompute_bytes = 2 * layer_input + per_layer + logits;
-    }
+    TrainingActivations(spec, layout, m);
   } else {
     // The KV cache, 16-bit, per rank (KvCacheBytes).
     m.kv_cache_bytes = KvCacheBytes(spec) / p;
@@ -158,7 +175,6 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
 double DecodeBytesPerStep(const ModelSpec& spec) {
   if (spec.workload != Workload::kDecode) return 0;
   const ParamCounts params = CountParams(spec);
-  const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
   const double b = static_cast<double>(spec.micro_batch_size);
   double read = static_cast<double>(params.total_params);
