@@ -38,8 +38,10 @@
 namespace wavecrest {
 
 // Fraction of a link's per-direction bandwidth a large NCCL collective reaches (bus bandwidth).
-// PRIOR: about what nccl-tests report on DGX systems for large messages; not yet fitted to our
-// own measurements.
+// PRIOR, not fitted: published nccl-tests all-reduce runs span it, 8 A100 SXM over NVSwitch about
+// 200 GB/s of 300 (0.67; NVIDIA/nccl-tests issue 149), 8 H200 475 GB/s of 450 with NVLink SHARP
+// (1.06; issue 272), and the Selene step times it reproduces within 6.5%
+// (bench/results/megatron_validation.txt) do not pin it further.
 inline constexpr double kCollectiveEfficiency = 0.80;
 // Bytes per parameter the Adam step reads and writes with mixed precision: FP32 master weights,
 // first and second moments (read and written: 24), the FP32 gradient (read: 4) and the 16-bit
