@@ -3,10 +3,11 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "service/advisor_logic.h"
 #include "server/advisor_service.h"
-#include "service/recommend_logic.h"
 #include "server/timing_service.h"
+#include "service/advisor_logic.h"
+#include "service/recommend_logic.h"
+#include "service/timing_logic.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
