@@ -56,6 +56,11 @@ double KvCacheBytes(const ModelSpec& spec) {
 
 namespace {
 
+// Bytes per weight: 4 for FP32/TF32 training, else 2 (FP8 keeps a 16-bit copy).
+double WeightBytes(const ModelSpec& spec) {
+  return spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+}
+
 // What training stores for backward on the first stage's GPU (activations_bytes and the rest of
 // the activation fields of `m`).
 void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, MemoryEstimate& m) {
@@ -136,8 +141,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
       static_cast<double>(params.per_layer_params) * layers_per_stage +
       static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0);
   stage_params /= t;
-  const double weight_bytes =
-      spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+  const double weight_bytes = WeightBytes(spec);
   m.weights_bytes = stage_params * weight_bytes / (zero >= 3 ? dp : 1);
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
 
@@ -189,8 +193,7 @@ double DecodeBytesPerStep(const ModelSpec& spec) {
     const double touched = e * (1 - std::pow(1 - k / e, b));
     read -= experts_total * (1 - touched / e);
   }
-  const double weight_bytes =
-      spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+  const double weight_bytes = WeightBytes(spec);
   return read / t * weight_bytes + KvCacheBytes(spec);
 }
 

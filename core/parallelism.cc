@@ -36,6 +36,12 @@ Path PathFor(const GpuSpec& gpu, int64_t span) {
   return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true};
 }
 
+// One micro-batch's hidden states on one rank: b·s/c tokens × h, 16-bit (what the tensor-parallel
+// collectives and the pipeline sends move).
+double HiddenStatesBytes(const ModelSpec& s) {
+  return static_cast<double>(Derive(s).tokens * s.hidden_size) * 2;
+}
+
 // One micro-batch on one tensor-parallel rank, split the way the pipeline and recomputation need.
 struct MicroBatch {
   double layers_s = 0;             // every transformer layer, forward and backward
@@ -109,8 +115,7 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   const ModelSpec& s = a.spec;
   const int64_t t = s.tensor_parallel;
   if (t <= 1) return 0;
-  const double bytes =
-      static_cast<double>(Derive(s).tokens * s.hidden_size) * 2;  // b·s/c tokens, 16-bit
+  const double bytes = HiddenStatesBytes(s);
   const Path path = PathFor(*a.gpu, t);
   const bool full = run.recompute == Recompute::kFull;
   double per_layer = 0;
@@ -190,8 +195,7 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
   if (s.pipeline_parallel <= 1) return 0;
   const Path path =
       PathFor(*a.gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
-  const double bytes = static_cast<double>(Derive(s).tokens * s.hidden_size) * 2 /
-                       static_cast<double>(s.tensor_parallel);
+  const double bytes = HiddenStatesBytes(s) / static_cast<double>(s.tensor_parallel);
   return microbatches * static_cast<double>(run.interleave) * 2 * (bytes / path.bw + path.latency);
 }
 
