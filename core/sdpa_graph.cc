@@ -237,12 +237,18 @@ absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training
       g.Pointwise(SdpaMode::kExp, "exp", {centred}, g.Like(s, "exp", SdpaType::kFloat));
   const int64_t z = g.Reduce(SdpaMode::kSum, "row sum", e,
                              g.Tensor("Z", SdpaType::kFloat, l.rows, l.rows_strides));
-  if (training) {
-    const int64_t log_z =
-        g.Pointwise(SdpaMode::kLog, "log Z", {z}, g.Like(z, "log Z", SdpaType::kFloat));
-    g.Pointwise(SdpaMode::kAdd, "stats", {m, log_z},
-                g.Tensor("stats", SdpaType::kFloat, l.rows, l.rows_strides, SdpaSlot::kStats, 0));
-  }
+  // The log-sum-exp is part of the pattern cuDNN's fused-attention engines recognise, trained or
+  // not: without it (inference, decode) cuDNN 9.19 on H100 and H200 found no engine for the
+  // forward ("no engine for sdpa forward ... causal", bench/results/gpu/). cudnn-frontend's
+  // composite softmax (before 9.21) builds it in inference too, into a virtual stats tensor
+  // (include/cudnn_frontend/node/softmax.h, CompositeSoftmaxNode::expand_node). So do we: in
+  // memory for training, virtual otherwise.
+  const int64_t log_z =
+      g.Pointwise(SdpaMode::kLog, "log Z", {z}, g.Like(z, "log Z", SdpaType::kFloat));
+  g.Pointwise(SdpaMode::kAdd, "stats", {m, log_z},
+              training ? g.Tensor("stats", SdpaType::kFloat, l.rows, l.rows_strides,
+                                  SdpaSlot::kStats, 0)
+                       : g.Like(z, "stats", SdpaType::kFloat));
   // The probabilities enter the second matmul in the I/O type, as cuDNN requires.
   const int64_t p = g.Pointwise(SdpaMode::kDiv, "E / Z", {e, z}, g.Like(s, "P", SdpaType::kIo));
   g.Matmul("P·V", p, v,

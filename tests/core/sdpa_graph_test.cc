@@ -180,6 +180,45 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
 INSTANTIATE_TEST_SUITE_P(HeadsAndMasks, SdpaGraphMath,
                          ::testing::Combine(::testing::Values(4, 2, 1), ::testing::Bool()));
 
+// The inference forward (prefill, decode) keeps the softmax's log-sum-exp as cuDNN's fused engines
+// expect it (cudnn-frontend's composite softmax before 9.21: log of the row sum plus the row max,
+// into a virtual tensor), stores no statistics, and computes the training forward's O. Without the
+// two operations cuDNN 9.19 found no engine for the prefill forward on the H100 and the H200.
+TEST(SdpaGraph, InferenceForwardKeepsTheLogSumExpPatternInAVirtualTensor) {
+  for (bool causal : {true, false}) {
+    const SdpaShape s = Small(4, 2, causal);
+    const SdpaGraph train = *SdpaForwardGraph(s, true), infer = *SdpaForwardGraph(s, false);
+    ASSERT_TRUE(ValidateSdpaGraph(infer).ok()) << ValidateSdpaGraph(infer);
+    auto find_op = [](const SdpaGraph& g, SdpaMode mode) -> const SdpaOp* {
+      for (const SdpaOp& op : g.ops) {
+        if (op.mode == mode) return &op;
+      }
+      return nullptr;
+    };
+    for (const SdpaGraph* g : {&train, &infer}) {
+      const SdpaOp* log = find_op(*g, SdpaMode::kLog);
+      const SdpaOp* add = find_op(*g, SdpaMode::kAdd);
+      ASSERT_NE(log, nullptr) << g->name << (g == &infer ? " (inference)" : " (training)");
+      ASSERT_NE(add, nullptr);
+      EXPECT_EQ(g->Find(log->in[0])->name, "Z");
+      EXPECT_EQ(g->Find(add->in[0])->name, "M");
+      EXPECT_EQ(add->in[1], log->out);
+      EXPECT_EQ(g->Find(add->out)->slot,
+                g == &train ? SdpaSlot::kStats : SdpaSlot::kVirtual);
+    }
+    for (const SdpaTensor& t : infer.tensors) EXPECT_NE(t.slot, SdpaSlot::kStats) << t.name;
+    const int64_t T = s.batch * s.q_len, W = (s.heads + 2 * s.kv_heads) * s.head_dim;
+    const std::vector<double> qkv = Random(T * W, 5);
+    std::map<SdpaSlot, std::unordered_map<int64_t, double>> a, b;
+    Load(&a[SdpaSlot::kQkvRows], qkv);
+    Load(&b[SdpaSlot::kQkvRows], qkv);
+    SdpaInterpreter(&a).Run(train);
+    SdpaInterpreter(&b).Run(infer);
+    EXPECT_TRUE(b[SdpaSlot::kStats].empty());
+    ASSERT_EQ(a[SdpaSlot::kORows].size(), b[SdpaSlot::kORows].size());
+    for (const auto& [at, o] : a[SdpaSlot::kORows]) EXPECT_EQ(b[SdpaSlot::kORows].at(at), o) << at;
+  }
+}
 // The backward against the forward: dL/dx for L = Σ dO ∘ O, by central differences of the forward
 // graph, at a few elements of Q, K and V (grouped heads, causal).
 TEST(SdpaGraph, BackwardIsTheDerivativeOfTheForward) {

@@ -123,6 +123,16 @@ TEST_F(CudnnAttentionTest, ForwardAndBackwardAgreeWithTheGraphOnTheHost) {
       ExpectClose(stats.Floats(), mem[SdpaSlot::kStats], 4, name + " stats");
       ExpectClose(dqkv.Halves(), mem[SdpaSlot::kDqkvRows], 2, name + " dQKV");
       EXPECT_THAT((*runner)->Describe(), ::testing::HasSubstr("cudnn-sdpa 9."));
+
+      // The inference forward (prefill): no statistics stored, the same O. cuDNN 9.19 found no
+      // engine for it before its graph kept the log-sum-exp (core/sdpa_graph.cc).
+      absl::StatusOr<std::unique_ptr<engine::SdpaRunner>> prefill =
+          engine::MakeCudnnSdpa(op, DType::kFp16, /*training=*/false, stream_);
+      ASSERT_TRUE(prefill.ok()) << name << " inference: " << prefill.status();
+      Output o2(o_elems * 2);
+      ASSERT_TRUE((*prefill)->Forward(qkv.device, o2.device, nullptr).ok());
+      ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess) << name;
+      ExpectClose(o2.Halves(), mem[SdpaSlot::kORows], 2, name + " O (inference)");
     }
   }
 }
