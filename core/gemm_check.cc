@@ -63,17 +63,17 @@ float Fp8E4M3ToFloat(uint8_t bits) {
   return static_cast<float>(sign ? -v : v);
 }
 
-double CheckTolerance(DType dtype, bool fp8_fast_accumulation, int64_t k, double exact,
-                      double abs_sum, int output_type_partials) {
+double CheckTolerance(DType dtype, int64_t k, double exact, double abs_sum,
+                      int output_type_partials) {
   const double rk = std::sqrt(static_cast<double>(std::max<int64_t>(k, 1)));
   const double scale = std::max(std::fabs(exact), abs_sum / rk);
   // Unit roundoff of the stored output: BF16 and FP8 GEMMs write BF16 here.
   double u_out = 0x1p-24;
   if (dtype == DType::kBf16 || dtype == DType::kFp8E4M3) u_out = 0x1p-8;
   if (dtype == DType::kFp16) u_out = 0x1p-11;
-  // The accumulator: FP32, except Hopper's FP8 fast accumulation, which keeps about 14 bits
-  // (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2).
-  const double u_acc = fp8_fast_accumulation ? 0x1p-13 : 0x1p-24;
+  // The accumulator: FP32, except FP8's tensor-core accumulation, which keeps about 14 bits
+  // (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2), fast accumulation or split.
+  const double u_acc = dtype == DType::kFp8E4M3 ? 0x1p-13 : 0x1p-24;
   // Accumulation error, growing as √K (16 standard deviations), and TF32's input rounding (both
   // inputs to 10+1 bits).
   double acc = output_type_partials * u_out * scale + 16 * rk * u_acc * scale + 1e-6 * scale;

@@ -38,9 +38,13 @@ float Fp8E4M3ToFloat(uint8_t bits);  // OCP E4M3: bias 7, no infinities, S.1111.
 // accumulation error growing as √K in the accumulator's precision (FP32; about 14 bits for FP8 fast
 // accumulation on Hopper) plus, for TF32, rounding of the inputs, each scaled by the size of the
 // partial sums, max(|exact|, abs_sum/√K). A wrong element (another row, column or batch) differs
-// by about that scale, far outside.
-double CheckTolerance(DType dtype, bool fp8_fast_accumulation, int64_t k, double exact,
-                      double abs_sum, int output_type_partials);
+// by about that scale, far outside. FP8 takes the ~14-bit accumulator in both of cuBLASLt's modes:
+// with CUBLASLT_MATMUL_DESC_FAST_ACCUM off ("split accumulation", Transformer Engine's backward)
+// the tensor core still sums each chunk of K in that precision before the FP32 promotion, which
+// bounds the growth, not the step (on the H200, NN 2048³: 0.0020 off at a partial-sum scale of
+// 11.5, 2^-12.5 of it: one 14-bit step, 400x what an FP32 accumulator allows).
+double CheckTolerance(DType dtype, int64_t k, double exact, double abs_sum,
+                      int output_type_partials);
 
 }  // namespace wavecrest
 

@@ -274,7 +274,7 @@ absl::Status CublasLtBackend::CheckSampledElements(const GemmKey& key, const Gem
     }
     const double got = Decode(cv, ty.cd_elem);
     const double tol =
-        CheckTolerance(key.dtype, plan.fp8_fast_accumulation, s.k, exact, abs_sum, partials);
+        CheckTolerance(key.dtype, s.k, exact, abs_sum, partials);
     if (!(std::fabs(got - exact) <= tol)) {
       return absl::InternalError(absl::StrCat(
           "correctness check: C[", i, "][", j, "] of batch ", batch, " is ", got,
