@@ -1,24 +1,39 @@
 #!/usr/bin/env bash
-# run_on_device.sh: the whole GPU plan in one device call (build here, bench/gpu/make_bundle.sh,
-# then run this there with .devbundle carried). Writes everything under $OUT and prints a short
-# summary last:
-#   1. the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's own
-#      libcudnn.so.9 from its PyTorch wheels on the library path);
-#   2. compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and torch.matmul in
-#      a CUDA graph, same device, same method); fused attention alone (torch_attention.py: torch's
-#      cuDNN SDPA at the published attention rows' shapes), scored against the model's
-#      predictions by `wavecrest calibrate --attention_check` (the CSV also refits them);
-#   3. layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused attention, as in
-#      the paper, and Llama-3-8B with fused attention) through a cache-less server, twice, with
-#      PyTorch's same layers (torch_layers.py: SDPA, nn.Linear, its norms) between the two runs,
-#      compared by compare_layers.py (within 5% of torch; re-run within 1%);
-#   4. measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
-#      Llama-2-7B through a real server with `--workers auto`, beside the predicted ones (the
-#      measuring stage also times each candidate's whole layer).
+# run_on_device.sh [PART ...]: the GPU plan (build here, bench/gpu/make_bundle.sh, then run this
+# there with .devbundle carried). PARTs, in order (default: all of them, in one call):
+#   tests      the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's
+#              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
+#   gemms      compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and
+#              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept);
+#   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
+#              attention rows' shapes), scored against the model's predictions by `wavecrest
+#              calibrate --attention_check` (the CSV also refits them);
+#   layers     layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused
+#              attention, as in the paper, and Llama-3-8B with fused attention) through a
+#              cache-less server, twice, with PyTorch's same layers (torch_layers.py) between the
+#              runs, compared by compare_layers.py (within 5% of torch; re-run within 1%);
+#   recommend  measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
+#              Llama-2-7B through a real server with `--workers auto` and default flags, cold then
+#              cached, timed (recommend-times.txt), beside the predicted ones;
+#   summary    bench/gpu/summary.py: PASS / FAIL / NONE against each target, with its figure.
+# On an H100 each part takes under 9 minutes, so a device call can run one or a few: results
+# accumulate in $WAVECREST_GPU_OUT (default /tmp/wavecrest-gpu, which outlives calls while the
+# machine stays warm), and each call packs the whole of it into $OUT/wavecrest-gpu.tar.gz when
+# $OUT is set. The summary part (and `all`) prints the verdicts last.
 set -uo pipefail
-out=${OUT:-/tmp/wavecrest-gpu}
+out=${WAVECREST_GPU_OUT:-/tmp/wavecrest-gpu}
 mkdir -p "$out"
 R=.devbundle/run
+parts=("$@")
+(( ${#parts[@]} )) || parts=(all)
+for p in "${parts[@]}"; do
+  case $p in
+    all|tests|gemms|attention|layers|recommend|summary) ;;
+    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, attention, layers, recommend, summary" >&2
+       exit 2 ;;
+  esac
+done
+want() { [[ " ${parts[*]} " == *" all "* || " ${parts[*]} " == *" $1 "* ]]; }
 nvidia-smi > "$out/nvidia-smi.txt" 2>&1
 # cuDNN is not carried: the worker loads the device's own libcudnn.so.9 (PyTorch's wheels carry
 # it, under nvidia/cudnn/lib or torch/lib), found here and put on the library path.
@@ -38,22 +53,29 @@ for root in roots:
 PY
 )
 [[ -n $cudnn_dir ]] && export LD_LIBRARY_PATH=$cudnn_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-echo "cudnn from: ${cudnn_dir:-none found}" > "$out/cudnn.txt"
+want tests && echo "cudnn from: ${cudnn_dir:-none found}" > "$out/cudnn.txt"
 "$R" wavecrest-worker devices > "$out/devices.json" 2>&1
 kind=$(sed -nE 's/.*"catalog_name":"([a-z0-9-]+)".*/\1/p' "$out/devices.json" | head -n 1)
 kind=${kind:-h100-sxm}
 
-"$R" gpu_test --gtest_output=json:"$out/gpu_test.json" > "$out/gpu_test.txt" 2>&1
-echo "gpu_test exit $?" >> "$out/gpu_test.txt"
-"$R" cudnn_sdpa_test >> "$out/cudnn.txt" 2>&1
-echo "cudnn_sdpa_test exit $?" >> "$out/cudnn.txt"
+if want tests; then
+  "$R" gpu_test --gtest_output=json:"$out/gpu_test.json" > "$out/gpu_test.txt" 2>&1
+  echo "gpu_test exit $?" >> "$out/gpu_test.txt"
+  "$R" cudnn_sdpa_test >> "$out/cudnn.txt" 2>&1
+  echo "cudnn_sdpa_test exit $?" >> "$out/cudnn.txt"
+fi
 
-WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
-  > "$out/compare.log" 2>&1
-python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
-  > "$out/attention-device.log" 2>&1
-"$R" wavecrest calibrate --fit= --attention_check "$out/attention-device.csv" \
-  > "$out/attention-check.txt" 2>&1
+if want gemms; then
+  rm -rf "$out/compare"
+  WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
+    > "$out/compare.log" 2>&1
+fi
+if want attention; then
+  python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
+    > "$out/attention-device.log" 2>&1
+  "$R" wavecrest calibrate --fit= --attention_check "$out/attention-device.csv" \
+    > "$out/attention-check.txt" 2>&1
+fi
 
 # Starts a server (flags after the port file); sets $server and $port once it measures.
 start_server() {
@@ -71,6 +93,7 @@ start_server() {
 }
 
 # Layers whole, twice, with torch between (no cache: the second run measures again).
+if want layers; then
 start_server "$out/ports-layers.json"
 for m in "pythia-2.8b --attention unfused" "llama-3-8b"; do
   name=${m%% *}
@@ -87,29 +110,44 @@ for m in "pythia-2.8b --attention unfused" "llama-3-8b"; do
     "$out/torch-layers-$name.json" > "$out/compare-layers-$name.txt" 2>&1
 done
 kill -TERM $server; wait $server
+fi
 
-"$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
-  --port_file="$out/ports.json" --workers=auto --cache="$out/cache.db" 2> "$out/server.log" &
-server=$!
-for _ in $(seq 600); do [[ -s $out/ports.json ]] && break; sleep 0.1; done
-port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$out/ports.json")
-for _ in $(seq 600); do
-  "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break
-  sleep 0.1
-done
+# Measured Recommend with the default flags (its 60 s GPU budget, the CLI's deadline from it),
+# on a fresh cache: cold, then the same request again (cached). Seconds and exit codes go to
+# recommend-times.txt ("NAME cold|cached SECONDS EXIT") for the summary.
+if want recommend; then
+rm -f "$out/cache.db" "$out/recommend-times.txt"
+start_server "$out/ports.json" --cache="$out/cache.db"
 "$R" wavecrest devices --server=127.0.0.1:$port > "$out/server-devices.txt" 2>&1
 for m in "pythia-2.8b --attention unfused" "llama-2-7b"; do
   name=${m%% *}
   args=(--model "examples/models/$name.json" --gpu "$kind" --top 10 ${m#"$name"})
-  "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured \
-    > "$out/recommend-$name-measured.txt" 2>&1
-  "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured --format json \
-    > "$out/recommend-$name-measured.json" 2>&1
+  for mode in cold cached; do
+    suffix=$([[ $mode == cold ]] && echo txt || echo cached.json)
+    format=$([[ $mode == cold ]] && echo table || echo json)
+    t0=$(date +%s.%N)
+    "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured \
+      --format "$format" > "$out/recommend-$name-measured.$suffix" 2>&1
+    code=$?
+    t1=$(date +%s.%N)
+    echo "$name $mode $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') $code" \
+      >> "$out/recommend-times.txt"
+  done
   "$R" wavecrest recommend "${args[@]}" --mode predicted --format json \
     > "$out/recommend-$name-predicted.json" 2>&1
 done
 kill -TERM $server; wait $server
+fi
 
+pack() {
+  [[ -n ${OUT:-} && -d ${OUT:-} ]] || return 0
+  tar -czf "$OUT/wavecrest-gpu.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
+}
+if ! want summary; then
+  pack
+  echo "parts done: ${parts[*]} (results in $out; the summary part judges them)"
+  exit 0
+fi
 echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
 echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
@@ -123,3 +161,6 @@ done
 for name in pythia-2.8b llama-2-7b; do
   echo "== recommend $name (measured)"; head -n 8 "$out/recommend-$name-measured.txt"
 done
+echo "== targets"
+python3 bench/gpu/summary.py "$out"
+pack

@@ -8,7 +8,8 @@ whole, so that the two figures compare like with like:
   output gradient given, every weight and the input requiring grad); fused_attention = torch's
   scaled_dot_product_attention (cuDNN backend, else flash) on Q, K, V; unfused_attention =
   score bmm, scale + causal mask + softmax, value bmm, with K and V repeated for grouped-query
-  attention (Hugging Face's eager attention);
+  attention (Hugging Face's eager attention), and as GPT-NeoX and Megatron-LM run it (REFERENCES
+  below: their score GEMM with the scale folded in, their softmax in the input type);
 - the same method: the layer captured in a CUDA graph when torch can (eager otherwise, and the
   output says which), a blocking kernel (torch.cuda._sleep) before each sample's start event,
   about 200 ms of warm-up, then samples until (p90 - p10) / median is under the target after at
@@ -16,6 +17,18 @@ whole, so that the two figures compare like with like:
 What differs on purpose: PyTorch's own kernels (its norms, activations, softmax and attention
 backends). The output records torch, CUDA, cuDNN and the attention backend used.
 
+Unfused attention has three references, each a row's "references" entry (the first is the row's
+median_s, the one compare_layers.py scores against; it prints the others beside it):
+- "megatron-fused": the score GEMM as torch.baddbmm(beta=0, alpha=1/sqrt(d)) into [b·H, s, s] in
+  the input type, one softmax kernel over it (FP32 inside, input type in and out), the value bmm.
+  Megatron-LM's and GPT-NeoX's FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax) does the
+  mask inside that one kernel; torch has no such kernel without compiling one, so here the mask is
+  left out: the same passes over the scores and the same FLOPs as the fused kernel, the mask's
+  compare-and-select (free beside the memory traffic) not done. The work wavecrest's layer engine
+  does (docs/deployment.md, "Unfused attention").
+- "neox-unfused": the same with the mask applied as GPT-NeoX does without its fused kernel
+  (masked_fill_ in place, then softmax): one more read and write of the scores each way.
+- "hf-eager": Hugging Face's eager attention: matmul, a separate scale, masked_fill, softmax.
 Usage: torch_layers.py LAYERS.json OUT.json   (LAYERS.json: the CLI's JSON envelope)
 """
 import json
@@ -40,15 +53,20 @@ def field(d, snake, default=None):
     return d.get(camel, default)
 
 
+def is_flash(spec):
+    return field(spec, "attention", "ATTENTION_FLASH") in ("ATTENTION_FLASH", "flash")
+
+
 class Layer:
     """One layer of the LayerTiming's shape, with inputs and the output gradient."""
 
-    def __init__(self, kind, spec, dev):
+    def __init__(self, kind, spec, dev, reference="megatron-fused"):
         self.kind = kind
+        self.reference = reference  # how unfused attention runs: one of REFERENCES
         self.dtype = DTYPES[field(spec, "dtype", "DTYPE_BF16")]
         self.training = field(spec, "workload", "WORKLOAD_TRAINING") in ("WORKLOAD_TRAINING", "training")
         self.decode = field(spec, "workload", "") in ("WORKLOAD_DECODE", "decode")
-        self.flash = field(spec, "attention", "ATTENTION_FLASH") in ("ATTENTION_FLASH", "flash")
+        self.flash = is_flash(spec)
         self.b = int(field(spec, "micro_batch_size", 1))
         s = int(field(spec, "seq_length", 2048))
         self.kv_len = int(field(spec, "kv_cache_length", s)) if self.decode else s
@@ -109,12 +127,7 @@ class Layer:
         else:
             k = k.repeat_interleave(H // Hkv, dim=1)
             v = v.repeat_interleave(H // Hkv, dim=1)
-            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(d))
-            if not self.decode:
-                mask = torch.ones(s, self.kv_len, device=self.dev, dtype=torch.bool).tril(
-                    self.kv_len - s)
-                scores = scores.masked_fill(~mask, float("-inf"))
-            o = torch.matmul(torch.softmax(scores, dim=-1), v)
+            o = unfused_attention(q, k, v, not self.decode, self.reference)
         return o.transpose(1, 2).reshape(b, s, H * d)
 
     def forward(self):
@@ -139,10 +152,44 @@ class Layer:
             y.backward(self.dy)
 
 
+REFERENCES = ("megatron-fused", "neox-unfused", "hf-eager")
+
+
+def causal_keep(s, kv_len, dev):
+    """True where query i may see key j (j <= i + kv_len - s)."""
+    return torch.ones(s, kv_len, device=dev, dtype=torch.bool).tril(kv_len - s)
+
+
+def unfused_attention(q, k, v, causal, reference):
+    """softmax(q·kᵀ/√d [causal]) · v on [b, H, s, d] tensors, as `reference` runs it."""
+    b, H, s, d = q.shape
+    kv_len = k.shape[2]
+    scale = 1.0 / math.sqrt(d)
+    if reference == "hf-eager":
+        scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+        if causal:
+            scores = scores.masked_fill(~causal_keep(s, kv_len, q.device), float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+    if reference not in REFERENCES:
+        raise ValueError(f"reference {reference!r}: one of {', '.join(REFERENCES)}")
+    # Megatron-LM / GPT-NeoX: the scale folded into the score GEMM (baddbmm, beta 0), scores in
+    # the input type, [b·H, s, kv] for the fused softmax.
+    q3 = q.reshape(b * H, s, d)
+    kt = k.reshape(b * H, kv_len, d).transpose(1, 2)
+    scores = torch.baddbmm(torch.empty(b * H, s, kv_len, dtype=q.dtype, device=q.device), q3, kt,
+                           beta=0.0, alpha=scale)
+    if causal and reference == "neox-unfused":
+        scores = scores.view(b, H, s, kv_len)
+        scores.masked_fill_(~causal_keep(s, kv_len, q.device), float("-inf"))
+        scores = scores.view(b * H, s, kv_len)
+    probs = torch.softmax(scores, dim=-1)  # one kernel: input type in and out, FP32 inside
+    return torch.bmm(probs, v.reshape(b * H, kv_len, d)).view(b, H, s, d)
+
+
 def attention_backend(layer):
     """Runs the layer once under the fastest SDPA backend torch accepts; returns its name."""
     if not layer.flash:
-        return "unfused (math)"
+        return f"unfused ({layer.reference})"
     from torch.nn.attention import SDPBackend, sdpa_kernel
     for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION),
                      ("efficient", SDPBackend.EFFICIENT_ATTENTION)):
@@ -190,8 +237,22 @@ def main(argv):
                 "LAYER_KIND_UNFUSED_ATTENTION": "unfused_attention",
                 "LAYER_KIND_TRANSFORMER": "transformer_layer"}.get(shape.get("kind"), shape.get("kind"))
         row = {"key": t.get("key"), "kind": kind}
+        spec = shape.get("layer", {})
         try:
-            row.update(time_layer(Layer(kind, shape.get("layer", {}), dev)))
+            if is_flash(spec):
+                row.update(time_layer(Layer(kind, spec, dev)))
+            else:
+                # Each reference in turn; the first is the row's figure.
+                row["references"] = {}
+                for ref in REFERENCES:
+                    try:
+                        row["references"][ref] = time_layer(Layer(kind, spec, dev, ref))
+                    except Exception as e:  # noqa: BLE001 - reported, the others go on
+                        row["references"][ref] = {"error": f"{type(e).__name__}: {e}"}
+                    torch.cuda.empty_cache()
+                first = row["references"][REFERENCES[0]]
+                row.update(first)
+                row["reference"] = REFERENCES[0]
         except Exception as e:  # a layer torch cannot run is reported, the rest go on
             row["error"] = f"{type(e).__name__}: {e}"
         torch.cuda.empty_cache()

@@ -55,6 +55,9 @@ class CompareTest(unittest.TestCase):
             self.assertIn("second wavecrest run missing", text)
             self.assertIn("% of the ", text)  # 8192^3 judged against the catalogued peak
             self.assertIn("large aligned GEMMs", text)
+            # One GEMM per file: each file's wall time is one GEMM's (7 files, both runs).
+            self.assertRegex(text, r"time per GEMM, median over the list: [\d.]+ s \(both runs, "
+                                   r"7 GEMMs; target <= 0.2 s\)")
             self.assertNotIn("Traceback", text + r.stderr)
 
 
@@ -90,6 +93,90 @@ class CompareLayersTest(unittest.TestCase):
         self.assertIn("engine-of-a", r.stdout)  # the engine that ran each layer
         # a: both targets; b: re-run 1.5% and 33% off torch; c: no torch figure; d: no re-run.
         self.assertIn("layers 4, within 5% of torch 2, re-run within 1% 2", r.stdout)
+
+    def test_unfused_attention_is_scored_against_the_fused_softmax_and_names_it(self):
+        """An unfused-attention row carries torch_layers.py's three references: the table scores
+        against the first (megatron-fused), names it, and lists the others' ratios beside it."""
+        def layer(key, t):
+            return {"key": key, "time_s": t, "provenance": {"source": "SOURCE_MEASURED"}}
+        refs = {"megatron-fused": {"median_s": 0.0016, "launch": "graph",
+                                   "attention_backend": "unfused (megatron-fused)"},
+                "neox-unfused": {"median_s": 0.0028},
+                "hf-eager": {"error": "OutOfMemoryError: CUDA out of memory"}}
+        torch = {"layers": [dict({"key": "u", "reference": "megatron-fused", "references": refs},
+                                 **refs["megatron-fused"])]}
+        with tempfile.TemporaryDirectory() as out:
+            paths = []
+            for name, doc in (("1", {"layers": [layer("u", 0.00162)]}),
+                              ("2", {"layers": [layer("u", 0.00162)]}), ("t", torch)):
+                paths.append(os.path.join(out, name + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc, f)
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare_layers.py")]
+                               + paths, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("unfused (megatron-fused) graph", r.stdout)
+        self.assertIn("neox-unfused 0.579", r.stdout)  # 1.62 ms against 2.8 ms
+        self.assertIn("hf-eager OutOfMemoryError", r.stdout)
+        self.assertIn("layers 1, within 5% of torch 1, re-run within 1% 1 "
+                      "(unfused attention against megatron-fused)", r.stdout)
+
+
+class SummaryTest(unittest.TestCase):
+    """bench/gpu/summary.py over a plan's output directory: the H100's recorded compare.txt (from
+    before the stopping rule changed: it misses the 2%, 75% and 1% targets and has no per-GEMM
+    time), a gpu test log with one failure, a layer comparison and Recommend timings."""
+
+    def test_each_target_is_judged_on_its_figure(self):
+        with tempfile.TemporaryDirectory() as out:
+            os.makedirs(os.path.join(out, "compare"))
+            with open(os.path.join(SRC, "bench/results/gpu/h100-compare-torch.txt")) as f:
+                recorded = f.read()
+            files = {
+                "compare/compare.txt": recorded,
+                "gpu_test.json": json.dumps({"tests": 12, "failures": 1, "testsuites": [
+                    {"name": "CublasLtTest", "testsuite": [
+                        {"name": "FusedAttentionIsMeasured", "failures": [{"failure": "x"}]},
+                        {"name": "Fingerprint"}]}]}),
+                "cudnn.txt": "cudnn from: /x\ncudnn_sdpa_test exit 0\n",
+                "compare-layers-pythia-2.8b.txt":
+                    "...\nlayers 2, within 5% of torch 1, re-run within 1% 2 "
+                    "(unfused attention against megatron-fused)\n",
+                "recommend-times.txt": "pythia-2.8b cold 24.50 0\npythia-2.8b cached 1.30 0\n"
+                                       "llama-2-7b cold 40.00 0\n",
+            }
+            for name, text in files.items():
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(text)
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py"), out],
+                               capture_output=True, text=True)
+            with open(os.path.join(out, "summary.txt")) as f:
+                written = f.read()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(written, r.stdout)
+        lines = {line.split(": ")[0][6:]: line[:4] for line in r.stdout.splitlines()[:-1]}
+        self.assertEqual(lines["gpu tests"], "FAIL")
+        self.assertIn("11 of 12 passed; failed: CublasLtTest.FusedAttentionIsMeasured", r.stdout)
+        self.assertEqual(lines["cuDNN operations finalize"], "PASS")
+        self.assertIn("FAIL  GEMMs: large aligned within 2% of torch: large aligned GEMMs, "
+                      "|wavecrest/torch - 1| max: 4.00%", r.stdout)
+        self.assertIn("PASS  GEMMs: no shape more than 5% below torch", r.stdout)
+        self.assertIn("FAIL  GEMMs: 8192^3 BF16 above 75% of peak: 8192^3 BF16: 725.8 TFLOP/s = "
+                      "73.4% of the 989 TFLOP/s dense peak", r.stdout)
+        self.assertIn("FAIL  GEMMs: re-runs within 1%: rerun difference, max: 1.60%", r.stdout)
+        self.assertIn("NONE  GEMMs: median time per GEMM <= 0.2 s: no figure", r.stdout)
+        self.assertIn("FAIL  layers pythia-2.8b", r.stdout)
+        self.assertIn("NONE  layers llama-3-8b", r.stdout)
+        self.assertIn("PASS  measured Recommend pythia-2.8b cold: exit 0 within 30 s: 24.5 s",
+                      r.stdout)
+        self.assertIn("FAIL  measured Recommend pythia-2.8b cached: exit 0 within 1 s: 1.3 s",
+                      r.stdout)
+        self.assertIn("targets 11: 3 pass, 6 fail, 2 without a figure", r.stdout)
+
+    def test_a_bad_command_line_exits_2(self):
+        r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
 
 
 class TorchAttentionTest(unittest.TestCase):

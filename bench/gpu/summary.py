@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""summary.py OUT_DIR: the device plan's verdict, one line per target, from the files
+run_on_device.sh left in OUT_DIR. Each line is PASS, FAIL or NONE (no figure: the part did not run
+or wrote nothing to judge), the figure it was judged on, and the file it came from:
+
+  gpu tests            gpu_test.json (gtest): no failures
+  cuDNN operations     cudnn.txt: cudnn_sdpa_test exit 0
+  GEMMs (issue 21)     compare/compare.txt: large aligned within 2% of torch, no shape more than
+                       5% below, 8192^3 above 75% of peak, re-runs within 1%, median time per
+                       GEMM at most 0.2 s
+  layers               compare-layers-NAME.txt: every measured layer within 5% of torch (unfused
+                       attention against megatron-fused) and re-run within 1%
+  measured Recommend   recommend-times.txt: Pythia-2.8B, default flags, exit 0, cold <= 30 s,
+                       cached <= 1 s
+
+Writes the lines to OUT_DIR/summary.txt too. Exit 0 whatever the verdicts (the plan reports; it
+does not gate), 2 on a bad command line.
+"""
+import json
+import os
+import re
+import sys
+
+# "label: figure (target < 2%)" lines compare.py prints, and how to judge each.
+COMPARE_TARGETS = (
+    ("GEMMs: large aligned within 2% of torch",
+     r"large aligned GEMMs, \|wavecrest/torch - 1\| max: ([\d.]+)%", lambda v: v < 2),
+    ("GEMMs: no shape more than 5% below torch",
+     r"worst shape below torch: (-?[\d.]+)%", lambda v: v < 5),
+    ("GEMMs: 8192^3 BF16 above 75% of peak",
+     r"8192\^3 BF16: [\d.]+ TFLOP/s = ([\d.]+)% of the [\d.]+ TFLOP/s dense peak", lambda v: v > 75),
+    ("GEMMs: re-runs within 1%",
+     r"rerun difference, max: ([\d.]+)%", lambda v: v < 1),
+    ("GEMMs: median time per GEMM <= 0.2 s",
+     r"time per GEMM, median over the list: ([\d.]+) s", lambda v: v <= 0.2),
+)
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
+def gpu_tests(out):
+    path = os.path.join(out, "gpu_test.json")
+    text = read(path)
+    if text is None:
+        return [("NONE", "gpu tests", "no gpu_test.json", path)]
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        return [("FAIL", "gpu tests", f"unreadable: {e}", path)]
+    tests, failures = doc.get("tests", 0), doc.get("failures", 0)
+    failed = [f"{s['name']}.{t['name']}" for s in doc.get("testsuites", [])
+              for t in s.get("testsuite", []) if t.get("failures")]
+    figure = f"{tests - failures} of {tests} passed" + (f"; failed: {', '.join(failed)}"
+                                                       if failed else "")
+    return [(verdict(tests > 0 and failures == 0), "gpu tests", figure, path)]
+
+
+def cudnn(out):
+    path = os.path.join(out, "cudnn.txt")
+    text = read(path)
+    m = re.search(r"cudnn_sdpa_test exit (\d+)", text or "")
+    if not m:
+        return [("NONE", "cuDNN operations finalize", "no cudnn_sdpa_test exit line", path)]
+    return [(verdict(m.group(1) == "0"), "cuDNN operations finalize", f"exit {m.group(1)}", path)]
+
+
+def gemms(out):
+    path = os.path.join(out, "compare", "compare.txt")
+    text = read(path)
+    rows = []
+    for label, pattern, ok in COMPARE_TARGETS:
+        m = re.search(pattern, text or "")
+        if not m:
+            rows.append(("NONE", label, "no figure", path))
+            continue
+        value = float(m.group(1))
+        rows.append((verdict(ok(value)), label, m.group(0), path))
+    return rows
+
+
+def layers(out):
+    rows = []
+    for name in ("pythia-2.8b", "llama-3-8b"):
+        path = os.path.join(out, f"compare-layers-{name}.txt")
+        text = read(path)
+        m = re.search(r"layers (\d+), within 5% of torch (\d+), re-run within 1% (\d+)(.*)",
+                      text or "")
+        label = f"layers {name}: within 5% of torch, re-run within 1%"
+        if not m or m.group(1) == "0":
+            rows.append(("NONE", label, m.group(0) if m else "no summary line", path))
+            continue
+        n, within5, within1 = (int(m.group(i)) for i in (1, 2, 3))
+        rows.append((verdict(within5 == n and within1 == n), label, m.group(0).strip(), path))
+    return rows
+
+
+def recommend(out):
+    """recommend-times.txt lines: `NAME MODE seconds exit` (run_on_device.sh's recommend part)."""
+    path = os.path.join(out, "recommend-times.txt")
+    text = read(path)
+    runs = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if len(parts) == 4:
+            runs[(parts[0], parts[1])] = (float(parts[2]), int(parts[3]))
+    rows = []
+    for mode, limit in (("cold", 30.0), ("cached", 1.0)):
+        label = f"measured Recommend pythia-2.8b {mode}: exit 0 within {limit:g} s"
+        if ("pythia-2.8b", mode) not in runs:
+            rows.append(("NONE", label, "not run", path))
+            continue
+        seconds, code = runs[("pythia-2.8b", mode)]
+        rows.append((verdict(code == 0 and seconds <= limit), label,
+                     f"{seconds:.1f} s, exit {code}", path))
+    return rows
+
+
+def main(argv):
+    if len(argv) != 2 or not os.path.isdir(argv[1]):
+        print(__doc__)
+        return 2
+    out = argv[1]
+    rows = gpu_tests(out) + cudnn(out) + gemms(out) + layers(out) + recommend(out)
+    lines = [f"{v:<4}  {label}: {figure}  [{os.path.relpath(path, out)}]"
+             for v, label, figure, path in rows]
+    counts = {v: sum(r[0] == v for r in rows) for v in ("PASS", "FAIL", "NONE")}
+    lines.append(f"targets {len(rows)}: {counts['PASS']} pass, {counts['FAIL']} fail, "
+                 f"{counts['NONE']} without a figure")
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "summary.txt"), "w", encoding="utf-8") as f:
+        f.write(text)
+    sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
