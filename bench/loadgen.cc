@@ -15,6 +15,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
@@ -76,6 +77,8 @@ struct Tally {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  // As the server does (server/main.cc): Debian's Abseil leaves Mutex deadlock detection on.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   auto spec = wavecrest::LoadModelFile(absl::GetFlag(FLAGS_model));
   if (!spec.ok()) {
     std::fprintf(stderr, "loadgen: %s\n", std::string(spec.status().message()).c_str());

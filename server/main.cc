@@ -9,6 +9,7 @@
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "server/measurement_store.h"
 #include "server/server.h"
 #include "server/worker_setup.h"
@@ -173,6 +174,11 @@ int main(int argc, char** argv) {
   config.contains_helpshort_flags = config.contains_help_flags;
   absl::SetFlagsUsageConfig(config);
   wavecrest::SetLogComponent("server");
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock detection on: every
+  // lock (gRPC's and ours) updated a process-wide lock graph under one global mutex, 3-5% of the
+  // server's CPU under load and a point of contention (perf, bench/results/profile.txt). The
+  // lock order is checked by the sanitizer builds' TSan run instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   const std::vector<char*> positional = wavecrest::ParseFlagsWithEnvironment(
       argc, argv, "wavecrest-server", "server/", [] { return absl::GetFlag(FLAGS_log_level); });
   if (positional.size() > 1) return CopyStoreCommand(positional);
