@@ -115,15 +115,35 @@ std::string PairsRow(absl::string_view what, const std::vector<PairCheck>& pairs
   std::string row = StatsRow(what, ErrorsOf(ratios));
   row.pop_back();  // the newline
   row = absl::StrFormat("%s  (%d of %d within 20%%)\n", row, within, pairs.size());
-  // The pairs outside, each with both ratios: where the model's alignment terms miss.
+  // The pairs outside, each with both ratios and its family's measured ratios: where the model's
+  // alignment terms miss, and where the measurements themselves scatter past what one
+  // prediction can meet.
+  int beyond_floor = 0, outside = 0;
   for (const PairCheck& p : pairs) {
     const double error = p.predicted_ratio / p.measured_ratio - 1;
     if (std::abs(error) <= 0.2) continue;
-    absl::StrAppend(&row, absl::StrFormat("      outside: %-28s / %-22s measured %5.2fx  "
-                                          "predicted %5.2fx  %+.0f%%\n",
-                                          GemmKeyString(p.misaligned),
-                                          absl::StrFormat("%dx%dx%d", p.aligned.shape.m, p.aligned.shape.n, p.aligned.shape.k), p.measured_ratio,
-                                          p.predicted_ratio, 100 * error));
+    ++outside;
+    const std::vector<double> fam = PairFamilyRatios(pairs, p);
+    const double spread = fam.back() / fam.front();
+    beyond_floor += spread > 1.5;
+    absl::StrAppend(
+        &row,
+        absl::StrFormat("      outside: %-28s / %-22s measured %5.2fx  predicted %5.2fx  %+.0f%%",
+                        GemmKeyString(p.misaligned),
+                        absl::StrFormat("%dx%dx%d", p.aligned.shape.m, p.aligned.shape.n,
+                                        p.aligned.shape.k),
+                        p.measured_ratio, p.predicted_ratio, 100 * error),
+        fam.size() < 2
+            ? std::string("  (no family)\n")
+            : absl::StrFormat("  (family of %d: %.2fx-%.2fx, median %.2fx, spread %.2fx%s)\n",
+                              fam.size(), fam.front(), fam.back(), fam[fam.size() / 2], spread,
+                              spread > 1.5 ? " > 1.5: no one ratio is within 20% of all" : ""));
+  }
+  if (outside > 0) {
+    absl::StrAppend(&row, absl::StrFormat(
+                              "      %d of the %d outside lie in families whose measured ratios "
+                              "spread more than 1.5x\n",
+                              beyond_floor, outside));
   }
   return row;
 }

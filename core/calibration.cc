@@ -624,6 +624,41 @@ std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
   return out;
 }
 
+namespace {
+// The dimension (0 m, 1 n, 2 k) in which a pair's misaligned shape differs from its aligned one.
+int PairDim(const PairCheck& p) {
+  const GemmShape &a = p.misaligned.shape, &b = p.aligned.shape;
+  return a.m != b.m ? 0 : a.n != b.n ? 1 : 2;
+}
+}  // namespace
+
+std::vector<double> PairFamilyRatios(const std::vector<PairCheck>& pairs, const PairCheck& p) {
+  auto family = [](const GemmKey& k) {
+    return std::make_pair(MinAlignmentBytes(k) >= 4, NarrowOutputOnly(k));
+  };
+  auto dims = [](const GemmShape& s) { return std::array<int64_t, 3>{s.m, s.n, s.k}; };
+  const int d = PairDim(p);
+  const auto pd = dims(p.misaligned.shape);
+  std::vector<double> out;
+  for (const PairCheck& q : pairs) {
+    const auto qd = dims(q.misaligned.shape);
+    if (q.misaligned.layout != p.misaligned.layout || q.misaligned.dtype != p.misaligned.dtype ||
+        q.misaligned.shape.batch != p.misaligned.shape.batch || PairDim(q) != d ||
+        family(q.misaligned) != family(p.misaligned)) {
+      continue;
+    }
+    bool same = true;
+    for (int i = 0; i < 3; ++i) {
+      if (i != d && qd[i] != pd[i]) same = false;
+    }
+    if (same && std::abs(static_cast<double>(qd[d] - pd[d])) <= 0.02 * static_cast<double>(pd[d])) {
+      out.push_back(q.measured_ratio);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<DType> DTypesServedBy(DType fitted) {
   if (fitted == DType::kBf16 || fitted == DType::kFp16) return {DType::kBf16, DType::kFp16};
   return {fitted};

@@ -135,6 +135,13 @@ struct PairCheck {
 };
 std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
                                       const std::vector<double>& predicted_s);
+// The measured ratios of `p`'s family among `pairs`, sorted: the pairs of the same layout, dtype
+// and batch whose misaligned shape differs from p's only in the dimension p's pair differs in, by
+// at most 2%, in the same kernel family (the cost model's: below 4 bytes or not; in TN, the
+// output alone or not), p included. A model smooth in the shape predicts about one ratio for them
+// all, and one ratio is within 20% of every member only if max/min <= 1.2/0.8 = 1.5: the
+// measurements' own scatter, reported beside each pair outside 20%.
+std::vector<double> PairFamilyRatios(const std::vector<PairCheck>& pairs, const PairCheck& p);
 
 struct FitResult {
   std::string gpu;
