@@ -874,28 +874,45 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
   // No shape twice: the first (best) entry of each shape stays; the baseline always stays.
   absl::flat_hash_set<SpecKey> seen;
   seen.reserve(scores.size());
-  std::vector<CandidateScore> unique;
-  unique.reserve(scores.size());
+  std::vector<size_t> kept;
+  kept.reserve(scores.size());
   for (size_t i : idx) {
-    if (seen.insert(order[i].key).second || scores[i].baseline) {
-      unique.push_back(std::move(scores[i]));
+    if (seen.insert(order[i].key).second || scores[i].baseline) kept.push_back(i);
+  }
+  size_t beating = 0;
+  if (base) {
+    for (size_t i : kept) {
+      CandidateScore& s = scores[i];
+      s.speedup = Merit(base_copy) > 0 ? Merit(s) / Merit(base_copy) : 1;
+      // Measured spreads and predicted bands both sit in the contributions, per distinct GEMM.
+      s.speedup_uncertainty = s.baseline ? 0 : s.speedup * RatioSigma(base_copy, s);
     }
+    // Those that beat the baseline, the baseline, the rest (each group keeps its order).
+    auto beats = [&](size_t i) { return Beats(scores[i]); };
+    std::stable_partition(kept.begin(), kept.end(), beats);
+    const auto first_other = std::find_if_not(kept.begin(), kept.end(), beats);
+    beating = static_cast<size_t>(first_other - kept.begin());
+    const auto b_it =
+        std::find_if(first_other, kept.end(), [&](size_t i) { return scores[i].baseline; });
+    if (b_it != kept.end()) std::rotate(first_other, b_it, b_it + 1);
   }
-  scores = std::move(unique);
+  // Into that order in place, by swaps (a new vector of every candidate cost more, in fresh pages,
+  // than the ranking itself): at[p] is the original index of the candidate now at p.
+  std::vector<size_t> at(scores.size()), where(scores.size());
+  std::iota(at.begin(), at.end(), 0);
+  std::iota(where.begin(), where.end(), 0);
+  for (size_t p = 0; p < kept.size(); ++p) {
+    const size_t from = where[kept[p]];
+    if (from == p) continue;
+    std::swap(scores[p], scores[from]);
+    where[at[p]] = from;
+    at[from] = at[p];
+    at[p] = kept[p];
+    where[kept[p]] = p;
+  }
+  scores.erase(scores.begin() + static_cast<std::ptrdiff_t>(kept.size()), scores.end());
   if (!base) return;
-  for (CandidateScore& s : scores) {
-    s.speedup = Merit(base_copy) > 0 ? Merit(s) / Merit(base_copy) : 1;
-    // Measured spreads and predicted bands both sit in the contributions, per distinct GEMM.
-    s.speedup_uncertainty = s.baseline ? 0 : s.speedup * RatioSigma(base_copy, s);
-  }
-  // Those that beat the baseline, the baseline, the rest (each group keeps its order).
-  std::stable_partition(scores.begin(), scores.end(),
-                        [](const CandidateScore& s) { return Beats(s); });
-  auto first_other = std::find_if(scores.begin(), scores.end(),
-                                  [](const CandidateScore& s) { return !Beats(s); });
-  auto b_it = std::find_if(first_other, scores.end(),
-                           [](const CandidateScore& s) { return s.baseline; });
-  if (b_it != scores.end()) std::rotate(first_other, b_it, b_it + 1);
+  const auto first_other = scores.begin() + static_cast<std::ptrdiff_t>(beating);
   PreferTunedHeadDim(scores.begin(), first_other);
   // Reasons for what will be shown: words cost more than numbers.
   for (size_t i = 0; i < std::min(explain, scores.size()); ++i) {
