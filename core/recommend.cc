@@ -216,7 +216,11 @@ namespace {
 // always first, without holding more than `cap` specs at once.
 class BoundedCandidates {
  public:
-  BoundedCandidates(int64_t base_params, size_t cap) : base_params_(base_params), cap_(cap) {}
+  BoundedCandidates(int64_t base_params, size_t cap) : base_params_(base_params), cap_(cap) {
+    // Room for the first few thousand without moving them as the vectors grow.
+    specs_.reserve(std::min<size_t>(cap, 4096));
+    heap_.reserve(std::min<size_t>(cap, 4096));
+  }
 
   // A shape already kept is not added twice. One evicted earlier cannot come back: the worst kept
   // entry only gets better, and the evicted one was worse than it. The heap orders small entries;

@@ -420,21 +420,21 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
 // The answer: the measured group first, then the predicted ones; the top N plus the baseline,
 // the verdict, and a note when the leaders cannot be told apart.
 void Answer(Ranking& r) {
-  std::vector<CandidateScore> ordered = std::move(r.measured_group);
-  const bool base_measured = !ordered.empty();
-  for (auto& s : r.scores) {
-    if (base_measured && s.baseline) continue;  // the baseline is in the measured group
-    ordered.push_back(std::move(s));
-  }
+  const bool base_measured = !r.measured_group.empty();
   const int top = r.constraints.top;
   int rank = 0;
   bool base_shown = false;
-  for (const CandidateScore& s : ordered) {
+  auto show = [&](const CandidateScore& s) {
     ++rank;
-    if (rank > top && !s.baseline) continue;
-    if (rank > top && base_shown) continue;
+    if (rank > top && !s.baseline) return;
+    if (rank > top && base_shown) return;
     base_shown |= s.baseline;
     *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec);
+  };
+  for (const CandidateScore& s : r.measured_group) show(s);
+  for (const CandidateScore& s : r.scores) {
+    if (base_measured && s.baseline) continue;  // the baseline is in the measured group
+    show(s);
   }
   SetVerdict(r.response);
   // Which of several winners to pick matters only when there is a change to make.
