@@ -137,7 +137,7 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
 }
 
 SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int64_t l2_bytes,
-                               const EngineOptions& options) {
+                               const EngineOptions& options, bool gpu_hot) {
   SampleSchedule s;
   const int max_launches = std::max(options.max_launches_per_sample, 1);
   int launches = LaunchesPerSample(launch_s, options.sample_target_s, max_launches);
@@ -154,14 +154,39 @@ SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int
               static_cast<double>(s.sets_used) * static_cast<double>(set_bytes) >=
                   2.0 * static_cast<double>(l2_bytes);
   const double replay_s = std::max(launch_s, 1e-9) * launches;
-  // Steady power and temperature need time: long launches get a longer warm-up and a minimum of
-  // sampled time (a few hundred ms), short ones a short one.
+  // Steady power and temperature need time: from cold, long launches get a longer warm-up and a
+  // minimum of sampled time (a few hundred ms), short ones a short one. A hot GPU (the previous
+  // GEMM of a sweep just ran) is already there: a short warm-up loads the kernel and the graph,
+  // a short minimum keeps a sample set from sitting in one clock transient, and the stopping
+  // rule's median criterion ends it.
   const bool long_launch = launch_s >= 100e-6;
-  const double warmup_s = long_launch ? 0.2 : 0.05;
-  s.warmup_replays = static_cast<int>(std::clamp(std::ceil(warmup_s / replay_s), 1.0, 2000.0));
-  s.min_sampled_s = long_launch ? 0.3 : 0.0;
+  s.hot = gpu_hot && options.hot_window_s > 0;
+  if (s.hot) s.hot_window_s = options.hot_window_s;
+  s.warmup_s = s.hot ? (long_launch ? 0.02 : 0.01) : (long_launch ? 0.2 : 0.05);
+  s.warmup_replays = static_cast<int>(std::clamp(std::ceil(s.warmup_s / replay_s), 1.0, 2000.0));
+  s.min_sampled_s = long_launch ? (s.hot ? 0.05 : 0.3) : 0.0;
   s.min_samples = 10;
   return s;
+}
+
+std::string ScheduleNote(const SampleSchedule& s) {
+  if (!s.hot) return "";
+  std::string note = absl::StrCat("; hot GPU (timed work within ", s.hot_window_s, " s): ",
+                                  std::lround(s.warmup_s * 1e3), " ms warm-up");
+  if (s.min_sampled_s > 0) {
+    absl::StrAppend(&note, ", at least ", std::lround(s.min_sampled_s * 1e3), " ms sampled");
+  }
+  return note;
+}
+
+double ScheduleLeastSeconds(const SampleSchedule& s, double launch_s,
+                            double per_sample_overhead_s) {
+  const double replay_s = launch_s * s.launches_per_sample;
+  const double by_time = std::ceil(s.min_sampled_s / std::max(replay_s, 1e-12));
+  const double samples =
+      std::max({static_cast<double>(s.min_samples), static_cast<double>(kMinSamplesForMedian),
+                by_time});
+  return s.warmup_replays * replay_s + samples * (replay_s + per_sample_overhead_s);
 }
 
 absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const GemmKey& key) {

@@ -35,6 +35,10 @@ struct EngineOptions {
   double watchdog_s = 60;         // the server kills a worker silent this long (0 = none)
   double sample_target_s = 1e-3;  // one graph replay lasts about this long
   int max_launches_per_sample = 1000;
+  // A GPU that finished timed work less than this long ago is hot: its clocks, power and
+  // temperature are where the previous GEMM left them, so a GEMM of a sweep gets a short warm-up
+  // and no long minimum of sampled time (ScheduleSamples). 0: every GEMM gets the cold schedule.
+  double hot_window_s = 2.0;
 };
 
 struct GemmPlan {
@@ -72,12 +76,30 @@ struct SampleSchedule {
   int launches_per_sample = 1;  // a multiple of the sets in use, so every replay covers them all
   int sets_used = 1;            // min(sets, launches): what one replay actually touches
   bool cold_l2 = false;         // the sets one replay touches span at least 2 × L2
-  int warmup_replays = 1;       // about 200 ms (50 ms for sub-100 µs launches), at least 1
-  double min_sampled_s = 0;     // at least this much sampled time (steady power and clocks)
+  // Cold: about 200 ms (50 ms for sub-100 µs launches); hot: 20 ms (10 ms). At least 1.
+  int warmup_replays = 1;
+  // At least this much sampled time (steady power and clocks): cold, 300 ms for launches of
+  // 100 µs or more; hot, 50 ms. The stopping rule then decides (core/timing_stats.h).
+  double min_sampled_s = 0;
   int min_samples = 10;
+  bool hot = false;  // scheduled as a hot GPU's (EngineOptions::hot_window_s)
+  double hot_window_s = 0;  // that window, when hot
+  double warmup_s = 0;      // the warm-up aimed at (warmup_replays replays of about this)
 };
+// `gpu_hot`: the GPU finished timed work within options.hot_window_s. A sweep's GEMMs then cost
+// tens of milliseconds each instead of half a second: the old schedule (every GEMM 200 ms of
+// warm-up and 300 ms sampled) spent 0.5 s per long GEMM before the stopping rule had its say,
+// where the target is 0.2 s per GEMM over bench/gpu/shapes.csv.
 SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int64_t l2_bytes,
-                               const EngineOptions& options);
+                               const EngineOptions& options, bool gpu_hot = false);
+// What the timing's stop_rule adds after DescribeStop: "" for the cold schedule; for a hot one
+// "; hot GPU (timed work within 2 s): 20 ms warm-up, at least 50 ms sampled".
+std::string ScheduleNote(const SampleSchedule& s);
+// The least time the schedule takes on the GPU: its warm-up plus the fewest samples its rule
+// allows (at least min_samples and kMinSamplesForMedian, and min_sampled_s of sampled time), each
+// a replay plus the blocking kernel before it (`per_sample_overhead_s`). What allocation, the
+// correctness check and graph capture add is not in it.
+double ScheduleLeastSeconds(const SampleSchedule& s, double launch_s, double per_sample_overhead_s);
 
 // Whether one launch of this length can be timed under the watchdog: the engine reports progress
 // after every replay, so one replay (at least one launch) must fit well inside it. OK, or

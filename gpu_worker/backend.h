@@ -28,6 +28,8 @@ struct TimingParams {
   double target_spread = 0.01;  // stop once (p90 - p10) / median is below this
   double max_seconds = 2.0;     // sampling budget per GEMM (each algorithm when autotuning)
   double watchdog_s = 0;        // the caller kills a worker silent this long (0 = none)
+  // A GPU that finished timed work this recently gets the hot schedule (EngineOptions).
+  double hot_window_s = EngineOptions().hot_window_s;
   // Called now and then while a GEMM is timed (phase: "check", "warm-up", "sampling",
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
@@ -49,6 +51,7 @@ inline EngineOptions EngineOptionsOf(const TimingParams& params) {
   o.target_spread = params.target_spread;
   o.max_seconds = params.max_seconds;
   o.watchdog_s = params.watchdog_s;
+  o.hot_window_s = params.hot_window_s;
   return o;
 }
 // Applies the documented defaults to unset fields; INVALID_ARGUMENT for out-of-range values.

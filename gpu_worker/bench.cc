@@ -107,7 +107,8 @@ nlohmann::json BenchHeader(const TimingBackend& backend, const std::string& meth
                     {"top_k", params.top_k},
                     {"warm_l2", params.warm_l2},
                     {"target_relative_spread", params.target_spread},
-                    {"max_seconds_per_gemm", params.max_seconds}};
+                    {"max_seconds_per_gemm", params.max_seconds},
+                    {"hot_window_s", params.hot_window_s}};
   doc["started_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   return doc;
 }
@@ -137,8 +138,11 @@ nlohmann::json RunBench(TimingBackend& backend, const std::vector<BenchGemm>& ge
                           {"layout", std::string(LayoutName(key.layout))},
                           {"dtype", std::string(DTypeName(key.dtype))}};
     if (!gemms[i].used_by.empty()) row["used_by"] = gemms[i].used_by;
+    const absl::Time gemm_start = absl::Now();
     const absl::StatusOr<v1::GemmTiming> t = backend.Time(key, params);
     AddResult(t, &row);
+    // What measuring this GEMM cost (plan, check, warm-up, samples): the sweep's per-GEMM time.
+    row["wall_s"] = absl::ToDoubleSeconds(absl::Now() - gemm_start);
     if (progress) {
       *progress << absl::StrFormat(
           "[%zu/%zu] %s: %s\n", i + 1, gemms.size(), GemmKeyString(key),

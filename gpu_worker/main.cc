@@ -61,6 +61,9 @@ ABSL_FLAG(int, top_k, 8, "bench: k for --autotune");
 ABSL_FLAG(bool, warm_l2, false, "bench: time with warm L2 (default: cold, inputs rotated)");
 ABSL_FLAG(double, target_spread, 0.01, "bench: stop sampling below this relative spread");
 ABSL_FLAG(double, max_seconds, 2.0, "bench: sampling budget per GEMM, seconds");
+ABSL_FLAG(double, hot_window_s, 2.0,
+          "bench: a GEMM that starts within this many seconds of the last timed one gets the hot "
+          "schedule (short warm-up and minimum sampled time); 0 = every GEMM cold");
 ABSL_FLAG(std::string, samples_log, "",
           "bench: append every timed GEMM's (or layer's) raw samples here, one JSON line each; "
           "replay: the file to replay the stopping rule over");
@@ -171,6 +174,12 @@ int Bench() {
   absl::StatusOr<TimingParams> params = ParamsFromProto(o);
   if (!params.ok()) {
     std::cerr << "wavecrest-worker bench: " << params.status().message() << "\n";
+    return kExitUsage;
+  }
+  params->hot_window_s = absl::GetFlag(FLAGS_hot_window_s);
+  if (!(params->hot_window_s >= 0 && params->hot_window_s <= 600)) {
+    std::cerr << "wavecrest-worker bench: --hot_window_s " << params->hot_window_s
+              << " is outside [0, 600]\n";
     return kExitUsage;
   }
   std::ofstream samples_log;

@@ -4,6 +4,10 @@ table and the targets, each with the figure it was judged on.
 
   compare.py DIR     DIR/shape-*/{wavecrest-1,wavecrest-2,torch}.json (compare_torch.sh's layout)
   compare.py W1 W2 T three JSON files covering the same list
+  compare.py --sweep S1 S2
+                     two `wavecrest-worker bench` runs over the whole list in one process each
+                     (run_on_device.sh's sweep): the time each GEMM took to measure, as a sweep
+                     takes it (a hot GPU after the first), and the re-run difference
 
 Rows missing from a file, errors and non-finite figures are listed, never fatal; a target with no
 figure to judge it on says so. The 8192^3 target is relative to the device's datasheet peak (the
@@ -51,7 +55,32 @@ def fmt(v, spec):
     return format(v, spec) if isinstance(v, (int, float)) and math.isfinite(v) else "-"
 
 
+def sweep(paths):
+    """The per-GEMM measuring time of whole-list runs (rows' wall_s) and their re-run difference."""
+    a, b = load([paths[0]]), load([paths[1]])
+    run2 = {key(r): r for r in b["gemms"]}
+    walls = [r["wall_s"] for r in a["gemms"] if finite(r, "wall_s")]
+    hot = sum("hot GPU" in r.get("stats", {}).get("stop_rule", "") for r in a["gemms"])
+    reruns = []
+    for r in a["gemms"]:
+        r2 = run2.get(key(r))
+        if finite(r, "time_s") and finite(r2, "time_s"):
+            reruns.append(abs(r2["time_s"] - r["time_s"]) / r["time_s"])
+    window = a.get("options", {}).get("hot_window_s")
+    print(f"sweep of {len(a['gemms'])} GEMMs in one process: {a['wall_s']:.1f} s, then "
+          f"{b['wall_s']:.1f} s; {hot} timed on a hot GPU (window {window} s)")
+    print("time per GEMM in one sweep, median over the list: "
+          + (f"{statistics.median(walls):.3f} s (first run, {len(walls)} GEMMs, max "
+             f"{max(walls):.3f} s; target <= 0.2 s)" if walls else "no figure (rows lack wall_s)"))
+    print("sweep rerun difference, max: "
+          + (f"{100 * max(reruns):.2f}% (median {100 * statistics.median(reruns):.2f}%, "
+             f"{len(reruns)} GEMMs; target < 1%)" if reruns else "no figure"))
+
+
 def main(argv):
+    if len(argv) == 3 and argv[0] == "--sweep":
+        sweep(argv[1:])
+        return
     if len(argv) == 1 and os.path.isdir(argv[0]):
         dirs = sorted(glob.glob(os.path.join(argv[0], "shape-*")))
         a = load([os.path.join(d, "wavecrest-1.json") for d in dirs])

@@ -4,7 +4,9 @@
 #   tests      the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's
 #              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
 #   gemms      compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and
-#              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept);
+#              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept),
+#              then the whole list twice in one process each (sweep.txt: time per GEMM as a sweep
+#              takes it, on a hot GPU, and the re-run difference);
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
 #              attention rows' shapes), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (the CSV also refits them);
@@ -69,6 +71,15 @@ if want gemms; then
   rm -rf "$out/compare"
   WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
     > "$out/compare.log" 2>&1
+  # The whole list in one process, twice: what a sweep (a measured Recommend's GEMMs) costs per
+  # GEMM once the GPU is hot, and whether two sweeps agree.
+  for run in 1 2; do
+    "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 \
+      --json "$out/sweep-$run.json" --samples_log "$out/sweep-samples.jsonl" \
+      > "$out/sweep-$run.txt" 2>&1
+  done
+  python3 bench/gpu/compare.py --sweep "$out/sweep-1.json" "$out/sweep-2.json" \
+    > "$out/sweep.txt" 2>&1
 fi
 if want attention; then
   python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \

@@ -332,9 +332,15 @@ class CublasLtBackend final : public TimingBackend {
   v1::LayerTiming AnswerLayer(const LayerRun& run, const Algo& timed, const SmClock& clock,
                               const TimingParams& params);
 
+  // Whether the GPU finished timed work within options.hot_window_s (ScheduleSamples' gpu_hot).
+  bool GpuHot(const EngineOptions& options) const {
+    return absl::Now() - last_sampled_ < absl::Seconds(options.hot_window_s);
+  }
+
   const int device_;
   std::mutex mu_;
   bool broken_ = false;
+  absl::Time last_sampled_ = absl::InfinitePast();  // when Sample or Retime last finished
   int cc_ = 0;
   int64_t l2_bytes_ = 0;
   int64_t workspace_bytes_ = 0;

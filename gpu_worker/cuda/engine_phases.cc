@@ -109,10 +109,12 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
     const StopReason why = rule.Why(algo.samples, elapsed);
     if (why != StopReason::kNotYet) {
       algo.stopped = DescribeStop(why, algo.samples, rule);
+      absl::StrAppend(&algo.stopped, ScheduleNote(algo.schedule));
       algo.sampling_s = elapsed;
       break;
     }
   }
+  last_sampled_ = absl::Now();
   algo.median = Percentile(algo.samples, 0.5);
   return absl::OkStatus();
 }
@@ -166,12 +168,14 @@ absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const Timi
       const StopReason why = rules[i].Why(algos[i]->samples, elapsed);
       if (why != StopReason::kNotYet) {
         algos[i]->stopped = DescribeStop(why, algos[i]->samples, rules[i]);
+        absl::StrAppend(&algos[i]->stopped, ScheduleNote(algos[i]->schedule));
         algos[i]->sampling_s = elapsed;
       }
       done = done && why != StopReason::kNotYet;
     }
     Beat(params, "re-timing");
   }
+  last_sampled_ = absl::Now();
   for (Algo* a : algos) a->median = Percentile(a->samples, 0.5);
   return absl::OkStatus();
 }

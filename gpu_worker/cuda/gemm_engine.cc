@@ -152,7 +152,8 @@ absl::Status CublasLtBackend::PrepareAndSample(const GemmKey& key, const GemmPla
   Beat(params, "check");
   ASSIGN_OR_RETURN(const double launch_s, CheckOnce(key, plan, ty, a, b, d, launch, algo.algo));
   RETURN_IF_ERROR(CheckWatchdog(launch_s, options, key));
-  algo.schedule = ScheduleSamples(launch_s, plan.sets, plan.set_bytes, l2_bytes_, options);
+  algo.schedule =
+      ScheduleSamples(launch_s, plan.sets, plan.set_bytes, l2_bytes_, options, GpuHot(options));
   if (!options.warm_l2 && !algo.schedule.cold_l2 && plan.sets < kMaxInputSets) {
     return absl::InternalError("the sample schedule does not reach a cold L2 (engine defect)");
   }

@@ -92,7 +92,8 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   // 5. Capture, warm up, sample.
   Algo timed;
   timed.broken = &broken_;
-  timed.schedule = ScheduleSamples(launch_s, 1, run.program.bytes, l2_bytes_, options);
+  timed.schedule =
+      ScheduleSamples(launch_s, 1, run.program.bytes, l2_bytes_, options, GpuHot(options));
   RETURN_IF_ERROR(CaptureGraph(timed, [&](int) { return EnqueueProgram(run); }));
   RETURN_IF_ERROR(WarmUp(timed, launch_s, params));
   RETURN_IF_ERROR(Sample(timed, params, clocks_ != nullptr));

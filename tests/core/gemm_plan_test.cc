@@ -1,6 +1,8 @@
 // The cuBLASLt engine's decisions, tested without a GPU (core/gemm_plan.h).
 #include "core/gemm_plan.h"
 
+#include "core/timing_stats.h"
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -165,6 +167,56 @@ TEST(GemmPlanTest, LongLaunchesGetWarmUpAndAMinimumSampledTime) {
   EXPECT_GE(s.min_sampled_s, 0.3);
   const SampleSchedule quick = ScheduleSamples(10e-6, 1, 1 << 30, 50 << 20, EngineOptions());
   EXPECT_EQ(quick.min_sampled_s, 0);
+}
+
+// Issue 21: a sweep's GEMMs follow each other on a GPU already at steady power; the cold schedule
+// (200 ms warm-up and 300 ms sampled for every long GEMM) spent 0.5 s per GEMM before the
+// stopping rule had its say. A hot GPU gets a short warm-up and minimum, and says so.
+TEST(GemmPlanTest, AHotGpuGetsAShortWarmUpAndSaysSo) {
+  const EngineOptions o;
+  const int64_t l2 = 50 << 20;
+  const SampleSchedule cold = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, /*gpu_hot=*/false);
+  const SampleSchedule hot = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, /*gpu_hot=*/true);
+  EXPECT_FALSE(cold.hot);
+  EXPECT_TRUE(hot.hot);
+  EXPECT_EQ(ScheduleNote(cold), "");
+  EXPECT_EQ(ScheduleNote(hot), "; hot GPU (timed work within 2 s): 20 ms warm-up, at least 50 ms sampled");
+  // Same replays (the schedule's L2 and batching do not depend on heat), shorter warm-up and
+  // minimum; a short launch's note has no minimum to state.
+  EXPECT_EQ(hot.launches_per_sample, cold.launches_per_sample);
+  EXPECT_EQ(hot.cold_l2, cold.cold_l2);
+  EXPECT_LT(hot.warmup_replays, cold.warmup_replays);
+  EXPECT_GE(hot.warmup_replays * 2e-3 * hot.launches_per_sample, 0.02);
+  EXPECT_DOUBLE_EQ(hot.min_sampled_s, 0.05);
+  EXPECT_EQ(ScheduleNote(ScheduleSamples(10e-6, 1, 1 << 30, l2, o, true)),
+            "; hot GPU (timed work within 2 s): 10 ms warm-up");
+  // A window of 0 turns it off: every GEMM is scheduled cold.
+  EngineOptions off;
+  off.hot_window_s = 0;
+  const SampleSchedule never = ScheduleSamples(2e-3, 1, 1 << 30, l2, off, true);
+  EXPECT_FALSE(never.hot);
+  EXPECT_EQ(never.warmup_replays, cold.warmup_replays);
+  EXPECT_EQ(never.min_sampled_s, cold.min_sampled_s);
+}
+
+// The least GPU time a schedule takes: warm-up plus the fewest samples its rule allows. For a
+// 2 ms GEMM, cold: 200 ms + 300 ms (150 samples); hot: 20 ms + 50 ms (25 samples, above the
+// median rule's 20). The issue's target is 0.2 s per GEMM: only the hot schedule can meet it.
+TEST(GemmPlanTest, TheLeastTimeOfASchedule) {
+  const EngineOptions o;
+  const int64_t l2 = 50 << 20;
+  const SampleSchedule cold = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, false);
+  const SampleSchedule hot = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, true);
+  ASSERT_EQ(cold.launches_per_sample, 1);
+  EXPECT_NEAR(ScheduleLeastSeconds(cold, 2e-3, 0), 0.2 + 0.3, 1e-9);
+  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 0), 0.02 + 0.05, 1e-9);
+  // Each sample's blocking kernel counts once per sample.
+  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 1e-3), 0.02 + 25 * 3e-3, 1e-9);
+  // A short GEMM has no minimum sampled time: kMinSamplesForMedian replays of ~1 ms decide.
+  const SampleSchedule quick = ScheduleSamples(10e-6, 1, 1 << 30, l2, o, true);
+  const double replay_s = 10e-6 * quick.launches_per_sample;
+  EXPECT_NEAR(ScheduleLeastSeconds(quick, 10e-6, 0),
+              quick.warmup_replays * replay_s + kMinSamplesForMedian * replay_s, 1e-9);
 }
 
 // Defect 2: a GEMM slower than the watchdog allows was killed and quarantined; now it is refused

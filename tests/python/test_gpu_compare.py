@@ -61,6 +61,35 @@ class CompareTest(unittest.TestCase):
             self.assertNotIn("Traceback", text + r.stderr)
 
 
+    def test_a_sweep_reports_its_time_per_gemm_and_re_runs(self):
+        """compare.py --sweep over two whole-list runs: the median of the rows' wall_s, how many
+        were timed hot, the largest re-run difference; a row without a figure is left out."""
+        def run(times, walls):
+            rows = [{"m": 4096, "n": 4096, "k": k, "batch": 1, "layout": "TN", "time_s": t,
+                     "tflops": 2 * 4096 * 4096 * k / t / 1e12, "wall_s": w,
+                     "stats": {"stop_rule": "median stable: +-0.4% (95%) after 40 samples"
+                               + ("; hot GPU (timed work within 2 s): 20 ms warm-up"
+                                  if i else "")}}
+                    for i, (k, t, w) in enumerate(zip((4096, 4104, 4112), times, walls))]
+            rows.append({"m": 1, "n": 1, "k": 1, "batch": 1, "layout": "TN",
+                         "error": {"code": "INTERNAL", "message": "x"}})
+            return {"options": {"hot_window_s": 2.0}, "wall_s": sum(walls), "gemms": rows}
+        with tempfile.TemporaryDirectory() as out:
+            paths = [os.path.join(out, f"sweep-{i}.json") for i in (1, 2)]
+            for path, doc in zip(paths, (run((1e-3, 2e-3, 3e-3), (0.62, 0.11, 0.15)),
+                                         run((1.004e-3, 2.03e-3, 3e-3), (0.5, 0.1, 0.1)))):
+                with open(path, "w") as f:
+                    json.dump(doc, f)
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare.py"),
+                                "--sweep"] + paths, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("sweep of 4 GEMMs in one process: 0.9 s, then 0.7 s; 2 timed on a hot GPU "
+                      "(window 2.0 s)", r.stdout)
+        self.assertIn("time per GEMM in one sweep, median over the list: 0.150 s (first run, "
+                      "3 GEMMs, max 0.620 s; target <= 0.2 s)", r.stdout)
+        self.assertIn("sweep rerun difference, max: 1.50% (median 0.40%, 3 GEMMs; target < 1%)",
+                      r.stdout)
+
 
 class CompareLayersTest(unittest.TestCase):
     """bench/gpu/compare_layers.py on files shaped as the CLI and torch_layers.py write them: a
@@ -144,6 +173,9 @@ class SummaryTest(unittest.TestCase):
                     "(unfused attention against megatron-fused)\n",
                 "recommend-times.txt": "pythia-2.8b cold 24.50 0\npythia-2.8b cached 1.30 0\n"
                                        "llama-2-7b cold 40.00 0\n",
+                "sweep.txt": "time per GEMM in one sweep, median over the list: 0.150 s (first "
+                             "run, 60 GEMMs, max 0.620 s; target <= 0.2 s)\n"
+                             "sweep rerun difference, max: 1.50% (median 0.40%)\n",
             }
             for name, text in files.items():
                 with open(os.path.join(out, name), "w") as f:
@@ -164,14 +196,17 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("FAIL  GEMMs: 8192^3 BF16 above 75% of peak: 8192^3 BF16: 725.8 TFLOP/s = "
                       "73.4% of the 989 TFLOP/s dense peak", r.stdout)
         self.assertIn("FAIL  GEMMs: re-runs within 1%: rerun difference, max: 1.60%", r.stdout)
-        self.assertIn("NONE  GEMMs: median time per GEMM <= 0.2 s: no figure", r.stdout)
+        self.assertIn("PASS  GEMMs: median time per GEMM in a sweep <= 0.2 s: time per GEMM in "
+                      "one sweep, median over the list: 0.150 s", r.stdout)
+        self.assertIn("FAIL  GEMMs: sweep re-runs within 1%: sweep rerun difference, max: 1.50%",
+                      r.stdout)
         self.assertIn("FAIL  layers pythia-2.8b", r.stdout)
         self.assertIn("NONE  layers llama-3-8b", r.stdout)
         self.assertIn("PASS  measured Recommend pythia-2.8b cold: exit 0 within 30 s: 24.5 s",
                       r.stdout)
         self.assertIn("FAIL  measured Recommend pythia-2.8b cached: exit 0 within 1 s: 1.3 s",
                       r.stdout)
-        self.assertIn("targets 11: 3 pass, 6 fail, 2 without a figure", r.stdout)
+        self.assertIn("targets 12: 4 pass, 7 fail, 1 without a figure", r.stdout)
 
     def test_a_bad_command_line_exits_2(self):
         r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py")],
