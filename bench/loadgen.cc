@@ -5,6 +5,7 @@
 //   loadgen --server 127.0.0.1:50051 --requests 20000 --concurrency 32 --deadline_ms 1000
 //     --model examples/models/llama-2-7b.json --gpu h100-sxm [--recommend_clients 32]
 #include <algorithm>
+#include <memory>
 #include <atomic>
 #include <cstdio>
 #include <map>
@@ -34,6 +35,11 @@ ABSL_FLAG(int, recommend_clients, 0,
           "Clients that send Recommend (mode AUTO) streams, one after another, while the Analyze "
           "requests run");
 ABSL_FLAG(int, recommend_deadline_ms, 5000, "Deadline of each Recommend call");
+ABSL_FLAG(std::string, client_api, "async",
+          "How the Analyze load is sent: async (completion queues, --client_threads threads each "
+          "keeping its share of --concurrency calls in flight, as gRPC's own QPS benchmark "
+          "client does) or sync (one blocking thread per call in flight)");
+ABSL_FLAG(int, client_threads, 2, "async: threads driving the completion queues");
 
 namespace {
 
@@ -133,7 +139,52 @@ int main(int argc, char** argv) {
   Tally analyze, recommends;
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
-  for (int t = 0; t < c; ++t) {
+  const bool async = absl::GetFlag(FLAGS_client_api) == "async";
+  if (!async && absl::GetFlag(FLAGS_client_api) != "sync") {
+    std::fprintf(stderr, "loadgen: --client_api: \"%s\"; allowed: async, sync\n",
+                 absl::GetFlag(FLAGS_client_api).c_str());
+    return 2;
+  }
+  const int drivers = async ? std::clamp(absl::GetFlag(FLAGS_client_threads), 1, c) : 0;
+  for (int t = 0; t < drivers; ++t) {
+    // Thread t keeps calls t, t + drivers, ... of the c in flight on its own completion queue.
+    threads.emplace_back([&, t] {
+      struct Call {
+        grpc::ClientContext ctx;
+        wavecrest::v1::AnalyzeResponse response;
+        grpc::Status status;
+        std::unique_ptr<grpc::ClientAsyncResponseReader<wavecrest::v1::AnalyzeResponse>> reader;
+        absl::Time t0;
+      };
+      grpc::CompletionQueue cq;
+      std::vector<double> mine;
+      std::map<int, int> my_codes;
+      int slot = t;
+      auto start_one = [&]() {
+        if (next.fetch_add(1) >= n) return false;
+        auto* call = new Call;
+        call->ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+        call->t0 = absl::Now();
+        call->reader = stubs[slot++ % stubs.size()]->AsyncAnalyze(&call->ctx, request, &cq);
+        call->reader->Finish(&call->response, &call->status, call);
+        return true;
+      };
+      int in_flight = 0;
+      for (int k = t; k < c; k += drivers) in_flight += start_one() ? 1 : 0;
+      void* tag;
+      bool ok;
+      while (in_flight > 0 && cq.Next(&tag, &ok)) {
+        std::unique_ptr<Call> done(static_cast<Call*>(tag));
+        mine.push_back(absl::ToDoubleMilliseconds(absl::Now() - done->t0));
+        ++my_codes[static_cast<int>(done->status.error_code())];
+        --in_flight;
+        done.reset();
+        in_flight += start_one() ? 1 : 0;
+      }
+      analyze.Merge(mine, my_codes);
+    });
+  }
+  for (int t = 0; t < (async ? 0 : c); ++t) {
     threads.emplace_back([&, t] {
       std::vector<double> mine;
       std::map<int, int> my_codes;
@@ -162,9 +213,11 @@ int main(int argc, char** argv) {
   const double wall_s = absl::ToDoubleSeconds(absl::Now() - start);
   analyze_done.store(true);
   for (auto& th : recommenders) th.join();
-  std::printf("Analyze %s on %s: %d requests, concurrency %d, %d channels, deadline %d ms",
+  std::printf("Analyze %s on %s: %d requests, concurrency %d, %d channels, deadline %d ms, %s",
               absl::GetFlag(FLAGS_model).c_str(), absl::GetFlag(FLAGS_gpu).c_str(), n, c,
-              static_cast<int>(stubs.size()), absl::GetFlag(FLAGS_deadline_ms));
+              static_cast<int>(stubs.size()), absl::GetFlag(FLAGS_deadline_ms),
+              async ? absl::StrFormat("async client (%d threads)", drivers).c_str()
+                    : "sync client (a thread per call)");
   if (absl::GetFlag(FLAGS_recommend_clients) > 0) {
     std::printf("; beside %d Recommend (AUTO) clients, deadline %d ms",
                 absl::GetFlag(FLAGS_recommend_clients), absl::GetFlag(FLAGS_recommend_deadline_ms));

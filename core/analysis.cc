@@ -20,7 +20,7 @@ absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu) {
                                                     absl::StrJoin(ok, ", ")));
 }
 
-absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu) {
+absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu, PredictionMemo* memo) {
   ASSIGN_OR_RETURN(ModelSpec spec, NormalizeSpec(raw));
   RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, gpu));
   Analysis a;
@@ -37,7 +37,7 @@ absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu) {
     ga.m_align = AlignmentOf(g.shape.m, g.dtype, gpu);
     ga.n_align = AlignmentOf(g.shape.n, g.dtype, gpu);
     ga.k_align = AlignmentOf(g.shape.k, g.dtype, gpu);
-    ga.prediction = Predict(gpu, g);
+    ga.prediction = memo != nullptr ? memo->Predict(gpu, g) : Predict(gpu, g);
     a.gemm_time_s += ga.prediction.time_s * static_cast<double>(g.count);
     ga.gemm = std::move(g);
     a.gemms.push_back(std::move(ga));

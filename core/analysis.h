@@ -12,6 +12,7 @@
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"
 #include "core/model_stats.h"
+#include "core/prediction_memo.h"
 #include "core/rules.h"
 
 namespace wavecrest {
@@ -39,7 +40,10 @@ struct Analysis {
 
 // INVALID_ARGUMENT for a bad spec (every violation), FAILED_PRECONDITION for a dtype the GPU cannot
 // run on tensor cores.
-absl::StatusOr<Analysis> Analyze(const ModelSpec& spec, const GpuSpec& gpu);
+// With a `memo`, plain GEMMs' predictions come from it (core/prediction_memo.h: `gpu` must then
+// live as long as the memo, as the catalog's GPUs do).
+absl::StatusOr<Analysis> Analyze(const ModelSpec& spec, const GpuSpec& gpu,
+                                 PredictionMemo* memo = nullptr);
 
 // FAILED_PRECONDITION naming the GPU and the dtypes it can run, or OK.
 absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu);

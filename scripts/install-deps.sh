@@ -11,6 +11,7 @@ build_packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libcivetweb-dev libsqlite3-dev nlohmann-json3-dev
   libpq-dev    # the PostgreSQL measurement store a fleet of replicas shares (--store postgresql://)
+  libgoogle-perftools-dev   # tcmalloc, the server's allocator (CMakeLists.txt: WAVECREST_TCMALLOC)
 )
 # What `make test` and `make demo` need besides.
 test_packages=(

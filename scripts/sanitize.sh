@@ -16,7 +16,7 @@ if [[ -z $cxx || -z $cc ]]; then
 fi
 flags="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_COMPILER="$cc" \
-  -DCMAKE_CXX_COMPILER="$cxx" -DWAVECREST_CUDA=OFF -DWAVECREST_FUZZ=ON \
+  -DCMAKE_CXX_COMPILER="$cxx" -DWAVECREST_CUDA=OFF -DWAVECREST_FUZZ=ON -DWAVECREST_TCMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags -fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$build" -j "$jobs"

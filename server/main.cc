@@ -19,6 +19,9 @@
 ABSL_FLAG(std::string, log_level, "info",
           "Lowest level logged: debug, info, warning or error. Every flag can also be set as "
           "WAVECREST_<FLAG> in the environment (the command line wins)");
+ABSL_FLAG(int, log_flush_ms, 100,
+          "Info and debug log lines (the access log) wait up to this long and are written "
+          "together; warnings and errors go out at once, after them. 0 = write every line at once");
 ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
 ABSL_FLAG(std::string, http_listen, "",
@@ -182,6 +185,12 @@ int main(int argc, char** argv) {
   const std::vector<char*> positional = wavecrest::ParseFlagsWithEnvironment(
       argc, argv, "wavecrest-server", "server/", [] { return absl::GetFlag(FLAGS_log_level); });
   if (positional.size() > 1) return CopyStoreCommand(positional);
+  if (const int ms = absl::GetFlag(FLAGS_log_flush_ms); ms < 0 || ms > 10000) {
+    std::cerr << "wavecrest-server: --log_flush_ms " << ms << " is outside [0, 10000]\n";
+    return 2;
+  } else {
+    wavecrest::SetLogFlushInterval(absl::Milliseconds(ms));
+  }
 
   wavecrest::ServerOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);

@@ -57,7 +57,8 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   if (request.gpu().empty()) all.push_back({"gpu", GpuRequired()});
   if (!all.empty()) return InvalidArgumentWithViolations(all);
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
-  ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu));
+  // The catalog's GPUs are never freed: their predictions may be remembered across calls.
+  ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
   if (request.has_run()) {
     ASSIGN_OR_RETURN(const RunConfig run, FromProto(request.run(), "run."));

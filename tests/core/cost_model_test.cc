@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/gpu_catalog.h"
+#include "core/prediction_memo.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -428,6 +429,48 @@ TEST(TimingMethod, NamesBackendL2AndAlgorithmChoice) {
   EXPECT_EQ(TimingMethod("cublaslt", true, true), "cublaslt-timing-v2 warm-L2 autotune");
   EXPECT_EQ(TimingMethod("analytic", false, false),
             absl::StrCat(kCostModelName, " emulated cold-L2 heuristic"));
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// core/prediction_memo.h: the same predictions as PredictGemm, each GPU object its own key (a
+// refit publishes new objects), fused attention never remembered, and bounded.
+TEST(PredictionMemoTest, RemembersPlainGemmsPerGpuObjectAndStaysBounded) {
+  const std::vector<GpuSpec> catalog = PriorCatalog();  // outlives the memo below
+  const GpuSpec& a = *std::find_if(catalog.begin(), catalog.end(),
+                                    [](const GpuSpec& g) { return g.name == "h100-sxm"; });
+  GpuSpec slower = a;  // the same name, another calibration: a different object
+  slower.Model(DType::kBf16).peak_fraction *= 0.5;
+  PredictionMemo memo(/*max_per_shard=*/4);
+  Gemm g;
+  g.shape = {4096, 4096, 4096, 1};
+  g.layout = Layout::kTN;
+  g.dtype = DType::kBf16;
+  const GemmPrediction first = memo.Predict(a, g);
+  EXPECT_EQ(memo.Size(), 1u);
+  EXPECT_EQ(memo.Predict(a, g).time_s, first.time_s);
+  EXPECT_EQ(memo.Size(), 1u);
+  EXPECT_EQ(first.time_s, PredictGemm(a, g.key()).time_s);
+  EXPECT_EQ(first.penalties, PredictGemm(a, g.key()).penalties);
+  const GemmPrediction other = memo.Predict(slower, g);
+  EXPECT_EQ(memo.Size(), 2u);
+  EXPECT_GT(other.time_s, first.time_s);
+  // Fused attention depends on more than the GemmKey: predicted every time, never kept.
+  Gemm attn = g;
+  attn.fused_attention = true;
+  EXPECT_EQ(memo.Predict(a, attn).time_s, Predict(a, attn).time_s);
+  EXPECT_EQ(memo.Size(), 2u);
+  // 16 shards of at most 4: many distinct GEMMs never hold more than 64.
+  for (int64_t n = 64; n < 64 + 500; ++n) {
+    g.shape.n = n;
+    const GemmPrediction p = memo.Predict(a, g);
+    EXPECT_EQ(p.time_s, PredictGemm(a, g.key()).time_s);
+  }
+  EXPECT_LE(memo.Size(), 64u);
 }
 
 }  // namespace

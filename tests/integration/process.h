@@ -3,6 +3,7 @@
 #ifndef WAVECREST_TESTS_INTEGRATION_PROCESS_H_
 #define WAVECREST_TESTS_INTEGRATION_PROCESS_H_
 
+#include <algorithm>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -114,6 +115,12 @@ class ServerUnderTest {
     std::filesystem::remove(port_file());
     std::vector<std::string> argv = {BinaryPath("server/wavecrest-server"), "--listen=127.0.0.1:0",
                                      "--metrics_listen=127.0.0.1:0", "--port_file=" + port_file()};
+    // Tests read the log right after what should have written it: every line at once, unless
+    // the test is about buffering (it passes its own --log_flush_ms).
+    if (std::none_of(extra_args.begin(), extra_args.end(),
+                     [](const std::string& a) { return a.rfind("--log_flush_ms", 0) == 0; })) {
+      argv.push_back("--log_flush_ms=0");
+    }
     for (auto& a : extra_args) argv.push_back(a);
     process_ = std::make_unique<Process>(argv, log_file());
   }
