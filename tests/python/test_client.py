@@ -77,6 +77,50 @@ class TokenTest(unittest.TestCase):
                 log.close()
 
 
+class MeasuringBudgetTest(unittest.TestCase):
+    """Issue 21: a measured recommendation through a worker slowed to 1.2 s per GEMM answers within
+    its budget (the client's deadline follows it: nothing to pass), with what was measured, the
+    rest predicted, and a note saying so."""
+
+    def test_a_measured_recommend_answers_within_its_budget_through_a_slow_worker(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            server, log, address = start_server(
+                tmp, "--workers=1", "--worker_backend=analytic",
+                f"--worker_socket_dir={tmp}/sockets",
+                "--worker_extra_args=--fault=slow --fault_slow_ms=1200")
+            try:
+                client = AdvisorClient(address)
+                deadline = time.monotonic() + 60
+                while (client.health("wavecrest.v1.Advisor/measure") != "SERVING"
+                       and time.monotonic() < deadline):
+                    time.sleep(0.05)
+                progress = []
+                start = time.monotonic()
+                r = client.recommend(os.path.join(SOURCE, "examples/models/pythia-2.8b.json"),
+                                     "h100-sxm", mode="measured", max_gpu_seconds=4,
+                                     on_progress=progress.append)
+                took = time.monotonic() - start
+                self.assertLess(took, 4 + 10)
+                self.assertTrue(progress)
+                self.assertGreater(r.gemms_measured, 0)
+                self.assertGreater(r.gemms_predicted, 0)
+                notes = " ".join(r.notes)
+                self.assertIn("the measuring budget (wall time) ran out with", notes)
+                self.assertIn("GEMMs not measured: they are PREDICTED", notes)
+                self.assertNotEqual(r.verdict, advisor_pb2.VERDICT_UNSPECIFIED)
+                # Each row says how it was answered: predicted, with the share of its step that
+                # was measured where the budget reached some of its GEMMs.
+                self.assertTrue(r.candidates)
+                for c in r.candidates:
+                    self.assertGreaterEqual(c.measured_share, 0)
+                    self.assertLess(c.measured_share, 1)
+                    self.assertEqual(c.source, model_pb2.SOURCE_PREDICTED)
+            finally:
+                server.send_signal(signal.SIGTERM)
+                server.wait(timeout=30)
+                log.close()
+
+
 class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

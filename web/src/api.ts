@@ -187,6 +187,8 @@ export interface Candidate {
   beats_baseline?: boolean;
   time_per_output_token_s?: number;
   memory_bandwidth_utilization?: number;
+  /** Of a PREDICTED row's step, the share its measured GEMMs take (the budget ran out first). */
+  measured_share?: number;
 }
 
 export interface Refusal {
@@ -251,6 +253,7 @@ export interface SweepRequest {
   to: number;
   step: number;
   mode: string;
+  max_gpu_seconds?: number;
 }
 
 export interface CatalogGpu {

@@ -220,7 +220,7 @@ function fresh(id: string) {
 
 // ---- the view in the URL -----------------------------------------------------------------
 
-const URL_FIELDS = [...KNOBS.map(([id]) => id), ...RUN_FIELDS, "mode-select", "sweep-dim",
+const URL_FIELDS = [...KNOBS.map(([id]) => id), ...RUN_FIELDS, "mode-select", "gpu-budget", "sweep-dim",
                     "sweep-from", "sweep-to", "sweep-step", "sweep-metric"];
 
 // The URL is written only once the page has read the view it was opened with.
@@ -268,6 +268,29 @@ function restoreUrl(): boolean {
 
 function mode(): string {
   return $<HTMLSelectElement>("mode-select").value;
+}
+
+/** The measuring budget as request fields: {} when empty (the server's default, 60 s). The server
+ * enforces it as wall time and answers with what it measured by then, the rest predicted. */
+function budget(): { max_gpu_seconds?: number } {
+  const text = $<HTMLInputElement>("gpu-budget").value.trim();
+  if (text === "") return {};
+  const v = Number(text);
+  if (!Number.isFinite(v) || v <= 0 || v > 3600) {
+    throw new Error(`GPU budget: seconds in (0, 3600], got "${text}"`);
+  }
+  return { max_gpu_seconds: v };
+}
+
+/** A row's source badge, and how much of its step was measured when the budget reached part of
+ * it ("PREDICTED 40% measured"), as the CLI prints it. */
+function sourceCell(source: Source | undefined, measuredShare?: number): HTMLElement {
+  const cell = badge(source);
+  const share = measuredShare ?? 0;
+  if (sourceLabel(source) === "PREDICTED" && share > 0) {
+    cell.appendChild(node("span", ` ${Math.round(100 * share)}% measured`, "measured-share"));
+  }
+  return cell;
 }
 
 function requireModel(): ModelSpec {
@@ -642,7 +665,7 @@ async function recommend() {
     $("rec-gpu").textContent = `on ${gpu}`;
     const r = await postStream<RecommendResponse>(
       "/v1/recommend",
-      { model: effectiveModel(), gpu, mode: mode(), top: 10 },
+      { model: effectiveModel(), gpu, mode: mode(), top: 10, ...budget() },
       progressReporter(bar, status),
       abort.signal,
     );
@@ -678,7 +701,7 @@ async function recommend() {
         percent(c.mfu),
         fixed(c.tokens_per_second_per_gpu, 0),
         memoryText(c.memory),
-        badge(c.source),
+        sourceCell(c.source, c.measured_share),
         exportButtons(c, error),
         candidateChanges(c),
       ]),
@@ -775,6 +798,7 @@ async function sweep() {
       to: numberInput("sweep-to", "to"),
       step: numberInput("sweep-step", "step"),
       mode: mode(),
+      ...budget(),
     };
     const r = await postStream<SweepResponse>("/v1/sweep", req, progressReporter(bar, status));
     state.sweepPoints = r.points ?? [];
@@ -880,7 +904,7 @@ async function init() {
       saveUrl();
     });
   }
-  for (const id of ["gpu-list", "mode-select", "sweep-from", "sweep-to", "sweep-step"]) {
+  for (const id of ["gpu-list", "mode-select", "gpu-budget", "sweep-from", "sweep-to", "sweep-step"]) {
     $(id).addEventListener("change", saveUrl);
   }
   $("roofline").addEventListener("mousemove", rooflineHover);

@@ -105,6 +105,46 @@ test("recommend streams progress and shows ranked shapes against the baseline", 
   await page.screenshot({ path: shots("recommend"), fullPage: true });
 });
 
+test("the GPU budget reaches the request, and rows the budget cut short say how much was measured", async ({ page }) => {
+  await open(page);
+  await page.selectOption("#mode-select", "MODE_MEASURED");
+  await page.fill("#gpu-budget", "5");
+  const sent: Record<string, unknown>[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
+  });
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  expect(sent).toHaveLength(1);
+  expect(sent[0].mode).toBe("MODE_MEASURED");
+  expect(sent[0].max_gpu_seconds).toBe(5);
+  expect(page.url()).toContain("gpu-budget=5");
+  // What a slow worker's answer looks like (the server's own test drives one: WorkerTest and the
+  // Python client's MeasuringBudgetTest): a row partly measured, the note saying why.
+  const note = "the measuring budget (wall time) ran out with 40 of 66 GEMMs not measured: they are PREDICTED";
+  const model = { name: "cut short", hidden_size: 2560, num_attention_heads: 32, num_layers: 32 };
+  const final = {
+    done: true, gpu: "h100-sxm", mode: "MODE_MEASURED", verdict: "VERDICT_KEEP", verdict_reason: "nothing beats it",
+    candidates_considered: 2, shapes_examined: 2, gemms_measured: 26, gemms_predicted: 40, notes: [note],
+    candidates: [
+      { baseline: true, model, speedup: 1, speedup_uncertainty: 0.03, source: "SOURCE_PREDICTED", measured_share: 0.4 },
+      { rank: 1, model, speedup: 0.99, speedup_uncertainty: 0.03, source: "SOURCE_PREDICTED" },
+    ],
+  };
+  await page.route("**/v1/recommend", (route) =>
+    route.fulfill({ status: 200, contentType: "application/x-ndjson",
+                    body: `{"progress":{"done":26,"total":66}}\n${JSON.stringify(final)}\n` }));
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tr.baseline")).toContainText("PREDICTED 40% measured");
+  await expect(page.locator("#rec-table tbody tr:not(.baseline) .measured-share")).toHaveCount(0);
+  await expect(page.locator("#rec-notes")).toContainText(note);
+  await expect(page.locator("#rec-status")).toContainText("GEMMs measured 26, cached 0, predicted 40");
+  // A budget the server would refuse is refused here first, at its panel.
+  await page.fill("#gpu-budget", "-1");
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-error")).toContainText("GPU budget");
+});
+
 test("a hidden-size sweep is plotted with markers where the rules hold", async ({ page }) => {
   await open(page);
   await page.selectOption("#sweep-dim", "SWEEP_DIMENSION_HIDDEN");
