@@ -39,7 +39,7 @@ ABSL_FLAG(std::string, client_api, "async",
           "How the Analyze load is sent: async (completion queues, --client_threads threads each "
           "keeping its share of --concurrency calls in flight, as gRPC's own QPS benchmark "
           "client does) or sync (one blocking thread per call in flight)");
-ABSL_FLAG(int, client_threads, 2, "async: threads driving the completion queues");
+ABSL_FLAG(int, client_threads, 1, "async: threads driving the completion queues");
 
 namespace {
 

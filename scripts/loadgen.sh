@@ -30,12 +30,14 @@ server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}
       'BEGIN {printf "server CPU  %.1f us per Analyze (incl. warm-up and any Recommend)\n", (a - b) / (n + 200) * 1e6}'
     echo
   }
-  for c in 1 8 32; do
-    run --requests 20000 --concurrency $c
+  # Enough calls for a run of a few seconds at each concurrency (a sub-second run is noisy here).
+  run --requests 20000 --concurrency 1
+  for c in 8 32; do
+    run --requests 80000 --concurrency $c
   done
   # The same load from one blocking thread per call in flight (what this file showed before the
   # async client): the client's context switches then cost the shared cores more than the server.
-  run --requests 20000 --concurrency 32 --client_api sync
+  run --requests 80000 --concurrency 32 --client_api sync
   # A launcher's predicted Recommend while 32 Analyze clients keep the server busy.
-  run --requests 20000 --concurrency 32 --recommend_clients 1
+  run --requests 80000 --concurrency 32 --recommend_clients 1
 } 2>&1 | tee "$out"
