@@ -28,6 +28,13 @@ size_t PredictionMemo::Size() const {
   return n;
 }
 
+void PredictionMemo::Clear() {
+  for (Shard& s : shards_) {
+    absl::MutexLock lock(&s.mu);
+    s.map.clear();
+  }
+}
+
 PredictionMemo& CatalogPredictionMemo() {
   static PredictionMemo* memo = new PredictionMemo();
   return *memo;
