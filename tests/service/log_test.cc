@@ -30,7 +30,10 @@ using ::testing::HasSubstr;
 class LogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = ::testing::TempDir() + "/log_test_stderr.txt";
+    // One file per test process: ctest runs the tests of this file side by side.
+    path_ = absl::StrCat(::testing::TempDir(), "/log_test_",
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name(), "_",
+                         getpid(), ".txt");
     std::fflush(stderr);
     saved_ = dup(2);
     const int fd = open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
@@ -43,6 +46,7 @@ class LogTest : public ::testing::Test {
     std::fflush(stderr);
     dup2(saved_, 2);
     close(saved_);
+    std::remove(path_.c_str());
   }
   std::vector<std::string> Messages() const {
     std::ifstream in(path_);
