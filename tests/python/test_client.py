@@ -2,6 +2,7 @@
 package from client/python on PYTHONPATH, and once installed into a fresh venv with pip)."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -102,11 +103,15 @@ class MeasuringBudgetTest(unittest.TestCase):
                 took = time.monotonic() - start
                 self.assertLess(took, 4 + 10)
                 self.assertTrue(progress)
-                self.assertGreater(r.gemms_measured, 0)
                 self.assertGreater(r.gemms_predicted, 0)
                 notes = " ".join(r.notes)
-                self.assertIn("the measuring budget (wall time) ran out with", notes)
-                self.assertIn("GEMMs not measured: they are PREDICTED", notes)
+                # The worker timed some GEMMs before the budget ran out (an emulating worker's
+                # times are predictions, so they count as predicted, and a note says so).
+                m = re.search(r"the measuring budget \(wall time\) ran out with (\d+) of (\d+) "
+                              r"GEMMs not measured: they are PREDICTED", notes)
+                self.assertIsNotNone(m, notes)
+                self.assertLess(int(m.group(1)), int(m.group(2)))
+                self.assertIn("emulates the GPU with the analytic model", notes)
                 self.assertNotEqual(r.verdict, advisor_pb2.VERDICT_UNSPECIFIED)
                 # Each row says how it was answered: predicted, with the share of its step that
                 # was measured where the budget reached some of its GEMMs.
