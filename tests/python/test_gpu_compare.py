@@ -18,6 +18,18 @@ import torch_attention  # noqa: E402 (no torch needed until it times)
 SHAPES = ["8192,8192,8192,1,TN", "4096,4096,4096,1,NN", "1000,1537,771,1,TN", "2048,2048,64,8,NT"]
 
 
+def run_on_files(script, docs, *flags):
+    """Writes each JSON document to a file of its own and runs bench/gpu/SCRIPT FLAGS FILES."""
+    with tempfile.TemporaryDirectory() as out:
+        paths = []
+        for i, doc in enumerate(docs, 1):
+            paths.append(os.path.join(out, f"{i}.json"))
+            with open(paths[-1], "w") as f:
+                json.dump(doc, f)
+        return subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu", script), *flags]
+                              + paths, capture_output=True, text=True)
+
+
 class CompareTest(unittest.TestCase):
     def test_problems_are_listed_and_targets_judged(self):
         with tempfile.TemporaryDirectory() as out:
@@ -74,14 +86,9 @@ class CompareTest(unittest.TestCase):
             rows.append({"m": 1, "n": 1, "k": 1, "batch": 1, "layout": "TN",
                          "error": {"code": "INTERNAL", "message": "x"}})
             return {"options": {"hot_window_s": 2.0}, "wall_s": sum(walls), "gemms": rows}
-        with tempfile.TemporaryDirectory() as out:
-            paths = [os.path.join(out, f"sweep-{i}.json") for i in (1, 2)]
-            for path, doc in zip(paths, (run((1e-3, 2e-3, 3e-3), (0.62, 0.11, 0.15)),
-                                         run((1.004e-3, 2.03e-3, 3e-3), (0.5, 0.1, 0.1)))):
-                with open(path, "w") as f:
-                    json.dump(doc, f)
-            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare.py"),
-                                "--sweep"] + paths, capture_output=True, text=True)
+        r = run_on_files("compare.py", [run((1e-3, 2e-3, 3e-3), (0.62, 0.11, 0.15)),
+                                        run((1.004e-3, 2.03e-3, 3e-3), (0.5, 0.1, 0.1))],
+                         "--sweep")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("sweep of 4 GEMMs in one process: 0.9 s, then 0.7 s; 2 timed on a hot GPU "
                       "(window 2.0 s)", r.stdout)
@@ -108,14 +115,7 @@ class CompareLayersTest(unittest.TestCase):
             {"key": "b", "median_s": 0.0150},
             {"key": "c", "error": "RuntimeError: no kernel"},
             {"key": "d", "median_s": 0.0400}]}
-        with tempfile.TemporaryDirectory() as out:
-            paths = []
-            for name, doc in (("1", run1), ("2", run2), ("t", torch)):
-                paths.append(os.path.join(out, name + ".json"))
-                with open(paths[-1], "w") as f:
-                    json.dump(doc, f)
-            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare_layers.py")]
-                               + paths, capture_output=True, text=True)
+        r = run_on_files("compare_layers.py", [run1, run2, torch])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("RuntimeError: no kernel", r.stdout)
         self.assertIn("cudnn graph", r.stdout)
@@ -134,15 +134,8 @@ class CompareLayersTest(unittest.TestCase):
                 "hf-eager": {"error": "OutOfMemoryError: CUDA out of memory"}}
         torch = {"layers": [dict({"key": "u", "reference": "megatron-fused", "references": refs},
                                  **refs["megatron-fused"])]}
-        with tempfile.TemporaryDirectory() as out:
-            paths = []
-            for name, doc in (("1", {"layers": [layer("u", 0.00162)]}),
-                              ("2", {"layers": [layer("u", 0.00162)]}), ("t", torch)):
-                paths.append(os.path.join(out, name + ".json"))
-                with open(paths[-1], "w") as f:
-                    json.dump(doc, f)
-            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare_layers.py")]
-                               + paths, capture_output=True, text=True)
+        r = run_on_files("compare_layers.py", [{"layers": [layer("u", 0.00162)]},
+                                                {"layers": [layer("u", 0.00162)]}, torch])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("unfused (megatron-fused) graph", r.stdout)
         self.assertIn("neox-unfused 0.579", r.stdout)  # 1.62 ms against 2.8 ms
