@@ -368,6 +368,30 @@ class CalibrationRun {
     }
   }
 
+  // The pairs measured again on a fitted GPU of the same silicon (SMs, compute capability, tensor
+  // rate): how many of that GPU's measured ratios are within 20% of this one's, the floor a
+  // second measurement of the same kernels reaches (empty when there is no such GPU).
+  std::string SiblingPairsRow(const std::string& gpu, DType dtype, const FitResult& r) {
+    const GpuSpec* g = Find(catalog_, gpu);
+    std::string out;
+    for (const auto& [key, other] : fits_) {
+      const GpuSpec* o = Find(catalog_, key.first);
+      if (key.first == gpu || key.second != dtype || g == nullptr || o == nullptr ||
+          o->sm_count != g->sm_count || o->compute_capability != g->compute_capability ||
+          o->PeakFlops(dtype) != g->PeakFlops(dtype)) {
+        continue;
+      }
+      const PairReproduction rep = ReproducePairs(r.cv_pairs, other.cv_pairs);
+      if (rep.matched == 0) continue;
+      absl::StrAppend(
+          &out, absl::StrFormat("      the same pairs measured on %s (its SMs, clocks and library) "
+                                "as the prediction: %d of %d within 20%% of this GPU's measured "
+                                "ratio (the floor two measurements reach)\n",
+                                key.first, rep.within, rep.matched));
+    }
+    return out;
+  }
+
   void ReportFit(const std::string& gpu, DType dtype, const FitResult& r) {
     const std::string what = absl::StrCat(gpu, " ", DTypeName(dtype));
     absl::StrAppend(&fits_text_, StatsRow(absl::StrCat(what, "  before (priors)"), r.before),
@@ -377,7 +401,8 @@ class CalibrationRun {
       absl::StrAppend(&fits_text_,
                       StatsRow(absl::StrCat(what, "    aligned (16 bytes)"), r.cv_aligned),
                       StatsRow(absl::StrCat(what, "    misaligned"), r.cv_misaligned),
-                      PairsRow(absl::StrCat(what, "    aligned/misaligned pairs"), r.cv_pairs));
+                      PairsRow(absl::StrCat(what, "    aligned/misaligned pairs"), r.cv_pairs),
+                      SiblingPairsRow(gpu, dtype, r));
     }
     absl::StrAppend(&fits_text_, "    error band by predicted time: ", BandsText(r.bands), "\n");
     if (r.above_peak_rows > 0) {

@@ -659,6 +659,20 @@ std::vector<double> PairFamilyRatios(const std::vector<PairCheck>& pairs, const 
   return out;
 }
 
+PairReproduction ReproducePairs(const std::vector<PairCheck>& pairs,
+                                const std::vector<PairCheck>& other) {
+  PairReproduction r;
+  for (const PairCheck& p : pairs) {
+    const auto it = std::find_if(other.begin(), other.end(), [&](const PairCheck& q) {
+      return q.misaligned == p.misaligned && q.aligned == p.aligned;
+    });
+    if (it == other.end()) continue;
+    ++r.matched;
+    r.within += std::abs(it->measured_ratio / p.measured_ratio - 1) <= 0.2;
+  }
+  return r;
+}
+
 std::vector<DType> DTypesServedBy(DType fitted) {
   if (fitted == DType::kBf16 || fitted == DType::kFp16) return {DType::kBf16, DType::kFp16};
   return {fitted};

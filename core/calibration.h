@@ -143,6 +143,18 @@ std::vector<PairCheck> AlignmentPairs(const std::vector<Measurement>& rows,
 // measurements' own scatter, reported beside each pair outside 20%.
 std::vector<double> PairFamilyRatios(const std::vector<PairCheck>& pairs, const PairCheck& p);
 
+// The same pairs measured on another GPU as the prediction of these: of the pairs in `pairs` that
+// `other` also has (same two shapes), how many measured ratios in `other` lie within 20% of the
+// one in `pairs`. Between GPUs of one silicon and library (H100 and H200: 132 SMs, the same
+// clocks and cuBLASLt), it is what a second measurement of the same kernels reaches: a floor for
+// any model held to "every pair within 20%".
+struct PairReproduction {
+  int matched = 0;
+  int within = 0;
+};
+PairReproduction ReproducePairs(const std::vector<PairCheck>& pairs,
+                                const std::vector<PairCheck>& other);
+
 struct FitResult {
   std::string gpu;
   DType dtype = DType::kBf16;

@@ -136,7 +136,9 @@ TEST(ParallelismTest, ContextParallelismSplitsTheSequence) {
     if (g.gemm.name == kQkv && g.gemm.pass == Pass::kForward) {
       EXPECT_EQ(g.gemm.shape.m, 65536 / 4);
     }
-    if (g.gemm.fused_attention) EXPECT_EQ(g.gemm.count, 8 * 4);  // c ring steps per layer
+    if (g.gemm.fused_attention) {
+      EXPECT_EQ(g.gemm.count, 8 * 4);  // c ring steps per layer
+    }
   }
   RunConfig run;
   run.num_gpus = 64;  // t·c = 32, d = 2
