@@ -22,6 +22,7 @@
 #include "core/cost_model.h"
 #include "core/csv_fields.h"
 #include "core/status_macros.h"
+#include "core/timing_stats.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
@@ -241,13 +242,9 @@ absl::StatusOr<std::vector<TimeRatio>> ParseRatiosCsv(absl::string_view text,
 
 namespace {
 
+// Percentile, 0 for no values.
 double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(v.size() - 1, lo + 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+  return v.empty() ? 0 : Percentile(std::move(v), q);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/rules.h"
+#include "core/timing_stats.h"
 
 namespace wavecrest {
 
@@ -532,6 +533,62 @@ const GemmTime& ScoreCache::Get(const GemmKey& key) {
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;
   return memo_.emplace(key, fn_(key)).first->second;
+}
+
+void MeasuredScale::Add(const GemmKey& key, double predicted_s, double measured_s) {
+  if (!(predicted_s > 0) || !(measured_s > 0) || !std::isfinite(predicted_s) ||
+      !std::isfinite(measured_s)) {
+    return;
+  }
+  classes_[{static_cast<int>(key.dtype), AlignedGemm(key)}].push_back(
+      {std::log(predicted_s), measured_s / predicted_s});
+}
+
+double MeasuredScale::Factor(const GemmKey& key, double predicted_s) const {
+  const auto it = classes_.find({static_cast<int>(key.dtype), AlignedGemm(key)});
+  if (it == classes_.end() || it->second.size() < kMinSamples || !(predicted_s > 0)) return 1;
+  std::vector<Sample> near = it->second;
+  const double at = std::log(predicted_s);
+  const size_t n = std::min(kNeighbours, near.size());
+  std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(n), near.end(),
+                    [at](const Sample& a, const Sample& b) {
+                      return std::abs(a.log_predicted - at) < std::abs(b.log_predicted - at);
+                    });
+  std::vector<double> ratios;
+  for (size_t i = 0; i < n; ++i) ratios.push_back(near[i].ratio);
+  return Percentile(std::move(ratios), 0.5);
+}
+
+size_t MeasuredScale::samples() const {
+  size_t n = 0;
+  for (const auto& [c, v] : classes_) n += v.size();
+  return n;
+}
+
+double MeasuredScale::MedianRatio() const {
+  std::vector<double> all;
+  for (const auto& [c, v] : classes_) {
+    for (const Sample& s : v) all.push_back(s.ratio);
+  }
+  return all.empty() ? 1 : Percentile(std::move(all), 0.5);
+}
+
+MixedTimes::MixedTimes(absl::flat_hash_map<GemmKey, GemmTime> answers, ScoreCache& predicted)
+    : answers_(std::move(answers)), predicted_(predicted) {
+  for (const auto& [key, t] : answers_) {
+    if (t.measured) scale_.Add(key, predicted_.Get(key).time_s, t.time_s);
+  }
+}
+
+GemmTime MixedTimes::Get(const GemmKey& key) {
+  auto it = answers_.find(key);
+  GemmTime t = it != answers_.end() ? it->second : predicted_.Get(key);
+  if (t.measured) return t;
+  ++unmeasured_;
+  const double f = scale_.Factor(key, t.time_s);
+  scaled_ += f != 1;
+  t.time_s *= f;
+  return t;
 }
 
 const GemmPrediction& ScoreCache::FusedAttention(const GpuSpec& gpu, const Gemm& gemm) {

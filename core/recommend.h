@@ -135,6 +135,34 @@ struct GemmTime {
 };
 using GemmTimeFn = std::function<GemmTime(const GemmKey&)>;
 
+// A prediction that shares an answer with measurements of the same GPU, scaled to agree with them.
+// The analytic model is fitted to eager `torch.mm` sweeps, and a worker times in CUDA graphs: on
+// the lent H100 the worker ran large aligned GEMMs 4-18% faster than the model predicts, and
+// GEMMs of 1024^3 and below 2-3x faster (../shared/measurements/h100-compare-torch.txt). When a
+// GPU-time budget ends part-way, the GEMMs left predicted would make the candidates that own them
+// look slower than the ones measured in full. Each is scaled by the median measured/predicted
+// ratio of the measured GEMMs of its class (dtype, 16-byte aligned or not) nearest to it in
+// predicted time (up to kNeighbours of them, at least kMinSamples; else it stays as predicted).
+class MeasuredScale {
+ public:
+  static constexpr size_t kNeighbours = 5;
+  static constexpr size_t kMinSamples = 3;
+  void Add(const GemmKey& key, double predicted_s, double measured_s);
+  // The factor for a GEMM predicted at `predicted_s` (1 when its class has too few samples).
+  double Factor(const GemmKey& key, double predicted_s) const;
+  size_t samples() const;
+  // The median ratio over every sample (1 when there are none): what a note reports.
+  double MedianRatio() const;
+
+ private:
+  struct Sample {
+    double log_predicted;
+    double ratio;
+  };
+  // By (dtype as int, 16-byte aligned).
+  std::map<std::pair<int, bool>, std::vector<Sample>> classes_;
+};
+
 // The time of one layer timed whole (core/layers.h), when a GPU measured it (or the cache had it).
 struct LayerTime {
   double time_s = 0;
@@ -157,6 +185,25 @@ class ScoreCache {
   GemmTimeFn fn_;
   absl::flat_hash_map<GemmKey, GemmTime> memo_;
   absl::flat_hash_map<std::tuple<GemmKey, int, bool, double, int64_t>, GemmPrediction> fused_;
+};
+
+// A GPU's answers for some GEMMs (measured, or predictions where it measured nothing) beside the
+// model's predictions for the rest, as one source of times: measured answers as they are, every
+// other time scaled by the MeasuredScale of the measured answers.
+class MixedTimes {
+ public:
+  MixedTimes(absl::flat_hash_map<GemmKey, GemmTime> answers, ScoreCache& predicted);
+  GemmTime Get(const GemmKey& key);
+  const MeasuredScale& scale() const { return scale_; }
+  int64_t unmeasured() const { return unmeasured_; }  // keys asked for without a measurement
+  int64_t scaled() const { return scaled_; }          // of them, those given a factor other than 1
+
+ private:
+  absl::flat_hash_map<GemmKey, GemmTime> answers_;
+  ScoreCache& predicted_;
+  MeasuredScale scale_;
+  int64_t unmeasured_ = 0;
+  int64_t scaled_ = 0;
 };
 
 // One term of a candidate's step time. `id` names what ran (ContributionId): the same GEMM in two

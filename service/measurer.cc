@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "service/advisor_logic.h"
@@ -105,6 +106,15 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
   if (!summary.ok()) return summary.status();
   *counts = CountsOf(*summary);
   return out;
+}
+
+std::string ScaledNote(const MixedTimes& mixed, absl::string_view what) {
+  if (mixed.scaled() == 0) return "";
+  return absl::StrFormat(
+      "%d %s were not measured; each of their predictions is scaled by the measured/predicted "
+      "ratio of the measured GEMMs of its kind nearest it in size (%d measured, median ratio "
+      "%.2f), so that what was measured and what was not compare fairly",
+      mixed.scaled(), what, mixed.scale().samples(), mixed.scale().MedianRatio());
 }
 
 absl::StatusOr<std::vector<std::optional<LayerTime>>> MeasureLayerTimes(

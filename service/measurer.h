@@ -163,6 +163,9 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
     const CallContext& ctx, const GpuTarget& gpu, v1::Mode mode, const std::vector<GemmKey>& keys,
     absl::Time measure_by, const std::function<void(int64_t, int64_t)>& progress,
     MeasureCounts* counts);
+// The note of an answer whose predictions were scaled to agree with the measurements beside them
+// (MixedTimes): "4 GEMMs of the measured rows were not measured; ..."; empty when none was.
+std::string ScaledNote(const MixedTimes& mixed, absl::string_view what);
 // Whole layers: a GPU measurement (or a cached one) per key, or nullopt (predicted only, or
 // failed: the candidate is then summed from GEMMs). MODE_AUTO always: never fail a ranking over a
 // layer that cannot be measured.

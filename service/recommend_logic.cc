@@ -390,10 +390,10 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
     by_key[plan.gemms[i]] = *(*times)[i];
     measured_keys += (*times)[i]->measured;
   }
-  ScoreCache measured([&](const GemmKey& key) {
-    auto it = by_key.find(key);
-    return it != by_key.end() ? it->second : predicted.Get(key);
-  });
+  // The GEMMs of these rows left predicted (the budget ended, or a GEMM failed) are scaled to
+  // agree with the ones measured beside them, so that no row gains from being measured.
+  MixedTimes mixed(std::move(by_key), predicted);
+  ScoreCache measured([&](const GemmKey& key) { return mixed.Get(key); });
   ASSIGN_OR_RETURN(const LayerTimeFn layer_times,
                    MeasureLayers(ctx, r.gpu, r.mode, plan.layers, measure_by, &r.response));
   int64_t whole = 0;
@@ -404,6 +404,9 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
     whole += r.measured_group.back().layer_share > 0;
   }
   RankCandidates(r.measured_group, static_cast<size_t>(r.constraints.top));
+  if (std::string note = ScaledNote(mixed, "GEMMs of the measured rows"); !note.empty()) {
+    r.response.add_notes(std::move(note));
+  }
   // The rest keep their predicted ranking, after the measured ones.
   std::vector<CandidateScore> rest;
   for (size_t i = 0; i < r.scores.size(); ++i) {

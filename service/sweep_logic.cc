@@ -365,14 +365,15 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
   } else if (mode == v1::MODE_AUTO) {
     response.add_notes(absl::StrCat(can.reason, ": every point is PREDICTED"));
   }
-  int64_t predicted_keys = 0;  // distinct GEMMs the points use that no GPU measured
-  ScoreCache times([&](const GemmKey& key) {
-    auto it = measured.find(key);
-    if (it == measured.end() || !it->second.measured) ++predicted_keys;
-    return it != measured.end() ? it->second : predicted.Get(key);
-  });
+  // The points left predicted are scaled to agree with the ones measured beside them, so that a
+  // curve does not jump where the budget ended.
+  MixedTimes mixed(std::move(measured), predicted);
+  ScoreCache times([&](const GemmKey& key) { return mixed.Get(key); });
   RETURN_IF_ERROR(ScorePoints(ctx, points, *gpu, times, response));
-  response.set_gemms_predicted(predicted_keys);
+  response.set_gemms_predicted(mixed.unmeasured());
+  if (std::string note = ScaledNote(mixed, "GEMMs of the points"); !note.empty()) {
+    response.add_notes(std::move(note));
+  }
   response.set_done(true);
   ReportProgress(ctx, static_cast<int64_t>(points.size()), static_cast<int64_t>(points.size()),
                  "done");

@@ -231,6 +231,45 @@ TEST(CallFlowTest, RecommendAnswersBeforeItsDeadlineThroughASlowGpu) {
   EXPECT_THAT(absl::StrJoin(s.messages.back().notes(), "\n"), HasSubstr("budget spent"));
 }
 
+// A GPU 20% faster than the model, measured in part (the budget ends after some GEMMs): the GEMMs
+// left predicted are scaled by the measured/predicted ratio beside them, so every measured row
+// times as it would had the budget covered all, and a note says so.
+TEST(CallFlowTest, RecommendScalesTheGemmsTheBudgetLeftPredicted) {
+  auto run = [](int64_t limit, size_t* planned) {
+    FakeMeasurer gpu;
+    gpu.gemm_factor = 0.8;
+    gpu.layers_measurable = false;
+    gpu.measure_limit = limit;
+    Stream<v1::RecommendResponse> s;
+    absl::StatusOr<MeasureCounts> counts =
+        StreamRecommend(Recommend(v1::MODE_AUTO), s.Context(&gpu), s.send());
+    EXPECT_TRUE(counts.ok()) << counts.status();
+    if (planned != nullptr) *planned = gpu.gemms_asked().size();
+    return s.messages.back();
+  };
+  size_t planned = 0;
+  const v1::RecommendResponse all = run(-1, &planned);
+  ASSERT_GT(planned, 8u);
+  const v1::RecommendResponse part = run(static_cast<int64_t>(planned) - 4, nullptr);
+  EXPECT_EQ(part.gemms_measured(), static_cast<int64_t>(planned) - 4);
+  EXPECT_THAT(absl::StrJoin(part.notes(), "\n"),
+              HasSubstr("4 GEMMs of the measured rows were not measured; each of their "
+                        "predictions is scaled"));
+  EXPECT_THAT(absl::StrJoin(part.notes(), "\n"), HasSubstr("median ratio 0.80"));
+  ASSERT_EQ(part.candidates_size(), all.candidates_size());
+  int compared = 0;
+  for (const v1::Candidate& c : part.candidates()) {
+    if (c.measured_share() == 0) continue;  // ranked by the model alone
+    for (const v1::Candidate& a : all.candidates()) {
+      if (a.model().SerializeAsString() != c.model().SerializeAsString()) continue;
+      EXPECT_NEAR(c.step_time_s() / a.step_time_s(), 1.0, 1e-9) << c.rank();
+      EXPECT_NEAR(c.speedup(), a.speedup(), 1e-9) << c.rank();
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 2);
+}
+
 TEST(CallFlowTest, MeasuredModeWithoutAWorkerIsTheMeasurersError) {
   FakeMeasurer gpu;
   gpu.up = false;
@@ -296,6 +335,40 @@ TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
   Stream<v1::SweepResponse> c;
   EXPECT_EQ(StreamSweep(*accepted, CancelAfter(c, &gpu, 1), c.send()).status().code(),
             absl::StatusCode::kCancelled);
+}
+
+// A sweep whose budget ends part-way: the points left predicted are scaled by the ratio the
+// measured ones showed (a GPU 20% faster than the model), so the curve does not jump there.
+TEST(CallFlowTest, SweepScalesThePointsTheBudgetLeftPredicted) {
+  FakeMeasurer gpu;
+  gpu.gemm_factor = 0.8;
+  gpu.measure_limit = 4;
+  v1::SweepRequest request;
+  request.set_gpu("h100-sxm");
+  request.set_mode(v1::MODE_AUTO);
+  request.set_vary(v1::SWEEP_DIMENSION_GEMM_N);
+  request.mutable_gemm()->set_m(4096);
+  request.mutable_gemm()->set_n(4096);
+  request.mutable_gemm()->set_k(4096);
+  request.set_from(4032);
+  request.set_to(4288);
+  request.set_step(32);
+  Stream<v1::SweepResponse> s;
+  ASSERT_TRUE(StreamSweep(*AcceptSweep(request), s.Context(&gpu), s.send()).ok());
+  const v1::SweepResponse& r = s.messages.back();
+  ASSERT_EQ(r.points_size(), 9);
+  int predicted = 0;
+  for (const v1::SweepPoint& p : r.points()) {
+    const GemmKey key{{4096, static_cast<int64_t>(p.value()), 4096, 1}, Layout::kTN,
+                      DType::kBf16};
+    EXPECT_NEAR(p.time_s() / PredictGemmTime(**FindGpu("h100-sxm"), key), 0.8, 1e-9) << p.value();
+    predicted += p.source() == v1::SOURCE_PREDICTED;
+  }
+  EXPECT_EQ(predicted, 5);
+  EXPECT_EQ(r.gemms_predicted(), 5);
+  EXPECT_THAT(absl::StrJoin(r.notes(), "\n"),
+              HasSubstr("5 GEMMs of the points were not measured; each of their predictions is "
+                        "scaled"));
 }
 
 }  // namespace

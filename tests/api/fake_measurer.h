@@ -30,6 +30,9 @@ class FakeMeasurer final : public Measurer {
   double gemm_factor = 1.0;       // measured = predicted × this
   std::function<double(const LayerKey&)> layer_factor = [](const LayerKey&) { return 1.0; };
   absl::Duration per_unit = absl::ZeroDuration();  // wall time each unit takes
+  // Units measured per task before its budget is spent (the rest predicted, as past measure_by);
+  // negative: no limit.
+  int64_t measure_limit = -1;
 
   // What was asked, in order.
   std::vector<GemmKey> gemms_asked() const {
@@ -107,7 +110,9 @@ class FakeMeasurer final : public Measurer {
     for (size_t i = 0; i < n; ++i) {
       if (cancelled()) return absl::CancelledError("the call was cancelled");
       if (absl::Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
-      const bool measure = up && task.mode != v1::MODE_PREDICTED && absl::Now() < task.measure_by;
+      const bool measure = up && task.mode != v1::MODE_PREDICTED &&
+                           absl::Now() < task.measure_by &&
+                           (measure_limit < 0 || static_cast<int64_t>(i) < measure_limit);
       late += up && task.mode != v1::MODE_PREDICTED && !measure;
       if (measure) absl::SleepFor(per_unit);
       bool measured = measure;

@@ -645,5 +645,27 @@ TEST(RecommendTest, DecodeReadsTheWeightsOnceAndTheKvCache) {
   EXPECT_EQ(DecodeBytesPerStep(train), 0);
 }
 
+// Predictions left beside measurements take the measured/predicted ratio of their class nearest in
+// predicted time: small GEMMs the large ones' ratio only where nothing nearer was measured.
+TEST(MeasuredScaleTest, NearestMeasuredOfTheSameClassSetTheFactor) {
+  const GemmKey aligned{{4096, 4096, 4096, 1}, Layout::kTN, DType::kBf16};
+  const GemmKey misaligned{{4096, 4097, 4096, 1}, Layout::kTN, DType::kBf16};
+  const GemmKey fp8{{4096, 4096, 4096, 1}, Layout::kTN, DType::kFp8E4M3};
+  MeasuredScale s;
+  EXPECT_DOUBLE_EQ(s.Factor(aligned, 1e-3), 1);  // nothing measured
+  EXPECT_DOUBLE_EQ(s.MedianRatio(), 1);
+  // Large aligned GEMMs ran at 0.9 of the prediction, small ones at 0.4 (the host-bound sweep).
+  for (double t : {1e-3, 2e-3, 4e-3, 8e-3, 16e-3}) s.Add(aligned, t, 0.9 * t);
+  for (double t : {5e-6, 6e-6, 7e-6}) s.Add(aligned, t, 0.4 * t);
+  s.Add(misaligned, 1e-3, 1.5e-3);  // one sample: too few for its class
+  s.Add(aligned, 0, 1);             // not a time: ignored
+  EXPECT_EQ(s.samples(), 9u);
+  EXPECT_NEAR(s.Factor(aligned, 3e-3), 0.9, 1e-12);
+  EXPECT_NEAR(s.Factor(aligned, 6e-6), 0.4, 1e-12);  // its 5 nearest: 3 small, 2 large
+  EXPECT_DOUBLE_EQ(s.Factor(misaligned, 1e-3), 1);
+  EXPECT_DOUBLE_EQ(s.Factor(fp8, 1e-3), 1);  // another dtype
+  EXPECT_NEAR(s.MedianRatio(), 0.9, 1e-12);
+}
+
 }  // namespace
 }  // namespace wavecrest
