@@ -304,19 +304,24 @@ TEST(CallFlowTest, RecommendIsRefusedBeforeQueueingWhenItCannotSucceed) {
   EXPECT_EQ(imported->model().hidden_size(), 1024);
 }
 
-TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
-  FakeMeasurer gpu;
+// A sweep of n over a 4096 x n x 4096 BF16 GEMM on the H100, `from` to `to` in steps of 32.
+v1::SweepRequest GemmNSweep(v1::Mode mode, int64_t from, int64_t to) {
   v1::SweepRequest request;
   request.set_gpu("h100-sxm");
-  request.set_mode(v1::MODE_MEASURED);
+  request.set_mode(mode);
   request.set_vary(v1::SWEEP_DIMENSION_GEMM_N);
   request.mutable_gemm()->set_m(4096);
   request.mutable_gemm()->set_n(4096);
   request.mutable_gemm()->set_k(4096);
-  request.set_from(4032);
-  request.set_to(4160);
+  request.set_from(from);
+  request.set_to(to);
   request.set_step(32);
-  absl::StatusOr<v1::SweepRequest> accepted = AcceptSweep(request);
+  return request;
+}
+
+TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
+  FakeMeasurer gpu;
+  absl::StatusOr<v1::SweepRequest> accepted = AcceptSweep(GemmNSweep(v1::MODE_MEASURED, 4032, 4160));
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   Stream<v1::SweepResponse> s;
   absl::StatusOr<MeasureCounts> counts = StreamSweep(*accepted, s.Context(&gpu), s.send());
@@ -343,18 +348,10 @@ TEST(CallFlowTest, SweepScalesThePointsTheBudgetLeftPredicted) {
   FakeMeasurer gpu;
   gpu.gemm_factor = 0.8;
   gpu.measure_limit = 4;
-  v1::SweepRequest request;
-  request.set_gpu("h100-sxm");
-  request.set_mode(v1::MODE_AUTO);
-  request.set_vary(v1::SWEEP_DIMENSION_GEMM_N);
-  request.mutable_gemm()->set_m(4096);
-  request.mutable_gemm()->set_n(4096);
-  request.mutable_gemm()->set_k(4096);
-  request.set_from(4032);
-  request.set_to(4288);
-  request.set_step(32);
   Stream<v1::SweepResponse> s;
-  ASSERT_TRUE(StreamSweep(*AcceptSweep(request), s.Context(&gpu), s.send()).ok());
+  ASSERT_TRUE(
+      StreamSweep(*AcceptSweep(GemmNSweep(v1::MODE_AUTO, 4032, 4288)), s.Context(&gpu), s.send())
+          .ok());
   const v1::SweepResponse& r = s.messages.back();
   ASSERT_EQ(r.points_size(), 9);
   int predicted = 0;
