@@ -205,7 +205,7 @@ std::string DetailRows(const GpuSpec& before, const GpuSpec& after,
                                     "measured", "before", "error", "after", "error");
   for (const Measurement& m : rows) {
     const double f = GemmFlops(m.key.shape);
-    const double tb = PredictGemmTime(before, m.key), ta = PredictGemmTime(after, m.key);
+    const double tb = PredictAsMeasured(before, m), ta = PredictAsMeasured(after, m);
     absl::StrAppend(
         &out, absl::StrFormat("    %-34s %7.1f TF %7.1f TF %8s %7.1f TF %8s\n", GemmKeyString(m.key),
                               f / m.median_s / 1e12, f / tb / 1e12, SignedPct(m.median_s / tb - 1),

@@ -105,7 +105,7 @@ absl::StatusOr<Measurement> ParseXlaRow(absl::string_view origin, int line,
   ASSIGN_OR_RETURN(m.key.shape.k, Dim(origin, line, "k", f[4], 1));
   ASSIGN_OR_RETURN(const double flops, Positive(origin, line, "flops_per_s", f[6]));
   m.median_s = GemmFlops(m.key.shape) / flops;
-  m.method = "xla-perf-table";
+  m.method = std::string(kXlaTableMethod);
   return m;
 }
 
@@ -267,10 +267,21 @@ ErrorStats ErrorsOf(const std::vector<double>& ratios) {
   return e;
 }
 
+bool TimesWholeGemm(const GpuSpec& gpu, const Measurement& m) {
+  return m.method != kXlaTableMethod || !Fp8NeedsTn(gpu, m.key.dtype) ||
+         m.key.layout == Layout::kTN;
+}
+
+double PredictAsMeasured(const GpuSpec& gpu, const Measurement& m) {
+  if (TimesWholeGemm(gpu, m)) return PredictGemmTime(gpu, m.key);
+  const GemmKernelTimes k = PredictGemmKernels(gpu, m.key);
+  return (k.gemm_s + k.transpose_s) / 2;
+}
+
 std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& rows) {
   std::vector<double> out;
   out.reserve(rows.size());
-  for (const Measurement& m : rows) out.push_back(m.median_s / PredictGemmTime(gpu, m.key));
+  for (const Measurement& m : rows) out.push_back(m.median_s / PredictAsMeasured(gpu, m));
   return out;
 }
 
@@ -389,7 +400,7 @@ std::vector<double> NelderMead(const std::function<double(const std::vector<doub
 double Loss(const GpuSpec& gpu, const std::vector<Measurement>& rows) {
   double sum = 0;
   for (const Measurement& m : rows) {
-    const double e = std::log(PredictGemmTime(gpu, m.key) / m.median_s);
+    const double e = std::log(PredictAsMeasured(gpu, m) / m.median_s);
     sum += e * e;
   }
   return rows.empty() ? 0 : sum / static_cast<double>(rows.size());
@@ -524,11 +535,11 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
   FitResult r;
   r.gpu = prior.name;
   r.dtype = dtype;
-  // A row faster than the datasheet's dense peak was not timed right (no kernel can pass it): it
-  // is counted and left out, never fitted (issue: XLA's H100 FP8 rows reach 2620 TFLOP/s).
+  // A GEMM's whole time faster than the datasheet's dense peak was not timed right (no kernel can
+  // pass it): it is counted and left out, never fitted.
   std::vector<Measurement> data;
   for (const Measurement& m : AsDtype(rows, dtype)) {
-    if (GemmFlops(m.key.shape) / m.median_s > prior.PeakFlops(dtype)) {
+    if (TimesWholeGemm(prior, m) && GemmFlops(m.key.shape) / m.median_s > prior.PeakFlops(dtype)) {
       ++r.above_peak_rows;
     } else {
       data.push_back(m);
@@ -559,7 +570,7 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
     GpuSpec fold = prior;
     fold.Model(dtype) = FitParams(prior, dtype, train, options);
     for (size_t j = 0; j < test.size(); ++j) {
-      cv_pred[test_idx[j]] = PredictGemmTime(fold, test[j].key);
+      cv_pred[test_idx[j]] = PredictAsMeasured(fold, test[j]);
       cv_ratio[test_idx[j]] = test[j].median_s / cv_pred[test_idx[j]];
     }
   }

@@ -84,7 +84,22 @@ struct ErrorStats {
 };
 ErrorStats ErrorsOf(const std::vector<double>& ratios);  // ratios = measured / predicted time
 
-// measured / predicted time for each row, on `gpu` as it is.
+// The method of XLA's published table (ParseMeasurementsCsv sets it on its rows).
+inline constexpr absl::string_view kXlaTableMethod = "xla-perf-table";
+
+// The model's prediction of what `m`'s method reports. Most methods time the GEMM as a whole
+// (PredictGemmTime). XLA's table records the median duration of every kernel its profiler traced
+// while running the dot (xla/tools/matmul_perf_table_gen.cc, Profile: getMedianKernelTimeNs over
+// the runs): where the dot runs as two kernels, each as often, that median is the mean of the two,
+// not their sum. FP8 on Hopper runs only as TN, so XLA's NN FP8 dots there run a transpose and
+// then the GEMM, and the table reports about half the GEMM's time where the transpose is short:
+// the 71 H100 rows "faster than the dense FP8 peak" (up to 2620 TFLOP/s, 1.32x the 1979 peak).
+double PredictAsMeasured(const GpuSpec& gpu, const Measurement& m);
+// Whether `m`'s figure is a GEMM's whole time, which no kernel makes faster than the datasheet
+// peak (false for XLA's two-kernel rows above).
+bool TimesWholeGemm(const GpuSpec& gpu, const Measurement& m);
+
+// measured / predicted time for each row (PredictAsMeasured), on `gpu` as it is.
 std::vector<double> Ratios(const GpuSpec& gpu, const std::vector<Measurement>& rows);
 
 // The parameters the fitter moves, with their bounds. Some describe only some GEMMs: they move

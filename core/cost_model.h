@@ -175,6 +175,15 @@ bool Fp8NeedsTn(const GpuSpec& gpu, DType dtype);
 // The time of PredictGemm alone, without its band and reasons: the fitter's hot path.
 double PredictGemmTime(const GpuSpec& gpu, const GemmKey& key);
 
+// PredictGemmTime's kernels apart: the GEMM kernel's own time (at least the datasheet peak's) and
+// the FP8 transpose kernel's that runs before it (0 when none does). A source that times kernels
+// one by one (XLA's table: the median of every kernel it traced) reports them apart.
+struct GemmKernelTimes {
+  double gemm_s = 0;
+  double transpose_s = 0;
+};
+GemmKernelTimes PredictGemmKernels(const GpuSpec& gpu, const GemmKey& key);
+
 // The prediction for one given tile and split-K factor (what PredictGemm minimises over).
 GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
                                    int64_t split_k);

@@ -321,7 +321,8 @@ v1::SweepRequest GemmNSweep(v1::Mode mode, int64_t from, int64_t to) {
 
 TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
   FakeMeasurer gpu;
-  absl::StatusOr<v1::SweepRequest> accepted = AcceptSweep(GemmNSweep(v1::MODE_MEASURED, 4032, 4160));
+  absl::StatusOr<v1::SweepRequest> accepted =
+      AcceptSweep(GemmNSweep(v1::MODE_MEASURED, 4032, 4160));
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   Stream<v1::SweepResponse> s;
   absl::StatusOr<MeasureCounts> counts = StreamSweep(*accepted, s.Context(&gpu), s.send());
