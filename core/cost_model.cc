@@ -430,12 +430,12 @@ GemmPrediction BestTile(const GpuSpec& gpu, const GemmKey& key) {
       if (p.time_s < best.time_s) best = p;
     }
   }
-  // FP8 on Ada and Hopper runs in TN only: another layout first copies the operands cuBLAS needs
-  // transposed (Transformer Engine keeps transposed FP8 copies; XLA transposes): one more kernel
-  // that reads and writes each such operand.
   // The GEMM kernel is never faster than the datasheet's dense peak.
   const double ceiling = gpu.PeakFlops(key.dtype);
   if (ceiling > 0) best.time_s = std::max(best.time_s, GemmFlops(key.shape) / ceiling);
+  // FP8 on Ada and Hopper runs in TN only: another layout first copies the operands cuBLAS needs
+  // transposed (Transformer Engine keeps transposed FP8 copies; XLA transposes): one more kernel
+  // that reads and writes each such operand.
   const double copy_bytes = Fp8TransposeBytes(gpu, key);
   if (copy_bytes > 0) {
     best.transpose_time_s = mp.fp8_transpose_launch_s +

@@ -550,10 +550,13 @@ double MeasuredScale::Factor(const GemmKey& key, double predicted_s) const {
   std::vector<Sample> near = it->second;
   const double at = std::log(predicted_s);
   const size_t n = std::min(kNeighbours, near.size());
+  // Nearest first; ties broken by the values themselves, so that the answer never depends on the
+  // order the measurements came in (same inputs, same ranking).
+  auto order = [at](const Sample& x) {
+    return std::make_tuple(std::abs(x.log_predicted - at), x.log_predicted, x.ratio);
+  };
   std::partial_sort(near.begin(), near.begin() + static_cast<std::ptrdiff_t>(n), near.end(),
-                    [at](const Sample& a, const Sample& b) {
-                      return std::abs(a.log_predicted - at) < std::abs(b.log_predicted - at);
-                    });
+                    [&](const Sample& a, const Sample& b) { return order(a) < order(b); });
   std::vector<double> ratios;
   for (size_t i = 0; i < n; ++i) ratios.push_back(near[i].ratio);
   return Percentile(std::move(ratios), 0.5);
