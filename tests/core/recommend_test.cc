@@ -667,5 +667,22 @@ TEST(MeasuredScaleTest, NearestMeasuredOfTheSameClassSetTheFactor) {
   EXPECT_NEAR(s.MedianRatio(), 0.9, 1e-12);
 }
 
+// Measurements arrive in any order (a hash map's, a worker's): the factor does not depend on it,
+// even when several measured GEMMs are equally near.
+TEST(MeasuredScaleTest, TheFactorDoesNotDependOnTheOrderOfTheMeasurements) {
+  const GemmKey key{{4096, 4096, 4096, 1}, Layout::kTN, DType::kBf16};
+  // Equally near 1e-3 in log time: 0.5e-3 and 2e-3, three times each, with different ratios.
+  const std::vector<std::pair<double, double>> samples = {
+      {0.5e-3, 0.7}, {2e-3, 0.8}, {0.5e-3, 0.9}, {2e-3, 1.0}, {0.5e-3, 1.1}, {2e-3, 1.2}};
+  std::vector<size_t> order = {0, 1, 2, 3, 4, 5};
+  std::set<double> factors;
+  do {
+    MeasuredScale s;
+    for (size_t i : order) s.Add(key, samples[i].first, samples[i].first * samples[i].second);
+    factors.insert(s.Factor(key, 1e-3));
+  } while (std::next_permutation(order.begin(), order.end()));
+  EXPECT_EQ(factors.size(), 1u);
+}
+
 }  // namespace
 }  // namespace wavecrest
