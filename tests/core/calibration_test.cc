@@ -296,6 +296,30 @@ TEST(BuiltinCalibration, FitsTheHopperSweepsAlignedAndMisaligned) {
     EXPECT_LE(m.median_abs, 0.15) << gpu;
     EXPECT_LE(m.p90_abs, 0.35) << gpu;
   }
+  // The aligned/misaligned pairs: the model's predicted ratios within 20% of the measured ones as
+  // often as the sibling GPU's measurement of the same pairs is (the floor two measurements reach;
+  // the cross-validated counts are in bench/results/calibration.txt).
+  auto pairs_of = [](const char* path, const GpuSpec* model) {
+    const std::vector<Measurement> rows = Rows(path);
+    std::vector<double> times;
+    for (const Measurement& m : rows) {
+      times.push_back(model != nullptr ? PredictAsMeasured(*model, m) : m.median_s);
+    }
+    return AlignmentPairs(rows, times);
+  };
+  const char* h100_csv = "data/measurements/h100-torch-gemm-sweep.csv";
+  const char* h200_csv = "data/measurements/h200-torch-gemm-sweep.csv";
+  for (const auto& [path, gpu, sibling] :
+       {std::tuple(h100_csv, "h100-sxm", h200_csv), std::tuple(h200_csv, "h200", h100_csv)}) {
+    const std::vector<PairCheck> measured = pairs_of(path, nullptr);
+    const int floor = ReproducePairs(measured, pairs_of(sibling, nullptr)).within;
+    int within = 0;
+    for (const PairCheck& p : pairs_of(path, &Gpu(gpu))) {
+      within += std::abs(p.predicted_ratio / p.measured_ratio - 1) <= 0.2;
+    }
+    EXPECT_GE(within, floor) << gpu << ": " << within << " of " << measured.size();
+    EXPECT_EQ(measured.size(), 168u);
+  }
 }
 
 // A pair's family: same layout, dtype and batch, differing from it only in the dimension its pair
