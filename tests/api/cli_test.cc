@@ -2,6 +2,7 @@
 #include "client/cli.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -129,6 +130,66 @@ TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
   r = Cli(o);
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("nothing to calibrate"));
+}
+
+// `calibrate --evaluate`: how a held-back sweep is scored. Errors by source, GPU and dtype, split
+// by alignment, the pairs and how many are within 20%; XLA's FP8 NN rows on Hopper are predicted as
+// the table times them (the median of the transpose and GEMM kernels); JSON has each row.
+TEST(CliTest, CalibrateEvaluateScoresAHeldBackFile) {
+  const std::string dir = testing::TempDir() + "/evaluate_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string sweep = dir + "/sweep.csv";
+  {
+    std::ifstream in(Path("data/measurements/h100-torch-gemm-sweep.csv"));
+    std::ofstream out(sweep);
+    std::string line;
+    // The comment (device, method), the header, and the TN 8192 x n x 4096 rows.
+    for (int i = 0; std::getline(in, line); ++i) {
+      if (i < 2 || line.find(",8192,40") != std::string::npos) out << line << "\n";
+    }
+  }
+  CliOptions o;
+  o.command = "calibrate";
+  o.evaluate = sweep;
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("torch-gemm-sweep h100-sxm bf16"));
+  EXPECT_THAT(r.out, HasSubstr("  misaligned"));
+  EXPECT_THAT(r.out, HasSubstr("aligned/misaligned pairs (error of the predicted ratio)"));
+  EXPECT_THAT(r.out, ::testing::ContainsRegex("[0-9]+ of [0-9]+ pairs within 20% of the measured "
+                                               "ratio"));
+  o.format = "json";
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& g = j["groups"]["torch-gemm-sweep h100-sxm bf16"];
+  ASSERT_TRUE(g.contains("pairs_within_20_percent"));
+  EXPECT_LE(g["pairs_within_20_percent"].get<int>(), static_cast<int>(g["pairs"].size()));
+  EXPECT_GT(g["pairs"].size(), 5u);
+
+  // An XLA FP8 row on H100 (NN: a transpose and the GEMM): the figure is their mean.
+  const std::string xla = dir + "/xla.csv";
+  {
+    std::ifstream in(Path("data/measurements/xla-gemm-perf-table.csv"));
+    std::ofstream out(xla);
+    std::string line;
+    for (int i = 0; std::getline(in, line); ++i) {
+      if (i < 2 || (line.find(",h100-sxm,fp8_e4m3,") != std::string::npos &&
+                    line.find(",NN,4096,4096,4096,1,") != std::string::npos)) {
+        out << line << "\n";
+      }
+    }
+  }
+  o.evaluate = xla;
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json x = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(x["rows"].empty());
+  for (const nlohmann::json& row : x["rows"]) {
+    EXPECT_LT(row["predicted_s"].get<double>(), row["predicted_gemm_s"].get<double>());
+    EXPECT_LT(std::abs(row["error"].get<double>()), 0.5) << row.dump();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CliTest, AnalyzeJsonIsTheProtoMappingWithOverrides) {
