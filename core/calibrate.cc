@@ -96,7 +96,8 @@ void CopyAlignment(const CostModelParams& from, CostModelParams& to) {
   CopyFields({&CostModelParams::narrow_tn_efficiency,
               &CostModelParams::narrow_tn_output_efficiency, &CostModelParams::narrow_nn_efficiency,
               &CostModelParams::narrow_nt_efficiency, &CostModelParams::vector_efficiency,
-              &CostModelParams::misaligned_memory_efficiency},
+              &CostModelParams::misaligned_memory_efficiency, &CostModelParams::vector_k_overhead,
+              &CostModelParams::narrow_k_overhead},
              from, to);
 }
 

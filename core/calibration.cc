@@ -314,6 +314,8 @@ const std::vector<FittedParam>& FittedParams() {
       {"narrow_nt_efficiency", &CostModelParams::narrow_nt_efficiency, 0.02, 1.0,
        FitsOnly::kNarrowNt},
       {"vector_efficiency", &CostModelParams::vector_efficiency, 0.02, 1.0, FitsOnly::kVector},
+      {"vector_k_overhead", &CostModelParams::vector_k_overhead, 0.0, 2048.0, FitsOnly::kVector},
+      {"narrow_k_overhead", &CostModelParams::narrow_k_overhead, 0.0, 2048.0, FitsOnly::kNarrow},
       {"misaligned_memory_efficiency", &CostModelParams::misaligned_memory_efficiency, 0.05, 1.0,
        FitsOnly::kMisaligned},
   };
@@ -464,6 +466,8 @@ bool InClass(FitsOnly only, const GpuSpec& gpu, const GemmKey& key) {
       return align >= 4 && align < 16;
     case FitsOnly::kMisaligned:
       return align < 16;
+    case FitsOnly::kNarrow:
+      return align < 4;
     case FitsOnly::kStreamK:
       return HasStreamK(gpu, AlignmentCostOf(key, gpu));
   }

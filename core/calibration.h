@@ -113,6 +113,7 @@ enum class FitsOnly {
   kNarrowNt,
   kVector,        // the smallest alignment 4 or 8 bytes
   kMisaligned,    // either of the above
+  kNarrow,        // the smallest alignment below 4 bytes, any layout
   kStreamK,       // 16-byte aligned on a GPU with stream-K kernels (Hopper and later)
 };
 struct FittedParam {

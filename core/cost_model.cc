@@ -80,6 +80,13 @@ int64_t KTile(const GpuSpec& gpu, const CostModelParams& mp, DType dtype, int64_
       1, (narrow ? mp.misaligned_k_tile_bytes : mp.k_tile_bytes) / DTypeBytes(dtype));
 }
 
+// The pipeline's prologue and epilogue in K elements for the kernel family that `min_bytes`
+// (MinAlignmentBytes) picks: Hopper's kernels without TMA have their own.
+double KOverhead(const GpuSpec& gpu, const CostModelParams& mp, int64_t min_bytes) {
+  if (gpu.compute_capability < 90 || min_bytes >= kMinVectorBytes) return mp.k_overhead;
+  return min_bytes >= 4 ? mp.vector_k_overhead : mp.narrow_k_overhead;
+}
+
 // Bytes of the operands an FP8 GEMM must transpose first to run as TN (0 when none must).
 double Fp8TransposeBytes(const GpuSpec& gpu, const GemmKey& key) {
   if (!Fp8NeedsTn(gpu, key.dtype) || key.layout == Layout::kTN) return 0;
@@ -159,7 +166,8 @@ std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
         1e6 * (p.time_s - std::max(p.compute_time_s, p.memory_time_s))));
     return out;
   }
-  const int64_t tk = KTile(gpu, mp, key.dtype, MinAlignmentBytes(key));
+  const int64_t min_bytes = MinAlignmentBytes(key);
+  const int64_t tk = KTile(gpu, mp, key.dtype, min_bytes);
   const int64_t k_per = CeilDiv(s.k, p.split_k);
   const int64_t k_slice = CeilDiv(k_per, tk) * tk;
   if (static_cast<double>(k_per) < 0.9 * static_cast<double>(k_slice)) {
@@ -168,7 +176,8 @@ std::vector<std::string> Penalties(const GpuSpec& gpu, const GemmKey& key,
         k_per, k_slice, tk, 100.0 * static_cast<double>(k_per) / static_cast<double>(k_slice)));
   }
   const double mainloop_share =
-      static_cast<double>(k_slice) / (static_cast<double>(k_slice) + mp.k_overhead);
+      static_cast<double>(k_slice) /
+      (static_cast<double>(k_slice) + KOverhead(gpu, mp, min_bytes));
   if (mainloop_share * (1 - p.epilogue_share) < 0.8) {
     out.push_back(absl::StrFormat(
         "short reduction (K = %d per tile): the pipeline prologue and the output write take %.0f%% "
@@ -321,7 +330,8 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
   p.alignment_efficiency = align_eff;
   const int64_t tile_k = KTile(gpu, mp, key.dtype, align.min_bytes);
   const double k_slice =
-      static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k) + mp.k_overhead;
+      static_cast<double>(CeilDiv(CeilDiv(s.k, split_k), tile_k) * tile_k) +
+      KOverhead(gpu, mp, align.min_bytes);
   const double mem_bw = MemoryBandwidth(gpu, mp);
   if (peak <= 0) {
     p.compute_time_s = std::numeric_limits<double>::infinity();
@@ -374,7 +384,8 @@ class TileLowerBound {
                  const TileShape& tile, double reuse, double align_eff, double memory_time_s)
       : mp_(mp), memory_time_s_(memory_time_s) {
     const double peak = gpu.PeakFlops(key.dtype);
-    valid_ = peak > 0 && mp.k_overhead >= 0 && mp.split_k_weight >= 0 && mp.clock_drop < 1 &&
+    valid_ = peak > 0 && mp.k_overhead >= 0 && mp.vector_k_overhead >= 0 &&
+             mp.narrow_k_overhead >= 0 && mp.split_k_weight >= 0 && mp.clock_drop < 1 &&
              mp.clock_tau_s >= 0 && mp.launch_s >= 0;
     if (!valid_) return;
     const GemmShape& s = key.shape;

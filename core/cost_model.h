@@ -20,6 +20,8 @@
 //                mainloop consumes K in fixed slices, so K = 80 costs what K = 128 does in BF16);
 //                Hopper's kernels without TMA take misaligned_k_tile_bytes (16) instead
 //   reuse      = (I(T) / I(best))^γ, I = Tm·Tn/(Tm+Tn)     (smaller tiles reuse operands less)
+//   k_overhead = the pipeline's prologue and epilogue in K elements; on Hopper the kernels without
+//                TMA have their own (vector_k_overhead at 4-8 bytes, narrow_k_overhead below)
 //   t_main     = 2·Tm·Tn·(K_slice + k_overhead) · slots / (peak · peak_fraction · reuse ·
 //                align_eff)
 //   t_epilogue = epilogue_weight · slots·Tm·Tn·out_bytes / (BW · memory_efficiency)
@@ -68,8 +70,10 @@ namespace wavecrest {
 // narrower kernels, each with its own rate and bandwidth), fitted with the rest to cuBLASLt 13.1
 // through PyTorch on H100 and H200 (the device sweeps). v6: TN with only the output misaligned
 // (an odd vocabulary's logits) as its own, slower family; Hopper's kernels without TMA take K in
-// 16-byte slices; the offline fit with more starts.
-inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v6";
+// 16-byte slices; the offline fit with more starts. v7: Hopper's kernels without TMA have their
+// own pipeline prologue (vector_k_overhead, narrow_k_overhead: short reductions such as attention
+// with an odd head dim); XLA's FP8 rows on Hopper fitted as the median of their two kernels.
+inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v7";
 // The library whose kernels the model describes (a prediction's provenance names it).
 inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through PyTorch 2.11)";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
@@ -77,7 +81,7 @@ inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through Py
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
 // The method string of a worker's result, part of the result-cache key:
-// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v6 emulated autotune", ...
+// "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v7 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").
 std::string TimingMethod(absl::string_view backend, bool autotune, bool warm_l2);

@@ -39,6 +39,12 @@ struct CostModelParams {
   // FITTED: pipeline prologue and epilogue of one tile, in K elements at full speed: a tile with
   // reduction K costs as much as K + k_overhead.
   double k_overhead = 32;
+  // FITTED on Hopper (the device sweeps), carried with the alignment cliff: the same for the
+  // kernels without TMA, at 4-8 bytes (vector) and below 4 (narrow), whose pipelines differ from
+  // the TMA kernels'. Only short reductions see it: batched TN with K = 100 or 132 (8-byte) ran
+  // 11-41% slower than the TMA overhead predicts, with K = 63, 65 or 127 (2-byte) 7-17% faster.
+  double vector_k_overhead = 32;
+  double narrow_k_overhead = 32;
   // FITTED: fixed latency of one wave of tiles, seconds: filling the load pipeline before the
   // first multiply-add and draining the last output, whatever the tile's size.
   double wave_latency_s = 1e-6;

@@ -33,7 +33,7 @@ namespace wavecrest {
 inline constexpr absl::string_view kLayerTimingMethod = "cuda-layer-timing-v1";
 
 // The method string of a layer result, part of its cache key: "cuda-layer-timing-v1 cold-L2",
-// "wavecrest-analytic-v6 emulated layer cold-L2". `backend` is "cublaslt" or "analytic".
+// "wavecrest-analytic-v7 emulated layer cold-L2". `backend` is "cublaslt" or "analytic".
 std::string LayerTimingMethod(absl::string_view backend, bool warm_l2);
 
 enum class LayerKind { kFusedAttention, kUnfusedAttention, kTransformerLayer };

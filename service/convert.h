@@ -43,7 +43,7 @@ v1::CatalogGpu ToProto(const GpuSpec& g);
 v1::TileChoice ToProto(const GemmPrediction& p);
 
 // Provenance of a prediction by the analytic model for a catalogued GPU.
-// "wavecrest-analytic-v6 of cuBLASLt 13.1 (through PyTorch 2.11) (<calibration label>)": the
+// "wavecrest-analytic-v7 of cuBLASLt 13.1 (through PyTorch 2.11) (<calibration label>)": the
 // method string of a prediction, naming the library whose kernels it models.
 std::string PredictedMethod(const GpuSpec& gpu, DType dtype);
 // A prediction's provenance: model, calibration and (for time_s > 0) the error band.
