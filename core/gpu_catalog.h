@@ -41,8 +41,9 @@ struct CostModelParams {
   double k_overhead = 32;
   // FITTED on Hopper (the device sweeps), carried with the alignment cliff: the same for the
   // kernels without TMA, at 4-8 bytes (vector) and below 4 (narrow), whose pipelines differ from
-  // the TMA kernels'. Only short reductions see it: batched TN with K = 100 or 132 (8-byte) ran
-  // 11-41% slower than the TMA overhead predicts, with K = 63, 65 or 127 (2-byte) 7-17% faster.
+  // the TMA kernels'. Only short reductions see it: on both GPUs batched TN with K = 100 or 132
+  // (8-byte) ran 11-41% slower than the TMA kernels' overhead predicts, and with K = 63, 65 or
+  // 127 (2-byte) mostly 7-17% faster.
   double vector_k_overhead = 32;
   double narrow_k_overhead = 32;
   // FITTED: fixed latency of one wave of tiles, seconds: filling the load pipeline before the
