@@ -71,19 +71,24 @@ void Finish(GemmPrediction& p, double useful_flops, double launch_s) {
   p.tflops = useful_flops / p.time_s / 1e12;
 }
 
-// Elements of K one mainloop slice consumes. Hopper's kernels without TMA (a leading dimension
-// below 16 bytes) take K in narrow slices (misaligned_k_tile_bytes), the TMA kernels in
-// k_tile_bytes. `min_bytes`: MinAlignmentBytes(key).
-int64_t KTile(const GpuSpec& gpu, const CostModelParams& mp, DType dtype, int64_t min_bytes) {
-  const bool narrow = gpu.compute_capability >= 90 && min_bytes < kMinVectorBytes;
-  return std::max<int64_t>(
-      1, (narrow ? mp.misaligned_k_tile_bytes : mp.k_tile_bytes) / DTypeBytes(dtype));
+// Whether the GEMM runs one of Hopper's kernels without TMA (a leading dimension below 16 bytes;
+// `min_bytes`: MinAlignmentBytes(key)). Their mainloop and pipeline differ from the TMA kernels'.
+bool HopperWithoutTma(const GpuSpec& gpu, int64_t min_bytes) {
+  return gpu.compute_capability >= 90 && min_bytes < kMinVectorBytes;
 }
 
-// The pipeline's prologue and epilogue in K elements for the kernel family that `min_bytes`
-// (MinAlignmentBytes) picks: Hopper's kernels without TMA have their own.
+// Elements of K one mainloop slice consumes: Hopper's kernels without TMA take K in narrow slices
+// (misaligned_k_tile_bytes), the others in k_tile_bytes.
+int64_t KTile(const GpuSpec& gpu, const CostModelParams& mp, DType dtype, int64_t min_bytes) {
+  return std::max<int64_t>(1, (HopperWithoutTma(gpu, min_bytes) ? mp.misaligned_k_tile_bytes
+                                                                 : mp.k_tile_bytes) /
+                                  DTypeBytes(dtype));
+}
+
+// The pipeline's prologue and epilogue in K elements: Hopper's kernels without TMA have their own
+// (at 4-8 bytes and below 4).
 double KOverhead(const GpuSpec& gpu, const CostModelParams& mp, int64_t min_bytes) {
-  if (gpu.compute_capability < 90 || min_bytes >= kMinVectorBytes) return mp.k_overhead;
+  if (!HopperWithoutTma(gpu, min_bytes)) return mp.k_overhead;
   return min_bytes >= 4 ? mp.vector_k_overhead : mp.narrow_k_overhead;
 }
 

@@ -44,6 +44,17 @@ std::vector<Measurement> Select(const std::vector<Measurement>& rows, const std:
 
 const GpuSpec& Gpu(const char* name) { return **FindGpu(name); }
 
+// The aligned/misaligned pairs of a measurement file: each pair's predicted ratio from `model`
+// (PredictAsMeasured), or from the measured times themselves when `model` is null.
+std::vector<PairCheck> SweepPairs(const char* path, const GpuSpec* model = nullptr) {
+  const std::vector<Measurement> rows = Rows(path);
+  std::vector<double> times;
+  for (const Measurement& m : rows) {
+    times.push_back(model != nullptr ? PredictAsMeasured(*model, m) : m.median_s);
+  }
+  return AlignmentPairs(rows, times);
+}
+
 TEST(MeasurementCsv, ReadsXlasTableAndOurSchemaAlike) {
   const std::string xla =
       "gpu,b,m,n,k,dtype,flops_per_s\n"
@@ -299,22 +310,14 @@ TEST(BuiltinCalibration, FitsTheHopperSweepsAlignedAndMisaligned) {
   // The aligned/misaligned pairs: the model's predicted ratios within 20% of the measured ones as
   // often as the sibling GPU's measurement of the same pairs is (the floor two measurements reach;
   // the cross-validated counts are in bench/results/calibration.txt).
-  auto pairs_of = [](const char* path, const GpuSpec* model) {
-    const std::vector<Measurement> rows = Rows(path);
-    std::vector<double> times;
-    for (const Measurement& m : rows) {
-      times.push_back(model != nullptr ? PredictAsMeasured(*model, m) : m.median_s);
-    }
-    return AlignmentPairs(rows, times);
-  };
   const char* h100_csv = "data/measurements/h100-torch-gemm-sweep.csv";
   const char* h200_csv = "data/measurements/h200-torch-gemm-sweep.csv";
   for (const auto& [path, gpu, sibling] :
        {std::tuple(h100_csv, "h100-sxm", h200_csv), std::tuple(h200_csv, "h200", h100_csv)}) {
-    const std::vector<PairCheck> measured = pairs_of(path, nullptr);
-    const int floor = ReproducePairs(measured, pairs_of(sibling, nullptr)).within;
+    const std::vector<PairCheck> measured = SweepPairs(path);
+    const int floor = ReproducePairs(measured, SweepPairs(sibling)).within;
     int within = 0;
-    for (const PairCheck& p : pairs_of(path, &Gpu(gpu))) {
+    for (const PairCheck& p : SweepPairs(path, &Gpu(gpu))) {
       within += std::abs(p.predicted_ratio / p.measured_ratio - 1) <= 0.2;
     }
     EXPECT_GE(within, floor) << gpu << ": " << within << " of " << measured.size();
@@ -374,14 +377,8 @@ TEST(AlignmentPairs, ReproductionMatchesBothShapesAndCountsRatiosWithin20Percent
 // and cuBLASLt 13.1), and its measured ratios are not all within 20% of the H100's, which is why
 // "every pair within 20%" is reported beside this floor (bench/results/calibration.txt).
 TEST(AlignmentPairs, TheH200DoesNotReproduceEveryH100PairWithin20Percent) {
-  auto pairs = [](const char* path) {
-    const std::vector<Measurement> rows = Rows(path);
-    std::vector<double> times;
-    for (const Measurement& m : rows) times.push_back(m.median_s);
-    return AlignmentPairs(rows, times);
-  };
-  const std::vector<PairCheck> h100 = pairs("data/measurements/h100-torch-gemm-sweep.csv");
-  const std::vector<PairCheck> h200 = pairs("data/measurements/h200-torch-gemm-sweep.csv");
+  const std::vector<PairCheck> h100 = SweepPairs("data/measurements/h100-torch-gemm-sweep.csv");
+  const std::vector<PairCheck> h200 = SweepPairs("data/measurements/h200-torch-gemm-sweep.csv");
   ASSERT_EQ(h100.size(), 168u);
   const PairReproduction r = ReproducePairs(h100, h200);
   EXPECT_EQ(r.matched, 168);
