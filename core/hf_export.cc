@@ -1,6 +1,10 @@
 #include "core/hf_export.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/hf_import.h"
+#include "core/json_limits.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
@@ -240,6 +244,93 @@ absl::StatusOr<std::string> ExportHfConfig(const ModelSpec& s) {
     return Unexpressible("norm", "GELU architectures use LayerNorm");
   }
   return j->dump(2) + "\n";
+}
+
+namespace {
+
+// The fields of a config that describe how a run is set up, not the model's shape: a candidate
+// inherits them from the base, so that an export never moves them.
+ModelSpec WithRunOf(ModelSpec shape, const ModelSpec& run) {
+  shape.name = run.name;
+  shape.seq_length = run.seq_length;
+  shape.kv_cache_length = run.kv_cache_length;
+  shape.dtype = run.dtype;
+  return shape;
+}
+
+absl::StatusOr<json> ExportedJson(const ModelSpec& s) {
+  absl::StatusOr<std::string> text = ExportHfConfig(s);
+  if (!text.ok()) return text.status();
+  return json::parse(*text);
+}
+
+// Keys of `a` and `b` whose values differ (present in one only included).
+std::vector<std::string> DifferingKeys(const json& a, const json& b) {
+  std::vector<std::string> out;
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    if (!a.contains(it.key()) || a[it.key()] != it.value()) out.push_back(it.key());
+  }
+  for (auto it = a.begin(); it != a.end(); ++it) {
+    if (!b.contains(it.key())) out.push_back(it.key());
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExportHfConfigOver(const ModelSpec& spec,
+                                               absl::string_view base_config_json,
+                                               std::vector<std::string>* changed) {
+  changed->clear();
+  if (absl::Status st = CheckJsonLimits(base_config_json); !st.ok()) return st;
+  absl::StatusOr<ModelSpec> imported = ImportHfConfig(base_config_json);
+  if (!imported.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the base config: ", imported.status().message()));
+  }
+  // The base's shape and the candidate, exported alike: what differs is what the candidate
+  // changed, in the spelling of the architecture that expresses both.
+  absl::StatusOr<json> from = ExportedJson(WithDefaults(WithRunOf(*imported, spec)));
+  if (!from.ok()) return from.status();
+  absl::StatusOr<json> to = ExportedJson(spec);
+  if (!to.ok()) return to.status();
+  if ((*from)["architectures"] != (*to)["architectures"]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the candidate needs ", (*to)["architectures"][0].get<std::string>(),
+        ", not the base's architecture: export it without the base config"));
+  }
+  nlohmann::ordered_json base = nlohmann::ordered_json::parse(base_config_json);
+  const std::string arch = base.contains("architectures") && base["architectures"].is_array() &&
+                                   !base["architectures"].empty() &&
+                                   base["architectures"][0].is_string()
+                               ? base["architectures"][0].get<std::string>()
+                               : "";
+  const bool nested = absl::EndsWith(arch, "ForConditionalGeneration") &&
+                      base.contains("text_config") && base["text_config"].is_object();
+  for (const std::string& key : DifferingKeys(*from, *to)) {
+    nlohmann::ordered_json& target = nested && !base.contains(key) ? base["text_config"] : base;
+    if (to->contains(key)) {
+      target[key] = nlohmann::ordered_json::parse((*to)[key].dump());
+    } else {
+      target.erase(key);
+    }
+    changed->push_back(key);
+  }
+  const std::string text = base.dump(2) + "\n";
+  // Read back: the same shape as the candidate, or say what the base's architecture lost.
+  absl::StatusOr<ModelSpec> back = ImportHfConfig(text);
+  if (!back.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the edited config does not read back: ", back.status().message()));
+  }
+  absl::StatusOr<json> again = ExportedJson(WithDefaults(WithRunOf(*back, spec)));
+  if (!again.ok()) return again.status();
+  if (const std::vector<std::string> lost = DifferingKeys(*to, *again); !lost.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the base config's architecture (", arch, ") cannot carry the change of ",
+                     absl::StrJoin(lost, ", "), ": export it without the base config"));
+  }
+  return text;
 }
 
 }  // namespace wavecrest

@@ -11,14 +11,27 @@
 #define WAVECREST_CORE_HF_EXPORT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model_spec.h"
 
 namespace wavecrest {
 
 // The config.json text (indented, keys sorted) of a normalized spec.
 absl::StatusOr<std::string> ExportHfConfig(const ModelSpec& spec);
+
+// The spec as a drop-in edit of `base_config_json`, the config.json it was derived from: the base's
+// architecture, model_type, key order and every field the spec does not change (rope settings,
+// positions, norms, windows, softcaps, fields wavecrest does not know) are kept; only the shape
+// fields whose values differ are rewritten (inside text_config for a multimodal config), and
+// `changed` lists them. The result reads back (ImportHfConfig) as the spec's shape; where it
+// would not (a change the base's architecture cannot say), FAILED_PRECONDITION names the fields.
+// INVALID_ARGUMENT when the base is not an importable config.
+absl::StatusOr<std::string> ExportHfConfigOver(const ModelSpec& spec,
+                                               absl::string_view base_config_json,
+                                               std::vector<std::string>* changed);
 
 }  // namespace wavecrest
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/json_limits.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -54,38 +55,8 @@ absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
 
 }  // namespace
 
-absl::Status CheckJsonDepth(absl::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) {
-        return absl::InvalidArgumentError(absl::StrCat("JSON nests arrays or objects deeper than ",
-                                                       max_depth,
-                                                       " levels; a model spec or "
-                                                       "config.json needs 3"));
-      }
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return absl::OkStatus();
-}
-
 bool LooksLikeHfConfig(absl::string_view json_text) {
-  if (!CheckJsonDepth(json_text).ok()) return false;
+  if (!CheckJsonLimits(json_text).ok()) return false;
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   return j.is_object() && (j.contains("architectures") || j.contains("model_type") ||
                            j.contains("num_hidden_layers") || j.contains("n_layer"));
@@ -348,7 +319,7 @@ const json& TextConfig(const json& j, const std::string& arch) {
 }  // namespace
 
 absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
-  if (absl::Status st = CheckJsonDepth(json_text); !st.ok()) {
+  if (absl::Status st = CheckJsonLimits(json_text); !st.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("config.json: ", st.message()));
   }
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);

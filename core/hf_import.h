@@ -18,13 +18,6 @@
 
 namespace wavecrest {
 
-// Deepest nesting of arrays and objects any input may have (a spec or a config needs 3).
-inline constexpr int kMaxJsonDepth = 32;
-
-// INVALID_ARGUMENT when `json_text` nests arrays or objects deeper than `max_depth` (checked on
-// the text, before any recursive parse or print could exhaust the stack).
-absl::Status CheckJsonDepth(absl::string_view json_text, int max_depth = kMaxJsonDepth);
-
 // True when `json_text` parses as a JSON object with "architectures" or "model_type" (the marks of
 // a Hugging Face config; a wavecrest spec has neither), or with the layer count of one
 // ("num_hidden_layers", "n_layer"): such a config without its marks gets a clear error.

@@ -279,6 +279,48 @@ grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerCo
   return FinishUnary(ctx, g);
 }
 
+// The unary calls answered inline: admitted as a client, then one logic-layer function.
+template <typename Response>
+grpc::ServerUnaryReactor* AdvisorService::Inline(
+    const char* method, grpc::CallbackServerContext* ctx, Response* response,
+    const std::function<absl::StatusOr<Response>()>& handle) {
+  auto done = Track(method, *ctx);
+  absl::Status st = Admit(ctx, Role::kClient);
+  if (st.ok()) {
+    absl::StatusOr<Response> r = handle();
+    if (r.ok()) {
+      *response = std::move(*r);
+    } else {
+      st = r.status();
+    }
+  }
+  const grpc::Status g = ToGrpcStatus(st);
+  done(g);
+  return FinishUnary(ctx, g);
+}
+
+grpc::ServerUnaryReactor* AdvisorService::ParseModel(grpc::CallbackServerContext* ctx,
+                                                     const v1::ParseModelRequest* request,
+                                                     v1::ParseModelResponse* response) {
+  return Inline<v1::ParseModelResponse>("ParseModel", ctx, response,
+                                        [&] { return HandleParseModel(*request); });
+}
+
+grpc::ServerUnaryReactor* AdvisorService::ExportModel(grpc::CallbackServerContext* ctx,
+                                                      const v1::ExportModelRequest* request,
+                                                      v1::ExportModelResponse* response) {
+  return Inline<v1::ExportModelResponse>("ExportModel", ctx, response,
+                                         [&] { return HandleExportModel(*request); });
+}
+
+grpc::ServerUnaryReactor* AdvisorService::ListModels(grpc::CallbackServerContext* ctx,
+                                                     const v1::ListModelsRequest*,
+                                                     v1::ListModelsResponse* response) {
+  return Inline<v1::ListModelsResponse>(
+      "ListModels", ctx, response,
+      [&]() -> absl::StatusOr<v1::ListModelsResponse> { return HandleListModels(models_dir_); });
+}
+
 template <typename Response>
 void AdvisorService::Enqueue(const std::shared_ptr<StreamReactor<Response>>& reactor,
                              std::function<void()> job) {

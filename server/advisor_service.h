@@ -1,8 +1,9 @@
 // wavecrest.v1.Advisor on the gRPC callback API.
 //
 // The transport: each handler decodes, admits, calls the logic layer (service/) and encodes.
-// Analyze and ListDevices are answered on the callback thread: they are bounded, CPU-only work of
-// tens of microseconds, and queueing them would only add latency. TimeGemms, TimeLayers,
+// Analyze, ListDevices, ParseModel, ExportModel and ListModels are answered on the callback thread:
+// they are bounded, CPU-only work (inputs within core/json_limits.h), and queueing them would only
+// add latency. TimeGemms, TimeLayers,
 // Recommend and Sweep can run for seconds to minutes (GPU work): they take one road (StreamJob)
 // through the bounded JobQueue, are refused with RESOURCE_EXHAUSTED and a retry delay when it is
 // full, and poll cancellation and the deadline between units of work.
@@ -67,6 +68,18 @@ class AdvisorService final : public v1::Advisor::CallbackService {
                                                      const v1::SweepRequest* request) override;
   grpc::ServerWriteReactor<v1::TimeLayersResponse>* TimeLayers(
       grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) override;
+  grpc::ServerUnaryReactor* ParseModel(grpc::CallbackServerContext* ctx,
+                                       const v1::ParseModelRequest* request,
+                                       v1::ParseModelResponse* response) override;
+  grpc::ServerUnaryReactor* ExportModel(grpc::CallbackServerContext* ctx,
+                                        const v1::ExportModelRequest* request,
+                                        v1::ExportModelResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
+                                       const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+
+  // The example models ListModels offers (empty: none).
+  void SetModelsDir(std::string dir) { models_dir_ = std::move(dir); }
 
   // Streaming calls at once, in all and per client address (0 = no limit).
   void SetStreamLimits(int max_streams, int max_per_client) {
@@ -105,6 +118,11 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // the call may not proceed (Admit, then a stream slot).
   // Queues `job` (RESOURCE_EXHAUSTED on the stream when the queue is full; a "queued" progress
   // message otherwise), with the queue's metrics.
+  // A unary call answered on the callback thread: Admit (client role), `handle`, Track.
+  template <typename Response>
+  grpc::ServerUnaryReactor* Inline(const char* method, grpc::CallbackServerContext* ctx,
+                                   Response* response,
+                                   const std::function<absl::StatusOr<Response>()>& handle);
   template <typename Response>
   void Enqueue(const std::shared_ptr<StreamReactor<Response>>& reactor, std::function<void()> job);
   template <typename Response>
@@ -136,6 +154,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   int streams_ = 0;
   absl::flat_hash_map<std::string, int> streams_by_client_;
   std::atomic<int> in_flight_{0};
+  std::string models_dir_;
 };
 
 // QUEUE_FULL error with a retry hint.

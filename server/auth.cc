@@ -69,20 +69,27 @@ std::string PeerOf(const grpc::ServerContextBase& ctx) {
 }
 
 absl::Status Auth::Check(const grpc::ServerContextBase& ctx, Role needed) const {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  if (it == md.end()) return CheckAuthorization(nullptr, enabled() ? "" : PeerOf(ctx), needed);
+  const absl::string_view value(it->second.data(), it->second.size());
+  return CheckAuthorization(&value, enabled() ? "" : PeerOf(ctx), needed);
+}
+
+absl::Status Auth::CheckAuthorization(const absl::string_view* authorization,
+                                      absl::string_view peer, Role needed) const {
   if (!enabled()) {
-    if (needed == Role::kAdmin && !LocalPeer(PeerOf(ctx))) {
+    if (needed == Role::kAdmin && !LocalPeer(peer)) {
       return absl::PermissionDeniedError(
           "admin calls come from this host only when the server has no --auth_tokens_file");
     }
     return absl::OkStatus();
   }
-  const auto& md = ctx.client_metadata();
-  auto it = md.find("authorization");
-  if (it == md.end()) {
+  if (authorization == nullptr) {
     return absl::UnauthenticatedError(
         "missing \"authorization: Bearer <token>\" (the server has --auth_tokens_file)");
   }
-  absl::string_view value(it->second.data(), it->second.size());
+  absl::string_view value = *authorization;
   if (!absl::ConsumePrefix(&value, "Bearer ")) {
     return absl::UnauthenticatedError("authorization must be \"Bearer <token>\"");
   }

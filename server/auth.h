@@ -33,6 +33,10 @@ class Auth {
 
   // OK when the call may proceed as `needed`; UNAUTHENTICATED or PERMISSION_DENIED otherwise.
   absl::Status Check(const grpc::ServerContextBase& ctx, Role needed) const;
+  // The same check of an authorization value ("Bearer <token>"; nullptr: none sent) for a caller
+  // whose address is `peer` (server/auth.h PeerOf's form).
+  absl::Status CheckAuthorization(const absl::string_view* authorization, absl::string_view peer,
+                                  Role needed) const;
 
  private:
   absl::flat_hash_map<std::string, Role> tokens_;

@@ -8,8 +8,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,7 @@
 #include "server/auth.h"
 #include "server/server.h"
 #include "service/errors.h"
+#include "core/json_limits.h"
 #include "service/log.h"
 #include "service/spec_io.h"
 #include "service/text.h"
@@ -132,53 +135,168 @@ absl::Status FromJson(absl::string_view body, google::protobuf::Message* m) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 // What the gateway needs of one HTTP request.
 struct HttpRequest {
   std::string method;
   std::string path;
   std::string body;
-  std::string authorization;
-  std::string peer;  // "ipv4:10.0.0.7"
+  std::string authorization;  // as the service checks it (BearerAuthorization)
+  std::string peer;           // "ipv4:10.0.0.7"
   double deadline_s = 0;
+  HttpHeaders headers;
 };
 
-absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, int64_t max_body) {
+namespace {
+
+// The request line and headers as HttpHeaders (before the body is read).
+HttpHeaders HeadersOf(mg_connection* c) {
+  const mg_request_info* ri = mg_get_request_info(c);
+  HttpHeaders h;
+  h.method = ri->request_method ? ri->request_method : "";
+  h.path = ri->local_uri ? ri->local_uri : "";
+  h.http_version = ri->http_version ? ri->http_version : "";
+  for (int i = 0; i < ri->num_headers; ++i) {
+    const char* name = ri->http_headers[i].name;
+    const char* value = ri->http_headers[i].value;
+    if (name == nullptr) continue;
+    // civetweb 1.15 accepts "Name : value" and overwrites the spaces before the colon with NULs
+    // in its header buffer: a NUL right after the name's own terminator, before the value, is
+    // one of them (the colon itself became the terminator otherwise).
+    const char* end = name + std::strlen(name);
+    if (value != nullptr && end + 1 < value && end[1] == '\0') h.space_before_colon = true;
+    if (absl::EqualsIgnoreCase(name, "Content-Length")) {
+      ++h.content_length_count;
+      h.content_lengths.push_back(value ? value : "");
+    }
+    if (absl::EqualsIgnoreCase(name, "Host")) {
+      ++h.host_count;
+      h.host = value ? value : "";
+    }
+    if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) h.transfer_encoding = true;
+    if (absl::EqualsIgnoreCase(name, "Origin")) h.origin = value ? value : "";
+    if (absl::EqualsIgnoreCase(name, "Content-Type")) h.content_type = value ? value : "";
+  }
+  return h;
+}
+
+// A body slot held for one request's read (released with it).
+class BodySlot {
+ public:
+  BodySlot() = default;
+  BodySlot(std::atomic<int>* all, std::atomic<int>* large) : all_(all), large_(large) {}
+  BodySlot(BodySlot&& o) noexcept
+      : all_(std::exchange(o.all_, nullptr)), large_(std::exchange(o.large_, nullptr)) {}
+  BodySlot& operator=(BodySlot&& o) noexcept {
+    std::swap(all_, o.all_);
+    std::swap(large_, o.large_);
+    return *this;
+  }
+  ~BodySlot() {
+    if (all_) all_->fetch_sub(1);
+    if (large_) large_->fetch_sub(1);
+  }
+
+ private:
+  std::atomic<int>* all_ = nullptr;
+  std::atomic<int>* large_ = nullptr;
+};
+
+// Takes one of `limit` places in `count`, or none.
+bool TakeOne(std::atomic<int>& count, int limit) {
+  if (count.fetch_add(1) < limit) return true;
+  count.fetch_sub(1);
+  return false;
+}
+
+// A request that failed before it reached a route: the status to answer and, where HTTP has a
+// better one than gRPC-gateway's mapping, that status (408, 413, 503).
+struct Refusal {
+  absl::Status status;
+  int http_status = 0;
+};
+
+constexpr char kTooBusy[] = "too many requests are sending bodies now; retry in a second";
+
+absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptions& o,
+                                        std::atomic<int>& bodies, std::atomic<int>& large_bodies,
+                                        Refusal* refusal) {
   const mg_request_info* ri = mg_get_request_info(c);
   HttpRequest r;
-  r.method = ri->request_method ? ri->request_method : "";
-  r.path = ri->local_uri ? ri->local_uri : "";
+  r.headers = HeadersOf(c);
+  r.method = r.headers.method;
+  r.path = r.headers.path;
   const std::string addr = ri->remote_addr;
   r.peer = absl::StrContains(addr, ':') ? absl::StrCat("ipv6:[", addr, "]") : "ipv4:" + addr;
+  auto refuse = [&](absl::Status st, int http = 0) -> absl::Status {
+    *refusal = {st, http};
+    return st;
+  };
+  if (absl::Status st = CheckFraming(r.headers); !st.ok()) return refuse(st, 400);
   if (const char* a = mg_get_header(c, "Authorization")) {
     // Forwarded as gRPC metadata, whose values must be printable ASCII: gRPC C++ asserts (ends
     // the process) on any other byte rather than failing the call.
-    r.authorization = a;
-    for (unsigned char ch : r.authorization) {
+    for (const char* p = a; *p; ++p) {
+      const unsigned char ch = static_cast<unsigned char>(*p);
       if (ch < 0x20 || ch > 0x7E) {
-        return FieldError("Authorization", "must be printable ASCII: \"Bearer <token>\"");
+        return refuse(FieldError("Authorization", "must be printable ASCII: \"Bearer <token>\""));
       }
     }
+    r.authorization = BearerAuthorization(a);
   }
   if (const char* d = mg_get_header(c, "X-Wavecrest-Deadline-S")) {
     if (!absl::SimpleAtod(d, &r.deadline_s) ||
         !(r.deadline_s > 0 && r.deadline_s <= kMaxDeadlineS)) {
-      return FieldError("X-Wavecrest-Deadline-S",
-                        absl::StrCat("\"", d, "\": seconds in (0, ", kMaxDeadlineS, "]"));
+      return refuse(FieldError("X-Wavecrest-Deadline-S",
+                               absl::StrCat("\"", ForTerminal(d), "\": seconds in (0, ",
+                                            kMaxDeadlineS, "]")));
     }
   }
-  if (ri->content_length > max_body) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the body has ", ri->content_length, " bytes; at most ", max_body));
+  const int64_t declared = ri->content_length;  // -1: none (or chunked)
+  const bool chunked = r.headers.transfer_encoding;
+  if (declared > o.max_body_bytes) {
+    return refuse(absl::InvalidArgumentError(
+                      absl::StrCat("the body has ", declared, " bytes; at most ", o.max_body_bytes)),
+                  413);
   }
+  if (declared <= 0 && !chunked) return r;
+  // A place to read the body in: slow senders hold a bounded share of the threads, and large
+  // bodies a bounded share of the memory.
+  const int slots = o.body_slots > 0 ? o.body_slots : std::max(2, o.threads / 4);
+  BodySlot slot;
+  if (!TakeOne(bodies, slots)) return refuse(absl::UnavailableError(kTooBusy), 503);
+  if (chunked || declared > o.large_body_bytes) {
+    if (!TakeOne(large_bodies, o.large_body_slots)) {
+      bodies.fetch_sub(1);
+      return refuse(absl::UnavailableError(kTooBusy), 503);
+    }
+    slot = BodySlot(&bodies, &large_bodies);
+  } else {
+    slot = BodySlot(&bodies, nullptr);
+  }
+  const absl::Duration budget = absl::Milliseconds(std::max(o.request_timeout_ms, 100));
+  const absl::Time start = absl::Now();
   char buf[16384];
   while (true) {
     const int n = mg_read(c, buf, sizeof(buf));
+    if (absl::Now() - start > budget) {
+      return refuse(absl::DeadlineExceededError(absl::StrCat(
+                        "the body did not arrive within ", absl::FormatDuration(budget))),
+                    408);
+    }
     if (n <= 0) break;
     r.body.append(buf, static_cast<size_t>(n));
-    if (static_cast<int64_t>(r.body.size()) > max_body) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("the body is larger than ", max_body, " bytes"));
+    if (static_cast<int64_t>(r.body.size()) > o.max_body_bytes) {
+      return refuse(absl::InvalidArgumentError(
+                        absl::StrCat("the body is larger than ", o.max_body_bytes, " bytes")),
+                    413);
     }
+  }
+  if (!chunked && static_cast<int64_t>(r.body.size()) < declared) {
+    return refuse(FieldError("Content-Length",
+                             absl::StrCat("the body ended after ", r.body.size(), " of ",
+                                          declared, " bytes")));
   }
   return r;
 }
@@ -203,16 +321,52 @@ void Prepare(const HttpRequest& r, double default_deadline_s, grpc::ClientContex
   ctx->AddMetadata(std::string(kHttpPeerMetadata), r.peer);
 }
 
-template <typename Request, typename Response, typename Call>
-int Unary(mg_connection* c, const HttpRequest& r, const Call& call) {
-  Request req;
-  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
+// One unary RPC: `call(ctx, response)`, and the reply `encode(response)` as JSON.
+template <typename Response, typename CallFn, typename Encode>
+int Call(mg_connection* c, const HttpRequest& r, const CallFn& call, const Encode& encode) {
   grpc::ClientContext ctx;
   Prepare(r, kDefaultUnaryDeadlineS, &ctx);
   Response resp;
-  const grpc::Status st = call(&ctx, req, &resp);
+  const grpc::Status st = call(&ctx, &resp);
   if (!st.ok()) return SendError(c, FromGrpcStatus(st));
-  Send(c, 200, "application/json", ToJson(resp));
+  Send(c, 200, "application/json", encode(resp));
+  return 200;
+}
+
+// A unary RPC whose request is the body in the protobuf JSON mapping and whose reply is the
+// response message.
+template <typename Request, typename Response, typename CallFn>
+int Unary(mg_connection* c, const HttpRequest& r, const CallFn& call) {
+  Request req;
+  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
+  return Call<Response>(
+      c, r, [&](grpc::ClientContext* ctx, Response* a) { return call(ctx, req, a); },
+      [](const Response& a) { return ToJson(a); });
+}
+
+int WrongMethod(mg_connection* c, const HttpRequest& r, const char* allowed) {
+  Send(c, 405, "application/json",
+       ErrorJson(absl::InvalidArgumentError(absl::StrCat(r.method, " ", r.path, ": use ", allowed))),
+       absl::StrCat("Allow: ", allowed, "\r\n"));
+  return 405;
+}
+
+// GET /v1/health: the gRPC health service's answer for the server, the advisor and measuring.
+int ServeHealth(mg_connection* c, const HttpRequest& r, grpc::health::v1::Health::Stub& health) {
+  nlohmann::json out;
+  for (auto [key, service] : {std::pair<const char*, const char*>{"overall", ""},
+                              {"advisor", kAdvisorHealthName},
+                              {"measure", kMeasureHealthName}}) {
+    grpc::ClientContext ctx;
+    Prepare(r, 5, &ctx);
+    grpc::health::v1::HealthCheckRequest q;
+    q.set_service(service);
+    grpc::health::v1::HealthCheckResponse a;
+    const grpc::Status st = health.Check(&ctx, q, &a);
+    out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
+                       : absl::StatusCodeToString(FromGrpcStatus(st).code());
+  }
+  Send(c, 200, "application/json", JsonText(out));
   return 200;
 }
 
@@ -333,6 +487,49 @@ absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckFraming(const HttpHeaders& h) {
+  if (h.content_length_count > 1) {
+    return FieldError("Content-Length", absl::StrCat("sent ", h.content_length_count,
+                                                     " times; a request has one length"));
+  }
+  for (const std::string& v : h.content_lengths) {
+    // Digits only (RFC 9112 section 6.3): "+5", "5, 5", " 5" and "0x5" each read two ways.
+    if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), absl::ascii_isdigit)) {
+      return FieldError("Content-Length", absl::StrCat("\"", ForTerminal(v),
+                                                       "\": a length is decimal digits only"));
+    }
+  }
+  if (h.transfer_encoding && h.content_length_count > 0) {
+    return FieldError("Transfer-Encoding",
+                      "sent with Content-Length; a request has one way to say its length");
+  }
+  if (h.host_count > 1) {
+    return FieldError("Host", absl::StrCat("sent ", h.host_count, " times; a request has one"));
+  }
+  if (h.host_count == 0 && h.http_version == "1.1") {
+    return FieldError("Host", "missing; an HTTP/1.1 request names its host");
+  }
+  if (h.space_before_colon) {
+    return FieldError("headers", "a header name is followed by a space before its colon");
+  }
+  return absl::OkStatus();
+}
+
+std::string BearerAuthorization(absl::string_view header) {
+  absl::string_view v = absl::StripAsciiWhitespace(header);
+  if (!absl::ConsumePrefix(&v, "Basic ")) return std::string(header);
+  std::string decoded;
+  if (!absl::Base64Unescape(absl::StripAsciiWhitespace(v), &decoded)) return std::string(header);
+  const size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return std::string(header);
+  std::string out = absl::StrCat("Bearer ", decoded.substr(colon + 1));
+  // The token goes on as gRPC metadata: printable ASCII only (ReadRequest's rule).
+  for (unsigned char ch : out) {
+    if (ch < 0x20 || ch > 0x7E) return std::string(header);
+  }
+  return out;
 }
 
 absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,
@@ -497,49 +694,46 @@ int HttpGateway::Dispatch(mg_connection* conn, void* self) {
   return 500;
 }
 
-int HttpGateway::Handle(mg_connection* c) {
-  absl::StatusOr<HttpRequest> read = ReadRequest(c, options_.max_body_bytes);
-  static constexpr const char* kRoutes[] = {"/v1/analyze",    "/v1/recommend",   "/v1/sweep",
-                                            "/v1/time-gemms", "/v1/time-layers", "/v1/devices",
-                                            "/v1/health",     "/v1/models",      "/v1/parse-model",
-                                            "/v1/export-model"};
-  std::string route = "other";  // a bounded label set, whatever paths callers try
+namespace {
+
+constexpr const char* kRoutes[] = {
+    "/v1/analyze", "/v1/recommend", "/v1/sweep",       "/v1/time-gemms",   "/v1/time-layers",
+    "/v1/devices", "/v1/health",    "/v1/models",      "/v1/parse-model", "/v1/export-model"};
+
+// The route label for metrics: a bounded set, whatever paths callers try.
+std::string RouteLabel(absl::string_view path) {
   for (const char* known : kRoutes) {
-    if (read.ok() && read->path == known) route = known;
+    if (path == known) return known;
   }
+  return "other";
+}
+
+}  // namespace
+
+int HttpGateway::Handle(mg_connection* c) {
+  Refusal refusal;
+  absl::StatusOr<HttpRequest> read = ReadRequest(c, options_, bodies_, large_bodies_, &refusal);
+  const std::string route = read.ok() ? RouteLabel(read->path) : "other";
   auto done = [&](int status) {
     if (metrics_) metrics_->HttpRequest(route, status);
     return status;  // civetweb: a non-zero return means "handled"
   };
-  if (!read.ok()) return done(SendError(c, read.status()));
-  const HttpRequest& r = *read;
-  if (absl::Status st = CheckUtf8(r); !st.ok()) return done(SendError(c, st));
-  HttpHeaders h;
-  h.method = r.method;
-  h.path = r.path;
-  h.has_body = !r.body.empty();
-  auto header = [&](const char* name) {
-    const char* v = mg_get_header(c, name);
-    return std::string(v ? v : "");
-  };
-  h.host = header("Host");
-  h.origin = header("Origin");
-  h.content_type = header("Content-Type");
-  if (const mg_request_info* info = mg_get_request_info(c)) {
-    for (int i = 0; i < info->num_headers; ++i) {
-      const char* name = info->http_headers[i].name;
-      if (name == nullptr) continue;
-      h.content_length_count += absl::EqualsIgnoreCase(name, "Content-Length");
-      h.host_count += absl::EqualsIgnoreCase(name, "Host");
-    }
+  if (!read.ok()) {
+    if (refusal.http_status == 0) return done(SendError(c, read.status()));
+    const std::string extra = refusal.http_status == 503 ? "Retry-After: 1\r\n" : "";
+    Send(c, refusal.http_status, "application/json", ErrorJson(read.status()), extra);
+    return done(refusal.http_status);
   }
+  HttpRequest& r = *read;
+  if (absl::Status st = CheckUtf8(r); !st.ok()) return done(SendError(c, st));
+  r.headers.has_body = !r.body.empty();
   std::string cors;
-  if (absl::Status st = CheckBrowserPolicy(h, policy_, &cors); !st.ok()) {
+  if (absl::Status st = CheckBrowserPolicy(r.headers, policy_, &cors); !st.ok()) {
     const std::vector<FieldViolation> why = ViolationsOf(st);
     const std::string field = why.empty() ? "" : why[0].field;
-    const int status = field == "Content-Type"                 ? 415
-                       : field == "Host" && h.host_count <= 1 ? 421
-                                                              : HttpStatusFor(st.code());
+    const int status = field == "Content-Type"                          ? 415
+                       : field == "Host" && r.headers.host_count <= 1 ? 421
+                                                                      : HttpStatusFor(st.code());
     Send(c, status, "application/json", ErrorJson(st));
     return done(status);
   }
@@ -555,146 +749,133 @@ int HttpGateway::Handle(mg_connection* c) {
     return done(204);
   }
   if (!absl::StartsWith(r.path, "/v1/") && r.path != "/v1") {
-    return done(ServeStatic(c, r.method, r.path));
+    return done(ServeStatic(c, r.method, r.path, r.authorization, r.peer));
   }
   // Every reply of this request carries them (civetweb serves one request per thread at a time).
   t_response_headers = cors_headers;
   struct Clear {
     ~Clear() { t_response_headers.clear(); }
   } clear;
-  auto stub = v1::Advisor::NewStub(channel_);
-  const bool post = r.method == "POST", get = r.method == "GET";
-  auto wrong_method = [&](const char* allowed) {
-    Send(c, 405, "application/json",
-         ErrorJson(
-             absl::InvalidArgumentError(absl::StrCat(r.method, " ", r.path, ": use ", allowed))),
-         absl::StrCat("Allow: ", allowed, "\r\n"));
-    return done(405);
+  // Limits before work: no JSON body is parsed (or printed) past them.
+  if (r.method == "POST") {
+    if (absl::Status st = CheckJsonLimits(r.body); !st.ok()) {
+      return done(SendError(c, FieldError("body", st.message())));
+    }
+  }
+  return done(ServeApi(c, r));
+}
+
+namespace {
+
+// One /v1/ route: its method and how it calls the service.
+struct ApiRoute {
+  const char* path;
+  const char* method;
+  std::function<int(mg_connection*, const HttpRequest&, v1::Advisor::Stub&)> serve;
+};
+
+// The API routes onto Advisor RPCs. Requests are the body in the protobuf JSON mapping but for
+// parse-model (the body is the text to parse); replies are the response message but for
+// parse-model (its model) and export-model (the file's text itself).
+const std::vector<ApiRoute>& ApiRoutes() {
+  using v1::Advisor;
+  static const auto* routes = new std::vector<ApiRoute>{
+      {"/v1/analyze", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Unary<v1::AnalyzeRequest, v1::AnalyzeResponse>(
+             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.Analyze(ctx, q, a); });
+       }},
+      {"/v1/recommend", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Stream<v1::RecommendRequest, v1::RecommendResponse>(
+             c, r, [&](auto* ctx, const auto& q) { return s.Recommend(ctx, q); });
+       }},
+      {"/v1/sweep", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Stream<v1::SweepRequest, v1::SweepResponse>(
+             c, r, [&](auto* ctx, const auto& q) { return s.Sweep(ctx, q); });
+       }},
+      {"/v1/time-gemms", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
+             c, r, [&](auto* ctx, const auto& q) { return s.TimeGemms(ctx, q); });
+       }},
+      {"/v1/time-layers", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Stream<v1::TimeLayersRequest, v1::TimeLayersResponse>(
+             c, r, [&](auto* ctx, const auto& q) { return s.TimeLayers(ctx, q); });
+       }},
+      {"/v1/devices", "GET",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
+             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListDevices(ctx, q, a); });
+       }},
+      {"/v1/models", "GET",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
+             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListModels(ctx, q, a); });
+       }},
+      {"/v1/parse-model", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         v1::ParseModelRequest q;
+         q.set_text(r.body);
+         return Call<v1::ParseModelResponse>(
+             c, r, [&](auto* ctx, auto* a) { return s.ParseModel(ctx, q, a); },
+             [](const v1::ParseModelResponse& a) { return ToJson(a.model()); });
+       }},
+      {"/v1/export-model", "POST",
+       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
+         v1::ExportModelRequest q;
+         if (absl::Status st = FromJson(r.body, &q); !st.ok()) return SendError(c, st);
+         return Call<v1::ExportModelResponse>(
+             c, r, [&](auto* ctx, auto* a) { return s.ExportModel(ctx, q, a); },
+             [](const v1::ExportModelResponse& a) { return a.text(); });
+       }},
   };
-  if (r.path == "/v1/analyze") {
-    if (!post) return wrong_method("POST");
-    return done(Unary<v1::AnalyzeRequest, v1::AnalyzeResponse>(
-        c, r, [&](grpc::ClientContext* ctx, const v1::AnalyzeRequest& q, v1::AnalyzeResponse* a) {
-          return stub->Analyze(ctx, q, a);
-        }));
-  }
-  if (r.path == "/v1/recommend") {
-    if (!post) return wrong_method("POST");
-    return done(Stream<v1::RecommendRequest, v1::RecommendResponse>(
-        c, r, [&](grpc::ClientContext* ctx, const v1::RecommendRequest& q) {
-          return stub->Recommend(ctx, q);
-        }));
-  }
-  if (r.path == "/v1/sweep") {
-    if (!post) return wrong_method("POST");
-    return done(Stream<v1::SweepRequest, v1::SweepResponse>(
-        c, r,
-        [&](grpc::ClientContext* ctx, const v1::SweepRequest& q) { return stub->Sweep(ctx, q); }));
-  }
-  if (r.path == "/v1/time-gemms") {
-    if (!post) return wrong_method("POST");
-    return done(Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
-        c, r, [&](grpc::ClientContext* ctx, const v1::TimeGemmsRequest& q) {
-          return stub->TimeGemms(ctx, q);
-        }));
-  }
-  if (r.path == "/v1/time-layers") {
-    if (!post) return wrong_method("POST");
-    return done(Stream<v1::TimeLayersRequest, v1::TimeLayersResponse>(
-        c, r, [&](grpc::ClientContext* ctx, const v1::TimeLayersRequest& q) {
-          return stub->TimeLayers(ctx, q);
-        }));
-  }
-  if (r.path == "/v1/devices") {
-    if (!get) return wrong_method("GET");
-    return done(Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
-        c, r,
-        [&](grpc::ClientContext* ctx, const v1::ListDevicesRequest& q, v1::ListDevicesResponse* a) {
-          return stub->ListDevices(ctx, q, a);
-        }));
-  }
+  return *routes;
+}
+
+}  // namespace
+
+int HttpGateway::ServeApi(mg_connection* c, const HttpRequest& r) {
   if (r.path == "/v1/health") {
-    if (!get) return wrong_method("GET");
-    auto health = grpc::health::v1::Health::NewStub(channel_);
-    nlohmann::json out;
-    for (auto [key, service] : {std::pair<const char*, const char*>{"overall", ""},
-                                {"advisor", kAdvisorHealthName},
-                                {"measure", kMeasureHealthName}}) {
-      grpc::ClientContext ctx;
-      Prepare(r, 5, &ctx);
-      grpc::health::v1::HealthCheckRequest q;
-      q.set_service(service);
-      grpc::health::v1::HealthCheckResponse a;
-      const grpc::Status st = health->Check(&ctx, q, &a);
-      out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
-                         : absl::StatusCodeToString(FromGrpcStatus(st).code());
-    }
-    Send(c, 200, "application/json", JsonText(out));
-    return done(200);
+    if (r.method != "GET") return WrongMethod(c, r, "GET");
+    return ServeHealth(c, r, *grpc::health::v1::Health::NewStub(channel_));
   }
-  if (r.path == "/v1/models") {
-    if (!get) return wrong_method("GET");
-    nlohmann::json models = nlohmann::json::array();
-    if (!options_.models_dir.empty()) {
-      std::vector<std::filesystem::path> files;
-      std::error_code ec;
-      for (const char* sub : {"", "hf"}) {
-        const std::filesystem::path dir = std::filesystem::path(options_.models_dir) / sub;
-        if (!std::filesystem::is_directory(dir, ec)) continue;
-        for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-          if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
-        }
-      }
-      std::sort(files.begin(), files.end());
-      for (const auto& f : files) {
-        absl::StatusOr<v1::ModelSpec> spec = LoadModelFile(f.string());
-        if (!spec.ok()) continue;
-        models.push_back({{"file", std::filesystem::relative(f, options_.models_dir, ec).string()},
-                          {"spec", nlohmann::json::parse(ToJson(*spec), nullptr, false)}});
-      }
-    }
-    Send(c, 200, "application/json", JsonText(nlohmann::json{{"models", std::move(models)}}));
-    return done(200);
+  for (const ApiRoute& route : ApiRoutes()) {
+    if (r.path != route.path) continue;
+    if (r.method != route.method) return WrongMethod(c, r, route.method);
+    auto stub = v1::Advisor::NewStub(channel_);
+    return route.serve(c, r, *stub);
   }
-  if (r.path == "/v1/parse-model") {
-    if (!post) return wrong_method("POST");
-    absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(r.body);
-    if (!spec.ok()) return done(SendError(c, FieldError("body", spec.status().message())));
-    Send(c, 200, "application/json", ToJson(*spec));
-    return done(200);
-  }
-  if (r.path == "/v1/export-model") {
-    // {"model": ModelSpec, "format": "hf" | "wavecrest"} -> the model as a config.json or spec.
-    if (!post) return wrong_method("POST");
-    nlohmann::json body = nlohmann::json::parse(r.body, nullptr, false);
-    if (body.is_discarded() || !body.is_object() || !body.contains("model")) {
-      return done(SendError(c, FieldError("model", "expected {\"model\": ModelSpec, \"format\": "
-                                                   "\"hf\" or \"wavecrest\"}")));
-    }
-    const nlohmann::json format = body.value("format", nlohmann::json("hf"));
-    absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(body["model"].dump());
-    if (!spec.ok()) return done(SendError(c, FieldError("model", spec.status().message())));
-    absl::StatusOr<std::string> text =
-        ExportModel(*spec, format.is_string() ? format.get<std::string>() : "");
-    if (!text.ok()) return done(SendError(c, text.status()));
-    Send(c, 200, "application/json", *text);
-    return done(200);
-  }
-  return done(SendError(
+  return SendError(
       c, absl::NotFoundError(absl::StrCat(
              "no route ", r.path,
              "; the API is POST /v1/analyze, "
              "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model, "
-             "/v1/export-model and GET /v1/devices, /v1/health, /v1/models"))));
+             "/v1/export-model and GET /v1/devices, /v1/health, /v1/models")));
 }
 
-int HttpGateway::ServeStatic(mg_connection* c, const std::string& method,
-                             const std::string& path) {
+int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const std::string& path,
+                             const std::string& authorization, const std::string& peer) {
   if (method != "GET" && method != "HEAD") {
     Send(c, 405, "application/json",
          ErrorJson(absl::InvalidArgumentError(absl::StrCat(method, " ", path, ": use GET"))),
          "Allow: GET, HEAD\r\n");
     return 405;
+  }
+  // With tokens on, the dashboard's files need one as the API does; a browser asks for it as
+  // HTTP Basic (the token as the password) and sends it on with the page's API calls.
+  if (options_.auth != nullptr && options_.auth->enabled()) {
+    const absl::string_view a(authorization);
+    if (absl::Status st =
+            options_.auth->CheckAuthorization(authorization.empty() ? nullptr : &a, peer,
+                                              Role::kClient);
+        !st.ok()) {
+      Send(c, 401, "application/json", ErrorJson(st),
+           "WWW-Authenticate: Basic realm=\"wavecrest\", charset=\"UTF-8\"\r\n");
+      return 401;
+    }
   }
   std::string mime;
   absl::StatusOr<std::string> file =
@@ -722,12 +903,19 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method,
 
 absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
     absl::string_view path, absl::string_view body) {
+  if (absl::Status st = CheckJsonLimits(body); !st.ok()) return FieldError("body", st.message());
   std::unique_ptr<google::protobuf::Message> m;
+  if (path == "/v1/parse-model") {  // the body is the text, not a message
+    auto q = std::make_unique<v1::ParseModelRequest>();
+    q->set_text(std::string(body));
+    return q;
+  }
   if (path == "/v1/analyze") m = std::make_unique<v1::AnalyzeRequest>();
   if (path == "/v1/recommend") m = std::make_unique<v1::RecommendRequest>();
   if (path == "/v1/sweep") m = std::make_unique<v1::SweepRequest>();
   if (path == "/v1/time-gemms") m = std::make_unique<v1::TimeGemmsRequest>();
   if (path == "/v1/time-layers") m = std::make_unique<v1::TimeLayersRequest>();
+  if (path == "/v1/export-model") m = std::make_unique<v1::ExportModelRequest>();
   if (!m) return absl::NotFoundError(absl::StrCat("no JSON route ", ToValidUtf8(path)));
   if (absl::Status st = FromJson(body, m.get()); !st.ok()) return st;
   return m;

@@ -13,9 +13,23 @@
 //   POST /v1/time-layers      TimeLayersRequest -> newline-delimited TimeLayersResponse messages
 //   GET  /v1/devices          ListDevicesResponse
 //   GET  /v1/health           {"overall": "SERVING", "advisor": ..., "measure": ...}
-//   GET  /v1/models           the shipped example models (--http_models_dir), as ModelSpec JSON
-//   POST /v1/parse-model      a wavecrest spec or a Hugging Face config.json -> ModelSpec JSON
+//   GET  /v1/models           ListModelsResponse: the example models (--http_models_dir)
+//   POST /v1/parse-model      a wavecrest spec or a Hugging Face config.json (the body itself)
+//                             -> ModelSpec JSON (ParseModel)
+//   POST /v1/export-model     ExportModelRequest -> the file's text (ExportModel)
 //   GET  /...                 the dashboard (--http_static_dir)
+//
+// Every /v1/ route is an Advisor RPC, so each is counted per method, admitted by the same token
+// check and limited as gRPC calls are. With --auth_tokens_file the dashboard's files need a token
+// too: "Authorization: Bearer <token>", or HTTP Basic with the token as the password (what a
+// browser asks for; the gateway passes it on as Bearer).
+//
+// Limits before work: framing is checked on the headers (one Content-Length of digits only, not
+// with Transfer-Encoding, one Host, and one is required; no space before a header's colon);
+// a body needs a slot (body_slots at once, large_body_slots of them for bodies over
+// large_body_bytes or of unknown length; 503 with Retry-After otherwise) and must arrive whole
+// within request_timeout_ms (408); JSON bodies are checked against core/json_limits.h before any
+// parse.
 //
 // JSON is the protobuf JSON mapping (field names as in the .proto files; unknown fields are an
 // error). An error is {"error": {"code": "INVALID_ARGUMENT", "message": ..., "field_violations":
@@ -25,6 +39,7 @@
 #ifndef WAVECREST_SERVER_HTTP_GATEWAY_H_
 #define WAVECREST_SERVER_HTTP_GATEWAY_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,12 +47,15 @@
 #include "absl/status/statusor.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 #include "server/metrics.h"
 
 struct mg_context;
 struct mg_connection;
 
 namespace wavecrest {
+
+struct HttpRequest;  // one request as the gateway read it (http_gateway.cc)
 
 // Browser safety and slow clients (SECURITY.md):
 // - POST bodies must be Content-Type application/json (415 otherwise): a cross-site form or a
@@ -49,8 +67,10 @@ namespace wavecrest {
 // - civetweb serves no file itself: the gateway's own handler serves regular files under
 //   static_dir with a known extension, never a dotfile, a directory listing or a path through a
 //   symlink, and runs nothing (civetweb's CGI, SSI and Lua never see a request).
-// - request_timeout_ms bounds each read and write of a connection; `threads` connections are
-//   served at once (civetweb 1.15 runs one thread per connection and has no per-address cap).
+// - request_timeout_ms bounds the headers and, separately, the whole body (civetweb bounds each
+//   read and write by it too); `threads` connections are served at once (civetweb 1.15 runs one
+//   thread per connection and has no per-address cap), and at most body_slots of them read a
+//   body, so slow senders cannot hold every thread.
 struct HttpGatewayOptions {
   std::string listen;      // "127.0.0.1:8080"; port 0 picks a free one
   std::string static_dir;  // the dashboard's files; empty = no dashboard
@@ -60,6 +80,10 @@ struct HttpGatewayOptions {
   int64_t max_body_bytes = int64_t{4} << 20;
   std::vector<std::string> allowed_origins;  // "https://dash.example.com"; same-origin always
   std::vector<std::string> allowed_hosts;    // empty = the default above
+  int body_slots = 0;                        // bodies read at once; 0 = threads / 4 (at least 2)
+  int large_body_slots = 8;                  // of them, bodies over large_body_bytes
+  int64_t large_body_bytes = int64_t{64} << 10;
+  const Auth* auth = nullptr;                // tokens for the dashboard's files (null: none)
 };
 
 // The browser-safety checks above, as pure functions (tested and fuzzed without a socket).
@@ -70,14 +94,18 @@ struct HttpHeaders {
   // (two Content-Lengths are how requests are smuggled past a proxy that reads the other one).
   int content_length_count = 0;
   int host_count = 0;
+  std::string http_version;                  // "1.1", "1.0"
+  std::vector<std::string> content_lengths;  // each Content-Length value as sent
+  bool transfer_encoding = false;            // a Transfer-Encoding header was sent
+  bool space_before_colon = false;           // a header name was followed by a space
 };
 struct HttpPolicy {
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;  // resolved: never empty unless any host is allowed
 };
-// The API's JSON decoding as Handle runs it, for tests and the fuzz target: the request message of
-// `path`'s route decoded from `body` (NOT_FOUND for another path), and the error body a status
-// is answered with.
+// The API's JSON decoding as Handle runs it, for tests and the fuzz target: the limits checked,
+// then the request message of `path`'s route decoded from `body` (NOT_FOUND for another path),
+// and the error body a status is answered with.
 absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
     absl::string_view path, absl::string_view body);
 std::string ErrorBody(const absl::Status& status);
@@ -101,7 +129,11 @@ class HttpGateway {
               Metrics* metrics);
   static int Dispatch(mg_connection* conn, void* self);
   int Handle(mg_connection* conn);
-  int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path);
+  int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path,
+                  const std::string& authorization, const std::string& peer);
+  int ServeApi(mg_connection* conn, const HttpRequest& r);
+  // Bodies being read now (all, and those over large_body_bytes or of unknown length).
+  std::atomic<int> bodies_{0}, large_bodies_{0};
 
   HttpGatewayOptions options_;
   HttpPolicy policy_;
@@ -120,6 +152,12 @@ std::vector<std::string> DefaultAllowedHosts(const std::string& listen);
 // Access-Control-Allow-Origin when the request is an allowed cross-origin one.
 absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
                                 std::string* cors_origin);
+// OK, or INVALID_ARGUMENT naming the header: the framing rules above (RFC 9112 sections 3.2 and
+// 6.3: a request whose length could be read two ways is refused, not guessed).
+absl::Status CheckFraming(const HttpHeaders& h);
+// An Authorization header as the gRPC metadata the service checks: "Bearer <token>" as sent, and
+// "Basic base64(user:token)" (a browser's) as "Bearer <token>"; anything else unchanged.
+std::string BearerAuthorization(absl::string_view header);
 // The file under `root` that `path` names, if it may be served: a regular file with a known
 // extension, no path segment starting with '.', no symlink on the way. Sets `mime`.
 absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,

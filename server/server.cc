@@ -202,6 +202,7 @@ absl::Status RunServer(const ServerOptions& options) {
   AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(), calibration.get(),
                          (*workers)->cache(), &auth);
   service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
+  service.SetModelsDir(options.http_models_dir);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -270,6 +271,7 @@ absl::Status RunServer(const ServerOptions& options) {
     g.listen = options.http_listen;
     g.static_dir = options.http_static_dir;
     g.models_dir = options.http_models_dir;
+    g.auth = &auth;
     g.allowed_origins = options.http_allowed_origins;
     g.allowed_hosts = options.http_allowed_hosts;
     g.threads = options.http_threads;

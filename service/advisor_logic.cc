@@ -1,6 +1,7 @@
 #include "service/advisor_logic.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "core/analysis.h"
 #include "core/parallelism.h"
 #include "core/status_macros.h"
@@ -103,6 +104,58 @@ v1::ListDevicesResponse CatalogDevices() {
   v1::ListDevicesResponse r;
   for (const GpuSpec& g : GpuCatalog()) *r.add_catalog() = ToProto(g);
   return r;
+}
+
+}  // namespace wavecrest
+
+namespace wavecrest {
+
+absl::StatusOr<v1::ParseModelResponse> HandleParseModel(const v1::ParseModelRequest& request) {
+  if (static_cast<int64_t>(request.text().size()) > kMaxSpecFileBytes) {
+    return FieldError("text", absl::StrCat(request.text().size(), " bytes; at most ",
+                                           kMaxSpecFileBytes, " allowed"));
+  }
+  absl::StatusOr<v1::ModelSpec> model = ParseModelJson(request.text());
+  if (!model.ok()) return FieldError("text", model.status().message());
+  RETURN_IF_ERROR(SpecFromRequest(*model, "model.").status());
+  v1::ParseModelResponse out;
+  *out.mutable_model() = std::move(*model);
+  return out;
+}
+
+absl::StatusOr<v1::ExportModelResponse> HandleExportModel(const v1::ExportModelRequest& request) {
+  const std::string format = request.format().empty() ? "hf" : request.format();
+  if (!request.base_config_json().empty()) {
+    if (format != "hf") {
+      return FieldError("base_config_json", "only a config.json export (format \"hf\") has one");
+    }
+    if (static_cast<int64_t>(request.base_config_json().size()) > kMaxHfConfigBytes) {
+      return FieldError("base_config_json",
+                        absl::StrCat(request.base_config_json().size(), " bytes; at most ",
+                                     kMaxHfConfigBytes, " allowed"));
+    }
+  }
+  std::vector<std::string> changed;
+  absl::StatusOr<std::string> text =
+      ExportModel(request.model(), format, request.base_config_json(), &changed);
+  if (!text.ok()) return text.status();
+  v1::ExportModelResponse out;
+  out.set_text(std::move(*text));
+  for (std::string& f : changed) out.add_changed_fields(std::move(f));
+  return out;
+}
+
+v1::ListModelsResponse HandleListModels(const std::string& models_dir) {
+  v1::ListModelsResponse out;
+  if (models_dir.empty()) return out;
+  for (const std::string& file : ModelFilesIn(models_dir)) {
+    absl::StatusOr<v1::ModelSpec> spec = LoadModelFile(models_dir + "/" + file);
+    if (!spec.ok()) continue;
+    v1::ExampleModel* m = out.add_models();
+    m->set_file(file);
+    *m->mutable_spec() = std::move(*spec);
+  }
+  return out;
 }
 
 }  // namespace wavecrest

@@ -40,6 +40,19 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
 // The catalog part of ListDevices.
 v1::ListDevicesResponse CatalogDevices();
 
+// ParseModel: the text (at most kMaxSpecFileBytes, JSON within core/json_limits.h's limits) as a
+// ModelSpec, validated as every call validates a model. INVALID_ARGUMENT on field "text" (or the
+// model's own fields, under "model.").
+absl::StatusOr<v1::ParseModelResponse> HandleParseModel(const v1::ParseModelRequest& request);
+
+// ExportModel: the model in `format` (service/spec_io.h ExportModel), drop-in over
+// base_config_json when given.
+absl::StatusOr<v1::ExportModelResponse> HandleExportModel(const v1::ExportModelRequest& request);
+
+// ListModels: the model files in `models_dir` (service/spec_io.h ModelFilesIn) that parse; an
+// empty list when `models_dir` is empty.
+v1::ListModelsResponse HandleListModels(const std::string& models_dir);
+
 }  // namespace wavecrest
 
 #endif  // WAVECREST_SERVICE_ADVISOR_LOGIC_H_

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "core/hf_export.h"
 #include "core/hf_import.h"
+#include "core/json_limits.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/convert.h"
@@ -46,7 +48,7 @@ std::string ExplainJsonError(const std::string& message) {
 }  // namespace
 
 absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
-  if (absl::Status st = CheckJsonDepth(text); !st.ok()) return st;
+  if (absl::Status st = CheckJsonLimits(text); !st.ok()) return st;
   if (LooksLikeHfConfig(text)) {
     absl::StatusOr<ModelSpec> spec = ImportHfConfig(text);
     if (!spec.ok()) return spec.status();
@@ -68,7 +70,7 @@ absl::Status ResolveHfConfig(const std::string& hf_config_json, v1::ModelSpec* m
     return FieldError("hf_config_json", absl::StrCat(hf_config_json.size(), " bytes; at most ",
                                                      kMaxHfConfigBytes, " allowed"));
   }
-  if (absl::Status st = CheckJsonDepth(hf_config_json); !st.ok()) {
+  if (absl::Status st = CheckJsonLimits(hf_config_json); !st.ok()) {
     return FieldError("hf_config_json", st.message());
   }
   if (!LooksLikeHfConfig(hf_config_json)) {
@@ -138,7 +140,9 @@ absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {
   return spec;
 }
 
-absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format) {
+absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format,
+                                        absl::string_view base_config_json,
+                                        std::vector<std::string>* changed) {
   if (format == "wavecrest") {
     std::string out;
     google::protobuf::util::JsonPrintOptions options;
@@ -154,7 +158,33 @@ absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string
   ModelSpec spec = FromProto(model, &violations);
   if (violations.empty()) violations = Validate(WithDefaults(spec));
   if (!violations.empty()) return ViolationsToStatus(violations, "model.");
-  return ExportHfConfig(WithDefaults(spec));
+  if (base_config_json.empty()) return ExportHfConfig(WithDefaults(spec));
+  std::vector<std::string> fields;
+  absl::StatusOr<std::string> text =
+      ExportHfConfigOver(WithDefaults(spec), base_config_json, &fields);
+  if (!text.ok() && text.status().code() == absl::StatusCode::kInvalidArgument) {
+    return FieldError("base_config_json", text.status().message());
+  }
+  if (changed != nullptr) *changed = std::move(fields);
+  return text;
+}
+
+std::vector<std::string> ModelFilesIn(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const char* sub : {"", "hf"}) {
+    const std::filesystem::path folder = std::filesystem::path(dir) / sub;
+    const auto folder_status = std::filesystem::symlink_status(folder, ec);
+    if (ec || !std::filesystem::is_directory(folder_status)) continue;  // a linked "hf" too
+    for (const auto& e : std::filesystem::directory_iterator(folder, ec)) {
+      // symlink_status: the entry itself, never what a link points at.
+      if (!std::filesystem::is_regular_file(e.symlink_status(ec)) || ec) continue;
+      if (e.path().extension() != ".json") continue;
+      out.push_back(std::filesystem::relative(e.path(), dir, ec).string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace wavecrest

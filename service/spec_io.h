@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -28,8 +29,16 @@ absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path);
 // A model in another team's terms: format "hf" is a Hugging Face config.json (core/hf_export.h:
 // FAILED_PRECONDITION naming the field no architecture expresses), "wavecrest" the spec's JSON
 // mapping (the fields set). INVALID_ARGUMENT for a spec that does not validate or an unknown
-// format.
-absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format);
+// format. With `base_config_json` (format "hf"), the config is that file with only the changed
+// shape fields rewritten (core/hf_export.h ExportHfConfigOver), listed in `changed`.
+absl::StatusOr<std::string> ExportModel(const v1::ModelSpec& model, absl::string_view format,
+                                        absl::string_view base_config_json = "",
+                                        std::vector<std::string>* changed = nullptr);
+
+// The model files a models directory offers: "*.json" in it and in its "hf" folder, as paths
+// relative to it, sorted. Only regular files reached without a symlink: a link in the directory
+// (to a file outside it, say) is not followed.
+std::vector<std::string> ModelFilesIn(const std::string& dir);
 
 inline constexpr int64_t kMaxHfConfigBytes = int64_t{1} << 20;
 

@@ -1,6 +1,7 @@
 // libFuzzer target: what the HTTP gateway does with a request before it reaches the service (no
-// socket): the UTF-8 check, the browser policy (Host, Origin, Content-Type), the static-file
-// rules, the JSON decoding of each route, and the error reply every refusal is rendered as.
+// socket): the framing rules, the UTF-8 check, the browser policy (Host, Origin, Content-Type),
+// the static-file rules, the JSON limits and decoding of each route (parse-model and export-model
+// handled whole), and the error reply every refusal is rendered as.
 // Input: six fields separated by '\n' (method, path, host, origin, content type), then the body.
 #include <cstddef>
 #include <cstdint>
@@ -54,6 +55,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool utf8 = wavecrest::IsValidUtf8(h.path) && wavecrest::IsValidUtf8(body);
   wavecrest::HttpPolicy policy{{"https://dash.example.com"},
                                wavecrest::DefaultAllowedHosts("127.0.0.1:8080")};
+  // The content type's field doubles as Content-Length values (comma-separated) for the framing
+  // rules.
+  h.content_lengths = absl::StrSplit(f[4], ',');
+  h.content_length_count = static_cast<int>(h.content_lengths.size());
+  h.host_count = h.host.empty() ? 0 : 1;
+  h.http_version = "1.1";
+  const absl::Status framed = wavecrest::CheckFraming(h);
+  if (!framed.ok()) CheckErrorBody(framed);
+  h.content_length_count = 1;
   std::string cors;
   const absl::Status allowed = wavecrest::CheckBrowserPolicy(h, policy, &cors);
   if (!allowed.ok()) CheckErrorBody(allowed);
@@ -76,6 +86,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (auto* a = dynamic_cast<wavecrest::v1::AnalyzeRequest*>(req->get())) {
     absl::StatusOr<wavecrest::v1::AnalyzeResponse> r = wavecrest::HandleAnalyze(*a);
+    if (!r.ok()) CheckErrorBody(r.status());
+  }
+  if (auto* p = dynamic_cast<wavecrest::v1::ParseModelRequest*>(req->get())) {
+    absl::StatusOr<wavecrest::v1::ParseModelResponse> r = wavecrest::HandleParseModel(*p);
+    if (!r.ok()) CheckErrorBody(r.status());
+  }
+  if (auto* e = dynamic_cast<wavecrest::v1::ExportModelRequest*>(req->get())) {
+    absl::StatusOr<wavecrest::v1::ExportModelResponse> r = wavecrest::HandleExportModel(*e);
     if (!r.ok()) CheckErrorBody(r.status());
   }
   return 0;

@@ -120,3 +120,60 @@ TEST(HttpPolicyTest, OnlyRegularFilesWithAKnownTypeUnderTheRootAreServed) {
 
 }  // namespace
 }  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+HttpHeaders Framed(std::vector<std::string> lengths, int hosts = 1, bool chunked = false) {
+  HttpHeaders h;
+  h.method = "POST";
+  h.http_version = "1.1";
+  h.content_lengths = std::move(lengths);
+  h.content_length_count = static_cast<int>(h.content_lengths.size());
+  h.host_count = hosts;
+  h.transfer_encoding = chunked;
+  return h;
+}
+
+std::string FramingField(const HttpHeaders& h) {
+  const absl::Status st = CheckFraming(h);
+  if (st.ok()) return "ok";
+  const auto v = ViolationsOf(st);
+  return v.empty() ? "?" : v[0].field;
+}
+
+TEST(HttpFramingTest, ALengthIsDigitsOnceAndNeverBesideChunked) {
+  EXPECT_EQ(FramingField(Framed({"42"})), "ok");
+  EXPECT_EQ(FramingField(Framed({})), "ok");
+  EXPECT_EQ(FramingField(Framed({}, 1, /*chunked=*/true)), "ok");
+  for (const char* bad : {"+42", "42, 42", " 42", "0x2a", "", "-1", "4 2", "1234567890123456789"}) {
+    EXPECT_EQ(FramingField(Framed({bad})), "Content-Length") << bad;
+  }
+  EXPECT_EQ(FramingField(Framed({"42", "42"})), "Content-Length");
+  EXPECT_EQ(FramingField(Framed({"42"}, 1, /*chunked=*/true)), "Transfer-Encoding");
+}
+
+TEST(HttpFramingTest, OneHostRequiredInHttp11AndNoSpaceBeforeAColon) {
+  EXPECT_EQ(FramingField(Framed({}, 0)), "Host");
+  EXPECT_EQ(FramingField(Framed({}, 2)), "Host");
+  HttpHeaders old = Framed({}, 0);
+  old.http_version = "1.0";
+  EXPECT_EQ(FramingField(old), "ok");  // HTTP/1.0 has no Host requirement
+  HttpHeaders spaced = Framed({"42"});
+  spaced.space_before_colon = true;
+  EXPECT_EQ(FramingField(spaced), "headers");
+}
+
+TEST(HttpFramingTest, BasicCredentialsBecomeTheBearerTokenTheServiceChecks) {
+  EXPECT_EQ(BearerAuthorization("Bearer abc"), "Bearer abc");
+  // base64("me:token-0123456789") and base64(":token") (no user name)
+  EXPECT_EQ(BearerAuthorization("Basic bWU6dG9rZW4tMDEyMzQ1Njc4OQ=="), "Bearer token-0123456789");
+  EXPECT_EQ(BearerAuthorization("Basic OnRva2Vu"), "Bearer token");
+  // Not base64, no colon, or a token that is not printable: passed on as sent (and refused).
+  EXPECT_EQ(BearerAuthorization("Basic !!!"), "Basic !!!");
+  EXPECT_EQ(BearerAuthorization("Basic bm9jb2xvbg=="), "Basic bm9jb2xvbg==");
+  EXPECT_EQ(BearerAuthorization("Basic OgE="), "Basic OgE=");  // ":\x01"
+}
+
+}  // namespace
+}  // namespace wavecrest

@@ -188,6 +188,14 @@ class DimAlignment(_message.Message):
     meets_rule: bool
     def __init__(self, largest_pow2: _Optional[int] = ..., meets_rule: bool = ...) -> None: ...
 
+class ExampleModel(_message.Message):
+    __slots__ = ["file", "spec"]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    file: str
+    spec: _model_pb2.ModelSpec
+    def __init__(self, file: _Optional[str] = ..., spec: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
+
 class ExportMeasurementsRequest(_message.Message):
     __slots__ = ["gpu"]
     GPU_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +209,24 @@ class ExportMeasurementsResponse(_message.Message):
     csv: str
     rows: int
     def __init__(self, csv: _Optional[str] = ..., rows: _Optional[int] = ...) -> None: ...
+
+class ExportModelRequest(_message.Message):
+    __slots__ = ["base_config_json", "format", "model"]
+    BASE_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    base_config_json: str
+    format: str
+    model: _model_pb2.ModelSpec
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., format: _Optional[str] = ..., base_config_json: _Optional[str] = ...) -> None: ...
+
+class ExportModelResponse(_message.Message):
+    __slots__ = ["changed_fields", "text"]
+    CHANGED_FIELDS_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    changed_fields: _containers.RepeatedScalarFieldContainer[str]
+    text: str
+    def __init__(self, text: _Optional[str] = ..., changed_fields: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GemmAnalysis(_message.Message):
     __slots__ = ["bound", "error_band_p10", "error_band_p90", "gemm", "k_alignment", "m_alignment", "n_alignment", "penalties", "step_flop_share", "tflops", "tile", "time_s"]
@@ -302,6 +328,16 @@ class ListDevicesResponse(_message.Message):
     workers: _containers.RepeatedCompositeFieldContainer[WorkerDevice]
     def __init__(self, workers: _Optional[_Iterable[_Union[WorkerDevice, _Mapping]]] = ..., catalog: _Optional[_Iterable[_Union[CatalogGpu, _Mapping]]] = ..., cache_entries: _Optional[int] = ..., has_cache: bool = ...) -> None: ...
 
+class ListModelsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListModelsResponse(_message.Message):
+    __slots__ = ["models"]
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ExampleModel]
+    def __init__(self, models: _Optional[_Iterable[_Union[ExampleModel, _Mapping]]] = ...) -> None: ...
+
 class MeasuredStep(_message.Message):
     __slots__ = ["layer", "measured_share", "mfu", "step_time_s", "tokens_per_second_per_gpu"]
     LAYER_FIELD_NUMBER: _ClassVar[int]
@@ -361,6 +397,18 @@ class ParameterCounts(_message.Message):
     per_layer_params: int
     total_params: int
     def __init__(self, total_params: _Optional[int] = ..., per_layer_params: _Optional[int] = ..., embedding_params: _Optional[int] = ..., non_embedding_params: _Optional[int] = ..., active_params: _Optional[int] = ...) -> None: ...
+
+class ParseModelRequest(_message.Message):
+    __slots__ = ["text"]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    def __init__(self, text: _Optional[str] = ...) -> None: ...
+
+class ParseModelResponse(_message.Message):
+    __slots__ = ["model"]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: _model_pb2.ModelSpec
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
 
 class Progress(_message.Message):
     __slots__ = ["done", "message", "total"]

@@ -64,6 +64,21 @@ class AdvisorStub(object):
                 request_serializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.SerializeToString,
                 response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.FromString,
                 )
+        self.ParseModel = channel.unary_unary(
+                '/wavecrest.v1.Advisor/ParseModel',
+                request_serializer=wavecrest_dot_v1_dot_advisor__pb2.ParseModelRequest.SerializeToString,
+                response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ParseModelResponse.FromString,
+                )
+        self.ExportModel = channel.unary_unary(
+                '/wavecrest.v1.Advisor/ExportModel',
+                request_serializer=wavecrest_dot_v1_dot_advisor__pb2.ExportModelRequest.SerializeToString,
+                response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ExportModelResponse.FromString,
+                )
+        self.ListModels = channel.unary_unary(
+                '/wavecrest.v1.Advisor/ListModels',
+                request_serializer=wavecrest_dot_v1_dot_advisor__pb2.ListModelsRequest.SerializeToString,
+                response_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ListModelsResponse.FromString,
+                )
 
 
 class AdvisorServicer(object):
@@ -143,6 +158,28 @@ class AdvisorServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ParseModel(self, request, context):
+        """A wavecrest spec or a Hugging Face config.json, read as the ModelSpec the other calls take.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ExportModel(self, request, context):
+        """A ModelSpec written as a Hugging Face config.json or a wavecrest spec. Given the config.json
+        the model came from, every field the model does not change is kept as it was (drop-in).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListModels(self, request, context):
+        """The example models the server offers (--models_dir): regular files inside it, as ModelSpecs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AdvisorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -190,6 +227,21 @@ def add_AdvisorServicer_to_server(servicer, server):
                     servicer.TimeLayers,
                     request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.FromString,
                     response_serializer=wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.SerializeToString,
+            ),
+            'ParseModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.ParseModel,
+                    request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ParseModelRequest.FromString,
+                    response_serializer=wavecrest_dot_v1_dot_advisor__pb2.ParseModelResponse.SerializeToString,
+            ),
+            'ExportModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExportModel,
+                    request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ExportModelRequest.FromString,
+                    response_serializer=wavecrest_dot_v1_dot_advisor__pb2.ExportModelResponse.SerializeToString,
+            ),
+            'ListModels': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListModels,
+                    request_deserializer=wavecrest_dot_v1_dot_advisor__pb2.ListModelsRequest.FromString,
+                    response_serializer=wavecrest_dot_v1_dot_advisor__pb2.ListModelsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -356,5 +408,56 @@ class Advisor(object):
         return grpc.experimental.unary_stream(request, target, '/wavecrest.v1.Advisor/TimeLayers',
             wavecrest_dot_v1_dot_advisor__pb2.TimeLayersRequest.SerializeToString,
             wavecrest_dot_v1_dot_advisor__pb2.TimeLayersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ParseModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/wavecrest.v1.Advisor/ParseModel',
+            wavecrest_dot_v1_dot_advisor__pb2.ParseModelRequest.SerializeToString,
+            wavecrest_dot_v1_dot_advisor__pb2.ParseModelResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ExportModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/wavecrest.v1.Advisor/ExportModel',
+            wavecrest_dot_v1_dot_advisor__pb2.ExportModelRequest.SerializeToString,
+            wavecrest_dot_v1_dot_advisor__pb2.ExportModelResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListModels(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/wavecrest.v1.Advisor/ListModels',
+            wavecrest_dot_v1_dot_advisor__pb2.ListModelsRequest.SerializeToString,
+            wavecrest_dot_v1_dot_advisor__pb2.ListModelsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,0 +1,62 @@
+#include "core/json_limits.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace wavecrest {
+
+absl::Status CheckJsonLimits(absl::string_view text, const JsonLimits& limits) {
+  int depth = 0;
+  // Every value but the first follows a ',' or opens after '[' / ':'; counting commas and
+  // openings bounds the values from above without parsing.
+  int64_t values = 1;
+  bool in_string = false, escaped = false;
+  int64_t string_bytes = 0;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        continue;
+      }
+      if (++string_bytes > limits.max_string_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "JSON has a string longer than ", limits.max_string_bytes, " bytes"));
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        in_string = true;
+        string_bytes = 0;
+        break;
+      case '[':
+      case '{':
+        if (++depth > limits.max_depth) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("JSON nests arrays or objects deeper than ", limits.max_depth,
+                           " levels; a model spec or config.json needs 3"));
+        }
+        ++values;
+        break;
+      case ']':
+      case '}':
+        --depth;
+        break;
+      case ',':
+        ++values;
+        break;
+      default:
+        continue;
+    }
+    if (values > limits.max_values) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("JSON has more than ", limits.max_values, " values"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace wavecrest
