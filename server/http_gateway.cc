@@ -91,7 +91,7 @@ std::string ErrorJson(const absl::Status& st) {
 // Headers every reply of the request this thread serves carries (CORS for an allowed origin).
 thread_local std::string t_response_headers;
 
-void Send(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
+void Reply(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
           absl::string_view extra_headers = "") {
   mg_printf(c,
             "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
@@ -110,7 +110,7 @@ int SendError(mg_connection* c, const absl::Status& st) {
           ? absl::StrCat("Retry-After: ",
                          static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(retry))), "\r\n")
           : "";
-  Send(c, status, "application/json", ErrorJson(st), extra);
+  Reply(c, status, "application/json", ErrorJson(st), extra);
   return status;
 }
 
@@ -212,7 +212,7 @@ bool TakeOne(std::atomic<int>& count, int limit) {
 
 // A request that failed before it reached a route: the status to answer and, where HTTP has a
 // better one than gRPC-gateway's mapping, that status (408, 413, 503).
-struct Refusal {
+struct ReadRefusal {
   absl::Status status;
   int http_status = 0;
 };
@@ -221,7 +221,7 @@ constexpr char kTooBusy[] = "too many requests are sending bodies now; retry in 
 
 absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptions& o,
                                         std::atomic<int>& bodies, std::atomic<int>& large_bodies,
-                                        Refusal* refusal) {
+                                        ReadRefusal* refusal) {
   const mg_request_info* ri = mg_get_request_info(c);
   HttpRequest r;
   r.headers = HeadersOf(c);
@@ -329,7 +329,7 @@ int Call(mg_connection* c, const HttpRequest& r, const CallFn& call, const Encod
   Response resp;
   const grpc::Status st = call(&ctx, &resp);
   if (!st.ok()) return SendError(c, FromGrpcStatus(st));
-  Send(c, 200, "application/json", encode(resp));
+  Reply(c, 200, "application/json", encode(resp));
   return 200;
 }
 
@@ -345,7 +345,7 @@ int Unary(mg_connection* c, const HttpRequest& r, const CallFn& call) {
 }
 
 int WrongMethod(mg_connection* c, const HttpRequest& r, const char* allowed) {
-  Send(c, 405, "application/json",
+  Reply(c, 405, "application/json",
        ErrorJson(absl::InvalidArgumentError(absl::StrCat(r.method, " ", r.path, ": use ", allowed))),
        absl::StrCat("Allow: ", allowed, "\r\n"));
   return 405;
@@ -366,7 +366,7 @@ int ServeHealth(mg_connection* c, const HttpRequest& r, grpc::health::v1::Health
     out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
                        : absl::StatusCodeToString(FromGrpcStatus(st).code());
   }
-  Send(c, 200, "application/json", JsonText(out));
+  Reply(c, 200, "application/json", JsonText(out));
   return 200;
 }
 
@@ -689,7 +689,7 @@ int HttpGateway::Dispatch(mg_connection* conn, void* self) {
   }
   LogError("http", {{"message", "handler failed; answered 500"}, {"exception", ToValidUtf8(what)}});
   if (gateway->metrics_) gateway->metrics_->HttpRequest("other", 500);
-  Send(conn, 500, "application/json",
+  Reply(conn, 500, "application/json",
        ErrorJson(absl::InternalError("the gateway failed on this request; see the server log")));
   return 500;
 }
@@ -711,7 +711,7 @@ std::string RouteLabel(absl::string_view path) {
 }  // namespace
 
 int HttpGateway::Handle(mg_connection* c) {
-  Refusal refusal;
+  ReadRefusal refusal;
   absl::StatusOr<HttpRequest> read = ReadRequest(c, options_, bodies_, large_bodies_, &refusal);
   const std::string route = read.ok() ? RouteLabel(read->path) : "other";
   auto done = [&](int status) {
@@ -721,7 +721,7 @@ int HttpGateway::Handle(mg_connection* c) {
   if (!read.ok()) {
     if (refusal.http_status == 0) return done(SendError(c, read.status()));
     const std::string extra = refusal.http_status == 503 ? "Retry-After: 1\r\n" : "";
-    Send(c, refusal.http_status, "application/json", ErrorJson(read.status()), extra);
+    Reply(c, refusal.http_status, "application/json", ErrorJson(read.status()), extra);
     return done(refusal.http_status);
   }
   HttpRequest& r = *read;
@@ -734,7 +734,7 @@ int HttpGateway::Handle(mg_connection* c) {
     const int status = field == "Content-Type"                          ? 415
                        : field == "Host" && r.headers.host_count <= 1 ? 421
                                                                       : HttpStatusFor(st.code());
-    Send(c, status, "application/json", ErrorJson(st));
+    Reply(c, status, "application/json", ErrorJson(st));
     return done(status);
   }
   const std::string cors_headers =
@@ -859,7 +859,7 @@ int HttpGateway::ServeApi(mg_connection* c, const HttpRequest& r) {
 int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const std::string& path,
                              const std::string& authorization, const std::string& peer) {
   if (method != "GET" && method != "HEAD") {
-    Send(c, 405, "application/json",
+    Reply(c, 405, "application/json",
          ErrorJson(absl::InvalidArgumentError(absl::StrCat(method, " ", path, ": use GET"))),
          "Allow: GET, HEAD\r\n");
     return 405;
@@ -872,7 +872,7 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const 
             options_.auth->CheckAuthorization(authorization.empty() ? nullptr : &a, peer,
                                               Role::kClient);
         !st.ok()) {
-      Send(c, 401, "application/json", ErrorJson(st),
+      Reply(c, 401, "application/json", ErrorJson(st),
            "WWW-Authenticate: Basic realm=\"wavecrest\", charset=\"UTF-8\"\r\n");
       return 401;
     }
@@ -890,7 +890,7 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const 
     if (!in.good() && !in.eof()) file = absl::NotFoundError("unreadable");
   }
   if (!file.ok()) {
-    Send(c, 404, "application/json", ErrorJson(absl::NotFoundError("no such file")));
+    Reply(c, 404, "application/json", ErrorJson(absl::NotFoundError("no such file")));
     return 404;
   }
   mg_printf(c,

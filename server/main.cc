@@ -43,7 +43,8 @@ ABSL_FLAG(std::string, http_allowed_hosts, "",
 ABSL_FLAG(int, http_threads, 128,
           "HTTP connections served at once (one thread each; a stream holds one)");
 ABSL_FLAG(int, http_request_timeout_ms, 10000,
-          "HTTP: longest wait for each read or write of a connection (slow clients are dropped)");
+          "HTTP: longest wait for a request's headers, and separately for its whole body (408), "
+          "and for each write (slow clients are dropped)");
 ABSL_FLAG(bool, http_allow_plaintext, false,
           "Serve --http_listen in plain HTTP although gRPC uses TLS (for a TLS-terminating proxy "
           "in front of it); refused with --tls_client_ca, which HTTP cannot check");
@@ -57,6 +58,15 @@ ABSL_FLAG(std::string, store, "",
 ABSL_FLAG(std::string, cache, "",
           "The SQLite result cache file (--store with a file path says the same); empty with no "
           "--store disables caching");
+ABSL_FLAG(int, store_timeout_ms, 2000,
+          "PostgreSQL store: the longest any one store operation may take (waiting for a pooled "
+          "connection included); past it the store counts as down, answers go on without it, and "
+          "it is tried again every second");
+ABSL_FLAG(std::string, store_spool, "",
+          "PostgreSQL store: a SQLite file where results wait while the database is unreachable, "
+          "copied into it when it is back (empty = $XDG_CACHE_HOME or ~/.cache/wavecrest/"
+          "spool-<hash of the URI>.db; \"none\" = no spool: such results are lost and the "
+          "answers say so)");
 ABSL_FLAG(double, store_poll_s, 30,
           "With a shared store: how often to look for a calibration another replica refitted");
 ABSL_FLAG(std::string, port_file, "",
@@ -130,12 +140,14 @@ int CopyStoreCommand(const std::vector<char*>& positional) {
     return 2;
   }
   const std::string owner = wavecrest::StoreOwner();
-  auto from = wavecrest::OpenStore(positional[2], owner);
+  wavecrest::StoreOptions direct;
+  direct.spool = "none";  // a copy reports what it could not copy instead of spooling it
+  auto from = wavecrest::OpenStore(positional[2], owner, direct);
   if (!from.ok()) {
     std::cerr << "wavecrest-server copy-store: FROM: " << from.status().message() << "\n";
     return 1;
   }
-  auto to = wavecrest::OpenStore(positional[3], owner);
+  auto to = wavecrest::OpenStore(positional[3], owner, direct);
   if (!to.ok()) {
     std::cerr << "wavecrest-server copy-store: TO: " << to.status().message() << "\n";
     return 1;
@@ -213,6 +225,12 @@ int main(int argc, char** argv) {
   }
   if (o.store.empty()) o.store = absl::GetFlag(FLAGS_cache);
   o.store_poll = absl::Seconds(absl::GetFlag(FLAGS_store_poll_s));
+  o.store_options.op_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_store_timeout_ms));
+  o.store_options.spool = absl::GetFlag(FLAGS_store_spool);
+  if (o.store_options.op_timeout < absl::Milliseconds(50)) {
+    std::cerr << "wavecrest-server: --store_timeout_ms must be at least 50\n";
+    return 2;
+  }
   o.port_file = absl::GetFlag(FLAGS_port_file);
   o.threads = absl::GetFlag(FLAGS_threads);
   o.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);

@@ -1,8 +1,13 @@
 #include "server/measurement_store.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_cat.h"
 #include "server/result_cache.h"
+#include "server/spooled_store.h"
 #if WAVECREST_WITH_POSTGRES
 #include "server/pg_store.h"
 #endif
@@ -35,16 +40,18 @@ std::string RedactUri(absl::string_view uri) {
 }
 
 absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to) {
-  int64_t rows = 0;
+  int64_t rows = 0, failed = 0;
   from.ForEach(
       [&](const std::string& kind, const v1::GemmTiming& t) {
-        to.Store(kind, t);
-        ++rows;
+        ++(to.Store(kind, t) == StoreOutcome::kStored ? rows : failed);
       },
       [&](const std::string& kind, const v1::LayerTiming& t) {
-        to.StoreLayer(kind, t);
-        ++rows;
+        ++(to.StoreLayer(kind, t) == StoreOutcome::kStored ? rows : failed);
       });
+  if (failed > 0) {
+    return absl::UnavailableError(absl::StrCat(failed, " of ", rows + failed,
+                                               " results could not be copied (the log says why)"));
+  }
   if (std::optional<StoredCalibration> c = from.LatestCalibration()) {
     absl::StatusOr<int64_t> v = to.PublishCalibration(c->file_json, c->created_by);
     if (!v.ok()) return v.status();
@@ -52,15 +59,41 @@ absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to) 
   return rows;
 }
 
+std::string DefaultSpoolPath(absl::string_view store_uri) {
+  std::filesystem::path dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg) {
+    dir = xdg;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home) {
+    dir = std::filesystem::path(home) / ".cache";
+  } else {
+    std::error_code ec;
+    dir = std::filesystem::temp_directory_path(ec);
+  }
+  // FNV-1a of the redacted URI: stable across runs and builds (absl::Hash is not).
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : RedactUri(store_uri)) h = (h ^ c) * 1099511628211ULL;
+  return (dir / "wavecrest" / absl::StrFormat("spool-%016x.db", h)).string();
+}
+
 absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& spec,
-                                                            const std::string& owner) {
+                                                            const std::string& owner,
+                                                            const StoreOptions& options) {
   if (IsPostgresUri(spec)) {
 #if WAVECREST_WITH_POSTGRES
-    absl::StatusOr<std::unique_ptr<PgStore>> pg = PgStore::Open(spec, owner);
+    absl::StatusOr<std::unique_ptr<PgStore>> pg = PgStore::Open(spec, owner, options);
     if (!pg.ok()) return pg.status();
-    return std::unique_ptr<MeasurementStore>(std::move(*pg));
+    if (options.spool == "none") return std::unique_ptr<MeasurementStore>(std::move(*pg));
+    const std::string path = options.spool.empty() ? DefaultSpoolPath(spec) : options.spool;
+    absl::StatusOr<std::unique_ptr<ResultCache>> spool = ResultCache::Open(path);
+    if (!spool.ok()) {
+      return absl::Status(spool.status().code(),
+                          absl::StrCat("--store_spool ", path, ": ", spool.status().message()));
+    }
+    return std::unique_ptr<MeasurementStore>(
+        std::make_unique<SpooledStore>(std::move(*pg), std::move(*spool), options.drain_every));
 #else
     (void)owner;
+    (void)options;
     return absl::FailedPreconditionError(
         absl::StrCat("--store ", RedactUri(spec),
                      ": this wavecrest-server was built without PostgreSQL (libpq-dev was not "

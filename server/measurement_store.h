@@ -60,17 +60,58 @@ class MeasurementStore : public ResultStore {
   virtual void ForEach(
       const std::function<void(const std::string& kind, const v1::GemmTiming&)>& gemm,
       const std::function<void(const std::string& kind, const v1::LayerTiming&)>& layer) = 0;
+
+  // Whether the store answers now. A shared store that lost its database (down, frozen, or at a
+  // newer schema) says no, and until it is back every operation returns at once: lookups miss,
+  // stores fail (a spool keeps them), claims say "measure here".
+  virtual bool Available() const { return true; }
+  // Called (from a background thread) with Available() whenever it changes.
+  virtual void OnAvailability(std::function<void(bool)> /*callback*/) {}
+  // Results kept locally and not yet in the shared store (server/spooled_store.h).
+  virtual int64_t Backlog() { return 0; }
+  // Called with Backlog() whenever it changes.
+  virtual void OnBacklog(std::function<void(int64_t)> /*callback*/) {}
+  // Ends every claim this process holds (at shutdown).
+  virtual void ReleaseAll() {}
 };
 
+// How a store behaves under faults (PostgreSQL; a SQLite file ignores them).
+struct StoreOptions {
+  // Any one operation, waiting for a pooled connection included: past it the operation fails and
+  // the store counts as down until a probe reaches the database again.
+  absl::Duration op_timeout = absl::Seconds(2);
+  // Reading every row (refits, copy-store).
+  absl::Duration bulk_timeout = absl::Seconds(120);
+  // How often a down store tries its database.
+  absl::Duration probe_every = absl::Seconds(1);
+  // A claim expires this long after its last renewal (renewed every third of it while held).
+  absl::Duration claim_lease = absl::Seconds(10);
+  // Where results wait while the shared store is down: a SQLite file; empty = the default
+  // (DefaultSpoolPath), "none" = no spool (such results are lost, and their answers say so).
+  std::string spool;
+  // How often the spool is copied into the store when it is back.
+  absl::Duration drain_every = absl::Seconds(1);
+  int connections = 4;
+};
+
+// $XDG_CACHE_HOME (or ~/.cache, or the temp directory)/wavecrest/spool-<hash of the store>.db:
+// one per database, shared by the replicas of one host (each drains it; copying twice is
+// harmless), found again after a restart.
+std::string DefaultSpoolPath(absl::string_view store_uri);
+
 // Copies every result of `from` into `to` (each keyed as before: a result `to` already has is
-// replaced), and `from`'s newest calibration as `to`'s newest. Returns the rows copied.
+// replaced), and `from`'s newest calibration as `to`'s newest. Returns the rows copied;
+// UNAVAILABLE when any could not be stored.
 absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to);
 
 // Opens the store `spec` names: a postgresql:// or postgres:// URI (PgStore), else a SQLite file
 // path (ResultCache; created when missing, a corrupt one moved aside). `owner` names this process
 // in claims and published calibrations (host:pid).
+// A PostgreSQL store is wrapped in its spool (server/spooled_store.h) unless options.spool is
+// "none".
 absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& spec,
-                                                            const std::string& owner);
+                                                            const std::string& owner,
+                                                            const StoreOptions& options = {});
 
 // Whether `spec` names a PostgreSQL database.
 bool IsPostgresUri(absl::string_view spec);

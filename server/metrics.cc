@@ -63,6 +63,20 @@ Metrics::Metrics()
                          .Help("Measurements held in the result cache")
                          .Register(*registry_)
                          .Add({})),
+      store_up_(prometheus::BuildGauge()
+                    .Name("wavecrest_store_up")
+                    .Help("0 while the measurement store is down; 1 otherwise (also with no store)")
+                    .Register(*registry_)
+                    .Add({})),
+      store_backlog_(prometheus::BuildGauge()
+                         .Name("wavecrest_store_backlog")
+                         .Help("Results kept in this replica's spool, not yet in the shared store")
+                         .Register(*registry_)
+                         .Add({})),
+      store_writes_(prometheus::BuildCounter()
+                        .Name("wavecrest_store_writes_total")
+                        .Help("Results handed to the store, by outcome (stored, spooled, lost)")
+                        .Register(*registry_)),
       worker_wait_(prometheus::BuildHistogram()
                        .Name("wavecrest_worker_wait_seconds")
                        .Help("Time a measurement waited for a free worker of its kind")
@@ -78,6 +92,10 @@ Metrics::Metrics()
                          .Name("wavecrest_http_requests_total")
                          .Help("HTTP gateway requests, by route and HTTP status")
                          .Register(*registry_)) {
+  store_up_.Set(1);
+  for (const char* outcome : {"stored", "spooled", "lost"}) {
+    store_writes_.Add({{"outcome", outcome}});  // each 0 from the start, for rates and alerts
+  }
   prometheus::BuildGauge()
       .Name("wavecrest_build_info")
       .Help("Build information; the value is always 1")
@@ -140,5 +158,13 @@ void Metrics::HttpRequest(absl::string_view route, int status) {
 }
 
 void Metrics::SetCacheEntries(int64_t entries) { cache_entries_.Set(static_cast<double>(entries)); }
+
+void Metrics::SetStoreUp(bool up) { store_up_.Set(up ? 1 : 0); }
+
+void Metrics::SetStoreBacklog(int64_t rows) { store_backlog_.Set(static_cast<double>(rows)); }
+
+void Metrics::StoreWrite(absl::string_view outcome) {
+  store_writes_.Add({{"outcome", std::string(outcome)}}).Increment();
+}
 
 }  // namespace wavecrest

@@ -34,6 +34,11 @@ class Metrics {
   void SetWorkerUp(absl::string_view worker, bool up);
   void WorkerRestart(absl::string_view worker, absl::string_view reason);
   void SetCacheEntries(int64_t entries);
+  // The measurement store: whether it answers (1/0), results waiting in its spool, and what
+  // became of each result handed to it (stored, spooled, lost).
+  void SetStoreUp(bool up);
+  void SetStoreBacklog(int64_t rows);
+  void StoreWrite(absl::string_view outcome);
   void WorkerWait(double seconds);
   void SetQuarantined(int64_t gemms);
   // One HTTP gateway request: its route ("/v1/analyze", or "other") and HTTP status.
@@ -52,6 +57,9 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& worker_up_;
   prometheus::Family<prometheus::Counter>& worker_restarts_;
   prometheus::Gauge& cache_entries_;
+  prometheus::Gauge& store_up_;
+  prometheus::Gauge& store_backlog_;
+  prometheus::Family<prometheus::Counter>& store_writes_;
   prometheus::Histogram& worker_wait_;
   prometheus::Gauge& quarantined_;
   prometheus::Family<prometheus::Counter>& http_requests_;

@@ -9,16 +9,27 @@
 //   claims         which replica is measuring what, until when (a lease on the database's clock)
 //   calibrations   refitted calibrations, versioned; every replica applies the newest
 //
-// Connections: a small pool, each used by one thread at a time; a broken one is reset and the
-// statement retried once. Failures are logged and never fatal to a request (a lookup that fails is
-// a miss; a store that fails loses that row, as the SQLite cache does).
+// Faults never block a request past StoreOptions::op_timeout: libpq runs asynchronously under a
+// deadline that covers waiting for a pooled connection, connecting (TCP keepalives on) and the
+// statement; a connection that passes it is dropped and the store counts as down. While down,
+// every operation returns at once (a lookup misses, a store fails, a claim says "measure here"),
+// and a background thread tries the database every probe_every until it answers at this
+// server's schema version. The same thread renews the claims this process holds (their leases
+// are short: a replica that dies or loses its database holds nothing for long), retries the
+// releases that failed, and checks the schema version: a newer one (a newer replica migrated)
+// takes this store down rather than writing rows an old server may get wrong.
 #ifndef WAVECREST_SERVER_PG_STORE_H_
 #define WAVECREST_SERVER_PG_STORE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <map>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,22 +41,22 @@ inline constexpr int kPgSchemaVersion = 1;
 
 class PgStore final : public MeasurementStore {
  public:
-  // Connects (`connections` of them), migrates, and returns the store; UNAVAILABLE naming the
-  // (redacted) URI and libpq's reason when the database cannot be reached.
+  // Connects (options.connections of them), migrates, and returns the store; UNAVAILABLE naming
+  // the (redacted) URI and libpq's reason when the database cannot be reached.
   static absl::StatusOr<std::unique_ptr<PgStore>> Open(const std::string& uri,
                                                        const std::string& owner,
-                                                       int connections = 4);
-  ~PgStore() override;
+                                                       const StoreOptions& options = {});
+  ~PgStore() override;  // releases this process's claims
 
   // ResultStore.
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                        absl::string_view method,
                                        const v1::DeviceFingerprint* fingerprint) override;
-  void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
+  StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) override;
   std::optional<v1::LayerTiming> LookupLayer(absl::string_view kind, const LayerKey& key,
                                              absl::string_view method,
                                              const v1::DeviceFingerprint* fingerprint) override;
-  void StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  StoreOutcome StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
   bool Claim(const std::string& flight, absl::Duration lease) override;
   void Release(const std::string& flight) override;
 
@@ -62,27 +73,57 @@ class PgStore final : public MeasurementStore {
   void ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
                const std::function<void(const std::string&, const v1::LayerTiming&)>& layer)
       override;
+  bool Available() const override { return up_.load(); }
+  void OnAvailability(std::function<void(bool)> callback) override;
+  void ReleaseAll() override;
 
-  // The schema version the database is at (kPgSchemaVersion after Open).
+  // The schema version the database is at (kPgSchemaVersion after Open; 0 when unreachable).
   int SchemaVersion();
 
  private:
   class Connection;
-  PgStore(std::string uri, std::string owner);
-  // A pooled connection for the caller's scope.
   class Lease;
-  Lease Acquire();
+  struct Statement;
+  PgStore(std::string uri, std::string owner, StoreOptions options);
+  // A pooled connection until `deadline`, or none.
+  std::optional<Lease> Acquire(absl::Time deadline);
   void Return(Connection* c);
+  // Runs `s` within `deadline` (none while the store is down). A connection that breaks or
+  // passes the deadline takes the store down; a statement's own error does not.
+  struct Outcome;
+  Outcome Run(const Statement& s, absl::Time deadline);
+  void LogFailure(const char* what, const Outcome& o);
+  absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
+  void MarkDown(const std::string& why);
+  void MarkUp();
+  // The background thread: probes while down; renews claims, retries releases and checks the
+  // schema while up.
+  void Background();
+  void Probe();
+  void Maintain();
 
   std::string uri_;
   std::string described_;
   std::string owner_;
-  std::mutex mu_;
+  StoreOptions options_;
+  std::mutex mu_;  // the pool
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> all_;
   std::vector<Connection*> free_;
   std::mutex count_mu_;
   std::function<void(int64_t)> on_count_;
+  std::atomic<int64_t> last_count_{0};
+  std::atomic<bool> up_{true};
+  std::mutex state_mu_;  // the availability callback, the claims, the reason it is down
+  std::function<void(bool)> on_availability_;
+  std::map<std::string, absl::Duration> held_;  // claims this process holds, renewed by lease
+  std::set<std::string> pending_release_;  // releases that failed (retried)
+  std::string down_reason_;
+  absl::Time maintained_ = absl::InfinitePast();
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread background_;
 };
 
 }  // namespace wavecrest

@@ -190,10 +190,10 @@ std::optional<v1::GemmTiming> ResultCache::Lookup(absl::string_view kind, const 
   return out;
 }
 
-void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
+StoreOutcome ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const absl::StatusOr<DType> dtype = FromProto(timing.dtype());
   const absl::StatusOr<Layout> layout = FromProto(timing.layout());
-  if (!dtype.ok() || !layout.ok()) return;
+  if (!dtype.ok() || !layout.ok()) return StoreOutcome::kLost;
   const std::string blob = timing.SerializeAsString();
   const std::string fp = FingerprintKey(timing.provenance().device());
   const std::string k(kind);
@@ -210,8 +210,8 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
     sqlite3_bind_int64(q, first + 7, std::max<int64_t>(timing.shape().batch(), 1));
   };
   std::lock_guard<std::mutex> lock(mu_);
-  UpsertLocked(
-      "SELECT 1 FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
+  return UpsertLocked(
+             "SELECT 1 FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 "
       "AND layout=?4 AND m=?5 AND n=?6 AND k=?7 AND batch=?8",
       [&](sqlite3_stmt* q) { bind_key(q, 1); },
       "INSERT OR REPLACE INTO results VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
@@ -220,7 +220,9 @@ void ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
         bind_key(q, 2);
         sqlite3_bind_blob(q, 10, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
         sqlite3_bind_int64(q, 11, timing.provenance().measured_at().seconds());
-      });
+      })
+             ? StoreOutcome::kStored
+             : StoreOutcome::kLost;
 }
 
 std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, const LayerKey& key,
@@ -251,8 +253,8 @@ std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, 
   return out;
 }
 
-void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) {
-  if (timing.key().empty()) return;
+StoreOutcome ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) {
+  if (timing.key().empty()) return StoreOutcome::kLost;
   const std::string blob = timing.SerializeAsString();
   const std::string fp = FingerprintKey(timing.provenance().device());
   const std::string k(kind);
@@ -264,8 +266,8 @@ void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timi
     sqlite3_bind_text(q, first + 2, timing.key().c_str(), -1, SQLITE_TRANSIENT);
   };
   std::lock_guard<std::mutex> lock(mu_);
-  UpsertLocked(
-      "SELECT 1 FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3",
+  return UpsertLocked(
+             "SELECT 1 FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3",
       [&](sqlite3_stmt* q) { bind_key(q, 1); },
       "INSERT OR REPLACE INTO layer_results VALUES (?1,?2,?3,?4,?5,?6)",
       [&](sqlite3_stmt* q) {
@@ -273,10 +275,12 @@ void ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timi
         bind_key(q, 2);
         sqlite3_bind_blob(q, 5, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
         sqlite3_bind_int64(q, 6, timing.provenance().measured_at().seconds());
-      });
+      })
+             ? StoreOutcome::kStored
+             : StoreOutcome::kLost;
 }
 
-void ResultCache::UpsertLocked(const char* exists_sql,
+bool ResultCache::UpsertLocked(const char* exists_sql,
                                const std::function<void(sqlite3_stmt*)>& bind_key,
                                const char* insert_sql,
                                const std::function<void(sqlite3_stmt*)>& bind_row) {
@@ -293,13 +297,63 @@ void ResultCache::UpsertLocked(const char* exists_sql,
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, insert_sql, -1, &stmt, nullptr) != SQLITE_OK) {
     LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
-    return;
+    return false;
   }
   bind_row(stmt);
   const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
   if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
   sqlite3_finalize(stmt);
   if (stored) CountedLocked(existed);
+  return stored;
+}
+
+bool ResultCache::DeleteLocked(const char* delete_sql,
+                               const std::function<void(sqlite3_stmt*)>& bind) {
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(db_, delete_sql, -1, &stmt, nullptr) != SQLITE_OK) return false;
+  bind(stmt);
+  const bool done = sqlite3_step(stmt) == SQLITE_DONE;
+  sqlite3_finalize(stmt);
+  const bool removed = done && sqlite3_changes(db_) > 0;
+  if (removed && count_ > 0) --count_;
+  return removed;
+}
+
+bool ResultCache::RemoveIfUnchanged(const v1::GemmTiming& timing) {
+  const absl::StatusOr<DType> dtype = FromProto(timing.dtype());
+  const absl::StatusOr<Layout> layout = FromProto(timing.layout());
+  if (!dtype.ok() || !layout.ok()) return false;
+  const std::string blob = timing.SerializeAsString();
+  const std::string fp = FingerprintKey(timing.provenance().device());
+  std::lock_guard<std::mutex> lock(mu_);
+  return DeleteLocked(
+      "DELETE FROM results WHERE fingerprint=?1 AND method=?2 AND dtype=?3 AND layout=?4 AND "
+      "m=?5 AND n=?6 AND k=?7 AND batch=?8 AND timing=?9",
+      [&](sqlite3_stmt* q) {
+        sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 2, timing.provenance().method().c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int(q, 3, static_cast<int>(*dtype));
+        sqlite3_bind_int(q, 4, static_cast<int>(*layout));
+        sqlite3_bind_int64(q, 5, timing.shape().m());
+        sqlite3_bind_int64(q, 6, timing.shape().n());
+        sqlite3_bind_int64(q, 7, timing.shape().k());
+        sqlite3_bind_int64(q, 8, std::max<int64_t>(timing.shape().batch(), 1));
+        sqlite3_bind_blob(q, 9, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+      });
+}
+
+bool ResultCache::RemoveLayerIfUnchanged(const v1::LayerTiming& timing) {
+  const std::string blob = timing.SerializeAsString();
+  const std::string fp = FingerprintKey(timing.provenance().device());
+  std::lock_guard<std::mutex> lock(mu_);
+  return DeleteLocked(
+      "DELETE FROM layer_results WHERE fingerprint=?1 AND method=?2 AND layer=?3 AND timing=?4",
+      [&](sqlite3_stmt* q) {
+        sqlite3_bind_text(q, 1, fp.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 2, timing.provenance().method().c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 3, timing.key().c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_blob(q, 4, blob.data(), static_cast<int>(blob.size()), SQLITE_TRANSIENT);
+      });
 }
 
 void ResultCache::CountedLocked(bool replaced) {

@@ -38,11 +38,15 @@ class ResultCache final : public MeasurementStore {
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                        absl::string_view method,
                                        const v1::DeviceFingerprint* fingerprint) override;
-  void Store(absl::string_view kind, const v1::GemmTiming& timing) override;
+  StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) override;
   std::optional<v1::LayerTiming> LookupLayer(absl::string_view kind, const LayerKey& key,
                                              absl::string_view method,
                                              const v1::DeviceFingerprint* fingerprint) override;
-  void StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  StoreOutcome StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  // Removes the row of `timing`'s key if it still holds `timing` (a spool drained: a newer
+  // result stored meanwhile stays). True when a row was removed.
+  bool RemoveIfUnchanged(const v1::GemmTiming& timing);
+  bool RemoveLayerIfUnchanged(const v1::LayerTiming& timing);
 
   // MeasurementStore. Calibrations are kept in the file too, so that a restarted server answers
   // from its last refit.
@@ -70,8 +74,10 @@ class ResultCache final : public MeasurementStore {
   void CountedLocked(bool replaced);
   // One row stored: `exists_sql` (bound by `bind_key`) says whether its key was there, for the
   // count; `insert_sql` (bound by `bind_row`) replaces it. Failures are logged, never thrown.
-  void UpsertLocked(const char* exists_sql, const std::function<void(sqlite3_stmt*)>& bind_key,
+  bool UpsertLocked(const char* exists_sql, const std::function<void(sqlite3_stmt*)>& bind_key,
                     const char* insert_sql, const std::function<void(sqlite3_stmt*)>& bind_row);
+  // Runs `delete_sql` bound by `bind`; true when it removed a row.
+  bool DeleteLocked(const char* delete_sql, const std::function<void(sqlite3_stmt*)>& bind);
   int64_t count_ = -1;  // entries, once counted
   std::function<void(int64_t)> on_count_;
   std::string moved_aside_;

@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/measurement_store.h"
 #include "service/tls.h"
 
 namespace wavecrest {
@@ -22,6 +23,8 @@ struct ServerOptions {
   // The measurement store: a postgresql:// URI (shared by replicas) or a SQLite file path;
   // empty = none (server/measurement_store.h).
   std::string store;
+  // Timeouts, the spool and claims of a PostgreSQL store (server/measurement_store.h).
+  StoreOptions store_options;
   // How often a replica of a shared store looks for a newer calibration another replica stored.
   absl::Duration store_poll = absl::Seconds(30);
   std::string port_file;  // written once listening: {"grpc":P,"metrics":Q,"http":R}

@@ -38,7 +38,9 @@ struct TimingService::GemmUnit {
                                       const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.Lookup(kind, k, method, fp);
   }
-  static void Store(ResultStore& c, absl::string_view kind, const Timing& t) { c.Store(kind, t); }
+  static StoreOutcome Store(ResultStore& c, absl::string_view kind, const Timing& t) {
+    return c.Store(kind, t);
+  }
   static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
                               const std::vector<Key>& keys, const MeasureOptions& o,
                               const std::function<void(size_t, absl::StatusOr<Timing>)>& cb,
@@ -64,8 +66,8 @@ struct TimingService::LayerUnit {
                                       const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.LookupLayer(kind, k, method, fp);
   }
-  static void Store(ResultStore& c, absl::string_view kind, const Timing& t) {
-    c.StoreLayer(kind, t);
+  static StoreOutcome Store(ResultStore& c, absl::string_view kind, const Timing& t) {
+    return c.StoreLayer(kind, t);
   }
   static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
                               const std::vector<Key>& keys, const MeasureOptions& o,
@@ -190,6 +192,7 @@ class TimingService::UnitRun {
                                               Unit::Noun(), " are PREDICTED"));
       }
     }
+    NoteStored();
     RETURN_IF_ERROR(PredictTheRest());
     return summary_;
   }
@@ -212,6 +215,32 @@ class TimingService::UnitRun {
     std::lock_guard<std::mutex> lock(mu_);
     ++(t.provenance().source() == v1::SOURCE_MEASURED ? summary_.measured : summary_.predicted);
     if (shared) ++summary_.shared;
+  }
+  // What became of a measured result handed to the store (said in the answer's notes).
+  void CountStored(StoreOutcome o) {
+    if (s_.metrics_) {
+      s_.metrics_->StoreWrite(o == StoreOutcome::kStored    ? "stored"
+                              : o == StoreOutcome::kSpooled ? "spooled"
+                                                            : "lost");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    spooled_ += o == StoreOutcome::kSpooled;
+    lost_ += o == StoreOutcome::kLost;
+  }
+  // The answer says when what it measured is not (yet) in the shared store.
+  void NoteStored() {
+    if (spooled_ > 0) {
+      summary_.notes.push_back(absl::StrCat(
+          spooled_, " measured ", Unit::Noun(),
+          " are kept in this server's local spool, not yet in the shared store (it is "
+          "unreachable); they are copied there when it is back"));
+    }
+    if (lost_ > 0) {
+      summary_.notes.push_back(absl::StrCat(
+          lost_, " measured ", Unit::Noun(),
+          " could not be stored (the store failed; the server log says why): a later request "
+          "measures them again"));
+    }
   }
   absl::Status StopStatus() const {
     if (cancelled_()) return absl::CancelledError("the call was cancelled");
@@ -251,6 +280,7 @@ class TimingService::UnitRun {
     ClaimFlights(Missing());
     RecheckCache();
     ClaimInStore();
+    LeaveElsewhereToPrediction();
     // Every flight this request owns is finished, and its store claims released, whatever
     // happens below.
     absl::Cleanup finish_all = [&] {
@@ -330,8 +360,9 @@ class TimingService::UnitRun {
   // store is measuring wait for its result in the store (AwaitElsewhere) instead.
   void ClaimInStore() {
     if (!s_.cache_ || mine_.empty()) return;
-    const absl::Duration left = task_.measure_by - absl::Now();
-    lease_ = std::clamp(left + absl::Seconds(5), absl::Seconds(10), absl::Seconds(120));
+    // Short: the store renews it while this process holds it, so a replica that dies or loses
+    // its database holds nothing for long.
+    lease_ = kClaimLease;
     std::vector<size_t> still;
     std::vector<FlightPtr> still_flights;
     for (size_t j = 0; j < mine_.size(); ++j) {
@@ -344,6 +375,18 @@ class TimingService::UnitRun {
     }
     mine_ = std::move(still);
     my_flights_ = std::move(still_flights);
+  }
+
+  // MODE_AUTO never waits on another replica: what it is measuring now is predicted here (its
+  // result is in the store for the next request). Only MODE_MEASURED waits for it.
+  void LeaveElsewhereToPrediction() {
+    if (task_.mode == v1::MODE_MEASURED || elsewhere_.empty()) return;
+    summary_.notes.push_back(absl::StrCat(
+        elsewhere_.size(), " ", Unit::Noun(),
+        " are being measured by another replica now: PREDICTED here (a later request finds them "
+        "in the store)"));
+    for (auto& [i, flight] : elsewhere_) s_.Land<Timing>(FlightKeyOf(i), *flight, nullptr);
+    elsewhere_.clear();
   }
 
   // The units another replica claimed: their results arrive in the store; a claim whose lease
@@ -360,6 +403,10 @@ class TimingService::UnitRun {
       std::vector<FlightPtr> take_flights;
       std::vector<std::pair<size_t, FlightPtr>> waiting;
       for (auto& [i, flight] : elsewhere_) {
+        if (!StopStatus().ok() || BudgetSpent()) {  // the waiter's deadline wins
+          waiting.emplace_back(i, flight);
+          continue;
+        }
         std::optional<Timing> hit =
             Unit::Lookup(*s_.cache_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
         if (hit) {
@@ -409,7 +456,7 @@ class TimingService::UnitRun {
             return;
           }
           if (s_.cache_) {
-            Unit::Store(*s_.cache_, task_.kind, *r);
+            CountStored(Unit::Store(*s_.cache_, task_.kind, *r));
             s_.cache_->Release(FlightKeyOf(which[j]));
           }
           s_.Land<Timing>(FlightKeyOf(which[j]), *flights[j], &*r);
@@ -467,6 +514,7 @@ class TimingService::UnitRun {
   int64_t finished_ = 0;
   std::vector<absl::Status> key_errors_;
   TimingSummary summary_;
+  int64_t spooled_ = 0, lost_ = 0;  // measured results the store did not share
   std::vector<size_t> mine_;
   std::vector<FlightPtr> my_flights_;
   std::vector<std::pair<size_t, FlightPtr>> theirs_;

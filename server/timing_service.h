@@ -68,6 +68,13 @@ class GpuWorkers {
   }
 };
 
+// What became of a result handed to a store.
+enum class StoreOutcome {
+  kStored,   // durable where every replica sees it
+  kSpooled,  // durable in this replica's local spool; shared when the store is back
+  kLost,     // not kept (the store failed; the reason is logged)
+};
+
 // The persistent result cache (server/result_cache.h).
 class ResultStore {
  public:
@@ -76,8 +83,8 @@ class ResultStore {
   virtual std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                                absl::string_view method,
                                                const v1::DeviceFingerprint* fingerprint) = 0;
-  // Stores a MEASURED result; failures are logged, never fatal.
-  virtual void Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
+  // Stores a MEASURED result; failures are logged and returned, never fatal.
+  virtual StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
   // The same for layer benchmarks (a store without them finds none and keeps none).
   virtual std::optional<v1::LayerTiming> LookupLayer(absl::string_view /*kind*/,
                                                      const LayerKey& /*key*/,
@@ -85,14 +92,21 @@ class ResultStore {
                                                      const v1::DeviceFingerprint* /*fingerprint*/) {
     return std::nullopt;
   }
-  virtual void StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {}
+  virtual StoreOutcome StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {
+    return StoreOutcome::kLost;
+  }
   // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
   // other process holds a live claim on it. A store that replicas share makes a measurement
-  // happen once across them (PgStore); a store of one process always says yes.
+  // happen once across them (PgStore, which renews the lease while the claim is held and says
+  // yes when it cannot reach its database); a store of one process always says yes.
   virtual bool Claim(const std::string& /*flight*/, absl::Duration /*lease*/) { return true; }
   // Ends this process's claim: its result is stored, or it will not be measured here.
   virtual void Release(const std::string& /*flight*/) {}
 };
+
+// How long a claim on a measurement lives without renewal (server/pg_store.h renews the claims a
+// process holds every third of it).
+inline constexpr absl::Duration kClaimLease = absl::Seconds(10);
 
 // The server's Measurer (service/measurer.h): the result cache, the GPU workers for the misses,
 // the analytic model for the rest.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -23,7 +24,15 @@ namespace {
 
 class CacheOnlySetup final : public WorkerSetup {
  public:
-  explicit CacheOnlySetup(std::unique_ptr<MeasurementStore> cache) : cache_(std::move(cache)) {}
+  CacheOnlySetup(std::unique_ptr<MeasurementStore> cache, Metrics* metrics)
+      : cache_(std::move(cache)) {
+    if (cache_ && metrics) {
+      cache_->OnAvailability([metrics](bool up) { metrics->SetStoreUp(up); });
+    }
+  }
+  ~CacheOnlySetup() override {
+    if (cache_) cache_->OnAvailability(nullptr);
+  }
   GpuWorkers* source() override { return nullptr; }
   MeasurementStore* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return nullptr; }
@@ -40,17 +49,40 @@ class CacheOnlySetup final : public WorkerSetup {
 class PoolSetup final : public WorkerSetup {
  public:
   PoolSetup(std::unique_ptr<MeasurementStore> cache, std::unique_ptr<WorkerPool> pool,
-            std::string owned_dir)
-      : cache_(std::move(cache)), pool_(std::move(pool)), owned_dir_(std::move(owned_dir)) {}
+            std::string owned_dir, Metrics* metrics)
+      : cache_(std::move(cache)),
+        pool_(std::move(pool)),
+        owned_dir_(std::move(owned_dir)),
+        metrics_(metrics) {}
   ~PoolSetup() override { Stop(); }
   GpuWorkers* source() override { return pool_.get(); }
   MeasurementStore* cache() override { return cache_.get(); }
   WorkerDirectory* directory() override { return pool_.get(); }
+  // Measuring is served while a worker is up and the store (if any) answers: results measured
+  // while a shared store is down would not be shared. (The pool's callback runs under its lock:
+  // it passes the count rather than being asked.)
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
-    health->SetServingStatus(name, pool_->UpCount() > 0);
-    pool_->OnChange([health, name](int up) { health->SetServingStatus(name, up > 0); });
+    workers_up_.store(pool_->UpCount());
+    auto update = [this, health, name] {
+      const bool store_up = cache_ == nullptr || cache_->Available();
+      health->SetServingStatus(name, workers_up_.load() > 0 && store_up);
+    };
+    update();
+    pool_->OnChange([this, update](int up) {
+      workers_up_.store(up);
+      update();
+    });
+    if (cache_) {
+      cache_->OnAvailability([this, update](bool up) {
+        if (metrics_) metrics_->SetStoreUp(up);
+        update();
+      });
+    }
   }
-  void StopHealthUpdates() override { pool_->OnChange(nullptr); }
+  void StopHealthUpdates() override {
+    pool_->OnChange(nullptr);
+    if (cache_) cache_->OnAvailability(nullptr);
+  }
   void Stop() override {
     pool_->Stop();
     if (!owned_dir_.empty()) {
@@ -64,6 +96,8 @@ class PoolSetup final : public WorkerSetup {
   std::unique_ptr<MeasurementStore> cache_;
   std::unique_ptr<WorkerPool> pool_;
   std::string owned_dir_;
+  Metrics* metrics_;
+  std::atomic<int> workers_up_{0};
 };
 
 // wavecrest-worker: --worker_binary, else beside this program, else in the build tree's gpu_worker.
@@ -142,11 +176,14 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
                                                           Metrics* metrics) {
   std::unique_ptr<MeasurementStore> cache;
   if (!options.store.empty()) {
-    absl::StatusOr<std::unique_ptr<MeasurementStore>> c = OpenStore(options.store, StoreOwner());
+    absl::StatusOr<std::unique_ptr<MeasurementStore>> c =
+        OpenStore(options.store, StoreOwner(), options.store_options);
     if (!c.ok()) return c.status();
     cache = std::move(*c);
     metrics->SetCacheEntries(cache->Count());
     cache->OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
+    metrics->SetStoreUp(cache->Available());
+    cache->OnBacklog([metrics](int64_t n) { metrics->SetStoreBacklog(n); });
     LogInfo("measurement store open",
             {{"store", cache->Describe()}, {"entries", cache->Count()}, {"shared", cache->Shared()}});
   }
@@ -158,7 +195,7 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
         absl::StrCat("--workers: \"", spec, "\" is not 'auto', 'none' or a number in [1, 64]"));
   }
   if (spec == "none" && options.worker_addresses.empty() && options.worker_dns.empty()) {
-    return std::make_unique<CacheOnlySetup>(std::move(cache));
+    return std::make_unique<CacheOnlySetup>(std::move(cache), metrics);
   }
 
   WorkerPoolOptions pool;
@@ -235,7 +272,8 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
   }
   auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics);
   workers->Start();
-  return std::make_unique<PoolSetup>(std::move(cache), std::move(workers), std::move(owned_dir));
+  return std::make_unique<PoolSetup>(std::move(cache), std::move(workers), std::move(owned_dir),
+                                     metrics);
 }
 
 }  // namespace wavecrest

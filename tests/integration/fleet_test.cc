@@ -19,6 +19,7 @@
 #include "server/pg_store.h"
 #include "server/worker_pool.h"
 #include "service/convert.h"
+#include "tests/integration/fleet.h"
 #include "tests/integration/postgres.h"
 #include "tests/integration/process.h"
 
@@ -34,31 +35,9 @@ using testing::ServerUnderTest;
 using testing::SourcePath;
 using testing::TempDir;
 using testing::TempPostgres;
-
-#define SKIP_WITHOUT_POSTGRES(pg)                                                        \
-  if (!(pg).why_not().empty()) GTEST_SKIP() << "no PostgreSQL here: " << (pg).why_not()
-
-// A MEASURED timing of `key` as a cuBLASLt worker on an H100 would store it.
-v1::GemmTiming Measured(const GemmKey& key, double seconds) {
-  v1::GemmTiming t = TimingOf(key);
-  t.set_time_s(seconds);
-  t.set_tflops(GemmFlops(key.shape) / seconds / 1e12);
-  v1::Provenance* p = t.mutable_provenance();
-  p->set_source(v1::SOURCE_MEASURED);
-  p->set_method("cublaslt-timing-v2 cold-L2 heuristic");
-  p->set_samples(42);
-  p->set_relative_spread(0.004);
-  p->mutable_measured_at()->set_seconds(1764000000);
-  v1::DeviceFingerprint* d = p->mutable_device();
-  d->set_name("NVIDIA H100 80GB HBM3");
-  d->set_backend("cublaslt");
-  d->set_sm_count(132);
-  d->set_driver_version("580.159.04");
-  d->set_cuda_runtime_version("13.0");
-  d->set_cublaslt_version("13.1.0");
-  d->set_cudnn_version("91900");
-  return t;
-}
+using testing::Measured;
+using testing::SlowWorker;
+using testing::Gemms;
 
 TEST(PgStoreTest, KeepsEveryMeasurementWithItsProvenance) {
   TempPostgres pg;
@@ -108,11 +87,8 @@ TEST(PgStoreTest, AClaimIsOneReplicasUntilReleasedOrItsLeaseRunsOut) {
   EXPECT_FALSE((*b)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
   (*a)->Release("h100-sxm|00|bf16 TN 4096x4096x4096 b1");
   EXPECT_TRUE((*b)->Claim("h100-sxm|00|bf16 TN 4096x4096x4096 b1", absl::Seconds(30)));
-  // A replica that dies holds its claim only until the lease ends.
-  EXPECT_TRUE((*a)->Claim("short", absl::Milliseconds(300)));
-  EXPECT_FALSE((*b)->Claim("short", absl::Seconds(30)));
-  absl::SleepFor(absl::Milliseconds(500));
-  EXPECT_TRUE((*b)->Claim("short", absl::Seconds(30)));
+  // A replica that dies or loses its database holds its claims only until their leases end:
+  // StoreFaultTest.AClaimEndsWithinItsLeaseWhenItsReplicaLosesTheStore.
 }
 
 TEST(PgStoreTest, ReplicasStartingTogetherMigrateOnce) {
@@ -201,64 +177,6 @@ TEST(PgStoreTest, ASqliteCacheMovesIntoPostgresAndBack) {
       testing::Shell(absl::StrCat(BinaryPath("server/wavecrest-server"), " copy-stor a b 2>&1"));
   EXPECT_EQ(bad_rc, 2);
   EXPECT_THAT(bad, HasSubstr("copy-store FROM TO"));
-}
-
-// A remote emulating worker, slowed so that two replicas' requests overlap.
-class SlowWorker {
- public:
-  explicit SlowWorker(int slow_ms) {
-    process_ = std::make_unique<Process>(
-        std::vector<std::string>{BinaryPath("gpu_worker/wavecrest-worker"), "--backend=analytic",
-                                 "--listen=127.0.0.1:0", "--port_file=" + dir_.File("port.json"),
-                                 "--request_log=" + dir_.File("requests.jsonl"), "--fault=slow",
-                                 absl::StrCat("--fault_slow_ms=", slow_ms)},
-        dir_.File("worker.log"));
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    while (absl::Now() < deadline && port_ == 0) {
-      std::ifstream in(dir_.File("port.json"));
-      nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-      if (!j.is_discarded() && j.contains("port")) port_ = j["port"].get<int>();
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  }
-  int port() const { return port_; }
-  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
-  // The GEMMs it was asked to time, one line each.
-  std::vector<std::string> Requests() const {
-    std::ifstream in(dir_.File("requests.jsonl"));
-    std::vector<std::string> lines;
-    for (std::string l; std::getline(in, l);) {
-      if (!l.empty()) lines.push_back(l);
-    }
-    return lines;
-  }
-  // The worker's own count of GEMMs timed (its Describe).
-  int64_t GemmsTimed() const {
-    auto stub = v1::GemmWorker::NewStub(
-        grpc::CreateChannel(address(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    v1::DescribeResponse d;
-    return stub->Describe(&ctx, v1::DescribeRequest(), &d).ok() ? d.gemms_timed() : -1;
-  }
-
- private:
-  TempDir dir_;
-  std::unique_ptr<Process> process_;
-  int port_ = 0;
-};
-
-v1::TimeGemmsRequest Gemms(int count) {
-  v1::TimeGemmsRequest r;
-  r.set_gpu("h100-sxm");
-  r.set_mode(v1::MODE_MEASURED);
-  for (int i = 1; i <= count; ++i) {
-    v1::GemmShape* g = r.add_gemms();
-    g->set_m(512 * i);
-    g->set_n(4096);
-    g->set_k(4096);
-  }
-  return r;
 }
 
 TEST(FleetTest, TwoReplicasMeasureEachGemmOnce) {

@@ -8,7 +8,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -47,8 +52,12 @@ class TempPostgres {
       return;
     }
     started_ = true;
+    // Servers and stores under test keep their spools (server/spooled_store.h) here, not in the
+    // user's ~/.cache.
+    setenv("XDG_CACHE_HOME", dir_.File("cache").c_str(), 1);
   }
   ~TempPostgres() {
+    if (started_) Thaw();
     if (started_) Shell(absl::StrCat(as_, bin_, "/pg_ctl -D ", data_, " -m immediate stop 2>&1"));
   }
 
@@ -62,6 +71,43 @@ class TempPostgres {
   std::string Uri(const std::string& db) const {
     return absl::StrCat("postgresql://wavecrest@127.0.0.1:", port_, "/", db);
   }
+  // Faults, for the store's fault tests. Stop: "fast" (sessions ended cleanly) or "immediate"
+  // (as a crash); Start brings the cluster back on the same port.
+  void Stop(const std::string& mode = "fast") {
+    Shell(absl::StrCat(as_, bin_, "/pg_ctl -D ", data_, " -m ", mode, " -w stop 2>&1"));
+  }
+  bool Start() {
+    return Shell(absl::StrCat(as_, bin_, "/pg_ctl -D ", data_, " -l ", data_,
+                              "/server.log -w -t 30 -o \"-p ", port_, " -k ", dir_.path(),
+                              " -c listen_addresses=127.0.0.1 -c fsync=off\" start 2>&1"))
+               .first == 0;
+  }
+  // SIGSTOP (freeze) or SIGCONT (thaw) to the postmaster and every process it started: the
+  // database is there, its sockets accept, and nothing answers.
+  void Signal(int sig) {
+    std::ifstream pid_file(data_ + "/postmaster.pid");
+    pid_t postmaster = 0;
+    pid_file >> postmaster;
+    if (postmaster <= 0) return;
+    kill(postmaster, sig);
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+      std::ifstream stat(e.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      const size_t close = line.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 2));
+      char state;
+      pid_t ppid = 0;
+      rest >> state >> ppid;
+      if (ppid == postmaster) kill(std::atoi(e.path().filename().c_str()), sig);
+    }
+  }
+  void Freeze() { Signal(SIGSTOP); }
+  void Thaw() { Signal(SIGCONT); }
+  int port() const { return port_; }
+
   // Runs SQL through psql against `db`; returns its output.
   std::string Psql(const std::string& db, const std::string& sql) const {
     return Shell(absl::StrCat("psql -X -A -t -h 127.0.0.1 -p ", port_, " -U wavecrest -d ", db,

@@ -1,0 +1,96 @@
+// A shared store with a local write-ahead spool: nothing acknowledged is lost while the shared
+// store is down. A result the shared store does not take (down, frozen past its timeout, full
+// disk, any failed write) goes into a SQLite file on this host (StoreOutcome::kSpooled), which a
+// background thread copies into the shared store once it answers again, removing each row it
+// copied (unless a newer result of the same key arrived meanwhile). Lookups that miss the shared
+// store look in the spool, so this replica keeps finding what it measured during an outage.
+// Backlog() is the spool's row count (the wavecrest_store_backlog gauge).
+#ifndef WAVECREST_SERVER_SPOOLED_STORE_H_
+#define WAVECREST_SERVER_SPOOLED_STORE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "server/measurement_store.h"
+#include "server/result_cache.h"
+
+namespace wavecrest {
+
+class SpooledStore final : public MeasurementStore {
+ public:
+  // Drains what `spool` holds (a previous run's backlog) as soon as `shared` answers.
+  SpooledStore(std::unique_ptr<MeasurementStore> shared, std::unique_ptr<ResultCache> spool,
+               absl::Duration drain_every);
+  ~SpooledStore() override;
+
+  // ResultStore.
+  std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
+                                       absl::string_view method,
+                                       const v1::DeviceFingerprint* fingerprint) override;
+  StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) override;
+  std::optional<v1::LayerTiming> LookupLayer(absl::string_view kind, const LayerKey& key,
+                                             absl::string_view method,
+                                             const v1::DeviceFingerprint* fingerprint) override;
+  StoreOutcome StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  bool Claim(const std::string& flight, absl::Duration lease) override {
+    return shared_->Claim(flight, lease);
+  }
+  void Release(const std::string& flight) override { shared_->Release(flight); }
+
+  // MeasurementStore: the shared store's (its Describe too), but for the backlog.
+  std::string Describe() const override;
+  int64_t Count() override { return shared_->Count(); }
+  void OnCount(std::function<void(int64_t)> callback) override {
+    shared_->OnCount(std::move(callback));
+  }
+  std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
+      absl::string_view kind) override {
+    return shared_->Measurements(kind);
+  }
+  absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
+                                             const std::string& created_by) override {
+    return shared_->PublishCalibration(file_json, created_by);
+  }
+  std::optional<StoredCalibration> LatestCalibration() override {
+    return shared_->LatestCalibration();
+  }
+  bool Shared() const override { return shared_->Shared(); }
+  void ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
+               const std::function<void(const std::string&, const v1::LayerTiming&)>& layer)
+      override {
+    shared_->ForEach(gemm, layer);
+  }
+  bool Available() const override { return shared_->Available(); }
+  void OnAvailability(std::function<void(bool)> callback) override;
+  int64_t Backlog() override { return backlog_.load(); }
+  void OnBacklog(std::function<void(int64_t)> callback) override;
+  void ReleaseAll() override { shared_->ReleaseAll(); }
+
+  // Copies the spool into the shared store now (the background thread's step); returns the rows
+  // copied.
+  int64_t Drain();
+
+ private:
+  StoreOutcome Spooled(StoreOutcome shared, const std::function<StoreOutcome()>& spool);
+  void SetBacklog(int64_t rows);
+
+  std::unique_ptr<MeasurementStore> shared_;
+  std::unique_ptr<ResultCache> spool_;
+  std::atomic<int64_t> backlog_{0};
+  std::mutex drain_mu_;  // one drain at a time
+  std::mutex cb_mu_;
+  std::function<void(int64_t)> on_backlog_;
+  std::function<void(bool)> on_availability_;
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;
+  std::thread drainer_;
+};
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_SERVER_SPOOLED_STORE_H_
