@@ -56,7 +56,7 @@ std::vector<CommandInfo> BuildCommands() {
              kModel,
              {"gpu", "mode", "param_tolerance", "vary", "allowed_head_dims", "min_heads",
               "max_heads", "keep_layers", "max_candidates", "top", "measure_top_k",
-              "max_gpu_seconds", "tp_options", "allow_kv_replication", "head_dim_multiple",
+              "max_gpu_seconds", "tp_options", "kv_divisible", "head_dim_multiple",
               "calibration", "export", "export_format"}})},
       {"sweep",
        "throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|micro_batch|"

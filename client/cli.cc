@@ -1,5 +1,8 @@
 #include "client/cli.h"
 
+#include "absl/strings/str_join.h"
+#include "core/hf_import.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -194,8 +197,10 @@ class ProgressBar {
   bool shown_ = false;
 };
 
-// `recommend --export N`: candidate N's model alone (0 = the baseline), as a Hugging Face
-// config.json or a wavecrest spec.
+// `recommend --export N|best`: one candidate's model alone, as a Hugging Face config.json or a
+// wavecrest spec. N is the rank the table shows (the baseline has one too; 0 also names it);
+// best is the first candidate that beats the baseline. A Hugging Face --model is the base of the
+// export: only the shape fields the candidate changed are rewritten (listed on stderr).
 int ExportCandidate(const v1::RecommendResponse& r, const CliOptions& o, std::ostream& out,
                     std::ostream& err) {
   if (o.export_format != "hf" && o.export_format != "wavecrest") {
@@ -203,17 +208,44 @@ int ExportCandidate(const v1::RecommendResponse& r, const CliOptions& o, std::os
                                                                 "\"; allowed: hf, wavecrest")));
   }
   const v1::Candidate* pick = nullptr;
-  for (const v1::Candidate& c : r.candidates()) {
-    if (o.export_rank == 0 ? c.baseline() : (!c.baseline() && c.rank() == o.export_rank)) pick = &c;
+  int rank = -1;
+  if (o.export_pick == "best") {
+    for (const v1::Candidate& c : r.candidates()) {
+      if (pick == nullptr && c.beats_baseline()) pick = &c;
+    }
+    if (pick == nullptr) {
+      return Fail(err, FieldError("--export", absl::StrCat("best: no candidate beats the baseline (",
+                                                           VerdictName(r.verdict()), ": ",
+                                                           r.verdict_reason(), ")")));
+    }
+  } else if (!absl::SimpleAtoi(o.export_pick, &rank) || rank < 0) {
+    return Fail(err, FieldError("--export", absl::StrCat("\"", o.export_pick,
+                                                         "\": a rank of the table or best")));
+  } else {
+    for (const v1::Candidate& c : r.candidates()) {
+      if (rank == 0 ? c.baseline() : c.rank() == rank) pick = &c;
+    }
   }
   if (pick == nullptr) {
-    return Fail(err, FieldError("--export", absl::StrCat("no candidate #", o.export_rank, " among the ",
+    return Fail(err, FieldError("--export", absl::StrCat("no candidate ranked ", rank, " among the ",
                                                          r.candidates_size(),
-                                                         " shown (0 = the baseline; --top shows more)")));
+                                                         " shown (--top shows more)")));
   }
-  absl::StatusOr<std::string> text = ExportModel(pick->model(), o.export_format);
+  std::string base;
+  if (o.export_format == "hf") {
+    absl::StatusOr<std::string> text = ReadFile(o.model, kMaxSpecFileBytes);
+    if (text.ok() && LooksLikeHfConfig(*text)) base = *std::move(text);
+  }
+  std::vector<std::string> changed;
+  absl::StatusOr<std::string> text = ExportModel(pick->model(), o.export_format, base, &changed);
   if (!text.ok()) return Fail(err, FieldError("--export-format", text.status().message()));
   out << *text;
+  if (!base.empty()) {
+    err << "exported #" << pick->rank() << " over " << o.model << ": "
+        << (changed.empty() ? std::string("no field changed")
+                            : absl::StrCat("changed ", absl::StrJoin(changed, ", ")))
+        << "\n";
+  }
   return 0;
 }
 
@@ -249,7 +281,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   request.set_min_heads(o.min_heads);
   request.set_max_heads(o.max_heads);
   request.set_keep_layers(o.keep_layers);
-  request.set_allow_kv_replication(o.allow_kv_replication);
+  request.set_kv_heads_divisible_by_tp(o.kv_divisible);
   request.set_head_dim_multiple(o.head_dim_multiple);
   request.set_max_candidates(o.max_candidates);
   request.set_top(o.top);
@@ -286,7 +318,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   bar.Clear();
   if (!result.ok()) return Fail(err, result.status());
   result->clear_progress();
-  if (o.export_rank >= 0) return ExportCandidate(*result, o, out, err);
+  if (!o.export_pick.empty()) return ExportCandidate(*result, o, out, err);
   out << (json ? ToJson(*result) + "\n" : FormatRecommendation(*result));
   return 0;
 }

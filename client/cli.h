@@ -63,12 +63,12 @@ struct CliOptions {
   int64_t min_heads = 0;
   int64_t max_heads = 0;
   bool keep_layers = false;
-  bool allow_kv_replication = false;  // recommend
+  bool kv_divisible = false;  // recommend: no KV replication
   int64_t head_dim_multiple = 0;      // recommend: 0 = the server's default (16)
   int64_t max_candidates = 0;
   int top = 0;
   int measure_top_k = 0;
-  int export_rank = -1;             // recommend: print only this candidate's model (0 = baseline)
+  std::string export_pick;  // recommend: print only this candidate's model: "N" (a rank) or "best"
   std::string export_format = "hf";  // hf | wavecrest
   double max_gpu_seconds = 0;
   // calibrate

@@ -467,6 +467,8 @@ absl::string_view VerdictName(v1::Verdict v) {
       return "KEEP";
     case v1::VERDICT_CHANGE:
       return "CHANGE";
+    case v1::VERDICT_NO_CANDIDATES:
+      return "NO CANDIDATES";
     default:
       return "UNKNOWN";
   }
@@ -485,8 +487,13 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   if (!r.tensor_parallel_degrees().empty()) {
     absl::StrAppend(&out, ", each legal for tensor parallelism ",
                     absl::StrJoin(r.tensor_parallel_degrees(), ", "));
+    if (!r.tensor_parallel_source().empty()) {
+      absl::StrAppend(&out, " (", r.tensor_parallel_source(), ")");
+    }
   }
-  absl::StrAppend(&out, "\n\n");
+  absl::StrAppend(&out, "\n");
+  if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
+  absl::StrAppend(&out, "\n");
   bool decode = false;
   for (const v1::Candidate& c : r.candidates()) decode |= c.time_per_output_token_s() > 0;
   std::vector<std::string> header = {"rank", "",  "h",      "a",       "a_kv", "d",        "f",

@@ -23,6 +23,8 @@ std::string FormatTiming(const v1::GemmTiming& t);
 // `time --layers`: one row per layer, with the analytic sum of its parts beside it.
 std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers);
 std::string FormatRecommendation(const v1::RecommendResponse& r);
+// KEEP, CHANGE, NO CANDIDATES (UNKNOWN for an old server's unset verdict).
+absl::string_view VerdictName(v1::Verdict v);
 // A sweep's points as a table; `dimension` names the varied one ("hidden").
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension);
 

@@ -63,8 +63,9 @@ ABSL_FLAG(int32_t, zero_stage, 0,
           "analyze: ZeRO over the data-parallel ranks: 0 none, 1 optimizer state (Megatron's "
           "distributed optimizer), 2 and gradients, 3 (FSDP) and weights");
 ABSL_FLAG(std::string, tp_options, "",
-          "recommend: tensor-parallel degrees every candidate must be legal for (heads and KV "
-          "heads divisible by each), comma-separated; empty = 1,2,4,8");
+          "recommend: tensor-parallel degrees every candidate must be legal for (heads, hidden and "
+          "MLP width divisible by each; KV heads too, or replicated), comma-separated; the "
+          "baseline is checked too; empty = those of 1,2,4,8 the baseline is legal for");
 ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
 ABSL_FLAG(std::string, attention, "", "Override attention: unfused or flash");
 ABSL_FLAG(std::string, workload, "", "Override workload: training, prefill or decode");
@@ -100,17 +101,20 @@ ABSL_FLAG(std::string, allowed_head_dims, "",
 ABSL_FLAG(int64_t, min_heads, 0, "recommend: fewest heads a candidate may have; 0 = 1");
 ABSL_FLAG(int64_t, max_heads, 0, "recommend: most heads a candidate may have; 0 = no limit");
 ABSL_FLAG(bool, keep_layers, false, "recommend: never change num_layers");
-ABSL_FLAG(bool, allow_kv_replication, false,
-          "recommend: let a candidate have fewer KV heads than a TP degree (replicated); by "
-          "default KV heads divide by every degree of --tp-options");
+ABSL_FLAG(bool, kv_divisible, false,
+          "recommend: require KV heads to divide by every TP degree; by default a candidate may "
+          "have fewer KV heads than a degree they divide (replicated on each rank, as Megatron "
+          "does, and priced so)");
 ABSL_FLAG(int64_t, head_dim_multiple, 0,
           "recommend: the default head-dim range [32, 128] keeps only multiples of this; 0 = 16, "
           "1 = any (--allowed-head-dims overrides the range)");
 ABSL_FLAG(int64_t, max_candidates, 0, "recommend: candidates to generate at most; 0 = 5000");
 ABSL_FLAG(int, top, 0, "recommend: rows to show (the baseline is always shown); 0 = 10");
-ABSL_FLAG(int, export, -1,
-          "recommend: print only candidate N's model (0 = the baseline, 1 = #1, ...), as "
-          "--export_format says, e.g. `wavecrest recommend ... --export 1 > config.json`");
+ABSL_FLAG(std::string, export, "",
+          "recommend: print only one candidate's model, as --export_format says: N is the row "
+          "ranked N in the table (the baseline has its own rank; 0 = the baseline too), best the "
+          "first that beats the baseline, e.g. `wavecrest recommend ... --export best > "
+          "config.json`; a Hugging Face --model is edited in place of its changed fields only");
 ABSL_FLAG(std::string, export_format, "hf",
           "recommend --export: hf (a Hugging Face config.json) or wavecrest (a wavecrest spec)");
 ABSL_FLAG(int, measure_top_k, 0,
@@ -237,12 +241,12 @@ int main(int argc, char** argv) {
   o.min_heads = absl::GetFlag(FLAGS_min_heads);
   o.max_heads = absl::GetFlag(FLAGS_max_heads);
   o.keep_layers = absl::GetFlag(FLAGS_keep_layers);
-  o.allow_kv_replication = absl::GetFlag(FLAGS_allow_kv_replication);
+  o.kv_divisible = absl::GetFlag(FLAGS_kv_divisible);
   o.head_dim_multiple = absl::GetFlag(FLAGS_head_dim_multiple);
   o.max_candidates = absl::GetFlag(FLAGS_max_candidates);
   o.top = absl::GetFlag(FLAGS_top);
   o.measure_top_k = absl::GetFlag(FLAGS_measure_top_k);
-  o.export_rank = absl::GetFlag(FLAGS_export);
+  o.export_pick = absl::GetFlag(FLAGS_export);
   o.export_format = absl::GetFlag(FLAGS_export_format);
   o.max_gpu_seconds = absl::GetFlag(FLAGS_max_gpu_seconds);
   o.fit = absl::GetFlag(FLAGS_fit);

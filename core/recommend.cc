@@ -9,6 +9,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -159,8 +160,9 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
               "tensor_parallel_options (--tp-options)"};
     case kKvHeadsByTp:
       return {"kv_heads_divisible_by_tp", 0, "shapes",
-              absl::StrCat("KV heads not divisible by every tensor-parallel degree (", tps, ")"),
-              "allow_kv_replication (--allow-kv-replication) or tensor_parallel_options"};
+              absl::StrCat("KV heads neither divisible by every tensor-parallel degree (", tps,
+                           ") nor dividing it (replicated)"),
+              "tensor_parallel_options (--tp-options)"};
     case kHiddenByTp:
       return {"hidden_divisible_by_tp", 0, "shapes",
               absl::StrCat("hidden size not divisible by every tensor-parallel degree (", tps,
@@ -183,32 +185,130 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
   return {};
 }
 
-// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal.
-RefusalRule IllegalFor(const ModelSpec& s, const std::vector<int64_t>& tps, bool replication) {
+// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal. A
+// dimension `s` keeps unchanged from `base` is never held against it: a candidate is not
+// stricter than the model as given.
+RefusalRule IllegalFor(const ModelSpec& s, const ModelSpec& base, const std::vector<int64_t>& tps,
+                       bool replication) {
   for (int64_t t : tps) {
-    if (s.num_attention_heads % t != 0) return kHeadsByTp;
-    if (!ValidTpForKv(s.num_kv_heads, t, replication)) return kKvHeadsByTp;
-    if (s.hidden_size % t != 0) return kHiddenByTp;
-    if (s.ffn_hidden_size % t != 0) return kFfnByTp;
+    if (s.num_attention_heads != base.num_attention_heads && s.num_attention_heads % t != 0) {
+      return kHeadsByTp;
+    }
+    if (s.num_kv_heads != base.num_kv_heads && !ValidTpForKv(s.num_kv_heads, t, replication)) {
+      return kKvHeadsByTp;
+    }
+    if (s.hidden_size != base.hidden_size && s.hidden_size % t != 0) return kHiddenByTp;
+    if (s.ffn_hidden_size != base.ffn_hidden_size && s.ffn_hidden_size % t != 0) return kFfnByTp;
   }
-  if (s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) return kLayersByPp;
+  if (s.num_layers != base.num_layers &&
+      s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) {
+    return kLayersByPp;
+  }
+  return kRefusalRules;
+}
+
+// The dimensions of `s` that do not shard over `t` ("12 heads do not divide by 8").
+std::vector<std::string> TpBreaks(const ModelSpec& s, int64_t t, bool replication) {
+  std::vector<std::string> out;
+  if (s.num_attention_heads % t != 0) {
+    out.push_back(absl::StrCat(s.num_attention_heads, " heads do not divide by ", t));
+  }
+  if (!ValidTpForKv(s.num_kv_heads, t, replication)) {
+    out.push_back(absl::StrCat(s.num_kv_heads, " KV heads neither divide by ", t,
+                               replication ? " nor divide it" : ""));
+  }
+  if (s.hidden_size % t != 0) {
+    out.push_back(absl::StrCat("hidden size ", s.hidden_size, " does not divide by ", t));
+  }
+  if (s.ffn_hidden_size % t != 0) {
+    out.push_back(absl::StrCat("MLP width ", s.ffn_hidden_size, " does not divide by ", t));
+  }
+  return out;
+}
+
+}  // namespace
+
+TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c) {
+  TpRequirement r;
+  const bool replication = !c.kv_divisible;
+  auto add = [&](int64_t x) {
+    if (x >= 1 && std::find(r.degrees.begin(), r.degrees.end(), x) == r.degrees.end()) {
+      r.degrees.push_back(x);
+    }
+  };
+  add(base.tensor_parallel);
+  r.from_options = !c.tensor_parallel_options.empty();
+  if (r.from_options) {
+    for (int64_t x : c.tensor_parallel_options) add(x);
+    r.source = "tensor_parallel_options";
+  } else {
+    // The defaults the baseline meets itself: a model is never held to more than it does.
+    for (int64_t x : kDefaultTpOptions) {
+      if (TpBreaks(base, x, replication).empty()) add(x);
+    }
+    r.source = absl::StrCat("the degrees of ", absl::StrJoin(kDefaultTpOptions, ", "),
+                            " the baseline supports");
+  }
+  std::sort(r.degrees.begin(), r.degrees.end());
+  for (int64_t t : r.degrees) {
+    for (std::string& b : TpBreaks(base, t, replication)) r.baseline_breaks.push_back(std::move(b));
+  }
+  return r;
+}
+
+std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c) {
+  return RequiredTp(base, c).degrees;
+}
+
+namespace {
+
+// A mixture of experts is budgeted by its active parameters; its total may move by this many
+// times the tolerance (a wider expert with fewer layers keeps the active count, not the total).
+constexpr double kMoeTotalToleranceFactor = 3;
+
+// The first rule a normalized shape breaks as a candidate for `base` (kRefusalRules: none); its
+// budget parameters in `params`.
+RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const ParamCounts& base_counts,
+                       const std::vector<int64_t>& tps, const RecommendConstraints& c,
+                       int64_t* params) {
+  if (const RefusalRule r = IllegalFor(n, base, tps, !c.kv_divisible); r != kRefusalRules) {
+    return r;
+  }
+  const ParamCounts counts = CountParams(n);
+  *params = BudgetParams(n, counts);
+  const int64_t budget = BudgetParams(base, base_counts);
+  auto within = [](int64_t p, int64_t of, double tolerance) {
+    return std::abs(static_cast<double>(p - of) / static_cast<double>(of)) <= tolerance + 1e-12;
+  };
+  if (!within(*params, budget, c.param_tolerance)) return kParamBudget;
+  if (n.num_experts > 0 && !within(counts.total_params, base_counts.total_params,
+                                   kMoeTotalToleranceFactor * c.param_tolerance)) {
+    return kParamBudget;
+  }
   return kRefusalRules;
 }
 
 }  // namespace
 
-std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c) {
-  std::vector<int64_t> t = {base.tensor_parallel};
-  auto add = [&](int64_t x) {
-    if (x >= 1 && std::find(t.begin(), t.end(), x) == t.end()) t.push_back(x);
-  };
-  if (c.tensor_parallel_options.empty()) {
-    for (int64_t x : kDefaultTpOptions) add(x);
-  } else {
-    for (int64_t x : c.tensor_parallel_options) add(x);
+CandidateRules::CandidateRules(const ModelSpec& base, const RecommendConstraints& c)
+    : base_(base),
+      c_(c),
+      tps_(TpDegrees(base, c)),
+      base_params_(BudgetParams(base, CountParams(base))) {}
+
+int64_t CandidateRules::tp_lcm() const {
+  int64_t l = 1;
+  for (int64_t t : tps_) l = std::lcm(l, t);
+  return l;
+}
+
+std::optional<ModelSpec> CandidateRules::Admit(const ModelSpec& s) const {
+  absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
+  int64_t params = 0;
+  if (!n.ok() || CheckShape(*n, base_, CountParams(base_), tps_, c_, &params) != kRefusalRules) {
+    return std::nullopt;
   }
-  std::sort(t.begin(), t.end());
-  return t;
+  return *std::move(n);
 }
 
 namespace {
@@ -328,7 +428,11 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
           o.heads.push_back({a, d});
           continue;
         }
-        if (c.allowed_head_dims.empty()) {
+        // The baseline's own head dim is always allowed (Gemma's 256, say), its head count too.
+        const bool base_dim = d == base.head_dim;
+        if (base_dim) {
+          // as the baseline has it
+        } else if (c.allowed_head_dims.empty()) {
           if (d < kDefaultMinHeadDim || d > kDefaultMaxHeadDim) {
             if (d >= kDefaultMinHeadDim / 2 && d <= 2 * kDefaultMaxHeadDim) refuse(kHeadDimRange);
             continue;
@@ -346,7 +450,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
           refuse(kHeadCount);
           continue;
         }
-        if (a % t_all != 0) {
+        if (a != base.num_attention_heads && a % t_all != 0) {
           refuse(kHeadsByTp);
           continue;
         }
@@ -367,6 +471,17 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
            f <= static_cast<int64_t>(f_target * (1 + span)); f += step) {
         if (std::find(o.ffns.begin(), o.ffns.end(), f) == o.ffns.end()) o.ffns.push_back(f);
       }
+      if (base.num_experts > 0) {
+        // An expert's width is a small GEMM dimension (768 in Qwen3-30B-A3B): a 3% span holds no
+        // other multiple of 64. Two steps either way, the layers keeping the active parameters
+        // (and the total within kMoeTotalToleranceFactor × the tolerance).
+        const int64_t near = RoundUp(static_cast<int64_t>(std::llround(f_target)), step);
+        for (int64_t f : {near - 2 * step, near - step, near, near + step, near + 2 * step}) {
+          if (f > 0 && std::find(o.ffns.begin(), o.ffns.end(), f) == o.ffns.end()) {
+            o.ffns.push_back(f);
+          }
+        }
+      }
     }
     o.vocabs = {base.vocab_size};
     if (has(Knob::kVocab)) {
@@ -383,7 +498,7 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
       for (int64_t kv = 1; kv <= a; ++kv) {
         if (a % kv != 0) continue;
         bool ok = true;
-        for (int64_t x : tps) ok &= ValidTpForKv(kv, x, c.allow_kv_replication);
+        for (int64_t x : tps) ok &= kv == base.num_kv_heads || ValidTpForKv(kv, x, !c.kv_divisible);
         if (ok) kvs.push_back(kv);
       }
     } else if (base.num_kv_heads == base.num_attention_heads) {
@@ -439,18 +554,15 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
   absl::StatusOr<ModelSpec> base_n = NormalizeSpec(base);
   if (!base_n.ok()) return base_n.status();
   const SpecKey base_key = KeyOf(*base_n);
+  const ParamCounts base_counts = CountParams(*base_n);
   auto consider = [&](const ModelSpec& s) {
     ++*generated;
     absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
     if (!n.ok()) return;
-    if (const RefusalRule r = IllegalFor(*n, tps, c.allow_kv_replication); r != kRefusalRules) {
+    int64_t p = 0;
+    if (const RefusalRule r = CheckShape(*n, *base_n, base_counts, tps, c, &p);
+        r != kRefusalRules) {
       ++refused[r];
-      return;
-    }
-    const int64_t p = BudgetParams(*n, CountParams(*n));
-    const double change = static_cast<double>(p - base_params) / static_cast<double>(base_params);
-    if (std::abs(change) > c.param_tolerance + 1e-12) {
-      ++refused[kParamBudget];
       return;
     }
     if (const SpecKey key = KeyOf(*n); key != base_key) kept.Add(key, *std::move(n), p);
@@ -595,8 +707,10 @@ GemmTime MixedTimes::Get(const GemmKey& key) {
 }
 
 const GemmPrediction& ScoreCache::FusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
+  // kv_batch too: under GQA the same query shape reads as many K and V heads as the model has
+  // (decode's time is mostly that), so shapes differing only in KV heads must not share it.
   auto key = std::make_tuple(gemm.key(), static_cast<int>(gemm.pass), gemm.causal, gemm.flops,
-                             gemm.window);
+                             gemm.window, gemm.kv_batch);
   auto it = fused_.find(key);
   if (it != fused_.end()) return it->second;
   return fused_.emplace(std::move(key), PredictFusedAttention(gpu, gemm)).first->second;
@@ -806,6 +920,19 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     r.push_back(absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
                              " to stay within the parameter budget"));
   }
+  // What each change alone accounts for (MinimizeCandidates): the candidate over itself without
+  // it. The changes listed so far each start with their words.
+  for (std::string& line : r) {
+    for (const CandidateScore::KnobGain& g : c.knob_gains) {
+      if (!absl::StartsWith(line, g.change)) continue;
+      absl::StrAppend(&line, g.gain > 0
+                                 ? absl::StrFormat(": this change %.3f× ± %.3f", g.gain,
+                                                   g.gain * g.sigma)
+                                 : ": kept with the others (alone it breaks the parameter "
+                                   "budget or sharding)");
+      break;
+    }
+  }
   // Which GEMMs gained or lost (step time of each GEMM name, all passes).
   std::map<std::string, double> bt(base.time_by_gemm.begin(), base.time_by_gemm.end());
   std::vector<std::string> gains;
@@ -869,8 +996,19 @@ double RatioSigma(const CandidateScore& base, const CandidateScore& c) {
 
 }  // namespace
 
+double RatioUncertainty(const CandidateScore& a, const CandidateScore& b) {
+  return RatioSigma(a, b);
+}
+
 double Merit(const CandidateScore& c) {
-  return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu : c.mfu;
+  return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu * (1 + c.param_change)
+                                              : c.mfu;
+}
+
+std::string MeritBasis(const ModelSpec& spec) {
+  return spec.workload == Workload::kDecode
+             ? "decode tokens/s per GPU at equal parameters (tokens/s × params / baseline params)"
+             : "MFU (model FLOP/s per GPU at equal work)";
 }
 
 bool TunedHeadDim(const ModelSpec& spec) {

@@ -62,8 +62,9 @@ inline constexpr int64_t kDefaultMaxHeadDim = 128;
 // 64 and 128 are also what the paper's rule 3 and the fused kernels favour, and the cost model
 // prices that). Applies to the default range; an explicit allowed_head_dims list is taken as given.
 inline constexpr int64_t kDefaultHeadDimMultiple = 16;
-// The tensor-parallel degrees a team may run when the request names none: every candidate must
-// shard evenly over each (heads and KV heads divisible by each degree).
+// The tensor-parallel degrees a team may run when the request names none: of these, the ones the
+// baseline itself shards evenly over are required of every candidate (a model is never held to
+// a degree it does not meet itself).
 inline constexpr int64_t kDefaultTpOptions[] = {1, 2, 4, 8};
 // A candidate beats the baseline when its speed-up exceeds 1 by more than its uncertainty (one
 // standard deviation) and by this much: a smaller gain is not worth changing an architecture.
@@ -78,12 +79,15 @@ struct RecommendConstraints {
   bool keep_layers = false;
   int64_t max_candidates = kDefaultMaxCandidates;
   int top = kDefaultTop;
-  // Further tensor-parallel degrees every candidate must also be legal for (heads, KV heads, h and
-  // f divisible by each), beside the spec's own; empty = kDefaultTpOptions.
+  // Further tensor-parallel degrees every candidate must also be legal for (heads, h and f
+  // divisible by each; KV heads too, or replicated), beside the spec's own; empty = those of
+  // kDefaultTpOptions the baseline is legal for. A candidate is never refused for a dimension it
+  // keeps unchanged from the baseline.
   std::vector<int64_t> tensor_parallel_options;
-  // Let a candidate have fewer KV heads than a TP degree (each rank then holds a replica of a KV
-  // head, as Megatron allows); by default KV heads divide by every degree.
-  bool allow_kv_replication = false;
+  // Require KV heads to divide by every degree. By default a candidate may have fewer KV heads
+  // than a degree they divide: each rank then holds a copy of one, as Megatron does (priced:
+  // Derive's kv_heads_per_rank is at least 1, so the K/V projections and the KV cache grow).
+  bool kv_divisible = false;
   // Default head-dim range: only multiples of this (1 = any). Ignored with allowed_head_dims.
   int64_t head_dim_multiple = kDefaultHeadDimMultiple;
 };
@@ -119,9 +123,36 @@ absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(
     const ModelSpec& base, const RecommendConstraints& c, int64_t* generated,
     const std::function<bool()>& stop = nullptr, std::vector<Refusal>* refusals = nullptr);
 
-// The tensor-parallel degrees every candidate must be legal for: the spec's own and the
-// constraints' options (or the defaults).
+// The tensor-parallel degrees every candidate must be legal for, where they came from, and where
+// the baseline itself breaks them (only possible when the request named them).
+struct TpRequirement {
+  std::vector<int64_t> degrees;  // sorted: the spec's own and the options (or the defaults)
+  bool from_options = false;     // the request's tensor_parallel_options
+  std::vector<std::string> baseline_breaks;  // "12 heads do not divide by 8"
+  // "the degrees of 1, 2, 4, 8 the baseline supports" or "tensor_parallel_options".
+  std::string source;
+};
+TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c);
 std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c);
+
+// The rules a shape must meet to be a candidate for `base` (tensor and pipeline parallelism, the
+// parameter budget), as GenerateCandidates applies them: for checking a shape made another way
+// (a candidate with one change undone, core/minimal_candidates.h).
+class CandidateRules {
+ public:
+  CandidateRules(const ModelSpec& base, const RecommendConstraints& c);
+  // The normalized shape when it may be a candidate; nullopt otherwise.
+  std::optional<ModelSpec> Admit(const ModelSpec& s) const;
+  const ModelSpec& base() const { return base_; }
+  // The least common multiple of the required degrees (what sharded widths round to).
+  int64_t tp_lcm() const;
+
+ private:
+  ModelSpec base_;
+  RecommendConstraints c_;
+  std::vector<int64_t> tps_;
+  int64_t base_params_;
+};
 
 // The time of one GEMM (not fused attention) and the relative spread of that time (0 when
 // predicted), with whether it was measured.
@@ -178,13 +209,14 @@ class ScoreCache {
   const GemmTime& Get(const GemmKey& key);
   size_t distinct() const { return memo_.size(); }
   // A fused attention kernel: always predicted (PredictFusedAttention), memoised over what the
-  // prediction reads (shape, dtype, pass, causal mask, FLOPs).
+  // prediction reads (shape, dtype, pass, causal mask, FLOPs, window, KV heads).
   const GemmPrediction& FusedAttention(const GpuSpec& gpu, const Gemm& gemm);
 
  private:
   GemmTimeFn fn_;
   absl::flat_hash_map<GemmKey, GemmTime> memo_;
-  absl::flat_hash_map<std::tuple<GemmKey, int, bool, double, int64_t>, GemmPrediction> fused_;
+  absl::flat_hash_map<std::tuple<GemmKey, int, bool, double, int64_t, int64_t>, GemmPrediction>
+      fused_;
 };
 
 // A GPU's answers for some GEMMs (measured, or predictions where it measured nothing) beside the
@@ -243,6 +275,15 @@ struct CandidateScore {
   // Put first by the head-dim preference (RankCandidates): not the fastest-looking winner, but
   // within its uncertainty with a head dim of 64 or 128.
   bool preferred_head_dim = false;
+  // Each change against the baseline and what it alone accounts for (core/minimal_candidates.h);
+  // empty until MinimizeCandidates has looked at this candidate.
+  struct KnobGain {
+    std::string change;  // "v 50257 → 50304"
+    double gain = 1;     // Merit(this) / Merit(this without the change); 0: cannot be undone
+    double sigma = 0;    // relative standard deviation of gain
+  };
+  std::vector<KnobGain> knob_gains;
+  bool minimized = false;
 };
 
 // Scores one candidate with `times` (fused attention and elementwise work predicted). With
@@ -270,12 +311,20 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 void RankCandidates(std::vector<CandidateScore>& scores,
                     size_t explain = std::numeric_limits<size_t>::max());
 
+// Relative standard deviation of Merit(b) / Merit(a): the errors of what both run cancel (see
+// RankCandidates).
+double RatioUncertainty(const CandidateScore& a, const CandidateScore& b);
+
 // Whether the spec's head dim is 64 or 128, the sizes attention kernels are tuned for.
 bool TunedHeadDim(const ModelSpec& spec);
 
 // What candidates are ranked by: MFU (model FLOP/s per GPU at equal work), or for decode tokens
-// per second per GPU (what decode is for; the parameter tolerance keeps the work about equal).
+// per second per GPU at equal parameters (tokens/s × the candidate's parameters / the baseline's:
+// the bytes a step reads per second, so a model does not win by being smaller; a KV cache that
+// grows is in the step time at the stated cache length).
 double Merit(const CandidateScore& c);
+// What Merit compares, in words (RecommendResponse.speedup_basis).
+std::string MeritBasis(const ModelSpec& spec);
 
 // True when `c` is not the baseline and speedup − 1 > max(speedup_uncertainty, kMinWorthwhileGain).
 bool Beats(const CandidateScore& c);

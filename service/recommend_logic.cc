@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "core/analysis.h"
 #include "core/memory.h"
+#include "core/minimal_candidates.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
 #include "service/convert.h"
@@ -55,6 +57,12 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   c.set_layer_measured_share(s.layer_share);
   c.set_measured_share(s.measured_share);
   c.set_beats_baseline(Beats(s));
+  for (const CandidateScore::KnobGain& g : s.knob_gains) {
+    v1::KnobGain* k = c.add_knob_gains();
+    k->set_change(g.change);
+    k->set_gain(g.gain);
+    k->set_uncertainty(g.gain * g.sigma);
+  }
   if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
     c.set_time_per_output_token_s(s.step_time_s);
     c.set_memory_bandwidth_utilization(DecodeBytesPerStep(s.spec) /
@@ -73,7 +81,9 @@ void SetVerdict(v1::RecommendResponse& r) {
     }
   }
   const v1::Candidate& first = r.candidates(0);
-  const char* what = first.model().workload() == v1::WORKLOAD_DECODE ? "tokens/s" : "MFU";
+  const char* what = first.model().workload() == v1::WORKLOAD_DECODE
+                         ? "decode tokens/s at equal parameters"
+                         : "MFU";
   if (!first.baseline() && first.beats_baseline()) {
     r.set_verdict(v1::VERDICT_CHANGE);
     r.set_verdict_reason(absl::StrFormat(
@@ -82,6 +92,24 @@ void SetVerdict(v1::RecommendResponse& r) {
         first.speedup(), first.speedup_uncertainty(), what,
         first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured",
         100 * kMinWorthwhileGain));
+    return;
+  }
+  if (best_other == nullptr) {
+    // Nothing was compared: not "keep", but what would give candidates.
+    r.set_verdict(v1::VERDICT_NO_CANDIDATES);
+    const v1::Refusal* most = nullptr;
+    for (const v1::Refusal& x : r.refusals()) {
+      if (x.rule() != "param_tolerance" && (most == nullptr || x.count() > most->count())) most = &x;
+    }
+    if (most == nullptr && r.refusals_size() > 0) most = &r.refusals(0);
+    r.set_verdict_reason(
+        most == nullptr
+            ? std::string("nothing to compare: no other shape was generated; name more knobs "
+                          "in vary (--vary) or widen param_tolerance (--param-tolerance)")
+            : absl::StrFormat("nothing to compare: every nearby shape was refused, most (%d %s) "
+                              "because %s; loosen with %s",
+                              most->count(), most->unit(), most->description(),
+                              most->loosen_with()));
     return;
   }
   r.set_verdict(v1::VERDICT_KEEP);
@@ -169,7 +197,7 @@ absl::StatusOr<RecommendConstraints> ConstraintsFromRequest(const v1::RecommendR
   }
   c.max_heads = r.max_heads();
   c.keep_layers = r.keep_layers();
-  c.allow_kv_replication = r.allow_kv_replication();
+  c.kv_divisible = r.kv_heads_divisible_by_tp();
   c.head_dim_multiple =
       r.head_dim_multiple() == 0 ? kDefaultHeadDimMultiple : r.head_dim_multiple();
   c.max_candidates = r.max_candidates() == 0 ? kDefaultMaxCandidates : r.max_candidates();
@@ -244,6 +272,7 @@ struct Ranking {
   GpuTarget gpu;
   v1::Mode mode = v1::MODE_AUTO;
   RecommendConstraints constraints;
+  std::optional<CandidateRules> rules;  // what an undone change must meet (MinimizeCandidates)
   int64_t base_params = 0;
   std::vector<CandidateScore> scores;          // by the analytic model, ranked
   std::vector<CandidateScore> measured_group;  // re-scored with measurements, ranked
@@ -273,7 +302,16 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
     p->set_description(x.what);
     p->set_loosen_with(x.loosen);
   }
-  for (int64_t t : TpDegrees(base, r.constraints)) r.response.add_tensor_parallel_degrees(t);
+  const TpRequirement tp = RequiredTp(base, r.constraints);
+  for (int64_t t : tp.degrees) r.response.add_tensor_parallel_degrees(t);
+  r.response.set_tensor_parallel_source(tp.source);
+  if (!tp.baseline_breaks.empty()) {
+    r.response.add_notes(absl::StrCat(
+        "the baseline itself is not legal for the tensor_parallel_options asked (",
+        absl::StrJoin(tp.baseline_breaks, "; "),
+        "): candidates keeping those dimensions unchanged are not refused for them"));
+  }
+  r.response.set_speedup_basis(MeritBasis(base));
   r.scores.reserve(specs->size());
   for (size_t i = 0; i < specs->size(); ++i) {
     if (i % 256 == 0) {
@@ -286,6 +324,12 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
   }
   r.response.set_candidates_considered(static_cast<int64_t>(r.scores.size()));
   RankCandidates(r.scores, static_cast<size_t>(r.constraints.top));
+  // Every change of what is shown earns its keep (the measuring stage then times minimal shapes).
+  r.rules.emplace(*specs->begin(), r.constraints);
+  MinimizeCandidates(
+      r.scores, *r.rules,
+      [&](const ModelSpec& s) { return ScoreCandidate(s, *r.gpu.spec, predicted, r.base_params); },
+      static_cast<size_t>(r.constraints.top), static_cast<size_t>(r.constraints.top));
   // Every GEMM scored so far was predicted; the measuring stage replaces this count.
   r.response.set_gemms_predicted(static_cast<int64_t>(predicted.distinct()));
   return absl::OkStatus();
@@ -404,6 +448,15 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
     whole += r.measured_group.back().layer_share > 0;
   }
   RankCandidates(r.measured_group, static_cast<size_t>(r.constraints.top));
+  // Measured, a change may turn out not to earn its keep after all: undo it here too (the
+  // shapes without it share most GEMMs with the measured ones; the rest are scaled predictions).
+  for (CandidateScore& s : r.measured_group) s.minimized = false;
+  MinimizeCandidates(
+      r.measured_group, *r.rules,
+      [&](const ModelSpec& s) {
+        return ScoreCandidate(s, *r.gpu.spec, measured, r.base_params, layer_times);
+      },
+      r.measured_group.size(), static_cast<size_t>(r.constraints.top));
   if (std::string note = ScaledNote(mixed, "GEMMs of the measured rows"); !note.empty()) {
     r.response.add_notes(std::move(note));
   }

@@ -387,7 +387,7 @@ TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
   }
   ASSERT_FALSE(first.is_null());
   o.format = "table";
-  o.export_rank = 1;
+  o.export_pick = "1";
   CliRun hf = Cli(o);
   ASSERT_EQ(hf.code, 0) << hf.err;
   absl::StatusOr<ModelSpec> back = ImportHfConfig(hf.out);
@@ -399,13 +399,21 @@ TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
   CliRun spec = Cli(o);
   ASSERT_EQ(spec.code, 0) << spec.err;
   EXPECT_EQ(nlohmann::json::parse(spec.out)["vocab_size"], first["vocab_size"]);
-  o.export_rank = 0;  // the baseline
+  o.export_pick = "0";  // the baseline
   EXPECT_THAT(Cli(o).out, HasSubstr("\"vocab_size\": \"50257\""));
-  o.export_rank = 999;
+  o.export_pick = "999";
   CliRun none = Cli(o);
   EXPECT_NE(none.code, 0);
   EXPECT_THAT(none.err, HasSubstr("--export"));
-  o.export_rank = 1;
+  o.export_pick = "best";  // GPT-2: the first that beats the baseline pads the vocabulary only
+  o.export_format = "hf";
+  CliRun best = Cli(o);
+  ASSERT_EQ(best.code, 0) << best.err;
+  const nlohmann::json best_config = nlohmann::json::parse(best.out);
+  EXPECT_EQ(best_config["vocab_size"], 50304);
+  EXPECT_EQ(best_config["n_head"], 12);
+  EXPECT_THAT(best.err, HasSubstr("changed vocab_size"));
+  o.export_pick = "1";
   o.export_format = "onnx";
   EXPECT_THAT(Cli(o).err, HasSubstr("--export-format"));
 }

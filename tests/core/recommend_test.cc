@@ -526,18 +526,33 @@ TEST(RecommendTest, RefusalsAreCountedAndLooseningARuleBringsItsShapesBack) {
   c.head_dim_multiple = 8;
   specs = *GenerateCandidates(base, c, &generated, nullptr, &refusals);
   EXPECT_TRUE(has_heads(specs, 64));
-  // KV heads: 4 KV heads cannot shard over TP 8 unless replication is allowed.
+  // KV heads: fewer than a TP degree they divide are replicated (as Megatron does) by default;
+  // kv_divisible asks for every degree to divide them, and then TP 8 is not a degree the
+  // baseline's 4 KV heads meet, so it is not required unless named.
   ModelSpec gqa = Llama27b();
   gqa.num_kv_heads = 4;
   gqa = *NormalizeSpec(gqa);
   RecommendConstraints kv;
   kv.vary = {Knob::kKvHeads};
+  kv.param_tolerance = 0.1;  // 4 -> 8 KV heads adds 2% to Llama-2-7B
   specs = *GenerateCandidates(gqa, kv, &generated, nullptr, &refusals);
-  for (size_t i = 1; i < specs.size(); ++i) EXPECT_EQ(specs[i].num_kv_heads % 8, 0);
-  kv.allow_kv_replication = true;
-  specs = *GenerateCandidates(gqa, kv, &generated, nullptr, &refusals);
+  EXPECT_THAT(TpDegrees(gqa, kv), ::testing::ElementsAre(1, 2, 4, 8));
   EXPECT_TRUE(std::any_of(specs.begin() + 1, specs.end(),
                           [](const ModelSpec& s) { return s.num_kv_heads < 8; }));
+  kv.kv_divisible = true;
+  EXPECT_THAT(TpDegrees(gqa, kv), ::testing::ElementsAre(1, 2, 4));
+  kv.tensor_parallel_options = {8};
+  const TpRequirement named = RequiredTp(gqa, kv);
+  EXPECT_THAT(named.degrees, ::testing::ElementsAre(1, 8));
+  ASSERT_EQ(named.baseline_breaks.size(), 1u);  // said, not hidden
+  EXPECT_THAT(named.baseline_breaks[0], ::testing::HasSubstr("4 KV heads"));
+  specs = *GenerateCandidates(gqa, kv, &generated, nullptr, &refusals);
+  ASSERT_GT(specs.size(), 1u);
+  for (size_t i = 1; i < specs.size(); ++i) {
+    // Unchanged from the baseline, or divisible: a candidate is never held to more than it.
+    EXPECT_TRUE(specs[i].num_kv_heads == 4 || specs[i].num_kv_heads % 8 == 0)
+        << specs[i].num_kv_heads;
+  }
   // An MoE keeps its experts by default; vary experts asks for them.
   const ModelSpec mixtral = TeamModels()[3].second;
   specs = *GenerateCandidates(mixtral, RecommendConstraints(), &generated);

@@ -44,6 +44,7 @@ SWEEP_DIMENSION_UNSPECIFIED: SweepDimension
 SWEEP_DIMENSION_VOCAB: SweepDimension
 VERDICT_CHANGE: Verdict
 VERDICT_KEEP: Verdict
+VERDICT_NO_CANDIDATES: Verdict
 VERDICT_UNSPECIFIED: Verdict
 
 class AnalyzeRequest(_message.Message):
@@ -99,10 +100,11 @@ class AnalyzeResponse(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "knob_gains", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
     BEATS_BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
+    KNOB_GAINS_FIELD_NUMBER: _ClassVar[int]
     LAYER_MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
     MEASURED_SHARE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +124,7 @@ class Candidate(_message.Message):
     baseline: bool
     beats_baseline: bool
     elementwise_share: float
+    knob_gains: _containers.RepeatedCompositeFieldContainer[KnobGain]
     layer_measured_share: float
     measured_share: float
     memory: MemoryEstimate
@@ -138,7 +141,7 @@ class Candidate(_message.Message):
     step_time_s: float
     time_per_output_token_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ..., measured_share: _Optional[float] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ..., measured_share: _Optional[float] = ..., knob_gains: _Optional[_Iterable[_Union[KnobGain, _Mapping]]] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
@@ -277,6 +280,16 @@ class GemmTiming(_message.Message):
     time_s: float
     used_by: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, shape: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KnobGain(_message.Message):
+    __slots__ = ["change", "gain", "uncertainty"]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    GAIN_FIELD_NUMBER: _ClassVar[int]
+    UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
+    change: str
+    gain: float
+    uncertainty: float
+    def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ...) -> None: ...
 
 class LayerShape(_message.Message):
     __slots__ = ["kind", "layer"]
@@ -457,13 +470,14 @@ class RecalibrationResult(_message.Message):
     def __init__(self, gpu: _Optional[str] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., rows: _Optional[int] = ..., applied: bool = ..., cv_median_error: _Optional[float] = ..., cv_p90_error: _Optional[float] = ..., label: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class RecommendRequest(_message.Message):
-    __slots__ = ["allow_kv_replication", "allowed_head_dims", "gpu", "head_dim_multiple", "hf_config_json", "keep_layers", "max_candidates", "max_gpu_seconds", "max_heads", "measure_top_k", "min_heads", "mode", "model", "param_tolerance", "tensor_parallel_options", "top", "vary"]
+    __slots__ = ["allow_kv_replication", "allowed_head_dims", "gpu", "head_dim_multiple", "hf_config_json", "keep_layers", "kv_heads_divisible_by_tp", "max_candidates", "max_gpu_seconds", "max_heads", "measure_top_k", "min_heads", "mode", "model", "param_tolerance", "tensor_parallel_options", "top", "vary"]
     ALLOWED_HEAD_DIMS_FIELD_NUMBER: _ClassVar[int]
     ALLOW_KV_REPLICATION_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
     HEAD_DIM_MULTIPLE_FIELD_NUMBER: _ClassVar[int]
     HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     KEEP_LAYERS_FIELD_NUMBER: _ClassVar[int]
+    KV_HEADS_DIVISIBLE_BY_TP_FIELD_NUMBER: _ClassVar[int]
     MAX_CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     MAX_GPU_SECONDS_FIELD_NUMBER: _ClassVar[int]
     MAX_HEADS_FIELD_NUMBER: _ClassVar[int]
@@ -481,6 +495,7 @@ class RecommendRequest(_message.Message):
     head_dim_multiple: int
     hf_config_json: str
     keep_layers: bool
+    kv_heads_divisible_by_tp: bool
     max_candidates: int
     max_gpu_seconds: float
     max_heads: int
@@ -492,10 +507,10 @@ class RecommendRequest(_message.Message):
     tensor_parallel_options: _containers.RepeatedScalarFieldContainer[int]
     top: int
     vary: _containers.RepeatedScalarFieldContainer[Knob]
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ..., kv_heads_divisible_by_tp: bool = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "tensor_parallel_degrees", "verdict", "verdict_reason"]
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "speedup_basis", "tensor_parallel_degrees", "tensor_parallel_source", "verdict", "verdict_reason"]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -511,7 +526,9 @@ class RecommendResponse(_message.Message):
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     REFUSALS_FIELD_NUMBER: _ClassVar[int]
     SHAPES_EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    SPEEDUP_BASIS_FIELD_NUMBER: _ClassVar[int]
     TENSOR_PARALLEL_DEGREES_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_SOURCE_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     VERDICT_REASON_FIELD_NUMBER: _ClassVar[int]
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
@@ -529,10 +546,12 @@ class RecommendResponse(_message.Message):
     progress: Progress
     refusals: _containers.RepeatedCompositeFieldContainer[Refusal]
     shapes_examined: int
+    speedup_basis: str
     tensor_parallel_degrees: _containers.RepeatedScalarFieldContainer[int]
+    tensor_parallel_source: str
     verdict: Verdict
     verdict_reason: str
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., shapes_examined: _Optional[int] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., tensor_parallel_source: _Optional[str] = ..., speedup_basis: _Optional[str] = ..., shapes_examined: _Optional[int] = ...) -> None: ...
 
 class Refusal(_message.Message):
     __slots__ = ["count", "description", "loosen_with", "rule", "unit"]
