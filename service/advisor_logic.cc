@@ -3,6 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/analysis.h"
+#include "core/hf_import.h"
 #include "core/parallelism.h"
 #include "core/status_macros.h"
 #include "service/convert.h"
@@ -149,11 +150,14 @@ v1::ListModelsResponse HandleListModels(const std::string& models_dir) {
   v1::ListModelsResponse out;
   if (models_dir.empty()) return out;
   for (const std::string& file : ModelFilesIn(models_dir)) {
-    absl::StatusOr<v1::ModelSpec> spec = LoadModelFile(models_dir + "/" + file);
+    const std::string path = models_dir + "/" + file;
+    absl::StatusOr<v1::ModelSpec> spec = LoadModelFile(path);
     if (!spec.ok()) continue;
     v1::ExampleModel* m = out.add_models();
     m->set_file(file);
     *m->mutable_spec() = std::move(*spec);
+    absl::StatusOr<std::string> text = ReadFile(path, kMaxHfConfigBytes);
+    if (text.ok() && LooksLikeHfConfig(*text)) m->set_hf_config_json(*std::move(text));
   }
   return out;
 }

@@ -112,7 +112,7 @@ class MeasuringBudgetTest(unittest.TestCase):
                 self.assertIsNotNone(m, notes)
                 self.assertLess(int(m.group(1)), int(m.group(2)))
                 self.assertIn("emulates the GPU with the analytic model", notes)
-                self.assertNotEqual(r.verdict, advisor_pb2.VERDICT_UNSPECIFIED)
+                self.assertIn(r.verdict, ("KEEP", "CHANGE", "NO_CANDIDATES"))
                 # Each row says how it was answered: predicted, with the share of its step that
                 # was measured where the budget reached some of its GEMMs.
                 self.assertTrue(r.candidates)
@@ -195,6 +195,25 @@ class ClientTest(unittest.TestCase):
         self.assertTrue(ranked)
         for c in ranked:  # only the heads moved
             self.assertEqual(c.model.hidden_size, 2560)
+        # The verdict by name, and the same model overrides as analyze() takes.
+        self.assertIn(best.verdict, ("KEEP", "CHANGE"))
+        self.assertEqual(best.verdict,
+                         advisor_pb2.Verdict.Name(best.response.verdict)[len("VERDICT_"):])
+        longer = self.client.recommend(model, "h100-sxm", mode="predicted", top=3,
+                                       seq_length=4096, tensor_parallel=2, param_tolerance=0.03)
+        base = [c for c in longer.candidates if c.baseline][0]
+        self.assertEqual(base.model.seq_length, 4096)
+        self.assertEqual(base.model.tensor_parallel, 2)
+        with self.assertRaises(ValueError) as cm:
+            self.client.recommend(model, "h100-sxm", mode="predicted", sequence_len=4096)
+        self.assertIn("model.sequence_len: not a ModelSpec field", str(cm.exception))
+        gpt2 = self.client.recommend(os.path.join(SOURCE, "examples/models/hf/gpt2.json"),
+                                     "h100-sxm", mode="predicted")
+        self.assertEqual(gpt2.verdict, "CHANGE")
+        self.assertIsNotNone(gpt2.best)
+        self.assertEqual(gpt2.best.model.num_attention_heads, 12)
+        self.assertEqual(gpt2.best.model.vocab_size % 64, 0)
+        self.assertEqual(to_json(gpt2)["verdict"], "VERDICT_CHANGE")
         sweep = self.client.sweep(model, "h100-sxm", vary="hidden", start=2048, stop=2304,
                                   step=64)
         self.assertEqual([p.value for p in sweep.points], [2048, 2112, 2176, 2240, 2304])
@@ -352,7 +371,7 @@ class InstallTest(unittest.TestCase):
                 self.assertEqual(out.returncode, 0, out.stderr)
                 self.assertIn("MFU", out.stdout)
                 # The verdict first; under CHANGE the candidates that beat the model follow.
-                self.assertRegex(out.stdout, r"verdict: (KEEP|CHANGE): ")
+                self.assertRegex(out.stdout, r"verdict: (KEEP|CHANGE|NO_CANDIDATES): ")
                 if "verdict: CHANGE" in out.stdout:
                     self.assertRegex(out.stdout, r"#1: h=\d+ a=\d+ kv=\d+")
             finally:

@@ -189,6 +189,8 @@ export interface Candidate {
   memory_bandwidth_utilization?: number;
   /** Of a PREDICTED row's step, the share its measured GEMMs take (the budget ran out first). */
   measured_share?: number;
+  /** Each change against the baseline and what it alone accounts for (0: kept with the others). */
+  knob_gains?: { change?: string; gain?: number; uncertainty?: number }[];
 }
 
 export interface Refusal {
@@ -214,10 +216,12 @@ export interface RecommendResponse extends StreamMessage {
   gpu?: string;
   mode?: string;
   notes?: string[];
-  verdict?: "VERDICT_UNSPECIFIED" | "VERDICT_KEEP" | "VERDICT_CHANGE";
+  verdict?: "VERDICT_UNSPECIFIED" | "VERDICT_KEEP" | "VERDICT_CHANGE" | "VERDICT_NO_CANDIDATES";
   verdict_reason?: string;
   refusals?: Refusal[];
   tensor_parallel_degrees?: Int64[];
+  tensor_parallel_source?: string;
+  speedup_basis?: string;
 }
 
 export interface SweepPoint {
@@ -290,6 +294,8 @@ export interface HealthResponse {
 export interface ExampleModel {
   file: string;
   spec: ModelSpec;
+  /** The file's text when it is a Hugging Face config.json (the base of a drop-in export). */
+  hf_config_json?: string;
 }
 
 async function errorFrom(res: Response): Promise<ApiError> {

@@ -124,7 +124,10 @@ const state: {
   roofline: RooflinePoint[];
   // The example chosen, or "" for a pasted model (then the URL carries the model itself).
   modelFile: string;
-} = { examples: [], analyses: new Map(), sweepPoints: [], sweepGpu: "", roofline: [], modelFile: "" };
+  // The Hugging Face config.json the model came from, if it did: exports edit it (drop-in).
+  baseConfig: string;
+} = { examples: [], analyses: new Map(), sweepPoints: [], sweepGpu: "", roofline: [], modelFile: "",
+      baseConfig: "" };
 
 const modelError = () => $<HTMLDivElement>("model-error");
 
@@ -157,6 +160,9 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
   ["knob-attention", "attention", "enum"],
   ["knob-kv", "kv_cache_length", "int"],
 ];
+// The recommendation's constraint controls (the CLI's --tp-options, --allowed-head-dims, ...).
+const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
+                           "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
@@ -221,7 +227,7 @@ function fresh(id: string) {
 // ---- the view in the URL -----------------------------------------------------------------
 
 const URL_FIELDS = [...KNOBS.map(([id]) => id), ...RUN_FIELDS, "mode-select", "gpu-budget", "sweep-dim",
-                    "sweep-from", "sweep-to", "sweep-step", "sweep-metric"];
+                    "sweep-from", "sweep-to", "sweep-step", "sweep-metric", ...CONSTRAINT_FIELDS];
 
 // The URL is written only once the page has read the view it was opened with.
 let urlRead = false;
@@ -233,6 +239,7 @@ function saveUrl() {
   if (state.modelFile) q.set("model", state.modelFile);
   else if (state.model) q.set("spec", JSON.stringify(state.model));
   q.set("gpus", selectedGpus().join(","));
+  if (varied().length > 0) q.set("vary", varied().join(","));
   for (const id of URL_FIELDS) {
     const v = fieldValue(id);
     if (v !== "") q.set(id, v);
@@ -249,7 +256,7 @@ function restoreUrl(): boolean {
   const example = state.examples.find((m) => m.file === file);
   if (example) {
     $<HTMLSelectElement>("model-select").value = example.file;
-    setModel(example.spec, example.file);
+    setModel(example.spec, example.file, example.hf_config_json ?? "");
   } else if (spec) {
     try {
       setModel(JSON.parse(spec) as ModelSpec, "");
@@ -258,6 +265,8 @@ function restoreUrl(): boolean {
     }
   }
   if (q.get("gpus")) setSelectedGpus((q.get("gpus") ?? "").split(","));
+  const vary = new Set((q.get("vary") ?? "").split(","));
+  for (const b of document.querySelectorAll<HTMLInputElement>("#rec-vary input")) b.checked = vary.has(b.value);
   for (const id of URL_FIELDS) {
     const v = q.get(id);
     if (v !== null) setFieldValue(id, v);
@@ -298,9 +307,10 @@ function requireModel(): ModelSpec {
   return state.model;
 }
 
-function setModel(spec: ModelSpec, file: string) {
+function setModel(spec: ModelSpec, file: string, baseConfig = "") {
   state.model = spec;
   state.modelFile = file;
+  state.baseConfig = baseConfig;
   modelError().hidden = true;
   markStale();
   $<HTMLTextAreaElement>("model-json").value = JSON.stringify(spec, null, 2);
@@ -411,13 +421,23 @@ async function loadModels() {
   const preferred = state.examples.find((m) => m.file === "llama-2-7b.json") ?? state.examples[0];
   if (preferred) {
     sel.value = preferred.file;
-    setModel(preferred.spec, preferred.file);
+    setModel(preferred.spec, preferred.file, preferred.hf_config_json ?? "");
   }
 }
 
 async function parsePasted() {
   try {
-    setModel(await postJson<ModelSpec>("/v1/parse-model", $<HTMLTextAreaElement>("model-json").value), "");
+    const text = $<HTMLTextAreaElement>("model-json").value;
+    const spec = await postJson<ModelSpec>("/v1/parse-model", text);
+    // A pasted Hugging Face config is the base of the exports (its other fields are kept).
+    let hf = false;
+    try {
+      const obj = JSON.parse(text) as Record<string, unknown>;
+      hf = "model_type" in obj || "architectures" in obj;
+    } catch {
+      hf = false;
+    }
+    setModel(spec, "", hf ? text : "");
   } catch (err) {
     showError(modelError(), err);
   }
@@ -618,7 +638,11 @@ function exportButtons(c: Candidate, error: HTMLElement): HTMLElement {
           const res = await fetch("/v1/export-model", {
             method: "POST",
             headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({ model: c.model, format }),
+            body: JSON.stringify({
+              model: c.model,
+              format,
+              ...(format === "hf" && state.baseConfig ? { base_config_json: state.baseConfig } : {}),
+            }),
           });
           const text = await res.text();
           if (!res.ok) throw new Error(`export: HTTP ${res.status}: ${text.slice(0, 300)}`);
@@ -637,9 +661,92 @@ function exportButtons(c: Candidate, error: HTMLElement): HTMLElement {
   return box;
 }
 
-function candidateChanges(c: Candidate): string {
-  if (c.baseline) return "the model as given";
-  return (c.reasons ?? []).join("; ");
+/** The why column: each reason a line (they wrap inside the column). */
+function candidateChanges(c: Candidate): HTMLElement {
+  if (c.baseline) return node("span", "the model as given");
+  const list = node("ul");
+  for (const r of c.reasons ?? []) list.appendChild(node("li", r));
+  return list;
+}
+
+// ---- the recommendation's constraints: the same knobs as the CLI's --vary, --tp-options, ...
+
+
+function intList(id: string, label: string): number[] {
+  const text = fieldValue(id);
+  if (text === "") return [];
+  return text.split(",").map((t) => {
+    const n = Number(t.trim());
+    if (!Number.isInteger(n) || n < 1) throw new PanelError(`${label}: whole numbers ≥ 1 separated by commas, got "${text}"`);
+    return n;
+  });
+}
+
+function varied(): string[] {
+  return Array.from(document.querySelectorAll<HTMLInputElement>("#rec-vary input:checked")).map((b) => b.value);
+}
+
+/** The request fields the constraint controls set ({} for what is left as the model gives it). */
+function constraints(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const vary = varied();
+  if (vary.length > 0) out.vary = vary;
+  const tps = intList("rec-tp", "TP degrees");
+  if (tps.length > 0) out.tensor_parallel_options = tps;
+  const dims = intList("rec-head-dims", "head dims");
+  if (dims.some((d) => d < 8 || d > 1024)) throw new PanelError("head dims: each in [8, 1024]");
+  if (dims.length > 0) out.allowed_head_dims = dims;
+  const multiple = fieldValue("rec-head-multiple");
+  if (multiple !== "") {
+    const m = Number(multiple);
+    if (!Number.isInteger(m) || m < 1 || m > 256) throw new PanelError(`head-dim multiple: a whole number in [1, 256], got "${multiple}"`);
+    out.head_dim_multiple = m;
+  }
+  const tolerance = fieldValue("rec-tolerance");
+  if (tolerance !== "") {
+    const t = Number(tolerance);
+    if (!Number.isFinite(t) || t <= 0 || t > 50) throw new PanelError(`parameter tolerance: a percentage in (0, 50], got "${tolerance}"`);
+    out.param_tolerance = t / 100;
+  }
+  if (fieldValue("rec-keep-layers") === "1") {
+    if (vary.includes("KNOB_LAYERS")) throw new PanelError("keep layers: conflicts with layers in may vary");
+    out.keep_layers = true;
+  }
+  if (fieldValue("rec-kv-divisible") === "1") out.kv_heads_divisible_by_tp = true;
+  return out;
+}
+
+// The control that loosens a refusal's rule, beside it.
+const LOOSENS: Record<string, string> = {
+  heads_divisible_by_tp: "rec-tp",
+  kv_heads_divisible_by_tp: "rec-tp",
+  hidden_divisible_by_tp: "rec-tp",
+  ffn_divisible_by_tp: "rec-tp",
+  head_dim_range: "rec-head-dims",
+  head_dim_multiple: "rec-head-multiple",
+  param_tolerance: "rec-tolerance",
+  layers_divisible_by_pp: "knob-pp",
+};
+
+function loosenButton(rule: string): HTMLElement | undefined {
+  const id = LOOSENS[rule];
+  if (!id) return undefined;
+  const b = node("button", "loosen", "loosen") as HTMLButtonElement;
+  b.type = "button";
+  b.dataset.loosens = id;
+  b.addEventListener("click", () => {
+    ($("rec-constraints") as HTMLDetailsElement).open = true;
+    const control = $<HTMLInputElement>(id);
+    control.scrollIntoView({ block: "center" });
+    control.focus();
+  });
+  return b;
+}
+
+/** The hint that the table scrolls, when it is wider than its panel. */
+function updateScrollHint() {
+  const box = $("rec-scroll");
+  $("rec-scroll-hint").hidden = box.scrollWidth <= box.clientWidth + 1;
 }
 
 async function recommend() {
@@ -665,7 +772,7 @@ async function recommend() {
     $("rec-gpu").textContent = `on ${gpu}`;
     const r = await postStream<RecommendResponse>(
       "/v1/recommend",
-      { model: effectiveModel(), gpu, mode: mode(), top: 10, ...budget() },
+      { model: effectiveModel(), gpu, mode: mode(), top: 10, ...budget(), ...constraints() },
       progressReporter(bar, status),
       abort.signal,
     );
@@ -677,11 +784,15 @@ async function recommend() {
       `cached ${int(r.gemms_cached)}, predicted ${int(r.gemms_predicted)}`;
     // The verdict first: keep the shape, or change it to #1.
     if (r.verdict && r.verdict !== "VERDICT_UNSPECIFIED") {
-      const keep = r.verdict === "VERDICT_KEEP";
-      verdict.replaceChildren(node("strong", keep ? "KEEP" : "CHANGE"), ` ${r.verdict_reason ?? ""}`);
-      verdict.className = `verdict ${keep ? "verdict-keep" : "verdict-change"}`;
+      const [label, cls] =
+        r.verdict === "VERDICT_KEEP" ? ["KEEP", "verdict-keep"]
+        : r.verdict === "VERDICT_NO_CANDIDATES" ? ["NO CANDIDATES", "verdict-none"]
+        : ["CHANGE", "verdict-change"];
+      verdict.replaceChildren(node("strong", label), ` ${r.verdict_reason ?? ""}`);
+      verdict.className = `verdict ${cls}`;
       verdict.hidden = false;
     }
+    $("rec-basis").textContent = r.speedup_basis ? `speed-up compares ${r.speedup_basis}` : "";
     const cands = r.candidates ?? [];
     setTable(
       $<HTMLTableElement>("rec-table"),
@@ -707,13 +818,20 @@ async function recommend() {
       ]),
       (i) => (cands[i].baseline ? "baseline" : ""),
     );
+    for (const row of $<HTMLTableElement>("rec-table").tBodies[0]?.rows ?? []) row.lastElementChild?.classList.add("why");
+    updateScrollHint();
     const notes = $("rec-notes");
     const tps = (r.tensor_parallel_degrees ?? []).map((t) => String(int(t)));
-    if (tps.length > 0) notes.appendChild(node("li", `every candidate is legal for tensor parallelism ${tps.join(", ")}`));
+    if (tps.length > 0) {
+      const from = r.tensor_parallel_source ? ` (${r.tensor_parallel_source})` : "";
+      notes.appendChild(node("li", `every candidate is legal for tensor parallelism ${tps.join(", ")}${from}`));
+    }
     for (const x of r.refusals ?? []) {
-      notes.appendChild(
-        node("li", `refused ${int(x.count)} ${x.unit ?? ""}: ${x.description ?? ""} (loosen with ${x.loosen_with ?? ""})`),
-      );
+      const li = node("li", `refused ${int(x.count)} ${x.unit ?? ""}: ${x.description ?? ""} (loosen with ${x.loosen_with ?? ""})`);
+      li.dataset.rule = x.rule ?? "";
+      const b = loosenButton(x.rule ?? "");
+      if (b) li.appendChild(b);
+      notes.appendChild(li);
     }
     for (const n of r.notes ?? []) notes.appendChild(node("li", n));
   } catch (err) {
@@ -895,7 +1013,7 @@ function heatmapHover(ev: MouseEvent) {
 async function init() {
   $("model-select").addEventListener("change", () => {
     const m = state.examples.find((e) => e.file === $<HTMLSelectElement>("model-select").value);
-    if (m) setModel(m.spec, m.file);
+    if (m) setModel(m.spec, m.file, m.hf_config_json ?? "");
   });
   // How the model runs changes what every result means: they go stale, and the URL follows.
   for (const id of [...KNOBS.map(([k]) => k), ...RUN_FIELDS]) {
@@ -904,9 +1022,11 @@ async function init() {
       saveUrl();
     });
   }
-  for (const id of ["gpu-list", "mode-select", "gpu-budget", "sweep-from", "sweep-to", "sweep-step"]) {
+  for (const id of ["gpu-list", "mode-select", "gpu-budget", "sweep-from", "sweep-to", "sweep-step",
+                    "rec-vary", ...CONSTRAINT_FIELDS]) {
     $(id).addEventListener("change", saveUrl);
   }
+  window.addEventListener("resize", updateScrollHint);
   $("roofline").addEventListener("mousemove", rooflineHover);
   $("parse-button").addEventListener("click", () => void parsePasted());
   $("analyze-button").addEventListener("click", () => void analyze());

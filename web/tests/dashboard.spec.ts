@@ -364,3 +364,101 @@ for (const width of [900, 1920]) {
     await page.screenshot({ path: shots(`layout-${width}`), fullPage: true });
   });
 }
+
+test("the recommendation's constraints reach the request, and a refusal's control sits beside it", async ({ page }) => {
+  await open(page, "hf/gpt2.json");
+  const sent: Record<string, unknown>[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
+  });
+  await page.click("#rec-constraints summary");
+  await page.check('#rec-vary input[value="KNOB_VOCAB"]');
+  await page.check('#rec-vary input[value="KNOB_HEADS"]');
+  await page.fill("#rec-tp", "1, 2, 8");
+  await page.fill("#rec-head-multiple", "32");
+  await page.fill("#rec-tolerance", "3");
+  await page.check("#rec-kv-divisible");
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  expect(sent).toHaveLength(1);
+  expect(sent[0].vary).toEqual(["KNOB_HEADS", "KNOB_VOCAB"]);
+  expect(sent[0].tensor_parallel_options).toEqual([1, 2, 8]);
+  expect(sent[0].head_dim_multiple).toBe(32);
+  expect(sent[0].param_tolerance).toBeCloseTo(0.03);
+  expect(sent[0].kv_heads_divisible_by_tp).toBe(true);
+  expect(page.url()).toContain("rec-tp=");
+  // GPT-2 with TP 8 named: the baseline breaks it (said), and the pad-only shape still wins.
+  await expect(page.locator("#rec-verdict")).toContainText(/^CHANGE /);
+  await expect(page.locator("#rec-notes")).toContainText("12 heads do not divide by 8");
+  const first = page.locator("#rec-table tbody tr:not(.baseline)").first();
+  await expect(first.locator("td").nth(2)).toHaveText("12");
+  await expect(first.locator("td.why")).toContainText("this change");
+  // Each refusal that a control loosens has a button to it.
+  const refusal = page.locator('#rec-notes li[data-rule="heads_divisible_by_tp"]');
+  await expect(refusal).toBeVisible();
+  await page.click("#rec-constraints summary");  // closed again
+  await refusal.locator("button.loosen").click();
+  await expect(page.locator("#rec-tp")).toBeFocused();
+  await expect(page.locator("#rec-constraints")).toHaveAttribute("open", "");
+  // A constraint the server would refuse is refused at its panel first.
+  await page.fill("#rec-tolerance", "90");
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-error")).toContainText("parameter tolerance");
+});
+
+test("nothing to compare is its own verdict, naming what to loosen", async ({ page }) => {
+  await open(page, "hf/llama-3-8b.json");
+  await page.click("#rec-constraints summary");
+  await page.check('#rec-vary input[value="KNOB_VOCAB"]');
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-verdict")).toContainText(/^NO CANDIDATES nothing to compare/, { timeout: 60_000 });
+  await expect(page.locator("#rec-verdict")).toHaveClass(/verdict-none/);
+});
+
+test("a Hugging Face model's export keeps every field the candidate did not change", async ({ page }) => {
+  await open(page, "hf/qwen3-8b.json");
+  await page.click("#rec-constraints summary");
+  await page.fill("#rec-tolerance", "3");
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  const base = JSON.parse(readFileSync(path.join(here, "../../examples/models/hf/qwen3-8b.json"), "utf8"));
+  const row = page.locator("#rec-table tbody tr:not(.baseline)").first();
+  const [hf] = await Promise.all([page.waitForEvent("download"), row.locator('button[data-export="hf"]').click()]);
+  const config = JSON.parse(readFileSync((await hf.path())!, "utf8"));
+  const shape = new Set(["hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                         "intermediate_size", "vocab_size", "num_hidden_layers"]);
+  for (const [key, value] of Object.entries(base)) {
+    expect(config).toHaveProperty(key);
+    if (!shape.has(key)) expect(config[key], key).toEqual(value);
+  }
+  expect(config.architectures).toEqual(["Qwen3ForCausalLM"]);
+  expect(config.max_position_embeddings).toBe(40960);
+  expect(config.rope_theta).toBe(base.rope_theta);
+});
+
+for (const width of [900, 1280]) {
+  test(`the recommendation table fits ${width} px: reasons wrap, and a wide table says it scrolls`, async ({ page }) => {
+    await page.setViewportSize({ width, height: 1000 });
+    await open(page, "hf/gpt2.json");
+    await page.click("#recommend-button");
+    await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow).toBeLessThanOrEqual(0);
+    // The reasons wrap inside their column (a cell taller than one line, no wider than 30rem).
+    const why = page.locator("#rec-table tbody tr:not(.baseline) td.why").first();
+    const box = (await why.boundingBox())!;
+    expect(box.width).toBeLessThanOrEqual(30 * 16 + 16);
+    // Either the table fits its panel, or the page says it scrolls.
+    const wider = await page.evaluate(() => {
+      const s = document.getElementById("rec-scroll")!;
+      return s.scrollWidth > s.clientWidth + 1;
+    });
+    await expect(page.locator("#rec-scroll-hint")).toBeVisible({ visible: wider });
+    // The reasons column is reachable: scrolled into view, its text is on screen.
+    await why.scrollIntoViewIfNeeded();
+    const seen = (await why.boundingBox())!;
+    expect(seen.x).toBeGreaterThanOrEqual(0);
+    expect(seen.x).toBeLessThan(width);
+    await page.screenshot({ path: shots(`recommend-${width}`), fullPage: true });
+  });
+}

@@ -6,7 +6,7 @@ given (a Hugging Face config.json or a wavecrest spec), and say what a better sh
 """
 import sys
 
-from wavecrest import AdvisorClient, WavecrestError, advisor_pb2, model_pb2
+from wavecrest import AdvisorClient, WavecrestError, model_pb2
 
 
 def main() -> int:
@@ -22,13 +22,11 @@ def main() -> int:
               f"MFU {report.mfu:.1%} ({source})")
         for rule in report.rules:
             print("  rule broken:", rule.message)
-        best = client.recommend(model_path, gpu, mode="predicted", top=3,
-                                model_overrides={"seq_length": 4096},
+        best = client.recommend(model_path, gpu, mode="predicted", top=3, seq_length=4096,
                                 on_progress=lambda p: None)
-        # The verdict first: KEEP (nothing beats the model as given beyond the uncertainty) or
-        # CHANGE (the first candidate does).
-        verdict = advisor_pb2.Verdict.Name(best.verdict).removeprefix("VERDICT_")
-        print(f"  verdict: {verdict}: {best.verdict_reason}")
+        # The verdict first: KEEP (nothing beats the model as given beyond the uncertainty),
+        # CHANGE (the first candidate does) or NO_CANDIDATES (the constraints left none).
+        print(f"  verdict: {best.verdict}: {best.verdict_reason}")
         for c in best.candidates:
             if c.baseline or not c.beats_baseline:
                 continue

@@ -154,6 +154,45 @@ def _model_fields(model: Optional[ModelLike], hf_config: Optional[Union[str, "os
     return fields
 
 
+def _split_fields(request_type: Any, fields: Mapping[str, Any]) -> Tuple[Dict[str, Any],
+                                                                        Dict[str, Any]]:
+    """Keyword fields as (the request's own, ModelSpec overrides): a name the request has goes to
+    it; any other must be a ModelSpec field (checked when the model is built)."""
+    own = set(request_type.DESCRIPTOR.fields_by_name)
+    request_fields = {k: v for k, v in fields.items() if k in own and k != "model"}
+    model_fields = {k: v for k, v in fields.items() if k not in own}
+    return request_fields, model_fields
+
+
+class Recommendation:
+    """A Recommend answer: the RecommendResponse's fields (candidates, notes, verdict_reason, ...)
+    with the verdict by name ("CHANGE", "KEEP" or "NO_CANDIDATES") and the candidate to adopt.
+    `response` is the message itself."""
+
+    def __init__(self, response: advisor_pb2.RecommendResponse) -> None:
+        self.response = response
+
+    @property
+    def verdict(self) -> str:
+        name: str = advisor_pb2.Verdict.Name(self.response.verdict)
+        return name[len("VERDICT_"):]
+
+    @property
+    def best(self) -> Optional[advisor_pb2.Candidate]:
+        """The first candidate that beats the baseline (what CHANGE recommends), or None."""
+        for c in self.response.candidates:
+            candidate: advisor_pb2.Candidate = c
+            if candidate.beats_baseline:
+                return candidate
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.response, name)
+
+    def __repr__(self) -> str:
+        return f"Recommendation(verdict={self.verdict!r}, candidates={len(self.response.candidates)})"
+
+
 # ---- the client --------------------------------------------------------------------------------
 
 class _TokenInterceptor(grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
@@ -299,16 +338,19 @@ class AdvisorClient:
                   mode: Union[str, int] = "auto", vary: Sequence[Union[str, int]] = (),
                   on_progress: Optional[ProgressCallback] = None,
                   model_overrides: Optional[Mapping[str, Any]] = None,
-                  **constraints: Any) -> advisor_pb2.RecommendResponse:
-        """Ranked candidates (the final RecommendResponse). `vary` as the CLI spells it
-        (["heads", "hidden"]); `constraints` are RecommendRequest fields (param_tolerance=0.02,
-        top=5, keep_layers=True)."""
+                  **fields: Any) -> "Recommendation":
+        """Ranked candidates, with the verdict by name. `vary` as the CLI spells it
+        (["heads", "hidden"]); keyword `fields` are RecommendRequest fields (param_tolerance=0.02,
+        top=5, keep_layers=True, tensor_parallel_options=[1, 2, 4, 8]) or, as in analyze(),
+        ModelSpec fields (seq_length=4096, tensor_parallel=2, workload="decode")."""
+        constraints, overrides = _split_fields(advisor_pb2.RecommendRequest, fields)
+        overrides.update(model_overrides or {})
         request = advisor_pb2.RecommendRequest(
             gpu=gpu, mode=_mode(mode), vary=[_knob(v) for v in vary], **constraints,
-            **_model_fields(model, hf_config, model_overrides or {}))
+            **_model_fields(model, hf_config, overrides))
         response: advisor_pb2.RecommendResponse = self._stream(self.stub.Recommend, request,
                                                                on_progress)
-        return response
+        return Recommendation(response)
 
     def sweep(self, model: Optional[ModelLike] = None, gpu: str = "h100-sxm", *,
               vary: Union[str, int], start: int, stop: int, step: int,
@@ -376,8 +418,10 @@ class AdvisorClient:
             int(status), "UNKNOWN")
 
 
-def to_json(message: Message) -> Dict[str, Any]:
+def to_json(message: Union[Message, "Recommendation"]) -> Dict[str, Any]:
     """A response as a dict, in the protobuf JSON mapping with the .proto's field names."""
+    if isinstance(message, Recommendation):
+        message = message.response
     result: Dict[str, Any] = json.loads(
         json_format.MessageToJson(message, preserving_proto_field_name=True))
     return result

@@ -192,12 +192,14 @@ class DimAlignment(_message.Message):
     def __init__(self, largest_pow2: _Optional[int] = ..., meets_rule: bool = ...) -> None: ...
 
 class ExampleModel(_message.Message):
-    __slots__ = ["file", "spec"]
+    __slots__ = ["file", "hf_config_json", "spec"]
     FILE_FIELD_NUMBER: _ClassVar[int]
+    HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     SPEC_FIELD_NUMBER: _ClassVar[int]
     file: str
+    hf_config_json: str
     spec: _model_pb2.ModelSpec
-    def __init__(self, file: _Optional[str] = ..., spec: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
+    def __init__(self, file: _Optional[str] = ..., spec: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., hf_config_json: _Optional[str] = ...) -> None: ...
 
 class ExportMeasurementsRequest(_message.Message):
     __slots__ = ["gpu"]
