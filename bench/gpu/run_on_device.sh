@@ -88,14 +88,20 @@ if want attention; then
     > "$out/attention-check.txt" 2>&1
 fi
 
-# Starts a server (flags after the port file); sets $server and $port once it measures.
+# Starts a server (flags after the port file); sets $server and $port once it measures. The
+# port file is removed first: a previous part's file named a server that is gone.
 start_server() {
   local ports=$1
   shift
+  rm -f "$ports"
   "$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --port_file="$ports" \
     --workers=auto "$@" 2>> "$out/server.log" &
   server=$!
-  for _ in $(seq 600); do [[ -s $ports ]] && break; sleep 0.1; done
+  for _ in $(seq 600); do
+    [[ -s $ports ]] && break
+    kill -0 $server 2>/dev/null || { echo "start_server: the server exited (server.log)" >&2; return 1; }
+    sleep 0.1
+  done
   port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$ports")
   for _ in $(seq 600); do
     "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break

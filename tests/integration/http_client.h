@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -53,6 +54,13 @@ inline std::vector<nlohmann::json> Lines(const std::string& ndjson) {
     out.push_back(Json(std::string(line)));
   }
   return out;
+}
+
+// A dashboard of one page under `dir` (its "static" folder), for --http_static_dir.
+inline std::string MakeDashboard(const TempDir& dir) {
+  std::filesystem::create_directories(dir.File("static"));
+  std::ofstream(dir.File("static/index.html")) << "<!doctype html><title>wavecrest</title>";
+  return dir.File("static");
 }
 
 // A TCP connection to 127.0.0.1:`port`, or -1.

@@ -26,6 +26,7 @@ using testing::Http;
 using testing::HttpReply;
 using testing::Json;
 using testing::RawReply;
+using testing::MakeDashboard;
 using testing::RawStatus;
 using testing::ServerUnderTest;
 using testing::SourcePath;
@@ -104,10 +105,9 @@ TEST(HttpLimitsTest, WithTokensEveryRouteAndTheDashboardNeedOne) {
   std::ofstream(dir.File("tokens")) << "client-token-0123456789 client\n";
   std::filesystem::permissions(dir.File("tokens"), std::filesystem::perms::owner_read |
                                                        std::filesystem::perms::owner_write);
-  std::filesystem::create_directories(dir.File("static"));
-  std::ofstream(dir.File("static/index.html")) << "<!doctype html><title>wavecrest</title>";
+  const std::string dashboard = MakeDashboard(dir);
   ServerUnderTest server({"--http_listen=127.0.0.1:0", "--auth_tokens_file=" + dir.File("tokens"),
-                          "--http_static_dir=" + dir.File("static"),
+                          "--http_static_dir=" + dashboard,
                           "--http_models_dir=" + SourcePath("examples/models")});
   ASSERT_TRUE(server.WaitReady(absl::Seconds(30), {{}, "client-token-0123456789"}))
       << server.Log();
@@ -222,9 +222,8 @@ TEST(HttpLimitsTest, AmbiguousFramingAndShortBodiesAreRefused) {
 // memory stays under 1 GiB; the dashboard answers throughout.
 TEST(HttpLimitsTest, ConcurrentLargeBodiesStayWithinMemory) {
   TempDir dir;
-  std::filesystem::create_directories(dir.File("static"));
-  std::ofstream(dir.File("static/index.html")) << "<!doctype html><title>wavecrest</title>";
-  ServerUnderTest server({"--http_listen=127.0.0.1:0", "--http_static_dir=" + dir.File("static")});
+  const std::string dashboard = MakeDashboard(dir);
+  ServerUnderTest server({"--http_listen=127.0.0.1:0", "--http_static_dir=" + dashboard});
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   const int port = server.http_port();
   std::string values = "[";
@@ -265,10 +264,9 @@ TEST(HttpLimitsTest, ConcurrentLargeBodiesStayWithinMemory) {
 // slots: the dashboard answers while they trickle, and each is answered 503 or 408 in the end.
 TEST(HttpLimitsTest, SlowBodiesDoNotBlockTheDashboard) {
   TempDir dir;
-  std::filesystem::create_directories(dir.File("static"));
-  std::ofstream(dir.File("static/index.html")) << "<!doctype html><title>wavecrest</title>";
+  const std::string dashboard = MakeDashboard(dir);
   ServerUnderTest server({"--http_listen=127.0.0.1:0", "--http_request_timeout_ms=2000",
-                          "--http_static_dir=" + dir.File("static")});
+                          "--http_static_dir=" + dashboard});
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   const int port = server.http_port();
   std::vector<int> slow;

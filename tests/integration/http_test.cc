@@ -34,6 +34,7 @@ using testing::HttpReply;
 using testing::Json;
 using testing::Lines;
 using testing::ConnectLoopback;
+using testing::MakeDashboard;
 using testing::RawStatus;
 
 constexpr char kPythia[] =
@@ -387,10 +388,9 @@ int SlowConnection(int port) {
 // times are printed, not asserted (bench/results holds figures; this machine is shared).
 TEST(HttpSlowClientTest, SlowClientsDoNotStarveTheDashboardAndAreDropped) {
   TempDir dir;
-  std::filesystem::create_directories(dir.File("static"));
-  std::ofstream(dir.File("static/index.html")) << "<!doctype html><title>wavecrest</title>";
+  const std::string dashboard = MakeDashboard(dir);
   ServerUnderTest server({"--http_listen=127.0.0.1:0", "--http_request_timeout_ms=2000",
-                          "--http_static_dir=" + dir.File("static")});
+                          "--http_static_dir=" + dashboard});
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   const int port = server.http_port();
   std::vector<int> slow;

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/integration/http_client.h"
+
 namespace wavecrest::testing {
 
 class TcpProxy {
@@ -47,18 +49,7 @@ class TcpProxy {
   void Heal() { held_ = false; }
 
  private:
-  int Upstream() const {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(upstream_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      close(fd);
-      return -1;
-    }
-    return fd;
-  }
+  int Upstream() const { return ConnectLoopback(upstream_); }
   void Loop() {
     while (!stop_) {
       std::vector<pollfd> fds = {{listen_, POLLIN, 0}};
