@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/rules.h"
+#include "core/sample_policies.h"
 #include "core/timing_stats.h"
 
 namespace wavecrest {
@@ -807,10 +808,10 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
       t = gt.time_s;
       measured = gt.measured;
       if (!(layer && in_layer)) all_measured &= gt.measured;
-      sigma = gt.measured ? gt.relative_spread / 2 : SigmaOfBand(gt.band_p10, gt.band_p90);
+      sigma = gt.measured ? RerunSigma(gt.relative_spread) : SigmaOfBand(gt.band_p10, gt.band_p90);
       id = ContributionId(ContributionKind::kGemm, g.key());
       if (!(layer && in_layer)) {
-        const double s = static_cast<double>(g.count) * gt.time_s * gt.relative_spread / 2;
+        const double s = static_cast<double>(g.count) * gt.time_s * RerunSigma(gt.relative_spread);
         var += s * s;
       }
     }
@@ -835,8 +836,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     c.elementwise_time_s = e.loss_time_s;
     c.contributions.push_back(
         {ContributionId(ContributionKind::kLayer, LayerKeyString(*layer_key)), layers_s,
-         layer->relative_spread / 2});
-    const double s = layers_s * layer->relative_spread / 2;
+         RerunSigma(layer->relative_spread)});
+    const double s = layers_s * RerunSigma(layer->relative_spread);
     var += s * s;
     measured_s += layers_s;
     c.step_time_s = c.gemm_time_s + layers_s + c.elementwise_time_s;

@@ -90,18 +90,42 @@ void ClockSampler::Start(int period_ms) {
       int mhz = 0;
       if (Read(&mhz)) {
         std::lock_guard<std::mutex> lock(mu_);
-        readings_.push_back(mhz);
+        readings_.push_back({SteadyNowNs(), mhz});
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(std::max(period_ms, 1)));
     }
   });
 }
 
-std::vector<int> ClockSampler::Stop() {
+std::vector<ClockReading> ClockSampler::StopTimed() {
   running_.store(false);
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mu_);
   return readings_;
+}
+
+std::vector<int> ClockSampler::Stop() {
+  std::vector<int> mhz;
+  for (const ClockReading& r : StopTimed()) mhz.push_back(r.mhz);
+  return mhz;
+}
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::vector<int> ClockPerSample(const std::vector<ClockReading>& readings,
+                                const std::vector<int64_t>& end_ns) {
+  std::vector<int> out(end_ns.size(), 0);
+  if (readings.empty()) return out;
+  size_t r = 0;
+  for (size_t i = 0; i < end_ns.size(); ++i) {
+    while (r + 1 < readings.size() && readings[r + 1].t_ns <= end_ns[i]) ++r;
+    out[i] = readings[r].mhz;
+  }
+  return out;
 }
 
 int MedianMhz(std::vector<int> readings) {

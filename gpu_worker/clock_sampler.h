@@ -6,6 +6,7 @@
 #define WAVECREST_GPU_WORKER_CLOCK_SAMPLER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,18 @@
 #include <vector>
 
 namespace wavecrest {
+
+// One reading and when it was taken (steady clock, ns: SteadyNowNs).
+struct ClockReading {
+  int64_t t_ns = 0;
+  int mhz = 0;
+};
+int64_t SteadyNowNs();
+
+// The clock each of samples ending at `end_ns` ran at: the last reading at or before its end (the
+// first reading for a sample that ended before any); 0 without readings.
+std::vector<int> ClockPerSample(const std::vector<ClockReading>& readings,
+                                const std::vector<int64_t>& end_ns);
 
 class ClockSampler {
  public:
@@ -24,9 +37,11 @@ class ClockSampler {
   ClockSampler(const ClockSampler&) = delete;
   ClockSampler& operator=(const ClockSampler&) = delete;
 
-  // Starts sampling every `period_ms`; Stop() ends it and returns the readings, MHz.
+  // Starts sampling every `period_ms`; Stop() ends it and returns the readings, MHz (StopTimed:
+  // with when each was taken).
   void Start(int period_ms = 5);
   std::vector<int> Stop();
+  std::vector<ClockReading> StopTimed();
 
  private:
   struct Api;
@@ -39,7 +54,7 @@ class ClockSampler {
   std::thread thread_;
   std::atomic<bool> running_{false};
   std::mutex mu_;
-  std::vector<int> readings_;
+  std::vector<ClockReading> readings_;
 };
 
 // The median reading (0 when there is none).

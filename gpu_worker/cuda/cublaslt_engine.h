@@ -177,6 +177,10 @@ struct Algo {
   std::vector<double> samples;  // seconds per launch
   std::vector<int> probe_slots;
   std::vector<int> nvml_mhz;  // NVML's SM clock readings during the samples
+  std::vector<int64_t> sample_end_ns;  // when each sample ended (SteadyNowNs)
+  std::vector<int> sample_mhz;         // the clock each sample ran at (0 unknown)
+  int clock_states = 0;                // core/sample_policies.h SeparateClockStates
+  std::string clock_policy;
   double median = 0;
   std::string stopped;    // DescribeStop: why sampling ended
   double sampling_s = 0;  // wall time of the reported samples
@@ -268,6 +272,8 @@ class CublasLtBackend final : public TimingBackend {
   // Autotuning: the winner and the heuristic's first choice, re-timed alternately from fresh
   // samples, so that neither is favoured by the selection or by a cooler GPU.
   absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params);
+  // Sets aside samples of a clock state other than the one with most of the work.
+  static void KeepOneClockState(Algo& algo);
   // The SM clock during the samples: NVML's, else the median of the probes queued after them.
   absl::StatusOr<SmClock> ReadClock(const Algo& algo);
   absl::StatusOr<int> ProbedMhz(const Algo& algo);

@@ -2,6 +2,7 @@
 // descriptors and the heuristic; graph capture; warm-up; sampling under the stopping rule
 // (core/timing_stats.h, host code tested without a GPU); re-timing for autotuning; the SM clock;
 // and the parts of the answer every timing has.
+#include "core/sample_policies.h"
 #include "core/status_macros.h"
 #include "gpu_worker/cuda/cublaslt_engine.h"
 
@@ -97,13 +98,20 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
   const StoppingRule rule = Rule(algo, params);
   if (clocked) clocks_->Start();
   absl::Cleanup stop_clocks = [&] {
-    if (clocked) algo.nvml_mhz = clocks_->Stop();
+    if (!clocked) return;
+    const std::vector<ClockReading> readings = clocks_->StopTimed();
+    algo.nvml_mhz.clear();
+    for (const ClockReading& r : readings) algo.nvml_mhz.push_back(r.mhz);
+    algo.sample_mhz = ClockPerSample(readings, algo.sample_end_ns);
   };
+  algo.sample_end_ns.clear();
+  algo.sample_mhz.clear();
   const absl::Time start = absl::Now();
   int slot = 0;
   while (true) {
     ASSIGN_OR_RETURN(const double v, TimedReplay(algo, slot++ % (kProbeSlots - 1)));
     algo.samples.push_back(v);
+    algo.sample_end_ns.push_back(SteadyNowNs());  // the replay was waited for: it has ended
     Beat(params, "sampling");
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     const StopReason why = rule.Why(algo.samples, elapsed);
@@ -115,8 +123,28 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
     }
   }
   last_sampled_ = absl::Now();
+  std::move(stop_clocks).Invoke();
+  KeepOneClockState(algo);
   algo.median = Percentile(algo.samples, 0.5);
   return absl::OkStatus();
+}
+
+// Samples of different clock states are not pooled silently (core/sample_policies.h): the state
+// with most of the timed work is kept, and the answer's stats say so.
+void CublasLtBackend::KeepOneClockState(Algo& algo) {
+  if (algo.sample_mhz.size() != algo.samples.size()) {
+    algo.clock_states = 0;
+    algo.clock_policy = "clock unknown";
+    return;
+  }
+  std::vector<ClockedSample> clocked;
+  for (size_t i = 0; i < algo.samples.size(); ++i) {
+    clocked.push_back({algo.samples[i], algo.sample_mhz[i]});
+  }
+  ClockStates states = SeparateClockStates(clocked);
+  algo.clock_states = states.states;
+  algo.clock_policy = states.policy;
+  if (states.separated) algo.samples = std::move(states.samples);
 }
 
 StoppingRule CublasLtBackend::Rule(const Algo& algo, const TimingParams& params) const {
@@ -147,14 +175,20 @@ absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const Timi
   std::vector<StoppingRule> rules;
   for (Algo* a : algos) {
     a->samples.clear();
+    a->sample_end_ns.clear();
+    a->sample_mhz.clear();
     a->probe_slots.clear();
     rules.push_back(Rule(*a, params));
   }
   if (clocks_) clocks_->Start();
   absl::Cleanup stop_clocks = [&] {
     if (!clocks_) return;
-    const std::vector<int> readings = clocks_->Stop();
-    for (Algo* a : algos) a->nvml_mhz = readings;  // alternating: the same stretch of work
+    const std::vector<ClockReading> readings = clocks_->StopTimed();
+    for (Algo* a : algos) {
+      a->nvml_mhz.clear();  // alternating: the same stretch of work
+      for (const ClockReading& r : readings) a->nvml_mhz.push_back(r.mhz);
+      a->sample_mhz = ClockPerSample(readings, a->sample_end_ns);
+    }
   };
   const absl::Time start = absl::Now();
   int slot = 0;
@@ -164,6 +198,7 @@ absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const Timi
     for (size_t i = 0; i < algos.size(); ++i) {
       ASSIGN_OR_RETURN(const double v, TimedReplay(*algos[i], slot++ % (kProbeSlots - 1)));
       algos[i]->samples.push_back(v);
+      algos[i]->sample_end_ns.push_back(SteadyNowNs());
       const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
       const StopReason why = rules[i].Why(algos[i]->samples, elapsed);
       if (why != StopReason::kNotYet) {
@@ -176,7 +211,11 @@ absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const Timi
     Beat(params, "re-timing");
   }
   last_sampled_ = absl::Now();
-  for (Algo* a : algos) a->median = Percentile(a->samples, 0.5);
+  std::move(stop_clocks).Invoke();
+  for (Algo* a : algos) {
+    KeepOneClockState(*a);
+    a->median = Percentile(a->samples, 0.5);
+  }
   return absl::OkStatus();
 }
 
@@ -223,6 +262,9 @@ SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
   s->set_stop_rule(algo.stopped);
   s->set_sm_clock_mhz(clock.mhz);
   s->set_clock_source(clock.source);
+  s->set_clock_states(algo.clock_states);
+  s->set_clock_policy(algo.clock_policy);
+  s->set_rerun_sigma(RerunSigma(stats.relative_spread));
   const int launches = algo.schedule.launches_per_sample;
   double sampled = 0;
   for (double v : algo.samples) sampled += v * launches;

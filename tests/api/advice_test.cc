@@ -159,7 +159,9 @@ TEST(AdviceTest, DecodeComparesAtEqualParametersAndPricesTheKvCache) {
     const double params =
         static_cast<double>(c.params().total_params()) / base.params().total_params();
     EXPECT_NEAR(c.speedup(), tokens * params, 0.002 * c.speedup()) << c.rank();
-    if (c.beats_baseline()) EXPECT_GE(tokens * params, 1.02) << c.rank();
+    if (c.beats_baseline()) {
+      EXPECT_GE(tokens * params, 1.02) << c.rank();
+    }
   }
   // More KV heads: more cache to read per token.
   const v1::RecommendResponse kv = Recommend("llama-3-8b.json", [&](v1::RecommendRequest& q) {
@@ -218,7 +220,9 @@ void ExpectDropIn(const nlohmann::json& base, const nlohmann::json& out,
     }
   }
   for (auto it = out.begin(); it != out.end(); ++it) {
-    if (!base.contains(it.key())) EXPECT_TRUE(changed.count(it.key())) << where << ": " << it.key();
+    if (!base.contains(it.key())) {
+      EXPECT_TRUE(changed.count(it.key())) << where << ": " << it.key();
+    }
   }
 }
 
@@ -240,7 +244,9 @@ TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
       ExpectDropIn(base, nlohmann::json::parse(*out),
                    std::set<std::string>(changed.begin(), changed.end()),
                    absl::StrCat(file, " #", c.rank()));
-      if (c.baseline()) EXPECT_TRUE(changed.empty()) << file << ": " << ::testing::PrintToString(changed);
+      if (c.baseline()) {
+        EXPECT_TRUE(changed.empty()) << file << ": " << ::testing::PrintToString(changed);
+      }
       absl::StatusOr<ModelSpec> back = ImportHfConfig(*out);
       ASSERT_TRUE(back.ok()) << back.status();
       const v1::ModelSpec& m = c.model();

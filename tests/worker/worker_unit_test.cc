@@ -262,3 +262,20 @@ TEST(CublasLtBackend, WithoutAGpuFailsWithAClearMessage) {
 
 }  // namespace
 }  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// Each sample gets the last NVML reading taken at or before its end (the clock it ran at), so
+// that a clock that steps while sampling is seen per sample (core/sample_policies.h).
+TEST(ClockPerSample, EachSampleTakesTheLastReadingBeforeItsEnd) {
+  const std::vector<ClockReading> readings = {{100, 1980}, {200, 1980}, {300, 1485}, {400, 1485}};
+  EXPECT_THAT(ClockPerSample(readings, {50, 150, 250, 300, 350, 900}),
+              ::testing::ElementsAre(1980, 1980, 1980, 1485, 1485, 1485));
+  EXPECT_THAT(ClockPerSample({}, {1, 2}), ::testing::ElementsAre(0, 0));
+  const int64_t first = SteadyNowNs();
+  EXPECT_LE(first, SteadyNowNs());  // steady
+}
+
+}  // namespace
+}  // namespace wavecrest

@@ -819,9 +819,11 @@ class TimeLayersResponse(_message.Message):
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[LayerTiming, _Mapping]] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class TimingStats(_message.Message):
-    __slots__ = ["algorithm_id", "clock_source", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "sampled_s", "samples", "sm_clock_mhz", "stop_rule"]
+    __slots__ = ["algorithm_id", "clock_policy", "clock_source", "clock_states", "cold_l2", "engine", "heuristic_algorithm_id", "heuristic_median_s", "heuristic_waves", "launches_per_sample", "median_s", "p10_s", "p90_s", "relative_spread", "rerun_sigma", "sampled_s", "samples", "sm_clock_mhz", "stop_rule"]
     ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_POLICY_FIELD_NUMBER: _ClassVar[int]
     CLOCK_SOURCE_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_STATES_FIELD_NUMBER: _ClassVar[int]
     COLD_L2_FIELD_NUMBER: _ClassVar[int]
     ENGINE_FIELD_NUMBER: _ClassVar[int]
     HEURISTIC_ALGORITHM_ID_FIELD_NUMBER: _ClassVar[int]
@@ -832,12 +834,15 @@ class TimingStats(_message.Message):
     P10_S_FIELD_NUMBER: _ClassVar[int]
     P90_S_FIELD_NUMBER: _ClassVar[int]
     RELATIVE_SPREAD_FIELD_NUMBER: _ClassVar[int]
+    RERUN_SIGMA_FIELD_NUMBER: _ClassVar[int]
     SAMPLED_S_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
     SM_CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
     STOP_RULE_FIELD_NUMBER: _ClassVar[int]
     algorithm_id: int
+    clock_policy: str
     clock_source: str
+    clock_states: int
     cold_l2: bool
     engine: str
     heuristic_algorithm_id: int
@@ -848,11 +853,12 @@ class TimingStats(_message.Message):
     p10_s: float
     p90_s: float
     relative_spread: float
+    rerun_sigma: float
     sampled_s: float
     samples: int
     sm_clock_mhz: int
     stop_rule: str
-    def __init__(self, median_s: _Optional[float] = ..., p10_s: _Optional[float] = ..., p90_s: _Optional[float] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., sm_clock_mhz: _Optional[int] = ..., algorithm_id: _Optional[int] = ..., heuristic_waves: _Optional[float] = ..., heuristic_median_s: _Optional[float] = ..., launches_per_sample: _Optional[int] = ..., cold_l2: bool = ..., heuristic_algorithm_id: _Optional[int] = ..., engine: _Optional[str] = ..., sampled_s: _Optional[float] = ..., clock_source: _Optional[str] = ..., stop_rule: _Optional[str] = ...) -> None: ...
+    def __init__(self, median_s: _Optional[float] = ..., p10_s: _Optional[float] = ..., p90_s: _Optional[float] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., sm_clock_mhz: _Optional[int] = ..., algorithm_id: _Optional[int] = ..., heuristic_waves: _Optional[float] = ..., heuristic_median_s: _Optional[float] = ..., launches_per_sample: _Optional[int] = ..., cold_l2: bool = ..., heuristic_algorithm_id: _Optional[int] = ..., engine: _Optional[str] = ..., sampled_s: _Optional[float] = ..., clock_source: _Optional[str] = ..., stop_rule: _Optional[str] = ..., clock_states: _Optional[int] = ..., clock_policy: _Optional[str] = ..., rerun_sigma: _Optional[float] = ...) -> None: ...
 
 class WorkerDevice(_message.Message):
     __slots__ = ["address", "device", "id", "last_restart_reason", "pid", "restarts", "up"]
