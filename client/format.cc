@@ -330,14 +330,21 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
   absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
                         r.tokens_per_step());
+  // With a run the step is the run's (below); these lines are one rank's kernels.
+  const bool run = r.has_step();
+  const v1::KernelStep& k = r.kernels();
   absl::StrAppendFormat(&out,
-                        "predicted time  %s per step = %s GEMMs + %s elementwise (estimated); "
+                        "%s %s per %s = %s GEMMs + %s elementwise (estimated); "
                         "error band of the GEMMs %+.0f%% .. %+.0f%%\n",
-                        HumanSeconds(r.step_time_s()), HumanSeconds(r.gemm_time_s()),
+                        run ? "rank kernels   " : "predicted time ",
+                        HumanSeconds(run ? k.step_time_s() : r.step_time_s()),
+                        run ? "micro-batch" : "step", HumanSeconds(r.gemm_time_s()),
                         HumanSeconds(r.elementwise_time_s()), 100 * r.provenance().error_band_p10(),
                         100 * r.provenance().error_band_p90());
-  absl::StrAppendFormat(&out, "predicted MFU   %.1f%%, %s tokens/s per GPU\n", 100 * r.mfu(),
-                        HumanCount(r.tokens_per_second_per_gpu()));
+  absl::StrAppendFormat(&out, "%s %.1f%%, %s tokens/s per GPU\n",
+                        run ? "kernel MFU     " : "predicted MFU  ",
+                        100 * (run ? k.mfu() : r.mfu()),
+                        HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()));
   if (r.memory_bandwidth_utilization() > 0) {
     absl::StrAppendFormat(&out,
                           "decode          %s per output token, memory-bandwidth utilisation "
@@ -356,7 +363,12 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
         l.provenance().device().name(), HumanSeconds(l.predicted_sum_s()), 100 * ms.mfu(),
         HumanCount(ms.tokens_per_second_per_gpu()));
   }
-  if (r.has_step()) absl::StrAppend(&out, FormatStepBreakdown(r.step()));
+  if (run) {
+    absl::StrAppend(&out, FormatStepBreakdown(r.step()));
+    absl::StrAppendFormat(&out, "the answer      %s per step, MFU %.1f%%, %s tokens/s per GPU (the run)\n",
+                          HumanSeconds(r.step_time_s()), 100 * r.mfu(),
+                          HumanCount(r.tokens_per_second_per_gpu()));
+  }
   // The GEMMs that lose the most time to their penalties, by share of the step.
   std::vector<const v1::GemmAnalysis*> slow;
   for (const v1::GemmAnalysis& g : r.gemms()) {

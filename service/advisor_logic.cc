@@ -62,7 +62,16 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
-  if (request.has_run()) {
+  v1::KernelStep* kernels = response.mutable_kernels();
+  kernels->set_step_time_s(response.step_time_s());
+  kernels->set_mfu(response.mfu());
+  kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
+  *kernels->mutable_memory() = response.memory();
+  // A run is the answer whenever one is described: `run`, or parallelism beyond TP in the model
+  // (`--tp 8 --pp 4 --dp 2` is a run on 64 GPUs, not one rank's kernels).
+  const bool run_given = request.has_run() || spec.pipeline_parallel > 1 ||
+                         spec.data_parallel > 1 || spec.context_parallel > 1;
+  if (run_given) {
     ASSIGN_OR_RETURN(const RunConfig run, FromProto(request.run(), "run."));
     absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);
     if (!step.ok()) {
@@ -75,6 +84,10 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
       return FieldError("run", msg);
     }
     *response.mutable_step() = ToProto(*step);
+    response.set_step_time_s(response.step().step_time_s());
+    response.set_mfu(response.step().mfu());
+    response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
+    if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
   }
   if (!lookup) return response;
   absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);

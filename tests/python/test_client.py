@@ -184,6 +184,13 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(report.model.ffn_hidden_size, 11008)
         self.assertEqual(report.model.seq_length, 4096)
         self.assertEqual(report.params.total_params, 6738415616)  # the CLI's figure for this file
+        # One answer: parallelism beyond TP in the model is a run, and the top level is the run's.
+        run = self.client.analyze(hf, "h100-sxm", tensor_parallel=2, pipeline_parallel=2,
+                                  data_parallel=2)
+        self.assertEqual(run.step.gpus, 8)
+        self.assertEqual(run.step_time_s, run.step.step_time_s)
+        self.assertEqual(run.mfu, run.step.mfu)
+        self.assertLess(run.kernels.step_time_s, run.step_time_s)
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

@@ -131,7 +131,10 @@ export interface AnalyzeResponse {
   tokens_per_second_per_gpu?: number;
   rules?: RuleViolation[];
   provenance?: Provenance;
+  /** The run, when one was described: then step_time_s, mfu, tokens/s and memory are its. */
   step?: StepBreakdown;
+  /** One rank's kernels for one micro-batch, whether or not a run was described. */
+  kernels?: { step_time_s?: number; mfu?: number; tokens_per_second_per_gpu?: number };
 }
 
 /** A training step under parallelism (AnalyzeRequest.run): its components add up to step_time_s. */
@@ -158,6 +161,10 @@ export interface StepBreakdown {
   tokens_per_second_per_gpu?: number;
   assumptions?: string[];
   memory?: MemoryEstimate;
+  sequence_parallel?: boolean;
+  recompute?: string;
+  zero_stage?: number;
+  offload_activations?: boolean;
 }
 
 export interface RunConfig {

@@ -516,6 +516,16 @@ const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
   ["optimizer_s", "optimizer", "#2e7d32"],
 ];
 
+/** The layout a run's figures are for (as given, or as "plan the layout" chose it), with its memory. */
+function layoutText(b: StepBreakdown): string {
+  const recompute = b.recompute ? enumLabel(b.recompute, "RECOMPUTE") : "no";
+  const mem = b.memory?.total_bytes ? `${(Number(b.memory.total_bytes) / 2 ** 30).toFixed(1)} GiB per GPU` : "";
+  return [b.sequence_parallel ? "sequence parallel" : "no sequence parallelism", `${recompute} recomputation`,
+          `ZeRO ${b.zero_stage ?? 0}`, b.offload_activations ? "activations offloaded" : "",
+          mem ? `${mem}${b.memory?.fits === false ? " (does not fit)" : ""}` : ""]
+    .filter((x) => x).join(", ");
+}
+
 function renderStepBars(results: AnalyzeResponse[]) {
   const box = $("step-bars");
   box.replaceChildren();
@@ -527,7 +537,8 @@ function renderStepBars(results: AnalyzeResponse[]) {
     const title = r.step
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
         `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
-        `d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}`
+        `d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}; layout: ${layoutText(r.step)}; ` +
+        `one rank's kernels ${seconds(r.kernels?.step_time_s)} per micro-batch`
       : `${r.gpu}: ${seconds(r.step_time_s)} per step on one GPU (set the run's GPUs for parallelism)`;
     box.appendChild(node("div", title, "note"));
     const bar = node("div", undefined, "step-bar");

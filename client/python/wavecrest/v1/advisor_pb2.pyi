@@ -60,11 +60,12 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ..., run: _Optional[_Union[RunConfig, _Mapping]] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    KERNELS_FIELD_NUMBER: _ClassVar[int]
     MEASURED_STEP_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
@@ -83,6 +84,7 @@ class AnalyzeResponse(_message.Message):
     gemm_time_s: float
     gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
     gpu: str
+    kernels: KernelStep
     measured_step: MeasuredStep
     memory: MemoryEstimate
     memory_bandwidth_utilization: float
@@ -97,7 +99,7 @@ class AnalyzeResponse(_message.Message):
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ["baseline", "beats_baseline", "elementwise_share", "knob_gains", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
@@ -282,6 +284,18 @@ class GemmTiming(_message.Message):
     time_s: float
     used_by: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, shape: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class KernelStep(_message.Message):
+    __slots__ = ["memory", "mfu", "step_time_s", "tokens_per_second_per_gpu"]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    MFU_FIELD_NUMBER: _ClassVar[int]
+    STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    memory: MemoryEstimate
+    mfu: float
+    step_time_s: float
+    tokens_per_second_per_gpu: float
+    def __init__(self, step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class KnobGain(_message.Message):
     __slots__ = ["change", "gain", "uncertainty"]

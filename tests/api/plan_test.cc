@@ -1,0 +1,50 @@
+// Plans as one answer (issue 36, item 7): when a request describes a run (run set, or pipeline,
+// data or context parallelism in the model), the top-level step time, MFU, tokens/s and memory
+// are the run's, and one rank's kernels keep their own name.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "service/advisor_logic.h"
+#include "service/spec_io.h"
+
+namespace wavecrest {
+namespace {
+
+v1::AnalyzeRequest Llama70b() {
+  v1::AnalyzeRequest r;
+  absl::StatusOr<v1::ModelSpec> m =
+      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/llama-3-70b.json");
+  EXPECT_TRUE(m.ok()) << m.status();
+  *r.mutable_model() = *m;
+  r.set_gpu("h100-sxm");
+  r.mutable_model()->set_tensor_parallel(8);
+  return r;
+}
+
+TEST(PlanTest, ParallelismInTheModelIsARunAndTheAnswerIsTheRuns) {
+  v1::AnalyzeRequest q = Llama70b();
+  const absl::StatusOr<v1::AnalyzeResponse> rank = HandleAnalyze(q);
+  ASSERT_TRUE(rank.ok()) << rank.status();
+  EXPECT_FALSE(rank->has_step());  // TP alone: one rank's kernels are the answer
+  EXPECT_DOUBLE_EQ(rank->step_time_s(), rank->kernels().step_time_s());
+  EXPECT_DOUBLE_EQ(rank->mfu(), rank->kernels().mfu());
+
+  q.mutable_model()->set_pipeline_parallel(4);
+  q.mutable_model()->set_data_parallel(2);
+  const absl::StatusOr<v1::AnalyzeResponse> run = HandleAnalyze(q);
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(run->has_step());
+  EXPECT_EQ(run->step().gpus(), 64);
+  EXPECT_GT(run->step().pp_bubble_s(), 0);  // the bubble and communication are priced
+  EXPECT_GT(run->step().dp_comm_s(), 0);
+  EXPECT_DOUBLE_EQ(run->step_time_s(), run->step().step_time_s());
+  EXPECT_DOUBLE_EQ(run->mfu(), run->step().mfu());
+  EXPECT_DOUBLE_EQ(run->tokens_per_second_per_gpu(), run->step().tokens_per_second_per_gpu());
+  EXPECT_EQ(run->memory().SerializeAsString(), run->step().memory().SerializeAsString());
+  // One rank's kernels for one micro-batch: the same as without the run, under their own name.
+  EXPECT_DOUBLE_EQ(run->kernels().step_time_s(), rank->kernels().step_time_s());
+  EXPECT_GT(run->step_time_s(), run->kernels().step_time_s());
+  EXPECT_LT(run->mfu(), run->kernels().mfu());
+}
+
+}  // namespace
+}  // namespace wavecrest
