@@ -297,7 +297,8 @@ PgStore::~PgStore() {
     stop_ = true;
   }
   stop_cv_.notify_all();
-  if (background_.joinable()) background_.join();
+  if (!background_.joinable()) return;  // Open failed: nothing was claimed
+  background_.join();
   ReleaseAll();
 }
 

@@ -68,6 +68,7 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   }
   sqlite3_busy_timeout(db, 5000);
   auto fail = [&](absl::Status st) -> absl::StatusOr<sqlite3*> {
+    Exec(db, "ROLLBACK;").IgnoreError();
     sqlite3_close(db);
     return st;
   };
@@ -76,6 +77,9 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   // In WAL mode, NORMAL loses nothing when a process dies (only a power loss can take the last
   // commits) and saves an fsync per measurement stored.
   if (absl::Status st = Exec(db, "PRAGMA synchronous=NORMAL;"); !st.ok()) return fail(st);
+  // The check and the creation in one write transaction: processes opening a new file together
+  // (replicas sharing a spool) see it empty or whole, never half made.
+  if (absl::Status st = Exec(db, "BEGIN IMMEDIATE;"); !st.ok()) return fail(st);
   sqlite3_stmt* stmt = nullptr;
   int tables = 0;
   bool has_meta = false;
@@ -110,6 +114,7 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
       !st.ok()) {
     return fail(st);
   }
+  if (absl::Status st = Exec(db, "COMMIT;"); !st.ok()) return fail(st);
   return db;
 }
 

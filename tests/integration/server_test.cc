@@ -666,6 +666,10 @@ TEST_F(ServerTest, ShortDeadlineGivesDeadlineExceededAndFreesTheWork) {
   // 4096 GEMMs (the most a request may hold) take the server about 30 ms to predict and stream:
   // a 30 ms deadline sometimes let it finish (1 run in 15); 10 ms ends mid-work.
   AdvisorClient c(server_.address(), absl::Milliseconds(10));
+  // Connected first: the 10 ms are the call's, not the channel's setup (under the sanitizers on
+  // a loaded machine connecting alone can take that long, and would fail the call another way).
+  ASSERT_TRUE(c.channel()->WaitForConnected(
+      std::chrono::system_clock::now() + std::chrono::seconds(20)));
   v1::TimeGemmsRequest req = HeavyTimeRequest(4096, 4096, 4096);
   absl::Status st = c.TimeGemms(req, [](const v1::TimeGemmsResponse&) {});
   EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;

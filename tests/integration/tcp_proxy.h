@@ -52,14 +52,16 @@ class TcpProxy {
   int Upstream() const { return ConnectLoopback(upstream_); }
   void Loop() {
     while (!stop_) {
+      const bool held = held_.load();  // one answer for this round
       std::vector<pollfd> fds = {{listen_, POLLIN, 0}};
-      if (!held_) {
+      if (!held) {
         for (auto [a, b] : pairs_) {
           fds.push_back({a, POLLIN, 0});
           fds.push_back({b, POLLIN, 0});
         }
       }
       if (poll(fds.data(), fds.size(), 50) <= 0) continue;
+      const size_t polled = held ? 0 : pairs_.size();  // a pair accepted below was not polled
       if (fds[0].revents & POLLIN) {
         const int client = accept(listen_, nullptr, nullptr);
         const int server = client >= 0 ? Upstream() : -1;
@@ -69,11 +71,11 @@ class TcpProxy {
           close(client);
         }
       }
-      if (held_) continue;
       std::vector<std::pair<int, int>> alive;
       for (size_t i = 0; i < pairs_.size(); ++i) {
         auto [a, b] = pairs_[i];
-        bool open = Forward(fds[1 + 2 * i], a, b) && Forward(fds[2 + 2 * i], b, a);
+        const bool open =
+            i >= polled || (Forward(fds[1 + 2 * i], a, b) && Forward(fds[2 + 2 * i], b, a));
         if (open) {
           alive.emplace_back(a, b);
         } else {

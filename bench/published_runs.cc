@@ -1,0 +1,280 @@
+// Prices published training runs with the planner (core/parallelism.h) and reports how far each
+// prediction is from what its publisher measured: median and p90 |error| by source and metric,
+// the signed median (bias), the rows refused and why, and one line per row with --rows.
+//
+//   published_runs [--rows] FILE.csv
+//
+// FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns):
+// each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
+// sequence parallelism, dtype, FSDP sharding), the rest left to wavecrest's defaults. A published
+// rate (MFU, model TFLOP/s) is compared under the publisher's own FLOP count per token, from the
+// predicted tokens/s: MosaicML 6N + 12·L·h·s (N with embeddings), Korthikanti et al. eq. 7
+// 72·L·h²(1 + s/6h + v/12hL), Narayanan et al. eq. 3 96·L·h²(1 + s/6h + v/16hL) (which counts the
+// recomputation's forward). Unknown tensor/pipeline splits take t = 8 (one node) and p from the
+// stated model-parallel size. Nothing of the planner is fitted to these runs: a benchmark, whose
+// output scripts/bench.sh commits under bench/results/.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/analysis.h"
+#include "core/model_stats.h"
+#include "core/parallelism.h"
+
+namespace wavecrest {
+namespace {
+
+// A CSV line split into fields (double quotes around a field with commas; "" inside is ").
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        out.back() += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        out.back() += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+using Row = std::map<std::string, std::string>;
+
+int64_t Int(const Row& r, const char* key, int64_t fallback = 0) {
+  int64_t v = 0;
+  auto it = r.find(key);
+  return it != r.end() && absl::SimpleAtoi(it->second, &v) ? v : fallback;
+}
+
+std::string SourceOf(const Row& r) { return r.at("id").substr(0, r.at("id").find('_')); }
+
+// The run as its publisher described it; an empty status message when it can be priced.
+struct Priced {
+  ModelSpec spec;
+  RunConfig run;
+  std::string why_not;
+};
+
+Priced Describe(const Row& r) {
+  Priced p;
+  const std::string source = SourceOf(r);
+  ModelSpec& s = p.spec;
+  s.name = r.at("id");
+  s.hidden_size = Int(r, "h");
+  s.num_attention_heads = Int(r, "a");
+  s.num_kv_heads = Int(r, "a_kv", s.num_attention_heads);
+  s.num_layers = Int(r, "L");
+  s.ffn_hidden_size = Int(r, "ffn", 4 * s.hidden_size);
+  s.vocab_size = Int(r, "vocab");
+  s.seq_length = Int(r, "seq");
+  s.micro_batch_size = Int(r, "micro_batch", 1);
+  s.mlp = Mlp::kGelu;
+  s.norm = Norm::kLayerNorm;
+  const std::string dtype = r.at("dtype");
+  s.dtype = dtype == "mixed16" ? DType::kFp16 : DType::kBf16;
+  if (source == "mpt") {
+    // llm-foundry's MPT: FlashAttention, tied embeddings; the table's NumParams,
+    // L(12h² + 13h) + Vh + sh + 2h, counts biased linears and learned positions of the sequence
+    // length.
+    s.attention = Attention::kFlash;
+    s.bias = Bias::kAll;
+    s.tied_embeddings = true;
+    s.learned_position_embeddings = s.seq_length;
+  } else {
+    // Megatron-LM GPT of 2021-2022: unfused attention, biases, learned positions.
+    s.attention = Attention::kUnfused;
+    s.bias = Bias::kAll;
+    s.learned_position_embeddings = s.seq_length;
+  }
+  int64_t tp = Int(r, "tp"), pp = Int(r, "pp");
+  const int64_t gpus = Int(r, "gpus");
+  if (tp == 0 && pp == 0) {
+    // "model-parallel size 96" in the source, else Korthikanti's t8 p35 for 530B.
+    int64_t mp = 0;
+    const std::string& src = r.at("source");
+    if (const size_t at = src.find("model-parallel size "); at != std::string::npos) {
+      (void)absl::SimpleAtoi(src.substr(at + 20, src.find_first_not_of("0123456789", at + 20) -
+                                                     (at + 20)),
+                             &mp);
+    }
+    if (mp == 0 && absl::StrContains(r.at("model"), "530")) mp = 280;
+    tp = mp > 0 ? 8 : 1;
+    pp = mp > 0 ? mp / 8 : 1;
+  }
+  s.tensor_parallel = std::max<int64_t>(tp, 1);
+  s.pipeline_parallel = std::max<int64_t>(pp, 1);
+  s.context_parallel = std::max<int64_t>(Int(r, "cp", 1), 1);
+  RunConfig& run = p.run;
+  run.num_gpus = gpus;
+  run.global_batch = Int(r, "global_batch");
+  const std::string recompute = r.at("recompute");
+  run.recompute = absl::StartsWith(recompute, "full")        ? Recompute::kFull
+                  : absl::StartsWith(recompute, "selective") ? Recompute::kSelective
+                                                             : Recompute::kNone;
+  run.sequence_parallel = r.at("seq_parallel") == "yes";
+  // Megatron's interleaved schedule where the paper used it (175B, 530B: 3 stages per rank).
+  if (source == "kort22" && s.pipeline_parallel > 1 && !absl::StrContains(r.at("model"), "1T")) {
+    run.interleave = 3;
+  }
+  const std::string& src = r.at("source");
+  if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
+    run.zero_stage = 3;
+  } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
+    run.zero_stage = 2;
+  }
+  if (r.at("gpu").find("A100") == std::string::npos) p.why_not = "not an A100 run";
+  return p;
+}
+
+// The publisher's FLOPs per token (see the header).
+double PublishedFlopsPerToken(const Row& r, const ModelSpec& s, const ParamCounts& params) {
+  const double h = static_cast<double>(s.hidden_size), L = static_cast<double>(s.num_layers);
+  const double seq = static_cast<double>(s.seq_length), v = static_cast<double>(s.vocab_size);
+  const std::string source = SourceOf(r);
+  if (source == "mpt") {
+    const double n = L * (12 * h * h + 13 * h) + v * h + seq * h + 2 * h;  // the table's NumParams
+    return 6 * n + 12 * L * h * seq;
+  }
+  (void)params;
+  if (source == "nar21") return 96 * L * h * h * (1 + seq / (6 * h) + v / (16 * h * L));
+  return 72 * L * h * h * (1 + seq / (6 * h) + v / (12 * h * L));
+}
+
+struct Outcome {
+  double predicted = 0;
+  std::string why_not;
+};
+
+Outcome Price(const Row& r) {
+  Priced p = Describe(r);
+  if (!p.why_not.empty()) return {0, p.why_not};
+  const std::string gpu_name = absl::StrContains(r.at("gpu"), "40GB") ? "a100-sxm-40gb"
+                                                                       : "a100-sxm-80gb";
+  absl::StatusOr<const GpuSpec*> gpu = FindGpu(gpu_name);
+  if (!gpu.ok()) return {0, std::string(gpu.status().message())};
+  absl::StatusOr<ModelSpec> spec = NormalizeSpec(p.spec);
+  if (!spec.ok()) return {0, std::string(spec.status().message())};
+  absl::StatusOr<Analysis> a = Analyze(*spec, **gpu);
+  if (!a.ok()) return {0, std::string(a.status().message())};
+  absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
+  if (!b.ok()) return {0, std::string(b.status().message())};
+  const std::string metric = r.at("metric");
+  const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
+  if (metric == "step_time_s") return {b->step_s, ""};
+  if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
+  if (metric == "mfu") return {100 * rate / (*gpu)->PeakFlops(spec->dtype), ""};
+  if (metric == "tflops_per_gpu") return {rate / 1e12, ""};
+  if (metric == "memory_gib") {
+    const MemoryEstimate& m = b->memory;
+    const double bytes = absl::StrContains(r.at("id"), "param_opt")
+                             ? m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
+                             : m.activations_bytes;
+    return {bytes / (1024.0 * 1024 * 1024), ""};
+  }
+  return {0, "unknown metric " + metric};
+}
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(at));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+int main(int argc, char** argv) {
+  using namespace wavecrest;
+  bool rows_wanted = false;
+  std::string file;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--rows") {
+      rows_wanted = true;
+    } else {
+      file = argv[i];
+    }
+  }
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "usage: published_runs [--rows] FILE.csv (cannot read \"%s\")\n",
+                 file.c_str());
+    return 2;
+  }
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = SplitCsv(line);
+  std::map<std::string, std::vector<double>> errors;  // "source metric" -> signed errors
+  std::map<std::string, int> refused;                 // "source metric" -> rows
+  std::map<std::string, int> reasons;
+  std::vector<double> all;
+  int total = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> fields = SplitCsv(line);
+    Row r;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) r[header[i]] = fields[i];
+    double value = 0;
+    if (!absl::SimpleAtod(r["value"], &value) || value <= 0) continue;
+    ++total;
+    const std::string group = absl::StrCat(SourceOf(r), " ", r["metric"]);
+    const Outcome o = Price(r);
+    if (!o.why_not.empty()) {
+      ++refused[group];
+      ++reasons[o.why_not.substr(0, 100)];
+      if (rows_wanted) std::printf("%-48s refused: %s\n", r["id"].c_str(), o.why_not.c_str());
+      continue;
+    }
+    const double e = o.predicted / value - 1;
+    errors[group].push_back(e);
+    all.push_back(std::fabs(e));
+    if (rows_wanted) {
+      std::printf("%-48s %-20s published %10.3f predicted %10.3f %+7.1f%%\n", r["id"].c_str(),
+                  r["metric"].c_str(), value, o.predicted, 100 * e);
+    }
+  }
+  std::printf("Published A100 runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",
+              file.c_str());
+  std::printf("%-28s %5s %8s %8s %9s %8s\n", "source metric", "rows", "median", "p90",
+              "bias", "refused");
+  for (const auto& [group, e] : errors) {
+    std::vector<double> abs;
+    for (double x : e) abs.push_back(std::fabs(x));
+    std::printf("%-28s %5zu %7.1f%% %7.1f%% %+8.1f%% %8d\n", group.c_str(), e.size(),
+                100 * Quantile(abs, 0.5), 100 * Quantile(abs, 0.9), 100 * Quantile(e, 0.5),
+                refused[group]);
+  }
+  for (const auto& [group, n] : refused) {
+    if (!errors.count(group)) std::printf("%-28s %5d refused\n", group.c_str(), n);
+  }
+  int refused_total = 0;
+  for (const auto& [group, n] : refused) refused_total += n;
+  std::printf("all: %zu of %d rows priced, median |error| %.1f%%, p90 %.1f%%; %d refused\n",
+              all.size(), total, 100 * Quantile(all, 0.5), 100 * Quantile(all, 0.9),
+              refused_total);
+  for (const auto& [why, n] : reasons) std::printf("  refused %d: %s\n", n, why.c_str());
+  return 0;
+}
