@@ -199,21 +199,51 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
   return microbatches * static_cast<double>(run.interleave) * 2 * (bytes / path.bw + path.latency);
 }
 
+// ZeRO-3 (FSDP) with its layer-by-layer overlap, for one step of `microbatches`: per micro-batch
+// each layer's 16-bit weights are gathered while the previous layer computes forward, gathered
+// again and its gradients reduce-scattered while the next layer computes backward. Exposed: the
+// first gather of each pass, the last reduce-scatter, and for the other layers what the
+// collectives take beyond a layer's compute (forward_s, backward_s per layer and micro-batch).
+double Zero3PrefetchS(double layer_weights, double layer_grads, int64_t layers, int64_t replicas,
+                      const Path& path, double forward_s, double backward_s, double microbatches) {
+  const double gather = GatherS(layer_weights, replicas, path.bw, path.latency);
+  const double scatter = GatherS(layer_grads, replicas, path.bw, path.latency);
+  const double overlapped = static_cast<double>(std::max<int64_t>(0, layers - 1));
+  const double forward = gather + overlapped * std::max(0.0, gather - forward_s);
+  const double backward =
+      gather + overlapped * std::max(0.0, gather + scatter - backward_s) + scatter;
+  return microbatches * (forward + backward);
+}
+
 // The gradient reduction of one step over the `replicas` ranks holding the same weights (data-
 // and context-parallel; FP32 main gradients unless the run says 16-bit), and for the distributed
 // optimizer the all-gather of the 16-bit weights after the step; what backward does not hide.
+// ZeRO-3 with prefetch is Zero3PrefetchS (`layer` is one layer's forward and backward compute of
+// one micro-batch, with recomputation).
 double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int64_t replicas,
-                     double params_per_gpu) {
+                     double params_per_gpu, double microbatches, double layer_forward_s,
+                     double layer_backward_s) {
   if (replicas <= 1) return 0;
   const Path path = PathFor(*a.gpu, gpus);
+  if (run.zero_stage >= 3) {
+    // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
+    // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
+    const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
+    const double per_layer = params_per_gpu / static_cast<double>(layers);
+    const double layer_grads = per_layer * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
+    if (run.zero3_prefetch) {
+      return Zero3PrefetchS(per_layer * 2, layer_grads, layers, replicas, path, layer_forward_s,
+                            layer_backward_s, microbatches);
+    }
+    return microbatches * static_cast<double>(layers) *
+           (2 * GatherS(per_layer * 2, replicas, path.bw, path.latency) +
+            GatherS(layer_grads, replicas, path.bw, path.latency));
+  }
   const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
   const double weights = params_per_gpu * 2;
   double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
                                             GatherS(weights, replicas, path.bw, path.latency)
                                       : AllReduceS(grads, replicas, path.bw, path.latency);
-  // ZeRO-3 gathers the weights for forward and again for backward: two more all-gathers per
-  // step (an ASSUMPTION: with several micro-batches a framework may gather per micro-batch).
-  if (run.zero_stage >= 3) reduce += 2 * GatherS(weights, replicas, path.bw, path.latency);
   return reduce * (1 - run.dp_overlap);
 }
 
@@ -236,6 +266,16 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(
       "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
       "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  if (run.zero_stage >= 3) {
+    out.push_back(
+        run.zero3_prefetch
+            ? "ZeRO-3 (FSDP) overlaps layer by layer, per micro-batch, as PyTorch FSDP runs: each "
+              "layer's weights gathered under the previous layer's compute, its gradients "
+              "reduce-scattered under the next layer's backward; exposed are the first gather, "
+              "the last reduce-scatter and what exceeds a layer's compute"
+            : "ZeRO-3 without prefetch: every layer's gathers (forward and backward) and "
+              "reduce-scatter exposed, per micro-batch");
+  }
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(
         "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
@@ -311,7 +351,9 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   const double params_per_gpu = static_cast<double>(a.params.total_params) /
                                 static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
   const int64_t replicas = r.data_parallel * s.context_parallel;
-  r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, params_per_gpu);
+  const double layer_backward = mb.layers_s / layers - forward_layer + recompute / stage_layers;
+  r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, params_per_gpu, m, forward_layer,
+                              layer_backward);
   const double shard = run.zero_stage >= 1 ? static_cast<double>(replicas) : 1;
   r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
                   (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);

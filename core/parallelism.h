@@ -68,6 +68,9 @@ struct RunConfig {
   bool offload_activations = false;
   // Bytes per gradient (MemoryLayout::gradient_bytes): 0 or 4 FP32, 2 16-bit.
   int gradient_bytes = 0;
+  // ZeRO-3 overlaps its gathers and reduce-scatters layer by layer (FSDP's prefetch) unless this
+  // is false (RunConfig.no_zero3_prefetch in the API).
+  bool zero3_prefetch = true;
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make bench`: runs every CPU benchmark and rewrites bench/results/ (each file starts with the
 # date, the machine and the commit): analyze_bench and recommend_bench (text for people, JSON for
-# scripts/bench-check.sh), the server under load (loadgen.txt), a worker round trip, and the
-# parallelism model against Megatron's published Selene runs (megatron_validation.txt).
+# scripts/bench-check.sh), the server under load (loadgen.txt), a worker round trip, the
+# parallelism model against Megatron's published Selene runs (megatron_validation.txt), and the
+# planner against the published A100 runs (published_runs_a100.txt).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -17,5 +18,11 @@ for b in analyze_bench recommend_bench; do
 done
 { bench_header; "$build/bench/megatron_validation"; } 2>&1 |
   tee bench/results/megatron_validation.txt
+# The planner against the 472 published A100 runs (../shared/reference, beside the checkout).
+runs=../shared/reference/published-runs-a100.csv
+if [[ -f $runs ]]; then
+  { bench_header; "$build/bench/published_runs" "$runs"; } 2>&1 |
+    tee bench/results/published_runs_a100.txt
+fi
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"

@@ -590,6 +590,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.zero_stage = r.zero_stage();
   c.plan = r.plan();
   c.dp_overlap = r.dp_overlap();
+  c.zero3_prefetch = !r.no_zero3_prefetch();
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
   switch (r.recompute()) {
