@@ -52,6 +52,24 @@ int64_t ScaledFfn(const ModelSpec& base, int64_t h, int64_t tp_lcm) {
                  tp_lcm);
 }
 
+// `c` back at the baseline's width: the head dim kept (the baseline's heads when it is the
+// baseline's), the MLP width scaled back unless it moved on its own, the baseline's layers.
+ModelSpec WithoutHidden(const ModelSpec& b, const ModelSpec& c, bool ffn_moved) {
+  ModelSpec w = c;
+  w.hidden_size = b.hidden_size;
+  const bool same_dim = c.head_dim == b.head_dim;
+  if (same_dim) {
+    w.num_attention_heads = b.num_attention_heads;
+    w.num_kv_heads = b.num_kv_heads;
+  } else if (c.num_attention_heads * c.head_dim == c.hidden_size &&
+             !SetHeads(w, b.hidden_size, c.head_dim, c)) {
+    w.num_attention_heads = 0;  // no such shape: the rules refuse it
+  }
+  SetFfn(w, c, ffn_moved ? c.ffn_hidden_size : b.ffn_hidden_size);
+  w.num_layers = b.num_layers;
+  return w;
+}
+
 }  // namespace
 
 std::vector<CandidateChange> ChangesOf(const ModelSpec& b, const ModelSpec& c, int64_t tp_lcm) {
@@ -66,24 +84,7 @@ std::vector<CandidateChange> ChangesOf(const ModelSpec& b, const ModelSpec& c, i
     w.vocab_size = b.vocab_size;
     out.push_back({Arrow("v", b.vocab_size, c.vocab_size), w});
   }
-  if (hidden) {
-    // Back to the baseline's width: the head dim kept (the baseline's heads when it is the
-    // baseline's), the MLP width scaled back, the baseline's layers.
-    ModelSpec w = c;
-    w.hidden_size = b.hidden_size;
-    const bool same_dim = c.head_dim == b.head_dim;
-    if (same_dim || c.num_attention_heads * c.head_dim == c.hidden_size) {
-      if (same_dim) {
-        w.num_attention_heads = b.num_attention_heads;
-        w.num_kv_heads = b.num_kv_heads;
-      } else if (!SetHeads(w, b.hidden_size, c.head_dim, c)) {
-        w.num_attention_heads = 0;  // no such shape: the rules refuse it
-      }
-    }
-    SetFfn(w, c, ffn ? c.ffn_hidden_size : b.ffn_hidden_size);
-    w.num_layers = b.num_layers;
-    out.push_back({Arrow("h", b.hidden_size, c.hidden_size), w});
-  }
+  if (hidden) out.push_back({Arrow("h", b.hidden_size, c.hidden_size), WithoutHidden(b, c, ffn)});
   if (heads) {
     ModelSpec w = c;
     if (!hidden) {

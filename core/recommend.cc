@@ -867,6 +867,26 @@ std::string Arrow(absl::string_view what, int64_t from, int64_t to) {
 
 }  // namespace
 
+namespace {
+
+// What each change alone accounts for (MinimizeCandidates): the candidate over itself without
+// it, appended to the reason that names the change (each starts with the change's words).
+void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
+  for (std::string& line : reasons) {
+    for (const CandidateScore::KnobGain& g : c.knob_gains) {
+      if (!absl::StartsWith(line, g.change)) continue;
+      absl::StrAppend(&line, g.gain > 0
+                                 ? absl::StrFormat(": this change %.3f× ± %.3f", g.gain,
+                                                   g.gain * g.sigma)
+                                 : ": kept with the others (alone it breaks the parameter "
+                                   "budget or sharding)");
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> Explain(const CandidateScore& base, const CandidateScore& c) {
   std::vector<std::string> r;
   const ModelSpec& b = base.spec;
@@ -921,19 +941,7 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     r.push_back(absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
                              " to stay within the parameter budget"));
   }
-  // What each change alone accounts for (MinimizeCandidates): the candidate over itself without
-  // it. The changes listed so far each start with their words.
-  for (std::string& line : r) {
-    for (const CandidateScore::KnobGain& g : c.knob_gains) {
-      if (!absl::StartsWith(line, g.change)) continue;
-      absl::StrAppend(&line, g.gain > 0
-                                 ? absl::StrFormat(": this change %.3f× ± %.3f", g.gain,
-                                                   g.gain * g.sigma)
-                                 : ": kept with the others (alone it breaks the parameter "
-                                   "budget or sharding)");
-      break;
-    }
-  }
+  AnnotateGains(c, r);
   // Which GEMMs gained or lost (step time of each GEMM name, all passes).
   std::map<std::string, double> bt(base.time_by_gemm.begin(), base.time_by_gemm.end());
   std::vector<std::string> gains;

@@ -219,6 +219,54 @@ struct ReadRefusal {
 
 constexpr char kTooBusy[] = "too many requests are sending bodies now; retry in a second";
 
+// The body of a request that declared `declared` bytes (or is `chunked`), into `body`: in a body
+// slot (slow senders hold a bounded share of the threads, large bodies a bounded share of the
+// memory), whole within request_timeout_ms, no larger than max_body_bytes, not shorter than
+// declared.
+absl::Status ReadBody(mg_connection* c, const HttpGatewayOptions& o, int64_t declared,
+                      bool chunked, std::atomic<int>& bodies, std::atomic<int>& large_bodies,
+                      std::string* body, ReadRefusal* refusal) {
+  auto refuse = [&](absl::Status st, int http = 0) -> absl::Status {
+    *refusal = {st, http};
+    return st;
+  };
+  const int slots = o.body_slots > 0 ? o.body_slots : std::max(2, o.threads / 4);
+  BodySlot slot;
+  if (!TakeOne(bodies, slots)) return refuse(absl::UnavailableError(kTooBusy), 503);
+  if (chunked || declared > o.large_body_bytes) {
+    if (!TakeOne(large_bodies, o.large_body_slots)) {
+      bodies.fetch_sub(1);
+      return refuse(absl::UnavailableError(kTooBusy), 503);
+    }
+    slot = BodySlot(&bodies, &large_bodies);
+  } else {
+    slot = BodySlot(&bodies, nullptr);
+  }
+  const absl::Duration budget = absl::Milliseconds(std::max(o.request_timeout_ms, 100));
+  const absl::Time start = absl::Now();
+  char buf[16384];
+  while (true) {
+    const int n = mg_read(c, buf, sizeof(buf));
+    if (absl::Now() - start > budget) {
+      return refuse(absl::DeadlineExceededError(absl::StrCat(
+                        "the body did not arrive within ", absl::FormatDuration(budget))),
+                    408);
+    }
+    if (n <= 0) break;
+    body->append(buf, static_cast<size_t>(n));
+    if (static_cast<int64_t>(body->size()) > o.max_body_bytes) {
+      return refuse(absl::InvalidArgumentError(
+                        absl::StrCat("the body is larger than ", o.max_body_bytes, " bytes")),
+                    413);
+    }
+  }
+  if (!chunked && static_cast<int64_t>(body->size()) < declared) {
+    return refuse(FieldError("Content-Length", absl::StrCat("the body ended after ", body->size(),
+                                                            " of ", declared, " bytes")));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptions& o,
                                         std::atomic<int>& bodies, std::atomic<int>& large_bodies,
                                         ReadRefusal* refusal) {
@@ -254,49 +302,16 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptio
     }
   }
   const int64_t declared = ri->content_length;  // -1: none (or chunked)
-  const bool chunked = r.headers.transfer_encoding;
   if (declared > o.max_body_bytes) {
     return refuse(absl::InvalidArgumentError(
                       absl::StrCat("the body has ", declared, " bytes; at most ", o.max_body_bytes)),
                   413);
   }
-  if (declared <= 0 && !chunked) return r;
-  // A place to read the body in: slow senders hold a bounded share of the threads, and large
-  // bodies a bounded share of the memory.
-  const int slots = o.body_slots > 0 ? o.body_slots : std::max(2, o.threads / 4);
-  BodySlot slot;
-  if (!TakeOne(bodies, slots)) return refuse(absl::UnavailableError(kTooBusy), 503);
-  if (chunked || declared > o.large_body_bytes) {
-    if (!TakeOne(large_bodies, o.large_body_slots)) {
-      bodies.fetch_sub(1);
-      return refuse(absl::UnavailableError(kTooBusy), 503);
-    }
-    slot = BodySlot(&bodies, &large_bodies);
-  } else {
-    slot = BodySlot(&bodies, nullptr);
-  }
-  const absl::Duration budget = absl::Milliseconds(std::max(o.request_timeout_ms, 100));
-  const absl::Time start = absl::Now();
-  char buf[16384];
-  while (true) {
-    const int n = mg_read(c, buf, sizeof(buf));
-    if (absl::Now() - start > budget) {
-      return refuse(absl::DeadlineExceededError(absl::StrCat(
-                        "the body did not arrive within ", absl::FormatDuration(budget))),
-                    408);
-    }
-    if (n <= 0) break;
-    r.body.append(buf, static_cast<size_t>(n));
-    if (static_cast<int64_t>(r.body.size()) > o.max_body_bytes) {
-      return refuse(absl::InvalidArgumentError(
-                        absl::StrCat("the body is larger than ", o.max_body_bytes, " bytes")),
-                    413);
-    }
-  }
-  if (!chunked && static_cast<int64_t>(r.body.size()) < declared) {
-    return refuse(FieldError("Content-Length",
-                             absl::StrCat("the body ended after ", r.body.size(), " of ",
-                                          declared, " bytes")));
+  if (declared <= 0 && !r.headers.transfer_encoding) return r;
+  if (absl::Status st = ReadBody(c, o, declared, r.headers.transfer_encoding, bodies,
+                                 large_bodies, &r.body, refusal);
+      !st.ok()) {
+    return st;
   }
   return r;
 }
