@@ -67,7 +67,9 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
   const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
   const double p = static_cast<double>(spec.pipeline_parallel);
-  const double layers_per_stage = static_cast<double>(spec.num_layers) / p;
+  // The first stage's layers (fewer than the others' when Megatron splits them unevenly).
+  const double layers_per_stage =
+      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
@@ -134,7 +136,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
   const double p = static_cast<double>(spec.pipeline_parallel);
-  const double layers_per_stage = static_cast<double>(spec.num_layers) / p;
+  const double layers_per_stage =
+      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   // The first stage: its layers and the input embedding (the output matrix, when untied, is on
   // the last stage; with one stage it is here too).
   double stage_params =

@@ -197,6 +197,29 @@ void ValidateMla(const ModelSpec& s, std::vector<FieldViolation>& v) {
 
 }  // namespace
 
+PipelineSplit SplitLayers(int64_t layers, int64_t stages) {
+  PipelineSplit out;
+  if (stages < 1 || layers < 1) {
+    out.valid = false;
+    return out;
+  }
+  if (layers % stages == 0) {
+    out.first = out.middle = out.last = layers / stages;
+    return out;
+  }
+  out.even = false;
+  if (stages < 2) {
+    out.valid = false;
+    return out;
+  }
+  out.middle = (layers + stages - 1) / stages;
+  const int64_t rest = layers - out.middle * (stages - 2);
+  out.first = rest / 2;
+  out.last = rest - out.first;
+  out.valid = out.first >= 1 && out.last >= 1 && out.last <= out.middle;
+  return out;
+}
+
 std::vector<FieldViolation> Validate(const ModelSpec& s) {
   std::vector<FieldViolation> v;
   if (static_cast<int64_t>(s.name.size()) > kMaxNameLength) {
@@ -296,9 +319,13 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
                                              s.tensor_parallel, "); got ", s.hidden_size)});
   }
   if (s.pipeline_parallel >= 1 && s.pipeline_parallel <= kMaxPipelineParallel &&
-      s.num_layers >= 1 && s.num_layers <= kMaxLayers && s.num_layers % s.pipeline_parallel != 0) {
-    v.push_back({"pipeline_parallel", absl::StrCat("must divide num_layers (", s.num_layers,
-                                                   "); got ", s.pipeline_parallel)});
+      s.num_layers >= 1 && s.num_layers <= kMaxLayers &&
+      !SplitLayers(s.num_layers, s.pipeline_parallel).valid) {
+    v.push_back({"pipeline_parallel",
+                 absl::StrCat("cannot split ", s.num_layers, " layers over ", s.pipeline_parallel,
+                              " stages (evenly, or with fewer on the first and last as Megatron "
+                              "does: at least 2 stages, and a layer on each); got ",
+                              s.pipeline_parallel)});
   }
   if (s.seq_length >= 1 && s.seq_length <= kMaxSeqLength && s.micro_batch_size >= 1 &&
       s.micro_batch_size <= kMaxMicroBatch &&

@@ -139,6 +139,18 @@ struct FieldViolation {
 // Returns `spec` with every "0 = default" field filled in. Does not validate.
 ModelSpec WithDefaults(const ModelSpec& spec);
 
+// Layers per pipeline stage. Even when the stages divide the layers; otherwise as Megatron-Core
+// splits them (--decoder-first/last-pipeline-num-layers): the middle stages take ceil(L/p) each
+// and the first and last share the rest, the first taking the smaller half (Llama 3 405B's 126
+// layers on 16 stages: 7, 8 × 14, 7). `valid` is false when no such split exists (one stage with
+// a remainder, or the first or last left with no layer).
+struct PipelineSplit {
+  int64_t first = 0, middle = 0, last = 0;
+  bool even = true;
+  bool valid = true;
+};
+PipelineSplit SplitLayers(int64_t layers, int64_t stages);
+
 // Checks a spec (after WithDefaults) and returns every violation, not just the first: ranges of
 // each field, and the divisibility the GEMM mapping needs (heads divide hidden unless head_dim is
 // given, kv heads divide heads, tensor parallel divides heads and the MLP width, ...).

@@ -152,7 +152,13 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
                      per_step, "); got ", global));
   }
   *m = global / per_step;
-  const int64_t stage_layers = s.num_layers / s.pipeline_parallel;
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  if (!split.even && run.interleave > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.interleave: stages of unequal layers (", split.first, " first, ", split.middle,
+        " middle, ", split.last, " last) are priced without interleaving; got ", run.interleave));
+  }
+  const int64_t stage_layers = split.middle;
   if (run.interleave < 1 || stage_layers % run.interleave != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.interleave: must be >= 1 and divide the layers per stage (", stage_layers,
@@ -256,10 +262,15 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   const double v = static_cast<double>(run.interleave);
   constexpr double kGiB = 1024.0 * 1024 * 1024;
   std::vector<std::string> out;
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
   out.push_back(absl::StrFormat(
       "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
-      "layers, the logits and the loss) is the slowest",
-      v > 1 ? " (interleaved)" : "", (p - 1) / v));
+      "layers, the logits and the loss) is the slowest%s",
+      v > 1 ? " (interleaved)" : "", (p - 1) / v,
+      split.even ? ""
+                 : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
+                                   "last (Megatron's uneven split)",
+                                   split.first, split.middle, split.last)));
   out.push_back(absl::StrFormat(
       "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
       gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
@@ -322,16 +333,22 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.memory = EstimateMemory(s, gpu, LayoutOf(run, r));
   const double m = static_cast<double>(r.microbatches);
   const double p = static_cast<double>(s.pipeline_parallel);
-  const double stage_layers = static_cast<double>(s.num_layers) / p;
   const double layers = static_cast<double>(s.num_layers);
 
-  // One micro-batch through the slowest stage (the last: its layers, the logits and the loss).
+  // One micro-batch through the slowest stage: the last (its layers, the logits and the loss),
+  // or with uneven stages a middle one if its extra layers outweigh the head.
   const MicroBatch mb = SplitMicroBatch(a);
-  const double compute = mb.layers_s / p + mb.head_s;
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  const double per_layer = mb.layers_s / layers;
+  const bool last_slowest = static_cast<double>(split.last) * per_layer + mb.head_s >=
+                            static_cast<double>(split.middle) * per_layer;
+  const double stage_layers = static_cast<double>(last_slowest ? split.last : split.middle);
+  const double compute = stage_layers * per_layer + (last_slowest ? mb.head_s : 0);
   const bool flash = s.attention != Attention::kUnfused;
-  const double recompute = run.recompute == Recompute::kFull ? mb.layers_forward_s / p
+  const double recompute = run.recompute == Recompute::kFull
+                               ? mb.layers_forward_s / layers * stage_layers
                            : run.recompute == Recompute::kSelective && !flash
-                               ? mb.attention_forward_s / p
+                               ? mb.attention_forward_s / layers * stage_layers
                                : 0;
   const double tp_comm = TensorParallelS(a, run, stage_layers);
   const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);

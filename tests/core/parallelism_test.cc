@@ -120,6 +120,47 @@ TEST(ParallelismTest, DataParallelReductionCanBeHidden) {
   EXPECT_LT(sharded.optimizer_s, exposed.optimizer_s / 3);
 }
 
+// Pipelines whose stages do not divide the layers take Megatron's uneven split: Llama 3 405B's 126
+// layers on 16 stages run 7 on the first and last and 8 on the rest, and the planner prices the
+// slowest stage; a split with no layer for an end stage is refused, naming the field.
+TEST(ParallelismTest, UnevenStagesPutFewerLayersOnTheFirstAndLast) {
+  const PipelineSplit llama3 = SplitLayers(126, 16);
+  EXPECT_FALSE(llama3.even);
+  EXPECT_TRUE(llama3.valid);
+  EXPECT_EQ(llama3.first, 7);
+  EXPECT_EQ(llama3.middle, 8);
+  EXPECT_EQ(llama3.last, 7);
+  EXPECT_EQ(llama3.first + 14 * llama3.middle + llama3.last, 126);
+  EXPECT_TRUE(SplitLayers(80, 8).even);
+  EXPECT_FALSE(SplitLayers(2, 4).valid);   // no layer for an end stage
+  EXPECT_FALSE(SplitLayers(3, 4).valid);
+  ModelSpec s = Llama70B(8, 16);
+  s.num_layers = 126;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.num_gpus = 256;
+  run.global_batch = 64;
+  const StepBreakdown uneven = Plan(s, run);
+  s.num_layers = 128;  // 8 on every stage
+  const StepBreakdown even = Plan(*NormalizeSpec(s), run);
+  // The last stage, the slowest with the logits and the loss, holds one layer fewer.
+  EXPECT_LT(uneven.compute_s, even.compute_s);
+  EXPECT_GT(uneven.compute_s, 0.8 * even.compute_s);
+  bool said = false;
+  for (const std::string& a : uneven.assumptions) said |= absl::StrContains(a, "7 first, 8 middle, 7 last");
+  EXPECT_TRUE(said);
+  run.interleave = 2;
+  s.num_layers = 126;
+  absl::StatusOr<Analysis> a = Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_THAT(PlanStep(*a, run).status().message(), HasSubstr("run.interleave"));
+  ModelSpec two = Llama70B(8, 4);
+  two.num_layers = 2;
+  const absl::StatusOr<ModelSpec> refused = NormalizeSpec(two);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("pipeline_parallel"));
+}
+
 // ZeRO-3 (FSDP) overlaps layer by layer by default: the collectives hide under the layers' compute
 // but for the first gather and the last reduce-scatter of each micro-batch and what a layer's
 // collectives take beyond its compute; without the prefetch every gather and reduce-scatter is
