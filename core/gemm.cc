@@ -75,10 +75,20 @@ class Builder {
     g.pass = pass;
     g.shape = shape;
     g.layout = layout;
-    g.dtype = spec_.dtype;
+    g.dtype = ComputeDType(name);
     g.count = count;
     g.flops = GemmFlops(shape);
     out_.push_back(std::move(g));
+  }
+
+  // FP8 as Transformer Engine's default recipe runs it: the linear layers in FP8, attention's
+  // core (DotProductAttention without fp8_dpa) and the output layer (Megatron's non-TE
+  // output_layer) in BF16.
+  DType ComputeDType(absl::string_view name) const {
+    if (spec_.dtype != DType::kFp8E4M3) return spec_.dtype;
+    const bool bf16 = name == kAttnScore || name == kAttnOverValue || name == kAttnFused ||
+                      name == kLogits;
+    return bf16 ? DType::kBf16 : spec_.dtype;
   }
 
   void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, bool causal,
@@ -88,7 +98,7 @@ class Builder {
     g.pass = pass;
     g.shape = shape;
     g.layout = Layout::kTN;
-    g.dtype = spec_.dtype;
+    g.dtype = ComputeDType(kAttnFused);
     g.count = count;
     g.fused_attention = true;
     g.kv_batch = kv_batch;

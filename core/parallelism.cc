@@ -277,6 +277,12 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(
       "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
       "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  if (s.dtype == DType::kFp8E4M3) {
+    out.push_back(
+        "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
+        "core and the output layer in BF16; the scaling's amax reductions and casts are not "
+        "priced");
+  }
   if (run.zero_stage >= 3) {
     out.push_back(
         run.zero3_prefetch

@@ -8,6 +8,7 @@
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"
+#include "tests/core/test_specs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -414,6 +415,31 @@ TEST(GemmTest, SlidingWindowLayersVisitOnlyTheWindow) {
   int windowed = 0;
   for (const Gemm& g : BuildGemms(s)) windowed += g.window > 0;
   EXPECT_EQ(windowed, 0);
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// FP8 as Transformer Engine runs it by default: the linear layers in FP8, attention's core and the
+// output layer in BF16 (issue 36: FP8 had priced attention at FP8 rates).
+TEST(GemmTest, Fp8RunsLinearLayersInFp8AndAttentionAndLogitsInBf16) {
+  ModelSpec s = testing::LlamaLike(4096, 32, 8, 2, 14336, 128256);
+  s.dtype = DType::kFp8E4M3;
+  for (Attention att : {Attention::kFlash, Attention::kUnfused}) {
+    s.attention = att;
+    int fp8 = 0, bf16 = 0;
+    for (const Gemm& g : BuildGemms(*NormalizeSpec(s))) {
+      const bool core = g.name == kAttnFused || g.name == kAttnScore || g.name == kAttnOverValue ||
+                        g.name == kLogits;
+      EXPECT_EQ(g.dtype, core ? DType::kBf16 : DType::kFp8E4M3) << g.name;
+      ++(g.dtype == DType::kBf16 ? bf16 : fp8);
+    }
+    EXPECT_GT(fp8, 0);
+    EXPECT_GT(bf16, 0);
+  }
 }
 
 }  // namespace
