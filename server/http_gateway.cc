@@ -786,6 +786,7 @@ namespace {
 struct ApiRoute {
   const char* path;
   const char* method;
+  const char* rpc;  // the Advisor method it calls
   std::function<int(mg_connection*, const HttpRequest&, v1::Advisor::Stub&)> serve;
 };
 
@@ -795,42 +796,42 @@ struct ApiRoute {
 const std::vector<ApiRoute>& ApiRoutes() {
   using v1::Advisor;
   static const auto* routes = new std::vector<ApiRoute>{
-      {"/v1/analyze", "POST",
+      {"/v1/analyze", "POST", "Analyze",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Unary<v1::AnalyzeRequest, v1::AnalyzeResponse>(
              c, r, [&](auto* ctx, const auto& q, auto* a) { return s.Analyze(ctx, q, a); });
        }},
-      {"/v1/recommend", "POST",
+      {"/v1/recommend", "POST", "Recommend",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Stream<v1::RecommendRequest, v1::RecommendResponse>(
              c, r, [&](auto* ctx, const auto& q) { return s.Recommend(ctx, q); });
        }},
-      {"/v1/sweep", "POST",
+      {"/v1/sweep", "POST", "Sweep",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Stream<v1::SweepRequest, v1::SweepResponse>(
              c, r, [&](auto* ctx, const auto& q) { return s.Sweep(ctx, q); });
        }},
-      {"/v1/time-gemms", "POST",
+      {"/v1/time-gemms", "POST", "TimeGemms",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
              c, r, [&](auto* ctx, const auto& q) { return s.TimeGemms(ctx, q); });
        }},
-      {"/v1/time-layers", "POST",
+      {"/v1/time-layers", "POST", "TimeLayers",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Stream<v1::TimeLayersRequest, v1::TimeLayersResponse>(
              c, r, [&](auto* ctx, const auto& q) { return s.TimeLayers(ctx, q); });
        }},
-      {"/v1/devices", "GET",
+      {"/v1/devices", "GET", "ListDevices",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
              c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListDevices(ctx, q, a); });
        }},
-      {"/v1/models", "GET",
+      {"/v1/models", "GET", "ListModels",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
              c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListModels(ctx, q, a); });
        }},
-      {"/v1/parse-model", "POST",
+      {"/v1/parse-model", "POST", "ParseModel",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          v1::ParseModelRequest q;
          q.set_text(r.body);
@@ -838,7 +839,7 @@ const std::vector<ApiRoute>& ApiRoutes() {
              c, r, [&](auto* ctx, auto* a) { return s.ParseModel(ctx, q, a); },
              [](const v1::ParseModelResponse& a) { return ToJson(a.model()); });
        }},
-      {"/v1/export-model", "POST",
+      {"/v1/export-model", "POST", "ExportModel",
        [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
          v1::ExportModelRequest q;
          if (absl::Status st = FromJson(r.body, &q); !st.ok()) return SendError(c, st);
@@ -851,6 +852,12 @@ const std::vector<ApiRoute>& ApiRoutes() {
 }
 
 }  // namespace
+
+std::vector<HttpRoute> HttpApiRoutes() {
+  std::vector<HttpRoute> out;
+  for (const ApiRoute& r : ApiRoutes()) out.push_back({r.method, r.path, r.rpc});
+  return out;
+}
 
 int HttpGateway::ServeApi(mg_connection* c, const HttpRequest& r) {
   if (r.path == "/v1/health") {

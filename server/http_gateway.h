@@ -143,6 +143,13 @@ class HttpGateway {
   int port_ = 0;
 };
 
+// The API's routes: each an Advisor RPC (docs/ARCHITECTURE.md's method table lists them; a test
+// holds the two together). GET /v1/health, the gRPC health service, is not among them.
+struct HttpRoute {
+  std::string method, path, rpc;
+};
+std::vector<HttpRoute> HttpApiRoutes();
+
 // The HTTP status gRPC-gateway maps a status code to.
 int HttpStatusFor(absl::StatusCode code);
 
