@@ -229,10 +229,10 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
               top.end());
     RankCandidates(top, explain);
   }
-  std::vector<CandidateScore> out = std::move(top);
-  out.insert(out.end(), std::make_move_iterator(ranked.begin() + static_cast<std::ptrdiff_t>(take)),
-             std::make_move_iterator(ranked.end()));
-  ranked = std::move(out);
+  // Back in place (top is never longer than what it came from): no second copy of a wide search.
+  std::move(top.begin(), top.end(), ranked.begin());
+  ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(top.size()),
+               ranked.begin() + static_cast<std::ptrdiff_t>(take));
 }
 
 }  // namespace wavecrest
