@@ -223,128 +223,155 @@ bool AttentionFitApplies(absl::string_view fit_gpu, absl::string_view gpu) {
   return gpu == fit_gpu || (fit_gpu == "h100-sxm" && gpu == "h200");
 }
 
+namespace {
+
+const GpuSpec* FindIn(const std::vector<GpuSpec>& catalog, const std::string& name) {
+  for (const GpuSpec& g : catalog) {
+    if (g.name == name) return &g;
+  }
+  return nullptr;
+}
+
+DType FitClass(DType d) { return d == DType::kFp16 ? DType::kBf16 : d; }
+
+// The per-row lines of the report: series, seq, (heads,) measured and predicted TFLOP/s, error.
+void AppendRowLines(const GpuSpec& gpu, const std::vector<AttentionMeasurement>& group,
+                    bool with_heads, std::string* out) {
+  for (const AttentionMeasurement& m : group) {
+    const double t = Predict(gpu, AttentionGemm(m)).time_s;
+    const double f = AttentionWorkFlops(m);
+    absl::StrAppend(out, absl::StrFormat("    %-22s %6d", AttentionSeries(m), m.seq),
+                    with_heads ? absl::StrFormat(" %4d", m.heads) : "",
+                    absl::StrFormat(" %7.0f %7.0f %+6.1f%%\n", f / m.median_s / 1e12,
+                                    f / t / 1e12, 100 * (m.median_s / t - 1)));
+  }
+}
+
+// Widens a fitted group's band by the held-out checks of the GPUs the fit applies to, and adds
+// the bands of GPUs that take an H100 fit as their priors to `result`.
+void WidenByChecks(const std::vector<GpuSpec>& catalog, const std::string& fit_gpu, DType dtype,
+                   const std::vector<AttentionMeasurement>& checks, AttentionCalibration::Group& g,
+                   AttentionCalibration& result) {
+  std::map<std::string, std::vector<AttentionMeasurement>> held_out;
+  for (const AttentionMeasurement& m : checks) {
+    if (FitClass(m.dtype) == dtype) held_out[m.gpu].push_back(m);
+  }
+  std::vector<std::pair<std::string, ErrorStats>> priors;  // checks of GPUs on priors
+  for (const auto& [name, check_rows] : held_out) {
+    const GpuSpec* check_gpu = FindIn(catalog, name);
+    if (check_gpu == nullptr) continue;
+    GpuSpec with_fit = *check_gpu;
+    for (const FittedParam& f : AttentionFittedParams()) {
+      with_fit.Model(dtype).*(f.field) = g.fit.params.*(f.field);
+    }
+    const ErrorStats st = ErrorsOf(AttentionRatios(with_fit, check_rows));
+    if (AttentionFitApplies(fit_gpu, name)) {
+      g.band_p10 = std::min(g.band_p10, st.p10);
+      g.band_p90 = std::max(g.band_p90, st.p90);
+    } else if (fit_gpu == "h100-sxm") {
+      priors.push_back({name, st});
+    }
+  }
+  for (const auto& [name, st] : priors) {
+    result.prior_bands.push_back(
+        {name, dtype, std::min(g.band_p10, st.p10), std::max(g.band_p90, st.p90)});
+  }
+}
+
+// One fitted group's section of the report.
+void AppendGroupReport(const std::vector<GpuSpec>& catalog, const GpuSpec& gpu, DType dtype,
+                       const std::vector<AttentionMeasurement>& group,
+                       const AttentionCalibration::Group& g, const AttentionCalibration& result,
+                       std::string* out) {
+  const AttentionFit& fit = g.fit;
+  std::set<std::string> sources;
+  for (const AttentionMeasurement& m : group) sources.insert(m.source);
+  const CostModelParams& have = gpu.Model(dtype);
+  absl::StrAppend(out, "\n", gpu.name, " ", DTypeName(dtype), ": ", group.size(), " rows (",
+                  absl::StrJoin(sources, ", "), ")\n");
+  absl::StrAppend(out, "  model before this calibration   ",
+                  Stats(PreviousModel(gpu, dtype, group)), "\n");
+  absl::StrAppend(out, "  fit, on the rows it was fit to  ", Stats(fit.train), "\n");
+  absl::StrAppend(out, "  fit, each length left out       ", Stats(fit.cv), "\n");
+  absl::StrAppend(out, "  fit, each series left out       ", Stats(fit.cv_series), "\n");
+  absl::StrAppend(out, "  the catalog's constants         ",
+                  Stats(ErrorsOf(AttentionRatios(gpu, group))), "\n");
+  absl::StrAppend(out, absl::StrFormat("  band (length left out: p10, p90) %+5.1f%% %+5.1f%%; "
+                                       "with the held-out checks %+5.1f%% %+5.1f%%; "
+                                       "catalog %+5.1f%% %+5.1f%%\n",
+                                       100 * fit.cv.p10, 100 * fit.cv.p90, 100 * g.band_p10,
+                                       100 * g.band_p90, 100 * have.flash_band_p10,
+                                       100 * have.flash_band_p90));
+  for (const AttentionCalibration::PriorBand& b : result.prior_bands) {
+    if (b.dtype != dtype || gpu.name != "h100-sxm") continue;
+    const CostModelParams& prior = FindIn(catalog, b.gpu)->Model(dtype);
+    absl::StrAppend(out, absl::StrFormat("  %s (these constants as priors): band with its "
+                                         "held-out checks %+5.1f%% %+5.1f%%; catalog "
+                                         "%+5.1f%% %+5.1f%%\n",
+                                         b.gpu, 100 * b.band_p10, 100 * b.band_p90,
+                                         100 * prior.flash_band_p10, 100 * prior.flash_band_p90));
+  }
+  absl::StrAppend(out, "  parameter                          fit    catalog\n");
+  for (const FittedParam& f : AttentionFittedParams()) {
+    absl::StrAppend(out, absl::StrFormat("  %-32s %8.4f %8.4f\n", f.name, fit.params.*(f.field),
+                                         have.*(f.field)));
+  }
+  absl::StrAppend(out, "  series left out (fitted to the others): median |err|, max\n");
+  for (const auto& [name, st] : fit.cv_by_series) {
+    absl::StrAppend(out, absl::StrFormat("    %-22s %5.1f%% %5.1f%%\n", name, 100 * st.median_abs,
+                                         100 * st.max_abs));
+  }
+  absl::StrAppend(out,
+                  "  rows (catalog constants): series, seq, measured TFLOP/s, predicted, error\n");
+  AppendRowLines(gpu, group, false, out);
+}
+
+// The held-out checks' section: each source on each GPU, with the catalog's constants.
+void AppendChecksReport(const std::vector<GpuSpec>& catalog,
+                        const std::vector<AttentionMeasurement>& checks, std::string* out) {
+  if (checks.empty()) return;
+  absl::StrAppend(out,
+                  "\nHeld-out checks (never fitted; the catalog's constants): series, seq, "
+                  "heads, measured TFLOP/s, predicted, error\n");
+  std::map<std::string, std::vector<AttentionMeasurement>> by_source;
+  for (const AttentionMeasurement& m : checks) by_source[m.source + " " + m.gpu].push_back(m);
+  for (const auto& [name, group] : by_source) {
+    const GpuSpec* gpu = FindIn(catalog, group.front().gpu);
+    if (gpu == nullptr) continue;
+    const ErrorStats st = ErrorsOf(AttentionRatios(*gpu, group));
+    absl::StrAppend(out, "  ", name, ": ", Stats(st),
+                    absl::StrFormat("; p10 %+5.1f%%, p90 %+5.1f%%\n", 100 * st.p10, 100 * st.p90));
+    AppendRowLines(*gpu, group, true, out);
+  }
+}
+
+}  // namespace
+
 AttentionCalibration CalibrateAttention(const std::vector<GpuSpec>& catalog,
                                         const std::vector<AttentionMeasurement>& rows,
                                         const std::vector<AttentionMeasurement>& checks,
                                         const FitOptions& options) {
-  auto find = [&](const std::string& name) -> const GpuSpec* {
-    for (const GpuSpec& g : catalog) {
-      if (g.name == name) return &g;
-    }
-    return nullptr;
-  };
-  auto fit_class = [](DType d) { return d == DType::kFp16 ? DType::kBf16 : d; };
-  // Measured / predicted of each row, and the per-row lines of the report.
-  auto row_lines = [](const GpuSpec& gpu, const std::vector<AttentionMeasurement>& group,
-                      bool with_heads, std::string* out) {
-    for (const AttentionMeasurement& m : group) {
-      const double t = Predict(gpu, AttentionGemm(m)).time_s;
-      const double f = AttentionWorkFlops(m);
-      absl::StrAppend(out, absl::StrFormat("    %-22s %6d", AttentionSeries(m), m.seq),
-                      with_heads ? absl::StrFormat(" %4d", m.heads) : "",
-                      absl::StrFormat(" %7.0f %7.0f %+6.1f%%\n", f / m.median_s / 1e12,
-                                      f / t / 1e12, 100 * (m.median_s / t - 1)));
-    }
-  };
   std::map<std::pair<std::string, DType>, std::vector<AttentionMeasurement>> groups;
-  for (const AttentionMeasurement& m : rows) groups[{m.gpu, fit_class(m.dtype)}].push_back(m);
+  for (const AttentionMeasurement& m : rows) groups[{m.gpu, FitClass(m.dtype)}].push_back(m);
   AttentionCalibration result;
-  std::string& out = result.report;
-  out = absl::StrCat(
+  result.report = absl::StrCat(
       "Fused attention: cost_model.cc PredictFusedAttention against published kernel times\n",
       "(error = measured / predicted time - 1; a group \"left out\" is predicted by a fit to the "
       "other rows only; every fit starts from the uncalibrated constants)\n");
   for (const auto& [key, group] : groups) {
-    const GpuSpec* gpu = find(key.first);
+    const GpuSpec* gpu = FindIn(catalog, key.first);
     if (gpu == nullptr || !gpu->Supports(key.second)) continue;
     const DType dtype = key.second;
     AttentionCalibration::Group g{FitAttention(*gpu, dtype, group, options)};
-    const AttentionFit& fit = g.fit;
-    g.band_p10 = fit.cv.p10;
-    g.band_p90 = fit.cv.p90;
-    std::map<std::string, std::vector<AttentionMeasurement>> held_out;
-    for (const AttentionMeasurement& m : checks) {
-      if (fit_class(m.dtype) == dtype) held_out[m.gpu].push_back(m);
-    }
-    std::vector<std::pair<std::string, ErrorStats>> priors;  // checks of GPUs on priors
-    for (const auto& [name, check_rows] : held_out) {
-      const GpuSpec* check_gpu = find(name);
-      if (check_gpu == nullptr) continue;
-      GpuSpec with_fit = *check_gpu;
-      for (const FittedParam& f : AttentionFittedParams()) {
-        with_fit.Model(dtype).*(f.field) = fit.params.*(f.field);
-      }
-      const ErrorStats st = ErrorsOf(AttentionRatios(with_fit, check_rows));
-      if (AttentionFitApplies(key.first, name)) {
-        g.band_p10 = std::min(g.band_p10, st.p10);
-        g.band_p90 = std::max(g.band_p90, st.p90);
-      } else if (key.first == "h100-sxm") {
-        priors.push_back({name, st});
-      }
-    }
-    for (const auto& [name, st] : priors) {
-      result.prior_bands.push_back(
-          {name, dtype, std::min(g.band_p10, st.p10), std::max(g.band_p90, st.p90)});
-    }
-    std::set<std::string> sources;
-    for (const AttentionMeasurement& m : group) sources.insert(m.source);
-    const CostModelParams& have = gpu->Model(dtype);
-    absl::StrAppend(&out, "\n", key.first, " ", DTypeName(dtype), ": ", group.size(), " rows (",
-                    absl::StrJoin(sources, ", "), ")\n");
-    absl::StrAppend(&out, "  model before this calibration   ",
-                    Stats(PreviousModel(*gpu, dtype, group)), "\n");
-    absl::StrAppend(&out, "  fit, on the rows it was fit to  ", Stats(fit.train), "\n");
-    absl::StrAppend(&out, "  fit, each length left out       ", Stats(fit.cv), "\n");
-    absl::StrAppend(&out, "  fit, each series left out       ", Stats(fit.cv_series), "\n");
-    absl::StrAppend(&out, "  the catalog's constants         ",
-                    Stats(ErrorsOf(AttentionRatios(*gpu, group))), "\n");
-    absl::StrAppend(&out, absl::StrFormat("  band (length left out: p10, p90) %+5.1f%% %+5.1f%%; "
-                                          "with the held-out checks %+5.1f%% %+5.1f%%; "
-                                          "catalog %+5.1f%% %+5.1f%%\n",
-                                          100 * fit.cv.p10, 100 * fit.cv.p90, 100 * g.band_p10,
-                                          100 * g.band_p90, 100 * have.flash_band_p10,
-                                          100 * have.flash_band_p90));
-    for (const AttentionCalibration::PriorBand& b : result.prior_bands) {
-      if (b.dtype != dtype || key.first != "h100-sxm") continue;
-      const CostModelParams& prior = find(b.gpu)->Model(dtype);
-      absl::StrAppend(&out,
-                      absl::StrFormat("  %s (these constants as priors): band with its "
-                                      "held-out checks %+5.1f%% %+5.1f%%; catalog "
-                                      "%+5.1f%% %+5.1f%%\n",
-                                      b.gpu, 100 * b.band_p10, 100 * b.band_p90,
-                                      100 * prior.flash_band_p10, 100 * prior.flash_band_p90));
-    }
-    absl::StrAppend(&out, "  parameter                          fit    catalog\n");
-    for (const FittedParam& f : AttentionFittedParams()) {
-      absl::StrAppend(&out, absl::StrFormat("  %-32s %8.4f %8.4f\n", f.name, fit.params.*(f.field),
-                                            have.*(f.field)));
-    }
-    absl::StrAppend(&out, "  series left out (fitted to the others): median |err|, max\n");
-    for (const auto& [name, st] : fit.cv_by_series) {
-      absl::StrAppend(&out, absl::StrFormat("    %-22s %5.1f%% %5.1f%%\n", name,
-                                            100 * st.median_abs, 100 * st.max_abs));
-    }
-    absl::StrAppend(
-        &out, "  rows (catalog constants): series, seq, measured TFLOP/s, predicted, error\n");
-    row_lines(*gpu, group, false, &out);
+    g.band_p10 = g.fit.cv.p10;
+    g.band_p90 = g.fit.cv.p90;
+    WidenByChecks(catalog, key.first, dtype, checks, g, result);
+    std::string section;
+    AppendGroupReport(catalog, *gpu, dtype, group, g, result, &section);
+    result.report += section;
     result.groups.push_back(std::move(g));
   }
-  if (!checks.empty()) {
-    absl::StrAppend(&out,
-                    "\nHeld-out checks (never fitted; the catalog's constants): series, seq, "
-                    "heads, measured TFLOP/s, predicted, error\n");
-    std::map<std::string, std::vector<AttentionMeasurement>> by_source;
-    for (const AttentionMeasurement& m : checks) by_source[m.source + " " + m.gpu].push_back(m);
-    for (const auto& [name, group] : by_source) {
-      const GpuSpec* gpu = find(group.front().gpu);
-      if (gpu == nullptr) continue;
-      const ErrorStats st = ErrorsOf(AttentionRatios(*gpu, group));
-      absl::StrAppend(
-          &out, "  ", name, ": ", Stats(st),
-          absl::StrFormat("; p10 %+5.1f%%, p90 %+5.1f%%\n", 100 * st.p10, 100 * st.p90));
-      row_lines(*gpu, group, true, &out);
-    }
-  }
+  AppendChecksReport(catalog, checks, &result.report);
   return result;
 }
 

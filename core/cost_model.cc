@@ -506,6 +506,89 @@ std::pair<double, double> ErrorBand(const GpuSpec& gpu, DType dtype, double time
   return band;
 }
 
+namespace {
+
+// The blocks of 128 × 128 (query × key) a fused attention visits: each query block visits every
+// key block, or under a causal mask the ones at or before it (block i sees i + 1).
+struct FlashBlocks {
+  int64_t q_blocks = 0, kv_blocks = 0;
+  double visited = 0;
+  double longest = 0;  // the most key blocks one query block visits (the causal tail's longest)
+  double causal_efficiency = 1.0;
+};
+
+FlashBlocks BlocksVisited(const Gemm& gemm, const CostModelParams& mp) {
+  const GemmShape& s = gemm.shape;
+  FlashBlocks b;
+  b.q_blocks = CeilDiv(s.m, kFlashQueryBlock);
+  b.kv_blocks = CeilDiv(s.n, kFlashKeyBlock);
+  const int64_t q_blocks = b.q_blocks, kv_blocks = b.kv_blocks;
+  b.visited = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
+  b.longest = static_cast<double>(std::min(q_blocks, kv_blocks));
+  if (gemm.causal && gemm.window > 0) {
+    // A causal window: query block i visits its own block and the window's blocks before it,
+    // min(i + 1, window blocks + 1) (shape.n is the FLOP convention's, not the keys visited).
+    b.causal_efficiency = mp.flash_causal_efficiency;
+    const int64_t reach = CeilDiv(gemm.window, kFlashKeyBlock) + 1;
+    const double ramp = static_cast<double>(std::min(q_blocks, reach));
+    b.visited = ramp * (ramp + 1) / 2 + static_cast<double>(q_blocks - std::min(q_blocks, reach)) *
+                                            static_cast<double>(reach);
+    b.longest = ramp;
+  } else if (gemm.causal) {
+    b.causal_efficiency = mp.flash_causal_efficiency;
+    const double full = static_cast<double>(std::min(q_blocks, kv_blocks));
+    b.visited = full * (full + 1) / 2 +
+                static_cast<double>(q_blocks - std::min(q_blocks, kv_blocks)) * kv_blocks;
+  }
+  return b;
+}
+
+// Why a fused attention is slow, as for a GEMM: what the kernel's shape costs, largest effects
+// named.
+void AddAttentionPenalties(const GpuSpec& gpu, const Gemm& gemm, int64_t padded_d,
+                           double d_factor, double overhead_share, GemmPrediction& p) {
+  const int64_t d = gemm.shape.k;
+  if (p.tile_efficiency < 0.9) {
+    p.penalties.push_back(absl::StrFormat(
+        "head dim %d pads to %d in the kernel's tiles (%.0f%% of the work is useful)", d, padded_d,
+        100 * p.tile_efficiency));
+  }
+  if (d_factor < 0.9) {
+    p.penalties.push_back(absl::StrFormat(
+        "head dim %d < %.0f: fewer FLOPs per byte of K and V loaded, %.0f%% of the rate at %.0f", d,
+        kFlashHeadDimFull, 100 * d_factor, kFlashHeadDimFull));
+  }
+  if (overhead_share > 0.15) {
+    p.penalties.push_back(absl::StrFormat(
+        "short sequence: loading Q, rescaling and writing O take %.0f%% of the work",
+        100 * overhead_share));
+  }
+  if (p.wave_efficiency < 0.9) {
+    p.penalties.push_back(
+        gemm.causal
+            ? absl::StrFormat(
+                  "causal blocks of unequal work: %d query blocks on %d SMs, the last SMs "
+                  "finish alone (%.0f%% busy)",
+                  p.tiles, gpu.sm_count, 100 * p.wave_efficiency)
+            : absl::StrFormat("wave quantization: %d query blocks in %d waves of %d (%.0f%% busy)",
+                              p.tiles, p.waves, gpu.sm_count, 100 * p.wave_efficiency));
+  }
+}
+
+// Forward reads Q and K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
+// Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
+double AttentionBytes(const Gemm& gemm) {
+  const GemmShape& s = gemm.shape;
+  const double per_side = gemm.pass == Pass::kForward ? 2.0 : 4.0;
+  const double kv_batch = static_cast<double>(gemm.kv_batch > 0 ? gemm.kv_batch : s.batch);
+  // Every key is read at least once, a windowed layer's too (its shape.n is the FLOP convention's).
+  const double keys = static_cast<double>(gemm.window > 0 ? s.m : s.n);
+  return per_side * static_cast<double>(s.k) * DTypeBytes(gemm.dtype) *
+         (static_cast<double>(s.m) * static_cast<double>(s.batch) + keys * kv_batch);
+}
+
+}  // namespace
+
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const GemmShape& s = gemm.shape;  // (s_q, s_kv, d, batch)
   const CostModelParams& mp = gpu.Model(gemm.dtype);
@@ -520,30 +603,10 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
       forward ? mp.flash_head_dim_exponent : mp.flash_backward_head_dim_exponent;
   const double d_factor =
       std::min(1.0, std::pow(static_cast<double>(padded_d) / kFlashHeadDimFull, exponent));
-  // The work in 128 × 128 (query × key) blocks: each query block visits every key block, or under
-  // a causal mask the ones at or before it (block i sees i + 1), plus a fixed overhead per query
-  // block. The block's FLOPs are its two (forward) or five (backward) products of 128 × 128 × d.
-  const int64_t q_blocks = CeilDiv(s.m, kFlashQueryBlock);
-  const int64_t kv_blocks = CeilDiv(s.n, kFlashKeyBlock);
-  double visited = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
-  double causal_efficiency = 1.0;
-  // The most key blocks one query block visits (the causal tail's longest block).
-  double longest_blocks = static_cast<double>(std::min(q_blocks, kv_blocks));
-  if (gemm.causal && gemm.window > 0) {
-    // A causal window: query block i visits its own block and the window's blocks before it,
-    // min(i + 1, window blocks + 1) (shape.n is the FLOP convention's, not the keys visited).
-    causal_efficiency = mp.flash_causal_efficiency;
-    const int64_t reach = CeilDiv(gemm.window, kFlashKeyBlock) + 1;
-    const double ramp = static_cast<double>(std::min(q_blocks, reach));
-    visited = ramp * (ramp + 1) / 2 + static_cast<double>(q_blocks - std::min(q_blocks, reach)) *
-                                          static_cast<double>(reach);
-    longest_blocks = ramp;
-  } else if (gemm.causal) {
-    causal_efficiency = mp.flash_causal_efficiency;
-    const double full = static_cast<double>(std::min(q_blocks, kv_blocks));
-    visited = full * (full + 1) / 2 +
-              static_cast<double>(q_blocks - std::min(q_blocks, kv_blocks)) * kv_blocks;
-  }
+  const FlashBlocks blocks = BlocksVisited(gemm, mp);
+  const int64_t q_blocks = blocks.q_blocks, kv_blocks = blocks.kv_blocks;
+  const double visited = blocks.visited, longest_blocks = blocks.longest;
+  const double causal_efficiency = blocks.causal_efficiency;
   // (Decode's single query row fills one row of a block, not 128: its work is that row's.)
   const double block_rows = static_cast<double>(std::min(s.m, kFlashQueryBlock));
   const double per_block_flops =
@@ -572,43 +635,10 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
     p.compute_time_s = work_flops / (peak * fraction * d_factor * causal_efficiency *
                                      p.tile_efficiency * p.wave_efficiency);
   }
-  // Why it is slow, as for a GEMM: what the kernel's shape costs, largest effects named.
-  if (p.tile_efficiency < 0.9) {
-    p.penalties.push_back(absl::StrFormat(
-        "head dim %d pads to %d in the kernel's tiles (%.0f%% of the work is useful)", d, padded_d,
-        100 * p.tile_efficiency));
-  }
-  if (d_factor < 0.9) {
-    p.penalties.push_back(absl::StrFormat(
-        "head dim %d < %.0f: fewer FLOPs per byte of K and V loaded, %.0f%% of the rate at %.0f", d,
-        kFlashHeadDimFull, 100 * d_factor, kFlashHeadDimFull));
-  }
   const double overhead_share = mp.flash_block_overhead * static_cast<double>(q_blocks) /
                                 (visited + mp.flash_block_overhead * static_cast<double>(q_blocks));
-  if (overhead_share > 0.15) {
-    p.penalties.push_back(absl::StrFormat(
-        "short sequence: loading Q, rescaling and writing O take %.0f%% of the work",
-        100 * overhead_share));
-  }
-  if (p.wave_efficiency < 0.9) {
-    p.penalties.push_back(
-        gemm.causal
-            ? absl::StrFormat(
-                  "causal blocks of unequal work: %d query blocks on %d SMs, the last SMs "
-                  "finish alone (%.0f%% busy)",
-                  p.tiles, gpu.sm_count, 100 * p.wave_efficiency)
-            : absl::StrFormat("wave quantization: %d query blocks in %d waves of %d (%.0f%% busy)",
-                              p.tiles, p.waves, gpu.sm_count, 100 * p.wave_efficiency));
-  }
-  // Forward reads Q and K, V and writes O; backward also reads O and dO and writes dQ, dK, dV.
-  // Q-sized tensors have batch = query heads; K and V, the key/value heads (GQA/MQA share them).
-  const double per_side = forward ? 2.0 : 4.0;
-  const double kv_batch = static_cast<double>(gemm.kv_batch > 0 ? gemm.kv_batch : s.batch);
-  // Every key is read at least once, a windowed layer's too (its shape.n is the FLOP convention's).
-  const double keys = static_cast<double>(gemm.window > 0 ? s.m : s.n);
-  const double bytes = per_side * d * DTypeBytes(gemm.dtype) *
-                       (static_cast<double>(s.m) * static_cast<double>(s.batch) + keys * kv_batch);
-  p.memory_time_s = bytes / MemoryBandwidth(gpu, mp);
+  AddAttentionPenalties(gpu, gemm, padded_d, d_factor, overhead_share, p);
+  p.memory_time_s = AttentionBytes(gemm) / MemoryBandwidth(gpu, mp);
   // The rate is of the work the kernel does (under a causal mask about half the product), as
   // FlashAttention and cuDNN report it; the step's FLOPs (MFU) count the whole product.
   const double done = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);

@@ -93,32 +93,119 @@ Interconnect PcieLink(double pcie_gbps) {
               "per GPU assumed");
 }
 
+GpuSpec V100() {
+  GpuSpec g;
+  g.name = "v100-sxm2";
+  g.display_name = "NVIDIA Tesla V100 SXM2 32GB";
+  g.architecture = "Volta";
+  g.compute_capability = 70;
+  g.sm_count = 80;
+  g.boost_clock_mhz = 1530;
+  g.memory_bytes = 32 * kGiB;
+  g.l2_bytes = 6 * kMiB;
+  g.memory_bandwidth_bytes_per_s = 900 * kGiga;
+  g.peak_fp16 = 125 * kTera;
+  g.peak_fp32 = 15.7 * kTera;
+  g.alignment_bytes = 16;
+  SetPriors(g, 0.85);
+  g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
+  // NVLink 2: 300 GB/s total per GPU (150 each way); DGX-1: 8 GPUs, 4 x 100 Gb/s EDR.
+  g.link = Link(8, 150, 50, 16,
+                "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB, PCIe 3.0)");
+  return g;
+}
+
+GpuSpec A10() {
+  GpuSpec g;
+  g.name = "a10";
+  g.display_name = "NVIDIA A10 24GB";
+  g.architecture = "Ampere";
+  g.compute_capability = 86;
+  g.sm_count = 72;
+  g.boost_clock_mhz = 1695;
+  g.memory_bytes = 24 * kGiB;
+  g.l2_bytes = 6 * kMiB;
+  g.memory_bandwidth_bytes_per_s = 600 * kGiga;
+  g.peak_bf16 = g.peak_fp16 = 125 * kTera;
+  g.peak_tf32 = 62.5 * kTera;
+  g.peak_fp32 = 31.2 * kTera;
+  SetPriors(g, 0.75);
+  g.sources = "NVIDIA A10 datasheet; Ampere GA102 whitepaper";
+  g.link = PcieLink(32);  // PCIe 4.0 x16
+  return g;
+}
+
+GpuSpec L4() {
+  GpuSpec g;
+  g.name = "l4";
+  g.display_name = "NVIDIA L4 24GB";
+  g.architecture = "Ada Lovelace";
+  g.compute_capability = 89;
+  g.sm_count = 58;
+  g.boost_clock_mhz = 2040;
+  g.memory_bytes = 24 * kGiB;
+  g.l2_bytes = 48 * kMiB;
+  g.memory_bandwidth_bytes_per_s = 300 * kGiga;
+  g.peak_bf16 = g.peak_fp16 = 121 * kTera;
+  g.peak_fp8 = 242.5 * kTera;
+  g.peak_tf32 = 60 * kTera;
+  g.peak_fp32 = 30.3 * kTera;
+  SetPriors(g, 0.70);
+  g.sources = "NVIDIA L4 datasheet; Ada Lovelace architecture whitepaper";
+  g.link = PcieLink(32);  // PCIe 4.0 x16
+  return g;
+}
+
+GpuSpec L40s() {
+  GpuSpec g;
+  g.name = "l40s";
+  g.display_name = "NVIDIA L40S 48GB";
+  g.architecture = "Ada Lovelace";
+  g.compute_capability = 89;
+  g.sm_count = 142;
+  g.boost_clock_mhz = 2520;
+  g.memory_bytes = 48 * kGiB;
+  g.l2_bytes = 96 * kMiB;
+  g.memory_bandwidth_bytes_per_s = 864 * kGiga;
+  g.peak_bf16 = g.peak_fp16 = 362 * kTera;
+  g.peak_fp8 = 733 * kTera;
+  g.peak_tf32 = 183 * kTera;
+  g.peak_fp32 = 91.6 * kTera;
+  SetPriors(g, 0.70);
+  g.sources = "NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper";
+  g.link = PcieLink(32);  // PCIe 4.0 x16
+  return g;
+}
+
+GpuSpec B200() {
+  GpuSpec g;
+  g.name = "b200";
+  g.display_name = "NVIDIA B200 180GB";
+  g.architecture = "Blackwell";
+  g.compute_capability = 100;
+  g.sm_count = 148;
+  g.boost_clock_mhz = 0;  // not in NVIDIA's datasheet; read from the device when measuring
+  g.memory_bytes = 180 * kGiB;
+  g.l2_bytes = 126 * kMiB;  // reported figure; read from the device when measuring
+  g.memory_bandwidth_bytes_per_s = 8000 * kGiga;
+  g.peak_bf16 = g.peak_fp16 = 2250 * kTera;
+  g.peak_fp8 = 4500 * kTera;
+  g.peak_tf32 = 1100 * kTera;
+  g.peak_fp32 = 75 * kTera;
+  SetPriors(g, 0.75);
+  g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
+  // NVLink 5: 1.8 TB/s total per GPU (900 each way); DGX B200: 8 GPUs, 8 x 400 Gb/s.
+  g.link = Link(8, 900, 400, 64,
+                "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s, PCIe 5.0)");
+  return g;
+}
+
 std::vector<GpuSpec> MakeCatalog() {
   std::vector<GpuSpec> c;
   // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
   // PyTorch (paper notes §5). The others are priors of the same kind (power-limited PCIe and Ada
   // parts lower), to be replaced by calibration against measurements.
-  {
-    GpuSpec g;
-    g.name = "v100-sxm2";
-    g.display_name = "NVIDIA Tesla V100 SXM2 32GB";
-    g.architecture = "Volta";
-    g.compute_capability = 70;
-    g.sm_count = 80;
-    g.boost_clock_mhz = 1530;
-    g.memory_bytes = 32 * kGiB;
-    g.l2_bytes = 6 * kMiB;
-    g.memory_bandwidth_bytes_per_s = 900 * kGiga;
-    g.peak_fp16 = 125 * kTera;
-    g.peak_fp32 = 15.7 * kTera;
-    g.alignment_bytes = 16;
-    SetPriors(g, 0.85);
-    g.sources = "NVIDIA Tesla V100 datasheet; Volta architecture whitepaper";
-    // NVLink 2: 300 GB/s total per GPU (150 each way); DGX-1: 8 GPUs, 4 x 100 Gb/s EDR.
-    g.link = Link(8, 150, 50, 16,
-                  "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB, PCIe 3.0)");
-    c.push_back(g);
-  }
+  c.push_back(V100());
   auto a100 = [](std::string name, std::string display, double bw, int64_t mem_gib, double best) {
     GpuSpec g;
     g.name = std::move(name);
@@ -152,65 +239,9 @@ std::vector<GpuSpec> MakeCatalog() {
     g.link = PcieLink(32);  // PCIe 4.0 x16
     c.push_back(g);
   }
-  {
-    GpuSpec g;
-    g.name = "a10";
-    g.display_name = "NVIDIA A10 24GB";
-    g.architecture = "Ampere";
-    g.compute_capability = 86;
-    g.sm_count = 72;
-    g.boost_clock_mhz = 1695;
-    g.memory_bytes = 24 * kGiB;
-    g.l2_bytes = 6 * kMiB;
-    g.memory_bandwidth_bytes_per_s = 600 * kGiga;
-    g.peak_bf16 = g.peak_fp16 = 125 * kTera;
-    g.peak_tf32 = 62.5 * kTera;
-    g.peak_fp32 = 31.2 * kTera;
-    SetPriors(g, 0.75);
-    g.sources = "NVIDIA A10 datasheet; Ampere GA102 whitepaper";
-    g.link = PcieLink(32);  // PCIe 4.0 x16
-    c.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "l4";
-    g.display_name = "NVIDIA L4 24GB";
-    g.architecture = "Ada Lovelace";
-    g.compute_capability = 89;
-    g.sm_count = 58;
-    g.boost_clock_mhz = 2040;
-    g.memory_bytes = 24 * kGiB;
-    g.l2_bytes = 48 * kMiB;
-    g.memory_bandwidth_bytes_per_s = 300 * kGiga;
-    g.peak_bf16 = g.peak_fp16 = 121 * kTera;
-    g.peak_fp8 = 242.5 * kTera;
-    g.peak_tf32 = 60 * kTera;
-    g.peak_fp32 = 30.3 * kTera;
-    SetPriors(g, 0.70);
-    g.sources = "NVIDIA L4 datasheet; Ada Lovelace architecture whitepaper";
-    g.link = PcieLink(32);  // PCIe 4.0 x16
-    c.push_back(g);
-  }
-  {
-    GpuSpec g;
-    g.name = "l40s";
-    g.display_name = "NVIDIA L40S 48GB";
-    g.architecture = "Ada Lovelace";
-    g.compute_capability = 89;
-    g.sm_count = 142;
-    g.boost_clock_mhz = 2520;
-    g.memory_bytes = 48 * kGiB;
-    g.l2_bytes = 96 * kMiB;
-    g.memory_bandwidth_bytes_per_s = 864 * kGiga;
-    g.peak_bf16 = g.peak_fp16 = 362 * kTera;
-    g.peak_fp8 = 733 * kTera;
-    g.peak_tf32 = 183 * kTera;
-    g.peak_fp32 = 91.6 * kTera;
-    SetPriors(g, 0.70);
-    g.sources = "NVIDIA L40S datasheet; Ada Lovelace architecture whitepaper";
-    g.link = PcieLink(32);  // PCIe 4.0 x16
-    c.push_back(g);
-  }
+  c.push_back(A10());
+  c.push_back(L4());
+  c.push_back(L40s());
   auto hopper = [](std::string name, std::string display, int64_t sms, int64_t mhz, double peak16,
                    double bw, int64_t mem_gib, double best) {
     GpuSpec g;
@@ -245,28 +276,7 @@ std::vector<GpuSpec> MakeCatalog() {
   }
   c.push_back(
       hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141, 0.80));
-  {
-    GpuSpec g;
-    g.name = "b200";
-    g.display_name = "NVIDIA B200 180GB";
-    g.architecture = "Blackwell";
-    g.compute_capability = 100;
-    g.sm_count = 148;
-    g.boost_clock_mhz = 0;  // not in NVIDIA's datasheet; read from the device when measuring
-    g.memory_bytes = 180 * kGiB;
-    g.l2_bytes = 126 * kMiB;  // reported figure; read from the device when measuring
-    g.memory_bandwidth_bytes_per_s = 8000 * kGiga;
-    g.peak_bf16 = g.peak_fp16 = 2250 * kTera;
-    g.peak_fp8 = 4500 * kTera;
-    g.peak_tf32 = 1100 * kTera;
-    g.peak_fp32 = 75 * kTera;
-    SetPriors(g, 0.75);
-    g.sources = "NVIDIA DGX/HGX B200 datasheets (per-GPU dense figures = half the sparse ones)";
-    // NVLink 5: 1.8 TB/s total per GPU (900 each way); DGX B200: 8 GPUs, 8 x 400 Gb/s.
-    g.link = Link(8, 900, 400, 64,
-                  "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s, PCIe 5.0)");
-    c.push_back(g);
-  }
+  c.push_back(B200());
   return c;
 }
 

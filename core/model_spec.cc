@@ -220,8 +220,9 @@ PipelineSplit SplitLayers(int64_t layers, int64_t stages) {
   return out;
 }
 
-std::vector<FieldViolation> Validate(const ModelSpec& s) {
-  std::vector<FieldViolation> v;
+namespace {
+
+void ValidateName(const ModelSpec& s, std::vector<FieldViolation>& v) {
   if (static_cast<int64_t>(s.name.size()) > kMaxNameLength) {
     v.push_back(
         {"name", absl::StrCat("at most ", kMaxNameLength, " characters; got ", s.name.size())});
@@ -235,6 +236,10 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
       break;
     }
   }
+}
+
+// Every field within its range (and the fields that need another field set).
+void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
   CheckRange(v, "hidden_size", s.hidden_size, 1, kMaxHiddenSize);
   CheckRange(v, "num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
   CheckRange(v, "num_kv_heads", s.num_kv_heads, 1, kMaxHeads);
@@ -269,7 +274,11 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
   } else if (s.num_layers >= 1 && s.num_layers <= kMaxLayers) {
     CheckRange(v, "sliding_window_layers", s.sliding_window_layers, 0, s.num_layers);
   }
+}
 
+// Heads, KV heads and the widths against each other and the tensor-parallel degree (fields out
+// of range are reported by ValidateRanges only).
+void ValidateShards(const ModelSpec& s, std::vector<FieldViolation>& v) {
   const bool h_ok = s.hidden_size >= 1 && s.hidden_size <= kMaxHiddenSize;
   const bool a_ok = s.num_attention_heads >= 1 && s.num_attention_heads <= kMaxHeads;
   const bool kv_ok = s.num_kv_heads >= 1 && s.num_kv_heads <= kMaxHeads;
@@ -318,6 +327,10 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
     v.push_back({"hidden_size", absl::StrCat("must be divisible by tensor_parallel (",
                                              s.tensor_parallel, "); got ", s.hidden_size)});
   }
+}
+
+// The layers over the pipeline stages, the tokens of a micro-batch.
+void ValidateSplits(const ModelSpec& s, std::vector<FieldViolation>& v) {
   if (s.pipeline_parallel >= 1 && s.pipeline_parallel <= kMaxPipelineParallel &&
       s.num_layers >= 1 && s.num_layers <= kMaxLayers &&
       !SplitLayers(s.num_layers, s.pipeline_parallel).valid) {
@@ -334,6 +347,16 @@ std::vector<FieldViolation> Validate(const ModelSpec& s) {
                                                   kMaxTokensPerMicroBatch, "; got ",
                                                   s.seq_length * s.micro_batch_size)});
   }
+}
+
+}  // namespace
+
+std::vector<FieldViolation> Validate(const ModelSpec& s) {
+  std::vector<FieldViolation> v;
+  ValidateName(s, v);
+  ValidateRanges(s, v);
+  ValidateShards(s, v);
+  ValidateSplits(s, v);
   return v;
 }
 

@@ -821,6 +821,35 @@ void MergeContributions(std::vector<Contribution>& v) {
   v.resize(out);
 }
 
+// One GEMM's (or fused attention's) time in a candidate's step, what it is known to, and the id
+// its contribution carries.
+struct GemmCost {
+  double time_s = 0;
+  double sigma = 0;        // relative: the re-run spread when measured, else the model's band
+  double rerun_sigma = 0;  // relative, for the step's own uncertainty (GEMMs only)
+  bool measured = false;
+  uint64_t id = 0;
+};
+
+GemmCost CostOf(const Gemm& g, const GpuSpec& gpu, ScoreCache& times) {
+  GemmCost c;
+  if (g.fused_attention) {
+    const GemmPrediction& p = times.FusedAttention(gpu, g);
+    c.time_s = p.time_s;
+    c.sigma = SigmaOfBand(p.band_p10, p.band_p90);
+    c.id = ContributionId(ContributionKind::kFusedAttention, g.key(),
+                          static_cast<int>(g.pass) + 4 * g.window, g.kv_batch);
+    return c;
+  }
+  const GemmTime& gt = times.Get(g.key());
+  c.time_s = gt.time_s;
+  c.measured = gt.measured;
+  c.rerun_sigma = RerunSigma(gt.relative_spread);
+  c.sigma = gt.measured ? c.rerun_sigma : SigmaOfBand(gt.band_p10, gt.band_p90);
+  c.id = ContributionId(ContributionKind::kGemm, g.key());
+  return c;
+}
+
 }  // namespace
 
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
@@ -846,28 +875,13 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   c.contributions.reserve(gemms.size() + 2);
   for (const Gemm& g : gemms) {
     const bool in_layer = g.name != kLogits;
-    double t = 0, sigma = 0;
-    bool measured = false;
-    uint64_t id = 0;
-    if (g.fused_attention) {
-      const GemmPrediction& p = times.FusedAttention(gpu, g);
-      t = p.time_s;
-      sigma = SigmaOfBand(p.band_p10, p.band_p90);
-      id = ContributionId(ContributionKind::kFusedAttention, g.key(),
-                          static_cast<int>(g.pass) + 4 * g.window, g.kv_batch);
-    } else {
-      const GemmTime& gt = times.Get(g.key());
-      t = gt.time_s;
-      measured = gt.measured;
-      if (!(layer && in_layer)) all_measured &= gt.measured;
-      sigma = gt.measured ? RerunSigma(gt.relative_spread) : SigmaOfBand(gt.band_p10, gt.band_p90);
-      id = ContributionId(ContributionKind::kGemm, g.key());
-      if (!(layer && in_layer)) {
-        const double s = static_cast<double>(g.count) * gt.time_s * RerunSigma(gt.relative_spread);
-        var += s * s;
-      }
+    const GemmCost cost = CostOf(g, gpu, times);
+    const double step = cost.time_s * static_cast<double>(g.count);
+    if (!(layer && in_layer) && !g.fused_attention) {
+      all_measured &= cost.measured;
+      const double s = step * cost.rerun_sigma;
+      var += s * s;
     }
-    const double step = t * static_cast<double>(g.count);
     // The reasons compare GEMMs by name, measured whole or not (a handful of names: a list).
     auto named = std::find_if(c.time_by_gemm.begin(), c.time_by_gemm.end(),
                               [&](const auto& x) { return x.first == g.name; });
@@ -878,8 +892,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     }
     if (layer && in_layer) continue;  // measured whole, in the layer's time
     c.gemm_time_s += step;
-    if (measured) measured_s += step;
-    c.contributions.push_back({id, step, sigma});
+    if (cost.measured) measured_s += step;
+    c.contributions.push_back({cost.id, step, cost.sigma});
   }
   std::sort(c.time_by_gemm.begin(), c.time_by_gemm.end());
   const ElementwiseEstimate e = EstimateElementwise(spec, gpu);
@@ -937,12 +951,9 @@ void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
   }
 }
 
-}  // namespace
-
-std::vector<std::string> Explain(const CandidateScore& base, const CandidateScore& c) {
+// One line per knob the candidate changes, each naming the paper's rule it serves.
+std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
   std::vector<std::string> r;
-  const ModelSpec& b = base.spec;
-  const ModelSpec& s = c.spec;
   const int64_t t = s.tensor_parallel;
   if (s.hidden_size != b.hidden_size) {
     std::string x = Arrow("h", b.hidden_size, s.hidden_size);
@@ -993,6 +1004,14 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
     r.push_back(absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
                              " to stay within the parameter budget"));
   }
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> Explain(const CandidateScore& base, const CandidateScore& c) {
+  const ModelSpec& s = c.spec;
+  std::vector<std::string> r = ChangeLines(base.spec, s);
   AnnotateGains(c, r);
   // Which GEMMs gained or lost (step time of each GEMM name, all passes).
   std::map<std::string, double> bt(base.time_by_gemm.begin(), base.time_by_gemm.end());
@@ -1098,12 +1117,12 @@ void PreferTunedHeadDim(std::vector<CandidateScore>::iterator first,
 
 }  // namespace
 
-void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
-  const CandidateScore* base = nullptr;
-  for (const auto& s : scores) {
-    if (s.baseline) base = &s;
-  }
-  const CandidateScore base_copy = base ? *base : CandidateScore();
+namespace {
+
+// The candidates' indices best first, each shape once (its best entry; the baseline always):
+// merit, then the smaller parameter change, then fewer fields changed, then the shape.
+std::vector<size_t> RankedIndices(const std::vector<CandidateScore>& scores,
+                                  const CandidateScore* base) {
   // What the order compares, once per candidate; then the indices are sorted, not the scores.
   struct Order {
     double merit;
@@ -1111,7 +1130,7 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
     int changed;  // fields changed against the baseline: among equal efficiency, fewer wins
     SpecKey key;
   };
-  const SpecKey b = KeyOf(base_copy.spec);
+  const SpecKey b = KeyOf(base ? base->spec : ModelSpec());
   std::vector<Order> order;
   order.reserve(scores.size());
   for (const CandidateScore& s : scores) {
@@ -1142,6 +1161,37 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
   for (size_t i : idx) {
     if (seen.insert(order[i].key).second || scores[i].baseline) kept.push_back(i);
   }
+  return kept;
+}
+
+// Puts scores into the order `kept` names and drops the rest, in place, by swaps (a new vector
+// of every candidate cost more, in fresh pages, than the ranking itself): at[p] is the original
+// index of the candidate now at p.
+void ApplyOrder(std::vector<CandidateScore>& scores, const std::vector<size_t>& kept) {
+  std::vector<size_t> at(scores.size()), where(scores.size());
+  std::iota(at.begin(), at.end(), 0);
+  std::iota(where.begin(), where.end(), 0);
+  for (size_t p = 0; p < kept.size(); ++p) {
+    const size_t from = where[kept[p]];
+    if (from == p) continue;
+    std::swap(scores[p], scores[from]);
+    where[at[p]] = from;
+    at[from] = at[p];
+    at[p] = kept[p];
+    where[kept[p]] = p;
+  }
+  scores.erase(scores.begin() + static_cast<std::ptrdiff_t>(kept.size()), scores.end());
+}
+
+}  // namespace
+
+void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
+  const CandidateScore* base = nullptr;
+  for (const auto& s : scores) {
+    if (s.baseline) base = &s;
+  }
+  const CandidateScore base_copy = base ? *base : CandidateScore();
+  std::vector<size_t> kept = RankedIndices(scores, base);
   size_t beating = 0;
   if (base) {
     for (size_t i : kept) {
@@ -1159,21 +1209,7 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
         std::find_if(first_other, kept.end(), [&](size_t i) { return scores[i].baseline; });
     if (b_it != kept.end()) std::rotate(first_other, b_it, b_it + 1);
   }
-  // Into that order in place, by swaps (a new vector of every candidate cost more, in fresh pages,
-  // than the ranking itself): at[p] is the original index of the candidate now at p.
-  std::vector<size_t> at(scores.size()), where(scores.size());
-  std::iota(at.begin(), at.end(), 0);
-  std::iota(where.begin(), where.end(), 0);
-  for (size_t p = 0; p < kept.size(); ++p) {
-    const size_t from = where[kept[p]];
-    if (from == p) continue;
-    std::swap(scores[p], scores[from]);
-    where[at[p]] = from;
-    at[from] = at[p];
-    at[p] = kept[p];
-    where[kept[p]] = p;
-  }
-  scores.erase(scores.begin() + static_cast<std::ptrdiff_t>(kept.size()), scores.end());
+  ApplyOrder(scores, kept);
   if (!base) return;
   const auto first_other = scores.begin() + static_cast<std::ptrdiff_t>(beating);
   PreferTunedHeadDim(scores.begin(), first_other);
