@@ -35,6 +35,39 @@ absl::Status TooBig(const GemmKey& key, absl::string_view what) {
                    kMaxWorkerGemmDim, " and up to ", kMaxWorkerGemmFlops, " FLOPs per GEMM"));
 }
 
+// Ada and Hopper: TN only. The NN and NT GEMMs of a backward pass run, as in Transformer Engine,
+// as TN on transposed FP8 copies of the operands; Blackwell takes every layout.
+void PlanFp8Layout(const GemmKey& key, const DeviceLimits& device, GemmPlan& p) {
+  if (device.compute_capability < 100 && key.layout != Layout::kTN) {
+    p.fp8_transposed_copies = true;
+    p.trans_a = true;
+    p.trans_b = false;
+    p.run_layout = Layout::kTN;
+  }
+  // Transformer Engine's default recipe: fast accumulation for the forward GEMM, the split
+  // (periodically promoted) accumulator for dgrad and wgrad (_2X_ACC_FPROP = False,
+  // _2X_ACC_DGRAD = _2X_ACC_WGRAD = True in transformer_engine/pytorch/module/base.py).
+  p.fp8_fast_accumulation = key.layout == Layout::kTN;
+}
+
+// cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions: 16 FP8 elements for A and B,
+// 8 BF16 elements for D.
+absl::Status CheckFp8LeadingDims(const GemmKey& key, const GemmPlan& p) {
+  struct Ld {
+    const char* name;
+    int64_t ld, multiple;
+  };
+  for (const Ld& l : {Ld{"A", p.lda, 16}, Ld{"B", p.ldb, 16}, Ld{"D (BF16)", p.ldd, 8}}) {
+    if (l.ld % l.multiple != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          GemmKeyString(key), ": FP8 GEMMs need 16-byte aligned leading dimensions; ", l.name,
+          "'s is ", l.ld, " elements, not a multiple of ", l.multiple, " (pad it to ",
+          (l.ld + l.multiple - 1) / l.multiple * l.multiple, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t FrameworkWorkspaceBytes(int compute_capability) {
@@ -62,42 +95,15 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   p.trans_a = key.layout == Layout::kTN;
   p.trans_b = key.layout == Layout::kNT;
   p.run_layout = key.layout;
-  const bool fp8 = key.dtype == DType::kFp8E4M3;
-  p.fp8 = fp8;
-  if (fp8) {
-    // Ada and Hopper: TN only. The NN and NT GEMMs of a backward pass run, as in Transformer
-    // Engine, as TN on transposed FP8 copies of the operands; Blackwell takes every layout.
-    if (device.compute_capability < 100 && key.layout != Layout::kTN) {
-      p.fp8_transposed_copies = true;
-      p.trans_a = true;
-      p.trans_b = false;
-      p.run_layout = Layout::kTN;
-    }
-    // Transformer Engine's default recipe: fast accumulation for the forward GEMM, the split
-    // (periodically promoted) accumulator for dgrad and wgrad (_2X_ACC_FPROP = False,
-    // _2X_ACC_DGRAD = _2X_ACC_WGRAD = True in transformer_engine/pytorch/module/base.py).
-    p.fp8_fast_accumulation = key.layout == Layout::kTN;
-  }
+  p.fp8 = key.dtype == DType::kFp8E4M3;
+  if (p.fp8) PlanFp8Layout(key, device, p);
   const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
   const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
   p.lda = a_rows;
   p.ldb = b_rows;
   p.ldd = p.m;
-  if (fp8) {
-    // cuBLASLt's FP8 kernels need 16-byte aligned leading dimensions: 16 FP8 elements for A and
-    // B, 8 BF16 elements for D.
-    struct Ld {
-      const char* name;
-      int64_t ld, multiple;
-    };
-    for (const Ld& l : {Ld{"A", p.lda, 16}, Ld{"B", p.ldb, 16}, Ld{"D (BF16)", p.ldd, 8}}) {
-      if (l.ld % l.multiple != 0) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            GemmKeyString(key), ": FP8 GEMMs need 16-byte aligned leading dimensions; ", l.name,
-            "'s is ", l.ld, " elements, not a multiple of ", l.multiple, " (pad it to ",
-            (l.ld + l.multiple - 1) / l.multiple * l.multiple, ")"));
-      }
-    }
+  if (p.fp8) {
+    if (absl::Status st = CheckFp8LeadingDims(key, p); !st.ok()) return st;
   }
   const int64_t in = DTypeBytes(key.dtype), out = OutputBytes(key.dtype);
   int64_t set = 0;

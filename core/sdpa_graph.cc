@@ -256,6 +256,35 @@ absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training
   return std::move(g.graph());
 }
 
+namespace {
+
+// D = Σ dO ∘ O per row (FP32, in the runner's memory at sum_at).
+int64_t RowSumOfDoO(Builder& g, const Geometry& l, int64_t d_o, int64_t o, int64_t sum_at) {
+  const int64_t prod = g.Pointwise(SdpaMode::kMul, "dO * O", {d_o, o},
+                                   g.Tensor("dO * O", SdpaType::kFloat, l.OutDims(),
+                                            {l.H * l.sq * l.d, l.sq * l.d, l.H * l.d, 1}));
+  const int64_t row_sum =
+      g.Reduce(SdpaMode::kSum, "row sum dO * O", prod,
+               g.Tensor("sum dO * O", SdpaType::kFloat, l.rows, l.rows_strides));
+  return g.Pointwise(SdpaMode::kMul, "D", {row_sum, g.Scalar("one", 1.0f)},
+                     g.Tensor("D", SdpaType::kFloat, l.rows, l.rows_strides, SdpaSlot::kOwn, sum_at));
+}
+
+// P, recomputed from the statistics; *scores is the last scores tensor (the shape dS takes).
+int64_t RecomputeP(Builder& g, const Geometry& l, const SdpaShape& shape, int64_t q, int64_t kt,
+                   int64_t stats, int64_t* scores) {
+  int64_t s = g.Matmul("Q·Kᵀ", q, kt, g.Tensor("S", SdpaType::kFloat, l.scores, l.scores_strides));
+  s = g.Pointwise(SdpaMode::kMul, "scale", {s, g.Scalar("scale", shape.scale)},
+                  g.Like(s, "S scaled", SdpaType::kFloat));
+  if (shape.causal) s = g.CausalMask(s);
+  s = g.Pointwise(SdpaMode::kSub, "S - stats", {s, stats},
+                  g.Like(s, "S - stats", SdpaType::kFloat));
+  *scores = s;
+  return g.Pointwise(SdpaMode::kExp, "P", {s}, g.Like(s, "P", SdpaType::kFloat));
+}
+
+}  // namespace
+
 absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   if (absl::Status st = CheckSdpaShape(shape); !st.ok()) return st;
   if (SdpaDecode(shape)) return absl::InvalidArgumentError("decode is inference: no backward");
@@ -281,25 +310,9 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   g.graph().zero_offset = dq_at;
   g.graph().zero_bytes = dq_bytes;
 
-  // D = Σ dO ∘ O per row (FP32, in the runner's memory).
-  const int64_t prod = g.Pointwise(SdpaMode::kMul, "dO * O", {d_o, o},
-                                   g.Tensor("dO * O", SdpaType::kFloat, l.OutDims(),
-                                            {l.H * l.sq * l.d, l.sq * l.d, l.H * l.d, 1}));
-  const int64_t row_sum =
-      g.Reduce(SdpaMode::kSum, "row sum dO * O", prod,
-               g.Tensor("sum dO * O", SdpaType::kFloat, l.rows, l.rows_strides));
-  const int64_t big_d =
-      g.Pointwise(SdpaMode::kMul, "D", {row_sum, g.Scalar("one", 1.0f)},
-                  g.Tensor("D", SdpaType::kFloat, l.rows, l.rows_strides, SdpaSlot::kOwn, sum_at));
-
-  // P, recomputed from the statistics.
-  int64_t s = g.Matmul("Q·Kᵀ", q, kt, g.Tensor("S", SdpaType::kFloat, l.scores, l.scores_strides));
-  s = g.Pointwise(SdpaMode::kMul, "scale", {s, g.Scalar("scale", shape.scale)},
-                  g.Like(s, "S scaled", SdpaType::kFloat));
-  if (shape.causal) s = g.CausalMask(s);
-  s = g.Pointwise(SdpaMode::kSub, "S - stats", {s, stats},
-                  g.Like(s, "S - stats", SdpaType::kFloat));
-  const int64_t p = g.Pointwise(SdpaMode::kExp, "P", {s}, g.Like(s, "P", SdpaType::kFloat));
+  const int64_t big_d = RowSumOfDoO(g, l, d_o, o, sum_at);
+  int64_t s = -1;
+  const int64_t p = RecomputeP(g, l, shape, q, kt, stats, &s);
 
   // Transposed views of scores, [b, H, kv_len, q_len], in the I/O type.
   const Dims scores_t = Transposed(l.scores);
@@ -344,22 +357,94 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   return std::move(g.graph());
 }
 
-absl::Status ValidateSdpaGraph(const SdpaGraph& graph) {
-  auto fail = [&](const std::string& what) {
-    return absl::InternalError(absl::StrCat(graph.name, ": ", what));
-  };
-  std::set<int64_t> uids, written;
+namespace {
+
+// Each tensor: a unique id, positive dims and strides, device tensors 16-byte aligned, the
+// runner's own inside its memory. An empty string when they are.
+std::string CheckTensors(const SdpaGraph& graph) {
+  std::set<int64_t> uids;
   for (const SdpaTensor& t : graph.tensors) {
-    if (!uids.insert(t.uid).second) return fail(absl::StrCat("uid ", t.uid, " twice"));
+    if (!uids.insert(t.uid).second) return absl::StrCat("uid ", t.uid, " twice");
     for (int i = 0; i < 4; ++i) {
-      if (t.dims[i] < 1 || t.strides[i] < 1) return fail(t.name + ": non-positive dim or stride");
+      if (t.dims[i] < 1 || t.strides[i] < 1) return t.name + ": non-positive dim or stride";
     }
     const bool device = t.slot != SdpaSlot::kVirtual && t.slot != SdpaSlot::kByValue;
-    if (device && t.offset_bytes % 16 != 0) return fail(t.name + ": not 16-byte aligned");
+    if (device && t.offset_bytes % 16 != 0) return t.name + ": not 16-byte aligned";
     if (t.slot == SdpaSlot::kOwn && SdpaTensorEndBytes(t) > graph.own_bytes) {
-      return fail(t.name + ": past the runner's memory");
+      return t.name + ": past the runner's memory";
     }
   }
+  return "";
+}
+
+size_t Arity(const SdpaOp& op) {
+  if (op.kind == SdpaOpKind::kMatmul) return 2;
+  if (op.kind != SdpaOpKind::kPointwise) return 1;
+  if (op.mode == SdpaMode::kBinarySelect) return 3;
+  const bool unary = op.mode == SdpaMode::kExp || op.mode == SdpaMode::kLog ||
+                     op.mode == SdpaMode::kIdentity || op.mode == SdpaMode::kGenIndex;
+  return unary ? 1 : 2;
+}
+
+// The op's inputs and output agree in shape and type for its kind; an empty string when they do.
+std::string CheckOpShapes(const SdpaOp& op, const std::vector<const SdpaTensor*>& in,
+                          const SdpaTensor& out) {
+  const Dims& y = out.dims;
+  switch (op.kind) {
+    case SdpaOpKind::kMatmul: {
+      const Dims &a = in[0]->dims, &b = in[1]->dims;
+      if (a[0] != y[0] || b[0] != y[0] || y[1] % a[1] != 0 || y[1] % b[1] != 0 || a[3] != b[2] ||
+          a[2] != y[2] || b[3] != y[3]) {
+        return op.name + ": matmul shapes disagree";
+      }
+      auto numeric = [](SdpaType t) { return t == SdpaType::kIo || t == SdpaType::kFloat; };
+      if (!numeric(in[0]->type) || !numeric(in[1]->type) || !numeric(out.type)) {
+        return op.name + ": matmul of non-numeric tensors";
+      }
+      return "";
+    }
+    case SdpaOpKind::kPointwise:
+      for (const SdpaTensor* t : in) {
+        for (int i = 0; i < 4; ++i) {
+          if (t->dims[i] != y[i] && t->dims[i] != 1) {
+            return op.name + ": " + t->name + " does not broadcast to " + out.name;
+          }
+        }
+      }
+      if (op.mode == SdpaMode::kGenIndex && op.axis != 2 && op.axis != 3) {
+        return op.name + ": index axis";
+      }
+      if ((op.mode == SdpaMode::kCmpGe) != (out.type == SdpaType::kBool)) {
+        return op.name + ": only comparisons give booleans";
+      }
+      if (op.mode == SdpaMode::kBinarySelect && in[2]->type != SdpaType::kBool) {
+        return op.name + ": selects on a non-boolean";
+      }
+      return "";
+    case SdpaOpKind::kReduction:
+      for (int i = 0; i < 4; ++i) {
+        const int64_t x = in[0]->dims[i];
+        if (y[i] != x && y[i] != 1 && !(i == 1 && x % y[i] == 0)) {
+          return op.name + ": reduction shapes disagree";
+        }
+      }
+      return "";
+    case SdpaOpKind::kReshape: {
+      int64_t nx = 1, ny = 1;
+      for (int i = 0; i < 4; ++i) {
+        nx *= in[0]->dims[i];
+        ny *= y[i];
+      }
+      return nx != ny ? op.name + ": reshape changes the element count" : "";
+    }
+  }
+  return "";
+}
+
+// The ops in order: inputs defined and written before read, each output written once and never
+// an input, the arity and shapes right, every virtual tensor written. An empty string when so.
+std::string CheckOps(const SdpaGraph& graph) {
+  std::set<int64_t> written;
   // Inputs: the QKV rows, the output gradient, scalars, and whatever is read before written.
   std::set<int64_t> read;
   auto is_input = [&](const SdpaTensor& t) {
@@ -368,84 +453,37 @@ absl::Status ValidateSdpaGraph(const SdpaGraph& graph) {
   };
   for (const SdpaOp& op : graph.ops) {
     const SdpaTensor* out = graph.Find(op.out);
-    if (out == nullptr) return fail(op.name + ": no output tensor");
+    if (out == nullptr) return op.name + ": no output tensor";
     std::vector<const SdpaTensor*> in;
     for (int64_t uid : op.in) {
       const SdpaTensor* t = graph.Find(uid);
-      if (t == nullptr) return fail(absl::StrCat(op.name, ": input ", uid, " undefined"));
+      if (t == nullptr) return absl::StrCat(op.name, ": input ", uid, " undefined");
       if (t->slot == SdpaSlot::kVirtual && !written.contains(uid)) {
-        return fail(op.name + ": reads " + t->name + " before it is written");
+        return op.name + ": reads " + t->name + " before it is written";
       }
       in.push_back(t);
       read.insert(uid);
     }
-    if (!written.insert(op.out).second) return fail(op.name + ": " + out->name + " written twice");
-    if (is_input(*out)) return fail(op.name + ": writes the input " + out->name);
-    const size_t arity = op.kind == SdpaOpKind::kMatmul       ? 2
-                         : op.kind != SdpaOpKind::kPointwise  ? 1
-                         : op.mode == SdpaMode::kBinarySelect ? 3
-                         : (op.mode == SdpaMode::kExp || op.mode == SdpaMode::kLog ||
-                            op.mode == SdpaMode::kIdentity || op.mode == SdpaMode::kGenIndex)
-                             ? 1
-                             : 2;
-    if (in.size() != arity) return fail(op.name + ": wrong number of inputs");
-    const Dims& y = out->dims;
-    switch (op.kind) {
-      case SdpaOpKind::kMatmul: {
-        const Dims &a = in[0]->dims, &b = in[1]->dims;
-        if (a[0] != y[0] || b[0] != y[0] || y[1] % a[1] != 0 || y[1] % b[1] != 0 || a[3] != b[2] ||
-            a[2] != y[2] || b[3] != y[3]) {
-          return fail(op.name + ": matmul shapes disagree");
-        }
-        auto numeric = [](SdpaType t) { return t == SdpaType::kIo || t == SdpaType::kFloat; };
-        if (!numeric(in[0]->type) || !numeric(in[1]->type) || !numeric(out->type)) {
-          return fail(op.name + ": matmul of non-numeric tensors");
-        }
-        break;
-      }
-      case SdpaOpKind::kPointwise:
-        for (const SdpaTensor* t : in) {
-          for (int i = 0; i < 4; ++i) {
-            if (t->dims[i] != y[i] && t->dims[i] != 1) {
-              return fail(op.name + ": " + t->name + " does not broadcast to " + out->name);
-            }
-          }
-        }
-        if (op.mode == SdpaMode::kGenIndex && op.axis != 2 && op.axis != 3) {
-          return fail(op.name + ": index axis");
-        }
-        if ((op.mode == SdpaMode::kCmpGe) != (out->type == SdpaType::kBool)) {
-          return fail(op.name + ": only comparisons give booleans");
-        }
-        if (op.mode == SdpaMode::kBinarySelect && in[2]->type != SdpaType::kBool) {
-          return fail(op.name + ": selects on a non-boolean");
-        }
-        break;
-      case SdpaOpKind::kReduction:
-        for (int i = 0; i < 4; ++i) {
-          const int64_t x = in[0]->dims[i];
-          if (y[i] != x && y[i] != 1 && !(i == 1 && x % y[i] == 0)) {
-            return fail(op.name + ": reduction shapes disagree");
-          }
-        }
-        break;
-      case SdpaOpKind::kReshape: {
-        int64_t nx = 1, ny = 1;
-        for (int i = 0; i < 4; ++i) {
-          nx *= in[0]->dims[i];
-          ny *= y[i];
-        }
-        if (nx != ny) return fail(op.name + ": reshape changes the element count");
-        break;
-      }
-    }
+    if (!written.insert(op.out).second) return op.name + ": " + out->name + " written twice";
+    if (is_input(*out)) return op.name + ": writes the input " + out->name;
+    if (in.size() != Arity(op)) return op.name + ": wrong number of inputs";
+    if (std::string why = CheckOpShapes(op, in, *out); !why.empty()) return why;
   }
   for (const SdpaTensor& t : graph.tensors) {
     if (t.slot == SdpaSlot::kVirtual && !written.contains(t.uid)) {
-      return fail(t.name + ": virtual but never written");
+      return t.name + ": virtual but never written";
     }
   }
-  return absl::OkStatus();
+  return "";
+}
+
+}  // namespace
+
+absl::Status ValidateSdpaGraph(const SdpaGraph& graph) {
+  std::string why = CheckTensors(graph);
+  if (why.empty()) why = CheckOps(graph);
+  if (why.empty()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(graph.name, ": ", why));
 }
 
 }  // namespace wavecrest
