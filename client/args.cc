@@ -153,17 +153,66 @@ const CommandInfo* FindCommand(const std::string& name) {
   return nullptr;
 }
 
+namespace {
+
+// A flag as written: its name in the '_' spelling without "--", its value if given.
+struct FlagItem {
+  std::string name;
+  std::string value;
+  bool has_value = false;
+  bool negated = false;  // --noflag
+};
+
+// The flag `item` names; --noflag and --no-flag name the boolean flag, negated.
+absl::CommandLineFlag* FindFlag(FlagItem& item) {
+  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
+  if (flag == nullptr && absl::StartsWith(item.name, "no")) {
+    const std::string positive_name = item.name.substr(item.name[2] == '_' ? 3 : 2);
+    absl::CommandLineFlag* positive = absl::FindCommandLineFlag(positive_name);
+    if (positive != nullptr && positive->IsOfType<bool>() && !item.has_value) {
+      item.name = positive_name;
+      item.negated = true;
+      flag = positive;
+    }
+  }
+  return flag;
+}
+
+// Each flag checked against the command and parsed into its value; what was given recorded.
+absl::Status ApplyFlags(const CommandInfo& command, const std::vector<FlagItem>& items,
+                        ParsedArgs& parsed) {
+  for (const FlagItem& item : items) {
+    if (std::find(command.flags.begin(), command.flags.end(), item.name) ==
+        command.flags.end()) {
+      std::vector<std::string> users;
+      for (const CommandInfo& c : Commands()) {
+        if (std::find(c.flags.begin(), c.flags.end(), item.name) != c.flags.end()) {
+          users.push_back(c.name);
+        }
+      }
+      return UsageError(Dashed(item.name),
+                        absl::StrCat("does not apply to ", command.name, " (it is for ",
+                                     absl::StrJoin(users, ", "), ")"));
+    }
+    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
+    std::string value = item.negated ? "false" : (item.has_value ? item.value : "true");
+    std::string error;
+    if (!flag->ParseFrom(value, &error)) {
+      return UsageError(Dashed(item.name),
+                        absl::StrCat("\"", value, "\" is not a valid value: ", error));
+    }
+    parsed.given.insert(item.name);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
   ParsedArgs parsed;
   // First pass: the command is the first word that is not a flag or a flag's value. Flags are
   // checked against it, so find it before judging any flag.
-  struct Item {
-    std::string name;  // '_' spelling, without "--"
-    std::string value;
-    bool has_value = false;
-    bool negated = false;  // --noflag
-  };
-  std::vector<Item> items;
+  std::vector<FlagItem> items;
   std::vector<std::string> unknown;
   const std::set<std::string> known = AllFlagNames();
   bool flags_done = false;
@@ -192,7 +241,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
     if (a.rfind("--", 0) != 0) {
       return UsageError(a, "unknown option (flags are written --name=value or --name value)");
     }
-    Item item;
+    FlagItem item;
     const size_t eq = a.find('=');
     item.name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     std::replace(item.name.begin(), item.name.end(), '-', '_');
@@ -200,16 +249,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
       item.value = a.substr(eq + 1);
       item.has_value = true;
     }
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
-    if (flag == nullptr && absl::StartsWith(item.name, "no")) {  // --noflag, --no-flag
-      const std::string positive_name = item.name.substr(item.name[2] == '_' ? 3 : 2);
-      absl::CommandLineFlag* positive = absl::FindCommandLineFlag(positive_name);
-      if (positive != nullptr && positive->IsOfType<bool>() && !item.has_value) {
-        item.name = positive_name;
-        item.negated = true;
-        flag = positive;
-      }
-    }
+    absl::CommandLineFlag* flag = FindFlag(item);
     if (flag == nullptr || known.count(item.name) == 0) {
       unknown.push_back(item.name);  // judged once the command is known
       continue;
@@ -239,28 +279,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
                                               "\"; the commands: ", absl::StrJoin(names, ", ")));
   }
   if (parsed.help) return parsed;
-  for (const Item& item : items) {
-    if (std::find(command->flags.begin(), command->flags.end(), item.name) ==
-        command->flags.end()) {
-      std::vector<std::string> users;
-      for (const CommandInfo& c : Commands()) {
-        if (std::find(c.flags.begin(), c.flags.end(), item.name) != c.flags.end()) {
-          users.push_back(c.name);
-        }
-      }
-      return UsageError(Dashed(item.name),
-                        absl::StrCat("does not apply to ", command->name, " (it is for ",
-                                     absl::StrJoin(users, ", "), ")"));
-    }
-    absl::CommandLineFlag* flag = absl::FindCommandLineFlag(item.name);
-    std::string value = item.negated ? "false" : (item.has_value ? item.value : "true");
-    std::string error;
-    if (!flag->ParseFrom(value, &error)) {
-      return UsageError(Dashed(item.name),
-                        absl::StrCat("\"", value, "\" is not a valid value: ", error));
-    }
-    parsed.given.insert(item.name);
-  }
+  if (absl::Status st = ApplyFlags(*command, items, parsed); !st.ok()) return st;
   return parsed;
 }
 

@@ -543,80 +543,52 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
   return absl::OkStatus();
 }
 
-// `wavecrest calibrate --evaluate FILE[,FILE]`: the current calibration's errors on measurements,
-// by source, GPU and dtype, split by alignment where some rows are misaligned, with the
-// aligned/misaligned pairs' ratios (core/calibration.h, AlignmentPairs).
-int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<std::vector<Measurement>> rows = ReadAll(o.evaluate, nullptr);
-  if (!rows.ok()) return Fail(err, rows.status());
-  struct Group {
-    std::vector<double> ratios, aligned, misaligned, predicted_s;
-    std::vector<Measurement> rows;
-  };
-  std::map<std::string, Group> groups;
-  nlohmann::json json_rows = nlohmann::json::array();
-  for (const Measurement& m : *rows) {
-    absl::StatusOr<const GpuSpec*> gpu = FindGpu(m.gpu);
-    if (!gpu.ok()) return Fail(err, gpu.status());
-    if (!(*gpu)->Supports(m.key.dtype)) continue;
-    // What the row's method reports, as the model predicts it (XLA's table: the median of the
-    // kernels it traced; core/calibration.h PredictAsMeasured), beside the GEMM's own time.
-    const double predicted = PredictAsMeasured(**gpu, m);
-    Group& g = groups[absl::StrCat(m.source, " ", m.gpu, " ", DTypeName(m.key.dtype))];
-    g.ratios.push_back(m.median_s / predicted);
-    (AlignedGemm(m.key) ? g.aligned : g.misaligned).push_back(m.median_s / predicted);
-    g.predicted_s.push_back(predicted);
-    g.rows.push_back(m);
-    json_rows.push_back({{"source", m.source},
-                         {"gpu", m.gpu},
-                         {"gemm", GemmKeyString(m.key)},
-                         {"aligned", AlignedGemm(m.key)},
-                         {"measured_s", m.median_s},
-                         {"predicted_s", predicted},
-                         {"predicted_gemm_s", PredictGemmTime(**gpu, m.key)},
-                         {"error", m.median_s / predicted - 1}});
-  }
-  auto stats_json = [](const ErrorStats& e) {
-    return nlohmann::json{{"rows", e.rows},
-                          {"median_abs", e.median_abs},
-                          {"p90_abs", e.p90_abs},
-                          {"max_abs", e.max_abs},
-                          {"median_signed", e.median_signed}};
-  };
-  auto pair_ratios = [](const std::vector<PairCheck>& pairs) {
-    std::vector<double> r;
-    for (const PairCheck& p : pairs) r.push_back(p.predicted_ratio / p.measured_ratio);
-    return r;
-  };
-  // Pairs whose predicted ratio is within 20% of the measured one.
-  auto within_20 = [](const std::vector<PairCheck>& pairs) {
-    int n = 0;
-    for (const PairCheck& p : pairs) n += std::abs(p.predicted_ratio / p.measured_ratio - 1) <= 0.2;
-    return n;
-  };
-  if (o.format == "json") {
-    nlohmann::json j;
-    j["model"] = std::string(kCostModelName);
-    j["rows"] = json_rows;
-    for (const auto& [name, g] : groups) {
-      j["groups"][name] = stats_json(ErrorsOf(g.ratios));
-      if (g.misaligned.empty()) continue;
-      j["groups"][name]["aligned"] = stats_json(ErrorsOf(g.aligned));
-      j["groups"][name]["misaligned"] = stats_json(ErrorsOf(g.misaligned));
-      nlohmann::json pairs = nlohmann::json::array();
-      const std::vector<PairCheck> checks = AlignmentPairs(g.rows, g.predicted_s);
-      for (const PairCheck& p : checks) {
-        pairs.push_back({{"misaligned", GemmKeyString(p.misaligned)},
-                         {"aligned", GemmKeyString(p.aligned)},
-                         {"measured_ratio", p.measured_ratio},
-                         {"predicted_ratio", p.predicted_ratio}});
-      }
-      j["groups"][name]["pairs"] = pairs;
-      j["groups"][name]["pairs_within_20_percent"] = within_20(checks);
+// The rows of one source, GPU and dtype, measured over predicted.
+struct EvaluationGroup {
+  std::vector<double> ratios, aligned, misaligned, predicted_s;
+  std::vector<Measurement> rows;
+};
+
+nlohmann::json ErrorStatsJson(const ErrorStats& e) {
+  return nlohmann::json{{"rows", e.rows},
+                        {"median_abs", e.median_abs},
+                        {"p90_abs", e.p90_abs},
+                        {"max_abs", e.max_abs},
+                        {"median_signed", e.median_signed}};
+}
+
+// Pairs whose predicted ratio is within 20% of the measured one.
+int PairsWithin20(const std::vector<PairCheck>& pairs) {
+  int n = 0;
+  for (const PairCheck& p : pairs) n += std::abs(p.predicted_ratio / p.measured_ratio - 1) <= 0.2;
+  return n;
+}
+
+void WriteEvaluationJson(const std::map<std::string, EvaluationGroup>& groups,
+                         const nlohmann::json& rows, std::ostream& out) {
+  nlohmann::json j;
+  j["model"] = std::string(kCostModelName);
+  j["rows"] = rows;
+  for (const auto& [name, g] : groups) {
+    j["groups"][name] = ErrorStatsJson(ErrorsOf(g.ratios));
+    if (g.misaligned.empty()) continue;
+    j["groups"][name]["aligned"] = ErrorStatsJson(ErrorsOf(g.aligned));
+    j["groups"][name]["misaligned"] = ErrorStatsJson(ErrorsOf(g.misaligned));
+    nlohmann::json pairs = nlohmann::json::array();
+    const std::vector<PairCheck> checks = AlignmentPairs(g.rows, g.predicted_s);
+    for (const PairCheck& p : checks) {
+      pairs.push_back({{"misaligned", GemmKeyString(p.misaligned)},
+                       {"aligned", GemmKeyString(p.aligned)},
+                       {"measured_ratio", p.measured_ratio},
+                       {"predicted_ratio", p.predicted_ratio}});
     }
-    out << JsonText(j, 1) << "\n";
-    return 0;
+    j["groups"][name]["pairs"] = pairs;
+    j["groups"][name]["pairs_within_20_percent"] = PairsWithin20(checks);
   }
+  out << JsonText(j, 1) << "\n";
+}
+
+void WriteEvaluationTable(const std::map<std::string, EvaluationGroup>& groups, std::ostream& out) {
   out << absl::StrFormat("%-58s %6s %8s %8s %8s %8s\n",
                          "measurements (error = measured/predicted - 1)", "rows", "median", "p90",
                          "max", "signed");
@@ -632,11 +604,84 @@ int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     row("  aligned (every leading dimension a multiple of 16 bytes)", g.aligned);
     row("  misaligned", g.misaligned);
     const std::vector<PairCheck> pairs = AlignmentPairs(g.rows, g.predicted_s);
-    row("  aligned/misaligned pairs (error of the predicted ratio)", pair_ratios(pairs));
+    std::vector<double> pair_ratios;
+    for (const PairCheck& p : pairs) pair_ratios.push_back(p.predicted_ratio / p.measured_ratio);
+    row("  aligned/misaligned pairs (error of the predicted ratio)", pair_ratios);
     out << absl::StrFormat("    %d of %d pairs within 20%% of the measured ratio\n",
-                           within_20(pairs), pairs.size());
+                           PairsWithin20(pairs), pairs.size());
+  }
+}
+
+// `wavecrest calibrate --evaluate FILE[,FILE]`: the current calibration's errors on measurements,
+// by source, GPU and dtype, split by alignment where some rows are misaligned, with the
+// aligned/misaligned pairs' ratios (core/calibration.h, AlignmentPairs).
+int DoEvaluate(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<std::vector<Measurement>> rows = ReadAll(o.evaluate, nullptr);
+  if (!rows.ok()) return Fail(err, rows.status());
+  std::map<std::string, EvaluationGroup> groups;
+  nlohmann::json json_rows = nlohmann::json::array();
+  for (const Measurement& m : *rows) {
+    absl::StatusOr<const GpuSpec*> gpu = FindGpu(m.gpu);
+    if (!gpu.ok()) return Fail(err, gpu.status());
+    if (!(*gpu)->Supports(m.key.dtype)) continue;
+    // What the row's method reports, as the model predicts it (XLA's table: the median of the
+    // kernels it traced; core/calibration.h PredictAsMeasured), beside the GEMM's own time.
+    const double predicted = PredictAsMeasured(**gpu, m);
+    EvaluationGroup& g = groups[absl::StrCat(m.source, " ", m.gpu, " ", DTypeName(m.key.dtype))];
+    g.ratios.push_back(m.median_s / predicted);
+    (AlignedGemm(m.key) ? g.aligned : g.misaligned).push_back(m.median_s / predicted);
+    g.predicted_s.push_back(predicted);
+    g.rows.push_back(m);
+    json_rows.push_back({{"source", m.source},
+                         {"gpu", m.gpu},
+                         {"gemm", GemmKeyString(m.key)},
+                         {"aligned", AlignedGemm(m.key)},
+                         {"measured_s", m.median_s},
+                         {"predicted_s", predicted},
+                         {"predicted_gemm_s", PredictGemmTime(**gpu, m.key)},
+                         {"error", m.median_s / predicted - 1}});
+  }
+  if (o.format == "json") {
+    WriteEvaluationJson(groups, json_rows, out);
+  } else {
+    WriteEvaluationTable(groups, out);
   }
   return 0;
+}
+
+// The fused-attention rows of every file in `files` (a comma list), appended to `rows`.
+absl::Status ReadAttentionFiles(const std::string& files, const char* flag,
+                                std::vector<AttentionMeasurement>& rows) {
+  for (const std::string& f : Files(files)) {
+    absl::StatusOr<std::vector<AttentionMeasurement>> r = ReadAttentionFile(f);
+    if (!r.ok()) return FieldError(flag, r.status().message());
+    rows.insert(rows.end(), r->begin(), r->end());
+  }
+  return absl::OkStatus();
+}
+
+// The GEMM rows (fit, anchors, checks) and time ratios of a calibration, with their labels.
+absl::Status ReadGemmInputs(const CliOptions& o, CalibrateInputs& in) {
+  absl::StatusOr<std::vector<Measurement>> fit = ReadAll(o.fit, &in.dataset_labels);
+  if (!fit.ok()) return fit.status();
+  in.fit_rows = std::move(*fit);
+  absl::StatusOr<std::vector<Measurement>> anchors = ReadAll(o.anchor, &in.dataset_labels);
+  if (!anchors.ok()) return anchors.status();
+  in.anchor_rows = std::move(*anchors);
+  absl::StatusOr<std::vector<Measurement>> checks = ReadAll(o.check, &in.dataset_labels);
+  if (!checks.ok()) return checks.status();
+  in.check_rows = std::move(*checks);
+  for (const std::string& f : Files(o.ratios)) {
+    std::ifstream file(f);
+    std::stringstream text;
+    text << file.rdbuf();
+    if (!file) return absl::NotFoundError(absl::StrCat(f, ": cannot open"));
+    absl::StatusOr<std::vector<TimeRatio>> r = ParseRatiosCsv(text.str(), f);
+    if (!r.ok()) return r.status();
+    in.dataset_labels.push_back(absl::StrCat(f, ": ", r->size(), " ratios"));
+    in.ratios.insert(in.ratios.end(), r->begin(), r->end());
+  }
+  return absl::OkStatus();
 }
 
 // `wavecrest calibrate`: fit, cross-validate, report; with --out, write the calibration file.
@@ -646,17 +691,15 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return Fail(err, FieldError("--folds", absl::StrCat("must be in [2, 50]; got ", o.folds)));
   }
   // The fused-attention model's data: fitted, and held out.
-  std::vector<AttentionMeasurement> attention;
-  for (const std::string& f : Files(o.attention_data)) {
-    absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(f);
-    if (!rows.ok()) return Fail(err, FieldError("--attention_data", rows.status().message()));
-    attention.insert(attention.end(), rows->begin(), rows->end());
+  std::vector<AttentionMeasurement> attention, attention_checks;
+  if (absl::Status st = ReadAttentionFiles(o.attention_data, "--attention_data", attention);
+      !st.ok()) {
+    return Fail(err, st);
   }
-  std::vector<AttentionMeasurement> attention_checks;
-  for (const std::string& f : Files(o.attention_check)) {
-    absl::StatusOr<std::vector<AttentionMeasurement>> rows = ReadAttentionFile(f);
-    if (!rows.ok()) return Fail(err, FieldError("--attention_check", rows.status().message()));
-    attention_checks.insert(attention_checks.end(), rows->begin(), rows->end());
+  if (absl::Status st =
+          ReadAttentionFiles(o.attention_check, "--attention_check", attention_checks);
+      !st.ok()) {
+    return Fail(err, st);
   }
   if (o.fit.empty()) {
     // The attention report alone (nothing written to a calibration file).
@@ -674,25 +717,7 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
     return 0;
   }
   CalibrateInputs in;
-  absl::StatusOr<std::vector<Measurement>> fit = ReadAll(o.fit, &in.dataset_labels);
-  if (!fit.ok()) return Fail(err, fit.status());
-  in.fit_rows = std::move(*fit);
-  absl::StatusOr<std::vector<Measurement>> anchors = ReadAll(o.anchor, &in.dataset_labels);
-  if (!anchors.ok()) return Fail(err, anchors.status());
-  in.anchor_rows = std::move(*anchors);
-  absl::StatusOr<std::vector<Measurement>> checks = ReadAll(o.check, &in.dataset_labels);
-  if (!checks.ok()) return Fail(err, checks.status());
-  in.check_rows = std::move(*checks);
-  for (const std::string& f : Files(o.ratios)) {
-    std::ifstream file(f);
-    std::stringstream text;
-    text << file.rdbuf();
-    if (!file) return Fail(err, absl::NotFoundError(absl::StrCat(f, ": cannot open")));
-    absl::StatusOr<std::vector<TimeRatio>> r = ParseRatiosCsv(text.str(), f);
-    if (!r.ok()) return Fail(err, r.status());
-    in.dataset_labels.push_back(absl::StrCat(f, ": ", r->size(), " ratios"));
-    in.ratios.insert(in.ratios.end(), r->begin(), r->end());
-  }
+  if (absl::Status st = ReadGemmInputs(o, in); !st.ok()) return Fail(err, st);
   in.attention_rows = std::move(attention);
   in.attention_checks = std::move(attention_checks);
   for (const std::string& f : Files(o.attention_data)) {
@@ -736,19 +761,25 @@ int DoCalibrate(const CliOptions& o, std::ostream& out, std::ostream& err) {
 }  // namespace
 
 namespace {
-int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
-  if (!o.calibration.empty()) {
-    std::ifstream file(o.calibration);
-    std::stringstream text;
-    text << file.rdbuf();
-    absl::StatusOr<CalibrationFile> cal =
-        file ? ParseCalibration(text.str())
-             : absl::NotFoundError(absl::StrCat(o.calibration, ": cannot open"));
-    std::vector<GpuSpec> catalog = GpuCatalog();
-    absl::Status st = cal.ok() ? ApplyCalibration(*cal, catalog) : cal.status();
-    if (!st.ok()) return Fail(err, FieldError("--calibration", st.message()));
-    PublishCatalog(std::move(catalog));
-  }
+
+// --calibration FILE applied to the catalog (offline commands); 0, or the exit code.
+int ApplyCalibrationFlag(const CliOptions& o, std::ostream& err) {
+  if (o.calibration.empty()) return 0;
+  std::ifstream file(o.calibration);
+  std::stringstream text;
+  text << file.rdbuf();
+  absl::StatusOr<CalibrationFile> cal =
+      file ? ParseCalibration(text.str())
+           : absl::NotFoundError(absl::StrCat(o.calibration, ": cannot open"));
+  std::vector<GpuSpec> catalog = GpuCatalog();
+  absl::Status st = cal.ok() ? ApplyCalibration(*cal, catalog) : cal.status();
+  if (!st.ok()) return Fail(err, FieldError("--calibration", st.message()));
+  PublishCatalog(std::move(catalog));
+  return 0;
+}
+
+// The flags every command shares: --server, --deadline, --format; 0, or the exit code.
+int CheckCommonFlags(const CliOptions& o, std::ostream& err) {
   if (absl::StrContains(o.server, "://")) {
     return Fail(err, FieldError("--server",
                                 absl::StrCat("host:port, without a scheme; got \"",
@@ -763,6 +794,90 @@ int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
     err << "wavecrest: --format: must be table or json; got \"" << o.format << "\"\n";
     return 2;
   }
+  return 0;
+}
+
+int DoDevices(const CliOptions& o, bool json, std::ostream& out, std::ostream& err) {
+  if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  absl::StatusOr<v1::ListDevicesResponse> r = ClientFor(o).ListDevices(o.internal);
+  if (!r.ok()) return Fail(err, r.status());
+  out << (json ? ToJson(*r) + "\n" : FormatDevices(*r));
+  return 0;
+}
+
+int DoHealth(const CliOptions& o, bool json, std::ostream& out, std::ostream& err) {
+  if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  AdvisorClient client = ClientFor(o);
+  const int not_serving = 10 + static_cast<int>(absl::StatusCode::kUnavailable);
+  if (o.health_service_given) {  // one service: a probe's question (containers, workers)
+    absl::StatusOr<std::string> h = client.Health(o.health_service);
+    if (!h.ok()) return Fail(err, h.status());
+    if (json) {
+      out << nlohmann::json{{"service", o.health_service}, {"status", *h}}.dump() << "\n";
+    } else {
+      out << (o.health_service.empty() ? "(overall)" : o.health_service) << ": " << *h << "\n";
+    }
+    return *h == "SERVING" ? 0 : not_serving;
+  }
+  // Exit 0 only when all three are SERVING (answering and measuring); a load balancer's
+  // question ("can it answer?") is --service=wavecrest.v1.Advisor.
+  bool all_serving = true;
+  nlohmann::json j;
+  const std::pair<const char*, const char*> services[] = {
+      {"", "overall"},
+      {"wavecrest.v1.Advisor", "advisor"},
+      {"wavecrest.v1.Advisor/measure", "measure"}};
+  for (const auto& [service, key] : services) {
+    absl::StatusOr<std::string> h = client.Health(service);
+    if (!h.ok()) return Fail(err, h.status());
+    j[key] = *h;
+    if (!json) out << (*service ? service : "(overall)") << ": " << *h << "\n";
+    all_serving &= *h == "SERVING";
+  }
+  if (json) out << j.dump() << "\n";
+  return all_serving ? 0 : not_serving;
+}
+
+int DoExportMeasurements(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  v1::ExportMeasurementsRequest request;
+  if (o.gpu_given) request.set_gpu(o.gpu);
+  absl::StatusOr<std::string> csv = ClientFor(o).ExportMeasurements(request);
+  if (!csv.ok()) return Fail(err, csv.status());
+  if (o.out.empty()) {
+    out << *csv;
+  } else if (absl::Status st = WriteFile(o.out, *csv); !st.ok()) {
+    return Fail(err, st);
+  }
+  return 0;
+}
+
+int DoRecalibrate(const CliOptions& o, bool json, std::ostream& out, std::ostream& err) {
+  if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
+  v1::RecalibrateRequest request;
+  if (o.gpu_given) request.set_gpu(o.gpu);
+  request.set_min_rows(o.min_rows);
+  absl::StatusOr<v1::RecalibrateResponse> r = ClientFor(o).Recalibrate(request);
+  if (!r.ok()) return Fail(err, r.status());
+  if (json) {
+    out << ToJson(*r) << "\n";
+    return 0;
+  }
+  if (r->results().empty()) out << "no GPU measurements in the server's measurement store\n";
+  for (const v1::RecalibrationResult& x : r->results()) {
+    out << x.gpu() << " " << DTypeName(*FromProto(x.dtype())) << ": " << x.rows()
+        << " measurements; "
+        << (x.applied() ? absl::StrFormat("refitted, CV median error %.1f%%, p90 %.1f%%",
+                                          100 * x.cv_median_error(), 100 * x.cv_p90_error())
+                        : "not refitted (" + x.reason() + ")")
+        << "\n";
+  }
+  return 0;
+}
+
+int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
+  if (const int rc = ApplyCalibrationFlag(o, err); rc != 0) return rc;
+  if (const int rc = CheckCommonFlags(o, err); rc != 0) return rc;
   const bool json = o.format == "json";
   if (o.command == "analyze") {
     absl::StatusOr<v1::AnalyzeResponse> r = DoAnalyze(o);
@@ -770,82 +885,12 @@ int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
     out << (json ? ToJson(*r) + "\n" : FormatAnalysis(*r));
     return 0;
   }
-  if (o.command == "devices") {
-    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    absl::StatusOr<v1::ListDevicesResponse> r = ClientFor(o).ListDevices(o.internal);
-    if (!r.ok()) return Fail(err, r.status());
-    out << (json ? ToJson(*r) + "\n" : FormatDevices(*r));
-    return 0;
-  }
-  if (o.command == "health") {
-    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    AdvisorClient client = ClientFor(o);
-    const int not_serving = 10 + static_cast<int>(absl::StatusCode::kUnavailable);
-    if (o.health_service_given) {  // one service: a probe's question (containers, workers)
-      absl::StatusOr<std::string> h = client.Health(o.health_service);
-      if (!h.ok()) return Fail(err, h.status());
-      if (json) {
-        out << nlohmann::json{{"service", o.health_service}, {"status", *h}}.dump() << "\n";
-      } else {
-        out << (o.health_service.empty() ? "(overall)" : o.health_service) << ": " << *h << "\n";
-      }
-      return *h == "SERVING" ? 0 : not_serving;
-    }
-    // Exit 0 only when all three are SERVING (answering and measuring); a load balancer's
-    // question ("can it answer?") is --service=wavecrest.v1.Advisor.
-    bool all_serving = true;
-    nlohmann::json j;
-    const std::pair<const char*, const char*> services[] = {
-        {"", "overall"},
-        {"wavecrest.v1.Advisor", "advisor"},
-        {"wavecrest.v1.Advisor/measure", "measure"}};
-    for (const auto& [service, key] : services) {
-      absl::StatusOr<std::string> h = client.Health(service);
-      if (!h.ok()) return Fail(err, h.status());
-      j[key] = *h;
-      if (!json) out << (*service ? service : "(overall)") << ": " << *h << "\n";
-      all_serving &= *h == "SERVING";
-    }
-    if (json) out << j.dump() << "\n";
-    return all_serving ? 0 : not_serving;
-  }
+  if (o.command == "devices") return DoDevices(o, json, out, err);
+  if (o.command == "health") return DoHealth(o, json, out, err);
   if (o.command == "time") return DoTime(o, out, err);
   if (o.command == "calibrate") return DoCalibrate(o, out, err);
-  if (o.command == "export-measurements") {
-    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    v1::ExportMeasurementsRequest request;
-    if (o.gpu_given) request.set_gpu(o.gpu);
-    absl::StatusOr<std::string> csv = ClientFor(o).ExportMeasurements(request);
-    if (!csv.ok()) return Fail(err, csv.status());
-    if (o.out.empty()) {
-      out << *csv;
-    } else if (absl::Status st = WriteFile(o.out, *csv); !st.ok()) {
-      return Fail(err, st);
-    }
-    return 0;
-  }
-  if (o.command == "recalibrate") {
-    if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
-    v1::RecalibrateRequest request;
-    if (o.gpu_given) request.set_gpu(o.gpu);
-    request.set_min_rows(o.min_rows);
-    absl::StatusOr<v1::RecalibrateResponse> r = ClientFor(o).Recalibrate(request);
-    if (!r.ok()) return Fail(err, r.status());
-    if (json) {
-      out << ToJson(*r) << "\n";
-      return 0;
-    }
-    if (r->results().empty()) out << "no GPU measurements in the server's result cache\n";
-    for (const v1::RecalibrationResult& x : r->results()) {
-      out << x.gpu() << " " << DTypeName(*FromProto(x.dtype())) << ": " << x.rows()
-          << " measurements; "
-          << (x.applied() ? absl::StrFormat("refitted, CV median error %.1f%%, p90 %.1f%%",
-                                            100 * x.cv_median_error(), 100 * x.cv_p90_error())
-                          : "not refitted (" + x.reason() + ")")
-          << "\n";
-    }
-    return 0;
-  }
+  if (o.command == "export-measurements") return DoExportMeasurements(o, out, err);
+  if (o.command == "recalibrate") return DoRecalibrate(o, json, out, err);
   if (o.command == "recommend") return DoRecommend(o, out, err);
   if (o.command == "sweep") return DoSweep(o, out, err);
   err << "wavecrest: unknown command \"" << o.command << "\" (try --help)\n";

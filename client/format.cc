@@ -254,9 +254,12 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
   return out;
 }
 
-std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
+namespace {
+
+// The model, the GPU and the workload in one line.
+std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
-  std::string out = absl::StrFormat(
+  return absl::StrFormat(
       "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d%s %s, %s attention, "
       "%s%s\n\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
@@ -269,6 +272,11 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step",
       ArchitectureNotes(m));
+}
+
+// One row per GEMM (and fused attention) of the step, with the provenance line under it.
+std::string GemmTable(const v1::AnalyzeResponse& r) {
+  std::string out;
   Table t({"gemm",   "pass",     "count", "batch",    "M",      "N",       "K",
            "layout", "dtype",    "GFLOP", "share",    "alignM", "alignN",  "alignK",
            "tile",   "tile_eff", "waves", "wave_eff", "time",   "TFLOP/s", "bound"});
@@ -305,6 +313,12 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                   "align: largest power of two dividing the dimension; '!' = misses the GPU's "
                   "tensor-core alignment rule. tile/k: split-K. All times PREDICTED by ",
                   r.provenance().method(), ".\n\n");
+  return out;
+}
+
+// Parameters and memory per GPU.
+std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
+  std::string out;
   const v1::ParameterCounts& p = r.params();
   absl::StrAppendFormat(&out, "parameters      %s total (%d), %s per layer, %s embeddings",
                         HumanCount(p.total_params()), p.total_params(),
@@ -327,6 +341,13 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
             : "does NOT fit, even with full recomputation (more --tp/--pp, or --dp to shard the "
               "optimizer)");
   }
+  return out;
+}
+
+// The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,
+// and with a run the run's breakdown and answer.
+std::string StepLines(const v1::AnalyzeResponse& r) {
+  std::string out;
   absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
                         r.tokens_per_step());
@@ -369,7 +390,12 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
                           HumanSeconds(r.step_time_s()), 100 * r.mfu(),
                           HumanCount(r.tokens_per_second_per_gpu()));
   }
-  // The GEMMs that lose the most time to their penalties, by share of the step.
+  return out;
+}
+
+// The GEMMs that lose the most time to their penalties, and the paper's rules broken.
+std::string SlowGemmsAndRules(const v1::AnalyzeResponse& r) {
+  std::string out;
   std::vector<const v1::GemmAnalysis*> slow;
   for (const v1::GemmAnalysis& g : r.gemms()) {
     if (g.penalties_size() > 0) slow.push_back(&g);
@@ -395,6 +421,13 @@ std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string FormatAnalysis(const v1::AnalyzeResponse& r) {
+  return absl::StrCat(AnalysisHeader(r), GemmTable(r), ParamsAndMemory(r), StepLines(r),
+                      SlowGemmsAndRules(r));
 }
 
 std::string FormatDevices(const v1::ListDevicesResponse& r) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -167,30 +168,8 @@ ABSL_FLAG(std::string, calibration, "",
           "A calibration file (from `wavecrest calibrate --out`) to use instead of the built-in "
           "one, for offline commands");
 
-int main(int argc, char** argv) {
-  const std::vector<std::string> args(argv, argv + argc);
-  absl::StatusOr<wavecrest::ParsedArgs> parsed = wavecrest::ParseArgs(args);
-  if (!parsed.ok()) {
-    std::cerr << "wavecrest: " << wavecrest::ForTerminal(wavecrest::FormatError(parsed.status()))
-              << "\n";
-    return 2;
-  }
-  if (parsed->version) {
-    std::cout << wavecrest::VersionLine() << "\n";
-    return 0;
-  }
-  if (parsed->help) {
-    const wavecrest::CommandInfo* c = wavecrest::FindCommand(parsed->command);
-    std::cout << (c ? wavecrest::CommandHelp(*c) : wavecrest::GlobalHelp());
-    return 0;
-  }
-  if (parsed->command.empty()) {
-    std::cerr << wavecrest::GlobalHelp() << "\nwavecrest: missing COMMAND\n";
-    return 2;
-  }
-  wavecrest::CliOptions o;
-  o.command = parsed->command;
-  o.args = parsed->positional;
+// The model, its run and the workload (analyze, recommend, sweep, time).
+void ModelFlags(wavecrest::CliOptions& o) {
   o.model = absl::GetFlag(FLAGS_model);
   o.gpu = absl::GetFlag(FLAGS_gpu);
   o.seq = absl::GetFlag(FLAGS_seq);
@@ -214,6 +193,10 @@ int main(int argc, char** argv) {
   o.attention = absl::GetFlag(FLAGS_attention);
   o.workload = absl::GetFlag(FLAGS_workload);
   o.kv_cache = absl::GetFlag(FLAGS_kv_cache);
+}
+
+// Output and the connection to a server.
+void ConnectionFlags(wavecrest::CliOptions& o) {
   o.format = absl::GetFlag(FLAGS_format);
   o.server = absl::GetFlag(FLAGS_server);
   o.tls_ca = absl::GetFlag(FLAGS_tls_ca);
@@ -224,6 +207,10 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("WAVECREST_TOKEN")) o.token = env;
   }
   o.deadline_s = absl::GetFlag(FLAGS_deadline);
+}
+
+// Timing, recommend and sweep.
+void SearchFlags(wavecrest::CliOptions& o) {
   o.gemm = absl::GetFlag(FLAGS_gemm);
   o.layout = absl::GetFlag(FLAGS_layout);
   o.mode = absl::GetFlag(FLAGS_mode);
@@ -249,6 +236,10 @@ int main(int argc, char** argv) {
   o.export_pick = absl::GetFlag(FLAGS_export);
   o.export_format = absl::GetFlag(FLAGS_export_format);
   o.max_gpu_seconds = absl::GetFlag(FLAGS_max_gpu_seconds);
+}
+
+// Calibration, health and the admin commands; `given` says which flags were written.
+void AdminFlags(const std::set<std::string>& given, wavecrest::CliOptions& o) {
   o.fit = absl::GetFlag(FLAGS_fit);
   o.anchor = absl::GetFlag(FLAGS_anchor);
   o.check = absl::GetFlag(FLAGS_check);
@@ -262,8 +253,38 @@ int main(int argc, char** argv) {
   o.calibration = absl::GetFlag(FLAGS_calibration);
   o.min_rows = absl::GetFlag(FLAGS_min_rows);
   o.health_service = absl::GetFlag(FLAGS_service);
-  o.health_service_given = parsed->given.count("service") > 0;
+  o.health_service_given = given.count("service") > 0;
   o.internal = absl::GetFlag(FLAGS_internal);
-  o.gpu_given = parsed->given.count("gpu") > 0;
+  o.gpu_given = given.count("gpu") > 0;
+}
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv, argv + argc);
+  absl::StatusOr<wavecrest::ParsedArgs> parsed = wavecrest::ParseArgs(args);
+  if (!parsed.ok()) {
+    std::cerr << "wavecrest: " << wavecrest::ForTerminal(wavecrest::FormatError(parsed.status()))
+              << "\n";
+    return 2;
+  }
+  if (parsed->version) {
+    std::cout << wavecrest::VersionLine() << "\n";
+    return 0;
+  }
+  if (parsed->help) {
+    const wavecrest::CommandInfo* c = wavecrest::FindCommand(parsed->command);
+    std::cout << (c ? wavecrest::CommandHelp(*c) : wavecrest::GlobalHelp());
+    return 0;
+  }
+  if (parsed->command.empty()) {
+    std::cerr << wavecrest::GlobalHelp() << "\nwavecrest: missing COMMAND\n";
+    return 2;
+  }
+  wavecrest::CliOptions o;
+  o.command = parsed->command;
+  o.args = parsed->positional;
+  ModelFlags(o);
+  ConnectionFlags(o);
+  SearchFlags(o);
+  AdminFlags(parsed->given, o);
   return wavecrest::RunCli(o, std::cout, std::cerr);
 }

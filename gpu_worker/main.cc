@@ -237,6 +237,60 @@ int Replay() {
   return 0;
 }
 
+// A socket left at --listen's path by a worker that died is removed; anything else there is an
+// error (false, said on stderr).
+bool ClearStaleSocket(const std::string& listen) {
+  if (!absl::StartsWith(listen, "unix:")) return true;
+  const std::string path = listen.substr(5);
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0) return true;
+  if (!S_ISSOCK(st.st_mode)) {
+    std::cerr << "wavecrest-worker: --listen: " << path << " exists and is not a socket\n";
+    return false;
+  }
+  unlink(path.c_str());
+  return true;
+}
+
+// The worker's gRPC server on `listen` (TLS from the flags); null, said on stderr, when it
+// cannot start. `port` is the TCP port taken (0 for a unix socket).
+std::unique_ptr<grpc::Server> StartGrpc(const std::string& listen, WorkerService& service,
+                                        int* port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor({absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+                            absl::GetFlag(FLAGS_tls_client_ca)});
+  if (!credentials.ok()) {
+    std::cerr << "wavecrest-worker: --tls_*: " << credentials.status().message() << "\n";
+    return nullptr;
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, *credentials,
+                           absl::StartsWith(listen, "unix:") ? nullptr : port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server) std::cerr << "wavecrest-worker: cannot listen on " << listen << "\n";
+  return server;
+}
+
+// The port file (--port_file) and the "worker ready" log line.
+void AnnounceReady(const std::string& listen, int port, TimingBackend& backend) {
+  const std::string port_file = absl::GetFlag(FLAGS_port_file);
+  if (!port_file.empty()) {
+    std::ofstream(port_file + ".tmp") << nlohmann::json({{"port", port}}).dump() << "\n";
+    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+  }
+  const v1::DeviceFingerprint fp = backend.Fingerprint();
+  LogInfo("worker ready", {{"listen", listen},
+                           {"port", port},
+                           {"device", fp.name()},
+                           {"kind", fp.catalog_name()},
+                           {"backend", fp.backend()},
+                           {"pid", getpid()}});
+}
+
 int Serve() {
   std::string listen = absl::GetFlag(FLAGS_listen);
   if (listen.empty()) {
@@ -256,18 +310,7 @@ int Serve() {
     std::cerr << "wavecrest-worker: " << backend.status().message() << "\n";
     return kExitUsage;
   }
-  if (absl::StartsWith(listen, "unix:")) {
-    // A socket left by a worker that died is removed; anything else at the path is an error.
-    const std::string path = listen.substr(5);
-    struct stat st;
-    if (lstat(path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode)) {
-        std::cerr << "wavecrest-worker: --listen: " << path << " exists and is not a socket\n";
-        return kExitUsage;
-      }
-      unlink(path.c_str());
-    }
-  }
+  if (!ClearStaleSocket(listen)) return kExitUsage;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -283,40 +326,12 @@ int Serve() {
     if (health) health->SetServingStatus(false);
     stop(kExitSticky);
   });
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentialsFor({absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-                            absl::GetFlag(FLAGS_tls_client_ca)});
-  if (!credentials.ok()) {
-    std::cerr << "wavecrest-worker: --tls_*: " << credentials.status().message() << "\n";
-    return kExitUsage;
-  }
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(listen, *credentials,
-                           absl::StartsWith(listen, "unix:") ? nullptr : &port);
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server) {
-    std::cerr << "wavecrest-worker: cannot listen on " << listen << "\n";
-    return kExitUsage;
-  }
+  std::unique_ptr<grpc::Server> server = StartGrpc(listen, service, &port);
+  if (!server) return kExitUsage;
   health = server->GetHealthCheckService();
   health->SetServingStatus("wavecrest.v1.GemmWorker", true);
-  const std::string port_file = absl::GetFlag(FLAGS_port_file);
-  if (!port_file.empty()) {
-    std::ofstream(port_file + ".tmp") << nlohmann::json({{"port", port}}).dump() << "\n";
-    std::rename((port_file + ".tmp").c_str(), port_file.c_str());
-  }
-  const v1::DeviceFingerprint fp = (*backend)->Fingerprint();
-  LogInfo("worker ready", {{"listen", listen},
-                           {"port", port},
-                           {"device", fp.name()},
-                           {"kind", fp.catalog_name()},
-                           {"backend", fp.backend()},
-                           {"pid", getpid()}});
+  AnnounceReady(listen, port, **backend);
 
   std::thread signal_thread([&] {
     int sig = 0;

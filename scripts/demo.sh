@@ -21,7 +21,7 @@ web_flags=()
 [[ -f web/dist/index.html ]] && web_flags=(--http_static_dir=web/dist)
 echo "== starting wavecrest-server (--workers $workers; logs in $tmp/server.log)"
 "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 \
-  --port_file="$tmp/ports.json" --cache="$tmp/results.db" --workers=$workers \
+  --port_file="$tmp/ports.json" --store="$tmp/results.db" --workers=$workers \
   --http_listen=127.0.0.1:${DEMO_HTTP_PORT:-0} --http_models_dir=examples/models \
   ${web_flags[@]+"${web_flags[@]}"} 2>"$tmp/server.log" &
 server_pid=$!

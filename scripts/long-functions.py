@@ -37,6 +37,9 @@ def strip(text):
             j = n if j < 0 else j + len(end)
             out.append(re.sub(r"[^\n]", " ", text[i:j]))
             i = j
+        elif c == "'" and i > 0 and text[i - 1].isalnum() and i + 1 < n and text[i + 1].isalnum():
+            out.append(c)  # a digit separator (10'000), not a character literal
+            i += 1
         elif c in "\"'":
             j = i + 1
             while j < n and text[j] != c:

@@ -25,7 +25,7 @@ fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 start_server() {
   rm -f "$tmp/ports.json"
   $server_bin "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen= \
-    --workers=auto --emulate=h100-sxm --cache="$tmp/cache.db" \
+    --workers=auto --emulate=h100-sxm --store="$tmp/cache.db" \
     --port_file="$tmp/ports.json" 2>>"$tmp/server.log" &
   server=$!
   for _ in $(seq 600); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done

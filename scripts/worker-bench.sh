@@ -9,7 +9,7 @@ tmp=$(mktemp -d)
 pid=""
 trap '[[ -n $pid ]] && kill -TERM $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 "$build/server/wavecrest-server" --listen=127.0.0.1:0 --metrics_listen= --port_file="$tmp/p.json" \
-  --workers=1 --worker_backend=analytic --cache="$tmp/cache.db" 2>"$tmp/server.log" &
+  --workers=1 --worker_backend=analytic --store="$tmp/cache.db" 2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 600); do [[ -s $tmp/p.json ]] && break; sleep 0.05; done
 port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/p.json")
@@ -20,6 +20,6 @@ done
 out=bench/results/worker_roundtrip.txt
 {
   bench_header
-  echo "# wavecrest-server --workers=1 --worker_backend=analytic (emulating h100-sxm: no GPU time) --cache=fresh"
+  echo "# wavecrest-server --workers=1 --worker_backend=analytic (emulating h100-sxm: no GPU time) --store=fresh"
   "$build/bench/worker_roundtrip" --server=127.0.0.1:$port --repeat=20
 } 2>&1 | tee "$out"

@@ -94,14 +94,14 @@ absl::Status QueueFullError(const JobQueue& jobs) {
 }
 
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
-                               WorkerDirectory* workers, SelfCalibration* calibration,
-                               MeasurementStore* cache, const Auth* auth)
+                               GpuWorkers* workers, SelfCalibration* calibration,
+                               MeasurementStore* store, const Auth* auth)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
       workers_(workers),
       calibration_(calibration),
-      cache_(cache),
+      store_(store),
       auth_(auth ? auth : &no_auth_) {}
 
 absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role role) const {
@@ -148,12 +148,12 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
 }
 
 MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
-  if (cache_ == nullptr) return nullptr;
-  MeasurementStore* cache = cache_;
-  return [cache](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
+  if (store_ == nullptr) return nullptr;
+  MeasurementStore* store = store_;
+  return [store](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
     // The newest GPU measurement of the layer on this kind, from any of its devices.
     std::optional<v1::LayerTiming> t =
-        cache->LookupLayer(gpu.name, key, LayerTimingMethod("cublaslt", false), nullptr);
+        store->LookupLayer(gpu.name, key, LayerTimingMethod("cublaslt", false), nullptr);
     if (t && t->provenance().source() == v1::SOURCE_MEASURED) {
       t->mutable_provenance()->set_source(v1::SOURCE_CACHED);
       t->mutable_provenance()->set_from_cache(true);
@@ -257,9 +257,9 @@ grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContex
   if (st.ok()) {
     *response = CatalogDevices();
     if (workers_) workers_->AddWorkers(response, request->include_internal());
-    if (cache_ != nullptr) {
+    if (store_ != nullptr) {
       response->set_has_cache(true);
-      response->set_cache_entries(cache_->Count());
+      response->set_cache_entries(store_->Count());
     }
   }
   const grpc::Status g = ToGrpcStatus(st);
@@ -381,13 +381,13 @@ grpc::ServerWriteReactor<Response>* AdvisorService::StreamJob(
 grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
     grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
   return StreamJob<v1::TimeGemmsResponse, TimeGemmsPlan>(
-      "TimeGemms", ctx, [&] { return PlanTimeGemms(*request, *timing_); }, &StreamTimeGemms);
+      "TimeGemms", ctx, [&] { return AcceptTimeGemms(*request, *timing_); }, &StreamTimeGemms);
 }
 
 grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
     grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) {
   return StreamJob<v1::TimeLayersResponse, LayerTask>(
-      "TimeLayers", ctx, [&] { return PlanTimeLayers(*request, *timing_); }, &StreamTimeLayers);
+      "TimeLayers", ctx, [&] { return AcceptTimeLayers(*request, *timing_); }, &StreamTimeLayers);
 }
 
 grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
@@ -404,9 +404,10 @@ grpc::ServerWriteReactor<v1::SweepResponse>* AdvisorService::Sweep(
 
 namespace {
 
-absl::Status NoCache(absl::string_view rpc) {
+absl::Status NoStore(absl::string_view rpc) {
   return absl::FailedPreconditionError(
-      absl::StrCat(rpc, ": this server has no result cache (start it with --cache=FILE)"));
+      absl::StrCat(rpc, ": this server has no measurement store (start it with --store=FILE or "
+                        "--store=postgresql://...)"));
 }
 
 }  // namespace
@@ -417,7 +418,7 @@ grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContex
   auto done = Track("Recalibrate", *ctx);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   absl::Status st = Admit(ctx, Role::kAdmin);
-  if (st.ok() && calibration_ == nullptr) st = NoCache("Recalibrate");
+  if (st.ok() && calibration_ == nullptr) st = NoStore("Recalibrate");
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (st.ok() && (request->min_rows() < 0 || request->min_rows() > 1'000'000)) {
     st = FieldError("min_rows", absl::StrCat("must be in [0, 1000000]; got ", request->min_rows()));
@@ -446,13 +447,13 @@ grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* AdvisorService::Export
     grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) {
   std::shared_ptr<StreamReactor<v1::ExportMeasurementsResponse>> reactor;
   absl::Status st = OpenStream("ExportMeasurements", ctx, Role::kAdmin, &reactor);
-  if (st.ok() && cache_ == nullptr) st = NoCache("ExportMeasurements");
+  if (st.ok() && store_ == nullptr) st = NoStore("ExportMeasurements");
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (!st.ok()) {
     reactor->Finish(ToGrpcStatus(st));
     return reactor.get();
   }
-  const std::vector<Measurement> rows = CachedMeasurements(*cache_, request->gpu());
+  const std::vector<Measurement> rows = CachedMeasurements(*store_, request->gpu());
   // Chunks of at most 4096 rows (about 0.5 MiB), well under any message limit.
   constexpr size_t kRowsPerChunk = 4096;
   for (size_t i = 0; i == 0 || i < rows.size(); i += kRowsPerChunk) {

@@ -19,7 +19,7 @@
 #include "server/auth.h"
 #include "server/job_queue.h"
 #include "server/metrics.h"
-#include "server/result_cache.h"
+#include "server/sqlite_store.h"
 #include "server/self_calibration.h"
 #include "server/stream_reactor.h"
 #include "server/timing_service.h"
@@ -29,21 +29,12 @@
 
 namespace wavecrest {
 
-class WorkerDirectory {
- public:
-  virtual ~WorkerDirectory() = default;
-  // Ends the quarantine of `kind`'s GEMMs (every kind when empty); returns how many ended.
-  virtual int64_t ClearQuarantine(absl::string_view kind) = 0;
-  // `internal`: include socket paths, addresses and PIDs (admins only).
-  virtual void AddWorkers(v1::ListDevicesResponse* response, bool internal) const = 0;
-};
-
 class AdvisorService final : public v1::Advisor::CallbackService {
  public:
-  // `calibration` and `cache` may be null (no result cache: Recalibrate and ExportMeasurements
+  // `calibration` and `store` may be null (no measurement store: Recalibrate and ExportMeasurements
   // answer FAILED_PRECONDITION).
-  AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, WorkerDirectory* workers,
-                 SelfCalibration* calibration = nullptr, MeasurementStore* cache = nullptr,
+  AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, GpuWorkers* workers,
+                 SelfCalibration* calibration = nullptr, MeasurementStore* store = nullptr,
                  const Auth* auth = nullptr);
 
   grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
@@ -94,7 +85,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   int in_flight() const { return in_flight_.load(); }
 
  private:
-  // Cached GPU measurements of whole layers, for Analyze's measured_step (null without a cache).
+  // Cached GPU measurements of whole layers, for Analyze's measured_step (null without a store).
   MeasuredLayerLookup MeasuredLayers() const;
   // The one admission check of every call: authentication and role (server/auth.h), then
   // UNAVAILABLE with a retry hint while draining.
@@ -142,9 +133,9 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   TimingService* timing_;
   JobQueue* jobs_;
   Metrics* metrics_;
-  WorkerDirectory* workers_;
+  GpuWorkers* workers_;
   SelfCalibration* calibration_;
-  MeasurementStore* cache_;
+  MeasurementStore* store_;
   Auth no_auth_;
   const Auth* auth_;
   std::atomic<bool> draining_{false};

@@ -54,10 +54,10 @@ ABSL_FLAG(std::string, store, "",
           "Where measurements live: a SQLite file (created if missing; a corrupt one is moved "
           "aside), or postgresql://user@host:5432/db, one database every replica shares (each GEMM "
           "measured once across them, calibrations versioned there; the password from "
-          "$PGPASSWORD or ~/.pgpass rather than the URI). Empty = --cache");
+          "$PGPASSWORD or ~/.pgpass rather than the URI). Empty: no store (nothing is kept "
+          "between runs)");
 ABSL_FLAG(std::string, cache, "",
-          "The SQLite result cache file (--store with a file path says the same); empty with no "
-          "--store disables caching");
+          "Deprecated alias of --store FILE, kept for one release (it warns): give --store");
 ABSL_FLAG(int, store_timeout_ms, 2000,
           "PostgreSQL store: the longest any one store operation may take (waiting for a pooled "
           "connection included); past it the store counts as down, answers go on without it, and "
@@ -162,12 +162,88 @@ int CopyStoreCommand(const std::vector<char*>& positional) {
   return 0;
 }
 
+// The worker flags: which workers, how they are started, found and timed out.
+void WorkerOptionsFromFlags(wavecrest::ServerOptions& o) {
+  o.workers = absl::GetFlag(FLAGS_workers);
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',', absl::SkipWhitespace())) {
+    o.worker_addresses.emplace_back(a);
+  }
+  o.worker_dns = absl::GetFlag(FLAGS_worker_dns);
+  o.worker_dns_interval = absl::Seconds(absl::GetFlag(FLAGS_worker_dns_interval_s));
+  o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
+  o.emulate = absl::GetFlag(FLAGS_emulate);
+  o.worker_backend = absl::GetFlag(FLAGS_worker_backend);
+  for (absl::string_view a :
+       absl::StrSplit(absl::GetFlag(FLAGS_worker_extra_args), ' ', absl::SkipWhitespace())) {
+    o.worker_extra_args.emplace_back(a);
+  }
+  o.worker_job_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_job_timeout_s));
+  o.worker_socket_dir = absl::GetFlag(FLAGS_worker_socket_dir);
+}
+
+// The server's options from its flags; an error names the flag.
+absl::StatusOr<wavecrest::ServerOptions> OptionsFromFlags() {
+  wavecrest::ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.http_listen = absl::GetFlag(FLAGS_http_listen);
+  o.http_static_dir = absl::GetFlag(FLAGS_http_static_dir);
+  o.http_models_dir = absl::GetFlag(FLAGS_http_models_dir);
+  o.http_allowed_origins =
+      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_origins), ',', absl::SkipWhitespace());
+  o.http_allowed_hosts =
+      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace());
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
+  o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
+  o.store = absl::GetFlag(FLAGS_store);
+  if (!o.store.empty() && !absl::GetFlag(FLAGS_cache).empty()) {
+    return absl::InvalidArgumentError(
+        "give --store or --cache, not both (--cache FILE is the deprecated spelling of --store "
+        "FILE)");
+  }
+  if (o.store.empty() && !absl::GetFlag(FLAGS_cache).empty()) {
+    o.store = absl::GetFlag(FLAGS_cache);
+    wavecrest::LogWarning("--cache is deprecated: give --store (the same file)",
+                          {{"store", o.store}});
+  }
+  o.store_poll = absl::Seconds(absl::GetFlag(FLAGS_store_poll_s));
+  o.store_options.op_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_store_timeout_ms));
+  o.store_options.spool = absl::GetFlag(FLAGS_store_spool);
+  if (o.store_options.op_timeout < absl::Milliseconds(50)) {
+    return absl::InvalidArgumentError("--store_timeout_ms must be at least 50");
+  }
+  WorkerOptionsFromFlags(o);
+  o.port_file = absl::GetFlag(FLAGS_port_file);
+  o.threads = absl::GetFlag(FLAGS_threads);
+  o.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
+  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
+  o.calibration_file = absl::GetFlag(FLAGS_calibration);
+  o.self_calibrate_min_rows = absl::GetFlag(FLAGS_self_calibrate_min_rows);
+  o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
+           absl::GetFlag(FLAGS_tls_client_ca)};
+  o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
+  o.worker_tls = {absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
+                  absl::GetFlag(FLAGS_worker_tls_ca)};
+  o.metrics_auth_file = absl::GetFlag(FLAGS_metrics_auth_file);
+  o.quarantine_for = absl::Seconds(absl::GetFlag(FLAGS_quarantine_s));
+  o.max_streams = absl::GetFlag(FLAGS_max_streams);
+  o.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
+  if (o.queue_capacity < 1 || o.threads < 0 || o.max_request_bytes < 1024) {
+    return absl::InvalidArgumentError(
+        "--queue_capacity must be >= 1, --threads >= 0, --max_request_bytes >= 1024");
+  }
+  return o;
+}
+
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
       "  wavecrest-server --listen 127.0.0.1:50051 --metrics_listen 127.0.0.1:9464 \\\n"
-      "                   --cache ~/.cache/wavecrest/results.db\n\n"
-      "  wavecrest-server --workers auto --cache ~/.cache/wavecrest/results.db\n"
+      "                   --store ~/.cache/wavecrest/results.db\n\n"
+      "  wavecrest-server --workers auto --store ~/.cache/wavecrest/results.db\n"
       "      one supervised wavecrest-worker per GPU (or one emulating worker without a GPU)\n"
       "  wavecrest-server --worker_address gpu-node-3:50061,gpu-node-4:50061\n"
       "      remote workers\n"
@@ -204,71 +280,12 @@ int main(int argc, char** argv) {
     wavecrest::SetLogFlushInterval(absl::Milliseconds(ms));
   }
 
-  wavecrest::ServerOptions o;
-  o.listen = absl::GetFlag(FLAGS_listen);
-  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  o.http_listen = absl::GetFlag(FLAGS_http_listen);
-  o.http_static_dir = absl::GetFlag(FLAGS_http_static_dir);
-  o.http_models_dir = absl::GetFlag(FLAGS_http_models_dir);
-  o.http_allowed_origins =
-      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_origins), ',', absl::SkipWhitespace());
-  o.http_allowed_hosts =
-      absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace());
-  o.http_threads = absl::GetFlag(FLAGS_http_threads);
-  o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
-  o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
-  o.store = absl::GetFlag(FLAGS_store);
-  if (!o.store.empty() && !absl::GetFlag(FLAGS_cache).empty()) {
-    std::cerr << "wavecrest-server: give --store or --cache, not both (--cache FILE is --store "
-                 "FILE)\n";
+  absl::StatusOr<wavecrest::ServerOptions> o = OptionsFromFlags();
+  if (!o.ok()) {
+    std::cerr << "wavecrest-server: " << o.status().message() << "\n";
     return 2;
   }
-  if (o.store.empty()) o.store = absl::GetFlag(FLAGS_cache);
-  o.store_poll = absl::Seconds(absl::GetFlag(FLAGS_store_poll_s));
-  o.store_options.op_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_store_timeout_ms));
-  o.store_options.spool = absl::GetFlag(FLAGS_store_spool);
-  if (o.store_options.op_timeout < absl::Milliseconds(50)) {
-    std::cerr << "wavecrest-server: --store_timeout_ms must be at least 50\n";
-    return 2;
-  }
-  o.port_file = absl::GetFlag(FLAGS_port_file);
-  o.threads = absl::GetFlag(FLAGS_threads);
-  o.queue_capacity = absl::GetFlag(FLAGS_queue_capacity);
-  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
-  o.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_s));
-  o.workers = absl::GetFlag(FLAGS_workers);
-  for (absl::string_view a :
-       absl::StrSplit(absl::GetFlag(FLAGS_worker_address), ',', absl::SkipWhitespace())) {
-    o.worker_addresses.emplace_back(a);
-  }
-  o.worker_dns = absl::GetFlag(FLAGS_worker_dns);
-  o.worker_dns_interval = absl::Seconds(absl::GetFlag(FLAGS_worker_dns_interval_s));
-  o.worker_binary = absl::GetFlag(FLAGS_worker_binary);
-  o.emulate = absl::GetFlag(FLAGS_emulate);
-  o.worker_backend = absl::GetFlag(FLAGS_worker_backend);
-  for (absl::string_view a :
-       absl::StrSplit(absl::GetFlag(FLAGS_worker_extra_args), ' ', absl::SkipWhitespace())) {
-    o.worker_extra_args.emplace_back(a);
-  }
-  o.worker_job_timeout = absl::Seconds(absl::GetFlag(FLAGS_worker_job_timeout_s));
-  o.worker_socket_dir = absl::GetFlag(FLAGS_worker_socket_dir);
-  o.calibration_file = absl::GetFlag(FLAGS_calibration);
-  o.self_calibrate_min_rows = absl::GetFlag(FLAGS_self_calibrate_min_rows);
-  o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key),
-           absl::GetFlag(FLAGS_tls_client_ca)};
-  o.auth_tokens_file = absl::GetFlag(FLAGS_auth_tokens_file);
-  o.worker_tls = {absl::GetFlag(FLAGS_worker_tls_cert), absl::GetFlag(FLAGS_worker_tls_key),
-                  absl::GetFlag(FLAGS_worker_tls_ca)};
-  o.metrics_auth_file = absl::GetFlag(FLAGS_metrics_auth_file);
-  o.quarantine_for = absl::Seconds(absl::GetFlag(FLAGS_quarantine_s));
-  o.max_streams = absl::GetFlag(FLAGS_max_streams);
-  o.max_streams_per_client = absl::GetFlag(FLAGS_max_streams_per_client);
-  if (o.queue_capacity < 1 || o.threads < 0 || o.max_request_bytes < 1024) {
-    std::cerr << "wavecrest-server: --queue_capacity must be >= 1, --threads >= 0, "
-                 "--max_request_bytes >= 1024\n";
-    return 2;
-  }
-  absl::Status st = wavecrest::RunServer(o);
+  absl::Status st = wavecrest::RunServer(*o);
   if (!st.ok()) {
     wavecrest::LogError("server failed", {{"error", std::string(st.ToString())}});
     return 1;

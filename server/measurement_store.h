@@ -1,9 +1,10 @@
-// Where measurements live: the server's ResultStore (server/timing_service.h) with what the rest
-// of the server needs around it — counting, exporting, claiming a measurement across replicas,
-// and versioned calibrations. Two implementations:
+// Where measurements live, the one store interface: looking results up and storing them, claiming
+// a measurement across replicas, counting, exporting, and versioned calibrations. Three
+// implementations:
 //
-//   ResultCache (server/result_cache.h)  SQLite, one file, one server: the default.
-//   PgStore     (server/pg_store.h)      PostgreSQL, shared by every replica of a fleet.
+//   SqliteStore  (server/sqlite_store.h)  SQLite, one file, one server: the default.
+//   PgStore      (server/pg_store.h)      PostgreSQL, shared by every replica of a fleet.
+//   SpooledStore (server/spooled_store.h) a PgStore with a local SQLite spool for outages.
 //
 // OpenStore picks one from `--store` / $WAVECREST_STORE: a postgresql:// (or postgres://) URI, or
 // a file path.
@@ -21,10 +22,23 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "server/timing_service.h"
+#include "core/gemm.h"
+#include "core/layers.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
+
+// What became of a result handed to a store.
+enum class StoreOutcome {
+  kStored,   // durable where every replica sees it
+  kSpooled,  // durable in this replica's local spool; shared when the store is back
+  kLost,     // not kept (the store failed; the reason is logged)
+};
+
+
+// How long a claim on a measurement lives without renewal (server/pg_store.h renews the claims a
+// process holds every third of it).
+inline constexpr absl::Duration kClaimLease = absl::Seconds(10);
 
 // A calibration (core/calibration.h's file, as JSON) stored with a version, so that every replica
 // answers from the same refit.
@@ -34,8 +48,33 @@ struct StoredCalibration {
   std::string created_by;  // the replica that refitted
 };
 
-class MeasurementStore : public ResultStore {
+class MeasurementStore {
  public:
+  virtual ~MeasurementStore() = default;
+  // A measurement of `key` by `method` on a device of `kind` (preferring `fingerprint` when given).
+  virtual std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
+                                               absl::string_view method,
+                                               const v1::DeviceFingerprint* fingerprint) = 0;
+  // Stores a MEASURED result; failures are logged and returned, never fatal.
+  virtual StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
+  // The same for layer benchmarks (a store without them finds none and keeps none).
+  virtual std::optional<v1::LayerTiming> LookupLayer(absl::string_view /*kind*/,
+                                                     const LayerKey& /*key*/,
+                                                     absl::string_view /*method*/,
+                                                     const v1::DeviceFingerprint* /*fingerprint*/) {
+    return std::nullopt;
+  }
+  virtual StoreOutcome StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {
+    return StoreOutcome::kLost;
+  }
+  // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
+  // other process holds a live claim on it. A store that replicas share makes a measurement
+  // happen once across them (PgStore, which renews the lease while the claim is held and says
+  // yes when it cannot reach its database); a store of one process always says yes.
+  virtual bool Claim(const std::string& /*flight*/, absl::Duration /*lease*/) { return true; }
+  // Ends this process's claim: its result is stored, or it will not be measured here.
+  virtual void Release(const std::string& /*flight*/) {}
+
   // "sqlite:/var/lib/wavecrest/results.db", "postgresql://wavecrest@db:5432/wavecrest" (never a
   // password): for logs and ListDevices.
   virtual std::string Describe() const = 0;
@@ -105,7 +144,7 @@ std::string DefaultSpoolPath(absl::string_view store_uri);
 absl::StatusOr<int64_t> CopyStore(MeasurementStore& from, MeasurementStore& to);
 
 // Opens the store `spec` names: a postgresql:// or postgres:// URI (PgStore), else a SQLite file
-// path (ResultCache; created when missing, a corrupt one moved aside). `owner` names this process
+// path (SqliteStore; created when missing, a corrupt one moved aside). `owner` names this process
 // in claims and published calibrations (host:pid).
 // A PostgreSQL store is wrapped in its spool (server/spooled_store.h) unless options.spool is
 // "none".

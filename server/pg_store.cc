@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "service/convert.h"
 #include "service/log.h"
-#include "server/result_cache.h"
+#include "server/sqlite_store.h"
 
 namespace wavecrest {
 namespace {

@@ -48,7 +48,7 @@ class PgStore final : public MeasurementStore {
                                                        const StoreOptions& options = {});
   ~PgStore() override;  // releases this process's claims
 
-  // ResultStore.
+  // MeasurementStore.
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                        absl::string_view method,
                                        const v1::DeviceFingerprint* fingerprint) override;

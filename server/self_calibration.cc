@@ -14,9 +14,9 @@
 
 namespace wavecrest {
 
-std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::string_view kind) {
+std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind) {
   std::vector<Measurement> out;
-  for (const auto& [k, t] : cache.Measurements(kind)) {
+  for (const auto& [k, t] : store.Measurements(kind)) {
     const absl::StatusOr<DType> dtype = FromProto(t.dtype());
     const absl::StatusOr<Layout> layout = FromProto(t.layout());
     if (!dtype.ok() || !layout.ok() || !FindGpu(k).ok()) continue;
@@ -42,13 +42,41 @@ std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::strin
   return out;
 }
 
+namespace {
+
+// The fitted parameters and their label on `gpu` for every dtype `dtype`'s rows serve; what the
+// rows could not show (no misaligned GEMM of a kind, say) stays as it was. The entry to store.
+CalibrationEntry ApplyFit(const FitResult& fit, DType dtype, const CalibrationInfo& info,
+                          GpuSpec& gpu) {
+  CalibrationEntry entry;
+  entry.gpu = gpu.name;
+  for (DType d : DTypesServedBy(dtype)) {
+    CostModelParams params = fit.params;
+    for (const FittedParam& f : FittedParams()) {
+      const bool moved = std::any_of(fit.fitted.begin(), fit.fitted.end(),
+                                     [&](const FittedParam& m) { return m.field == f.field; });
+      if (!moved) params.*(f.field) = gpu.Model(d).*(f.field);
+    }
+    gpu.Model(d) = params;
+    const std::optional<CalibrationInfo::Band> kept = gpu.Calibration(d).misaligned_band;
+    gpu.Calibration(d) = info;
+    if (!info.misaligned_band) gpu.Calibration(d).misaligned_band = kept;
+    entry.dtypes.push_back(d);
+    entry.params = gpu.Model(d);
+    entry.info = gpu.Calibration(d);
+  }
+  return entry;
+}
+
+}  // namespace
+
 v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min_rows) {
   std::lock_guard<std::mutex> lock(mu_);
   if (min_rows <= 0) min_rows = options_.min_rows;
   v1::RecalibrateResponse response;
   // Rows by (kind, dtype class): FP16 measurements are fitted with BF16's parameters.
   std::map<std::pair<std::string, DType>, std::vector<Measurement>> groups;
-  for (Measurement& m : CachedMeasurements(*cache_, kind)) {
+  for (Measurement& m : CachedMeasurements(*store_, kind)) {
     const DType cls = m.key.dtype == DType::kFp16 ? DType::kBf16 : m.key.dtype;
     groups[{m.gpu, cls}].push_back(std::move(m));
   }
@@ -89,24 +117,7 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
         "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
         "%d-fold CV median error %.1f%%",
         gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
-    CalibrationEntry entry;
-    entry.gpu = gpu_name;
-    for (DType d : DTypesServedBy(dtype)) {
-      CostModelParams params = fit.params;
-      // What these rows could not show (no misaligned GEMM of a kind, say) stays as it was.
-      for (const FittedParam& f : FittedParams()) {
-        const bool moved = std::any_of(fit.fitted.begin(), fit.fitted.end(),
-                                       [&](const FittedParam& m) { return m.field == f.field; });
-        if (!moved) params.*(f.field) = it->Model(d).*(f.field);
-      }
-      it->Model(d) = params;
-      const std::optional<CalibrationInfo::Band> kept = it->Calibration(d).misaligned_band;
-      it->Calibration(d) = info;
-      if (!info.misaligned_band) it->Calibration(d).misaligned_band = kept;
-      entry.dtypes.push_back(d);
-      entry.params = it->Model(d);
-      entry.info = it->Calibration(d);
-    }
+    CalibrationEntry entry = ApplyFit(fit, dtype, info, *it);
     refit.datasets.push_back(
         absl::StrCat("wavecrest-result-cache: ", gpu_name, " ", DTypeName(dtype), ", ", fit.rows,
                      " rows"));
@@ -123,11 +134,12 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   }
   if (changed) {
     PublishCatalog(std::move(catalog));
-    absl::StatusOr<int64_t> version = cache_->PublishCalibration(SerializeCalibration(refit), owner_);
+    absl::StatusOr<int64_t> version =
+        store_->PublishCalibration(SerializeCalibration(refit), owner_);
     if (version.ok()) {
       applied_version_ = *version;
       response.set_calibration_version(*version);
-      LogInfo("calibration stored", {{"version", *version}, {"store", cache_->Describe()}});
+      LogInfo("calibration stored", {{"version", *version}, {"store", store_->Describe()}});
     } else {
       LogWarning("calibration not stored: other replicas keep theirs",
                  {{"error", std::string(version.status().message())}});
@@ -138,7 +150,7 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
 
 bool SelfCalibration::Adopt() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::optional<StoredCalibration> latest = cache_->LatestCalibration();
+  std::optional<StoredCalibration> latest = store_->LatestCalibration();
   if (!latest || latest->version <= applied_version_) return false;
   absl::StatusOr<CalibrationFile> file = ParseCalibration(latest->file_json);
   std::vector<GpuSpec> catalog = GpuCatalog();

@@ -1,5 +1,5 @@
-// Self-calibration from the fleet: the result cache's GPU measurements refit the cost model for
-// their device kinds (at start, and on request), and can be exported in the measurement CSV
+// Self-calibration from the fleet: the measurement store's GPU measurements refit the cost model
+// for their device kinds (at start, and on request), and can be exported in the measurement CSV
 // schema (data/measurements/README.md) for `wavecrest calibrate`.
 #ifndef WAVECREST_SERVER_SELF_CALIBRATION_H_
 #define WAVECREST_SERVER_SELF_CALIBRATION_H_
@@ -21,8 +21,8 @@ struct SelfCalibrationOptions {
   FitOptions fit;
 };
 
-// The cache's GPU measurements as measurement rows (source "wavecrest-result-cache").
-std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::string_view kind);
+// The store's GPU measurements as measurement rows (source "wavecrest-result-cache").
+std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind);
 
 // A refit is versioned in the store: the refitted entries (a calibration file, core/
 // calibration.h) are stored as the newest version, and every replica of a shared store applies
@@ -31,8 +31,8 @@ std::vector<Measurement> CachedMeasurements(MeasurementStore& cache, absl::strin
 // compounds an earlier one.
 class SelfCalibration {
  public:
-  SelfCalibration(MeasurementStore* cache, SelfCalibrationOptions options, std::string owner = "")
-      : cache_(cache), options_(std::move(options)), owner_(std::move(owner)) {}
+  SelfCalibration(MeasurementStore* store, SelfCalibrationOptions options, std::string owner = "")
+      : store_(store), options_(std::move(options)), owner_(std::move(owner)) {}
 
   // Refits every (kind, dtype class) with at least `min_rows` measurements (options' when 0),
   // only `kind` when not empty, publishes the new catalog (core/gpu_catalog.h) and stores the
@@ -48,7 +48,7 @@ class SelfCalibration {
   int64_t AppliedVersion();
 
  private:
-  MeasurementStore* cache_;
+  MeasurementStore* store_;
   SelfCalibrationOptions options_;
   std::string owner_;
   std::mutex mu_;  // one refit or adoption at a time

@@ -111,19 +111,10 @@ class CalibrationPoller {
 
 }  // namespace
 
-absl::Status RunServer(const ServerOptions& options) {
-  // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+namespace {
 
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentialsFor(options.tls);
-  if (!credentials.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("--tls_*: ", credentials.status().message()));
-  }
+// The tokens file, and warnings for what would cross the network in the clear.
+absl::StatusOr<Auth> LoadAuth(const ServerOptions& options) {
   Auth auth;
   if (!options.auth_tokens_file.empty()) {
     absl::StatusOr<Auth> a = Auth::FromTokensFile(options.auth_tokens_file);
@@ -142,81 +133,84 @@ absl::Status RunServer(const ServerOptions& options) {
   if (auth.enabled() && !tls && !LocalListen(options.listen)) {
     LogWarning("bearer tokens without TLS can be read on the network", {});
   }
+  return auth;
+}
 
-  Metrics metrics;
+// The Prometheus endpoint (none when --metrics_listen is empty), with its basic auth.
+struct MetricsEndpoint {
   // Outlives the exposer, which holds it weakly.
-  auto process_metrics = std::make_shared<ProcessMetrics>();
+  std::shared_ptr<ProcessMetrics> process = std::make_shared<ProcessMetrics>();
   std::unique_ptr<prometheus::Exposer> exposer;
-  int metrics_port = 0;
-  if (!options.metrics_listen.empty()) {
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-    } catch (const std::exception& e) {
-      // civetweb says "null context when constructing CivetServer": it could not bind.
-      return absl::UnavailableError(absl::StrCat(
-          "--metrics_listen ", options.metrics_listen,
-          ": cannot listen (is another process on that port? pick another, or :0 for any)"));
-    }
-    if (!options.metrics_auth_file.empty()) {
-      absl::StatusOr<std::string> secret = ReadSecretFile(options.metrics_auth_file);
-      if (!secret.ok()) return secret.status();
-      const std::string expected(absl::StripAsciiWhitespace(*secret));
-      if (expected.find(':') == std::string::npos) {
-        return absl::InvalidArgumentError("--metrics_auth_file: expected \"user:password\"");
-      }
-      exposer->RegisterAuth([expected](const std::string& user, const std::string& password) {
-        return absl::StrCat(user, ":", password) == expected;
-      });
-    }
-    exposer->RegisterCollectable(metrics.registry());
-    exposer->RegisterCollectable(process_metrics);
-    auto ports = exposer->GetListeningPorts();
-    if (!ports.empty()) metrics_port = ports.front();
-  }
+  int port = 0;
+};
 
-  if (!options.calibration_file.empty()) {
-    if (absl::Status st = ApplyCalibrationFile(options.calibration_file); !st.ok()) return st;
+absl::Status StartMetrics(const ServerOptions& options, Metrics& metrics, MetricsEndpoint& out) {
+  if (options.metrics_listen.empty()) return absl::OkStatus();
+  try {
+    out.exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+  } catch (const std::exception& e) {
+    // civetweb says "null context when constructing CivetServer": it could not bind.
+    return absl::UnavailableError(absl::StrCat(
+        "--metrics_listen ", options.metrics_listen,
+        ": cannot listen (is another process on that port? pick another, or :0 for any)"));
   }
-  absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
-  if (!workers.ok()) return workers.status();
-  std::unique_ptr<SelfCalibration> calibration;
+  if (!options.metrics_auth_file.empty()) {
+    absl::StatusOr<std::string> secret = ReadSecretFile(options.metrics_auth_file);
+    if (!secret.ok()) return secret.status();
+    const std::string expected(absl::StripAsciiWhitespace(*secret));
+    if (expected.find(':') == std::string::npos) {
+      return absl::InvalidArgumentError("--metrics_auth_file: expected \"user:password\"");
+    }
+    out.exposer->RegisterAuth([expected](const std::string& user, const std::string& password) {
+      return absl::StrCat(user, ":", password) == expected;
+    });
+  }
+  out.exposer->RegisterCollectable(metrics.registry());
+  out.exposer->RegisterCollectable(out.process);
+  auto ports = out.exposer->GetListeningPorts();
+  if (!ports.empty()) out.port = ports.front();
+  return absl::OkStatus();
+}
+
+// The calibration refit from the store's measurements, and the poller that adopts the fleet's.
+struct Calibration {
+  std::unique_ptr<SelfCalibration> self;
   std::unique_ptr<CalibrationPoller> poller;
-  if (MeasurementStore* store = (*workers)->cache(); store != nullptr) {
-    SelfCalibrationOptions sc;
-    sc.min_rows = options.self_calibrate_min_rows;
-    calibration = std::make_unique<SelfCalibration>(store, sc, StoreOwner());
-    // Before answering anything: a replica of a shared store answers from the fleet's newest
-    // refit; otherwise (or when there is none yet) it refits from the measurements it sees.
-    const bool adopted = store->Shared() && calibration->Adopt();
-    if (!adopted && options.self_calibrate_min_rows > 0) calibration->Run("", 0);
-    if (store->Shared() && options.store_poll > absl::ZeroDuration()) {
-      poller = std::make_unique<CalibrationPoller>(calibration.get(), options.store_poll);
-    }
+};
+
+Calibration StartCalibration(const ServerOptions& options, MeasurementStore* store) {
+  Calibration c;
+  if (store == nullptr) return c;
+  SelfCalibrationOptions sc;
+  sc.min_rows = options.self_calibrate_min_rows;
+  c.self = std::make_unique<SelfCalibration>(store, sc, StoreOwner());
+  // Before answering anything: a replica of a shared store answers from the fleet's newest
+  // refit; otherwise (or when there is none yet) it refits from the measurements it sees.
+  const bool adopted = store->Shared() && c.self->Adopt();
+  if (!adopted && options.self_calibrate_min_rows > 0) c.self->Run("", 0);
+  if (store->Shared() && options.store_poll > absl::ZeroDuration()) {
+    c.poller = std::make_unique<CalibrationPoller>(c.self.get(), options.store_poll);
   }
+  return c;
+}
 
-  const int threads =
-      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  JobQueue jobs(std::max(threads, 1), options.queue_capacity);
-  metrics.SetQueue(0, options.queue_capacity);
-  TimingService timing((*workers)->source(), (*workers)->cache(), &metrics);
-  AdvisorService service(&timing, &jobs, &metrics, (*workers)->directory(), calibration.get(),
-                         (*workers)->cache(), &auth);
-  service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
-  service.SetModelsDir(options.http_models_dir);
-
+// The gRPC server: its port, reflection (off with tokens), the malformed-request interceptor,
+// message limits and keepalive. On failure, why it could not listen.
+absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
+    const ServerOptions& options, const std::shared_ptr<grpc::ServerCredentials>& credentials,
+    bool tokens, AdvisorService& service, int* grpc_port) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   // Reflection has no token check of its own: with tokens on it is left out (it would describe the
   // API to anyone who can reach the port). Linking it registers it for every builder, so the
   // builder's plugin list drops it.
-  if (auth.enabled()) {
+  if (tokens) {
     builder.SetOption(std::make_unique<WithoutPlugin>("proto_server_reflection"));
     LogInfo("gRPC reflection is off: --auth_tokens_file is set and reflection cannot check tokens",
             {});
   }
-  int grpc_port = 0;
-  builder.AddListeningPort(options.listen, *credentials, &grpc_port);
+  builder.AddListeningPort(options.listen, credentials, grpc_port);
   // gRPC sets SO_REUSEPORT by default: a second server on a served port would then start and
   // silently take a share of the traffic. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -235,77 +229,129 @@ absl::Status RunServer(const ServerOptions& options) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || grpc_port == 0) {
-    if (!options.tls.cert.empty()) {
-      return absl::UnavailableError(absl::StrCat(
-          "--listen ", options.listen,
-          ": cannot listen: another server holds the port, or gRPC refused the TLS files (does "
-          "--tls_key ", options.tls.key, " belong to --tls_cert ", options.tls.cert,
-          "? gRPC's own reason is in the log lines above)"));
-    }
+  if (server && *grpc_port != 0) return server;
+  if (!options.tls.cert.empty()) {
     return absl::UnavailableError(absl::StrCat(
         "--listen ", options.listen,
-        ": cannot listen (is another server on that port? the address is not shared)"));
+        ": cannot listen: another server holds the port, or gRPC refused the TLS files (does "
+        "--tls_key ", options.tls.key, " belong to --tls_cert ", options.tls.cert,
+        "? gRPC's own reason is in the log lines above)"));
   }
-  // The HTTP gateway calls the service in-process, so HTTP callers get the same validation,
-  // authentication, limits and metrics as gRPC ones.
-  std::unique_ptr<HttpGateway> gateway;
-  if (!options.http_listen.empty()) {
-    // One posture for both ports: the gateway speaks plain HTTP and cannot check a client
-    // certificate, so it does not run beside mutual TLS, nor beside TLS unless asked.
-    if (!options.tls.ca.empty()) {
-      server->Shutdown();
-      return absl::FailedPreconditionError(
-          "--http_listen with --tls_client_ca: the HTTP gateway cannot check client certificates, "
-          "so it would open the API without them; drop --http_listen, or serve HTTP through a "
-          "proxy that verifies client certificates and talks gRPC to this server");
-    }
-    if (!options.tls.cert.empty() && !options.http_allow_plaintext) {
-      server->Shutdown();
-      return absl::FailedPreconditionError(
-          "--http_listen with --tls_cert: gRPC is encrypted but the HTTP gateway is plain HTTP "
-          "(tokens and models would cross the network in the clear); put a TLS-terminating "
-          "proxy in front of it and pass --http_allow_plaintext, or drop --http_listen");
-    }
-    HttpGatewayOptions g;
-    g.listen = options.http_listen;
-    g.static_dir = options.http_static_dir;
-    g.models_dir = options.http_models_dir;
-    g.auth = &auth;
-    g.allowed_origins = options.http_allowed_origins;
-    g.allowed_hosts = options.http_allowed_hosts;
-    g.threads = options.http_threads;
-    g.request_timeout_ms = options.http_request_timeout_ms;
-    g.max_body_bytes = options.max_request_bytes;
-    absl::StatusOr<std::unique_ptr<HttpGateway>> started =
-        HttpGateway::Start(g, server->InProcessChannel(grpc::ChannelArguments()), &metrics);
-    if (!started.ok()) {
-      server->Shutdown();
-      return started.status();
-    }
-    gateway = std::move(*started);
-    if (!LocalListen(options.http_listen)) {
-      LogWarning(
-          "the HTTP gateway listens beyond loopback without TLS: put it behind a "
-          "TLS-terminating proxy or ingress",
-          {{"http_listen", options.http_listen}});
-    }
-  }
-  const int http_port = gateway ? gateway->port() : 0;
+  return absl::UnavailableError(absl::StrCat(
+      "--listen ", options.listen,
+      ": cannot listen (is another server on that port? the address is not shared)"));
+}
 
-  grpc::HealthCheckServiceInterface* health = server->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus(kAdvisorHealthName, true);
+// The HTTP gateway (none without --http_listen). It calls the service in-process, so HTTP
+// callers get the same validation, authentication, limits and metrics as gRPC ones.
+absl::StatusOr<std::unique_ptr<HttpGateway>> StartGateway(const ServerOptions& options,
+                                                          grpc::Server& server, Auth& auth,
+                                                          Metrics& metrics) {
+  if (options.http_listen.empty()) return std::unique_ptr<HttpGateway>();
+  // One posture for both ports: the gateway speaks plain HTTP and cannot check a client
+  // certificate, so it does not run beside mutual TLS, nor beside TLS unless asked.
+  if (!options.tls.ca.empty()) {
+    return absl::FailedPreconditionError(
+        "--http_listen with --tls_client_ca: the HTTP gateway cannot check client certificates, "
+        "so it would open the API without them; drop --http_listen, or serve HTTP through a "
+        "proxy that verifies client certificates and talks gRPC to this server");
+  }
+  if (!options.tls.cert.empty() && !options.http_allow_plaintext) {
+    return absl::FailedPreconditionError(
+        "--http_listen with --tls_cert: gRPC is encrypted but the HTTP gateway is plain HTTP "
+        "(tokens and models would cross the network in the clear); put a TLS-terminating "
+        "proxy in front of it and pass --http_allow_plaintext, or drop --http_listen");
+  }
+  HttpGatewayOptions g;
+  g.listen = options.http_listen;
+  g.static_dir = options.http_static_dir;
+  g.models_dir = options.http_models_dir;
+  g.auth = &auth;
+  g.allowed_origins = options.http_allowed_origins;
+  g.allowed_hosts = options.http_allowed_hosts;
+  g.threads = options.http_threads;
+  g.request_timeout_ms = options.http_request_timeout_ms;
+  g.max_body_bytes = options.max_request_bytes;
+  absl::StatusOr<std::unique_ptr<HttpGateway>> started =
+      HttpGateway::Start(g, server.InProcessChannel(grpc::ChannelArguments()), &metrics);
+  if (started.ok() && !LocalListen(options.http_listen)) {
+    LogWarning(
+        "the HTTP gateway listens beyond loopback without TLS: put it behind a "
+        "TLS-terminating proxy or ingress",
+        {{"http_listen", options.http_listen}});
+  }
+  return started;
+}
+
+void WritePortFile(const std::string& path, int grpc_port, int metrics_port, int http_port) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port
+                     << ", \"http\": " << http_port << "}\n";
+  std::rename(tmp.c_str(), path.c_str());
+}
+
+void SetServing(grpc::HealthCheckServiceInterface* health, bool serving) {
+  health->SetServingStatus(serving);
+  health->SetServingStatus(kAdvisorHealthName, serving);
+  if (!serving) health->SetServingStatus(kMeasureHealthName, false);
+}
+
+}  // namespace
+
+absl::Status RunServer(const ServerOptions& options) {
+  // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options.tls);
+  if (!credentials.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--tls_*: ", credentials.status().message()));
+  }
+  absl::StatusOr<Auth> auth = LoadAuth(options);
+  if (!auth.ok()) return auth.status();
+  Metrics metrics;
+  MetricsEndpoint endpoint;
+  if (absl::Status st = StartMetrics(options, metrics, endpoint); !st.ok()) return st;
+  if (!options.calibration_file.empty()) {
+    if (absl::Status st = ApplyCalibrationFile(options.calibration_file); !st.ok()) return st;
+  }
+  absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
+  if (!workers.ok()) return workers.status();
+  Calibration calibration = StartCalibration(options, (*workers)->store());
+
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  JobQueue jobs(std::max(threads, 1), options.queue_capacity);
+  metrics.SetQueue(0, options.queue_capacity);
+  TimingService timing((*workers)->workers(), (*workers)->store(), &metrics);
+  AdvisorService service(&timing, &jobs, &metrics, (*workers)->workers(),
+                         calibration.self.get(), (*workers)->store(), &*auth);
+  service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
+  service.SetModelsDir(options.http_models_dir);
+
+  int grpc_port = 0;
+  absl::StatusOr<std::unique_ptr<grpc::Server>> server =
+      BuildGrpcServer(options, *credentials, auth->enabled(), service, &grpc_port);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::unique_ptr<HttpGateway>> gateway =
+      StartGateway(options, **server, *auth, metrics);
+  if (!gateway.ok()) {
+    (*server)->Shutdown();
+    return gateway.status();
+  }
+  const int http_port = *gateway ? (*gateway)->port() : 0;
+
+  grpc::HealthCheckServiceInterface* health = (*server)->GetHealthCheckService();
+  SetServing(health, true);
   (*workers)->SetHealth(health, kMeasureHealthName);
-
-  if (!options.port_file.empty()) {
-    const std::string tmp = options.port_file + ".tmp";
-    std::ofstream(tmp) << "{\"grpc\": " << grpc_port << ", \"metrics\": " << metrics_port
-                       << ", \"http\": " << http_port << "}\n";
-    std::rename(tmp.c_str(), options.port_file.c_str());
-  }
+  WritePortFile(options.port_file, grpc_port, endpoint.port, http_port);
   LogInfo("listening", {{"grpc_port", grpc_port},
-                        {"metrics_port", metrics_port},
+                        {"metrics_port", endpoint.port},
                         {"http_port", http_port},
                         {"queue_capacity", options.queue_capacity},
                         {"threads", threads}});
@@ -316,9 +362,7 @@ absl::Status RunServer(const ServerOptions& options) {
           {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
            {"grace_s", absl::StrCat(absl::ToDoubleSeconds(options.shutdown_grace))}});
   (*workers)->StopHealthUpdates();
-  health->SetServingStatus(false);
-  health->SetServingStatus(kAdvisorHealthName, false);
-  health->SetServingStatus(kMeasureHealthName, false);
+  SetServing(health, false);
   // New calls now get UNAVAILABLE (retryable); calls in flight, queued ones included, run to
   // completion up to the grace period. Only then does gRPC shut down (cancelling what is left,
   // which the jobs see and stop on).
@@ -326,10 +370,10 @@ absl::Status RunServer(const ServerOptions& options) {
   const absl::Time grace_end = absl::Now() + options.shutdown_grace;
   while (service.in_flight() > 0 && absl::Now() < grace_end) absl::SleepFor(absl::Milliseconds(10));
   LogInfo("drained", {{"in_flight", service.in_flight()}});
-  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  gateway.reset();  // after gRPC: the gateway's streams end when their calls are cancelled
+  (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  gateway->reset();  // after gRPC: the gateway's streams end when their calls are cancelled
   jobs.WaitIdle(absl::Now() + absl::Seconds(5));
-  poller.reset();
+  calibration.poller.reset();
   (*workers)->Stop();
   LogInfo("stopped");
   return absl::OkStatus();

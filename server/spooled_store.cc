@@ -8,7 +8,7 @@
 namespace wavecrest {
 
 SpooledStore::SpooledStore(std::unique_ptr<MeasurementStore> shared,
-                           std::unique_ptr<ResultCache> spool, absl::Duration drain_every)
+                           std::unique_ptr<SqliteStore> spool, absl::Duration drain_every)
     : shared_(std::move(shared)), spool_(std::move(spool)) {
   backlog_.store(spool_->Count());
   LogInfo("store spool", {{"store", shared_->Describe()}, {"spool", spool_->Describe()},

@@ -16,18 +16,18 @@
 #include <thread>
 
 #include "server/measurement_store.h"
-#include "server/result_cache.h"
+#include "server/sqlite_store.h"
 
 namespace wavecrest {
 
 class SpooledStore final : public MeasurementStore {
  public:
   // Drains what `spool` holds (a previous run's backlog) as soon as `shared` answers.
-  SpooledStore(std::unique_ptr<MeasurementStore> shared, std::unique_ptr<ResultCache> spool,
+  SpooledStore(std::unique_ptr<MeasurementStore> shared, std::unique_ptr<SqliteStore> spool,
                absl::Duration drain_every);
   ~SpooledStore() override;
 
-  // ResultStore.
+  // MeasurementStore.
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                        absl::string_view method,
                                        const v1::DeviceFingerprint* fingerprint) override;
@@ -79,7 +79,7 @@ class SpooledStore final : public MeasurementStore {
   void SetBacklog(int64_t rows);
 
   std::unique_ptr<MeasurementStore> shared_;
-  std::unique_ptr<ResultCache> spool_;
+  std::unique_ptr<SqliteStore> spool_;
   std::atomic<int64_t> backlog_{0};
   std::mutex drain_mu_;  // one drain at a time
   std::mutex cb_mu_;

@@ -34,11 +34,11 @@ struct TimingService::GemmUnit {
   static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
     return TimingMethod(backend, t.autotune, t.warm_l2);
   }
-  static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
+  static std::optional<Timing> Lookup(MeasurementStore& c, absl::string_view kind, const Key& k,
                                       const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.Lookup(kind, k, method, fp);
   }
-  static StoreOutcome Store(ResultStore& c, absl::string_view kind, const Timing& t) {
+  static StoreOutcome Store(MeasurementStore& c, absl::string_view kind, const Timing& t) {
     return c.Store(kind, t);
   }
   static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
@@ -62,11 +62,11 @@ struct TimingService::LayerUnit {
   static std::string Method(absl::string_view backend, const TimingTaskBase& t) {
     return LayerTimingMethod(backend, t.warm_l2);
   }
-  static std::optional<Timing> Lookup(ResultStore& c, absl::string_view kind, const Key& k,
+  static std::optional<Timing> Lookup(MeasurementStore& c, absl::string_view kind, const Key& k,
                                       const std::string& method, const v1::DeviceFingerprint* fp) {
     return c.LookupLayer(kind, k, method, fp);
   }
-  static StoreOutcome Store(ResultStore& c, absl::string_view kind, const Timing& t) {
+  static StoreOutcome Store(MeasurementStore& c, absl::string_view kind, const Timing& t) {
     return c.StoreLayer(kind, t);
   }
   static absl::Status Measure(GpuWorkers& w, absl::string_view kind,
@@ -172,7 +172,7 @@ class TimingService::UnitRun {
         done_(keys_.size(), false),
         key_errors_(keys_.size()) {}
 
-  absl::StatusOr<TimingSummary> Run() {
+  absl::StatusOr<MeasureCounts> Run() {
     const bool may_measure = task_.mode != v1::MODE_PREDICTED;
     if (may_measure && s_.workers_) fp_ = s_.workers_->Fingerprint(task_.kind);
     if (fp_ && fp_->backend() == "analytic") {
@@ -181,7 +181,7 @@ class TimingService::UnitRun {
                        " worker emulates the GPU with the analytic model (no GPU): its "
                        "results are PREDICTED"));
     }
-    if (may_measure && s_.cache_) LookUpCache();
+    if (may_measure && s_.store_) LookUpCache();
     if (may_measure && !Missing().empty()) {
       if (s_.CanMeasure(task_.kind)) {
         RETURN_IF_ERROR(MeasureMissing());
@@ -264,7 +264,7 @@ class TimingService::UnitRun {
     const std::string method = Unit::Method(fp_ ? fp_->backend() : "cublaslt", task_);
     for (size_t i = 0; i < keys_.size(); ++i) {
       std::optional<Timing> hit =
-          Unit::Lookup(*s_.cache_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
+          Unit::Lookup(*s_.store_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
       if (s_.metrics_) s_.metrics_->CacheLookup(hit.has_value());
       if (hit) {
         MarkFromCache(&*hit);
@@ -286,7 +286,7 @@ class TimingService::UnitRun {
     absl::Cleanup finish_all = [&] {
       for (size_t j = 0; j < mine_.size(); ++j) {
         s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], nullptr);
-        if (s_.cache_) s_.cache_->Release(FlightKeyOf(mine_[j]));
+        if (s_.store_) s_.store_->Release(FlightKeyOf(mine_[j]));
       }
       for (auto& [i, flight] : elsewhere_) s_.Land<Timing>(FlightKeyOf(i), *flight, nullptr);
     };
@@ -335,13 +335,13 @@ class TimingService::UnitRun {
   // A flight that finished between this request's cache lookup and its claim left its result in
   // the cache (stored before the flight ends): look once more before measuring.
   void RecheckCache() {
-    if (!s_.cache_ || !fp_ || mine_.empty()) return;
+    if (!s_.store_ || !fp_ || mine_.empty()) return;
     const std::string method = Unit::Method(fp_->backend(), task_);
     std::vector<size_t> still;
     std::vector<FlightPtr> still_flights;
     for (size_t j = 0; j < mine_.size(); ++j) {
       std::optional<Timing> hit =
-          Unit::Lookup(*s_.cache_, task_.kind, keys_[mine_[j]], method, &*fp_);
+          Unit::Lookup(*s_.store_, task_.kind, keys_[mine_[j]], method, &*fp_);
       if (hit) {
         MarkFromCache(&*hit);
         s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], &*hit);
@@ -359,14 +359,14 @@ class TimingService::UnitRun {
   // 2b. Across processes: of the units this request owns here, those another replica of a shared
   // store is measuring wait for its result in the store (AwaitElsewhere) instead.
   void ClaimInStore() {
-    if (!s_.cache_ || mine_.empty()) return;
+    if (!s_.store_ || mine_.empty()) return;
     // Short: the store renews it while this process holds it, so a replica that dies or loses
     // its database holds nothing for long.
     lease_ = kClaimLease;
     std::vector<size_t> still;
     std::vector<FlightPtr> still_flights;
     for (size_t j = 0; j < mine_.size(); ++j) {
-      if (s_.cache_->Claim(FlightKeyOf(mine_[j]), lease_)) {
+      if (s_.store_->Claim(FlightKeyOf(mine_[j]), lease_)) {
         still.push_back(mine_[j]);
         still_flights.push_back(my_flights_[j]);
       } else {
@@ -408,7 +408,7 @@ class TimingService::UnitRun {
           continue;
         }
         std::optional<Timing> hit =
-            Unit::Lookup(*s_.cache_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
+            Unit::Lookup(*s_.store_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
         if (hit) {
           MarkFromCache(&*hit);
           s_.Land<Timing>(FlightKeyOf(i), *flight, &*hit);
@@ -418,7 +418,7 @@ class TimingService::UnitRun {
             ++summary_.shared;
           }
           Deliver(i, std::move(*hit), "measured by another replica");
-        } else if (s_.cache_->Claim(FlightKeyOf(i), lease_)) {
+        } else if (s_.store_->Claim(FlightKeyOf(i), lease_)) {
           take.push_back(i);
           take_flights.push_back(flight);
         } else {
@@ -455,9 +455,9 @@ class TimingService::UnitRun {
                 absl::StrCat(Unit::Name(keys[j]), ": not measured (", r.status().message(), ")"));
             return;
           }
-          if (s_.cache_) {
-            CountStored(Unit::Store(*s_.cache_, task_.kind, *r));
-            s_.cache_->Release(FlightKeyOf(which[j]));
+          if (s_.store_) {
+            CountStored(Unit::Store(*s_.store_, task_.kind, *r));
+            s_.store_->Release(FlightKeyOf(which[j]));
           }
           s_.Land<Timing>(FlightKeyOf(which[j]), *flights[j], &*r);
           CountWorkerResult(*r, /*shared=*/false);
@@ -513,7 +513,7 @@ class TimingService::UnitRun {
   bool budget_spent_ = false;  // MeasureMissing stopped at measure_by: the rest is predicted
   int64_t finished_ = 0;
   std::vector<absl::Status> key_errors_;
-  TimingSummary summary_;
+  MeasureCounts summary_;
   int64_t spooled_ = 0, lost_ = 0;  // measured results the store did not share
   std::vector<size_t> mine_;
   std::vector<FlightPtr> my_flights_;
@@ -524,21 +524,21 @@ class TimingService::UnitRun {
 };
 
 template <typename Unit, typename Task>
-absl::StatusOr<TimingSummary> TimingService::RunUnits(
+absl::StatusOr<MeasureCounts> TimingService::RunUnits(
     const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {
   return UnitRun<Unit, Task>(*this, task, emit, progress, cancelled).Run();
 }
 
-absl::StatusOr<TimingSummary> TimingService::TimeGemms(
+absl::StatusOr<MeasureCounts> TimingService::TimeGemms(
     const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {
   return RunUnits<GemmUnit>(task, emit, progress, cancelled);
 }
 
-absl::StatusOr<TimingSummary> TimingService::TimeLayers(
+absl::StatusOr<MeasureCounts> TimingService::TimeLayers(
     const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
     const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
     const std::function<bool()>& cancelled) {

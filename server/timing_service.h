@@ -1,4 +1,4 @@
-// Where GEMM and layer timings come from: the result cache, a GPU worker, or the analytic model;
+// Where GEMM and layer timings come from: the measurement store, a GPU worker, or the analytic model;
 // every result says which (MEASURED, CACHED, PREDICTED). Shared by TimeGemms, TimeLayers and
 // Recommend.
 #ifndef WAVECREST_SERVER_TIMING_SERVICE_H_
@@ -20,6 +20,7 @@
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
 #include "core/layers.h"
+#include "server/measurement_store.h"
 #include "server/metrics.h"
 #include "service/measurer.h"
 #include "wavecrest/v1/advisor.pb.h"
@@ -38,7 +39,8 @@ using MeasureCallback = std::function<void(size_t index, absl::StatusOr<v1::Gemm
 using LayerMeasureCallback =
     std::function<void(size_t index, absl::StatusOr<v1::LayerTiming> result)>;
 
-// GPU workers (server/worker_pool.h). Kinds are catalog names ("h100-sxm").
+// The GPU workers, the one workers interface (server/worker_pool.h implements it). Kinds are
+// catalog names ("h100-sxm").
 class GpuWorkers {
  public:
   virtual ~GpuWorkers() = default;
@@ -64,57 +66,23 @@ class GpuWorkers {
                                      const MeasureOptions& /*options*/,
                                      const LayerMeasureCallback& /*on_result*/,
                                      const std::function<bool()>& /*cancelled*/) {
-    return absl::UnimplementedError("this measurement source cannot time layers");
+    return absl::UnimplementedError("these workers cannot time layers");
   }
+  // Ends the quarantine of `kind`'s GEMMs (every kind when empty); returns how many ended.
+  virtual int64_t ClearQuarantine(absl::string_view kind) = 0;
+  // The workers as ListDevices shows them; `internal`: socket paths, addresses and PIDs (admins
+  // only).
+  virtual void AddWorkers(v1::ListDevicesResponse* response, bool internal) const = 0;
 };
 
-// What became of a result handed to a store.
-enum class StoreOutcome {
-  kStored,   // durable where every replica sees it
-  kSpooled,  // durable in this replica's local spool; shared when the store is back
-  kLost,     // not kept (the store failed; the reason is logged)
-};
 
-// The persistent result cache (server/result_cache.h).
-class ResultStore {
- public:
-  virtual ~ResultStore() = default;
-  // A measurement of `key` by `method` on a device of `kind` (preferring `fingerprint` when given).
-  virtual std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
-                                               absl::string_view method,
-                                               const v1::DeviceFingerprint* fingerprint) = 0;
-  // Stores a MEASURED result; failures are logged and returned, never fatal.
-  virtual StoreOutcome Store(absl::string_view kind, const v1::GemmTiming& timing) = 0;
-  // The same for layer benchmarks (a store without them finds none and keeps none).
-  virtual std::optional<v1::LayerTiming> LookupLayer(absl::string_view /*kind*/,
-                                                     const LayerKey& /*key*/,
-                                                     absl::string_view /*method*/,
-                                                     const v1::DeviceFingerprint* /*fingerprint*/) {
-    return std::nullopt;
-  }
-  virtual StoreOutcome StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {
-    return StoreOutcome::kLost;
-  }
-  // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
-  // other process holds a live claim on it. A store that replicas share makes a measurement
-  // happen once across them (PgStore, which renews the lease while the claim is held and says
-  // yes when it cannot reach its database); a store of one process always says yes.
-  virtual bool Claim(const std::string& /*flight*/, absl::Duration /*lease*/) { return true; }
-  // Ends this process's claim: its result is stored, or it will not be measured here.
-  virtual void Release(const std::string& /*flight*/) {}
-};
-
-// How long a claim on a measurement lives without renewal (server/pg_store.h renews the claims a
-// process holds every third of it).
-inline constexpr absl::Duration kClaimLease = absl::Seconds(10);
-
-// The server's Measurer (service/measurer.h): the result cache, the GPU workers for the misses,
+// The server's Measurer (service/measurer.h): the measurement store, the GPU workers for the misses,
 // the analytic model for the rest.
 class TimingService final : public Measurer {
  public:
-  // `workers` and `cache` may be null (no GPU workers; no cache).
-  TimingService(GpuWorkers* workers, ResultStore* cache, Metrics* metrics)
-      : workers_(workers), cache_(cache), metrics_(metrics) {}
+  // `workers` and `store` may be null (no GPU workers; no measurement store).
+  TimingService(GpuWorkers* workers, MeasurementStore* store, Metrics* metrics)
+      : workers_(workers), store_(store), metrics_(metrics) {}
 
   // Measurer. The GPU may be a catalog name or a worker's device name.
   absl::StatusOr<GpuTarget> ResolveGpu(absl::string_view name,
@@ -128,13 +96,13 @@ class TimingService final : public Measurer {
   // worker-reader thread, one call at a time); `progress(done, total, message)` after each.
   // MODE_MEASURED with no worker of the kind: UNAVAILABLE (retryable). Stops early, with
   // CANCELLED or DEADLINE_EXCEEDED, when `cancelled()` turns true or the deadline passes.
-  absl::StatusOr<TimingSummary> TimeGemms(const TimingTask& task,
+  absl::StatusOr<MeasureCounts> TimeGemms(const TimingTask& task,
                                           const std::function<void(size_t, v1::GemmTiming)>& emit,
                                           const TaskProgress& progress,
                                           const std::function<bool()>& cancelled) override;
 
-  // The same for layers timed whole (core/layers.h): cache, worker, then the analytic model.
-  absl::StatusOr<TimingSummary> TimeLayers(const LayerTask& task,
+  // The same for layers timed whole (core/layers.h): store, worker, then the analytic model.
+  absl::StatusOr<MeasureCounts> TimeLayers(const LayerTask& task,
                                            const std::function<void(size_t, v1::LayerTiming)>& emit,
                                            const TaskProgress& progress,
                                            const std::function<bool()>& cancelled) override;
@@ -148,7 +116,7 @@ class TimingService final : public Measurer {
   template <typename Unit, typename Task>
   class UnitRun;
   template <typename Unit, typename Task>
-  absl::StatusOr<TimingSummary> RunUnits(
+  absl::StatusOr<MeasureCounts> RunUnits(
       const Task& task, const std::function<void(size_t, typename Unit::Timing)>& emit,
       const std::function<void(int64_t, int64_t, absl::string_view)>& progress,
       const std::function<bool()>& cancelled);
@@ -168,7 +136,7 @@ class TimingService final : public Measurer {
   template <typename Timing>
   FlightMap<Timing>& Flights();
   // Ends a flight (with its result, or none when it could not be measured): waiters wake, and the
-  // next request for the GEMM goes to the cache.
+  // next request for the GEMM goes to the store.
   template <typename Timing>
   void Land(const std::string& key, Flight<Timing>& flight, const Timing* result);
 
@@ -176,7 +144,7 @@ class TimingService final : public Measurer {
   FlightMap<v1::GemmTiming> flights_;
   FlightMap<v1::LayerTiming> layer_flights_;
   GpuWorkers* workers_;
-  ResultStore* cache_;
+  MeasurementStore* store_;
   Metrics* metrics_;
 };
 

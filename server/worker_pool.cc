@@ -355,128 +355,133 @@ void WorkerPool::Tick() {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& w : workers_) snapshot.push_back(w.get());
   }
-  for (Worker* wp : snapshot) {
-    Worker& w = *wp;
-    {
-      // A retired worker goes down once its job (if any) is over, and stays down.
+  for (Worker* w : snapshot) TickWorker(*w);
+}
+
+void WorkerPool::TickWorker(Worker& w) {
+  if (SettleRetired(w)) return;
+  ReapExited(w);
+  std::shared_ptr<grpc::Channel> channel;
+  switch (Decide(w, &channel)) {
+    case Action::kNone:
+      break;
+    case Action::kRestart: {
       std::lock_guard<std::mutex> lock(mu_);
-      if (w.retired) {
-        if (!w.busy && w.state != State::kDown) {
-          w.state = State::kDown;
-          w.channel.reset();
-          if (metrics_) metrics_->SetWorkerUp(w.id, false);
-          cv_.notify_all();
-        }
-        continue;
+      if (w.local) {
+        Spawn(w);
+      } else {
+        Connect(w);
       }
+      break;
     }
-    // 1. Reap an exited child.
-    if (w.local) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (w.pid > 0) {
-        int status = 0;
-        if (waitpid(w.pid, &status, WNOHANG) == w.pid) {
-          std::string reason = w.kill_reason;
-          if (reason.empty()) {
-            reason =
-                WIFEXITED(status) && WEXITSTATUS(status) == kExitSticky ? "sticky_error" : "exit";
-          }
-          LogWarning("worker exited",
-                     {{"worker", w.id},
-                      {"pid", w.pid},
-                      {"status", WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
-                                                   : absl::StrCat("signal ", WTERMSIG(status))}});
-          w.pid = 0;
-          MarkDown(w, reason);
-        }
+    case Action::kDescribe:
+      Describe(w, channel);
+      break;
+    case Action::kHeartbeat:
+      Heartbeat(w, channel);
+      break;
+  }
+}
+
+bool WorkerPool::SettleRetired(Worker& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!w.retired) return false;
+  if (!w.busy && w.state != State::kDown) {
+    w.state = State::kDown;
+    w.channel.reset();
+    if (metrics_) metrics_->SetWorkerUp(w.id, false);
+    cv_.notify_all();
+  }
+  return true;
+}
+
+void WorkerPool::ReapExited(Worker& w) {
+  if (!w.local) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (w.pid <= 0) return;
+  int status = 0;
+  if (waitpid(w.pid, &status, WNOHANG) != w.pid) return;
+  std::string reason = w.kill_reason;
+  if (reason.empty()) {
+    reason = WIFEXITED(status) && WEXITSTATUS(status) == kExitSticky ? "sticky_error" : "exit";
+  }
+  LogWarning("worker exited",
+             {{"worker", w.id},
+              {"pid", w.pid},
+              {"status", WIFEXITED(status) ? absl::StrCat("exit code ", WEXITSTATUS(status))
+                                           : absl::StrCat("signal ", WTERMSIG(status))}});
+  w.pid = 0;
+  MarkDown(w, reason);
+}
+
+WorkerPool::Action WorkerPool::Decide(Worker& w, std::shared_ptr<grpc::Channel>* channel) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const absl::Time now = absl::Now();
+  Action action = Action::kNone;
+  if (w.busy && w.call) {
+    if (w.cancelled && (*w.cancelled)()) w.call->TryCancel();
+    if (w.state == State::kUp && now - w.last_event > options_.job_timeout) Kill(w, "hang");
+  }
+  if (w.state == State::kStarting) {
+    if (now - w.started_at > options_.start_timeout) {
+      if (w.local) {
+        Kill(w, "start_timeout");
+      } else {
+        MarkDown(w, "unreachable");
       }
+    } else {
+      action = Action::kDescribe;
     }
-    // 2. What to do with it, decided under the lock; RPCs made without it.
-    enum class Action { kNone, kDescribe, kHeartbeat, kRestart } action = Action::kNone;
-    std::shared_ptr<grpc::Channel> channel;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      const absl::Time now = absl::Now();
-      if (w.busy && w.call) {
-        if (w.cancelled && (*w.cancelled)()) w.call->TryCancel();
-        if (w.state == State::kUp && now - w.last_event > options_.job_timeout) {
-          Kill(w, "hang");
-        }
-      }
-      if (w.state == State::kStarting) {
-        if (now - w.started_at > options_.start_timeout) {
-          if (w.local) {
-            Kill(w, "start_timeout");
-          } else {
-            MarkDown(w, "unreachable");
-          }
-        } else {
-          action = Action::kDescribe;
-        }
-      } else if (w.state == State::kUp && now >= w.next_heartbeat && w.kill_reason.empty()) {
-        action = Action::kHeartbeat;
-        w.next_heartbeat = now + options_.heartbeat_interval;
-      } else if (w.state == State::kDown && !w.busy && w.pid == 0 && now >= w.next_attempt &&
-                 !stopping_) {
-        action = Action::kRestart;
-      }
-      channel = w.channel;
-    }
-    switch (action) {
-      case Action::kNone:
-        break;
-      case Action::kRestart: {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (w.local) {
-          Spawn(w);
-        } else {
-          Connect(w);
-        }
-        break;
-      }
-      case Action::kDescribe: {
-        auto stub = v1::GemmWorker::NewStub(channel);
-        grpc::ClientContext ctx;
-        ctx.set_deadline(In(absl::Milliseconds(500)));
-        v1::DescribeResponse d;
-        const grpc::Status st = stub->Describe(&ctx, v1::DescribeRequest(), &d);
-        if (!st.ok()) break;
-        std::lock_guard<std::mutex> lock(mu_);
-        if (w.state != State::kStarting) break;
-        w.state = State::kUp;
-        w.started_at = absl::Now();
-        w.fingerprint = d.device();
-        w.kind = !d.device().catalog_name().empty() ? d.device().catalog_name()
-                                                    : absl::AsciiStrToLower(d.device().name());
-        w.missed_heartbeats = 0;
-        w.next_heartbeat = absl::Now() + options_.heartbeat_interval;
-        if (metrics_) metrics_->SetWorkerUp(w.id, true);
-        LogInfo("worker up", {{"worker", w.id},
-                              {"kind", w.kind},
-                              {"device", d.device().name()},
-                              {"backend", d.device().backend()},
-                              {"pid", d.pid()}});
-        cv_.notify_all();
-        break;
-      }
-      case Action::kHeartbeat: {
-        auto health = grpc::health::v1::Health::NewStub(channel);
-        grpc::ClientContext ctx;
-        ctx.set_deadline(In(absl::Seconds(1)));
-        grpc::health::v1::HealthCheckRequest req;
-        grpc::health::v1::HealthCheckResponse resp;
-        const grpc::Status st = health->Check(&ctx, req, &resp);
-        const bool ok = st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
-        std::lock_guard<std::mutex> lock(mu_);
-        if (w.state != State::kUp) break;
-        if (ok) {
-          w.missed_heartbeats = 0;
-        } else if (++w.missed_heartbeats >= options_.heartbeat_failures) {
-          Kill(w, "heartbeat");
-        }
-        break;
-      }
-    }
+  } else if (w.state == State::kUp && now >= w.next_heartbeat && w.kill_reason.empty()) {
+    action = Action::kHeartbeat;
+    w.next_heartbeat = now + options_.heartbeat_interval;
+  } else if (w.state == State::kDown && !w.busy && w.pid == 0 && now >= w.next_attempt &&
+             !stopping_) {
+    action = Action::kRestart;
+  }
+  *channel = w.channel;
+  return action;
+}
+
+void WorkerPool::Describe(Worker& w, const std::shared_ptr<grpc::Channel>& channel) {
+  auto stub = v1::GemmWorker::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(absl::Milliseconds(500)));
+  v1::DescribeResponse d;
+  const grpc::Status st = stub->Describe(&ctx, v1::DescribeRequest(), &d);
+  if (!st.ok()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (w.state != State::kStarting) return;
+  w.state = State::kUp;
+  w.started_at = absl::Now();
+  w.fingerprint = d.device();
+  w.kind = !d.device().catalog_name().empty() ? d.device().catalog_name()
+                                              : absl::AsciiStrToLower(d.device().name());
+  w.missed_heartbeats = 0;
+  w.next_heartbeat = absl::Now() + options_.heartbeat_interval;
+  if (metrics_) metrics_->SetWorkerUp(w.id, true);
+  LogInfo("worker up", {{"worker", w.id},
+                        {"kind", w.kind},
+                        {"device", d.device().name()},
+                        {"backend", d.device().backend()},
+                        {"pid", d.pid()}});
+  cv_.notify_all();
+}
+
+void WorkerPool::Heartbeat(Worker& w, const std::shared_ptr<grpc::Channel>& channel) {
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(In(absl::Seconds(1)));
+  grpc::health::v1::HealthCheckRequest req;
+  grpc::health::v1::HealthCheckResponse resp;
+  const grpc::Status st = health->Check(&ctx, req, &resp);
+  const bool ok = st.ok() && resp.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (w.state != State::kUp) return;
+  if (ok) {
+    w.missed_heartbeats = 0;
+  } else if (++w.missed_heartbeats >= options_.heartbeat_failures) {
+    Kill(w, "heartbeat");
   }
 }
 

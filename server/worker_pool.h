@@ -78,7 +78,7 @@ struct WorkerPoolOptions {
 // headless Service. `name_port` is NAME:PORT.
 absl::StatusOr<std::vector<std::string>> ResolveWorkers(const std::string& name_port);
 
-class WorkerPool final : public GpuWorkers, public WorkerDirectory {
+class WorkerPool final : public GpuWorkers {
  public:
   WorkerPool(WorkerPoolOptions options, Metrics* metrics);
   ~WorkerPool() override;
@@ -103,7 +103,7 @@ class WorkerPool final : public GpuWorkers, public WorkerDirectory {
                              const MeasureOptions& options, const LayerMeasureCallback& on_result,
                              const std::function<bool()>& cancelled) override;
 
-  // WorkerDirectory.
+  // The admin side of GpuWorkers.
   void AddWorkers(v1::ListDevicesResponse* response, bool internal) const override;
 
   int64_t ClearQuarantine(absl::string_view kind) override;
@@ -142,7 +142,17 @@ class WorkerPool final : public GpuWorkers, public WorkerDirectory {
   };
 
   void Supervise();
+  // One supervision round over every worker (TickWorker each).
   void Tick();
+  // What a round does with one worker, decided under the lock; the RPCs run without it.
+  enum class Action { kNone, kDescribe, kHeartbeat, kRestart };
+  void TickWorker(Worker& w);
+  // A retired worker goes down once its job (if any) is over, and stays down; true when retired.
+  bool SettleRetired(Worker& w);
+  void ReapExited(Worker& w);  // a local worker's child that exited: down, with the reason
+  Action Decide(Worker& w, std::shared_ptr<grpc::Channel>* channel);
+  void Describe(Worker& w, const std::shared_ptr<grpc::Channel>& channel);  // starting -> up
+  void Heartbeat(Worker& w, const std::shared_ptr<grpc::Channel>& channel);
   // Resolves `discover` and adds or retires the workers it names.
   void Discover();
   void Spawn(Worker& w);

@@ -22,20 +22,19 @@
 namespace wavecrest {
 namespace {
 
-class CacheOnlySetup final : public WorkerSetup {
+class StoreOnlySetup final : public WorkerSetup {
  public:
-  CacheOnlySetup(std::unique_ptr<MeasurementStore> cache, Metrics* metrics)
-      : cache_(std::move(cache)) {
-    if (cache_ && metrics) {
-      cache_->OnAvailability([metrics](bool up) { metrics->SetStoreUp(up); });
+  StoreOnlySetup(std::unique_ptr<MeasurementStore> store, Metrics* metrics)
+      : store_(std::move(store)) {
+    if (store_ && metrics) {
+      store_->OnAvailability([metrics](bool up) { metrics->SetStoreUp(up); });
     }
   }
-  ~CacheOnlySetup() override {
-    if (cache_) cache_->OnAvailability(nullptr);
+  ~StoreOnlySetup() override {
+    if (store_) store_->OnAvailability(nullptr);
   }
-  GpuWorkers* source() override { return nullptr; }
-  MeasurementStore* cache() override { return cache_.get(); }
-  WorkerDirectory* directory() override { return nullptr; }
+  GpuWorkers* workers() override { return nullptr; }
+  MeasurementStore* store() override { return store_.get(); }
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     health->SetServingStatus(name, false);
   }
@@ -43,28 +42,27 @@ class CacheOnlySetup final : public WorkerSetup {
   void Stop() override {}
 
  private:
-  std::unique_ptr<MeasurementStore> cache_;
+  std::unique_ptr<MeasurementStore> store_;
 };
 
 class PoolSetup final : public WorkerSetup {
  public:
-  PoolSetup(std::unique_ptr<MeasurementStore> cache, std::unique_ptr<WorkerPool> pool,
+  PoolSetup(std::unique_ptr<MeasurementStore> store, std::unique_ptr<WorkerPool> pool,
             std::string owned_dir, Metrics* metrics)
-      : cache_(std::move(cache)),
+      : store_(std::move(store)),
         pool_(std::move(pool)),
         owned_dir_(std::move(owned_dir)),
         metrics_(metrics) {}
   ~PoolSetup() override { Stop(); }
-  GpuWorkers* source() override { return pool_.get(); }
-  MeasurementStore* cache() override { return cache_.get(); }
-  WorkerDirectory* directory() override { return pool_.get(); }
+  GpuWorkers* workers() override { return pool_.get(); }
+  MeasurementStore* store() override { return store_.get(); }
   // Measuring is served while a worker is up and the store (if any) answers: results measured
   // while a shared store is down would not be shared. (The pool's callback runs under its lock:
   // it passes the count rather than being asked.)
   void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) override {
     workers_up_.store(pool_->UpCount());
     auto update = [this, health, name] {
-      const bool store_up = cache_ == nullptr || cache_->Available();
+      const bool store_up = store_ == nullptr || store_->Available();
       health->SetServingStatus(name, workers_up_.load() > 0 && store_up);
     };
     update();
@@ -72,8 +70,8 @@ class PoolSetup final : public WorkerSetup {
       workers_up_.store(up);
       update();
     });
-    if (cache_) {
-      cache_->OnAvailability([this, update](bool up) {
+    if (store_) {
+      store_->OnAvailability([this, update](bool up) {
         if (metrics_) metrics_->SetStoreUp(up);
         update();
       });
@@ -81,7 +79,7 @@ class PoolSetup final : public WorkerSetup {
   }
   void StopHealthUpdates() override {
     pool_->OnChange(nullptr);
-    if (cache_) cache_->OnAvailability(nullptr);
+    if (store_) store_->OnAvailability(nullptr);
   }
   void Stop() override {
     pool_->Stop();
@@ -93,7 +91,7 @@ class PoolSetup final : public WorkerSetup {
   }
 
  private:
-  std::unique_ptr<MeasurementStore> cache_;
+  std::unique_ptr<MeasurementStore> store_;
   std::unique_ptr<WorkerPool> pool_;
   std::string owned_dir_;
   Metrics* metrics_;
@@ -172,21 +170,108 @@ void RemoveStaleSocketDirs() {
   }
 }
 
+namespace {
+
+// The measurement store (none when --store is empty), its counts wired to the metrics.
+absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenMeasurementStore(const ServerOptions& options,
+                                                                       Metrics* metrics) {
+  if (options.store.empty()) return std::unique_ptr<MeasurementStore>();
+  absl::StatusOr<std::unique_ptr<MeasurementStore>> store =
+      OpenStore(options.store, StoreOwner(), options.store_options);
+  if (!store.ok()) return store.status();
+  MeasurementStore& s = **store;
+  metrics->SetCacheEntries(s.Count());
+  s.OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
+  metrics->SetStoreUp(s.Available());
+  s.OnBacklog([metrics](int64_t n) { metrics->SetStoreBacklog(n); });
+  LogInfo("measurement store open",
+          {{"store", s.Describe()}, {"entries", s.Count()}, {"shared", s.Shared()}});
+  return store;
+}
+
+// The local workers' socket directory: the one given, or a fresh private one this server owns
+// (`owned`, removed when it stops).
+absl::StatusOr<std::string> SocketDir(const ServerOptions& options, std::string* owned) {
+  std::string dir = options.worker_socket_dir;
+  if (dir.empty()) {
+    RemoveStaleSocketDirs();
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "wavecrest-workers-XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) return absl::InternalError("cannot create a socket directory");
+    dir = *owned = tmpl;
+    // Whose directory this is, so that a later server can remove it if this one dies.
+    std::ofstream(dir + "/server.pid") << getpid() << "\n";
+  } else {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+  }
+  // Only this user may reach the workers' sockets (mkdtemp makes 0700; a given dir is set so).
+  chmod(dir.c_str(), 0700);
+  return dir;
+}
+
+// The backend the local workers run: --worker_backend, or cublaslt when the worker sees a GPU.
+absl::StatusOr<std::string> LocalBackend(const ServerOptions& options, int gpus,
+                                         const std::string& why) {
+  std::string backend = options.worker_backend;
+  if (backend.empty()) backend = gpus > 0 ? "cublaslt" : "analytic";
+  if (backend == "cublaslt" && gpus == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--worker_backend=cublaslt, but wavecrest-worker sees no GPU (", why,
+                     "); use --worker_backend=analytic (or leave it empty) to emulate one"));
+  }
+  if (backend == "analytic") {
+    if (absl::StatusOr<const GpuSpec*> g = FindGpu(options.emulate); !g.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--emulate: ", g.status().message()));
+    }
+  }
+  return backend;
+}
+
+// `requested` local workers (0: one per GPU, or one emulating worker) added to `pool`.
+absl::Status AddLocalWorkers(const ServerOptions& options, int requested, WorkerPoolOptions& pool,
+                             std::string* owned_dir) {
+  absl::StatusOr<std::string> binary = FindWorkerBinary(options.worker_binary);
+  if (!binary.ok()) return binary.status();
+  if (!options.worker_backend.empty() && options.worker_backend != "analytic" &&
+      options.worker_backend != "cublaslt") {
+    return absl::InvalidArgumentError(absl::StrCat("--worker_backend: \"", options.worker_backend,
+                                                   "\" is not 'analytic' or 'cublaslt'"));
+  }
+  std::string why;
+  const int gpus = options.worker_backend == "analytic" ? 0 : CountGpus(*binary, &why);
+  absl::StatusOr<std::string> backend = LocalBackend(options, gpus, why);
+  if (!backend.ok()) return backend.status();
+  const int count = requested > 0 ? requested : (*backend == "cublaslt" ? gpus : 1);
+  absl::StatusOr<std::string> dir = SocketDir(options, owned_dir);
+  if (!dir.ok()) return dir.status();
+  for (int i = 0; i < count; ++i) {
+    WorkerPoolOptions::Local local;
+    local.argv = {*binary, "--backend=" + *backend};
+    if (*backend == "cublaslt") {
+      local.argv.push_back(absl::StrCat("--device=", i % gpus));
+    } else {
+      local.argv.push_back("--emulate=" + options.emulate);
+    }
+    for (const std::string& a : options.worker_extra_args) local.argv.push_back(a);
+    local.socket_path = absl::StrCat(*dir, "/w", i, ".sock");
+    pool.local.push_back(std::move(local));
+  }
+  LogInfo("starting local workers", {{"count", count},
+                                     {"backend", *backend},
+                                     {"gpus", gpus},
+                                     {"emulate", *backend == "analytic" ? options.emulate : ""},
+                                     {"binary", *binary},
+                                     {"socket_dir", *dir}});
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics) {
-  std::unique_ptr<MeasurementStore> cache;
-  if (!options.store.empty()) {
-    absl::StatusOr<std::unique_ptr<MeasurementStore>> c =
-        OpenStore(options.store, StoreOwner(), options.store_options);
-    if (!c.ok()) return c.status();
-    cache = std::move(*c);
-    metrics->SetCacheEntries(cache->Count());
-    cache->OnCount([metrics](int64_t n) { metrics->SetCacheEntries(n); });
-    metrics->SetStoreUp(cache->Available());
-    cache->OnBacklog([metrics](int64_t n) { metrics->SetStoreBacklog(n); });
-    LogInfo("measurement store open",
-            {{"store", cache->Describe()}, {"entries", cache->Count()}, {"shared", cache->Shared()}});
-  }
+  absl::StatusOr<std::unique_ptr<MeasurementStore>> store = OpenMeasurementStore(options, metrics);
+  if (!store.ok()) return store.status();
   const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
   int requested = 0;  // 0 = auto
   if (spec != "auto" && spec != "none" &&
@@ -195,9 +280,8 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
         absl::StrCat("--workers: \"", spec, "\" is not 'auto', 'none' or a number in [1, 64]"));
   }
   if (spec == "none" && options.worker_addresses.empty() && options.worker_dns.empty()) {
-    return std::make_unique<CacheOnlySetup>(std::move(cache), metrics);
+    return std::make_unique<StoreOnlySetup>(*std::move(store), metrics);
   }
-
   WorkerPoolOptions pool;
   pool.remote = options.worker_addresses;
   pool.discover = options.worker_dns;
@@ -214,65 +298,13 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
   }
   std::string owned_dir;
   if (spec != "none") {
-    absl::StatusOr<std::string> binary = FindWorkerBinary(options.worker_binary);
-    if (!binary.ok()) return binary.status();
-    if (!options.worker_backend.empty() && options.worker_backend != "analytic" &&
-        options.worker_backend != "cublaslt") {
-      return absl::InvalidArgumentError(absl::StrCat("--worker_backend: \"", options.worker_backend,
-                                                     "\" is not 'analytic' or 'cublaslt'"));
+    if (absl::Status st = AddLocalWorkers(options, requested, pool, &owned_dir); !st.ok()) {
+      return st;
     }
-    std::string why;
-    const int gpus = options.worker_backend == "analytic" ? 0 : CountGpus(*binary, &why);
-    std::string backend = options.worker_backend;
-    if (backend.empty()) backend = gpus > 0 ? "cublaslt" : "analytic";
-    if (backend == "cublaslt" && gpus == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--worker_backend=cublaslt, but wavecrest-worker sees no GPU (", why,
-                       "); use --worker_backend=analytic (or leave it empty) to emulate one"));
-    }
-    if (backend == "analytic") {
-      if (absl::StatusOr<const GpuSpec*> g = FindGpu(options.emulate); !g.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat("--emulate: ", g.status().message()));
-      }
-    }
-    const int count = requested > 0 ? requested : (backend == "cublaslt" ? gpus : 1);
-    std::string dir = options.worker_socket_dir;
-    if (dir.empty()) {
-      RemoveStaleSocketDirs();
-      std::string tmpl =
-          (std::filesystem::temp_directory_path() / "wavecrest-workers-XXXXXX").string();
-      if (!mkdtemp(tmpl.data())) return absl::InternalError("cannot create a socket directory");
-      dir = owned_dir = tmpl;
-      // Whose directory this is, so that a later server can remove it if this one dies.
-      std::ofstream(dir + "/server.pid") << getpid() << "\n";
-    } else {
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-    }
-    // Only this user may reach the workers' sockets (mkdtemp makes 0700; a given dir is set so).
-    chmod(dir.c_str(), 0700);
-    for (int i = 0; i < count; ++i) {
-      WorkerPoolOptions::Local local;
-      local.argv = {*binary, "--backend=" + backend};
-      if (backend == "cublaslt") {
-        local.argv.push_back(absl::StrCat("--device=", i % gpus));
-      } else {
-        local.argv.push_back("--emulate=" + options.emulate);
-      }
-      for (const std::string& a : options.worker_extra_args) local.argv.push_back(a);
-      local.socket_path = absl::StrCat(dir, "/w", i, ".sock");
-      pool.local.push_back(std::move(local));
-    }
-    LogInfo("starting local workers", {{"count", count},
-                                       {"backend", backend},
-                                       {"gpus", gpus},
-                                       {"emulate", backend == "analytic" ? options.emulate : ""},
-                                       {"binary", *binary},
-                                       {"socket_dir", dir}});
   }
   auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics);
   workers->Start();
-  return std::make_unique<PoolSetup>(std::move(cache), std::move(workers), std::move(owned_dir),
+  return std::make_unique<PoolSetup>(*std::move(store), std::move(workers), std::move(owned_dir),
                                      metrics);
 }
 

@@ -1,5 +1,5 @@
 // What the server measures with: the GPU worker pool (local processes it supervises, or remote
-// workers) and the result cache, built from ServerOptions; and the "can measure" health status.
+// workers) and the measurement store, built from ServerOptions; and the "can measure" health status.
 #ifndef WAVECREST_SERVER_WORKER_SETUP_H_
 #define WAVECREST_SERVER_WORKER_SETUP_H_
 
@@ -18,9 +18,8 @@ namespace wavecrest {
 class WorkerSetup {
  public:
   virtual ~WorkerSetup() = default;
-  virtual GpuWorkers* source() = 0;  // null when there are no workers
-  virtual MeasurementStore* cache() = 0;    // null when there is no store
-  virtual WorkerDirectory* directory() = 0;
+  virtual GpuWorkers* workers() = 0;  // null when there are no workers
+  virtual MeasurementStore* store() = 0;    // null when there is no store
   // Keeps the health status `name` SERVING while some worker is up, NOT_SERVING otherwise.
   virtual void SetHealth(grpc::HealthCheckServiceInterface* health, const char* name) = 0;
   virtual void StopHealthUpdates() = 0;

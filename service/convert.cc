@@ -167,17 +167,8 @@ void BadEnum(std::vector<FieldViolation>* v, const char* field, int value, const
   v->push_back({field, absl::StrCat("unknown value ", value, "; allowed: ", allowed)});
 }
 
-}  // namespace
-
-ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violations) {
-  ModelSpec s;
-  s.name = p.name();
-  s.hidden_size = p.hidden_size();
-  s.num_attention_heads = p.num_attention_heads();
-  s.num_kv_heads = p.num_kv_heads();
-  s.head_dim = p.head_dim();
-  s.num_layers = p.num_layers();
-  s.ffn_hidden_size = p.ffn_hidden_size();
+// The spec's enums, each unknown value a violation naming the allowed ones (in field order).
+void EnumsFromProto(const v1::ModelSpec& p, ModelSpec& s, std::vector<FieldViolation>* violations) {
   switch (p.mlp()) {
     case v1::MLP_UNSPECIFIED:
     case v1::MLP_GELU:
@@ -189,12 +180,6 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
     default:
       BadEnum(violations, "mlp", p.mlp(), "MLP_GELU, MLP_SWIGLU");
   }
-  s.fused_gate_up = p.has_fused_gate_up() ? p.fused_gate_up() : true;
-  s.vocab_size = p.vocab_size();
-  s.seq_length = p.seq_length();
-  s.micro_batch_size = p.micro_batch_size();
-  s.tensor_parallel = p.tensor_parallel();
-  s.pipeline_parallel = p.pipeline_parallel();
   if (auto d = FromProto(p.dtype()); d.ok()) {
     s.dtype = *d;
   } else {
@@ -226,8 +211,6 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
       BadEnum(violations, "workload", p.workload(),
               "WORKLOAD_TRAINING, WORKLOAD_PREFILL, WORKLOAD_DECODE");
   }
-  s.tied_embeddings = p.tied_embeddings();
-  s.kv_cache_length = p.kv_cache_length();
   switch (p.norm()) {
     case v1::NORM_UNSPECIFIED:
     case v1::NORM_LAYERNORM:
@@ -253,6 +236,27 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
     default:
       BadEnum(violations, "bias", p.bias(), "BIAS_NONE, BIAS_QKV, BIAS_ALL");
   }
+}
+
+}  // namespace
+
+ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violations) {
+  ModelSpec s;
+  s.name = p.name();
+  s.hidden_size = p.hidden_size();
+  s.num_attention_heads = p.num_attention_heads();
+  s.num_kv_heads = p.num_kv_heads();
+  s.head_dim = p.head_dim();
+  s.num_layers = p.num_layers();
+  s.ffn_hidden_size = p.ffn_hidden_size();
+  s.fused_gate_up = p.has_fused_gate_up() ? p.fused_gate_up() : true;
+  s.vocab_size = p.vocab_size();
+  s.seq_length = p.seq_length();
+  s.micro_batch_size = p.micro_batch_size();
+  s.tensor_parallel = p.tensor_parallel();
+  s.pipeline_parallel = p.pipeline_parallel();
+  s.tied_embeddings = p.tied_embeddings();
+  s.kv_cache_length = p.kv_cache_length();
   s.learned_position_embeddings = p.learned_position_embeddings();
   s.data_parallel = p.data_parallel();
   s.context_parallel = p.context_parallel();
@@ -269,6 +273,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.v_head_dim = p.v_head_dim();
   s.sliding_window = p.sliding_window();
   s.sliding_window_layers = p.sliding_window_layers();
+  EnumsFromProto(p, s, violations);
   return s;
 }
 

@@ -27,15 +27,6 @@ TaskProgress TaskProgressOf(const std::function<void(int64_t, int64_t)>& progres
 
 }  // namespace
 
-MeasureCounts CountsOf(const TimingSummary& s) {
-  MeasureCounts c;
-  c.measured = s.measured;
-  c.cached = s.cached;
-  c.predicted = s.predicted;
-  c.notes = s.notes;
-  return c;
-}
-
 absl::Status StopStatus(const CallContext& ctx) {
   if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
   if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
@@ -91,7 +82,7 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
   task.gemms = keys;
   task.mode = mode == v1::MODE_MEASURED ? v1::MODE_MEASURED : v1::MODE_AUTO;
   std::vector<std::optional<GemmTime>> out(keys.size());
-  absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeGemms(
+  absl::StatusOr<MeasureCounts> summary = ctx.measurer->TimeGemms(
       task,
       [&](size_t i, v1::GemmTiming t) {
         // An emulating worker's answers are predictions and stay labelled so, with the
@@ -104,7 +95,7 @@ absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
       },
       TaskProgressOf(progress), ctx.cancelled);
   if (!summary.ok()) return summary.status();
-  *counts = CountsOf(*summary);
+  *counts = *summary;
   return out;
 }
 
@@ -126,7 +117,7 @@ absl::StatusOr<std::vector<std::optional<LayerTime>>> MeasureLayerTimes(
   task.layers = keys;
   task.mode = v1::MODE_AUTO;
   std::vector<std::optional<LayerTime>> out(keys.size());
-  absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeLayers(
+  absl::StatusOr<MeasureCounts> summary = ctx.measurer->TimeLayers(
       task,
       [&](size_t i, v1::LayerTiming t) {
         // Only a GPU's measurement replaces the sum of parts; a prediction adds nothing to it.
@@ -135,7 +126,7 @@ absl::StatusOr<std::vector<std::optional<LayerTime>>> MeasureLayerTimes(
       },
       TaskProgressOf(progress), ctx.cancelled);
   if (!summary.ok()) return summary.status();
-  *counts = CountsOf(*summary);
+  *counts = *summary;
   return out;
 }
 

@@ -57,8 +57,9 @@ struct LayerTask : TimingTaskBase {
   std::vector<LayerKey> layers;  // distinct
 };
 
-// Where a task's answers came from (distinct GEMMs or layers), and notes for the reader.
-struct TimingSummary {
+// Where a task's or an answer's timings came from (distinct GEMMs or layers), and notes for the
+// reader: the one count type, from the Measurer to the access log.
+struct MeasureCounts {
   int64_t measured = 0;  // by source: a GPU measured it
   int64_t cached = 0;
   int64_t predicted = 0;           // the analytic model, here or in an emulating worker
@@ -89,11 +90,11 @@ class Measurer {
   // `progress` after each. MODE_MEASURED with no worker: UNAVAILABLE. Stops early with CANCELLED
   // or DEADLINE_EXCEEDED when `cancelled()` turns true or the task's deadline passes; past its
   // `measure_by`, the rest is predicted with a note.
-  virtual absl::StatusOr<TimingSummary> TimeGemms(
+  virtual absl::StatusOr<MeasureCounts> TimeGemms(
       const TimingTask& task, const std::function<void(size_t, v1::GemmTiming)>& emit,
       const TaskProgress& progress, const std::function<bool()>& cancelled) = 0;
   // The same for layers timed whole (core/layers.h).
-  virtual absl::StatusOr<TimingSummary> TimeLayers(
+  virtual absl::StatusOr<MeasureCounts> TimeLayers(
       const LayerTask& task, const std::function<void(size_t, v1::LayerTiming)>& emit,
       const TaskProgress& progress, const std::function<bool()>& cancelled) = 0;
 };
@@ -137,18 +138,6 @@ struct MeasureAvailability {
 };
 MeasureAvailability Availability(const CallContext& ctx, const GpuTarget& gpu);
 
-// The measuring stage's view of the Measurer (Recommend, Sweep): times for the distinct `keys`,
-// one entry each: a GPU measurement (or a cached one), an emulating worker's prediction labelled
-// as one (with the calibration's error band), or nullopt. `mode` MODE_MEASURED or MODE_AUTO.
-// Counts what came from where.
-struct MeasureCounts {
-  int64_t measured = 0;
-  int64_t cached = 0;
-  int64_t predicted = 0;
-  std::vector<std::string> notes;
-};
-MeasureCounts CountsOf(const TimingSummary& summary);
-
 // Where an answer's GEMM times came from (RecommendResponse, SweepResponse).
 template <typename Response>
 MeasureCounts GemmCountsOf(const Response& r) {
@@ -159,6 +148,10 @@ MeasureCounts GemmCountsOf(const Response& r) {
   return c;
 }
 
+// The measuring stage's view of the Measurer (Recommend, Sweep): times for the distinct `keys`,
+// one entry each: a GPU measurement (or a cached one), an emulating worker's prediction labelled
+// as one (with the calibration's error band), or nullopt. `mode` MODE_MEASURED or MODE_AUTO.
+// `counts`: what came from where.
 absl::StatusOr<std::vector<std::optional<GemmTime>>> MeasureGemmTimes(
     const CallContext& ctx, const GpuTarget& gpu, v1::Mode mode, const std::vector<GemmKey>& keys,
     absl::Time measure_by, const std::function<void(int64_t, int64_t)>& progress,

@@ -150,7 +150,7 @@ Response ProgressMessage(int64_t done, int64_t total, absl::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(v1::TimeGemmsRequest request,
+absl::StatusOr<TimeGemmsPlan> AcceptTimeGemms(v1::TimeGemmsRequest request,
                                             const Measurer& measurer) {
   RETURN_IF_ERROR(ResolveHfConfig(&request));
   std::vector<FieldViolation> v;
@@ -204,7 +204,7 @@ absl::StatusOr<MeasureCounts> StreamTimeGemms(const TimeGemmsPlan& plan, const C
   send(ProgressMessage<v1::TimeGemmsResponse>(
       0, static_cast<int64_t>(task.gemms.size()),
       absl::StrCat(task.gemms.size(), " distinct GEMMs on ", task.kind)));
-  absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeGemms(
+  absl::StatusOr<MeasureCounts> summary = ctx.measurer->TimeGemms(
       task,
       [&](size_t i, v1::GemmTiming t) {
         t.set_index(static_cast<int32_t>(i));
@@ -225,10 +225,10 @@ absl::StatusOr<MeasureCounts> StreamTimeGemms(const TimeGemmsPlan& plan, const C
     msg.mutable_progress()->set_message("note: " + note);
     send(std::move(msg));
   }
-  return CountsOf(*summary);
+  return *summary;
 }
 
-absl::StatusOr<LayerTask> PlanTimeLayers(v1::TimeLayersRequest request, const Measurer& measurer) {
+absl::StatusOr<LayerTask> AcceptTimeLayers(v1::TimeLayersRequest request, const Measurer& measurer) {
   RETURN_IF_ERROR(ResolveHfConfig(&request));
   std::vector<FieldViolation> v;
   CheckMode(request.mode(), &v);
@@ -269,7 +269,7 @@ absl::StatusOr<MeasureCounts> StreamTimeLayers(const LayerTask& plan, const Call
   };
   progress(0, static_cast<int64_t>(task.layers.size()),
            absl::StrCat(task.layers.size(), " layers on ", task.kind));
-  absl::StatusOr<TimingSummary> summary = ctx.measurer->TimeLayers(
+  absl::StatusOr<MeasureCounts> summary = ctx.measurer->TimeLayers(
       task,
       [&](size_t i, v1::LayerTiming t) {
         t.set_index(static_cast<int32_t>(i));
@@ -285,7 +285,7 @@ absl::StatusOr<MeasureCounts> StreamTimeLayers(const LayerTask& plan, const Call
     for (const std::string& note : summary->notes) msg.add_notes(note);
     send(std::move(msg));
   }
-  return CountsOf(*summary);
+  return *summary;
 }
 
 }  // namespace wavecrest

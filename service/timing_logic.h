@@ -31,14 +31,16 @@ struct TimeGemmsPlan {
 // Validates `request` (its HF config imported first; violations name the fields) and plans its
 // distinct GEMMs on the GPU `measurer` resolves; a request that would hold a GPU longer than
 // kMaxGpuSecondsPerRequest is refused before any work.
-absl::StatusOr<TimeGemmsPlan> PlanTimeGemms(v1::TimeGemmsRequest request, const Measurer& measurer);
+absl::StatusOr<TimeGemmsPlan> AcceptTimeGemms(v1::TimeGemmsRequest request,
+                                              const Measurer& measurer);
 // Times the plan's GEMMs: a first progress message, then each timing (with its index and uses)
 // as it arrives, progress, and the notes; returns where the times came from.
 absl::StatusOr<MeasureCounts> StreamTimeGemms(const TimeGemmsPlan& plan, const CallContext& ctx,
                                               const Send<v1::TimeGemmsResponse>& send);
 
 // The validated work of a TimeLayers request (layers in the request's order, distinct).
-absl::StatusOr<LayerTask> PlanTimeLayers(v1::TimeLayersRequest request, const Measurer& measurer);
+absl::StatusOr<LayerTask> AcceptTimeLayers(v1::TimeLayersRequest request,
+                                           const Measurer& measurer);
 absl::StatusOr<MeasureCounts> StreamTimeLayers(const LayerTask& task, const CallContext& ctx,
                                                const Send<v1::TimeLayersResponse>& send);
 

@@ -134,7 +134,7 @@ fi
 # recommend-times.txt ("NAME cold|cached SECONDS EXIT") for the summary.
 if want recommend; then
 rm -f "$out/cache.db" "$out/recommend-times.txt"
-start_server "$out/ports.json" --cache="$out/cache.db"
+start_server "$out/ports.json" --store="$out/cache.db"
 "$R" wavecrest devices --server=127.0.0.1:$port > "$out/server-devices.txt" 2>&1
 for m in "pythia-2.8b --attention unfused" "llama-2-7b"; do
   name=${m%% *}

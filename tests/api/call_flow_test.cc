@@ -59,7 +59,7 @@ TEST(CallFlowTest, TimeGemmsStreamsEveryDistinctGemmWithItsUses) {
   v1::TimeGemmsRequest request;
   request.set_gpu(FakeMeasurer::kDevice);  // a worker's device name resolves to its kind
   *request.mutable_model() = SmallModel();
-  absl::StatusOr<TimeGemmsPlan> plan = PlanTimeGemms(request, gpu);
+  absl::StatusOr<TimeGemmsPlan> plan = AcceptTimeGemms(request, gpu);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->task.kind, "h100-sxm");
   Stream<v1::TimeGemmsResponse> s;
@@ -89,7 +89,7 @@ TEST(CallFlowTest, TimeGemmsKeepsToTheDeadlineAndStopsWhenCancelled) {
   v1::TimeGemmsRequest request;
   request.set_gpu("h100-sxm");
   *request.mutable_model() = SmallModel();
-  const TimeGemmsPlan plan = *PlanTimeGemms(request, gpu);
+  const TimeGemmsPlan plan = *AcceptTimeGemms(request, gpu);
 
   Stream<v1::TimeGemmsResponse> late;
   CallContext ctx = late.Context(&gpu);
@@ -110,7 +110,7 @@ TEST(CallFlowTest, TimeGemmsRefusesBeforeAnyWork) {
   FakeMeasurer gpu;
   v1::TimeGemmsRequest request;
   request.set_gpu("h100-sxm");
-  absl::StatusOr<TimeGemmsPlan> none = PlanTimeGemms(request, gpu);
+  absl::StatusOr<TimeGemmsPlan> none = AcceptTimeGemms(request, gpu);
   EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("gemms"));
   // More GPU time than one request may hold: refused, naming the field.
@@ -119,7 +119,7 @@ TEST(CallFlowTest, TimeGemmsRefusesBeforeAnyWork) {
   g->set_n(65536);
   g->set_k(65536);
   g->set_batch(64);
-  absl::StatusOr<TimeGemmsPlan> huge = PlanTimeGemms(request, gpu);
+  absl::StatusOr<TimeGemmsPlan> huge = AcceptTimeGemms(request, gpu);
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(huge.status().message()), HasSubstr("GPU time"));
   EXPECT_TRUE(gpu.gemms_asked().empty());
@@ -130,7 +130,7 @@ TEST(CallFlowTest, TimeLayersStreamsLayersAndTheirNotes) {
   v1::TimeLayersRequest request;
   request.set_gpu("h100-sxm");
   *request.mutable_model() = SmallModel();
-  absl::StatusOr<LayerTask> task = PlanTimeLayers(request, gpu);
+  absl::StatusOr<LayerTask> task = AcceptTimeLayers(request, gpu);
   ASSERT_TRUE(task.ok()) << task.status();
   Stream<v1::TimeLayersResponse> s;
   CallContext ctx = s.Context(&gpu);
@@ -157,7 +157,7 @@ TEST(CallFlowTest, TimeLayersKeepsToTheDeadline) {
   v1::TimeLayersRequest request;
   request.set_gpu("h100-sxm");
   *request.mutable_model() = SmallModel();
-  const LayerTask task = *PlanTimeLayers(request, gpu);
+  const LayerTask task = *AcceptTimeLayers(request, gpu);
   Stream<v1::TimeLayersResponse> s;
   CallContext ctx = s.Context(&gpu);
   ctx.deadline = absl::Now() - absl::Milliseconds(1);

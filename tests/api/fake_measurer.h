@@ -58,7 +58,7 @@ class FakeMeasurer final : public Measurer {
     return absl::UnavailableError(absl::StrCat("fake: no ", kind, " worker is up"));
   }
 
-  absl::StatusOr<TimingSummary> TimeGemms(const TimingTask& task,
+  absl::StatusOr<MeasureCounts> TimeGemms(const TimingTask& task,
                                           const std::function<void(size_t, v1::GemmTiming)>& emit,
                                           const TaskProgress& progress,
                                           const std::function<bool()>& cancelled) override {
@@ -77,7 +77,7 @@ class FakeMeasurer final : public Measurer {
     });
   }
 
-  absl::StatusOr<TimingSummary> TimeLayers(const LayerTask& task,
+  absl::StatusOr<MeasureCounts> TimeLayers(const LayerTask& task,
                                            const std::function<void(size_t, v1::LayerTiming)>& emit,
                                            const TaskProgress& progress,
                                            const std::function<bool()>& cancelled) override {
@@ -102,10 +102,10 @@ class FakeMeasurer final : public Measurer {
   // Each unit in order: CANCELLED or DEADLINE_EXCEEDED as soon as the call should stop; past
   // `measure_by` (or with no worker in MODE_AUTO) the rest is predicted, with a note.
   template <typename Task, typename Unit>
-  absl::StatusOr<TimingSummary> Run(const Task& task, size_t n, const TaskProgress& progress,
+  absl::StatusOr<MeasureCounts> Run(const Task& task, size_t n, const TaskProgress& progress,
                                     const std::function<bool()>& cancelled, const Unit& unit) {
     if (task.mode == v1::MODE_MEASURED && !up) return NoWorkerError(task.kind);
-    TimingSummary summary;
+    MeasureCounts summary;
     int64_t late = 0;
     for (size_t i = 0; i < n; ++i) {
       if (cancelled()) return absl::CancelledError("the call was cancelled");

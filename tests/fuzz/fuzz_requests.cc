@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       wavecrest::v1::TimeGemmsRequest r;
       if (!r.ParseFromArray(data, n)) return 0;
       static wavecrest::TimingService timing(nullptr, nullptr, nullptr);
-      (void)wavecrest::PlanTimeGemms(r, timing);
+      (void)wavecrest::AcceptTimeGemms(r, timing);
       break;
     }
     case 2: {

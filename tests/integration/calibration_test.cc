@@ -11,7 +11,7 @@
 #include "core/layers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/result_cache.h"
+#include "server/sqlite_store.h"
 #include "service/convert.h"
 #include "tests/integration/process.h"
 
@@ -36,7 +36,7 @@ std::vector<Measurement> TableRows(const std::string& gpu, DType dtype) {
 
 // Stores `rows` in the cache at `path` as MEASURED results of a cuBLASLt worker.
 void FillCache(const std::string& path, const std::vector<Measurement>& rows) {
-  auto cache = ResultCache::Open(path);
+  auto cache = SqliteStore::Open(path);
   ASSERT_TRUE(cache.ok()) << cache.status();
   for (const Measurement& m : rows) {
     v1::GemmTiming t = TimingOf(m.key);
@@ -60,7 +60,7 @@ TEST(SelfCalibrationTest, ServerRefitsFromItsOwnMeasurementsAndRecoversThem) {
   ASSERT_EQ(rows.size(), 225u);
   FillCache(cache, rows);
 
-  ServerUnderTest server({"--cache=" + cache, "--self_calibrate_min_rows=100"});
+  ServerUnderTest server({"--store=" + cache, "--self_calibrate_min_rows=100"});
   ASSERT_TRUE(server.WaitReady(absl::Seconds(120))) << server.Log();
   EXPECT_THAT(server.Log(), HasSubstr("recalibrated"));
   AdvisorClient client(server.address(), absl::Seconds(120));
@@ -141,7 +141,7 @@ TEST(SelfCalibrationTest, ARefitFromHalfTheH100SweepLearnsTheAlignmentCliff) {
   TempDir dir;
   const std::string cache = dir.File("cache.db");
   FillCache(cache, seen);
-  ServerUnderTest server({"--cache=" + cache, "--self_calibrate_min_rows=100"});
+  ServerUnderTest server({"--store=" + cache, "--self_calibrate_min_rows=100"});
   ASSERT_TRUE(server.WaitReady(absl::Seconds(240))) << server.Log();
   EXPECT_THAT(server.Log(), HasSubstr("recalibrated"));
   AdvisorClient client(server.address(), absl::Seconds(120));
@@ -199,7 +199,7 @@ TEST(SelfCalibrationTest, AnalyzeUsesACachedWholeLayerMeasurement) {
   const GpuSpec& gpu = **FindGpu("h100-sxm");
   const double layer_s = 1.1 * PredictLayer(gpu, key).time_s;  // "the GPU" ran 10% slower
   {
-    auto cache = ResultCache::Open(path);
+    auto cache = SqliteStore::Open(path);
     ASSERT_TRUE(cache.ok()) << cache.status();
     v1::LayerTiming t = LayerTimingOf(gpu, key);
     t.set_time_s(layer_s);
@@ -213,7 +213,7 @@ TEST(SelfCalibrationTest, AnalyzeUsesACachedWholeLayerMeasurement) {
     (*cache)->StoreLayer("h100-sxm", t);
     EXPECT_EQ((*cache)->Count(), 1);
   }
-  ServerUnderTest server({"--cache=" + path});
+  ServerUnderTest server({"--store=" + path});
   ASSERT_TRUE(server.WaitReady(absl::Seconds(60))) << server.Log();
   AdvisorClient client(server.address(), absl::Seconds(30));
   absl::StatusOr<v1::AnalyzeResponse> r = client.Analyze(req);
@@ -242,12 +242,12 @@ TEST(SelfCalibrationTest, WithoutACacheTheCallsSayWhatIsMissing) {
             absl::StatusCode::kFailedPrecondition);
   absl::Status st = client.ExportMeasurements(v1::ExportMeasurementsRequest()).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(st.message(), HasSubstr("--cache"));
+  EXPECT_THAT(st.message(), HasSubstr("--store"));
 }
 
 // A worker's cuDNN is part of the device key (fused attention runs on it): a cuDNN upgrade measures
 // again; workers without cuDNN (the analytic backend) keep the keys they had.
-TEST(ResultCacheKeyTest, TheCudnnVersionIsPartOfTheDeviceKey) {
+TEST(SqliteStoreKeyTest, TheCudnnVersionIsPartOfTheDeviceKey) {
   v1::DeviceFingerprint fp;
   fp.set_name("NVIDIA H100 80GB HBM3");
   fp.set_compute_capability(90);

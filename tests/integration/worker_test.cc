@@ -45,7 +45,7 @@ class Rig {
     std::vector<std::string> args = {"--workers=1", "--worker_backend=analytic",
                                      "--worker_socket_dir=" + dir_.File("sockets"),
                                      "--worker_extra_args=" + absl::StrJoin(worker, " ")};
-    if (!cache.empty()) args.push_back("--cache=" + cache);
+    if (!cache.empty()) args.push_back("--store=" + cache);
     for (auto& a : server_args) args.push_back(a);
     server_ = std::make_unique<ServerUnderTest>(args);
   }

@@ -1,7 +1,10 @@
-// docs/ARCHITECTURE.md's method table and the code agree (issue 37, item 1): every Advisor RPC of
-// the .proto is a row and every row an RPC, and each HTTP route the table names is one the
-// gateway serves, calling that RPC (and the gateway serves no other).
+// docs/ARCHITECTURE.md's method table and glossary agree with the code (issue 37, items 1 and 2):
+// every Advisor RPC of the .proto is a row and every row an RPC, and each HTTP route the table
+// names is one the gateway serves, calling that RPC (and the gateway serves no other); every name
+// of the glossary is declared where it says, and the retired names are gone from the code.
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <string>
@@ -23,15 +26,16 @@ struct Row {
   std::string role, runs, route;
 };
 
-// The rows of the table under "## The methods", by method.
-std::map<std::string, Row> MethodTable() {
+// The cells of the table under `section` whose header starts with `header`, row by row.
+std::vector<std::vector<std::string>> DocTable(const std::string& section,
+                                               const std::string& header) {
   std::ifstream in(std::string(WAVECREST_SOURCE_DIR) + "/docs/ARCHITECTURE.md");
-  std::map<std::string, Row> rows;
+  std::vector<std::vector<std::string>> rows;
   bool in_section = false, in_table = false;
   for (std::string line; std::getline(in, line);) {
-    if (absl::StartsWith(line, "## ")) in_section = line == "## The methods";
+    if (absl::StartsWith(line, "## ")) in_section = line == section;
     if (!in_section) continue;
-    if (absl::StartsWith(line, "| method |")) {
+    if (absl::StartsWith(line, header)) {
       in_table = true;
       continue;
     }
@@ -42,10 +46,25 @@ std::map<std::string, Row> MethodTable() {
     }
     std::vector<std::string> cells = absl::StrSplit(line, '|');
     for (std::string& c : cells) c = std::string(absl::StripAsciiWhitespace(c));
-    if (cells.size() < 6) continue;
-    rows[cells[1]] = {cells[2], cells[3], cells[4]};
+    rows.push_back(std::move(cells));
   }
   return rows;
+}
+
+// The rows of the table under "## The methods", by method.
+std::map<std::string, Row> MethodTable() {
+  std::map<std::string, Row> rows;
+  for (const std::vector<std::string>& cells : DocTable("## The methods", "| method |")) {
+    if (cells.size() >= 6) rows[cells[1]] = {cells[2], cells[3], cells[4]};
+  }
+  return rows;
+}
+
+std::string ReadSource(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 TEST(MethodTable, EveryAdvisorRpcIsARowAndEveryRowAnRpc) {
@@ -78,6 +97,37 @@ TEST(MethodTable, EveryHttpRouteIsTheRpcTheTableSays) {
     EXPECT_EQ(it->second, m) << row.route;
   }
   for (const auto& [route, rpc] : served) EXPECT_TRUE(listed.count(route)) << route << " unlisted";
+}
+
+TEST(Glossary, EveryNameIsDeclaredWhereTheTableSays) {
+  const auto rows = DocTable("## Glossary", "| name |");
+  ASSERT_GE(rows.size(), 5u) << "no glossary in docs/ARCHITECTURE.md";
+  for (const std::vector<std::string>& cells : rows) {
+    ASSERT_GE(cells.size(), 5u);
+    const std::string& name = cells[1];
+    const std::string text = ReadSource(std::string(WAVECREST_SOURCE_DIR) + "/" + cells[3]);
+    ASSERT_FALSE(text.empty()) << cells[3] << " (" << name << ") cannot be read";
+    EXPECT_TRUE(absl::StrContains(text, "class " + name + " ") ||
+                absl::StrContains(text, "struct " + name + " "))
+        << name << " is not declared in " << cells[3];
+  }
+}
+
+TEST(Glossary, RetiredNamesAreGoneFromTheCode) {
+  const std::vector<std::string> retired = {"ResultStore",   "ResultCache",   "WorkerDirectory",
+                                            "TimingSummary", "PlanTimeGemms", "PlanTimeLayers"};
+  for (const char* dir : {"core", "service", "server", "client", "gpu_worker", "tests", "bench"}) {
+    const std::filesystem::path root = std::filesystem::path(WAVECREST_SOURCE_DIR) / dir;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string ext = entry.path().extension().string();
+      if (ext != ".cc" && ext != ".h" && ext != ".cu") continue;
+      if (entry.path().filename() == "method_table_test.cc") continue;  // names them to refuse
+      const std::string text = ReadSource(entry.path());
+      for (const std::string& name : retired) {
+        EXPECT_FALSE(absl::StrContains(text, name)) << entry.path() << " still says " << name;
+      }
+    }
+  }
 }
 
 }  // namespace

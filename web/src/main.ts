@@ -384,7 +384,7 @@ async function loadDevices() {
 
   $("cache-line").textContent = d.has_cache
     ? `Result cache: ${int(d.cache_entries)} GEMM results held.`
-    : "No result cache configured (--cache).";
+    : "No measurement store configured (--store).";
   setTable(
     $<HTMLTableElement>("worker-table"),
     ["worker", "GPU", "backend", "state", "restarts", "last restart"],

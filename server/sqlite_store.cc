@@ -1,4 +1,4 @@
-#include "server/result_cache.h"
+#include "server/sqlite_store.h"
 
 #include <sqlite3.h>
 
@@ -131,7 +131,7 @@ std::string FingerprintKey(const v1::DeviceFingerprint& fp) {
   return key;
 }
 
-absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
   std::error_code ec;
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
@@ -155,14 +155,14 @@ absl::StatusOr<std::unique_ptr<ResultCache>> ResultCache::Open(const std::string
       return absl::UnavailableError(absl::StrCat("cache ", path, ": ", db.status().message()));
     }
   }
-  std::unique_ptr<ResultCache> cache(new ResultCache(*db, path));
+  std::unique_ptr<SqliteStore> cache(new SqliteStore(*db, path));
   cache->moved_aside_ = moved;
   return cache;
 }
 
-ResultCache::~ResultCache() { sqlite3_close(db_); }
+SqliteStore::~SqliteStore() { sqlite3_close(db_); }
 
-std::optional<v1::GemmTiming> ResultCache::Lookup(absl::string_view kind, const GemmKey& key,
+std::optional<v1::GemmTiming> SqliteStore::Lookup(absl::string_view kind, const GemmKey& key,
                                                   absl::string_view method,
                                                   const v1::DeviceFingerprint* fingerprint) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -195,7 +195,7 @@ std::optional<v1::GemmTiming> ResultCache::Lookup(absl::string_view kind, const 
   return out;
 }
 
-StoreOutcome ResultCache::Store(absl::string_view kind, const v1::GemmTiming& timing) {
+StoreOutcome SqliteStore::Store(absl::string_view kind, const v1::GemmTiming& timing) {
   const absl::StatusOr<DType> dtype = FromProto(timing.dtype());
   const absl::StatusOr<Layout> layout = FromProto(timing.layout());
   if (!dtype.ok() || !layout.ok()) return StoreOutcome::kLost;
@@ -230,7 +230,7 @@ StoreOutcome ResultCache::Store(absl::string_view kind, const v1::GemmTiming& ti
              : StoreOutcome::kLost;
 }
 
-std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, const LayerKey& key,
+std::optional<v1::LayerTiming> SqliteStore::LookupLayer(absl::string_view kind, const LayerKey& key,
                                                         absl::string_view method,
                                                         const v1::DeviceFingerprint* fingerprint) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -258,7 +258,7 @@ std::optional<v1::LayerTiming> ResultCache::LookupLayer(absl::string_view kind, 
   return out;
 }
 
-StoreOutcome ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) {
+StoreOutcome SqliteStore::StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) {
   if (timing.key().empty()) return StoreOutcome::kLost;
   const std::string blob = timing.SerializeAsString();
   const std::string fp = FingerprintKey(timing.provenance().device());
@@ -285,7 +285,7 @@ StoreOutcome ResultCache::StoreLayer(absl::string_view kind, const v1::LayerTimi
              : StoreOutcome::kLost;
 }
 
-bool ResultCache::UpsertLocked(const char* exists_sql,
+bool SqliteStore::UpsertLocked(const char* exists_sql,
                                const std::function<void(sqlite3_stmt*)>& bind_key,
                                const char* insert_sql,
                                const std::function<void(sqlite3_stmt*)>& bind_row) {
@@ -312,7 +312,7 @@ bool ResultCache::UpsertLocked(const char* exists_sql,
   return stored;
 }
 
-bool ResultCache::DeleteLocked(const char* delete_sql,
+bool SqliteStore::DeleteLocked(const char* delete_sql,
                                const std::function<void(sqlite3_stmt*)>& bind) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, delete_sql, -1, &stmt, nullptr) != SQLITE_OK) return false;
@@ -324,7 +324,7 @@ bool ResultCache::DeleteLocked(const char* delete_sql,
   return removed;
 }
 
-bool ResultCache::RemoveIfUnchanged(const v1::GemmTiming& timing) {
+bool SqliteStore::RemoveIfUnchanged(const v1::GemmTiming& timing) {
   const absl::StatusOr<DType> dtype = FromProto(timing.dtype());
   const absl::StatusOr<Layout> layout = FromProto(timing.layout());
   if (!dtype.ok() || !layout.ok()) return false;
@@ -347,7 +347,7 @@ bool ResultCache::RemoveIfUnchanged(const v1::GemmTiming& timing) {
       });
 }
 
-bool ResultCache::RemoveLayerIfUnchanged(const v1::LayerTiming& timing) {
+bool SqliteStore::RemoveLayerIfUnchanged(const v1::LayerTiming& timing) {
   const std::string blob = timing.SerializeAsString();
   const std::string fp = FingerprintKey(timing.provenance().device());
   std::lock_guard<std::mutex> lock(mu_);
@@ -361,7 +361,7 @@ bool ResultCache::RemoveLayerIfUnchanged(const v1::LayerTiming& timing) {
       });
 }
 
-void ResultCache::CountedLocked(bool replaced) {
+void SqliteStore::CountedLocked(bool replaced) {
   if (!on_count_) return;
   // The server is the only writer: the count moves by this store alone (a replaced key leaves it
   // as it was), so one COUNT at the first store keeps it exact.
@@ -373,7 +373,7 @@ void ResultCache::CountedLocked(bool replaced) {
   on_count_(count_);
 }
 
-int64_t ResultCache::CountLocked() {
+int64_t SqliteStore::CountLocked() {
   sqlite3_stmt* stmt = nullptr;
   int64_t n = 0;
   if (sqlite3_prepare_v2(db_,
@@ -386,12 +386,12 @@ int64_t ResultCache::CountLocked() {
   return n;
 }
 
-void ResultCache::OnCount(std::function<void(int64_t)> callback) {
+void SqliteStore::OnCount(std::function<void(int64_t)> callback) {
   std::lock_guard<std::mutex> lock(mu_);
   on_count_ = std::move(callback);
 }
 
-std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
+std::vector<std::pair<std::string, v1::GemmTiming>> SqliteStore::Measurements(
     absl::string_view kind) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::pair<std::string, v1::GemmTiming>> out;
@@ -414,12 +414,12 @@ std::vector<std::pair<std::string, v1::GemmTiming>> ResultCache::Measurements(
   return out;
 }
 
-int64_t ResultCache::Count() {
+int64_t SqliteStore::Count() {
   std::lock_guard<std::mutex> lock(mu_);
   return CountLocked();
 }
 
-absl::StatusOr<int64_t> ResultCache::PublishCalibration(const std::string& file_json,
+absl::StatusOr<int64_t> SqliteStore::PublishCalibration(const std::string& file_json,
                                                         const std::string& created_by) {
   std::lock_guard<std::mutex> lock(mu_);
   sqlite3_stmt* stmt = nullptr;
@@ -438,7 +438,7 @@ absl::StatusOr<int64_t> ResultCache::PublishCalibration(const std::string& file_
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
 }
 
-std::optional<StoredCalibration> ResultCache::LatestCalibration() {
+std::optional<StoredCalibration> SqliteStore::LatestCalibration() {
   std::lock_guard<std::mutex> lock(mu_);
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_,
@@ -461,7 +461,7 @@ std::optional<StoredCalibration> ResultCache::LatestCalibration() {
   return out;
 }
 
-void ResultCache::ForEach(
+void SqliteStore::ForEach(
     const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
     const std::function<void(const std::string&, const v1::LayerTiming&)>& layer) {
   // Read under the lock, hand out after it: the callbacks may store into another store.

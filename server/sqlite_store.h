@@ -6,8 +6,8 @@
 // in their own table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the
 // LayerTiming. A file that is not a SQLite database, or is one with another schema, is moved aside
 // (logged) and a fresh cache started.
-#ifndef WAVECREST_SERVER_RESULT_CACHE_H_
-#define WAVECREST_SERVER_RESULT_CACHE_H_
+#ifndef WAVECREST_SERVER_SQLITE_STORE_H_
+#define WAVECREST_SERVER_SQLITE_STORE_H_
 
 #include <functional>
 #include <memory>
@@ -29,11 +29,11 @@ inline constexpr char kCacheSchema[] = "wavecrest-result-cache-v1";
 // "name|cc|sms|driver|cuda|cublaslt|backend", then "|cudnn<version>" for a worker with cuDNN
 std::string FingerprintKey(const v1::DeviceFingerprint& fp);
 
-class ResultCache final : public MeasurementStore {
+class SqliteStore final : public MeasurementStore {
  public:
   // Opens (creating parent directories and the file when needed) or recovers the cache.
-  static absl::StatusOr<std::unique_ptr<ResultCache>> Open(const std::string& path);
-  ~ResultCache() override;
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  ~SqliteStore() override;
 
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
                                        absl::string_view method,
@@ -65,7 +65,7 @@ class ResultCache final : public MeasurementStore {
   const std::string& moved_aside() const { return moved_aside_; }
 
  private:
-  ResultCache(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
@@ -85,4 +85,4 @@ class ResultCache final : public MeasurementStore {
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_SERVER_RESULT_CACHE_H_
+#endif  // WAVECREST_SERVER_SQLITE_STORE_H_
