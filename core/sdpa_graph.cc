@@ -266,8 +266,8 @@ int64_t RowSumOfDoO(Builder& g, const Geometry& l, int64_t d_o, int64_t o, int64
   const int64_t row_sum =
       g.Reduce(SdpaMode::kSum, "row sum dO * O", prod,
                g.Tensor("sum dO * O", SdpaType::kFloat, l.rows, l.rows_strides));
-  return g.Pointwise(SdpaMode::kMul, "D", {row_sum, g.Scalar("one", 1.0f)},
-                     g.Tensor("D", SdpaType::kFloat, l.rows, l.rows_strides, SdpaSlot::kOwn, sum_at));
+  const int64_t d = g.Tensor("D", SdpaType::kFloat, l.rows, l.rows_strides, SdpaSlot::kOwn, sum_at);
+  return g.Pointwise(SdpaMode::kMul, "D", {row_sum, g.Scalar("one", 1.0f)}, d);
 }
 
 // P, recomputed from the statistics; *scores is the last scores tensor (the shape dS takes).

@@ -29,7 +29,8 @@ class FakeMeasurer final : public Measurer {
   bool layers_measurable = true;  // false: layers come back PREDICTED (no cuDNN, say)
   double gemm_factor = 1.0;       // measured = predicted × this
   std::function<double(const LayerKey&)> layer_factor = [](const LayerKey&) { return 1.0; };
-  absl::Duration per_unit = absl::ZeroDuration();  // wall time each unit takes
+  // Each measured unit takes this long on the fake's clock (which advances; nothing sleeps).
+  absl::Duration per_unit = absl::ZeroDuration();
   // Units measured per task before its budget is spent (the rest predicted, as past measure_by);
   // negative: no limit.
   int64_t measure_limit = -1;
@@ -109,12 +110,11 @@ class FakeMeasurer final : public Measurer {
     int64_t late = 0;
     for (size_t i = 0; i < n; ++i) {
       if (cancelled()) return absl::CancelledError("the call was cancelled");
-      if (absl::Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
-      const bool measure = up && task.mode != v1::MODE_PREDICTED &&
-                           absl::Now() < task.measure_by &&
+      if (Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
+      const bool measure = up && task.mode != v1::MODE_PREDICTED && Now() < task.measure_by &&
                            (measure_limit < 0 || static_cast<int64_t>(i) < measure_limit);
       late += up && task.mode != v1::MODE_PREDICTED && !measure;
-      if (measure) absl::SleepFor(per_unit);
+      if (measure) Advance(per_unit);
       bool measured = measure;
       if constexpr (std::is_invocable_r_v<bool, Unit, size_t, bool>) {
         measured = unit(i, measure);
@@ -128,7 +128,19 @@ class FakeMeasurer final : public Measurer {
     return summary;
   }
 
+  // The fake's clock: the wall clock plus the time its measurements took (per_unit each), which
+  // pass without sleeping.
+  absl::Time Now() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return absl::Now() + elapsed_;
+  }
+  void Advance(absl::Duration d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    elapsed_ += d;
+  }
+
   mutable std::mutex mu_;
+  absl::Duration elapsed_;
   std::vector<GemmKey> gemms_asked_;
   std::vector<LayerKey> layers_asked_;
 };

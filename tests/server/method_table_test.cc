@@ -99,6 +99,14 @@ TEST(MethodTable, EveryHttpRouteIsTheRpcTheTableSays) {
   for (const auto& [route, rpc] : served) EXPECT_TRUE(listed.count(route)) << route << " unlisted";
 }
 
+TEST(MethodTable, EveryRpcHasAnInProcessTest) {
+  const std::string tests =
+      ReadSource(std::string(WAVECREST_SOURCE_DIR) + "/tests/server/rpc_test.cc");
+  for (const auto& [m, row] : MethodTable()) {
+    EXPECT_TRUE(absl::StrContains(tests, "stub()." + m + "(")) << m << " is not called there";
+  }
+}
+
 TEST(Glossary, EveryNameIsDeclaredWhereTheTableSays) {
   const auto rows = DocTable("## Glossary", "| name |");
   ASSERT_GE(rows.size(), 5u) << "no glossary in docs/ARCHITECTURE.md";
