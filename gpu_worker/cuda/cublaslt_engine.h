@@ -293,16 +293,24 @@ class CublasLtBackend final : public TimingBackend {
   absl::StatusOr<GemmPlan> PlanFor(const GemmKey& key, const EngineOptions& options);
   absl::Status AllocateInputs(const GemmPlan& plan, const TypeInfo& ty, OperandSets& a,
                               OperandSets& b, OperandSets& d);
-  // Each algorithm checked, sized, captured, warmed up and sampled; the ones that ran.
   using Launch = std::function<cublasStatus_t(const cublasLtMatmulAlgo_t&, int set)>;
+  // What every step of one GEMM's timing reads: the GEMM, its plan and types, the options, its
+  // operand sets and how to launch it with an algorithm on a set.
+  struct GemmRun {
+    const GemmKey& key;
+    const GemmPlan& plan;
+    const TypeInfo& ty;
+    const EngineOptions& options;
+    const TimingParams& params;
+    const OperandSets& a;
+    const OperandSets& b;
+    const OperandSets& d;
+    const Launch& launch;
+  };
+  // Each algorithm checked, sized, captured, warmed up and sampled; the ones that ran.
   absl::StatusOr<std::vector<std::unique_ptr<Algo>>> TimeAlgorithms(
-      const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty, const EngineOptions& options,
-      const TimingParams& params, const OperandSets& a, const OperandSets& b, const OperandSets& d,
-      const Launch& launch, const std::vector<cublasLtMatmulHeuristicResult_t>& heuristics);
-  absl::Status PrepareAndSample(const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty,
-                                const EngineOptions& options, const TimingParams& params,
-                                const OperandSets& a, const OperandSets& b, const OperandSets& d,
-                                const Launch& launch, Algo& algo);
+      const GemmRun& run, const std::vector<cublasLtMatmulHeuristicResult_t>& heuristics);
+  absl::Status PrepareAndSample(const GemmRun& run, Algo& algo);
   absl::StatusOr<v1::GemmTiming> AnswerGemm(const GemmKey& key, const GemmPlan& plan,
                                             const EngineOptions& options,
                                             const TimingParams& params, const Algo& best,
@@ -310,12 +318,8 @@ class CublasLtBackend final : public TimingBackend {
                                             const cublasLtMatmulHeuristicResult_t& heuristic);
   // The check: one launch into a NaN-poisoned output, timed; every output element finite;
   // sampled elements against the host's row-major reference. Returns the launch's duration.
-  absl::StatusOr<double> CheckOnce(const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty,
-                                   const OperandSets& a, const OperandSets& b, const OperandSets& d,
-                                   const Launch& launch, const cublasLtMatmulAlgo_t& algo);
-  absl::Status CheckSampledElements(const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty,
-                                    const OperandSets& a, const OperandSets& b,
-                                    const OperandSets& d, const cublasLtMatmulAlgo_t& algo);
+  absl::StatusOr<double> CheckOnce(const GemmRun& run, const cublasLtMatmulAlgo_t& algo);
+  absl::Status CheckSampledElements(const GemmRun& run, const cublasLtMatmulAlgo_t& algo);
   // Split-K partial sums kept in the output type round once more each: how many (0 if none).
   absl::StatusOr<int> OutputTypePartials(const cublasLtMatmulAlgo_t& algo);
   // `count` elements of `bytes` each from `base` + offset, `stride` elements apart, to `out`.

@@ -57,8 +57,8 @@ absl::StatusOr<v1::GemmTiming> CublasLtBackend::TimeLocked(const GemmKey& key,
                           static_cast<size_t>(plan.workspace_bytes), stream_);
   };
   // 3 and 4: check, size, capture, warm up and sample each algorithm.
-  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Algo>> algos,
-                   TimeAlgorithms(key, plan, ty, options, params, a, b, d, launch, heur));
+  const GemmRun run{key, plan, ty, options, params, a, b, d, launch};
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Algo>> algos, TimeAlgorithms(run, heur));
   Algo* best = algos[0].get();
   for (auto& r : algos) {
     if (r->median < best->median) best = r.get();
@@ -117,9 +117,7 @@ absl::Status CublasLtBackend::AllocateInputs(const GemmPlan& plan, const TypeInf
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<Algo>>> CublasLtBackend::TimeAlgorithms(
-    const GemmKey& key, const GemmPlan& plan, const TypeInfo& ty, const EngineOptions& options,
-    const TimingParams& params, const OperandSets& a, const OperandSets& b, const OperandSets& d,
-    const Launch& launch, const std::vector<cublasLtMatmulHeuristicResult_t>& heuristics) {
+    const GemmRun& run, const std::vector<cublasLtMatmulHeuristicResult_t>& heuristics) {
   std::vector<std::unique_ptr<Algo>> algos;
   for (size_t h = 0; h < heuristics.size(); ++h) {
     if (heuristics[h].state != CUBLAS_STATUS_SUCCESS) continue;
@@ -127,7 +125,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Algo>>> CublasLtBackend::TimeAlgorith
     algo->index = static_cast<int>(h);
     algo->algo = heuristics[h].algo;
     algo->broken = &broken_;
-    absl::Status st = PrepareAndSample(key, plan, ty, options, params, a, b, d, launch, *algo);
+    absl::Status st = PrepareAndSample(run, *algo);
     if (!st.ok()) {
       // The heuristic's first choice must work (it is what a framework runs); a top-k
       // alternative that fails is skipped, not reported as the best.
@@ -139,18 +137,19 @@ absl::StatusOr<std::vector<std::unique_ptr<Algo>>> CublasLtBackend::TimeAlgorith
   if (algos.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "none of the ", heuristics.size(), " algorithms cuBLASLt's heuristic offered for ",
-        GemmKeyString(key), " could run"));
+        GemmKeyString(run.key), " could run"));
   }
   return algos;
 }
 
-absl::Status CublasLtBackend::PrepareAndSample(const GemmKey& key, const GemmPlan& plan,
-                                               const TypeInfo& ty, const EngineOptions& options,
-                                               const TimingParams& params, const OperandSets& a,
-                                               const OperandSets& b, const OperandSets& d,
-                                               const Launch& launch, Algo& algo) {
+absl::Status CublasLtBackend::PrepareAndSample(const GemmRun& run, Algo& algo) {
+  const GemmPlan& plan = run.plan;
+  const EngineOptions& options = run.options;
+  const TimingParams& params = run.params;
+  const GemmKey& key = run.key;
+  const Launch& launch = run.launch;
   Beat(params, "check");
-  ASSIGN_OR_RETURN(const double launch_s, CheckOnce(key, plan, ty, a, b, d, launch, algo.algo));
+  ASSIGN_OR_RETURN(const double launch_s, CheckOnce(run, algo.algo));
   RETURN_IF_ERROR(CheckWatchdog(launch_s, options, key));
   algo.schedule =
       ScheduleSamples(launch_s, plan.sets, plan.set_bytes, l2_bytes_, options, GpuHot(options));
@@ -205,15 +204,15 @@ absl::StatusOr<v1::GemmTiming> CublasLtBackend::AnswerGemm(
   return t;
 }
 
-absl::StatusOr<double> CublasLtBackend::CheckOnce(const GemmKey& key, const GemmPlan& plan,
-                                                  const TypeInfo& ty, const OperandSets& a,
-                                                  const OperandSets& b, const OperandSets& d,
-                                                  const Launch& launch,
+absl::StatusOr<double> CublasLtBackend::CheckOnce(const GemmRun& run,
                                                   const cublasLtMatmulAlgo_t& algo) {
+  const GemmPlan& plan = run.plan;
+  const TypeInfo& ty = run.ty;
+  const OperandSets& d = run.d;
   RETURN_IF_ERROR(
       Cuda(cuda::FillNaN(d.at(0), plan.d_elems * plan.batch, ty.cd_elem, stream_), "poison D"));
   ASSIGN_OR_RETURN(const double launch_s,
-                   TimeOnce([&] { return Blas(launch(algo, 0), "cublasLtMatmul"); }));
+                   TimeOnce([&] { return Blas(run.launch(algo, 0), "cublasLtMatmul"); }));
   ASSIGN_OR_RETURN(const uint64_t nonfinite,
                    CountNonFinite(d.at(0), plan.d_elems * plan.batch, ty.cd_elem));
   if (nonfinite > 0) {
@@ -221,7 +220,7 @@ absl::StatusOr<double> CublasLtBackend::CheckOnce(const GemmKey& key, const Gemm
                                             " output elements are NaN or infinite after the "
                                             "GEMM (unwritten or wrong): refusing to time it"));
   }
-  RETURN_IF_ERROR(CheckSampledElements(key, plan, ty, a, b, d, algo));
+  RETURN_IF_ERROR(CheckSampledElements(run, algo));
   return launch_s;
 }
 
@@ -240,10 +239,12 @@ absl::StatusOr<int> CublasLtBackend::OutputTypePartials(const cublasLtMatmulAlgo
   return output_type ? splits : 0;
 }
 
-absl::Status CublasLtBackend::CheckSampledElements(const GemmKey& key, const GemmPlan& plan,
-                                                   const TypeInfo& ty, const OperandSets& a,
-                                                   const OperandSets& b, const OperandSets& d,
+absl::Status CublasLtBackend::CheckSampledElements(const GemmRun& run,
                                                    const cublasLtMatmulAlgo_t& algo) {
+  const GemmKey& key = run.key;
+  const GemmPlan& plan = run.plan;
+  const TypeInfo& ty = run.ty;
+  const OperandSets &a = run.a, &b = run.b, &d = run.d;
   ASSIGN_OR_RETURN(const int partials, OutputTypePartials(algo));
   // The sampled elements: the four corners of the first and last batch entries, then spread.
   const GemmShape& s = key.shape;
