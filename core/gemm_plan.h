@@ -26,13 +26,14 @@ struct DeviceLimits {
   int64_t margin_bytes = int64_t{512} << 20;  // left free for the context and kernels
 };
 
+// How the engine times (the worker's TimingParams extend it with their hooks).
 struct EngineOptions {
   bool warm_l2 = false;
   bool autotune = false;
   int top_k = 8;
   double target_spread = 0.01;    // stop sampling below this relative spread
   double max_seconds = 2.0;       // sampling budget per algorithm
-  double watchdog_s = 60;         // the server kills a worker silent this long (0 = none)
+  double watchdog_s = 0;          // the server kills a worker silent this long (0 = none)
   double sample_target_s = 1e-3;  // one graph replay lasts about this long
   int max_launches_per_sample = 1000;
   // A GPU that finished timed work less than this long ago is hot: its clocks, power and

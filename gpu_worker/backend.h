@@ -21,15 +21,11 @@
 
 namespace wavecrest {
 
-struct TimingParams {
-  bool autotune = false;
-  int top_k = 8;
-  bool warm_l2 = false;
-  double target_spread = 0.01;  // stop once (p90 - p10) / median is below this
-  double max_seconds = 2.0;     // sampling budget per GEMM (each algorithm when autotuning)
-  double watchdog_s = 0;        // the caller kills a worker silent this long (0 = none)
-  // A GPU that finished timed work this recently gets the hot schedule (EngineOptions).
-  double hot_window_s = EngineOptions().hot_window_s;
+// How one GEMM or layer is timed: the engine's options (core/gemm_plan.h, one definition of
+// autotune, top_k, warm_l2, target_spread, max_seconds, watchdog_s, hot_window_s and the sample
+// schedule), and the worker's hooks around them. v1::TimingOptions arrives as this
+// (ParamsFromProto) and the engine reads it as its EngineOptions.
+struct TimingParams : EngineOptions {
   // Called now and then while a GEMM is timed (phase: "check", "warm-up", "sampling",
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
@@ -41,19 +37,9 @@ struct TimingParams {
                      const StoppingRule& rule, double sampling_wall_s, absl::string_view stopped)>
       samples_sink;
 };
-// The engine's options (core/gemm_plan.h) for these parameters (inline: the CUDA engine's library
-// uses it without linking the worker's).
-inline EngineOptions EngineOptionsOf(const TimingParams& params) {
-  EngineOptions o;
-  o.warm_l2 = params.warm_l2;
-  o.autotune = params.autotune;
-  o.top_k = params.top_k;
-  o.target_spread = params.target_spread;
-  o.max_seconds = params.max_seconds;
-  o.watchdog_s = params.watchdog_s;
-  o.hot_window_s = params.hot_window_s;
-  return o;
-}
+// The engine's options of these parameters (inline: the CUDA engine's library uses it without
+// linking the worker's).
+inline const EngineOptions& EngineOptionsOf(const TimingParams& params) { return params; }
 // Applies the documented defaults to unset fields; INVALID_ARGUMENT for out-of-range values.
 absl::StatusOr<TimingParams> ParamsFromProto(const v1::TimingOptions& options);
 

@@ -441,9 +441,7 @@ class TimingService::UnitRun {
   absl::Status MeasureMine(const std::vector<size_t>& which, const std::vector<FlightPtr>& flights) {
     std::vector<Key> keys;
     for (size_t i : which) keys.push_back(keys_[i]);
-    MeasureOptions options;
-    options.autotune = task_.autotune;
-    options.warm_l2 = task_.warm_l2;
+    MeasureOptions options = task_;
     options.deadline = std::min(task_.deadline, task_.measure_by);
     return Unit::Measure(
         *s_.workers_, task_.kind, keys, options,

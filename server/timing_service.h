@@ -27,12 +27,6 @@
 
 namespace wavecrest {
 
-struct MeasureOptions {
-  bool autotune = false;
-  bool warm_l2 = false;
-  absl::Time deadline = absl::InfiniteFuture();
-};
-
 // Called once per GEMM of a Measure call, with its index in the list, as each result arrives.
 using MeasureCallback = std::function<void(size_t index, absl::StatusOr<v1::GemmTiming> result)>;
 // The same for layers.

@@ -39,13 +39,20 @@ struct GpuTarget {
   const GpuSpec* spec = nullptr;
 };
 
-struct TimingTaskBase {
-  std::string kind;              // catalog name
-  const GpuSpec* gpu = nullptr;  // for predictions
-  v1::Mode mode = v1::MODE_AUTO;
+// How a measurement is taken and until when: the one set of timing options from the request to
+// the engine. The logic's tasks carry it (TimingTaskBase), the server hands it to its workers
+// (GpuWorkers::Measure), which send it as v1::TimingOptions; a worker reads that into its
+// TimingParams, which are the engine's EngineOptions (gpu_worker/backend.h).
+struct MeasureOptions {
   bool autotune = false;  // GEMMs only
   bool warm_l2 = false;
   absl::Time deadline = absl::InfiniteFuture();
+};
+
+struct TimingTaskBase : MeasureOptions {
+  std::string kind;              // catalog name
+  const GpuSpec* gpu = nullptr;  // for predictions
+  v1::Mode mode = v1::MODE_AUTO;
   // The end of the measuring budget (wall time): what is not measured by then is PREDICTED, even
   // in MODE_MEASURED, and a note says how many; `deadline` still ends the call.
   absl::Time measure_by = absl::InfiniteFuture();
