@@ -244,11 +244,13 @@ class TimingService::UnitRun {
   }
   absl::Status StopStatus() const {
     if (cancelled_()) return absl::CancelledError("the call was cancelled");
-    if (absl::Now() > task_.deadline) return absl::DeadlineExceededError("deadline passed");
+    if (s_.clock_->Now() > task_.deadline) {
+      return absl::DeadlineExceededError("deadline passed");
+    }
     return absl::OkStatus();
   }
   // True once the measuring budget is spent (the call itself may go on).
-  bool BudgetSpent() const { return absl::Now() >= task_.measure_by; }
+  bool BudgetSpent() const { return s_.clock_->Now() >= task_.measure_by; }
   std::vector<size_t> Missing() const {
     std::vector<size_t> out;
     for (size_t i = 0; i < keys_.size(); ++i) {
@@ -397,7 +399,7 @@ class TimingService::UnitRun {
     while (!elsewhere_.empty()) {
       RETURN_IF_ERROR(StopStatus());
       if (BudgetSpent()) return absl::OkStatus();
-      absl::SleepFor(poll);
+      s_.clock_->SleepFor(poll);
       poll = std::min(poll * 2, absl::Milliseconds(500));
       std::vector<size_t> take;
       std::vector<FlightPtr> take_flights;

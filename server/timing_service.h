@@ -22,6 +22,7 @@
 #include "core/layers.h"
 #include "server/measurement_store.h"
 #include "server/metrics.h"
+#include "service/clock.h"
 #include "service/measurer.h"
 #include "wavecrest/v1/advisor.pb.h"
 
@@ -74,9 +75,11 @@ class GpuWorkers {
 // the analytic model for the rest.
 class TimingService final : public Measurer {
  public:
-  // `workers` and `store` may be null (no GPU workers; no measurement store).
-  TimingService(GpuWorkers* workers, MeasurementStore* store, Metrics* metrics)
-      : workers_(workers), store_(store), metrics_(metrics) {}
+  // `workers` and `store` may be null (no GPU workers; no measurement store). `clock`: the time
+  // deadlines and budgets are read on (the wall clock unless a test gives its own).
+  TimingService(GpuWorkers* workers, MeasurementStore* store, Metrics* metrics,
+                Clock* clock = &Clock::Real())
+      : workers_(workers), store_(store), metrics_(metrics), clock_(clock) {}
 
   // Measurer. The GPU may be a catalog name or a worker's device name.
   absl::StatusOr<GpuTarget> ResolveGpu(absl::string_view name,
@@ -140,6 +143,7 @@ class TimingService final : public Measurer {
   GpuWorkers* workers_;
   MeasurementStore* store_;
   Metrics* metrics_;
+  Clock* clock_;
 };
 
 }  // namespace wavecrest

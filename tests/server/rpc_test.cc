@@ -4,6 +4,7 @@
 // directory. No process is spawned and nothing sleeps; what needs real processes (worker
 // supervision, signals, the HTTP socket, PostgreSQL) stays in tests/integration/.
 #include <atomic>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,7 @@
 #include "server/self_calibration.h"
 #include "server/sqlite_store.h"
 #include "server/timing_service.h"
+#include "service/clock.h"
 #include "service/convert.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
@@ -46,12 +48,30 @@ Auth TestAuth(const std::filesystem::path& dir) {
   return *Auth::FromTokensFile(path);
 }
 
+// A clock the tests advance: the fake workers' measurements take time on it, nothing sleeps.
+class FakeClock final : public Clock {
+ public:
+  absl::Time Now() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return now_;
+  }
+  void SleepFor(absl::Duration d) override { Advance(d); }
+  void Advance(absl::Duration d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    now_ += d;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  absl::Time now_ = absl::Now();
+};
+
 // GPU workers of one kind that answer every GEMM with the analytic model's time, labelled as a
 // GPU's measurement (SOURCE_MEASURED, the cuBLASLt method): what the server does with measured
 // results is tested without a GPU. Layers are not timed whole (the default: UNIMPLEMENTED).
 class FakeWorkers final : public GpuWorkers {
  public:
-  FakeWorkers() {
+  explicit FakeWorkers(FakeClock* clock) : clock_(clock) {
     fp_.set_name("Fake H100");
     fp_.set_catalog_name(kKind);
     fp_.set_backend("fake");
@@ -74,6 +94,9 @@ class FakeWorkers final : public GpuWorkers {
     const GpuSpec& gpu = **FindGpu(kKind);
     for (size_t i = 0; i < keys.size(); ++i) {
       if (cancelled && cancelled()) return absl::CancelledError("cancelled");
+      // As the worker pool does: a measurement that would start past the deadline is not made.
+      if (clock_->Now() > options.deadline) return absl::DeadlineExceededError("deadline passed");
+      clock_->Advance(per_gemm);
       ++measured_;
       v1::GemmTiming t = TimingOf(keys[i]);
       const GemmPrediction p = PredictGemm(gpu, keys[i]);
@@ -101,8 +124,10 @@ class FakeWorkers final : public GpuWorkers {
 
   int64_t measured() const { return measured_.load(); }
   void Quarantine(int64_t n) { quarantined_ = n; }
+  absl::Duration per_gemm = absl::ZeroDuration();  // on the fake clock
 
  private:
+  FakeClock* clock_;
   v1::DeviceFingerprint fp_;
   std::atomic<int64_t> measured_{0};
   std::atomic<int64_t> quarantined_{0};
@@ -113,9 +138,10 @@ class InProcessServer {
  public:
   explicit InProcessServer(const std::filesystem::path& dir)
       : auth_(TestAuth(dir)),
+        workers_(&clock_),
         store_(*SqliteStore::Open((dir / "store.db").string())),
-        timing_(&workers_, store_.get(), &metrics_),
-        jobs_(2, 16),
+        timing_(&workers_, store_.get(), &metrics_, &clock_),
+        jobs_(1, 16),  // one job thread: a job left running would hold up the next call
         calibration_(store_.get(), SelfCalibrationOptions()),
         service_(&timing_, &jobs_, &metrics_, &workers_, &calibration_, store_.get(), &auth_) {
     service_.SetModelsDir(std::string(WAVECREST_SOURCE_DIR) + "/examples/models");
@@ -128,11 +154,13 @@ class InProcessServer {
 
   v1::Advisor::Stub& stub() { return *stub_; }
   FakeWorkers& workers() { return workers_; }
+  FakeClock& clock() { return clock_; }
   MeasurementStore& store() { return *store_; }
 
  private:
   Metrics metrics_;
   Auth auth_;
+  FakeClock clock_;
   FakeWorkers workers_;
   std::unique_ptr<SqliteStore> store_;
   TimingService timing_;
@@ -228,6 +256,31 @@ TEST_F(RpcTest, TimeGemmsMeasuresOnTheWorkersThenAnswersFromTheStore) {
   }
   EXPECT_EQ(cached, measured);
   EXPECT_EQ(server_.workers().measured(), measured) << "the second call measured again";
+}
+
+// A call whose deadline passes while its GEMMs are measured ends DEADLINE_EXCEEDED, having
+// measured only what fitted, and frees the server: nothing in flight, the next call answers. (The
+// integration suite ran this on the wall clock with a 10 ms deadline, which raced the machine's
+// load; here each measurement takes 2 s of the fake clock.)
+TEST_F(RpcTest, ADeadlineEndsTheMeasuringAndFreesTheWork) {
+  server_.workers().per_gemm = absl::Seconds(2);
+  v1::TimeGemmsRequest r;
+  r.set_gpu(kKind);
+  *r.mutable_model() = SmallModel();
+  r.set_mode(v1::MODE_MEASURED);
+  auto ctx = Context();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(9));
+  auto reader = server_.stub().TimeGemms(ctx.get(), r);
+  int timed = 0;
+  for (v1::TimeGemmsResponse m; reader->Read(&m);) timed += m.has_timing();
+  const grpc::Status st = reader->Finish();
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << st.error_message();
+  EXPECT_GE(server_.workers().measured(), 4);
+  EXPECT_LE(server_.workers().measured(), 6);  // 9 s of a 15-GEMM task at 2 s each
+  // The one job thread is free again: the next call runs (it would wait behind a stuck job).
+  server_.workers().per_gemm = absl::ZeroDuration();
+  auto [again, st2] = TimeGemms(v1::MODE_MEASURED);
+  EXPECT_TRUE(st2.ok()) << st2.error_message();
 }
 
 TEST_F(RpcTest, TimeLayersThatTheWorkersCannotTimeArePredictedAndSaySo) {
