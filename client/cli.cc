@@ -20,6 +20,7 @@
 #include "client/format.h"
 #include "client/svg.h"
 #include "core/attention_calibration.h"
+#include "core/calibrate.h"
 #include "core/calibration.h"
 #include "core/cost_model.h"
 #include "core/gemm.h"

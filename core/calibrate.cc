@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/attention_calibration.h"
+#include "core/calibrate.h"
 #include "core/calibration.h"
 #include "core/cost_model.h"
 

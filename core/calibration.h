@@ -233,28 +233,6 @@ absl::Status ApplyCalibration(const CalibrationFile& file, std::vector<GpuSpec>&
 void ApplyBuiltinCalibration(std::vector<GpuSpec>& catalog);
 absl::string_view BuiltinCalibrationJson();
 
-// Everything `wavecrest calibrate` does, GPU-free: fits each (GPU, dtype) the data covers, carries
-// fits to GPUs that share the silicon (H200 from H100), gives GPUs without data priors with the
-// fitted structure of the nearest fitted GPU and a peak fraction anchored to a published figure
-// where one exists, fits the misalignment penalty to published ratios, and checks every dataset.
-struct CalibrateInputs {
-  std::vector<Measurement> fit_rows;     // fitted (by GPU and dtype class)
-  std::vector<Measurement> anchor_rows;  // one figure per GPU: sets an unfitted GPU's peak
-  std::vector<Measurement> check_rows;   // never fitted: reported as held-out checks
-  std::vector<TimeRatio> ratios;         // published ratios: fit the misalignment penalty
-  // Fused-attention times (core/attention_calibration.h): fitted per GPU and dtype class, and
-  // held-out checks; their error band is the wider of the fit's cross-validation and the checks.
-  std::vector<AttentionMeasurement> attention_rows;
-  std::vector<AttentionMeasurement> attention_checks;
-  std::vector<std::string> dataset_labels;
-};
-struct CalibrateOutput {
-  CalibrationFile file;
-  std::string report;  // the human-readable report (bench/results/calibration.txt)
-};
-CalibrateOutput Calibrate(const CalibrateInputs& in, const FitOptions& options,
-                          const std::function<void(const std::string&)>& progress);
-
 // The dtype class a measurement is fitted in: BF16 data also serves FP16 (same tensor-core rate).
 std::vector<DType> DTypesServedBy(DType fitted);
 
