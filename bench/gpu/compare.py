@@ -4,10 +4,12 @@ table and the targets, each with the figure it was judged on.
 
   compare.py DIR     DIR/shape-*/{wavecrest-1,wavecrest-2,torch}.json (compare_torch.sh's layout)
   compare.py W1 W2 T three JSON files covering the same list
-  compare.py --sweep S1 S2
-                     two `wavecrest-worker bench` runs over the whole list in one process each
-                     (run_on_device.sh's sweep): the time each GEMM took to measure, as a sweep
-                     takes it (a hot GPU after the first), and the re-run difference
+  compare.py --sweep S1 S2 [S3 ...]
+                     `wavecrest-worker bench` runs over the whole list in one process each
+                     (run_on_device.sh's sweeps): the time each GEMM took to measure, as a sweep
+                     takes it (a hot GPU after the first), what a sweep costs per GEMM with its
+                     process (the file's process_wall_s, which run_on_device.sh adds), and the
+                     spread of each GEMM across the runs
 
 Rows missing from a file, errors and non-finite figures are listed, never fatal; a target with no
 figure to judge it on says so. The 8192^3 target is relative to the device's datasheet peak (the
@@ -56,29 +58,49 @@ def fmt(v, spec):
 
 
 def sweep(paths):
-    """The per-GEMM measuring time of whole-list runs (rows' wall_s) and their re-run difference."""
-    a, b = load([paths[0]]), load([paths[1]])
-    run2 = {key(r): r for r in b["gemms"]}
+    """The per-GEMM measuring time of whole-list runs (rows' wall_s), their cost per GEMM with the
+    process (process_wall_s), and each GEMM's spread across the runs ((max - min) / min)."""
+    runs = [load([p]) for p in paths]
+    a = runs[0]
     walls = [r["wall_s"] for r in a["gemms"] if finite(r, "wall_s")]
     hot = sum("hot GPU" in r.get("stats", {}).get("stop_rule", "") for r in a["gemms"])
-    reruns = []
-    for r in a["gemms"]:
-        r2 = run2.get(key(r))
-        if finite(r, "time_s") and finite(r2, "time_s"):
-            reruns.append(abs(r2["time_s"] - r["time_s"]) / r["time_s"])
     window = a.get("options", {}).get("hot_window_s")
-    print(f"sweep of {len(a['gemms'])} GEMMs in one process: {a['wall_s']:.1f} s, then "
-          f"{b['wall_s']:.1f} s; {hot} timed on a hot GPU (window {window} s)")
+    print(f"sweep of {len(a['gemms'])} GEMMs in one process, {len(runs)} runs: "
+          + ", ".join(f"{r['wall_s']:.1f} s" for r in runs)
+          + f"; {hot} of the first timed on a hot GPU (window {window} s)")
     print("time per GEMM in one sweep, median over the list: "
           + (f"{statistics.median(walls):.3f} s (first run, {len(walls)} GEMMs, max "
-             f"{max(walls):.3f} s; target <= 0.2 s)" if walls else "no figure (rows lack wall_s)"))
+             f"{max(walls):.3f} s)" if walls else "no figure (rows lack wall_s)"))
+    costs = []
+    for path in paths:
+        try:
+            doc = json.load(open(path))
+        except (OSError, ValueError):
+            continue
+        n = len(doc.get("gemms", []))
+        if n and finite(doc, "process_wall_s"):
+            costs.append(doc["process_wall_s"] / n)
+    print("cost per GEMM, process included: "
+          + (f"{max(costs):.3f} s (the slowest of {len(costs)} runs; "
+             + ", ".join(f"{c:.3f}" for c in costs) + " s; target <= 0.05 s)"
+             if costs else "no figure (no process_wall_s)"))
+    spreads = []
+    for r in a["gemms"]:
+        times = [r["time_s"]] if finite(r, "time_s") else []
+        for other in runs[1:]:
+            match = {key(x): x for x in other["gemms"]}.get(key(r))
+            if finite(match, "time_s"):
+                times.append(match["time_s"])
+        if len(times) == len(runs) and len(runs) > 1:
+            spreads.append((max(times) - min(times)) / min(times))
     print("sweep rerun difference, max: "
-          + (f"{100 * max(reruns):.2f}% (median {100 * statistics.median(reruns):.2f}%, "
-             f"{len(reruns)} GEMMs; target < 1%)" if reruns else "no figure"))
+          + (f"{100 * max(spreads):.2f}% over {len(runs)} runs (median "
+             f"{100 * statistics.median(spreads):.2f}%, {len(spreads)} GEMMs; target < 1%)"
+             if spreads else "no figure"))
 
 
 def main(argv):
-    if len(argv) == 3 and argv[0] == "--sweep":
+    if len(argv) >= 3 and argv[0] == "--sweep":
         sweep(argv[1:])
         return
     if len(argv) == 1 and os.path.isdir(argv[0]):

@@ -5,8 +5,8 @@
 #              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
 #   gemms      compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and
 #              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept),
-#              then the whole list twice in one process each (sweep.txt: time per GEMM as a sweep
-#              takes it, on a hot GPU, and the re-run difference);
+#              then the whole list three times in one process each (sweep.txt: the cost per GEMM
+#              with the process, and each GEMM's spread across the three runs);
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
 #              attention rows' shapes), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (the CSV also refits them);
@@ -14,9 +14,12 @@
 #              attention, as in the paper, and Llama-3-8B with fused attention) through a
 #              cache-less server, twice, with PyTorch's same layers (torch_layers.py) between the
 #              runs, compared by compare_layers.py (within 5% of torch; re-run within 1%);
-#   recommend  measured recommendations for Pythia-2.8B (unfused attention, as in the paper) and
-#              Llama-2-7B through a real server with `--workers auto` and default flags, cold then
-#              cached, timed (recommend-times.txt), beside the predicted ones;
+#   recommend  measured recommendations for Pythia-2.8B (unfused attention, as in the paper),
+#              Llama-3-8B and GPT-2 through a real server with `--workers auto` and default
+#              flags, on two fresh caches A and B (a server each): cold on both, then cached on A,
+#              timed (recommend-times.txt), the two cold answers compared by recommend_rerun.py
+#              (recommend-rerun-NAME.txt: the same verdict? B's speed-ups within A's bands?),
+#              beside the predicted ones;
 #   summary    bench/gpu/summary.py: PASS / FAIL / NONE against each target, with its figure.
 # On an H100 each part takes under 9 minutes, so a device call can run one or a few: results
 # accumulate in $WAVECREST_GPU_OUT (default /tmp/wavecrest-gpu, which outlives calls while the
@@ -71,15 +74,27 @@ if want gemms; then
   rm -rf "$out/compare"
   WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
     > "$out/compare.log" 2>&1
-  # The whole list in one process, twice: what a sweep (a measured Recommend's GEMMs) costs per
-  # GEMM once the GPU is hot, and whether two sweeps agree.
-  for run in 1 2; do
+  # The whole list in one process, three times: what a sweep (a measured Recommend's GEMMs) costs
+  # per GEMM with its process, and whether three sweeps agree (each GEMM within 1%).
+  for run in 1 2 3; do
+    t0=$(date +%s.%N)
     "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 \
       --json "$out/sweep-$run.json" --samples_log "$out/sweep-samples.jsonl" \
       > "$out/sweep-$run.txt" 2>&1
+    t1=$(date +%s.%N)
+    python3 - "$out/sweep-$run.json" "$t0" "$t1" <<'PY'
+import json, sys
+path, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+try:
+    doc = json.load(open(path))
+except (OSError, ValueError):
+    sys.exit(0)  # no JSON: compare.py says so
+doc["process_wall_s"] = t1 - t0  # the process's whole life: start, device, every GEMM, exit
+json.dump(doc, open(path, "w"))
+PY
   done
   python3 bench/gpu/compare.py --sweep "$out/sweep-1.json" "$out/sweep-2.json" \
-    > "$out/sweep.txt" 2>&1
+    "$out/sweep-3.json" > "$out/sweep.txt" 2>&1
 fi
 if want attention; then
   python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
@@ -129,31 +144,46 @@ done
 kill -TERM $server; wait $server
 fi
 
-# Measured Recommend with the default flags (its 60 s GPU budget, the CLI's deadline from it),
-# on a fresh cache: cold, then the same request again (cached). Seconds and exit codes go to
-# recommend-times.txt ("NAME cold|cached SECONDS EXIT") for the summary.
+# Measured Recommend with the default flags (its 60 s GPU budget, the CLI's deadline from it) on
+# two fresh caches, A and B, a server each: cold on both, cached on A. Seconds and exit codes go
+# to recommend-times.txt ("NAME cold-a|cold-b|cached-a SECONDS EXIT") for the summary, and the
+# two cold answers to recommend_rerun.py (recommend-rerun-NAME.txt).
+recommend_models=("pythia-2.8b --attention unfused" "llama-3-8b" "gpt2-small")
+time_recommend() {  # NAME MODE FILE ARGS...: one measured Recommend, timed
+  local name=$1 mode=$2 file=$3
+  shift 3
+  local t0 t1 code
+  t0=$(date +%s.%N)
+  "$R" wavecrest recommend --server=127.0.0.1:$port "$@" --mode measured --format json \
+    > "$file" 2>&1
+  code=$?
+  t1=$(date +%s.%N)
+  echo "$name $mode $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') $code" \
+    >> "$out/recommend-times.txt"
+}
 if want recommend; then
-rm -f "$out/cache.db" "$out/recommend-times.txt"
-start_server "$out/ports.json" --store="$out/cache.db"
-"$R" wavecrest devices --server=127.0.0.1:$port > "$out/server-devices.txt" 2>&1
-for m in "pythia-2.8b --attention unfused" "llama-2-7b"; do
-  name=${m%% *}
-  args=(--model "examples/models/$name.json" --gpu "$kind" --top 10 ${m#"$name"})
-  for mode in cold cached; do
-    suffix=$([[ $mode == cold ]] && echo txt || echo cached.json)
-    format=$([[ $mode == cold ]] && echo table || echo json)
-    t0=$(date +%s.%N)
-    "$R" wavecrest recommend --server=127.0.0.1:$port "${args[@]}" --mode measured \
-      --format "$format" > "$out/recommend-$name-measured.$suffix" 2>&1
-    code=$?
-    t1=$(date +%s.%N)
-    echo "$name $mode $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.2f", b - a}') $code" \
-      >> "$out/recommend-times.txt"
+rm -f "$out"/cache-*.db "$out/recommend-times.txt"
+for cache in a b; do
+  start_server "$out/ports-$cache.json" --store="$out/cache-$cache.db"
+  [[ $cache == a ]] && "$R" wavecrest devices --server=127.0.0.1:$port \
+    > "$out/server-devices.txt" 2>&1
+  for m in "${recommend_models[@]}"; do
+    name=${m%% *}
+    args=(--model "examples/models/$name.json" --gpu "$kind" --top 10 ${m#"$name"})
+    time_recommend "$name" "cold-$cache" "$out/recommend-$name-$cache.json" "${args[@]}"
+    if [[ $cache == a ]]; then
+      time_recommend "$name" cached-a "$out/recommend-$name-cached.json" "${args[@]}"
+      "$R" wavecrest recommend "${args[@]}" --mode predicted --format json \
+        > "$out/recommend-$name-predicted.json" 2>&1
+    fi
   done
-  "$R" wavecrest recommend "${args[@]}" --mode predicted --format json \
-    > "$out/recommend-$name-predicted.json" 2>&1
+  kill -TERM $server; wait $server
 done
-kill -TERM $server; wait $server
+for m in "${recommend_models[@]}"; do
+  name=${m%% *}
+  python3 bench/gpu/recommend_rerun.py "$name" "$out/recommend-$name-a.json" \
+    "$out/recommend-$name-b.json" > "$out/recommend-rerun-$name.txt" 2>&1
+done
 fi
 
 pack() {
@@ -175,8 +205,9 @@ grep -E "device-torch-sdpa-cudnn" "$out/attention-check.txt" || tail -n 5 "$out/
 for name in pythia-2.8b llama-3-8b; do
   echo "== layers $name"; cat "$out/compare-layers-$name.txt" 2>/dev/null | cut -c1-220
 done
-for name in pythia-2.8b llama-2-7b; do
-  echo "== recommend $name (measured)"; head -n 8 "$out/recommend-$name-measured.txt"
+for name in pythia-2.8b llama-3-8b gpt2-small; do
+  echo "== recommend $name (measured, fresh caches A and B)"
+  head -n 12 "$out/recommend-rerun-$name.txt" 2>/dev/null
 done
 echo "== targets"
 python3 bench/gpu/summary.py "$out"
