@@ -159,6 +159,35 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
+// The time a stream takes between two points, by CUDA events (as nvbench's cuda_timer): the one
+// way the engine times a launch. The backend creates it with its stream and destroys it unless
+// the context broke (a broken context is not torn down; the process exits).
+class EventTimer {
+ public:
+  cudaError_t Create() {
+    const cudaError_t e = cudaEventCreate(&start_);
+    return e != cudaSuccess ? e : cudaEventCreate(&stop_);
+  }
+  void Destroy() {
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
+    start_ = stop_ = nullptr;
+  }
+  cudaError_t Start(cudaStream_t stream) { return cudaEventRecord(start_, stream); }
+  cudaError_t Stop(cudaStream_t stream) { return cudaEventRecord(stop_, stream); }
+  // Waits for the stop event; `seconds` between the two.
+  cudaError_t Elapsed(double* seconds) {
+    cudaError_t e = cudaEventSynchronize(stop_);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+    *seconds = ms * 1e-3;
+    return e;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 // `sets` copies of one operand in one allocation, each at an aligned offset.
 struct OperandSets {
   DeviceBuffer buffer;
@@ -363,7 +392,7 @@ class CublasLtBackend final : public TimingBackend {
   void* workspace_ = nullptr;
   unsigned long long* probes_ = nullptr;  // kProbeSlots pairs (cycles, ns); the last: blocking
   float* one_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  EventTimer timer_;
 };
 
 }  // namespace wavecrest::engine

@@ -160,15 +160,14 @@ StoppingRule CublasLtBackend::Rule(const Algo& algo, const TimingParams& params)
 absl::StatusOr<double> CublasLtBackend::TimedReplay(Algo& algo, int slot) {
   RETURN_IF_ERROR(Cuda(cuda::ProbeClock(probes_ + 2 * (kProbeSlots - 1), kBlockingNs, stream_),
                        "blocking kernel"));
-  RETURN_IF_ERROR(Cuda(cudaEventRecord(start_, stream_), "event"));
+  RETURN_IF_ERROR(Cuda(timer_.Start(stream_), "event"));
   RETURN_IF_ERROR(Cuda(cudaGraphLaunch(algo.exec, stream_), "graph launch"));
-  RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_, stream_), "event"));
+  RETURN_IF_ERROR(Cuda(timer_.Stop(stream_), "event"));
   RETURN_IF_ERROR(Cuda(cuda::ProbeClock(probes_ + 2 * slot, kProbeNs, stream_), "clock probe"));
-  RETURN_IF_ERROR(Cuda(cudaEventSynchronize(stop_), "event sync"));
-  float ms = 0;
-  RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime"));
+  double seconds = 0;
+  RETURN_IF_ERROR(Cuda(timer_.Elapsed(&seconds), "event sync and elapsed time"));
   algo.probe_slots.push_back(slot);
-  return ms * 1e-3 / algo.schedule.launches_per_sample;
+  return seconds / algo.schedule.launches_per_sample;
 }
 
 absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const TimingParams& params) {
@@ -281,13 +280,12 @@ SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
 }
 
 absl::StatusOr<double> CublasLtBackend::TimeOnce(const std::function<absl::Status()>& enqueue) {
-  RETURN_IF_ERROR(Cuda(cudaEventRecord(start_, stream_), "event"));
+  RETURN_IF_ERROR(Cuda(timer_.Start(stream_), "event"));
   RETURN_IF_ERROR(enqueue());
-  RETURN_IF_ERROR(Cuda(cudaEventRecord(stop_, stream_), "event"));
-  RETURN_IF_ERROR(Cuda(cudaEventSynchronize(stop_), "check sync"));
-  float ms = 0;
-  RETURN_IF_ERROR(Cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime"));
-  return ms * 1e-3;
+  RETURN_IF_ERROR(Cuda(timer_.Stop(stream_), "event"));
+  double seconds = 0;
+  RETURN_IF_ERROR(Cuda(timer_.Elapsed(&seconds), "check sync and elapsed time"));
+  return seconds;
 }
 
 absl::StatusOr<uint64_t> CublasLtBackend::CountNonFinite(const void* p, int64_t elements,

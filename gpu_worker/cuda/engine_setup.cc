@@ -43,8 +43,7 @@ CublasLtBackend::~CublasLtBackend() {
   for (void* p : {workspace_, static_cast<void*>(probes_), static_cast<void*>(one_)}) {
     if (p) cudaFree(p);
   }
-  if (start_) cudaEventDestroy(start_);
-  if (stop_) cudaEventDestroy(stop_);
+  timer_.Destroy();
   if (stream_) cudaStreamDestroy(stream_);
   if (handle_) cublasLtDestroy(handle_);
 }
@@ -141,8 +140,7 @@ absl::Status CublasLtBackend::Allocate() {
   const float one = 1.0f;
   RETURN_IF_ERROR(Cuda(cudaMalloc(&one_, sizeof(float)), "scale"));
   RETURN_IF_ERROR(Cuda(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice), "scale"));
-  RETURN_IF_ERROR(Cuda(cudaEventCreate(&start_), "event"));
-  return Cuda(cudaEventCreate(&stop_), "event");
+  return Cuda(timer_.Create(), "event");
 }
 
 }  // namespace wavecrest::engine
