@@ -154,7 +154,6 @@ class InProcessServer {
 
   v1::Advisor::Stub& stub() { return *stub_; }
   FakeWorkers& workers() { return workers_; }
-  FakeClock& clock() { return clock_; }
   MeasurementStore& store() { return *store_; }
 
  private:
