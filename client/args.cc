@@ -36,7 +36,7 @@ std::vector<CommandInfo> BuildCommands() {
        Join({kConnection,
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
-              "recompute", "dp_overlap", "zero_stage", "plan", "offload_activations",
+              "recompute", "dp_overlap", "tp_overlap", "zero_stage", "plan", "offload_activations",
               "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "

@@ -31,6 +31,7 @@ struct CliOptions {
   bool sequence_parallel = false;
   std::string recompute;  // none, selective, full
   double dp_overlap = 0;
+  double tp_overlap = 0;
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

@@ -51,6 +51,9 @@ ABSL_FLAG(bool, sequence_parallel, false, "analyze: Megatron sequence parallelis
 ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective, full");
 ABSL_FLAG(double, dp_overlap, 0,
           "analyze: fraction of the data-parallel gradient reduction hidden under backward");
+ABSL_FLAG(double, tp_overlap, 0,
+          "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
+          "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
 ABSL_FLAG(bool, plan, false,
           "analyze: choose sequence parallelism, recomputation, the ZeRO stage and activation "
           "offload: the fastest layout whose memory fits");
@@ -185,6 +188,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.sequence_parallel = absl::GetFlag(FLAGS_sequence_parallel);
   o.recompute = absl::GetFlag(FLAGS_recompute);
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
+  o.tp_overlap = absl::GetFlag(FLAGS_tp_overlap);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

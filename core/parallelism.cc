@@ -172,6 +172,10 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
     return absl::InvalidArgumentError(
         absl::StrCat("run.gradient_bytes: must be 0 (= 4), 2 or 4; got ", run.gradient_bytes));
   }
+  if (!(run.tp_overlap >= 0 && run.tp_overlap <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.tp_overlap: must be in [0, 1]; got ", run.tp_overlap));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
@@ -274,9 +278,16 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(absl::StrFormat(
       "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
       gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
-  out.push_back(
-      "tensor-parallel collectives and pipeline sends are not overlapped with compute; the "
-      "optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+  out.push_back(absl::StrCat(
+      s.tensor_parallel <= 1 ? "" :
+      run.tp_overlap > 0
+          ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
+                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
+                            100 * run.tp_overlap)
+          : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
+            "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
+      "pipeline sends not overlapped; the optimizer step is memory-bound (Adam, FP32 master "
+      "weights and moments)"));
   if (s.dtype == DType::kFp8E4M3) {
     out.push_back(
         "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
@@ -356,7 +367,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
                            : run.recompute == Recompute::kSelective && !flash
                                ? mb.attention_forward_s / layers * stage_layers
                                : 0;
-  const double tp_comm = TensorParallelS(a, run, stage_layers);
+  const double tp_comm = TensorParallelS(a, run, stage_layers) * (1 - run.tp_overlap);
   const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);
   const double forward_layer = mb.layers_forward_s / layers;
   const double offload =

@@ -59,6 +59,9 @@ struct RunConfig {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   double dp_overlap = 0;  // fraction of the gradient reduction hidden under the backward pass
+  // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
+  // --tp-comm-overlap, off by default there: 0).
+  double tp_overlap = 0;
   // ZeRO over the data-parallel ranks: 1 shards the optimizer state (Megatron's distributed
   // optimizer: gradients reduce-scattered and weights all-gathered instead of all-reduced), 2
   // the gradients too, 3 (FSDP) the weights too (all-gathered again for forward and backward).

@@ -595,6 +595,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.zero_stage = r.zero_stage();
   c.plan = r.plan();
   c.dp_overlap = r.dp_overlap();
+  c.tp_overlap = r.tp_overlap();
   c.zero3_prefetch = !r.no_zero3_prefetch();
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
@@ -631,9 +632,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
     v.push_back({absl::StrCat(prefix, "gradient_bytes"),
                  absl::StrCat("must be 0 (= 4), 2 or 4; got ", r.gradient_bytes())});
   }
-  if (!(r.dp_overlap() >= 0 && r.dp_overlap() <= 1)) {
-    v.push_back({absl::StrCat(prefix, "dp_overlap"),
-                 absl::StrCat("must be in [0, 1]; got ", r.dp_overlap())});
+  for (const auto& [name, value] : {std::pair<const char*, double>{"dp_overlap", r.dp_overlap()},
+                                     {"tp_overlap", r.tp_overlap()}}) {
+    if (!(value >= 0 && value <= 1)) {
+      v.push_back({absl::StrCat(prefix, name), absl::StrCat("must be in [0, 1]; got ", value)});
+    }
   }
   if (!v.empty()) return InvalidArgumentWithViolations(v);
   return c;

@@ -120,6 +120,28 @@ TEST(ParallelismTest, DataParallelReductionCanBeHidden) {
   EXPECT_LT(sharded.optimizer_s, exposed.optimizer_s / 3);
 }
 
+// Megatron-Core's --tp-comm-overlap as a fraction: the tensor-parallel collectives shrink by it,
+// nothing else moves, the assumptions say so; off (0) by default, as Megatron-LM has it.
+TEST(ParallelismTest, TensorParallelCollectivesCanBeHidden) {
+  RunConfig run;
+  run.num_gpus = 32;
+  const StepBreakdown plain = Plan(Llama70B(8, 4), run);
+  run.tp_overlap = 0.75;
+  const StepBreakdown hidden = Plan(Llama70B(8, 4), run);
+  EXPECT_GT(plain.tp_comm_s, 0);
+  EXPECT_NEAR(hidden.tp_comm_s, 0.25 * plain.tp_comm_s, 1e-12);
+  EXPECT_EQ(hidden.compute_s, plain.compute_s);
+  EXPECT_LT(hidden.step_s, plain.step_s);
+  const auto says = [](const StepBreakdown& b, const std::string& text) {
+    return std::any_of(b.assumptions.begin(), b.assumptions.end(),
+                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(says(plain, "tensor-parallel collectives not overlapped"));
+  EXPECT_TRUE(says(hidden, "75% of the tensor-parallel collectives hidden"));
+  run.tp_overlap = 1.5;
+  EXPECT_FALSE(PlanStep(*Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm")), run).ok());
+}
+
 // Pipelines whose stages do not divide the layers take Megatron's uneven split: Llama 3 405B's 126
 // layers on 16 stages run 7 on the first and last and 8 on the rest, and the planner prices the
 // slowest stage; a split with no layer for an end stage is refused, naming the field.

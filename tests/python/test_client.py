@@ -191,6 +191,19 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(run.step_time_s, run.step.step_time_s)
         self.assertEqual(run.mfu, run.step.mfu)
         self.assertLess(run.kernels.step_time_s, run.step_time_s)
+        # The run's own knobs, as the CLI spells them: hiding tensor-parallel collectives
+        # shortens the step by what they took, and the assumptions say how much was hidden.
+        plain = self.client.analyze(hf, "h100-sxm", tensor_parallel=8,
+                                    run={"num_gpus": 8, "recompute": "full"})
+        hidden = self.client.analyze(hf, "h100-sxm", tensor_parallel=8,
+                                     run={"num_gpus": 8, "recompute": "full", "tp_overlap": 0.5})
+        self.assertGreater(plain.step.tp_comm_s, 0)
+        self.assertAlmostEqual(hidden.step.tp_comm_s, plain.step.tp_comm_s / 2, places=9)
+        self.assertLess(hidden.step_time_s, plain.step_time_s)
+        self.assertTrue(any("50% of the tensor-parallel collectives hidden" in a
+                            for a in hidden.step.assumptions))
+        with self.assertRaises(ValueError):
+            self.client.analyze(hf, "h100-sxm", run={"num_gpus": 8, "recompute": "most"})
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

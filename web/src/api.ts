@@ -172,6 +172,7 @@ export interface RunConfig {
   global_batch?: number;
   zero_stage?: number;
   recompute?: string;
+  tp_overlap?: number;
   sequence_parallel?: boolean;
   offload_activations?: boolean;
   plan?: boolean;

@@ -163,7 +163,8 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
 // The recommendation's constraint controls (the CLI's --tp-options, --allowed-head-dims, ...).
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
-const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-sp", "run-offload", "run-plan"];
+const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-sp", "run-offload",
+                    "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -204,6 +205,7 @@ function runConfig(): RunConfig | undefined {
   if (fieldValue("run-gb") !== "") run.global_batch = Number(fieldValue("run-gb"));
   if (fieldValue("run-zero") !== "") run.zero_stage = Number(fieldValue("run-zero"));
   if (fieldValue("run-recompute") !== "") run.recompute = fieldValue("run-recompute");
+  if (fieldValue("run-tpov") !== "") run.tp_overlap = Number(fieldValue("run-tpov"));
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";

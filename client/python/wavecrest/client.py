@@ -326,10 +326,22 @@ class AdvisorClient:
 
     def analyze(self, model: Optional[ModelLike] = None, gpu: str = "h100-sxm", *,
                 hf_config: Optional[Union[str, "os.PathLike[str]"]] = None,
+                run: Optional[Union[advisor_pb2.RunConfig, Mapping[str, Any]]] = None,
                 **overrides: Any) -> advisor_pb2.AnalyzeResponse:
         """The GEMMs of one step, their predicted cost and the paper's rules broken.
-        `overrides` are ModelSpec fields (seq_length=4096, tensor_parallel=2, dtype="fp8-e4m3")."""
+        `overrides` are ModelSpec fields (seq_length=4096, tensor_parallel=2, dtype="fp8-e4m3");
+        `run` a training run's RunConfig, or its fields as the CLI's flags say them
+        ({"num_gpus": 64, "global_batch": 512, "recompute": "full", "tp_overlap": 0.5}): the
+        answer is then the run's."""
         request = advisor_pb2.AnalyzeRequest(gpu=gpu, **_model_fields(model, hf_config, overrides))
+        if isinstance(run, advisor_pb2.RunConfig):
+            request.run.CopyFrom(run)
+        elif run is not None:
+            fields = dict(run)
+            if "recompute" in fields:
+                fields["recompute"] = enum_value(advisor_pb2.Recompute, "RECOMPUTE",
+                                                 fields["recompute"], "run.recompute")
+            json_format.ParseDict(fields, request.run)
         response: advisor_pb2.AnalyzeResponse = self._unary(self.stub.Analyze, request)
         return response
 
