@@ -232,8 +232,6 @@ const GpuSpec* FindIn(const std::vector<GpuSpec>& catalog, const std::string& na
   return nullptr;
 }
 
-DType FitClass(DType d) { return d == DType::kFp16 ? DType::kBf16 : d; }
-
 // The per-row lines of the report: series, seq, (heads,) measured and predicted TFLOP/s, error.
 void AppendRowLines(const GpuSpec& gpu, const std::vector<AttentionMeasurement>& group,
                     bool with_heads, std::string* out) {

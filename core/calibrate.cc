@@ -17,9 +17,6 @@
 namespace wavecrest {
 namespace {
 
-// The dtype a measurement's parameters are fitted under (FP16 rows share BF16's parameters).
-DType FitClass(DType d) { return d == DType::kFp16 ? DType::kBf16 : d; }
-
 std::string Pct(double x) { return absl::StrFormat("%.1f%%", 100 * x); }
 std::string SignedPct(double x) { return absl::StrFormat("%+.1f%%", 100 * x); }
 

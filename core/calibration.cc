@@ -476,6 +476,8 @@ PairReproduction ReproducePairs(const std::vector<PairCheck>& pairs,
   return r;
 }
 
+DType FitClass(DType d) { return d == DType::kFp16 ? DType::kBf16 : d; }
+
 std::vector<DType> DTypesServedBy(DType fitted) {
   if (fitted == DType::kBf16 || fitted == DType::kFp16) return {DType::kBf16, DType::kFp16};
   return {fitted};

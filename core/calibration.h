@@ -234,6 +234,8 @@ void ApplyBuiltinCalibration(std::vector<GpuSpec>& catalog);
 absl::string_view BuiltinCalibrationJson();
 
 // The dtype class a measurement is fitted in: BF16 data also serves FP16 (same tensor-core rate).
+// FitClass maps a measurement's dtype to its class; DTypesServedBy, a class to the dtypes it serves.
+DType FitClass(DType d);
 std::vector<DType> DTypesServedBy(DType fitted);
 
 }  // namespace wavecrest

@@ -77,7 +77,7 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   // Rows by (kind, dtype class): FP16 measurements are fitted with BF16's parameters.
   std::map<std::pair<std::string, DType>, std::vector<Measurement>> groups;
   for (Measurement& m : CachedMeasurements(*store_, kind)) {
-    const DType cls = m.key.dtype == DType::kFp16 ? DType::kBf16 : m.key.dtype;
+    const DType cls = FitClass(m.key.dtype);
     groups[{m.gpu, cls}].push_back(std::move(m));
   }
   std::vector<GpuSpec> catalog = GpuCatalog();
