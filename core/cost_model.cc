@@ -597,7 +597,9 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const int64_t d = s.k;
   const int64_t padded_d = CeilDiv(d, kFlashHeadDimStep) * kFlashHeadDimStep;
   const bool forward = gemm.pass == Pass::kForward;
-  const double fraction = forward ? mp.flash_forward_fraction : mp.flash_backward_fraction;
+  const FusedKernelRate kernel = FusedKernelRateOf(gemm.kernel, gemm.pass);
+  const double fraction =
+      (forward ? mp.flash_forward_fraction : mp.flash_backward_fraction) * kernel.rate;
   // Small head dims keep the tensor cores less busy per byte of K and V loaded.
   const double exponent =
       forward ? mp.flash_head_dim_exponent : mp.flash_backward_head_dim_exponent;
@@ -638,15 +640,32 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const double overhead_share = mp.flash_block_overhead * static_cast<double>(q_blocks) /
                                 (visited + mp.flash_block_overhead * static_cast<double>(q_blocks));
   AddAttentionPenalties(gpu, gemm, padded_d, d_factor, overhead_share, p);
+  if (kernel.rate < 1) {
+    p.penalties.push_back(absl::StrFormat(
+        "%s kernel: %.0f%% of FlashAttention-2's %s rate (FlashAttention-2 paper, A100)",
+        AttentionName(gemm.kernel), 100 * kernel.rate, forward ? "forward" : "backward"));
+  }
   p.memory_time_s = AttentionBytes(gemm) / MemoryBandwidth(gpu, mp);
   // The rate is of the work the kernel does (under a causal mask about half the product), as
   // FlashAttention and cuDNN report it; the step's FLOPs (MFU) count the whole product.
   const double done = static_cast<double>(q_blocks) * static_cast<double>(kv_blocks);
   Finish(p, gemm.flops * (done > 0 ? visited / done : 1.0), mp.launch_s);
   std::tie(p.band_p10, p.band_p90) = ErrorBand(gpu, gemm.dtype, p.time_s);
-  p.band_p10 = std::min(p.band_p10, mp.flash_band_p10);
-  p.band_p90 = std::max(p.band_p90, mp.flash_band_p90);
+  p.band_p10 = std::min(p.band_p10, mp.flash_band_p10) - kernel.spread;
+  p.band_p90 = std::max(p.band_p90, mp.flash_band_p90) + kernel.spread;
   return p;
+}
+
+FusedKernelRate FusedKernelRateOf(Attention kernel, Pass pass) {
+  const bool forward = pass == Pass::kForward;
+  switch (kernel) {
+    case Attention::kFlash1:
+      return {0.5, 0.0};
+    case Attention::kFlash1Triton:
+      return forward ? FusedKernelRate{1 / 1.4, 0.07} : FusedKernelRate{0.5, 0.0};
+    default:
+      return {1.0, 0.0};
+  }
 }
 
 GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm) {

@@ -101,6 +101,7 @@ class Builder {
     g.dtype = ComputeDType(kAttnFused);
     g.count = count;
     g.fused_attention = true;
+    g.kernel = spec_.attention;
     g.kv_batch = kv_batch;
     g.causal = causal;
     g.window = window;

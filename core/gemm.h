@@ -90,6 +90,8 @@ struct Gemm {
   // A fused attention kernel, not a GEMM: `shape` is (s_q, s_kv, head_dim, batch = b·a/t) and
   // `flops` counts its two (forward) or five (backward, with recompute) matrix products.
   bool fused_attention = false;
+  // Fused attention: which kernel runs it (model_spec.h: kFlash, kFlash1 or kFlash1Triton).
+  Attention kernel = Attention::kFlash;
   // Fused attention: key/value heads in the batch (b·a_kv per rank, K and V read once per group
   // of query heads); 0 = one per query head.
   int64_t kv_batch = 0;

@@ -49,6 +49,12 @@ absl::StatusOr<LayerKind> ParseLayerKind(absl::string_view name) {
 }
 
 absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
+  if (IsOlderFusedKernel(model.attention)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        LayerKindName(kind), ": the model's attention is ", AttentionName(model.attention),
+        ", and the worker times cuDNN's fused kernel (attention flash); the older kernel is "
+        "predicted only (set attention to flash to time the layer)"));
+  }
   if (kind == LayerKind::kFusedAttention && model.attention != Attention::kFlash) {
     return absl::InvalidArgumentError(
         "fused_attention: the model's attention is unfused (set attention to flash to time the "
@@ -113,8 +119,8 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
 
 std::vector<LayerKey> LayerKeysOf(const ModelSpec& model) {
   std::vector<LayerKey> keys;
-  const LayerKind attention = model.attention == Attention::kFlash ? LayerKind::kFusedAttention
-                                                                   : LayerKind::kUnfusedAttention;
+  const LayerKind attention =
+      IsFused(model.attention) ? LayerKind::kFusedAttention : LayerKind::kUnfusedAttention;
   for (LayerKind kind : {attention, LayerKind::kTransformerLayer}) {
     if (auto k = MakeLayerKey(kind, model); k.ok()) keys.push_back(*std::move(k));
   }

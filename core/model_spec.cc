@@ -51,16 +51,33 @@ absl::StatusOr<DType> ParseDType(absl::string_view name) {
 
 absl::string_view MlpName(Mlp mlp) { return mlp == Mlp::kGelu ? "gelu" : "swiglu"; }
 
+namespace {
+constexpr struct {
+  Attention attention;
+  absl::string_view name;
+} kAttentionNames[] = {{Attention::kUnfused, "unfused"},
+                       {Attention::kFlash, "flash"},
+                       {Attention::kFlash1, "flash1"},
+                       {Attention::kFlash1Triton, "flash1_triton"}};
+}  // namespace
+
 absl::string_view AttentionName(Attention attention) {
-  return attention == Attention::kFlash ? "flash" : "unfused";
+  for (const auto& a : kAttentionNames) {
+    if (a.attention == attention) return a.name;
+  }
+  return "unfused";
 }
 
 absl::StatusOr<Attention> ParseAttention(absl::string_view name) {
   const std::string n = absl::AsciiStrToLower(name);
-  if (n == "flash" || n == "fused") return Attention::kFlash;
-  if (n == "unfused") return Attention::kUnfused;
+  if (n == "fused") return Attention::kFlash;
+  std::string allowed;
+  for (const auto& a : kAttentionNames) {
+    if (a.name == n) return a.attention;
+    absl::StrAppend(&allowed, allowed.empty() ? "" : ", ", a.name);
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat("attention: unknown \"", name, "\"; allowed: unfused, flash"));
+      absl::StrCat("attention: unknown \"", name, "\"; allowed: ", allowed));
 }
 
 absl::string_view WorkloadName(Workload workload) {

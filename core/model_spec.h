@@ -22,7 +22,18 @@ inline constexpr size_t kDTypeCount = 5;
 inline constexpr DType kAllDTypes[kDTypeCount] = {DType::kBf16, DType::kFp16, DType::kFp32,
                                                   DType::kTf32, DType::kFp8E4M3};
 enum class Mlp { kGelu, kSwiglu };
-enum class Attention { kUnfused, kFlash };
+// How the attention core runs. kUnfused: two batched GEMMs and a softmax. kFlash: one fused
+// kernel of today's class (cuDNN, FlashAttention-2/3), priced by the calibrated fused-attention
+// model. kFlash1 (FlashAttention 1.x, CUDA) and kFlash1Triton (flash-attn 1.0's Triton kernel,
+// llm-foundry's `attn_impl: triton`) are older fused kernels, priced at the fraction of kFlash's
+// rate the FlashAttention-2 paper measured (cost_model.h, FusedKernelRate). Only kFlash is what
+// the worker times.
+enum class Attention { kUnfused, kFlash, kFlash1, kFlash1Triton };
+inline bool IsFused(Attention a) { return a != Attention::kUnfused; }
+// The older fused kernels: priced from published ratios, never timed by the worker.
+inline bool IsOlderFusedKernel(Attention a) {
+  return a == Attention::kFlash1 || a == Attention::kFlash1Triton;
+}
 enum class Workload { kTraining, kPrefill, kDecode };
 enum class Norm { kLayerNorm, kRmsNorm };
 // Which linear layers carry a bias vector (affects the parameter count only).
@@ -33,7 +44,8 @@ int DTypeBytes(DType dtype);
 absl::string_view DTypeName(DType dtype);  // "bf16", "fp16", "fp32", "tf32", "fp8_e4m3"
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 absl::string_view MlpName(Mlp mlp);                    // "gelu", "swiglu"
-absl::string_view AttentionName(Attention attention);  // "unfused", "flash"
+// "unfused", "flash", "flash1", "flash1_triton"
+absl::string_view AttentionName(Attention attention);
 absl::StatusOr<Attention> ParseAttention(absl::string_view name);
 absl::string_view WorkloadName(Workload workload);  // "training", "prefill", "decode"
 absl::StatusOr<Workload> ParseWorkload(absl::string_view name);

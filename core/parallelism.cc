@@ -319,6 +319,19 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
         100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
   }
+  if (IsOlderFusedKernel(s.attention)) {
+    const FusedKernelRate fwd = FusedKernelRateOf(s.attention, Pass::kForward);
+    const FusedKernelRate bwd = FusedKernelRateOf(s.attention, Pass::kBackward);
+    out.push_back(absl::StrFormat(
+        "attention %s: an older fused kernel, priced at %.0f%% of FlashAttention-2's forward rate "
+        "and %.0f%% of its backward (FlashAttention-2 paper, arXiv:2307.08691, section 4.1, "
+        "measured on A100)%s",
+        AttentionName(s.attention), 100 * fwd.rate, 100 * bwd.rate,
+        gpu.compute_capability >= 90
+            ? "; on this GPU it uses none of the new tensor-core instructions, so the time is a "
+              "lower bound"
+            : ""));
+  }
   if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
     out.push_back(
         "selective recomputation adds nothing with fused attention: its backward already "

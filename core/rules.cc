@@ -100,7 +100,7 @@ std::vector<RuleViolation> CheckRules(const ModelSpec& spec, const std::vector<G
     AddPow2Rule(out, gemms, "tokens_pow2", 3, "b·s", d.tokens, false, spec.dtype,
                 spec.workload == Workload::kTraining);
   }
-  const bool flash = spec.attention == Attention::kFlash;
+  const bool flash = IsFused(spec.attention);
   AddPow2Rule(out, gemms, "head_dim_pow2", 3,
               spec.head_dim * spec.num_attention_heads == spec.hidden_size ? "h/a" : "head_dim",
               spec.head_dim, true, spec.dtype, !flash,

@@ -89,7 +89,16 @@ v1::Pass ToProto(Pass p) {
 }
 
 v1::Attention ToProto(Attention a) {
-  return a == Attention::kFlash ? v1::ATTENTION_FLASH : v1::ATTENTION_UNFUSED;
+  switch (a) {
+    case Attention::kFlash:
+      return v1::ATTENTION_FLASH;
+    case Attention::kFlash1:
+      return v1::ATTENTION_FLASH1;
+    case Attention::kFlash1Triton:
+      return v1::ATTENTION_FLASH1_TRITON;
+    default:
+      return v1::ATTENTION_UNFUSED;
+  }
 }
 
 v1::Workload ToProto(Workload w) {
@@ -193,8 +202,15 @@ void EnumsFromProto(const v1::ModelSpec& p, ModelSpec& s, std::vector<FieldViola
     case v1::ATTENTION_UNFUSED:
       s.attention = Attention::kUnfused;
       break;
+    case v1::ATTENTION_FLASH1:
+      s.attention = Attention::kFlash1;
+      break;
+    case v1::ATTENTION_FLASH1_TRITON:
+      s.attention = Attention::kFlash1Triton;
+      break;
     default:
-      BadEnum(violations, "attention", p.attention(), "ATTENTION_UNFUSED, ATTENTION_FLASH");
+      BadEnum(violations, "attention", p.attention(),
+              "ATTENTION_UNFUSED, ATTENTION_FLASH, ATTENTION_FLASH1, ATTENTION_FLASH1_TRITON");
   }
   switch (p.workload()) {
     case v1::WORKLOAD_UNSPECIFIED:

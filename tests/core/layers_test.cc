@@ -87,6 +87,21 @@ TEST(LayersTest, AttentionKindMustMatchTheModel) {
   EXPECT_THAT(ParseLayerKind("mlp").status().message(), HasSubstr("allowed: fused_attention"));
 }
 
+// The worker times cuDNN's fused kernel: a model on an older kernel has no layer it could time
+// honestly, so none is asked for (its layers are predicted), and a direct request says why.
+TEST(LayersTest, OlderFusedKernelsAreNotTimedAsCudnns) {
+  for (Attention old : {Attention::kFlash1, Attention::kFlash1Triton}) {
+    const ModelSpec m = testing::Pythia28(old);
+    EXPECT_TRUE(LayerKeysOf(m).empty());
+    for (LayerKind kind : {LayerKind::kFusedAttention, LayerKind::kTransformerLayer}) {
+      auto st = MakeLayerKey(kind, m);
+      EXPECT_EQ(st.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(st.status().message(), HasSubstr("predicted only"));
+      EXPECT_THAT(st.status().message(), HasSubstr(std::string(AttentionName(old))));
+    }
+  }
+}
+
 // The layer predictions add up to the step the model predicts: L layers + logits + loss.
 TEST(LayersTest, LayersSumToTheStep) {
   const GpuSpec& gpu = **FindGpu("h100-sxm");

@@ -146,7 +146,13 @@ TEST(ParseTest, NamesRoundTrip) {
   }
   EXPECT_FALSE(ParseDType("int4").ok());
   EXPECT_EQ(*ParseWorkload("decode"), Workload::kDecode);
-  EXPECT_FALSE(ParseAttention("sparse").ok());
+  for (Attention a :
+       {Attention::kUnfused, Attention::kFlash, Attention::kFlash1, Attention::kFlash1Triton}) {
+    EXPECT_EQ(*ParseAttention(AttentionName(a)), a);
+  }
+  EXPECT_EQ(*ParseAttention("fused"), Attention::kFlash);
+  EXPECT_THAT(std::string(ParseAttention("sparse").status().message()),
+              HasSubstr("allowed: unfused, flash, flash1, flash1_triton"));
 }
 
 TEST(Pow2Test, LargestFactor) {

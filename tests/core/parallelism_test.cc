@@ -14,6 +14,7 @@ namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ModelSpec Llama70B(int64_t tp, int64_t pp) {
   ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
@@ -140,6 +141,31 @@ TEST(ParallelismTest, TensorParallelCollectivesCanBeHidden) {
   EXPECT_TRUE(says(hidden, "75% of the tensor-parallel collectives hidden"));
   run.tp_overlap = 1.5;
   EXPECT_FALSE(PlanStep(*Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm")), run).ok());
+}
+
+// A run on an older fused kernel is slower only by its attention, and the assumptions name the
+// kernel, the source of its rate and, on Hopper, that the time is a lower bound.
+TEST(ParallelismTest, OlderAttentionKernelsSlowTheStepAndSaySo) {
+  RunConfig run;
+  run.num_gpus = 32;
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
+    ModelSpec triton = Llama70B(8, 4);
+    triton.attention = Attention::kFlash1Triton;
+    const StepBreakdown today = Plan(Llama70B(8, 4), run, gpu);
+    const StepBreakdown older = Plan(triton, run, gpu);
+    EXPECT_GT(older.compute_s, today.compute_s) << gpu;
+    EXPECT_EQ(older.tp_comm_s, today.tp_comm_s) << gpu;
+    const bool hopper = std::string(gpu) == "h100-sxm";
+    int named = 0;
+    for (const std::string& a : older.assumptions) {
+      if (a.find("attention flash1_triton") == std::string::npos) continue;
+      ++named;
+      EXPECT_THAT(a, HasSubstr("arXiv:2307.08691"));
+      EXPECT_EQ(a.find("lower bound") != std::string::npos, hopper) << gpu;
+    }
+    EXPECT_EQ(named, 1) << gpu;
+    for (const std::string& a : today.assumptions) EXPECT_THAT(a, Not(HasSubstr("older fused")));
+  }
 }
 
 // Pipelines whose stages do not divide the layers take Megatron's uneven split: Llama 3 405B's 126

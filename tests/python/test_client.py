@@ -173,6 +173,13 @@ class ClientTest(unittest.TestCase):
                                       "a100-sxm-80gb", seq_length=4096, dtype="fp16")
         self.assertEqual(by_path.model.seq_length, 4096)
         self.assertEqual(by_path.model.dtype, model_pb2.DTYPE_FP16)
+        # The attention kernel as the CLI spells it: an older one is slower, and says why.
+        triton = self.client.analyze(model, "a100-sxm-80gb", attention="flash1_triton")
+        self.assertEqual(triton.model.attention, model_pb2.ATTENTION_FLASH1_TRITON)
+        self.assertGreater(triton.step_time_s, report.step_time_s)
+        fused = [g for g in triton.gemms if g.gemm.fused_attention]
+        self.assertTrue(fused)
+        self.assertTrue(all(any("flash1_triton kernel" in p for p in g.penalties) for g in fused))
 
     def test_hf_config_goes_through_the_server(self):
         hf = os.path.join(SOURCE, "examples/models/hf/llama-2-7b.json")

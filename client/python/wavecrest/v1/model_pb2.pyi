@@ -5,6 +5,8 @@ from google.protobuf import message as _message
 from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 ATTENTION_FLASH: Attention
+ATTENTION_FLASH1: Attention
+ATTENTION_FLASH1_TRITON: Attention
 ATTENTION_UNFUSED: Attention
 ATTENTION_UNSPECIFIED: Attention
 BIAS_ALL: Bias
