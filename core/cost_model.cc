@@ -597,7 +597,7 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   const int64_t d = s.k;
   const int64_t padded_d = CeilDiv(d, kFlashHeadDimStep) * kFlashHeadDimStep;
   const bool forward = gemm.pass == Pass::kForward;
-  const FusedKernelRate kernel = FusedKernelRateOf(gemm.kernel, gemm.pass);
+  const FusedKernelRate kernel = FusedKernelRateOf(gpu, gemm.dtype, gemm.kernel, gemm.pass);
   const double fraction =
       (forward ? mp.flash_forward_fraction : mp.flash_backward_fraction) * kernel.rate;
   // Small head dims keep the tensor cores less busy per byte of K and V loaded.
@@ -642,7 +642,7 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   AddAttentionPenalties(gpu, gemm, padded_d, d_factor, overhead_share, p);
   if (kernel.rate < 1) {
     p.penalties.push_back(absl::StrFormat(
-        "%s kernel: %.0f%% of FlashAttention-2's %s rate (FlashAttention-2 paper, A100)",
+        "%s kernel: %.0f%% of the calibrated fused kernel's %s rate (FlashAttention-2 paper)",
         AttentionName(gemm.kernel), 100 * kernel.rate, forward ? "forward" : "backward"));
   }
   p.memory_time_s = AttentionBytes(gemm) / MemoryBandwidth(gpu, mp);
@@ -656,15 +656,46 @@ GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm) {
   return p;
 }
 
-FusedKernelRate FusedKernelRateOf(Attention kernel, Pass pass) {
+namespace {
+
+// This model's kFlash rate at the FlashAttention-2 paper's best benchmark setting (head dim 128,
+// no mask, 16k tokens in one sequence, hidden 2048 = 16 heads), by the paper's FLOP count.
+double ReferenceRate(const GpuSpec& gpu, DType dtype, Pass pass) {
+  Gemm g;
+  g.name = std::string(kAttnFused);
+  g.fused_attention = true;
+  g.pass = pass;
+  g.shape = {16384, 16384, 128, 16};
+  g.dtype = dtype;
+  g.flops = (pass == Pass::kForward ? 2 : 5) * GemmFlops(g.shape);
+  return g.flops / PredictFusedAttention(gpu, g).time_s;
+}
+
+// FlashAttention-2's rate as a fraction of kFlash's (see the header).
+double FlashAttention2Rate(const GpuSpec& gpu, DType dtype, Pass pass) {
+  const double peak = gpu.PeakFlops(dtype);
+  if (gpu.compute_capability < 90) {
+    return (pass == Pass::kForward ? 0.73 : 0.63) * peak / ReferenceRate(gpu, dtype, pass);
+  }
+  // Hopper: 335 TFLOP/s forward + backward (3.5 forward FLOPs) on an H100 SXM's 989.
+  const double both = 3.5 / (1 / ReferenceRate(gpu, dtype, Pass::kForward) +
+                             2.5 / ReferenceRate(gpu, dtype, Pass::kBackward));
+  return 335.0 / 989.4 * peak / both;
+}
+
+}  // namespace
+
+FusedKernelRate FusedKernelRateOf(const GpuSpec& gpu, DType dtype, Attention kernel, Pass pass) {
+  if (!IsNamedFusedKernel(kernel) || gpu.PeakFlops(dtype) <= 0) return {1.0, 0.0};
+  const double fa2 = FlashAttention2Rate(gpu, dtype, pass);
   const bool forward = pass == Pass::kForward;
   switch (kernel) {
     case Attention::kFlash1:
-      return {0.5, 0.0};
+      return {fa2 / 2, 0.0};
     case Attention::kFlash1Triton:
-      return forward ? FusedKernelRate{1 / 1.4, 0.07} : FusedKernelRate{0.5, 0.0};
+      return forward ? FusedKernelRate{fa2 / 1.4, 0.07} : FusedKernelRate{fa2 / 2, 0.0};
     default:
-      return {1.0, 0.0};
+      return {fa2, 0.0};
   }
 }
 

@@ -199,19 +199,23 @@ GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const
 // floor for Q, K, V and O. Fitted to cuDNN's published H100 times (gpu_catalog.h).
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm);
 
-// An older fused kernel's rate as a fraction of kFlash's (1 for kFlash), forward or backward, and
-// the spread of that fraction in time (± relative). CITED: FlashAttention-2 paper (Dao 2023,
-// arXiv:2307.08691) §4.1, A100 80GB SXM4, sequence 512-16k, head dim 64 and 128: FlashAttention-2
-// is "around 2× faster than FlashAttention" (kFlash1: 1/2 forward and backward) and "around
-// 1.3-1.5× faster than FlashAttention in Triton in the forward pass and around 2× faster in the
-// backward pass" (kFlash1Triton: 1/1.4 ± 0.07 forward, 1/2 backward). Measured on Ampere; on
-// Hopper and later these kernels use none of the new tensor-core instructions and fall further
-// behind, so there they are a lower bound on time (the analysis says so).
+// A named fused kernel's rate as a fraction of kFlash's (the calibrated model; 1 for kFlash),
+// forward or backward, and the spread of that fraction in time (± relative). CITED: the
+// FlashAttention-2 paper (Dao 2023, arXiv:2307.08691). FlashAttention-2 itself: on GPUs before
+// Hopper "up to 73% of the theoretical max throughput in the forward pass, and up to 63% ... in
+// the backward pass" (A100, §1), on Hopper "up to 335 TFLOPs/s" forward and backward together
+// without its new instructions (H100 SXM, §4.1: 33.9% of the dense BF16 peak), each against this
+// model's rate at the paper's best setting (head dim 128, no mask, 16k tokens, 16 heads); Blackwell
+// and later are priced as Hopper (no published figure). The older kernels against
+// FlashAttention-2 on an A100 (§4.1): "around 2× faster than FlashAttention" (kFlash1: 1/2 forward
+// and backward) and "around 1.3-1.5× faster than FlashAttention in Triton in the forward pass and
+// around 2× faster in the backward pass" (kFlash1Triton: 1/1.4 ± 0.07 forward, 1/2 backward);
+// the same ratios are taken on every architecture.
 struct FusedKernelRate {
   double rate = 1.0;
   double spread = 0.0;
 };
-FusedKernelRate FusedKernelRateOf(Attention kernel, Pass pass);
+FusedKernelRate FusedKernelRateOf(const GpuSpec& gpu, DType dtype, Attention kernel, Pass pass);
 
 // Either of the above, by kind.
 GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm);

@@ -49,7 +49,7 @@ absl::StatusOr<LayerKind> ParseLayerKind(absl::string_view name) {
 }
 
 absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
-  if (IsOlderFusedKernel(model.attention)) {
+  if (IsNamedFusedKernel(model.attention)) {
     return absl::InvalidArgumentError(absl::StrCat(
         LayerKindName(kind), ": the model's attention is ", AttentionName(model.attention),
         ", and the worker times cuDNN's fused kernel (attention flash); the older kernel is "

@@ -57,6 +57,7 @@ constexpr struct {
   absl::string_view name;
 } kAttentionNames[] = {{Attention::kUnfused, "unfused"},
                        {Attention::kFlash, "flash"},
+                       {Attention::kFlash2, "flash2"},
                        {Attention::kFlash1, "flash1"},
                        {Attention::kFlash1Triton, "flash1_triton"}};
 }  // namespace

@@ -23,16 +23,16 @@ inline constexpr DType kAllDTypes[kDTypeCount] = {DType::kBf16, DType::kFp16, DT
                                                   DType::kTf32, DType::kFp8E4M3};
 enum class Mlp { kGelu, kSwiglu };
 // How the attention core runs. kUnfused: two batched GEMMs and a softmax. kFlash: one fused
-// kernel of today's class (cuDNN, FlashAttention-2/3), priced by the calibrated fused-attention
-// model. kFlash1 (FlashAttention 1.x, CUDA) and kFlash1Triton (flash-attn 1.0's Triton kernel,
-// llm-foundry's `attn_impl: triton`) are older fused kernels, priced at the fraction of kFlash's
-// rate the FlashAttention-2 paper measured (cost_model.h, FusedKernelRate). Only kFlash is what
-// the worker times.
-enum class Attention { kUnfused, kFlash, kFlash1, kFlash1Triton };
+// kernel of today's class as the worker times it (cuDNN; the calibrated fused-attention model).
+// The named kernels are priced from the FlashAttention-2 paper (cost_model.h, FusedKernelRateOf):
+// kFlash2 (FlashAttention-2, CUDA) at its published rates per architecture, kFlash1
+// (FlashAttention 1.x, CUDA) and kFlash1Triton (flash-attn 1.0's Triton kernel, llm-foundry's
+// `attn_impl: triton`) at the paper's ratios to FlashAttention-2. Only kFlash is timed.
+enum class Attention { kUnfused, kFlash, kFlash2, kFlash1, kFlash1Triton };
 inline bool IsFused(Attention a) { return a != Attention::kUnfused; }
-// The older fused kernels: priced from published ratios, never timed by the worker.
-inline bool IsOlderFusedKernel(Attention a) {
-  return a == Attention::kFlash1 || a == Attention::kFlash1Triton;
+// The named fused kernels: priced from published figures, never timed by the worker.
+inline bool IsNamedFusedKernel(Attention a) {
+  return a == Attention::kFlash2 || a == Attention::kFlash1 || a == Attention::kFlash1Triton;
 }
 enum class Workload { kTraining, kPrefill, kDecode };
 enum class Norm { kLayerNorm, kRmsNorm };
@@ -44,7 +44,7 @@ int DTypeBytes(DType dtype);
 absl::string_view DTypeName(DType dtype);  // "bf16", "fp16", "fp32", "tf32", "fp8_e4m3"
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 absl::string_view MlpName(Mlp mlp);                    // "gelu", "swiglu"
-// "unfused", "flash", "flash1", "flash1_triton"
+// "unfused", "flash", "flash2", "flash1", "flash1_triton"
 absl::string_view AttentionName(Attention attention);
 absl::StatusOr<Attention> ParseAttention(absl::string_view name);
 absl::string_view WorkloadName(Workload workload);  // "training", "prefill", "decode"

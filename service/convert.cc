@@ -92,6 +92,8 @@ v1::Attention ToProto(Attention a) {
   switch (a) {
     case Attention::kFlash:
       return v1::ATTENTION_FLASH;
+    case Attention::kFlash2:
+      return v1::ATTENTION_FLASH2;
     case Attention::kFlash1:
       return v1::ATTENTION_FLASH1;
     case Attention::kFlash1Triton:
@@ -202,6 +204,9 @@ void EnumsFromProto(const v1::ModelSpec& p, ModelSpec& s, std::vector<FieldViola
     case v1::ATTENTION_UNFUSED:
       s.attention = Attention::kUnfused;
       break;
+    case v1::ATTENTION_FLASH2:
+      s.attention = Attention::kFlash2;
+      break;
     case v1::ATTENTION_FLASH1:
       s.attention = Attention::kFlash1;
       break;
@@ -210,7 +215,8 @@ void EnumsFromProto(const v1::ModelSpec& p, ModelSpec& s, std::vector<FieldViola
       break;
     default:
       BadEnum(violations, "attention", p.attention(),
-              "ATTENTION_UNFUSED, ATTENTION_FLASH, ATTENTION_FLASH1, ATTENTION_FLASH1_TRITON");
+              "ATTENTION_UNFUSED, ATTENTION_FLASH, ATTENTION_FLASH2, ATTENTION_FLASH1, "
+              "ATTENTION_FLASH1_TRITON");
   }
   switch (p.workload()) {
     case v1::WORKLOAD_UNSPECIFIED:

@@ -308,43 +308,60 @@ TEST(CostModelTest, CausalAttentionPaysTheTailOfItsUnequalBlocks) {
   EXPECT_NEAR(PredictFusedAttention(gpu, full).wave_efficiency, 128.0 / 132, 1e-9);
 }
 
-// The older fused kernels run the same blocks at the FlashAttention-2 paper's fraction of the
-// calibrated kernel's rate: where the kernel is compute-bound its time is that many times longer
-// (forward 1.4x and backward 2x for the Triton kernel, 2x both ways for FlashAttention 1), the
-// reason is named, and the Triton forward's 1.3-1.5x spread widens the band.
-TEST(CostModelTest, OlderFusedKernelsRunAtThePublishedFractionOfTodays) {
-  for (const char* name : {"a100-sxm-80gb", "h100-sxm"}) {
-    const GpuSpec& gpu = **FindGpu(name);
-    auto attn = [&](Attention kernel, Pass pass) {
-      Gemm g;
-      g.name = "attn_fused";
-      g.fused_attention = true;
-      g.kernel = kernel;
-      g.pass = pass;
-      g.causal = true;
-      g.shape = {8192, 8192, 128, 32};
-      g.dtype = DType::kBf16;
-      g.flops = (pass == Pass::kForward ? 2 : 5) * GemmFlops(g.shape);
-      return PredictFusedAttention(gpu, g);
-    };
+// The named fused kernels are priced from the FlashAttention-2 paper. FlashAttention-2 at the
+// paper's best setting reaches what it published: 73% / 63% of an A100's peak forward / backward,
+// 335 TFLOP/s forward and backward together on an H100 SXM. The older kernels run the same blocks
+// at the paper's ratios to it (the Triton kernel 1.4x forward and 2x backward, FlashAttention 1
+// 2x both ways), the reason is named, and the Triton forward's 1.3-1.5x spread widens the band.
+TEST(CostModelTest, NamedFusedKernelsRunAtThePublishedRates) {
+  auto attn = [](const GpuSpec& gpu, Attention kernel, Pass pass, bool causal, int64_t seq) {
+    Gemm g;
+    g.name = "attn_fused";
+    g.fused_attention = true;
+    g.kernel = kernel;
+    g.pass = pass;
+    g.causal = causal;
+    g.shape = {seq, seq, 128, 16 * 16384 / seq};
+    g.dtype = DType::kBf16;
+    g.flops = (pass == Pass::kForward ? 2 : 5) * GemmFlops(g.shape);
+    return PredictFusedAttention(gpu, g);
+  };
+  const GpuSpec& a100 = **FindGpu("a100-sxm-80gb");
+  const double fwd_flops = 2 * GemmFlops({16384, 16384, 128, 16});
+  EXPECT_NEAR(fwd_flops / attn(a100, Attention::kFlash2, Pass::kForward, false, 16384).time_s,
+              0.73 * 312e12, 0.002 * 312e12);
+  EXPECT_NEAR(2.5 * fwd_flops / attn(a100, Attention::kFlash2, Pass::kBackward, false, 16384).time_s,
+              0.63 * 312e12, 0.002 * 312e12);
+  const GpuSpec& h100 = **FindGpu("h100-sxm");
+  const double both = 3.5 * fwd_flops /
+                      (attn(h100, Attention::kFlash2, Pass::kForward, false, 16384).time_s +
+                       attn(h100, Attention::kFlash2, Pass::kBackward, false, 16384).time_s);
+  EXPECT_NEAR(both / 1e12, 335, 1.0);
+  // FlashAttention-2 without Hopper's instructions is slower than the calibrated (cuDNN) kernel
+  // there; on an A100 the paper's figures are above cuDNN's.
+  EXPECT_LT(FusedKernelRateOf(h100, DType::kBf16, Attention::kFlash2, Pass::kForward).rate, 0.8);
+  EXPECT_GT(FusedKernelRateOf(a100, DType::kBf16, Attention::kFlash2, Pass::kForward).rate, 1.0);
+  for (const GpuSpec* gpu : {&a100, &h100}) {
     for (Pass pass : {Pass::kForward, Pass::kBackward}) {
-      const GemmPrediction today = attn(Attention::kFlash, pass);
-      const GemmPrediction triton = attn(Attention::kFlash1Triton, pass);
-      const GemmPrediction v1 = attn(Attention::kFlash1, pass);
-      ASSERT_GT(today.compute_time_s, today.memory_time_s) << name;
-      const double triton_ratio = pass == Pass::kForward ? 1.4 : 2.0;
-      EXPECT_NEAR(triton.compute_time_s / today.compute_time_s, triton_ratio, 1e-9) << name;
-      EXPECT_NEAR(v1.compute_time_s / today.compute_time_s, 2.0, 1e-9) << name;
-      EXPECT_THAT(triton.penalties, ::testing::Contains(::testing::HasSubstr(
-                                        "flash1_triton kernel: " +
-                                        std::string(pass == Pass::kForward ? "71%" : "50%"))));
-      EXPECT_THAT(today.penalties,
-                  ::testing::Not(::testing::Contains(::testing::HasSubstr("kernel:"))));
-      if (pass == Pass::kForward) {
-        EXPECT_NEAR(triton.band_p90 - today.band_p90, 0.07, 1e-12);
-        EXPECT_NEAR(today.band_p10 - triton.band_p10, 0.07, 1e-12);
-      } else {
-        EXPECT_EQ(triton.band_p90, today.band_p90);
+      for (int64_t seq : {1024, 8192}) {
+        const GemmPrediction fa2 = attn(*gpu, Attention::kFlash2, pass, true, seq);
+        const GemmPrediction triton = attn(*gpu, Attention::kFlash1Triton, pass, true, seq);
+        const GemmPrediction v1 = attn(*gpu, Attention::kFlash1, pass, true, seq);
+        ASSERT_GT(fa2.compute_time_s, fa2.memory_time_s) << gpu->name;
+        const double triton_ratio = pass == Pass::kForward ? 1.4 : 2.0;
+        EXPECT_NEAR(triton.compute_time_s / fa2.compute_time_s, triton_ratio, 1e-9) << gpu->name;
+        EXPECT_NEAR(v1.compute_time_s / fa2.compute_time_s, 2.0, 1e-9) << gpu->name;
+        EXPECT_THAT(triton.penalties,
+                    ::testing::Contains(::testing::HasSubstr("flash1_triton kernel: ")));
+        const GemmPrediction today = attn(*gpu, Attention::kFlash, pass, true, seq);
+        EXPECT_THAT(today.penalties,
+                    ::testing::Not(::testing::Contains(::testing::HasSubstr("kernel:"))));
+        if (pass == Pass::kForward) {
+          EXPECT_NEAR(triton.band_p90 - fa2.band_p90, 0.07, 1e-12);
+          EXPECT_NEAR(fa2.band_p10 - triton.band_p10, 0.07, 1e-12);
+        } else {
+          EXPECT_EQ(triton.band_p90, fa2.band_p90);
+        }
       }
     }
   }

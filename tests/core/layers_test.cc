@@ -87,10 +87,10 @@ TEST(LayersTest, AttentionKindMustMatchTheModel) {
   EXPECT_THAT(ParseLayerKind("mlp").status().message(), HasSubstr("allowed: fused_attention"));
 }
 
-// The worker times cuDNN's fused kernel: a model on an older kernel has no layer it could time
+// The worker times cuDNN's fused kernel: a model on another named kernel has no layer it could time
 // honestly, so none is asked for (its layers are predicted), and a direct request says why.
 TEST(LayersTest, OlderFusedKernelsAreNotTimedAsCudnns) {
-  for (Attention old : {Attention::kFlash1, Attention::kFlash1Triton}) {
+  for (Attention old : {Attention::kFlash2, Attention::kFlash1, Attention::kFlash1Triton}) {
     const ModelSpec m = testing::Pythia28(old);
     EXPECT_TRUE(LayerKeysOf(m).empty());
     for (LayerKind kind : {LayerKind::kFusedAttention, LayerKind::kTransformerLayer}) {

@@ -147,12 +147,13 @@ TEST(ParseTest, NamesRoundTrip) {
   EXPECT_FALSE(ParseDType("int4").ok());
   EXPECT_EQ(*ParseWorkload("decode"), Workload::kDecode);
   for (Attention a :
-       {Attention::kUnfused, Attention::kFlash, Attention::kFlash1, Attention::kFlash1Triton}) {
+       {Attention::kUnfused, Attention::kFlash, Attention::kFlash2, Attention::kFlash1,
+        Attention::kFlash1Triton}) {
     EXPECT_EQ(*ParseAttention(AttentionName(a)), a);
   }
   EXPECT_EQ(*ParseAttention("fused"), Attention::kFlash);
   EXPECT_THAT(std::string(ParseAttention("sparse").status().message()),
-              HasSubstr("allowed: unfused, flash, flash1, flash1_triton"));
+              HasSubstr("allowed: unfused, flash, flash2, flash1, flash1_triton"));
 }
 
 TEST(Pow2Test, LargestFactor) {

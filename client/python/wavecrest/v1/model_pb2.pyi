@@ -7,6 +7,7 @@ from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Opti
 ATTENTION_FLASH: Attention
 ATTENTION_FLASH1: Attention
 ATTENTION_FLASH1_TRITON: Attention
+ATTENTION_FLASH2: Attention
 ATTENTION_UNFUSED: Attention
 ATTENTION_UNSPECIFIED: Attention
 BIAS_ALL: Bias
