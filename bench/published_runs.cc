@@ -2,9 +2,11 @@
 // prediction is from what its publisher measured: median and p90 |error| by source and metric,
 // the signed median (bias), the rows refused and why, and one line per row with --rows.
 //
-//   published_runs [--rows] FILE.csv
+//   published_runs [--rows] [--max-median F --max-p90 F] FILE.csv
 //
-// FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns):
+// FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns;
+// bench/data/published-runs-h100.csv, MosaicML's H100 tables, has it too); A100, H100 and H200 rows
+// are priced on the catalog's SXM parts:
 // each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
 // sequence parallelism, dtype, FSDP sharding), the rest left to wavecrest's defaults. A published
 // rate (MFU, model TFLOP/s) is compared under the publisher's own FLOP count per token, from the
@@ -92,7 +94,9 @@ Priced Describe(const Row& r) {
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   const std::string dtype = r.at("dtype");
-  s.dtype = dtype == "mixed16" ? DType::kFp16 : DType::kBf16;
+  s.dtype = dtype == "mixed16"                   ? DType::kFp16
+            : absl::StrContains(dtype, "fp8")    ? DType::kFp8E4M3
+                                                 : DType::kBf16;
   if (source == "mpt") {
     // llm-foundry's MPT with tied embeddings; the table's NumParams, L(12h² + 13h) + Vh + sh + 2h,
     // counts biased linears and learned positions of the sequence length. Its attention is
@@ -100,7 +104,10 @@ Priced Describe(const Row& r) {
     // sweep.sh (300cc5c58, torch 1.13.1 image; the 80 GB table re-run in b2a43a147), which never
     // sets --attn_impl, and submit_benchmarks.py defaults it to 'triton' (model
     // attn_impl = triton -> flash_attn.flash_attn_triton, flash-attn==1.0.3.post0 in setup.py).
-    s.attention = Attention::kFlash1Triton;
+    // Rows that name their attn_impl (bench/data/published-runs-h100.csv) say which: "flash" is
+    // flash-attn 2 there.
+    s.attention = absl::StrContains(r.at("source"), "attn_impl flash") ? Attention::kFlash2
+                                                                        : Attention::kFlash1Triton;
     s.bias = Bias::kAll;
     s.tied_embeddings = true;
     s.learned_position_embeddings = s.seq_length;
@@ -149,8 +156,18 @@ Priced Describe(const Row& r) {
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
     run.zero_stage = 2;
   }
-  if (r.at("gpu").find("A100") == std::string::npos) p.why_not = "not an A100 run";
   return p;
+}
+
+// The catalog's GPU for the row's `gpu` text; empty when there is none.
+std::string GpuOf(const Row& r) {
+  const std::string& gpu = r.at("gpu");
+  if (absl::StrContains(gpu, "A100")) {
+    return absl::StrContains(gpu, "40GB") ? "a100-sxm-40gb" : "a100-sxm-80gb";
+  }
+  if (absl::StrContains(gpu, "H100")) return "h100-sxm";
+  if (absl::StrContains(gpu, "H200")) return "h200";
+  return "";
 }
 
 // The publisher's FLOPs per token (see the header).
@@ -175,8 +192,8 @@ struct Outcome {
 Outcome Price(const Row& r) {
   Priced p = Describe(r);
   if (!p.why_not.empty()) return {0, p.why_not};
-  const std::string gpu_name = absl::StrContains(r.at("gpu"), "40GB") ? "a100-sxm-40gb"
-                                                                       : "a100-sxm-80gb";
+  const std::string gpu_name = GpuOf(r);
+  if (gpu_name.empty()) return {0, "no catalog GPU for \"" + r.at("gpu") + "\""};
   absl::StatusOr<const GpuSpec*> gpu = FindGpu(gpu_name);
   if (!gpu.ok()) return {0, std::string(gpu.status().message())};
   absl::StatusOr<ModelSpec> spec = NormalizeSpec(p.spec);
@@ -268,7 +285,7 @@ int main(int argc, char** argv) {
                   r["metric"].c_str(), value, o.predicted, 100 * e);
     }
   }
-  std::printf("Published A100 runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",
+  std::printf("Published runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",
               file.c_str());
   std::printf("%-28s %5s %8s %8s %9s %8s\n", "source metric", "rows", "median", "p90",
               "bias", "refused");

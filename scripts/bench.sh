@@ -3,7 +3,7 @@
 # date, the machine and the commit): analyze_bench and recommend_bench (text for people, JSON for
 # scripts/bench-check.sh), the server under load (loadgen.txt), a worker round trip, the
 # parallelism model against Megatron's published Selene runs (megatron_validation.txt), and the
-# planner against the published A100 runs (published_runs_a100.txt).
+# planner against the published A100 and H100 runs (published_runs_a100.txt and _h100.txt).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -24,5 +24,8 @@ if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" "$runs"; } 2>&1 |
     tee bench/results/published_runs_a100.txt
 fi
+# ... and against MosaicML's H100 tables (bench/data, in the repository).
+{ bench_header; "$build/bench/published_runs" bench/data/published-runs-h100.csv; } 2>&1 |
+  tee bench/results/published_runs_h100.txt
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"
