@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -111,11 +112,34 @@ Priced Describe(const Row& r) {
     s.bias = Bias::kAll;
     s.tied_embeddings = true;
     s.learned_position_embeddings = s.seq_length;
-  } else {
+  } else if (source == "kort22" || source == "nar21") {
     // Megatron-LM GPT of 2021-2022: unfused attention, biases, learned positions.
     s.attention = Attention::kUnfused;
     s.bias = Bias::kAll;
     s.learned_position_embeddings = s.seq_length;
+  } else {
+    // Any other source: today's Megatron-Core / NeMo stack (Transformer Engine's fused attention,
+    // cuDNN on Hopper) and the model family its name says. Llama-like (Llama, Mistral, Mixtral,
+    // Qwen): gated MLP of the row's ffn, RMSNorm, no biases, rotary positions; Mixtral 8x7B and
+    // 8x22B: 8 experts, 2 per token. Otherwise GPT-3 style: GELU, LayerNorm, biases, learned
+    // positions.
+    s.attention = Attention::kFlash;
+    const std::string model = absl::AsciiStrToLower(r.at("model"));
+    const bool llama_like = absl::StrContains(model, "llama") ||
+                            absl::StrContains(model, "mistral") ||
+                            absl::StrContains(model, "mixtral") || absl::StrContains(model, "qwen");
+    if (llama_like) {
+      s.mlp = Mlp::kSwiglu;
+      s.norm = Norm::kRmsNorm;
+      s.bias = Bias::kNone;
+      if (absl::StrContains(model, "mixtral")) {
+        s.num_experts = 8;
+        s.experts_per_token = 2;
+      }
+    } else {
+      s.bias = Bias::kAll;
+      s.learned_position_embeddings = s.seq_length;
+    }
   }
   int64_t tp = Int(r, "tp"), pp = Int(r, "pp");
   const int64_t gpus = Int(r, "gpus");
@@ -206,8 +230,13 @@ Outcome Price(const Row& r) {
   const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
   if (metric == "step_time_s") return {b->step_s, ""};
   if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
-  if (metric == "mfu") return {100 * rate / (*gpu)->PeakFlops(spec->dtype), ""};
-  if (metric == "tflops_per_gpu") return {rate / 1e12, ""};
+  // Sources without a FLOP count of their own here (today's MFU definitions count the model's
+  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs.
+  const std::string source = SourceOf(r);
+  const bool own_count = source == "mpt" || source == "kort22" || source == "nar21";
+  const double per_gpu_rate = own_count ? rate : b->mfu * (*gpu)->PeakFlops(spec->dtype);
+  if (metric == "mfu") return {100 * per_gpu_rate / (*gpu)->PeakFlops(spec->dtype), ""};
+  if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
   if (metric == "memory_gib") {
     const MemoryEstimate& m = b->memory;
     const double bytes = absl::StrContains(r.at("id"), "param_opt")
