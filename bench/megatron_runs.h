@@ -64,6 +64,8 @@ inline RunConfig MegatronRunConfig(const MegatronRun& run, bool seqsel, bool non
   rc.interleave = run.interleave;
   rc.sequence_parallel = seqsel;
   rc.recompute = seqsel ? Recompute::kSelective : none ? Recompute::kNone : Recompute::kFull;
+  // The 2022 runs predate Megatron-LM's pipeline-send overlap (added 2023-05-31, f9283c5a8a).
+  rc.pp_overlap = false;
   return rc;
 }
 

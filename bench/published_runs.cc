@@ -174,6 +174,9 @@ Priced Describe(const Row& r) {
   if (source == "kort22" && s.pipeline_parallel > 1 && !absl::StrContains(r.at("model"), "1T")) {
     run.interleave = 3;
   }
+  // Megatron-LM's pipeline-send overlap arrived in 2023 (f9283c5a8a, 2023-05-31): not in the
+  // 2021-2022 papers' runs.
+  if (source == "kort22" || source == "nar21") run.pp_overlap = false;
   const std::string& src = r.at("source");
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;

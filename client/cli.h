@@ -32,6 +32,7 @@ struct CliOptions {
   std::string recompute;  // none, selective, full
   double dp_overlap = 0;
   double tp_overlap = 0;
+  bool no_pp_overlap = false;
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

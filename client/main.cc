@@ -54,6 +54,9 @@ ABSL_FLAG(double, dp_overlap, 0,
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
+ABSL_FLAG(bool, no_pp_overlap, false,
+          "analyze: expose every pipeline send (Megatron-LM's --no-overlap-p2p-communication); by "
+          "default the interleaved schedule's steady-state sends run under compute");
 ABSL_FLAG(bool, plan, false,
           "analyze: choose sequence parallelism, recomputation, the ZeRO stage and activation "
           "offload: the fastest layout whose memory fits");
@@ -192,6 +195,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.recompute = absl::GetFlag(FLAGS_recompute);
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
   o.tp_overlap = absl::GetFlag(FLAGS_tp_overlap);
+  o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

@@ -197,6 +197,10 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   return layout;
 }
 
+// Whether the pipeline sends run under compute: Megatron-LM overlaps them in the interleaved
+// schedule unless told not to, and cannot in plain 1F1B.
+bool PipelineSendsOverlapped(const RunConfig& run) { return run.pp_overlap && run.interleave > 1; }
+
 // Activations forward and gradients backward between pipeline stages for one step: per
 // micro-batch and virtual stage, b·s·h/(t·c) each (Megatron's scatter-gather optimisation splits
 // them over the TP ranks; each context-parallel rank sends its own part of the sequence).
@@ -206,7 +210,13 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
   const Path path =
       PathFor(*a.gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
   const double bytes = HiddenStatesBytes(s) / static_cast<double>(s.tensor_parallel);
-  return microbatches * static_cast<double>(run.interleave) * 2 * (bytes / path.bw + path.latency);
+  const double send = bytes / path.bw + path.latency;
+  if (PipelineSendsOverlapped(run)) {
+    // Megatron-LM's overlap_p2p_comm: the steady state's sends run under the next chunk's compute;
+    // the warm-up's forward chain and the flush's backward chain (p - 1 sends each) wait on them.
+    return 2.0 * static_cast<double>(s.pipeline_parallel - 1) * send;
+  }
+  return microbatches * static_cast<double>(run.interleave) * 2 * send;
 }
 
 // ZeRO-3 (FSDP) with its layer-by-layer overlap, for one step of `microbatches`: per micro-batch
@@ -286,8 +296,15 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                             100 * run.tp_overlap)
           : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
             "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
-      "pipeline sends not overlapped; the optimizer step is memory-bound (Adam, FP32 master "
-      "weights and moments)"));
+      s.pipeline_parallel <= 1 ? ""
+      : PipelineSendsOverlapped(run)
+          ? "pipeline sends overlapped with the next chunk's compute, the warm-up's and the "
+            "flush's 2(p-1) exposed (Megatron-LM's overlap_p2p_comm, its default for interleaved "
+            "schedules); "
+          : run.interleave > 1
+              ? "pipeline sends not overlapped (overlap_p2p_comm off); "
+              : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
+      "the optimizer step is memory-bound (Adam, FP32 master weights and moments)"));
   if (s.dtype == DType::kFp8E4M3) {
     out.push_back(
         "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "

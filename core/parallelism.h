@@ -74,6 +74,12 @@ struct RunConfig {
   // ZeRO-3 overlaps its gathers and reduce-scatters layer by layer (FSDP's prefetch) unless this
   // is false (RunConfig.no_zero3_prefetch in the API).
   bool zero3_prefetch = true;
+  // Pipeline sends overlapped with the next chunk's compute where the schedule allows it: the
+  // interleaved schedule, as Megatron-LM runs it by default (overlap_p2p_comm, on since 2023-10;
+  // --no-overlap-p2p-communication turns it off; the plain 1F1B schedule cannot). The warm-up's
+  // and the flush's chains of sends stay exposed. False: every send exposed
+  // (RunConfig.no_pp_overlap in the API).
+  bool pp_overlap = true;
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;

@@ -143,6 +143,37 @@ TEST(ParallelismTest, TensorParallelCollectivesCanBeHidden) {
   EXPECT_FALSE(PlanStep(*Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm")), run).ok());
 }
 
+// Megatron-LM overlaps the interleaved schedule's pipeline sends with compute by default
+// (overlap_p2p_comm): only the warm-up's and the flush's chains, 2(p-1) sends, stay exposed, and
+// the assumptions say so; --no-overlap-p2p-communication (pp_overlap false) exposes every send, and
+// the plain 1F1B schedule cannot overlap them at all.
+TEST(ParallelismTest, InterleavedPipelineSendsOverlapByDefault) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 256;
+  run.interleave = 2;
+  const StepBreakdown overlapped = Plan(Llama70B(8, 4), run);
+  run.pp_overlap = false;
+  const StepBreakdown exposed = Plan(Llama70B(8, 4), run);
+  // 256 sequences over d = 2: 128 micro-batches, 2 chunks each, forward and backward.
+  EXPECT_NEAR(overlapped.pp_comm_s / exposed.pp_comm_s, 2.0 * 3 / (128 * 2 * 2), 1e-9);
+  EXPECT_EQ(overlapped.compute_s, exposed.compute_s);
+  EXPECT_LT(overlapped.step_s, exposed.step_s);
+  const auto says = [](const StepBreakdown& b, const std::string& text) {
+    return std::any_of(b.assumptions.begin(), b.assumptions.end(),
+                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(says(overlapped, "pipeline sends overlapped with the next chunk's compute"));
+  EXPECT_TRUE(says(exposed, "pipeline sends not overlapped (overlap_p2p_comm off)"));
+  RunConfig plain;
+  plain.num_gpus = 64;
+  plain.global_batch = 256;
+  const StepBreakdown one_f_one_b = Plan(Llama70B(8, 4), plain);
+  plain.pp_overlap = false;
+  EXPECT_EQ(Plan(Llama70B(8, 4), plain).pp_comm_s, one_f_one_b.pp_comm_s);
+  EXPECT_TRUE(says(one_f_one_b, "1F1B without interleaving cannot"));
+}
+
 // A run on an older fused kernel is slower only by its attention, and the assumptions name the
 // kernel, the paper and the figure its rate comes from on this architecture.
 TEST(ParallelismTest, NamedAttentionKernelsChangeOnlyAttentionAndSaySo) {

@@ -211,6 +211,13 @@ class ClientTest(unittest.TestCase):
                             for a in hidden.step.assumptions))
         with self.assertRaises(ValueError):
             self.client.analyze(hf, "h100-sxm", run={"num_gpus": 8, "recompute": "most"})
+        # Interleaved pipelines overlap their sends unless told not to, as Megatron-LM does.
+        piped = dict(tensor_parallel=2, pipeline_parallel=4)
+        sends = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 8, "interleave": 2}, **piped)
+        exposed = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 8, "interleave": 2,
+                                                          "no_pp_overlap": True}, **piped)
+        self.assertLess(sends.step.pp_comm_s, exposed.step.pp_comm_s)
+        self.assertTrue(any("overlap_p2p_comm off" in a for a in exposed.step.assumptions))
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

@@ -173,6 +173,8 @@ export interface RunConfig {
   zero_stage?: number;
   recompute?: string;
   tp_overlap?: number;
+  interleave?: number;
+  no_pp_overlap?: boolean;
   sequence_parallel?: boolean;
   offload_activations?: boolean;
   plan?: boolean;

@@ -163,8 +163,8 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
 // The recommendation's constraint controls (the CLI's --tp-options, --allowed-head-dims, ...).
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
-const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-sp", "run-offload",
-                    "run-plan"];
+const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
+                    "run-no-ppov", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -206,6 +206,8 @@ function runConfig(): RunConfig | undefined {
   if (fieldValue("run-zero") !== "") run.zero_stage = Number(fieldValue("run-zero"));
   if (fieldValue("run-recompute") !== "") run.recompute = fieldValue("run-recompute");
   if (fieldValue("run-tpov") !== "") run.tp_overlap = Number(fieldValue("run-tpov"));
+  if (fieldValue("run-interleave") !== "") run.interleave = Number(fieldValue("run-interleave"));
+  run.no_pp_overlap = fieldValue("run-no-ppov") === "1";
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";
