@@ -703,6 +703,23 @@ GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm) {
   return gemm.fused_attention ? PredictFusedAttention(gpu, gemm) : PredictGemm(gpu, gemm.key());
 }
 
+double Fp8CastBytesPerToken(const ModelSpec& spec) {
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(d.q_width) / t;                         // attention out
+  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;      // QKV out
+  const double f = static_cast<double>(d.active_ffn_per_rank);                 // down in
+  const double up = spec.mlp == Mlp::kGelu ? f : 2 * f;                        // up out
+  // Forward: the projection's input (attention's BF16 output) cast alone, read 2 write 1 byte;
+  // the other inputs come out of a fused norm or activation already in FP8 (LayerNormLinear,
+  // LayerNormMLP). Wgrad needs every input transposed in FP8 (the fused cast-transpose writes one
+  // more byte), and backward casts and transposes each output gradient (read 2, write 1 + 1).
+  const double inputs = 2 * h + q + f;
+  const double outputs = qkv + h + up + h;
+  return 3 * q + 1 * inputs + 4 * outputs;
+}
+
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu) {
   const DerivedShape d = Derive(spec);
   const double eb = DTypeBytes(spec.dtype) == 1 ? 2 : DTypeBytes(spec.dtype);  // FP8 keeps BF16
@@ -719,6 +736,11 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
         spec.workload == Workload::kDecode ? spec.kv_cache_length : spec.seq_length;
     softmax_per_token = 2 * kv_len * static_cast<double>(d.heads_per_rank);
   }
+  // FP8 training under Transformer Engine's recipe: what its casts move beyond the BF16 step
+  // (per token and layer, in bytes, not elements: Fp8CastBytesPerToken).
+  const double fp8_bytes = spec.workload == Workload::kTraining && spec.dtype == DType::kFp8E4M3
+                               ? Fp8CastBytesPerToken(spec)
+                               : 0;
   // Loss over the logits: read, softmax, write the gradient.
   const double logit_rows =
       spec.workload == Workload::kTraining ? tokens : static_cast<double>(spec.micro_batch_size);
@@ -728,7 +750,8 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const double bw =
       gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
   ElementwiseEstimate e;
-  const double layer_bytes = (per_token + softmax_per_token) * eb * tokens * passes;
+  const double layer_bytes =
+      (per_token + softmax_per_token) * eb * tokens * passes + fp8_bytes * tokens;
   e.bytes = layer_bytes * static_cast<double>(spec.num_layers) + loss_bytes * passes;
   e.layer_time_s = layer_bytes / bw;
   e.softmax_time_s = softmax_per_token * eb * tokens * passes / bw;

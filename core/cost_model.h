@@ -233,6 +233,16 @@ struct ElementwiseEstimate {
 };
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
 
+// FP8 training (DType::kFp8E4M3) under Transformer Engine's default recipe, as Megatron-Core
+// builds its layers (LayerNormLinear, LayerNormMLP: the norm and the activation write FP8
+// themselves): the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
+// move beyond a BF16 step. The projection's input is cast alone (3 bytes per element), every
+// linear input is also written transposed for wgrad (1), and every output gradient is cast and
+// transposed (4: read 2, write 1 + 1). The amax reductions run inside the casts; the weights' casts
+// (once per step with Megatron's FP8 weight caching) are not counted. Zero cost in time beyond
+// memory traffic: priced with the elementwise work at its bandwidth.
+double Fp8CastBytesPerToken(const ModelSpec& spec);
+
 // The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
 // activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
 inline constexpr double kElementwiseRelativeSigma = 0.15;

@@ -308,8 +308,10 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (s.dtype == DType::kFp8E4M3) {
     out.push_back(
         "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
-        "core and the output layer in BF16; the scaling's amax reductions and casts are not "
-        "priced");
+        "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
+        "input cast alone, every input transposed for wgrad, every output gradient cast and "
+        "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
+        "weights' casts (once per step) not");
   }
   if (run.zero_stage >= 3) {
     out.push_back(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "core/gpu_catalog.h"
 #include "core/prediction_memo.h"
+#include "tests/core/test_specs.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -365,6 +366,36 @@ TEST(CostModelTest, NamedFusedKernelsRunAtThePublishedRates) {
       }
     }
   }
+}
+
+// FP8 training adds Transformer Engine's casts to the step's memory traffic, per token and layer
+// on one rank: the projection's input cast alone (3 bytes per element), every linear input
+// transposed for wgrad (1), every output gradient cast and transposed (4). BF16 and FP8
+// inference add nothing.
+TEST(CostModelTest, Fp8TrainingPaysItsCastsAsMemoryTraffic) {
+  ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
+  s.tensor_parallel = 8;
+  s.seq_length = 4096;
+  s.dtype = DType::kFp8E4M3;
+  s = *NormalizeSpec(s);
+  // q = 64·128/8, qkv = (64 + 16)·128/8, f = 28672/8, SwiGLU up = 2f.
+  const double q = 1024, qkv = 1280, f = 3584, h = 8192;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(s), 3 * q + (2 * h + q + f) + 4 * (qkv + h + 2 * f + h));
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec bf16 = s;
+  bf16.dtype = DType::kBf16;
+  const ElementwiseEstimate e8 = EstimateElementwise(s, gpu), e16 = EstimateElementwise(bf16, gpu);
+  const double bw = gpu.memory_bandwidth_bytes_per_s *
+                    gpu.Model(DType::kFp8E4M3).elementwise_memory_efficiency;
+  const double tokens = static_cast<double>(Derive(s).tokens);
+  EXPECT_NEAR(e8.layer_time_s - e16.layer_time_s, Fp8CastBytesPerToken(s) * tokens / bw, 1e-12);
+  EXPECT_GT(e8.time_s, e16.time_s);
+  ModelSpec prefill = s;
+  prefill.workload = Workload::kPrefill;
+  ModelSpec prefill16 = prefill;
+  prefill16.dtype = DType::kBf16;
+  EXPECT_DOUBLE_EQ(EstimateElementwise(prefill, gpu).layer_time_s,
+                   EstimateElementwise(prefill16, gpu).layer_time_s);
 }
 
 // BestTile skips tiles and splits whose lower bound cannot beat the best so far; the bound must
