@@ -33,6 +33,7 @@ struct CliOptions {
   double dp_overlap = 0;
   double tp_overlap = 0;
   bool no_pp_overlap = false;
+  std::string network;
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

@@ -57,6 +57,10 @@ ABSL_FLAG(double, tp_overlap, 0,
 ABSL_FLAG(bool, no_pp_overlap, false,
           "analyze: expose every pipeline send (Megatron-LM's --no-overlap-p2p-communication); by "
           "default the interleaved schedule's steady-state sends run under compute");
+ABSL_FLAG(std::string, network, "",
+          "analyze: the network across nodes: hdr-ib, ndr-ib, ndr-ib-sharp, xdr-ib, roce-100g, "
+          "roce-200g, roce-400g, roce-800g (one NIC per GPU at that rate); empty: the GPU's "
+          "reference system's");
 ABSL_FLAG(bool, plan, false,
           "analyze: choose sequence parallelism, recomputation, the ZeRO stage and activation "
           "offload: the fastest layout whose memory fits");
@@ -196,6 +200,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
   o.tp_overlap = absl::GetFlag(FLAGS_tp_overlap);
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
+  o.network = absl::GetFlag(FLAGS_network);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

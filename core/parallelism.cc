@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/network.h"
+#include "core/status_macros.h"
 
 namespace wavecrest {
 namespace {
@@ -22,18 +24,34 @@ double GatherS(double bytes, int64_t n, double bw, double latency) {
 }
 
 // A link a group of GPUs talks over: NVLink when the whole group (`span` consecutive ranks) fits
-// in one NVLink domain, the network otherwise.
+// in one NVLink domain, the network otherwise: the run's named network (`run.network`) or the
+// GPU's reference system's.
 struct Path {
   double bw = 0;
   double latency = 0;
   bool network = false;
+  bool in_network_reduction = false;  // SHARP: the switches reduce all-reduces across nodes
 };
-Path PathFor(const GpuSpec& gpu, int64_t span) {
+Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
   const Interconnect& l = gpu.link;
   if (span <= l.domain_gpus && l.nvlink_bytes_per_s > 0) {
-    return {l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false};
+    return {l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false, false};
   }
-  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true};
+  if (!run.network.empty()) {
+    if (absl::StatusOr<const NetworkProfile*> n = FindNetwork(run.network); n.ok()) {
+      return {(*n)->gbits_per_gpu / 8 * 1e9 * kCollectiveEfficiency, l.network_latency_s, true,
+              (*n)->in_network_reduction};
+    }
+  }
+  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true, false};
+}
+
+// An all-reduce over a path: the ring's, or with in-network reduction each GPU sends its data once
+// and receives the reduced result once (the switches add; NCCL's CollNet/SHARP), two steps.
+double AllReduceOver(double bytes, int64_t n, const Path& path) {
+  if (n <= 1) return 0;
+  if (path.in_network_reduction) return bytes / path.bw + 2 * path.latency;
+  return AllReduceS(bytes, n, path.bw, path.latency);
 }
 
 // One micro-batch's hidden states on one rank: b·s/c tokens × h, 16-bit (what the tensor-parallel
@@ -92,7 +110,7 @@ double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
       s.kv_lora_rank > 0 ? static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim))
                          : 2.0 * static_cast<double>(d.kv_heads_per_rank * d.head_dim);
   const double chunk = static_cast<double>(d.tokens) * kv_elements * 2;
-  const Path path = PathFor(*a.gpu, s.tensor_parallel * c);
+  const Path path = PathFor(*a.gpu, run, s.tensor_parallel * c);
   const double sends = (1 + 2 + (run.recompute == Recompute::kFull ? 1 : 0)) *
                        static_cast<double>(c - 1);
   const double per_layer = sends * (chunk / path.bw + path.latency);
@@ -116,7 +134,7 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   const int64_t t = s.tensor_parallel;
   if (t <= 1) return 0;
   const double bytes = HiddenStatesBytes(s);
-  const Path path = PathFor(*a.gpu, t);
+  const Path path = PathFor(*a.gpu, run, t);
   const bool full = run.recompute == Recompute::kFull;
   double per_layer = 0;
   if (run.sequence_parallel) {
@@ -125,7 +143,7 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
     const double scatters = 4 + (full ? 2 : 0);
     per_layer = (gathers + scatters) * GatherS(bytes, t, path.bw, path.latency);
   } else {
-    per_layer = (4 + (full ? 2 : 0)) * AllReduceS(bytes, t, path.bw, path.latency);
+    per_layer = (4 + (full ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }
   return layers * per_layer;
 }
@@ -180,6 +198,7 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
   }
+  if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
   return absl::OkStatus();
 }
 
@@ -208,7 +227,7 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
   const ModelSpec& s = a.spec;
   if (s.pipeline_parallel <= 1) return 0;
   const Path path =
-      PathFor(*a.gpu, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
+      PathFor(*a.gpu, run, s.tensor_parallel * s.context_parallel * s.pipeline_parallel);
   const double bytes = HiddenStatesBytes(s) / static_cast<double>(s.tensor_parallel);
   const double send = bytes / path.bw + path.latency;
   if (PipelineSendsOverlapped(run)) {
@@ -244,7 +263,7 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int6
                      double params_per_gpu, double microbatches, double layer_forward_s,
                      double layer_backward_s) {
   if (replicas <= 1) return 0;
-  const Path path = PathFor(*a.gpu, gpus);
+  const Path path = PathFor(*a.gpu, run, gpus);
   if (run.zero_stage >= 3) {
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
@@ -263,7 +282,7 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int6
   const double weights = params_per_gpu * 2;
   double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
                                             GatherS(weights, replicas, path.bw, path.latency)
-                                      : AllReduceS(grads, replicas, path.bw, path.latency);
+                                      : AllReduceOver(grads, replicas, path);
   return reduce * (1 - run.dp_overlap);
 }
 
@@ -285,9 +304,21 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                  : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
                                    "last (Megatron's uneven split)",
                                    split.first, split.middle, split.last)));
-  out.push_back(absl::StrFormat(
-      "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
-      gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
+  using Network = absl::StatusOr<const NetworkProfile*>;
+  const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
+  if (network.ok() && *network != nullptr) {
+    out.push_back(absl::StrFormat(
+        "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
+        "the network %s across nodes: %s%s",
+        100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
+        (*network)->in_network_reduction
+            ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
+            : ""));
+  } else {
+    out.push_back(absl::StrFormat(
+        "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
+        gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
+  }
   out.push_back(absl::StrCat(
       s.tensor_parallel <= 1 ? "" :
       run.tp_overlap > 0

@@ -80,6 +80,9 @@ struct RunConfig {
   // and the flush's chains of sends stay exposed. False: every send exposed
   // (RunConfig.no_pp_overlap in the API).
   bool pp_overlap = true;
+  // The network across nodes by name (core/network.h: hdr-ib, ndr-ib, ndr-ib-sharp, xdr-ib,
+  // roce-100g ... roce-800g); empty: the GPU's reference system's.
+  std::string network;
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;

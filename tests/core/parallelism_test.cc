@@ -174,6 +174,41 @@ TEST(ParallelismTest, InterleavedPipelineSendsOverlapByDefault) {
   EXPECT_TRUE(says(one_f_one_b, "1F1B without interleaving cannot"));
 }
 
+// A named network sets what crosses nodes: the same run's data-parallel all-reduce takes half as
+// long on NDR (400 Gb/s per GPU) as on HDR (200), the reference system's (DGX A100: HDR) is HDR's,
+// SHARP reduces in the switches (each GPU sends once instead of 2(n-1)/n times), NVLink inside a
+// node is untouched, the assumptions cite the profile, and an unknown name is refused naming the
+// allowed ones.
+TEST(ParallelismTest, NamedNetworksSetTheRateAcrossNodes) {
+  ModelSpec s = Llama70B(8, 1);
+  RunConfig run;
+  run.num_gpus = 64;  // t = 8 in a node, d = 8 across nodes
+  run.global_batch = 64;
+  const StepBreakdown reference = Plan(s, run, "a100-sxm-80gb");
+  run.network = "hdr-ib";
+  const StepBreakdown hdr = Plan(s, run, "a100-sxm-80gb");
+  run.network = "ndr-ib";
+  const StepBreakdown ndr = Plan(s, run, "a100-sxm-80gb");
+  run.network = "ndr-ib-sharp";
+  const StepBreakdown sharp = Plan(s, run, "a100-sxm-80gb");
+  EXPECT_DOUBLE_EQ(hdr.dp_comm_s, reference.dp_comm_s);
+  ASSERT_GT(hdr.dp_comm_s, 0);
+  // Bandwidth terms halve; the per-step latencies stay.
+  EXPECT_NEAR(ndr.dp_comm_s / hdr.dp_comm_s, 0.5, 0.01);
+  EXPECT_NEAR(sharp.dp_comm_s / ndr.dp_comm_s, 8.0 / (2 * 7), 0.01);
+  EXPECT_EQ(ndr.tp_comm_s, hdr.tp_comm_s);  // TP stays on NVLink
+  bool cited = false;
+  for (const std::string& a : sharp.assumptions) {
+    cited |= a.find("ndr-ib-sharp") != std::string::npos &&
+             a.find("reduced in the network") != std::string::npos;
+  }
+  EXPECT_TRUE(cited);
+  run.network = "myrinet";
+  auto refused = PlanStep(*Analyze(*NormalizeSpec(s), **FindGpu("a100-sxm-80gb")), run);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("run.network: unknown \"myrinet\"; allowed: hdr-ib, ndr-ib"));
+}
+
 // A run on an older fused kernel is slower only by its attention, and the assumptions name the
 // kernel, the paper and the figure its rate comes from on this architecture.
 TEST(ParallelismTest, NamedAttentionKernelsChangeOnlyAttentionAndSaySo) {

@@ -218,6 +218,16 @@ class ClientTest(unittest.TestCase):
                                                           "no_pp_overlap": True}, **piped)
         self.assertLess(sends.step.pp_comm_s, exposed.step.pp_comm_s)
         self.assertTrue(any("overlap_p2p_comm off" in a for a in exposed.step.assumptions))
+        # A named network across nodes, as the CLI's --network says it.
+        across = dict(tensor_parallel=8, seq_length=4096)
+        hdr = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 32, "network": "hdr-ib"},
+                                  **across)
+        ndr = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 32, "network": "ndr-ib"},
+                                  **across)
+        self.assertLess(ndr.step.dp_comm_s, hdr.step.dp_comm_s)
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(hf, "h100-sxm", run={"num_gpus": 32, "network": "myrinet"})
+        self.assertIn("run.network: unknown \"myrinet\"; allowed: hdr-ib", str(cm.exception))
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
+#include "core/network.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "server/http_gateway.h"
@@ -135,6 +136,26 @@ TEST(Glossary, RetiredNamesAreGoneFromTheCode) {
         EXPECT_FALSE(absl::StrContains(text, name)) << entry.path() << " still says " << name;
       }
     }
+  }
+}
+
+// The same knobs in the CLI, the API and the dashboard: every named network and every attention
+// kernel the core knows is an option of the dashboard's selects (the CLI's and the API's take the
+// core's names and enums directly).
+TEST(Clients, TheDashboardOffersEveryNetworkAndAttentionKernel) {
+  const std::string page = ReadSource(std::string(WAVECREST_SOURCE_DIR) + "/web/index.html");
+  ASSERT_FALSE(page.empty());
+  for (const NetworkProfile& n : NetworkProfiles()) {
+    EXPECT_NE(page.find("<option value=\"" + n.name + "\">"), std::string::npos) << n.name;
+  }
+  const google::protobuf::EnumDescriptor* attention =
+      google::protobuf::DescriptorPool::generated_pool()->FindEnumTypeByName(
+          "wavecrest.v1.Attention");
+  ASSERT_NE(attention, nullptr);
+  for (int i = 0; i < attention->value_count(); ++i) {
+    const std::string name = attention->value(i)->name();
+    if (name == "ATTENTION_UNSPECIFIED") continue;
+    EXPECT_NE(page.find("<option value=\"" + name + "\">"), std::string::npos) << name;
   }
 }
 

@@ -175,6 +175,7 @@ export interface RunConfig {
   tp_overlap?: number;
   interleave?: number;
   no_pp_overlap?: boolean;
+  network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;
   plan?: boolean;

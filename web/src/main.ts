@@ -164,7 +164,7 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
-                    "run-no-ppov", "run-sp", "run-offload", "run-plan"];
+                    "run-no-ppov", "run-network", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -208,6 +208,7 @@ function runConfig(): RunConfig | undefined {
   if (fieldValue("run-tpov") !== "") run.tp_overlap = Number(fieldValue("run-tpov"));
   if (fieldValue("run-interleave") !== "") run.interleave = Number(fieldValue("run-interleave"));
   run.no_pp_overlap = fieldValue("run-no-ppov") === "1";
+  if (fieldValue("run-network") !== "") run.network = fieldValue("run-network");
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";

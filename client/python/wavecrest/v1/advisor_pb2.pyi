@@ -598,11 +598,12 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "global_batch", "gradient_bytes", "interleave", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero_stage"]
+    __slots__ = ["dp_overlap", "global_batch", "gradient_bytes", "interleave", "network", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GRADIENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
+    NETWORK_FIELD_NUMBER: _ClassVar[int]
     NO_PP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     NO_ZERO3_PREFETCH_FIELD_NUMBER: _ClassVar[int]
     NUM_GPUS_FIELD_NUMBER: _ClassVar[int]
@@ -616,6 +617,7 @@ class RunConfig(_message.Message):
     global_batch: int
     gradient_bytes: int
     interleave: int
+    network: str
     no_pp_overlap: bool
     no_zero3_prefetch: bool
     num_gpus: int
@@ -625,7 +627,7 @@ class RunConfig(_message.Message):
     sequence_parallel: bool
     tp_overlap: float
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
     __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "global_batch", "gpus", "memory", "mfu", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
