@@ -33,6 +33,12 @@ StepBreakdown Plan(const ModelSpec& s, const RunConfig& run, const char* gpu = "
   return *b;
 }
 
+// Whether one of the step's assumptions says `text`.
+bool Says(const StepBreakdown& b, const std::string& text) {
+  return std::any_of(b.assumptions.begin(), b.assumptions.end(),
+                     [&](const std::string& a) { return a.find(text) != std::string::npos; });
+}
+
 double Sum(const StepBreakdown& b) {
   return b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.offload_s + b.pp_bubble_s +
          b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
@@ -133,12 +139,8 @@ TEST(ParallelismTest, TensorParallelCollectivesCanBeHidden) {
   EXPECT_NEAR(hidden.tp_comm_s, 0.25 * plain.tp_comm_s, 1e-12);
   EXPECT_EQ(hidden.compute_s, plain.compute_s);
   EXPECT_LT(hidden.step_s, plain.step_s);
-  const auto says = [](const StepBreakdown& b, const std::string& text) {
-    return std::any_of(b.assumptions.begin(), b.assumptions.end(),
-                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
-  };
-  EXPECT_TRUE(says(plain, "tensor-parallel collectives not overlapped"));
-  EXPECT_TRUE(says(hidden, "75% of the tensor-parallel collectives hidden"));
+  EXPECT_TRUE(Says(plain, "tensor-parallel collectives not overlapped"));
+  EXPECT_TRUE(Says(hidden, "75% of the tensor-parallel collectives hidden"));
   run.tp_overlap = 1.5;
   EXPECT_FALSE(PlanStep(*Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm")), run).ok());
 }
@@ -159,19 +161,15 @@ TEST(ParallelismTest, InterleavedPipelineSendsOverlapByDefault) {
   EXPECT_NEAR(overlapped.pp_comm_s / exposed.pp_comm_s, 2.0 * 3 / (128 * 2 * 2), 1e-9);
   EXPECT_EQ(overlapped.compute_s, exposed.compute_s);
   EXPECT_LT(overlapped.step_s, exposed.step_s);
-  const auto says = [](const StepBreakdown& b, const std::string& text) {
-    return std::any_of(b.assumptions.begin(), b.assumptions.end(),
-                       [&](const std::string& a) { return a.find(text) != std::string::npos; });
-  };
-  EXPECT_TRUE(says(overlapped, "pipeline sends overlapped with the next chunk's compute"));
-  EXPECT_TRUE(says(exposed, "pipeline sends not overlapped (overlap_p2p_comm off)"));
+  EXPECT_TRUE(Says(overlapped, "pipeline sends overlapped with the next chunk's compute"));
+  EXPECT_TRUE(Says(exposed, "pipeline sends not overlapped (overlap_p2p_comm off)"));
   RunConfig plain;
   plain.num_gpus = 64;
   plain.global_batch = 256;
   const StepBreakdown one_f_one_b = Plan(Llama70B(8, 4), plain);
   plain.pp_overlap = false;
   EXPECT_EQ(Plan(Llama70B(8, 4), plain).pp_comm_s, one_f_one_b.pp_comm_s);
-  EXPECT_TRUE(says(one_f_one_b, "1F1B without interleaving cannot"));
+  EXPECT_TRUE(Says(one_f_one_b, "1F1B without interleaving cannot"));
 }
 
 // A named network sets what crosses nodes: the same run's data-parallel all-reduce takes half as
