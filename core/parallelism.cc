@@ -286,6 +286,70 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int6
   return reduce * (1 - run.dp_overlap);
 }
 
+// The links collectives run over, and the network's source.
+std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  using Network = absl::StatusOr<const NetworkProfile*>;
+  const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
+  if (network.ok() && *network != nullptr) {
+    return absl::StrFormat(
+        "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
+        "the network %s across nodes: %s%s",
+        100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
+        (*network)->in_network_reduction
+            ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
+            : "");
+  }
+  return absl::StrFormat("collectives by the ring model at %.0f%% of %s bandwidth (%s)",
+                         100 * kCollectiveEfficiency,
+                         gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link",
+                         gpu.link.source);
+}
+
+// What runs under compute: tensor-parallel collectives, pipeline sends; and the optimizer.
+std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
+  return absl::StrCat(
+      s.tensor_parallel <= 1 ? "" :
+      run.tp_overlap > 0
+          ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
+                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
+                            100 * run.tp_overlap)
+          : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
+            "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
+      s.pipeline_parallel <= 1 ? ""
+      : PipelineSendsOverlapped(run)
+          ? "pipeline sends overlapped with the next chunk's compute, the warm-up's and the "
+            "flush's 2(p-1) exposed (Megatron-LM's overlap_p2p_comm, its default for interleaved "
+            "schedules); "
+          : run.interleave > 1
+              ? "pipeline sends not overlapped (overlap_p2p_comm off); "
+              : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
+      "the optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+}
+
+// A named fused attention kernel: where its rate comes from on this GPU.
+std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
+  const DType dtype = s.dtype == DType::kFp8E4M3 ? DType::kBf16 : s.dtype;
+  const FusedKernelRate fwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kForward);
+  const FusedKernelRate bwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kBackward);
+  const char* basis =
+      gpu.compute_capability < 90
+          ? "FlashAttention-2 up to 73% of peak forward and 63% backward on an A100"
+          : gpu.compute_capability < 100
+                ? "FlashAttention-2 up to 335 TFLOP/s forward and backward on an H100 without "
+                  "Hopper's new instructions"
+                : "FlashAttention-2 as on Hopper (no published figure for this architecture)";
+  return absl::StrFormat(
+      "attention %s, priced from the FlashAttention-2 paper (arXiv:2307.08691): %s%s; %.0f%% "
+      "of the calibrated fused kernel's forward rate and %.0f%% of its backward",
+      AttentionName(s.attention), basis,
+      s.attention == Attention::kFlash2
+          ? ""
+          : s.attention == Attention::kFlash1
+                ? ", FlashAttention 1 half of that (A100)"
+                : ", flash-attn 1.0's Triton kernel 1/1.4 of it forward and 1/2 backward (A100)",
+      100 * fwd.rate, 100 * bwd.rate);
+}
+
 // What the figures take for granted, in words.
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r) {
@@ -304,38 +368,8 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                  : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
                                    "last (Megatron's uneven split)",
                                    split.first, split.middle, split.last)));
-  using Network = absl::StatusOr<const NetworkProfile*>;
-  const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
-  if (network.ok() && *network != nullptr) {
-    out.push_back(absl::StrFormat(
-        "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
-        "the network %s across nodes: %s%s",
-        100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
-        (*network)->in_network_reduction
-            ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
-            : ""));
-  } else {
-    out.push_back(absl::StrFormat(
-        "collectives by the ring model at %.0f%% of %s bandwidth (%s)", 100 * kCollectiveEfficiency,
-        gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link", gpu.link.source));
-  }
-  out.push_back(absl::StrCat(
-      s.tensor_parallel <= 1 ? "" :
-      run.tp_overlap > 0
-          ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
-                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
-                            100 * run.tp_overlap)
-          : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
-            "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
-      s.pipeline_parallel <= 1 ? ""
-      : PipelineSendsOverlapped(run)
-          ? "pipeline sends overlapped with the next chunk's compute, the warm-up's and the "
-            "flush's 2(p-1) exposed (Megatron-LM's overlap_p2p_comm, its default for interleaved "
-            "schedules); "
-          : run.interleave > 1
-              ? "pipeline sends not overlapped (overlap_p2p_comm off); "
-              : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
-      "the optimizer step is memory-bound (Adam, FP32 master weights and moments)"));
+  out.push_back(LinkAssumption(gpu, run));
+  out.push_back(OverlapAssumption(s, run));
   if (s.dtype == DType::kFp8E4M3) {
     out.push_back(
         "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
@@ -369,28 +403,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
         100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
   }
-  if (IsNamedFusedKernel(s.attention)) {
-    const DType dtype = s.dtype == DType::kFp8E4M3 ? DType::kBf16 : s.dtype;
-    const FusedKernelRate fwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kForward);
-    const FusedKernelRate bwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kBackward);
-    const char* basis =
-        gpu.compute_capability < 90
-            ? "FlashAttention-2 up to 73% of peak forward and 63% backward on an A100"
-            : gpu.compute_capability < 100
-                  ? "FlashAttention-2 up to 335 TFLOP/s forward and backward on an H100 without "
-                    "Hopper's new instructions"
-                  : "FlashAttention-2 as on Hopper (no published figure for this architecture)";
-    out.push_back(absl::StrFormat(
-        "attention %s, priced from the FlashAttention-2 paper (arXiv:2307.08691): %s%s; %.0f%% "
-        "of the calibrated fused kernel's forward rate and %.0f%% of its backward",
-        AttentionName(s.attention), basis,
-        s.attention == Attention::kFlash2
-            ? ""
-            : s.attention == Attention::kFlash1
-                  ? ", FlashAttention 1 half of that (A100)"
-                  : ", flash-attn 1.0's Triton kernel 1/1.4 of it forward and 1/2 backward (A100)",
-        100 * fwd.rate, 100 * bwd.rate));
-  }
+  if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
   if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
     out.push_back(
         "selective recomputation adds nothing with fused attention: its backward already "
