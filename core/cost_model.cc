@@ -677,10 +677,12 @@ double FlashAttention2Rate(const GpuSpec& gpu, DType dtype, Pass pass) {
   if (gpu.compute_capability < 90) {
     return (pass == Pass::kForward ? 0.73 : 0.63) * peak / ReferenceRate(gpu, dtype, pass);
   }
-  // Hopper: 335 TFLOP/s forward + backward (3.5 forward FLOPs) on an H100 SXM's 989.
+  // Hopper: 335 TFLOP/s forward + backward (3.5 forward FLOPs) on an H100 SXM, as a fraction of
+  // its dense peak (the catalog's), carried to this GPU's.
+  static const double kHopperFraction = 335e12 / (*FindGpu("h100-sxm"))->PeakFlops(DType::kBf16);
   const double both = 3.5 / (1 / ReferenceRate(gpu, dtype, Pass::kForward) +
                              2.5 / ReferenceRate(gpu, dtype, Pass::kBackward));
-  return 335.0 / 989.4 * peak / both;
+  return kHopperFraction * peak / both;
 }
 
 }  // namespace
