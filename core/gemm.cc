@@ -47,6 +47,13 @@ std::string GemmKeyString(const GemmKey& key) {
                       key.shape.n, "x", key.shape.k, " b", key.shape.batch);
 }
 
+DType ComputeDType(DType model, absl::string_view name) {
+  if (model != DType::kFp8E4M3) return model;
+  const bool bf16 = name == kAttnScore || name == kAttnOverValue || name == kAttnFused ||
+                    name == kLogits;
+  return bf16 ? DType::kBf16 : model;
+}
+
 double GemmFlops(const GemmShape& s) {
   return 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) *
          static_cast<double>(s.batch);
@@ -81,14 +88,8 @@ class Builder {
     out_.push_back(std::move(g));
   }
 
-  // FP8 as Transformer Engine's default recipe runs it: the linear layers in FP8, attention's
-  // core (DotProductAttention without fp8_dpa) and the output layer (Megatron's non-TE
-  // output_layer) in BF16.
   DType ComputeDType(absl::string_view name) const {
-    if (spec_.dtype != DType::kFp8E4M3) return spec_.dtype;
-    const bool bf16 = name == kAttnScore || name == kAttnOverValue || name == kAttnFused ||
-                      name == kLogits;
-    return bf16 ? DType::kBf16 : spec_.dtype;
+    return wavecrest::ComputeDType(spec_.dtype, name);
   }
 
   void FusedAttention(Pass pass, GemmShape shape, double matmuls, int64_t kv_batch, bool causal,

@@ -111,6 +111,12 @@ struct Gemm {
 
 double GemmFlops(const GemmShape& s);  // 2·M·N·K·batch
 
+// The operand type a GEMM named `name` (kAttnFused, kLogits, ...) runs in when the model's is
+// `model`: FP8 as Transformer Engine's default recipe runs it, the linear layers in FP8,
+// attention's core (DotProductAttention without fp8_dpa) and the output layer (Megatron's non-TE
+// output_layer) in BF16.
+DType ComputeDType(DType model, absl::string_view name);
+
 // The GEMM list of one step of `spec`'s workload (spec must be normalized): forward only for
 // prefill and decode; forward, dgrad and wgrad for training. Per tensor-parallel rank.
 std::vector<Gemm> BuildGemms(const ModelSpec& spec);

@@ -328,7 +328,7 @@ std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
 
 // A named fused attention kernel: where its rate comes from on this GPU.
 std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
-  const DType dtype = s.dtype == DType::kFp8E4M3 ? DType::kBf16 : s.dtype;
+  const DType dtype = ComputeDType(s.dtype, kAttnFused);
   const FusedKernelRate fwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kForward);
   const FusedKernelRate bwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kBackward);
   const char* basis =
