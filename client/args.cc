@@ -18,8 +18,10 @@ namespace {
 const std::vector<std::string> kConnection = {"server",  "deadline", "tls_ca", "tls_cert",
                                               "tls_key", "token",    "format"};
 // A model spec and its overrides.
-const std::vector<std::string> kModel = {"model", "seq",   "micro_batch", "tp",       "pp",    "cp",
-                                         "dp",    "dtype", "attention",   "workload", "kv_cache"};
+const std::vector<std::string> kModel = {"model", "seq",   "micro_batch", "tp",       "pp",
+                                         "cp",    "ep",    "etp",         "dp",       "dtype",
+                                         "attention",
+                                         "workload", "kv_cache"};
 
 std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> parts) {
   std::vector<std::string> out;

@@ -22,6 +22,8 @@ struct CliOptions {
   int64_t tp = 0;
   int64_t pp = 0;          // pipeline stages override
   int64_t cp = 0;          // context-parallel ranks override
+  int64_t ep = 0;          // expert-parallel ranks override
+  int64_t etp = 0;         // the experts' tensor-parallel degree override
   int64_t dp = 0;          // data-parallel replicas (memory estimate)
   std::string tp_options;  // recommend: "2,4,8"
   // analyze: the training run (any of them set: the step's breakdown)

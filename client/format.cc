@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -182,19 +183,28 @@ std::string MemoryParts(const v1::MemoryEstimate& m) {
   return out;
 }
 
+// "flash2" for ATTENTION_FLASH2; unset is flash (the API's default).
+std::string AttentionShort(v1::Attention a) {
+  if (a == v1::ATTENTION_UNSPECIFIED) return "flash";
+  return absl::AsciiStrToLower(absl::StripPrefix(v1::Attention_Name(a), "ATTENTION_"));
+}
+
 std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   std::string out = absl::StrFormat(
-      "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d, global batch %d = %d "
+      "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d%s, global batch %d = %d "
       "micro-batches per data-parallel rank; PREDICTED\n",
       b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(),
       b.context_parallel() > 1 ? absl::StrCat(" c=", b.context_parallel()) : "", b.data_parallel(),
+      b.expert_parallel() > 1 ? absl::StrCat(" (e=", b.expert_parallel(), " of them)") : "",
       b.global_batch(), b.microbatches());
-  // Components a run does not have (no context parallelism, no offload) are left out.
-  const bool cp = b.context_parallel() > 1, offload = b.offload_activations();
+  // Components a run does not have (no context or expert parallelism, no offload) are left out.
+  const bool cp = b.context_parallel() > 1, ep = b.expert_parallel() > 1,
+             offload = b.offload_activations();
   const std::tuple<const char*, double, bool> parts[] = {
       {"compute", b.compute_s(), true},
       {"recomputation", b.recompute_s(), true},
       {"TP communication", b.tp_comm_s(), true},
+      {"EP all-to-all", b.ep_comm_s(), ep},
       {"CP communication", b.cp_comm_s(), cp},
       {"activation offload", b.offload_s(), offload},
       {"pipeline bubble", b.pp_bubble_s(), true},
@@ -266,8 +276,9 @@ std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
       m.micro_batch_size(), m.tensor_parallel(),
-      m.context_parallel() > 1 ? absl::StrCat(" c=", m.context_parallel()) : "",
-      DtypeShort(m.dtype()), m.attention() == v1::ATTENTION_FLASH ? "flash" : "unfused",
+      absl::StrCat(m.context_parallel() > 1 ? absl::StrCat(" c=", m.context_parallel()) : "",
+                   m.expert_parallel() > 1 ? absl::StrCat(" e=", m.expert_parallel()) : ""),
+      DtypeShort(m.dtype()), AttentionShort(m.attention()),
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step",

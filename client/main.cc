@@ -37,8 +37,16 @@ ABSL_FLAG(int64_t, dp, 0,
 ABSL_FLAG(int64_t, cp, 0,
           "Override context_parallel: ranks each sequence is split over (ring attention; 2 × cp "
           "must divide seq); 0 = keep (default 1)");
+ABSL_FLAG(int64_t, ep, 0,
+          "Override expert_parallel: ranks of the data/context-parallel ones each MoE layer's "
+          "experts are split over (all-to-all dispatch and combine; must divide the experts); "
+          "0 = keep (default 1)");
+ABSL_FLAG(int64_t, etp, 0,
+          "Override expert_tensor_parallel: 1 = whole experts, the tensor-parallel ranks joining "
+          "the expert-parallel group (as NVIDIA's MoE recipes run them); 0 = keep (default tp)");
 ABSL_FLAG(int64_t, pp, 0,
-          "Override pipeline_parallel stages (must divide the layers); 0 = keep (default 1)");
+          "Override pipeline_parallel stages (when they do not divide the layers, the first and "
+          "last take fewer, as Megatron-Core splits them); 0 = keep (default 1)");
 ABSL_FLAG(int64_t, gpus, 0,
           "analyze: GPUs of the training run (a multiple of tp × pp × cp; the rest is data "
           "parallelism); with it (or any run flag) the answer breaks the step down into compute, "
@@ -190,6 +198,8 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.tp = absl::GetFlag(FLAGS_tp);
   o.pp = absl::GetFlag(FLAGS_pp);
   o.cp = absl::GetFlag(FLAGS_cp);
+  o.ep = absl::GetFlag(FLAGS_ep);
+  o.etp = absl::GetFlag(FLAGS_etp);
   o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.gpus = absl::GetFlag(FLAGS_gpus);

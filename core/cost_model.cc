@@ -730,7 +730,14 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const double tokens = static_cast<double>(d.tokens);
   // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
   // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
-  const double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
+  double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
+  if (d.moe_layers > 0) {
+    // A MoE layer permutes each token's k copies into expert order (read h, write k·h) and back,
+    // weighted and summed (read k·h, write h); averaged over the layers.
+    const double k = static_cast<double>(spec.experts_per_token);
+    per_token += 2 * (k + 1) * h * static_cast<double>(d.moe_layers) /
+                 static_cast<double>(spec.num_layers);
+  }
   double softmax_per_token = 0;
   if (spec.attention == Attention::kUnfused) {
     // Softmax over each score row, read and written, per head on this rank.

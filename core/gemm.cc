@@ -219,14 +219,15 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
 
   if (d.moe_layers > 0) {
     // Mixture of experts. The router is small and replicated on every rank; each expert's width
-    // is split over the tensor-parallel ranks like a dense MLP (no expert parallelism here).
+    // is split over the tensor-parallel ranks like a dense MLP; under expert parallelism a rank
+    // holds E/e experts and runs them on the tokens e ranks route to them.
     const int64_t M = d.moe_layers;
     b.Linear(kMoeRouter, T, spec.num_experts, h, M);
-    const int64_t E = spec.num_experts;
+    const int64_t E = d.experts_per_rank;
     const int64_t rows = d.expert_tokens;
     const bool gelu = spec.mlp == Mlp::kGelu;
-    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.ffn_per_rank, h, M, E);
-    b.Linear(kMoeDown, rows, h, d.ffn_per_rank, M, E);
+    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.expert_ffn_per_rank, h, M, E);
+    b.Linear(kMoeDown, rows, h, d.expert_ffn_per_rank, M, E);
     if (d.shared_ffn_per_rank > 0) {
       b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, M);
       b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, M);

@@ -70,6 +70,9 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
   if (model.kv_lora_rank > 0) missing.push_back("multi-head latent attention");
   if (model.sliding_window > 0) missing.push_back("local (sliding-window) attention");
   if (model.context_parallel > 1) missing.push_back("context parallelism (ring attention)");
+  if (model.expert_parallel > 1 || ExpertTensorParallel(model) != model.tensor_parallel) {
+    missing.push_back("expert parallelism (a rank's share of experts)");
+  }
   if (model.num_experts > 0 && Derive(model).dense_layers > 0) {
     missing.push_back("a mix of dense and MoE layers");
   }

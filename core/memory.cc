@@ -136,16 +136,33 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
   const double p = static_cast<double>(spec.pipeline_parallel);
+  const double ep = static_cast<double>(std::max<int64_t>(spec.expert_parallel, 1));
   const double layers_per_stage =
       static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   // The first stage: its layers and the input embedding (the output matrix, when untied, is on
-  // the last stage; with one stage it is here too).
-  double stage_params =
-      static_cast<double>(params.per_layer_params) * layers_per_stage +
-      static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0);
-  stage_params /= t;
+  // the last stage; with one stage it is here too), per tensor-parallel rank. Under expert
+  // parallelism a GPU holds 1/e of the routed experts (split over the experts' own tensor-
+  // parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the same ones
+  // (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same share of
+  // them as of the rest.
+  const double et = static_cast<double>(ExpertTensorParallel(spec));
+  const double expert_stage = static_cast<double>(params.expert_params) /
+                              static_cast<double>(std::max<int64_t>(spec.num_layers, 1)) *
+                              layers_per_stage / et;
+  const double stage_params =
+      (static_cast<double>(params.per_layer_params) * layers_per_stage +
+       static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
+          t -
+      expert_stage * et / t + expert_stage / ep;
+  const double expert_replicas = std::max(1.0, dp * t / et / ep);
+  // Parameters per GPU with ZeRO stage `level` or above sharding them.
+  auto held = [&](int level) {
+    return zero >= level ? (stage_params - expert_stage / ep) / dp +
+                               expert_stage / ep / expert_replicas
+                         : stage_params;
+  };
   const double weight_bytes = WeightBytes(spec);
-  m.weights_bytes = stage_params * weight_bytes / (zero >= 3 ? dp : 1);
+  m.weights_bytes = held(3) * weight_bytes;
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
 
   const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
@@ -153,13 +170,16 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   const double h = static_cast<double>(spec.hidden_size);
   if (spec.workload == Workload::kTraining) {
     const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
-    m.gradients_bytes = stage_params * grad_bytes / (zero >= 2 ? dp : 1);
+    m.gradients_bytes = held(2) * grad_bytes;
     if (zero >= 3) {
-      const double unit = std::max(static_cast<double>(params.per_layer_params),
+      const double layer_experts = static_cast<double>(params.expert_params) /
+                                   static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
+      const double unit = std::max(static_cast<double>(params.per_layer_params) -
+                                       layer_experts * (1 - 1 / ep),
                                    static_cast<double>(spec.vocab_size * spec.hidden_size));
       m.gathered_bytes = 2 * weight_bytes * unit / t;
     }
-    m.optimizer_bytes = stage_params * kOptimizerBytes / (zero >= 1 ? dp : 1);
+    m.optimizer_bytes = held(1) * kOptimizerBytes;
     TrainingActivations(spec, layout, m);
   } else {
     // The KV cache, 16-bit, per rank (KvCacheBytes).

@@ -120,10 +120,11 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.pipeline_parallel == 0) s.pipeline_parallel = 1;
   if (s.data_parallel == 0) s.data_parallel = 1;
   if (s.context_parallel == 0) s.context_parallel = 1;
+  if (s.expert_parallel == 0) s.expert_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
-  // moe_layer_interval, dense_ffn_hidden_size, v_head_dim and sliding_window_layers keep their
-  // 0 ("as the other field says", Derive): the recommender moves the fields they follow.
+  // moe_layer_interval, dense_ffn_hidden_size, v_head_dim, sliding_window_layers and
+  // expert_tensor_parallel keep their 0 ("as the other field says", Derive, ExpertTensorParallel): the recommender moves the fields they follow.
   return s;
 }
 
@@ -163,6 +164,39 @@ void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
     v.push_back({"dense_ffn_hidden_size",
                  absl::StrCat("must be divisible by tensor_parallel (", s.tensor_parallel,
                               "); got ", s.dense_ffn_hidden_size)});
+  }
+}
+
+// Expert parallelism splits a MoE layer's experts over e ranks: e must divide E (training and
+// prefill; decode's experts are not split here).
+void ValidateExpertParallel(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  CheckRange(v, "expert_parallel", s.expert_parallel, 1, kMaxExperts);
+  if (s.expert_parallel <= 1 || s.expert_parallel > kMaxExperts) return;
+  if (s.num_experts == 0) {
+    v.push_back({"expert_parallel",
+                 absl::StrCat("splits a mixture of experts: it needs num_experts > 0; got ",
+                              s.expert_parallel)});
+  } else if (s.num_experts >= 1 && s.num_experts % s.expert_parallel != 0) {
+    v.push_back({"expert_parallel", absl::StrCat("must divide num_experts (", s.num_experts,
+                                                 "); got ", s.expert_parallel)});
+  }
+  if (s.workload == Workload::kDecode) {
+    v.push_back({"expert_parallel",
+                 absl::StrCat("must be 1 for decode (expert-parallel serving is not modelled); got ",
+                              s.expert_parallel)});
+  }
+}
+
+// The experts' own tensor parallelism: the model's (t) or none (1).
+void ValidateExpertTensorParallel(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  if (s.expert_tensor_parallel == 0 || s.expert_tensor_parallel == s.tensor_parallel) return;
+  if (s.expert_tensor_parallel != 1) {
+    v.push_back({"expert_tensor_parallel",
+                 absl::StrCat("must be 1 (whole experts) or tensor_parallel (", s.tensor_parallel,
+                              "); got ", s.expert_tensor_parallel)});
+  } else if (s.num_experts == 0) {
+    v.push_back({"expert_tensor_parallel",
+                 "splits a mixture of experts: it needs num_experts > 0"});
   }
 }
 
@@ -284,6 +318,8 @@ void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
   }
   CheckRange(v, "shared_expert_ffn_hidden_size", s.shared_expert_ffn_hidden_size, 0,
              kMaxFfnHiddenSize);
+  ValidateExpertParallel(s, v);
+  ValidateExpertTensorParallel(s, v);
   ValidateLayerMix(s, v);
   ValidateMla(s, v);
   CheckRange(v, "sliding_window", s.sliding_window, 0, kMaxSeqLength);
@@ -394,6 +430,11 @@ absl::StatusOr<ModelSpec> NormalizeSpec(const ModelSpec& spec) {
   return s;
 }
 
+int64_t ExpertTensorParallel(const ModelSpec& s) {
+  return s.expert_tensor_parallel > 0 ? s.expert_tensor_parallel
+                                      : std::max<int64_t>(s.tensor_parallel, 1);
+}
+
 int64_t DenseFfnWidth(const ModelSpec& s) {
   return s.num_experts > 0 && s.dense_ffn_hidden_size > 0 ? s.dense_ffn_hidden_size
                                                            : s.ffn_hidden_size;
@@ -414,12 +455,22 @@ DerivedShape Derive(const ModelSpec& s) {
   d.tokens =
       s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * d.seq_per_rank;
   d.expert_tokens = 0;
+  d.experts_per_rank = 0;
+  d.expert_ffn_per_rank = 0;
   d.shared_ffn_per_rank = s.shared_expert_ffn_hidden_size / t;
   d.active_ffn_per_rank = d.ffn_per_rank;
   if (s.num_experts > 0) {
     // Each token goes to k experts: E expert GEMMs of ceil(T·k/E) rows each, the balanced
-    // routing a load-balancing loss aims at (a grouped GEMM).
-    d.expert_tokens = (d.tokens * s.experts_per_token + s.num_experts - 1) / s.num_experts;
+    // routing a load-balancing loss aims at (a grouped GEMM). Under expert parallelism a rank
+    // runs E/e of them on the tokens of e ranks: ceil(T·k·e/E) rows each.
+    // Whole experts (expert_tensor_parallel 1) under tensor parallelism: each of the t ranks
+    // routes its own T/t tokens (the sequence-parallel split) to experts of full width.
+    const int64_t e = std::max<int64_t>(s.expert_parallel, 1);
+    const int64_t et = ExpertTensorParallel(s);
+    const int64_t routed = et == t ? d.tokens : (d.tokens + t - 1) / t;
+    d.experts_per_rank = s.num_experts / e;
+    d.expert_ffn_per_rank = s.ffn_hidden_size / et;
+    d.expert_tokens = (routed * s.experts_per_token * e + s.num_experts - 1) / s.num_experts;
     d.active_ffn_per_rank = s.experts_per_token * d.ffn_per_rank + d.shared_ffn_per_rank;
   }
   d.moe_layers = 0;

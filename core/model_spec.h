@@ -99,6 +99,17 @@ struct ModelSpec {
   // Weights are replicated over the c ranks (their gradients reduce with data parallelism's).
   // 0 = 1. Training and prefill only; s must divide by 2c.
   int64_t context_parallel = 0;
+  // Expert parallelism (Megatron-Core's --expert-model-parallel-size): the routed experts of every
+  // MoE layer split over e ranks of the data- and context-parallel ones (e must divide E and,
+  // in a run, d·c), each holding E/e experts whole-width over t (expert tensor parallelism = t).
+  // Tokens go to their experts' ranks and back by all-to-all (dispatch and combine); each rank's
+  // expert GEMMs take e times the rows of E/e experts. 0 = 1. Needs num_experts > 0.
+  int64_t expert_parallel = 0;
+  // The tensor-parallel degree of the experts (Megatron-Core's --expert-tensor-parallel-size):
+  // 0 = tensor_parallel (each expert's width split over the same t ranks); 1 = whole experts,
+  // the t ranks joining the expert-parallel group instead (e must divide t·d·c then), each
+  // running its own T/t tokens' share. No other value is modelled.
+  int64_t expert_tensor_parallel = 0;
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;
@@ -187,7 +198,11 @@ struct DerivedShape {
   int64_t vocab_per_rank;     // ceil(v/t)
   int64_t tokens;             // rows of every linear GEMM this step: b·s/c (training, prefill) or b
   int64_t seq_per_rank;       // s/c: the queries (and keys per ring step) of one rank's attention
-  int64_t expert_tokens;      // MoE: rows of each expert's GEMMs, ceil(tokens·k / E); 0 = dense
+  // MoE: rows of each of this rank's expert GEMMs, ceil(tokens·k·e / E) (the tokens of the e
+  // expert-parallel ranks routed to it); 0 = dense
+  int64_t expert_tokens;
+  int64_t experts_per_rank;   // MoE: E / e
+  int64_t expert_ffn_per_rank;  // MoE: an expert's width on a rank, f / expert_tensor_parallel
   int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
   // The MLP width one token passes through, per rank: f/t dense; (k·f + shared)/t for MoE.
   int64_t active_ffn_per_rank;
@@ -198,6 +213,9 @@ struct DerivedShape {
   int64_t window_layers;        // layers with local attention (sliding_window > 0)
 };
 DerivedShape Derive(const ModelSpec& spec);
+
+// The experts' tensor-parallel degree: expert_tensor_parallel, or tensor_parallel when it is 0.
+int64_t ExpertTensorParallel(const ModelSpec& spec);
 
 // The MLP width of a dense layer: dense_ffn_hidden_size in a model that mixes dense and MoE
 // layers (0 there = ffn_hidden_size), ffn_hidden_size in a dense model.

@@ -64,6 +64,7 @@ ParamCounts CountParams(const ModelSpec& s) {
   c.total_params = layers + embedding + norm_params /* final norm */;
   c.non_embedding_params = c.total_params - embedding;
   c.active_params = c.total_params - (moe_mlp - moe_active) * d.moe_layers;
+  c.expert_params = s.num_experts * mlp_of(s.ffn_hidden_size) * d.moe_layers;
   return c;
 }
 

@@ -21,6 +21,8 @@ struct ParamCounts {
   // Parameters one token uses: total for a dense model; for MoE, the router, k experts and the
   // shared experts instead of all E experts.
   int64_t active_params = 0;
+  // The routed experts of every MoE layer (0 for a dense model): what expert parallelism splits.
+  int64_t expert_params = 0;
 };
 ParamCounts CountParams(const ModelSpec& spec);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -148,6 +149,49 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   return layers * per_layer;
 }
 
+// Expert parallelism's all-to-alls of one micro-batch through `moe_layers` MoE layers of one
+// stage: each sends the rank's routed token copies to the experts' ranks (dispatch) and brings
+// the results back (combine), forward and again backward (the gradients), and once more forward
+// under full recomputation; T·k/t tokens of h 16-bit values per GPU (T = b·s/c; with tensor
+// parallelism the tokens are split over its ranks, as the sequence-parallel region leaves them),
+// (e-1)/e of them to other ranks. The EP group is every et-th rank (the experts' tensor-parallel
+// degree; Megatron-Core's etp-ep-dp-pp order): the peers in the same NVLink domain over NVLink,
+// the others over the network, both at once; one latency per all-to-all (the sends to all peers
+// are posted together). With experts split over the t ranks too, the expert MLP's collectives
+// carry the k copies of each token instead of one: (k-1) more of the four per layer (all-gather
+// and reduce-scatter, forward and backward); whole experts (et = 1) have none (TensorParallelS's
+// MLP half is taken off their layers). Not overlapped with compute (Megatron-Core's default).
+double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layers) {
+  const ModelSpec& s = a.spec;
+  const int64_t e = s.expert_parallel;
+  if (e <= 1 || moe_layers <= 0) return 0;
+  const GpuSpec& gpu = *a.gpu;
+  const int64_t t = s.tensor_parallel, et = ExpertTensorParallel(s);
+  const double k = static_cast<double>(s.experts_per_token);
+  const double copies = HiddenStatesBytes(s) * k;  // every routed copy of the rank's tokens
+  const double bytes = copies / static_cast<double>(t);
+  // Megatron-Core lays expert groups out etp-ep-dp-pp: e ranks of stride et.
+  const int64_t stride = et;
+  const int64_t local = std::clamp<int64_t>(gpu.link.domain_gpus / stride, 1, e);
+  const Path nvlink = PathFor(gpu, run, 1);
+  double per = 0;
+  if (stride * e <= gpu.link.domain_gpus) {
+    per = bytes * static_cast<double>(e - 1) / static_cast<double>(e) / nvlink.bw + nvlink.latency;
+  } else {
+    const Path net = PathFor(gpu, run, gpu.link.domain_gpus + 1);
+    const double inside = bytes * static_cast<double>(local - 1) / static_cast<double>(e) / nvlink.bw;
+    const double across = bytes * static_cast<double>(e - local) / static_cast<double>(e) / net.bw;
+    per = std::max(inside, across) + net.latency;
+  }
+  const double all_to_alls = 2 * (2 + (run.recompute == Recompute::kFull ? 1 : 0));
+  double tp_extra = 0;
+  if (t > 1 && et == t) {
+    const Path tp_path = PathFor(gpu, run, t);
+    tp_extra = (k - 1) * 4 * GatherS(HiddenStatesBytes(s), t, tp_path.bw, tp_path.latency);
+  }
+  return moe_layers * (all_to_alls * per + tp_extra);
+}
+
 absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int64_t* d,
                       int64_t* m) {
   const int64_t b = s.micro_batch_size;
@@ -161,6 +205,13 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
                      tp, "); got ", run.num_gpus));
   }
   *d = run.num_gpus > 0 ? run.num_gpus / tp : std::max<int64_t>(s.data_parallel, 1);
+  // No data parallelism stated but expert parallelism: the fewest data-parallel ranks that hold
+  // the expert-parallel group (e ranks of d·c).
+  if (run.num_gpus == 0 && *d == 1 && s.expert_parallel > 1) {
+    *d = s.expert_parallel /
+         std::gcd(s.expert_parallel,
+                  s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s));
+  }
   const int64_t per_step = b * *d;
   const int64_t global = run.global_batch > 0 ? run.global_batch : per_step * s.pipeline_parallel;
   if (global % per_step != 0) {
@@ -170,12 +221,22 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
                      per_step, "); got ", global));
   }
   *m = global / per_step;
-  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
-  if (!split.even && run.interleave > 1) {
+  // The ranks an expert-parallel group is drawn from: d·c, and the t ranks too with whole experts.
+  const int64_t expert_pool =
+      *d * s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s);
+  if (s.expert_parallel > 1 && expert_pool % s.expert_parallel != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "run.interleave: stages of unequal layers (", split.first, " first, ", split.middle,
-        " middle, ", split.last, " last) are priced without interleaving; got ", run.interleave));
+        "model.expert_parallel: must divide the data- × context-parallel ranks (", *d, " × ",
+        s.context_parallel,
+        ExpertTensorParallel(s) == s.tensor_parallel
+            ? ""
+            : absl::StrCat(" × the ", s.tensor_parallel, " tensor-parallel ranks of whole experts"),
+        "), whose ranks it splits the experts over; got ", s.expert_parallel));
   }
+  // Stages of unequal layers interleave too (Megatron-Core's layouts with the embedding and the
+  // loss counted as layers: Llama 3.1 405B's 126 layers on 8 stages of 8 chunks): the chunks
+  // of a middle stage must be equal, the end stages' fewer layers sit in their end chunks.
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
   const int64_t stage_layers = split.middle;
   if (run.interleave < 1 || stage_layers % run.interleave != 0) {
     return absl::InvalidArgumentError(
@@ -388,6 +449,21 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
             : "ZeRO-3 without prefetch: every layer's gathers (forward and backward) and "
               "reduce-scatter exposed, per micro-batch");
   }
+  if (s.expert_parallel > 1) {
+    out.push_back(absl::StrFormat(
+        "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
+        "back by all-to-all (dispatch and combine, forward and backward, 16-bit) not overlapped "
+        "with compute (Megatron-Core's default), routing balanced across experts (as NVIDIA's "
+        "MoE benchmarks force it; real routers are uneven and the slowest rank sets the pace); "
+        "expert gradients reduce over the %d ranks holding the same experts%s",
+        s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
+        std::max<int64_t>(1, r.data_parallel * s.context_parallel * s.tensor_parallel /
+                                 ExpertTensorParallel(s) / s.expert_parallel),
+        ExpertTensorParallel(s) < s.tensor_parallel
+            ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
+              "own share of the tokens"
+            : ""));
+  }
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(
         "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
@@ -412,6 +488,42 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   return out;
 }
 
+// The gradient reduction and the optimizer step of one step (r.dp_comm_s, r.optimizer_s):
+// parameters per GPU, the routed experts split over e ranks (and whole under tensor parallelism
+// with expert_tensor_parallel 1), whose gradients reduce over the ranks holding the same experts;
+// the rest over d·c.
+void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double forward_layer,
+                     double layer_backward, StepBreakdown& r) {
+  const ModelSpec& s = a.spec;
+  const GpuSpec& gpu = *a.gpu;
+  const double model_parallel = static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
+  const double e = static_cast<double>(s.expert_parallel);
+  const double whole = static_cast<double>(s.tensor_parallel / ExpertTensorParallel(s));
+  const double expert_per_gpu =
+      static_cast<double>(a.params.expert_params) / model_parallel * whole / e;
+  const double dense_per_gpu =
+      static_cast<double>(a.params.total_params - a.params.expert_params) / model_parallel;
+  const int64_t replicas = r.data_parallel * s.context_parallel;
+  const int64_t expert_replicas = std::max<int64_t>(
+      1, replicas * s.tensor_parallel / ExpertTensorParallel(s) / s.expert_parallel);
+  if ((s.expert_parallel <= 1 && whole == 1) || run.zero_stage >= 3) {
+    // ZeRO-3's layer-by-layer overlap is priced over all of a GPU's parameters at once.
+    r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, dense_per_gpu + expert_per_gpu, m,
+                                forward_layer, layer_backward);
+  } else {
+    r.dp_comm_s =
+        DataParallelS(a, run, r.gpus, replicas, dense_per_gpu, m, forward_layer, layer_backward) +
+        DataParallelS(a, run, r.gpus, expert_replicas, expert_per_gpu, m, forward_layer,
+                      layer_backward);
+  }
+  const double optimizer_params =
+      run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(replicas) +
+                                expert_per_gpu / static_cast<double>(expert_replicas)
+                          : dense_per_gpu + expert_per_gpu;
+  r.optimizer_s = optimizer_params * kAdamBytesPerParam /
+                  (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
+}
+
 }  // namespace
 
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
@@ -425,6 +537,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.tensor_parallel = s.tensor_parallel;
   r.pipeline_parallel = s.pipeline_parallel;
   r.context_parallel = s.context_parallel;
+  r.expert_parallel = s.expert_parallel;
   const int64_t tp = s.tensor_parallel * s.pipeline_parallel * s.context_parallel;
   if (absl::Status st = CheckRun(s, run, tp, &r.data_parallel, &r.microbatches); !st.ok()) {
     return st;
@@ -452,14 +565,23 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
                            : run.recompute == Recompute::kSelective && !flash
                                ? mb.attention_forward_s / layers * stage_layers
                                : 0;
-  const double tp_comm = TensorParallelS(a, run, stage_layers) * (1 - run.tp_overlap);
+  const double stage_moe_layers =
+      static_cast<double>(Derive(s).moe_layers) / layers * stage_layers;
+  // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
+  // (the tokens go to their experts by the all-to-all instead), half of a layer's.
+  const double tp_layers = stage_layers - (ExpertTensorParallel(s) < s.tensor_parallel
+                                               ? stage_moe_layers / 2
+                                               : 0);
+  const double tp_comm = TensorParallelS(a, run, tp_layers) * (1 - run.tp_overlap);
   const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);
   const double forward_layer = mb.layers_forward_s / layers;
   const double offload =
       OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
                mb.layers_s / layers - forward_layer);
-  const double stage = compute + recompute + tp_comm + cp_comm + offload;
+  const double ep_comm = ExpertParallelS(a, run, stage_moe_layers);
+  const double stage = compute + recompute + tp_comm + ep_comm + cp_comm + offload;
   r.compute_s = m * compute;
+  r.ep_comm_s = m * ep_comm;
   r.recompute_s = m * recompute;
   r.tp_comm_s = m * tp_comm;
   r.cp_comm_s = m * cp_comm;
@@ -467,20 +589,13 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.pp_bubble_s = (p - 1) / static_cast<double>(run.interleave) * stage;
   r.pp_comm_s = PipelineSendsS(a, run, m);
 
-  const double params_per_gpu = static_cast<double>(a.params.total_params) /
-                                static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
-  const int64_t replicas = r.data_parallel * s.context_parallel;
   const double layer_backward = mb.layers_s / layers - forward_layer + recompute / stage_layers;
-  r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, params_per_gpu, m, forward_layer,
-                              layer_backward);
-  const double shard = run.zero_stage >= 1 ? static_cast<double>(replicas) : 1;
-  r.optimizer_s = params_per_gpu / shard * kAdamBytesPerParam /
-                  (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
+  ReduceAndUpdate(a, run, m, forward_layer, layer_backward, r);
   r.sequence_parallel = run.sequence_parallel;
   r.recompute = run.recompute;
   r.zero_stage = run.zero_stage;
   r.offload_activations = run.offload_activations;
-  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.cp_comm_s + r.offload_s +
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
              r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
   r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
   r.mfu =

@@ -20,7 +20,10 @@
 // four reduce-scatters plus the two all-gathers backward re-does; full recomputation adds the
 // forward's. Context parallelism passes each rank's K and V around a ring of c ranks (c - 1
 // sends forward; backward K, V and their gradients; Megatron-Core overlaps each send with a block
-// of attention), so only what exceeds the attention kernels' time counts. Activation offload
+// of attention), so only what exceeds the attention kernels' time counts. Expert parallelism
+// (e ranks of the data- and context-parallel ones splitting each MoE layer's experts) adds its
+// all-to-alls per MoE layer (dispatch and combine, forward and backward) and reduces the experts'
+// gradients over the d·c/e ranks holding the same ones. Activation offload
 // copies what each layer stores to the host during forward and back during backward, over
 // PCIe at kHostCopyEfficiency, overlapped with the layers' compute. Everything here is a
 // PREDICTION.
@@ -92,12 +95,14 @@ struct StepBreakdown {
   int64_t gpus = 0;
   int64_t nodes = 0;  // GPUs / the NVLink domain, rounded up
   int64_t tensor_parallel = 1, pipeline_parallel = 1, data_parallel = 1, context_parallel = 1;
+  int64_t expert_parallel = 1;
   int64_t microbatches = 1;  // m, per data-parallel rank
   int64_t global_batch = 0;
   // The components, seconds per step; they add up to step_s.
   double compute_s = 0;    // m × the slowest stage's forward and backward
   double recompute_s = 0;  // m × its activation recomputation
   double tp_comm_s = 0;    // m × its tensor-parallel collectives
+  double ep_comm_s = 0;    // m × its expert-parallel all-to-alls (dispatch and combine)
   double cp_comm_s = 0;    // m × its context-parallel K/V ring sends not hidden under attention
   double offload_s = 0;    // m × its activation copies to and from the host not hidden
   double pp_bubble_s = 0;  // (p-1)/v stage micro-batch times idle

@@ -70,7 +70,8 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   // A run is the answer whenever one is described: `run`, or parallelism beyond TP in the model
   // (`--tp 8 --pp 4 --dp 2` is a run on 64 GPUs, not one rank's kernels).
   const bool run_given = request.has_run() || spec.pipeline_parallel > 1 ||
-                         spec.data_parallel > 1 || spec.context_parallel > 1;
+                         spec.data_parallel > 1 || spec.context_parallel > 1 ||
+                         spec.expert_parallel > 1;
   if (run_given) {
     ASSIGN_OR_RETURN(const RunConfig run, FromProto(request.run(), "run."));
     absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);

@@ -282,6 +282,8 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.learned_position_embeddings = p.learned_position_embeddings();
   s.data_parallel = p.data_parallel();
   s.context_parallel = p.context_parallel();
+  s.expert_parallel = p.expert_parallel();
+  s.expert_tensor_parallel = p.expert_tensor_parallel();
   s.num_experts = p.num_experts();
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
@@ -335,6 +337,8 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_learned_position_embeddings(s.learned_position_embeddings);
   p.set_data_parallel(s.data_parallel);
   p.set_context_parallel(s.context_parallel);
+  p.set_expert_parallel(s.expert_parallel);
+  p.set_expert_tensor_parallel(s.expert_tensor_parallel);
   p.set_num_experts(s.num_experts);
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
@@ -694,8 +698,10 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_zero_stage(b.zero_stage);
   p.set_offload_activations(b.offload_activations);
   p.set_cp_comm_s(b.cp_comm_s);
+  p.set_ep_comm_s(b.ep_comm_s);
   p.set_offload_s(b.offload_s);
   p.set_context_parallel(b.context_parallel);
+  p.set_expert_parallel(b.expert_parallel);
   return p;
 }
 

@@ -106,6 +106,34 @@ TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
   EXPECT_THAT(r.err, HasSubstr("context_parallel (64)"));
 }
 
+// Expert parallelism from the command line: Mixtral with its experts over 8 ranks of 64 GPUs, the
+// all-to-alls in the step, whole experts under tensor parallelism, and a split the run cannot have.
+TEST(CliTest, AnalyzeSplitsExpertsOverExpertParallelRanks) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = Path("examples/models/hf/mixtral-8x7b.json");
+  o.gpu = "h100-sxm";
+  o.seq = 4096;
+  o.ep = 8;
+  o.gpus = 64;
+  CliRun r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* part : {"e=8", "training step on 64 GPUs (8 nodes): t=1 p=1 d=64 (e=8 of them)",
+                           "EP all-to-all", "expert parallelism over 8 ranks: 1 of 8 experts"}) {
+    EXPECT_THAT(r.out, HasSubstr(part));
+  }
+  o.tp = 2;
+  o.etp = 1;
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("whole experts"));
+  o.etp = 0;
+  o.gpus = 8;  // d = 4: 8 expert-parallel ranks cannot split over the 4 data-parallel ones
+  r = Cli(o);
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("expert_parallel: must divide"));
+}
+
 // `calibrate --fit=` with attention data: the attention report alone (the fit, its
 // cross-validation, the catalog's constants beside it); a bad file is named with its field.
 TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {

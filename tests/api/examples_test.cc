@@ -81,16 +81,18 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/hf/mixtral-8x7b.json", 46.7e9, 0.01},
                       Published{"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 0.01},
                       // Today's families (sources in examples/models/hf/README.md). Qwen3-8B
-                      // "8.2B", Qwen3-30B-A3B "30.5B" (Qwen model cards); DeepSeek-V3 "671B" (the
-                      // main model without its MTP module, DeepSeek's README_WEIGHTS.md),
-                      // DeepSeek-V2-Lite "15.7B" (DeepSeek-V2 paper); gpt-oss-120b 116.83B and
-                      // gpt-oss-20b 20.91B (OpenAI's model card, Table 1); Gemma 3 1B and 27B text
-                      // models: embedding + non-embedding of the Gemma 3 report's Table 1 (302M +
-                      // 698M; 1,416M + 25,600M); Llama 4 Maverick "400B" and Scout "109B" (Meta's
-                      // model cards), both with their vision encoder, which a text model has not:
-                      // Scout's text model is 1.1% below its card's total, so 1.5% for it.
+                      // "8.2B", Qwen3-30B-A3B "30.5B", Qwen3-235B-A22B "235B" (Qwen model
+                      // cards); DeepSeek-V3 "671B" (the main model without its MTP module,
+                      // DeepSeek's README_WEIGHTS.md), DeepSeek-V2-Lite "15.7B" (DeepSeek-V2
+                      // paper); gpt-oss-120b 116.83B and gpt-oss-20b 20.91B (OpenAI's model card,
+                      // Table 1); Gemma 3 1B and 27B text models: embedding + non-embedding of the
+                      // Gemma 3 report's Table 1 (302M + 698M; 1,416M + 25,600M); Llama 4 Maverick
+                      // "400B" and Scout "109B" (Meta's model cards), both with their vision
+                      // encoder, which a text model has not: Scout's text model is 1.1% below its
+                      // card's total, so 1.5% for it.
                       Published{"examples/models/hf/qwen3-8b.json", 8.2e9, 0.01},
                       Published{"examples/models/hf/qwen3-30b-a3b.json", 30.5e9, 0.01},
+                      Published{"examples/models/hf/qwen3-235b-a22b.json", 235e9, 0.01},
                       Published{"examples/models/hf/deepseek-v3.json", 671e9, 0.01},
                       Published{"examples/models/hf/deepseek-v2-lite.json", 15.7e9, 0.01},
                       Published{"examples/models/hf/gpt-oss-120b.json", 116.83e9, 0.01},
@@ -133,8 +135,8 @@ TEST(HfImportTest, MoeActiveParametersMatchPublished) {
 // Active parameters as each publisher counts them: DeepSeek and OpenAI leave the input embedding
 // out (a lookup, not a matrix product), Qwen and Meta keep it. DeepSeek-V3 "36.6B" (README_
 // WEIGHTS.md), DeepSeek-V2-Lite "2.4B" (DeepSeek-V2 paper), gpt-oss-120b 5.13B and gpt-oss-20b
-// 3.61B (model card, Table 1), Qwen3-30B-A3B "3.3B", Llama 4 Scout and Maverick "17B". Two
-// significant digits ("2.4B", "3.3B", "17B") get 2.5%.
+// 3.61B (model card, Table 1), Qwen3-30B-A3B "3.3B", Qwen3-235B-A22B "22B", Llama 4 Scout and
+// Maverick "17B". Two significant digits ("2.4B", "3.3B", "22B", "17B") get 2.5%.
 TEST(HfImportTest, TodaysFamiliesActiveParametersMatchPublished) {
   struct Case {
     const char* file;
@@ -147,6 +149,7 @@ TEST(HfImportTest, TodaysFamiliesActiveParametersMatchPublished) {
                         Case{"gpt-oss-120b", 5.13e9, true, 0.01},
                         Case{"gpt-oss-20b", 3.61e9, true, 0.01},
                         Case{"qwen3-30b-a3b", 3.3e9, false, 0.025},
+                        Case{"qwen3-235b-a22b", 22e9, false, 0.025},
                         Case{"llama-4-scout", 17e9, false, 0.025},
                         Case{"llama-4-maverick", 17e9, false, 0.025}}) {
     auto p = LoadModelFile(Path(std::string("examples/models/hf/") + c.file + ".json"));

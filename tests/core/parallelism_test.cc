@@ -40,8 +40,8 @@ bool Says(const StepBreakdown& b, const std::string& text) {
 }
 
 double Sum(const StepBreakdown& b) {
-  return b.compute_s + b.recompute_s + b.tp_comm_s + b.cp_comm_s + b.offload_s + b.pp_bubble_s +
-         b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
+  return b.compute_s + b.recompute_s + b.tp_comm_s + b.ep_comm_s + b.cp_comm_s + b.offload_s +
+         b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
 }
 
 // The case: tensor parallelism alone and with a pipeline no longer predict the same step,
@@ -264,10 +264,16 @@ TEST(ParallelismTest, UnevenStagesPutFewerLayersOnTheFirstAndLast) {
   bool said = false;
   for (const std::string& a : uneven.assumptions) said |= absl::StrContains(a, "7 first, 8 middle, 7 last");
   EXPECT_TRUE(said);
+  // Interleaved: the middle stages' 8 layers in two chunks of 4, the bubble half of 1F1B's; a
+  // chunk count that does not divide the middle stages' layers is refused.
   run.interleave = 2;
   s.num_layers = 126;
   absl::StatusOr<Analysis> a = Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
   ASSERT_TRUE(a.ok());
+  absl::StatusOr<StepBreakdown> interleaved = PlanStep(*a, run);
+  ASSERT_TRUE(interleaved.ok()) << interleaved.status();
+  EXPECT_NEAR(interleaved->pp_bubble_s, uneven.pp_bubble_s / 2, 1e-9 * uneven.pp_bubble_s);
+  run.interleave = 3;
   EXPECT_THAT(PlanStep(*a, run).status().message(), HasSubstr("run.interleave"));
   ModelSpec two = Llama70B(8, 4);
   two.num_layers = 2;

@@ -145,11 +145,13 @@ export interface StepBreakdown {
   pipeline_parallel?: Int64;
   data_parallel?: Int64;
   context_parallel?: Int64;
+  expert_parallel?: Int64;
   microbatches?: Int64;
   global_batch?: Int64;
   compute_s?: number;
   recompute_s?: number;
   tp_comm_s?: number;
+  ep_comm_s?: number;
   cp_comm_s?: number;
   offload_s?: number;
   pp_bubble_s?: number;

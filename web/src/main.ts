@@ -154,6 +154,8 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
   ["knob-tp", "tensor_parallel", "int"],
   ["knob-pp", "pipeline_parallel", "int"],
   ["knob-cp", "context_parallel", "int"],
+  ["knob-ep", "expert_parallel", "int"],
+  ["knob-etp", "expert_tensor_parallel", "int"],
   ["knob-dp", "data_parallel", "int"],
   ["knob-dtype", "dtype", "enum"],
   ["knob-workload", "workload", "enum"],
@@ -506,13 +508,14 @@ async function analyze() {
 }
 
 // The step, as a bar per GPU: with a run, its components under parallelism (compute, the
-// tensor- and context-parallel communication, activation offload, the pipeline bubble and sends,
+// tensor-, expert- and context-parallel communication, activation offload, the pipeline bubble and sends,
 // the exposed data-parallel reduction, the optimizer); without one, the GEMMs and the rest
 // (norms, activations, softmax, the loss).
 const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
   ["compute_s", "compute", "#3b528b"],
   ["recompute_s", "recomputation", "#5e7bbf"],
   ["tp_comm_s", "TP communication", "#e08e0b"],
+  ["ep_comm_s", "EP all-to-all", "#ff7043"],
   ["cp_comm_s", "CP communication", "#f4c542"],
   ["offload_s", "activation offload", "#00838f"],
   ["pp_bubble_s", "pipeline bubble", "#c62828"],
@@ -542,7 +545,7 @@ function renderStepBars(results: AnalyzeResponse[]) {
     const title = r.step
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
         `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
-        `d=${int(r.step.data_parallel)}), MFU ${percent(r.step.mfu)}; layout: ${layoutText(r.step)}; ` +
+        `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)}; layout: ${layoutText(r.step)}; ` +
         `one rank's kernels ${seconds(r.kernels?.step_time_s)} per micro-batch`
       : `${r.gpu}: ${seconds(r.step_time_s)} per step on one GPU (set the run's GPUs for parallelism)`;
     box.appendChild(node("div", title, "note"));

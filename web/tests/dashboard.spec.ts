@@ -288,6 +288,28 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await again.close();
 });
 
+test("expert parallelism reaches the request and its all-to-alls show in the step", async ({ page }) => {
+  await open(page, "hf/mixtral-8x7b.json");
+  await selectGpus(page, ["h100-sxm"]);
+  await page.fill("#knob-seq", "4096");
+  await page.fill("#knob-ep", "8");
+  await page.fill("#knob-tp", "2");
+  await page.fill("#knob-etp", "1");
+  await page.fill("#run-gpus", "64");
+  const sent: unknown[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
+  });
+  await page.click("#analyze-button");
+  await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
+  const body = sent[0] as { model: Record<string, unknown> };
+  expect(body.model.expert_parallel).toBe(8);
+  expect(body.model.expert_tensor_parallel).toBe(1);
+  const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
+  await expect(bar.locator('span[data-part="EP all-to-all"]')).toHaveCount(1);
+  await expect(page.locator("#step-bars")).toContainText("d=32 e=8)");
+});
+
 test("results go stale when the model or how it runs changes; errors stay at their panel", async ({ page }) => {
   await open(page);
   await page.click("#analyze-button");

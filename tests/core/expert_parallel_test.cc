@@ -1,0 +1,192 @@
+// Expert parallelism (ModelSpec::expert_parallel): the experts' GEMMs on one rank, the all-to-alls
+// of a step, the memory and gradient reduction of a rank's share of the experts, and the errors.
+#include <algorithm>
+#include <string>
+
+#include "core/analysis.h"
+#include "core/gemm.h"
+#include "core/memory.h"
+#include "core/model_stats.h"
+#include "core/parallelism.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Mixtral 8x7B's shape (mistralai/Mixtral-8x7B-v0.1 config.json), 4k tokens.
+ModelSpec Mixtral(int64_t ep) {
+  ModelSpec s = testing::LlamaLike(4096, 32, 8, 32, 14336, 32000);
+  s.num_experts = 8;
+  s.experts_per_token = 2;
+  s.seq_length = 4096;
+  s.expert_parallel = ep;
+  return *NormalizeSpec(s);
+}
+
+const Gemm* Find(const std::vector<Gemm>& gemms, absl::string_view name, Pass pass) {
+  for (const Gemm& g : gemms) {
+    if (g.name == name && g.pass == pass) return &g;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<StepBreakdown> Step(const ModelSpec& s, const RunConfig& run) {
+  absl::StatusOr<Analysis> a = Analyze(s, **FindGpu("h100-sxm"));
+  if (!a.ok()) return a.status();
+  return PlanStep(*a, run);
+}
+
+// A rank runs E/e experts on the tokens of e ranks: the grouped GEMM's batch shrinks by e and its
+// rows grow by e, so the rank's expert FLOPs stay those of its own tokens (balanced routing).
+TEST(ExpertParallelTest, ARankRunsItsExpertsOnTheTokensOfEveryEpRank) {
+  const std::vector<Gemm> one = BuildGemms(Mixtral(1));
+  const std::vector<Gemm> eight = BuildGemms(Mixtral(8));
+  const Gemm* a = Find(one, kMoeGateUp, Pass::kForward);
+  const Gemm* b = Find(eight, kMoeGateUp, Pass::kForward);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(a->shape.batch, 8);
+  EXPECT_EQ(b->shape.batch, 1);
+  EXPECT_EQ(a->shape.m, 4096 * 2 / 8);
+  EXPECT_EQ(b->shape.m, 4096 * 2);
+  EXPECT_EQ(a->shape.n, b->shape.n);
+  EXPECT_DOUBLE_EQ(a->step_flops(), b->step_flops());
+  // The router still sees every token of the rank.
+  EXPECT_EQ(Find(eight, kMoeRouter, Pass::kForward)->shape.m, 4096);
+}
+
+// The all-to-alls are a component of the step; inside one node they are cheaper than across
+// nodes, and they are absent without expert parallelism.
+TEST(ExpertParallelTest, AllToAllsCostMoreAcrossNodes) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 256;
+  absl::StatusOr<StepBreakdown> none = Step(Mixtral(1), run);
+  absl::StatusOr<StepBreakdown> node = Step(Mixtral(8), run);
+  ASSERT_TRUE(none.ok()) << none.status();
+  ASSERT_TRUE(node.ok()) << node.status();
+  EXPECT_EQ(none->ep_comm_s, 0);
+  EXPECT_GT(node->ep_comm_s, 0);
+  EXPECT_EQ(node->expert_parallel, 8);
+  EXPECT_NEAR(node->step_s,
+              node->compute_s + node->recompute_s + node->tp_comm_s + node->ep_comm_s +
+                  node->cp_comm_s + node->offload_s + node->pp_bubble_s + node->pp_comm_s +
+                  node->dp_comm_s + node->optimizer_s,
+              1e-9 * node->step_s);
+  // Experts split over two ranks of tensor parallelism put the 8 expert-parallel ranks on two
+  // nodes (every second rank).
+  ModelSpec wide = Mixtral(8);
+  wide.tensor_parallel = 2;
+  wide.expert_tensor_parallel = 2;
+  absl::StatusOr<StepBreakdown> across = Step(*NormalizeSpec(wide), run);
+  ASSERT_TRUE(across.ok()) << across.status();
+  EXPECT_GT(across->ep_comm_s, 2 * node->ep_comm_s);
+  EXPECT_TRUE(std::any_of(node->assumptions.begin(), node->assumptions.end(),
+                          [](const std::string& a) { return a.find("all-to-all") != a.npos; }));
+}
+
+// The experts' weights, gradients and (unsharded) optimizer state split over the e ranks; the
+// distributed optimizer shards them over the d·c/e ranks holding the same experts, which leaves a
+// GPU the same share as without expert parallelism.
+TEST(ExpertParallelTest, MemoryOfARanksShareOfTheExperts) {
+  MemoryLayout plain;
+  plain.data_parallel = 8;
+  plain.zero_stage = 0;
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const MemoryEstimate one = EstimateMemory(Mixtral(1), gpu, plain);
+  const MemoryEstimate eight = EstimateMemory(Mixtral(8), gpu, plain);
+  const ParamCounts p = CountParams(Mixtral(1));
+  EXPECT_GT(p.expert_params, 0.9 * p.total_params);
+  EXPECT_NEAR(one.weights_bytes - eight.weights_bytes, 2.0 * p.expert_params * 7 / 8,
+              1e-6 * one.weights_bytes);
+  EXPECT_LT(eight.optimizer_bytes, one.optimizer_bytes / 5);
+  MemoryLayout sharded = plain;
+  sharded.zero_stage = 1;
+  EXPECT_NEAR(EstimateMemory(Mixtral(8), gpu, sharded).optimizer_bytes,
+              EstimateMemory(Mixtral(1), gpu, sharded).optimizer_bytes,
+              1e-9 * one.optimizer_bytes);
+}
+
+// With d = e every rank holds different experts: their gradients have nothing to reduce with, so
+// only the dense part's reduction is left.
+TEST(ExpertParallelTest, ExpertGradientsReduceOverTheRanksHoldingTheSameExperts) {
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 64;
+  absl::StatusOr<StepBreakdown> one = Step(Mixtral(1), run);
+  absl::StatusOr<StepBreakdown> eight = Step(Mixtral(8), run);
+  ASSERT_TRUE(one.ok() && eight.ok());
+  const ParamCounts p = CountParams(Mixtral(1));
+  const double dense_share =
+      static_cast<double>(p.total_params - p.expert_params) / static_cast<double>(p.total_params);
+  EXPECT_NEAR(eight->dp_comm_s / one->dp_comm_s, dense_share, 0.02);
+}
+
+// Whole experts under tensor parallelism (expert_tensor_parallel 1, as NVIDIA's Qwen3 and
+// DeepSeek recipes run them): the t ranks join the expert-parallel group, each routing its own
+// T/t tokens to full-width experts; the MoE layers lose their MLP's tensor-parallel collectives.
+TEST(ExpertParallelTest, WholeExpertsUnderTensorParallelism) {
+  ModelSpec s = Mixtral(1);
+  s.tensor_parallel = 2;
+  s.expert_parallel = 8;
+  s.expert_tensor_parallel = 1;
+  absl::StatusOr<ModelSpec> whole = NormalizeSpec(s);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  const Gemm* up = Find(BuildGemms(*whole), kMoeGateUp, Pass::kForward);
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->shape.n, 2 * 14336);           // full width, gate and up
+  EXPECT_EQ(up->shape.m, 4096 / 2 * 2 * 8 / 8);  // T/t tokens, k = 2, e/E = 1
+  EXPECT_EQ(up->shape.batch, 1);
+  // On 8 GPUs d = 4: the group of 8 is drawn from the t·d = 8 ranks.
+  RunConfig run;
+  run.num_gpus = 8;
+  absl::StatusOr<StepBreakdown> b = Step(*whole, run);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->data_parallel, 4);
+  s.expert_tensor_parallel = 2;
+  absl::StatusOr<StepBreakdown> split = Step(*NormalizeSpec(s), run);
+  ASSERT_FALSE(split.ok());  // 8 does not divide d·c = 4 when the experts are split over t
+  EXPECT_THAT(std::string(split.status().message()), HasSubstr("model.expert_parallel"));
+  s.expert_tensor_parallel = 4;
+  EXPECT_THAT(std::string(NormalizeSpec(s).status().message()),
+              HasSubstr("expert_tensor_parallel: must be 1 (whole experts) or tensor_parallel"));
+  ModelSpec plain = Mixtral(1);
+  plain.tensor_parallel = 2;
+  plain.expert_tensor_parallel = 2;
+  absl::StatusOr<StepBreakdown> dense_tp = Step(*NormalizeSpec(plain), run);
+  ASSERT_TRUE(dense_tp.ok());
+  EXPECT_LT(b->tp_comm_s, dense_tp->tp_comm_s);
+}
+
+TEST(ExpertParallelTest, ErrorsNameTheField) {
+  ModelSpec s = Mixtral(1);
+  s.expert_parallel = 3;
+  absl::StatusOr<ModelSpec> bad = NormalizeSpec(s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("expert_parallel: must divide num_experts (8); got 3"));
+  ModelSpec dense = testing::LlamaLike(4096, 32, 8, 32, 14336, 32000);
+  dense.expert_parallel = 2;
+  bad = NormalizeSpec(dense);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("needs num_experts > 0"));
+  // 8 expert-parallel ranks cannot split over 4 data-parallel ones.
+  RunConfig run;
+  run.num_gpus = 4;
+  absl::StatusOr<StepBreakdown> b = Step(Mixtral(8), run);
+  ASSERT_FALSE(b.ok());
+  EXPECT_THAT(std::string(b.status().message()),
+              HasSubstr("model.expert_parallel: must divide the data- × context-parallel ranks"));
+  // No data parallelism stated: the fewest ranks that hold the expert-parallel group.
+  b = Step(Mixtral(8), RunConfig());
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->data_parallel, 8);
+  EXPECT_EQ(b->gpus, 8);
+}
+
+}  // namespace
+}  // namespace wavecrest
