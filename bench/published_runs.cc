@@ -5,8 +5,10 @@
 //   published_runs [--rows] [--max-median F --max-p90 F] FILE.csv
 //
 // FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns;
-// bench/data/published-runs-h100.csv, MosaicML's H100 tables, has it too); A100, H100 and H200 rows
-// are priced on the catalog's SXM parts:
+// bench/data/published-runs-h100.csv, MosaicML's H100 tables, has it too; NVIDIA's DGX-H100 runs,
+// bench/data/published-runs-nemo-h100.csv, add vp, ep, fsdp and config, a model's config.json under
+// examples/models relative to the repository root FILE is two folders below); A100, H100 and H200
+// rows are priced on the catalog's SXM parts:
 // each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
 // sequence parallelism, dtype, FSDP sharding), the rest left to wavecrest's defaults. A published
 // rate (MFU, model TFLOP/s) is compared under the publisher's own FLOP count per token, from the
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -30,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
+#include "core/hf_import.h"
 #include "core/model_stats.h"
 #include "core/parallelism.h"
 
@@ -76,24 +80,76 @@ std::string SourceOf(const Row& r) { return r.at("id").substr(0, r.at("id").find
 struct Priced {
   ModelSpec spec;
   RunConfig run;
+  bool overlap_last_microbatch = false;  // dp_overlap: one micro-batch's compute of the stage
   std::string why_not;
 };
 
-Priced Describe(const Row& r) {
+// The value of a column the row may not have ("" when absent).
+std::string Col(const Row& r, const char* key) {
+  auto it = r.find(key);
+  return it == r.end() ? "" : it->second;
+}
+
+// A row's `config` (a Hugging Face config.json under examples/models, relative to the repository
+// root `root`): the model's shape instead of the h/a/L/ffn/vocab columns.
+absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string& config) {
+  std::ifstream in(root + "/" + config);
+  if (!in) return absl::NotFoundError("cannot read config " + config);
+  std::stringstream text;
+  text << in.rdbuf();
+  return ImportHfConfig(text.str());
+}
+
+// How NVIDIA's NeMo and Megatron-Bridge performance recipes run (Megatron-Core): the distributed
+// optimizer (ZeRO 1) or FSDP where the table says so, the interleaved schedule of the table's VP,
+// expert parallelism of its EP, sequence parallelism with tensor parallelism (the generator's
+// seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
+// (_benchmark_common: grad_reduce_in_fp32 = False).
+void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run,
+                  bool& p_overlap) {
+  int64_t vp = Int(r, "vp", 1), ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
+  run.interleave = std::max<int64_t>(vp, 1);
+  s.expert_parallel = std::max<int64_t>(ep, 1);
+  // Their MoE recipes run whole experts (expert_tensor_parallel_size = 1: perf_recipes/deepseek/
+  // common.py, gpt_oss/*, qwen/*/qwen3_moe.py).
+  if (s.num_experts > 0) s.expert_tensor_parallel = 1;
+  run.zero_stage = fsdp > 0 ? 3 : 1;
+  if (source == "mbridge") run.gradient_bytes = 2;
+  // Their recipes overlap the tensor-parallel collectives with the GEMMs (tp_comm_overlap, on
+  // with tensor parallelism: priced as hidden) and the gradient reduce-scatter and weight
+  // all-gather with compute (overlap_grad_reduce, overlap_param_gather: recipes/common.py), which
+  // under a pipeline run only beside the last micro-batch's backward and the first's forward:
+  // priced as hidden under one micro-batch's compute of the stage.
+  if (s.tensor_parallel > 1) run.tp_overlap = 1;
+  p_overlap = true;
+}
+
+Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
   ModelSpec& s = p.spec;
+  if (const std::string config = Col(r, "config"); !config.empty()) {
+    absl::StatusOr<ModelSpec> shape = ConfigShape(root, config);
+    if (!shape.ok()) {
+      p.why_not = std::string(shape.status().message());
+      return p;
+    }
+    s = *shape;
+  }
   s.name = r.at("id");
-  s.hidden_size = Int(r, "h");
-  s.num_attention_heads = Int(r, "a");
-  s.num_kv_heads = Int(r, "a_kv", s.num_attention_heads);
-  s.num_layers = Int(r, "L");
-  s.ffn_hidden_size = Int(r, "ffn", 4 * s.hidden_size);
-  s.vocab_size = Int(r, "vocab");
+  const bool shaped = !Col(r, "config").empty();
+  if (!shaped) {
+    s.hidden_size = Int(r, "h");
+    s.num_attention_heads = Int(r, "a");
+    s.num_kv_heads = Int(r, "a_kv", s.num_attention_heads);
+    s.num_layers = Int(r, "L");
+    s.ffn_hidden_size = Int(r, "ffn", 4 * s.hidden_size);
+    s.vocab_size = Int(r, "vocab");
+    s.mlp = Mlp::kGelu;
+    s.norm = Norm::kLayerNorm;
+  }
   s.seq_length = Int(r, "seq");
   s.micro_batch_size = Int(r, "micro_batch", 1);
-  s.mlp = Mlp::kGelu;
-  s.norm = Norm::kLayerNorm;
   const std::string dtype = r.at("dtype");
   s.dtype = dtype == "mixed16"                   ? DType::kFp16
             : absl::StrContains(dtype, "fp8")    ? DType::kFp8E4M3
@@ -117,12 +173,16 @@ Priced Describe(const Row& r) {
     s.attention = Attention::kUnfused;
     s.bias = Bias::kAll;
     s.learned_position_embeddings = s.seq_length;
+  } else if (shaped) {
+    // The model's own config.json says its shape; the run is today's Megatron-Core stack.
+    s.attention = Attention::kFlash;
   } else {
     // Any other source: today's Megatron-Core / NeMo stack (Transformer Engine's fused attention,
     // cuDNN on Hopper) and the model family its name says. Llama-like (Llama, Mistral, Mixtral,
     // Qwen): gated MLP of the row's ffn, RMSNorm, no biases, rotary positions; Mixtral 8x7B and
-    // 8x22B: 8 experts, 2 per token. Otherwise GPT-3 style: GELU, LayerNorm, biases, learned
-    // positions.
+    // 8x22B: 8 experts, 2 per token. Nemotron (NeMo's NemotronConfig): a squared-ReLU MLP (the
+    // GEMMs of a GELU one), LayerNorm, no biases, rotary positions. Otherwise GPT-3 style: GELU,
+    // LayerNorm, biases, learned positions.
     s.attention = Attention::kFlash;
     const std::string model = absl::AsciiStrToLower(r.at("model"));
     const bool llama_like = absl::StrContains(model, "llama") ||
@@ -136,6 +196,8 @@ Priced Describe(const Row& r) {
         s.num_experts = 8;
         s.experts_per_token = 2;
       }
+    } else if (absl::StrContains(model, "nemotron")) {
+      s.bias = Bias::kNone;
     } else {
       s.bias = Bias::kAll;
       s.learned_position_embeddings = s.seq_length;
@@ -178,6 +240,9 @@ Priced Describe(const Row& r) {
   // 2021-2022 papers' runs.
   if (source == "kort22" || source == "nar21") run.pp_overlap = false;
   const std::string& src = r.at("source");
+  if (source == "nemo" || source == "mbridge") {
+    NvidiaRecipe(r, source, s, run, p.overlap_last_microbatch);
+  }
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
@@ -216,8 +281,8 @@ struct Outcome {
   std::string why_not;
 };
 
-Outcome Price(const Row& r) {
-  Priced p = Describe(r);
+Outcome Price(const Row& r, const std::string& root) {
+  Priced p = Describe(r, root);
   if (!p.why_not.empty()) return {0, p.why_not};
   const std::string gpu_name = GpuOf(r);
   if (gpu_name.empty()) return {0, "no catalog GPU for \"" + r.at("gpu") + "\""};
@@ -229,6 +294,15 @@ Outcome Price(const Row& r) {
   if (!a.ok()) return {0, std::string(a.status().message())};
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
+  if (p.overlap_last_microbatch && b->dp_comm_s > 0) {
+    // Megatron-Core's overlap_grad_reduce / overlap_param_gather: the reduction runs under the
+    // last micro-batch's backward of the stage and the gather under the first's forward, about
+    // one micro-batch's compute of the stage (forward + backward); the rest is exposed.
+    const double one = (b->compute_s + b->recompute_s) / static_cast<double>(b->microbatches);
+    p.run.dp_overlap = std::min(1.0, one / b->dp_comm_s);
+    b = PlanStep(*a, p.run);
+    if (!b.ok()) return {0, std::string(b.status().message())};
+  }
   const std::string metric = r.at("metric");
   const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
   if (metric == "step_time_s") return {b->step_s, ""};
@@ -285,6 +359,9 @@ int main(int argc, char** argv) {
                  file.c_str());
     return 2;
   }
+  // The repository root, for rows' `config` files: FILE is ROOT/bench/data/NAME.csv.
+  const std::string root =
+      std::filesystem::absolute(file).parent_path().parent_path().parent_path().string();
   std::string line;
   std::getline(in, line);
   const std::vector<std::string> header = SplitCsv(line);
@@ -302,7 +379,7 @@ int main(int argc, char** argv) {
     if (!absl::SimpleAtod(r["value"], &value) || value <= 0) continue;
     ++total;
     const std::string group = absl::StrCat(SourceOf(r), " ", r["metric"]);
-    const Outcome o = Price(r);
+    const Outcome o = Price(r, root);
     if (!o.why_not.empty()) {
       ++refused[group];
       ++reasons[o.why_not.substr(0, 100)];

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Writes bench/data/published-runs-nemo-h100.csv: NVIDIA's published DGX-H100 pre-training
+throughput (tokens/s per GPU) from NeMo's and Megatron-Bridge's performance summaries, and the
+model TFLOP/s per GPU of NeMo's long-sequence page (Llama 2 7B with context parallelism, 4k to 1M
+tokens), one CSV row per figure, in the schema of ../shared/reference/published-runs-a100.csv plus the columns these
+runs need: vp, ep, fsdp (the table's), config (a model file of examples/models when the model is
+more than the h/a/L/ffn/vocab columns say: MoE, MLA, local attention).
+
+  python3 bench/data/make_nemo_h100_runs.py NEMO_GIT_DIR MEGATRON_BRIDGE_GIT_DIR \
+      > bench/data/published-runs-nemo-h100.csv
+
+NEMO_GIT_DIR is a clone of github.com/NVIDIA/NeMo, MEGATRON_BRIDGE_GIT_DIR of
+github.com/NVIDIA-NeMo/Megatron-Bridge (both Apache-2.0); the pages are read at the commits below.
+Every value is copied from a table row (the first figure where a cell holds two, "338 (330)": the
+other quantisation granularity); the quote is the row as written. Only DGX-H100 pre-training rows;
+model TFLOP/s per GPU is left out (it is the same measurement times the publisher's FLOP count).
+Rows of models the planner cannot express are left out and listed on stderr (Nemotron 3 Nano:
+hybrid Mamba-Transformer layers).
+"""
+import csv
+import re
+import subprocess
+import sys
+
+NEMO = ("8e3d65dcfe3504689bfc5b6e67d502780aacad41", "docs/source/performance/performance_summary.md")
+BRIDGE = ("067f987df03b8355b03192d88d70f1709fedf51a", "docs/performance-summary-archive.md")
+LONG = ("19fadb67b09ba94c55094d34df119d6f9c565068",
+        "docs/source/performance/performance_long_sequence.md")
+
+# Shapes: NeMo's model configs (nemo/collections/llm/gpt/model/{base,llama,nemotron}.py) and the
+# models' Hugging Face config.json files; family picks what bench/published_runs assumes
+# (llama: SwiGLU, RMSNorm, no biases; gpt3: GELU, LayerNorm, biases, learned positions; nemotron:
+# squared-ReLU MLP (a GELU MLP's GEMMs), LayerNorm, no biases, rotary positions).
+LLAMA3 = dict(a_kv=8, vocab=128256, family="llama")
+MODELS = {
+    "GPT3-5B": dict(h=4096, a=32, a_kv=32, L=24, ffn=16384, vocab=50257, family="gpt3"),
+    "GPT3-20B": dict(h=6144, a=48, a_kv=48, L=44, ffn=24576, vocab=50257, family="gpt3"),
+    "GPT3-175B": dict(h=12288, a=96, a_kv=96, L=96, ffn=49152, vocab=50257, family="gpt3"),
+    "LLAMA2-7B": dict(h=4096, a=32, a_kv=32, L=32, ffn=11008, vocab=32000, family="llama"),
+    "LLAMA2-13B": dict(h=5120, a=40, a_kv=40, L=40, ffn=13824, vocab=32000, family="llama"),
+    "LLAMA2-70B": dict(h=8192, a=64, a_kv=8, L=80, ffn=28672, vocab=32000, family="llama"),
+    "LLAMA3-8B": dict(h=4096, a=32, L=32, ffn=14336, **LLAMA3),
+    "LLAMA3-70B": dict(h=8192, a=64, L=80, ffn=28672, **LLAMA3),
+    "LLAMA3.1-405B": dict(h=16384, a=128, L=126, ffn=53248, **LLAMA3),
+    "NEMOTRON-8B": dict(h=4096, a=32, a_kv=32, L=32, ffn=16384, vocab=256000, family="nemotron"),
+    "NEMOTRON-22B": dict(h=6144, a=48, a_kv=48, L=40, ffn=24576, vocab=256000, family="nemotron"),
+    "NEMOTRON-340B": dict(h=18432, a=96, a_kv=8, L=96, ffn=73728, vocab=256000, family="nemotron"),
+    "GPT-OSS-120B": dict(config="examples/models/hf/gpt-oss-120b.json"),
+    "QWEN3-30B-A3B": dict(config="examples/models/hf/qwen3-30b-a3b.json"),
+    "QWEN3-235B-A22B": dict(config="examples/models/hf/qwen3-235b-a22b.json"),
+    "DEEPSEEKV3": dict(config="examples/models/hf/deepseek-v3.json"),
+}
+LEFT_OUT = {"NEMOTRON-3-NANO": "hybrid Mamba-Transformer layers"}
+COLUMNS = ["id", "source", "model", "h", "a", "a_kv", "L", "ffn", "vocab", "seq", "micro_batch",
+           "global_batch", "tp", "pp", "dp", "cp", "vp", "ep", "fsdp", "gpus", "gpu", "dtype",
+           "recompute", "seq_parallel", "config", "metric", "value", "unit",
+           "source_repo_or_url", "commit_or_date", "quote"]
+
+
+def key(name):
+    """The table's model name as MODELS spells it: LLAMA3_70B, Qwen3_30B_a3B -> LLAMA3-70B, ..."""
+    name = re.sub(r"\s*\((tokendrop|dropless|w/o MTP)\)", "", name.strip())
+    name = name.upper().replace("_", "-").replace(" ", "-")
+    return {"GPT-OSS-120B": "GPT-OSS-120B", "DEEPSEEKV3": "DEEPSEEKV3"}.get(name, name)
+
+
+def first(cell):
+    m = re.match(r"\s*([0-9.]+)", cell)
+    return m.group(1) if m else ""
+
+
+def read(repo, commit, path):
+    return subprocess.run(["git", "-C", repo, "show", f"{commit}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def tables(text):
+    """Yields (release, model, system, header cells, row cells, row text) of pre-training tables;
+    model and system are the heading's ("#### Model: X" or "#### System: Y"), else None."""
+    release, pretraining, model, system, header = "", False, None, None, None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            release = line[3:].strip()
+            pretraining = False
+        elif "Container: [NeMo" in line:
+            release = re.search(r"NeMo ?([0-9.]+)", line).group(1) + " NeMo Container"
+        elif line.startswith("### "):
+            pretraining = "pre-train" in line.lower() or line[4:].strip() == "Pretraining"
+            header = None
+        elif line.startswith("#### "):
+            title = line[5:].strip()
+            model = title.split(":", 1)[1].strip() if title.startswith("Model:") else None
+            system = title.split(":", 1)[1].strip() if title.startswith("System:") else None
+            header = None
+        elif line.startswith("|") and pretraining:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header = cells
+            elif not set(cells[0]) <= set("-: "):
+                yield release, model, system, header, cells, line.strip()
+
+
+def rows(text, source, repo_url, commit, system_default):
+    for release, model, heading_system, header, cells, quote in tables(text):
+        r = dict(zip(header, cells))
+        system = r.get("System", heading_system or system_default)
+        if system != "DGX-H100":
+            continue
+        name = key(model if model else r["Model"])
+        if name in LEFT_OUT:
+            print(f"left out: {release} {name}: {LEFT_OUT[name]}", file=sys.stderr)
+            continue
+        if name not in MODELS:
+            sys.exit(f"no shape for {name}")
+        shape = dict(MODELS[name])
+        gpus, tp, pp, cp = (int(first(r[k])) for k in ("#-GPUs", "TP", "PP", "CP"))
+        vp = first(r.get("VP", "")) or "1"
+        ep = first(r.get("EP", "")) or "1"
+        fsdp = first(r.get("FSDP", "")) or "0"
+        precision = r.get("Precision", "FP8")
+        tokens = first(r["Tokens / sec / GPU"])
+        if not tokens:
+            continue
+        vocab = shape.get("vocab", "")
+        if shape.get("family") == "gpt3":
+            # GPT-2's 50257 tokens padded to a multiple of 128 × tp (Megatron's
+            # make_vocab_size_divisible_by).
+            step = 128 * tp
+            vocab = (vocab + step - 1) // step * step
+        tag = re.sub(r"[^0-9a-z]+", "", release.split()[0].lower()) or "na"
+        out = {
+            "id": f"{source}_{tag}_{name.lower().replace('.', '')}_g{gpus}_t{tp}p{pp}c{cp}e{ep}"
+                  f"_{precision.lower().replace('-', '')}_tok",
+            "source": f"{'NeMo' if source == 'nemo' else 'Megatron-Bridge'} performance summary "
+                      f"({release}; DGX-H100; {shape.get('family', 'config')})",
+            "model": name, "h": shape.get("h", ""), "a": shape.get("a", ""),
+            "a_kv": shape.get("a_kv", ""), "L": shape.get("L", ""), "ffn": shape.get("ffn", ""),
+            "vocab": vocab, "seq": r["Sequence Length"], "micro_batch": r["MBS"],
+            "global_batch": r["GBS"], "tp": tp, "pp": pp, "dp": gpus // (tp * pp * cp), "cp": cp,
+            "vp": vp, "ep": ep, "fsdp": fsdp, "gpus": gpus,
+            "gpu": "H100-80GB SXM (DGX H100; NVLink 4 + NVSwitch, 8x400Gb/s InfiniBand per node)",
+            "dtype": precision.lower().replace("-", "_"), "recompute": "",
+            "seq_parallel": "yes" if tp > 1 else "no", "config": shape.get("config", ""),
+            "metric": "tokens_per_s_per_gpu", "value": tokens, "unit": "tokens/s/GPU",
+            "source_repo_or_url": repo_url, "commit_or_date": commit, "quote": quote,
+        }
+        yield out
+
+
+def long_sequence_rows(text, repo_url, commit):
+    """The DGX-H100 section of NeMo's long-sequence page (HTML tables): LLAMA2-7B in FP8 at 4k to
+    1M tokens, model TFLOP/s per GPU with context parallelism (the table's "With CP" columns)."""
+    section = ""
+    for part in re.split(r"(^## .*$)", text, flags=re.M):
+        if part.startswith("## "):
+            section = part[3:].strip()
+            continue
+        if "H100" not in section:
+            continue
+        release = re.search(r"NeMo ?([0-9.]+[0-9])", part).group(1)
+        model = section.split()[0]  # "LLAMA2-7B"
+        shape = MODELS[model]
+        for tr in re.findall(r"<tr>(.*?)</tr>", part, flags=re.S):
+            cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, flags=re.S)]
+            if len(cells) != 10:
+                continue
+            seq_k, gpus, gbs, _no_cp, tp, pp, dp, cp, tflops, _speedup = cells
+            yield {
+                "id": f"nemo_longseq_{model.lower()}_s{seq_k}k_g{gpus}_t{tp}p{pp}c{cp}_fp8_tflops",
+                "source": f"NeMo long-sequence performance ({release}; DGX-H100; llama; with CP)",
+                "model": model, "h": shape["h"], "a": shape["a"], "a_kv": shape["a_kv"],
+                "L": shape["L"], "ffn": shape["ffn"], "vocab": shape["vocab"],
+                "seq": int(seq_k) * 1024, "micro_batch": 1, "global_batch": gbs, "tp": tp,
+                "pp": pp, "dp": dp, "cp": cp, "vp": 1, "ep": 1, "fsdp": 0, "gpus": gpus,
+                "gpu": "H100-80GB SXM (DGX H100; NVLink 4 + NVSwitch, 8x400Gb/s InfiniBand per "
+                       "node)",
+                "dtype": "fp8", "recompute": "", "seq_parallel": "yes" if int(tp) > 1 else "no",
+                "config": "", "metric": "tflops_per_gpu", "value": tflops.replace(",", ""),
+                "unit": "TFLOP/s/GPU", "source_repo_or_url": repo_url, "commit_or_date": commit,
+                "quote": " | ".join(cells),
+            }
+
+
+def main():
+    nemo_dir, bridge_dir = sys.argv[1], sys.argv[2]
+    out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
+    out.writeheader()
+    seen = set()
+    for source, repo, (commit, path), url in (
+            ("nemo", nemo_dir, NEMO, f"github.com/NVIDIA/NeMo {NEMO[1]}"),
+            ("mbridge", bridge_dir, BRIDGE, f"github.com/NVIDIA-NeMo/Megatron-Bridge {BRIDGE[1]}")):
+        for row in rows(read(repo, commit, path), source, url, commit, "DGX-H100"):
+            while row["id"] in seen:
+                row["id"] += "_2"
+            seen.add(row["id"])
+            out.writerow(row)
+    for row in long_sequence_rows(read(nemo_dir, *LONG), f"github.com/NVIDIA/NeMo {LONG[1]}",
+                                  LONG[0]):
+        out.writerow(row)
+
+
+if __name__ == "__main__":
+    main()
