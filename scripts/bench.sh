@@ -3,7 +3,8 @@
 # date, the machine and the commit): analyze_bench and recommend_bench (text for people, JSON for
 # scripts/bench-check.sh), the server under load (loadgen.txt), a worker round trip, the
 # parallelism model against Megatron's published Selene runs (megatron_validation.txt), and the
-# planner against the published A100 and H100 runs (published_runs_a100.txt and _h100.txt).
+# planner against the published A100 and H100 runs (published_runs_a100.txt, _h100.txt and
+# _nemo_h100.txt).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
@@ -27,5 +28,9 @@ fi
 # ... and against MosaicML's H100 tables (bench/data, in the repository).
 { bench_header; "$build/bench/published_runs" bench/data/published-runs-h100.csv; } 2>&1 |
   tee bench/results/published_runs_h100.txt
+# ... and against NVIDIA's DGX-H100 runs (NeMo and Megatron-Bridge releases; bench/data), a row
+# per figure.
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-nemo-h100.csv; } \
+  2>&1 | tee bench/results/published_runs_nemo_h100.txt
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"
