@@ -127,16 +127,19 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                               const MemoryLayout& layout) {
   MemoryEstimate m;
-  // The ranks that hold the same weights: data- and context-parallel ones.
-  const double dp =
+  // The ranks that hold the same weights: data- and context-parallel ones; at least as many as an
+  // expert-parallel group needs (e ranks of t·d·c/et) when the layout does not say.
+  const double ep = static_cast<double>(std::max<int64_t>(spec.expert_parallel, 1));
+  const double et = static_cast<double>(ExpertTensorParallel(spec));
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double dp = std::max(
       static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel) *
-      static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
+          static_cast<double>(std::max<int64_t>(spec.context_parallel, 1)),
+      layout.data_parallel > 0 ? 1.0 : ep * et / t);
   const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
   const ParamCounts params = CountParams(spec);
   const DerivedShape d = Derive(spec);
-  const double t = static_cast<double>(spec.tensor_parallel);
   const double p = static_cast<double>(spec.pipeline_parallel);
-  const double ep = static_cast<double>(std::max<int64_t>(spec.expert_parallel, 1));
   const double layers_per_stage =
       static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   // The first stage: its layers and the input embedding (the output matrix, when untied, is on
@@ -145,7 +148,6 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   // parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the same ones
   // (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same share of
   // them as of the rest.
-  const double et = static_cast<double>(ExpertTensorParallel(spec));
   const double expert_stage = static_cast<double>(params.expert_params) /
                               static_cast<double>(std::max<int64_t>(spec.num_layers, 1)) *
                               layers_per_stage / et;

@@ -109,6 +109,12 @@ TEST(ExpertParallelTest, MemoryOfARanksShareOfTheExperts) {
   EXPECT_NEAR(EstimateMemory(Mixtral(8), gpu, sharded).optimizer_bytes,
               EstimateMemory(Mixtral(1), gpu, sharded).optimizer_bytes,
               1e-9 * one.optimizer_bytes);
+  // A layout that does not say its data parallelism gets the fewest ranks the group needs (8),
+  // not the spec's default of 1, which no expert-parallel run can have.
+  MemoryLayout unsaid;
+  unsaid.zero_stage = 1;
+  EXPECT_DOUBLE_EQ(EstimateMemory(Mixtral(8), gpu, unsaid).optimizer_bytes,
+                   EstimateMemory(Mixtral(8), gpu, sharded).optimizer_bytes);
 }
 
 // With d = e every rank holds different experts: their gradients have nothing to reduce with, so
@@ -136,7 +142,8 @@ TEST(ExpertParallelTest, WholeExpertsUnderTensorParallelism) {
   s.expert_tensor_parallel = 1;
   absl::StatusOr<ModelSpec> whole = NormalizeSpec(s);
   ASSERT_TRUE(whole.ok()) << whole.status();
-  const Gemm* up = Find(BuildGemms(*whole), kMoeGateUp, Pass::kForward);
+  const std::vector<Gemm> gemms = BuildGemms(*whole);
+  const Gemm* up = Find(gemms, kMoeGateUp, Pass::kForward);
   ASSERT_NE(up, nullptr);
   EXPECT_EQ(up->shape.n, 2 * 14336);           // full width, gate and up
   EXPECT_EQ(up->shape.m, 4096 / 2 * 2 * 8 / 8);  // T/t tokens, k = 2, e/E = 1
