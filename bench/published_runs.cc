@@ -80,7 +80,6 @@ std::string SourceOf(const Row& r) { return r.at("id").substr(0, r.at("id").find
 struct Priced {
   ModelSpec spec;
   RunConfig run;
-  bool overlap_last_microbatch = false;  // dp_overlap: one micro-batch's compute of the stage
   std::string why_not;
 };
 
@@ -105,8 +104,7 @@ absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string
 // expert parallelism of its EP, sequence parallelism with tensor parallelism (the generator's
 // seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
 // (_benchmark_common: grad_reduce_in_fp32 = False).
-void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run,
-                  bool& p_overlap) {
+void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run) {
   int64_t vp = Int(r, "vp", 1), ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
   run.interleave = std::max<int64_t>(vp, 1);
   s.expert_parallel = std::max<int64_t>(ep, 1);
@@ -117,11 +115,10 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   if (source == "mbridge") run.gradient_bytes = 2;
   // Their recipes overlap the tensor-parallel collectives with the GEMMs (tp_comm_overlap, on
   // with tensor parallelism: priced as hidden) and the gradient reduce-scatter and weight
-  // all-gather with compute (overlap_grad_reduce, overlap_param_gather: recipes/common.py), which
-  // under a pipeline run only beside the last micro-batch's backward and the first's forward:
-  // priced as hidden under one micro-batch's compute of the stage.
+  // all-gather with compute (overlap_grad_reduce, overlap_param_gather: recipes/common.py),
+  // priced as RunConfig::overlap_grad_reduce says.
   if (s.tensor_parallel > 1) run.tp_overlap = 1;
-  p_overlap = true;
+  run.overlap_grad_reduce = true;
 }
 
 Priced Describe(const Row& r, const std::string& root) {
@@ -241,7 +238,7 @@ Priced Describe(const Row& r, const std::string& root) {
   if (source == "kort22" || source == "nar21") run.pp_overlap = false;
   const std::string& src = r.at("source");
   if (source == "nemo" || source == "mbridge") {
-    NvidiaRecipe(r, source, s, run, p.overlap_last_microbatch);
+    NvidiaRecipe(r, source, s, run);
   }
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
@@ -294,15 +291,6 @@ Outcome Price(const Row& r, const std::string& root) {
   if (!a.ok()) return {0, std::string(a.status().message())};
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
-  if (p.overlap_last_microbatch && b->dp_comm_s > 0) {
-    // Megatron-Core's overlap_grad_reduce / overlap_param_gather: the reduction runs under the
-    // last micro-batch's backward of the stage and the gather under the first's forward, about
-    // one micro-batch's compute of the stage (forward + backward); the rest is exposed.
-    const double one = (b->compute_s + b->recompute_s) / static_cast<double>(b->microbatches);
-    p.run.dp_overlap = std::min(1.0, one / b->dp_comm_s);
-    b = PlanStep(*a, p.run);
-    if (!b.ok()) return {0, std::string(b.status().message())};
-  }
   const std::string metric = r.at("metric");
   const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
   if (metric == "step_time_s") return {b->step_s, ""};

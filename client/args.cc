@@ -38,7 +38,8 @@ std::vector<CommandInfo> BuildCommands() {
        Join({kConnection,
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
-              "recompute", "dp_overlap", "tp_overlap", "no_pp_overlap", "network", "zero_stage",
+              "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
+              "network", "zero_stage",
               "plan", "offload_activations", "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "

@@ -35,6 +35,7 @@ struct CliOptions {
   double dp_overlap = 0;
   double tp_overlap = 0;
   bool no_pp_overlap = false;
+  bool overlap_grad_reduce = false;
   std::string network;
   int zero_stage = 0;
   bool plan = false;

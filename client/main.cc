@@ -59,6 +59,10 @@ ABSL_FLAG(bool, sequence_parallel, false, "analyze: Megatron sequence parallelis
 ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective, full");
 ABSL_FLAG(double, dp_overlap, 0,
           "analyze: fraction of the data-parallel gradient reduction hidden under backward");
+ABSL_FLAG(bool, overlap_grad_reduce, false,
+          "analyze: the gradient reduction beside the last micro-batch's backward and the weights' "
+          "all-gather beside the first's forward (Megatron-Core's --overlap-grad-reduce and "
+          "--overlap-param-gather, on in NVIDIA's NeMo recipes); off by default");
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
@@ -210,6 +214,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.dp_overlap = absl::GetFlag(FLAGS_dp_overlap);
   o.tp_overlap = absl::GetFlag(FLAGS_tp_overlap);
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
+  o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.network = absl::GetFlag(FLAGS_network);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);

@@ -384,6 +384,11 @@ std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
           : run.interleave > 1
               ? "pipeline sends not overlapped (overlap_p2p_comm off); "
               : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
+      run.overlap_grad_reduce && run.zero_stage < 3
+          ? "the gradient reduction and the weights' all-gather overlapped with the last "
+            "micro-batch's backward and the first's forward, up to one micro-batch's compute of "
+            "the stage hidden (Megatron-Core's overlap_grad_reduce / overlap_param_gather); "
+          : "",
       "the optimizer step is memory-bound (Adam, FP32 master weights and moments)");
 }
 
@@ -492,8 +497,10 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
 // parameters per GPU, the routed experts split over e ranks (and whole under tensor parallelism
 // with expert_tensor_parallel 1), whose gradients reduce over the ranks holding the same experts;
 // the rest over d·c.
+// With overlap_grad_reduce, the reduction hides under one micro-batch's compute of the stage
+// (`stage_compute`: its layers' forward and backward, with recomputation).
 void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double forward_layer,
-                     double layer_backward, StepBreakdown& r) {
+                     double layer_backward, double stage_compute, StepBreakdown& r) {
   const ModelSpec& s = a.spec;
   const GpuSpec& gpu = *a.gpu;
   const double model_parallel = static_cast<double>(s.tensor_parallel * s.pipeline_parallel);
@@ -515,6 +522,9 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
         DataParallelS(a, run, r.gpus, replicas, dense_per_gpu, m, forward_layer, layer_backward) +
         DataParallelS(a, run, r.gpus, expert_replicas, expert_per_gpu, m, forward_layer,
                       layer_backward);
+  }
+  if (run.overlap_grad_reduce && run.zero_stage < 3) {
+    r.dp_comm_s = std::max(0.0, r.dp_comm_s - stage_compute);
   }
   const double optimizer_params =
       run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(replicas) +
@@ -590,7 +600,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.pp_comm_s = PipelineSendsS(a, run, m);
 
   const double layer_backward = mb.layers_s / layers - forward_layer + recompute / stage_layers;
-  ReduceAndUpdate(a, run, m, forward_layer, layer_backward, r);
+  ReduceAndUpdate(a, run, m, forward_layer, layer_backward, compute + recompute, r);
   r.sequence_parallel = run.sequence_parallel;
   r.recompute = run.recompute;
   r.zero_stage = run.zero_stage;

@@ -62,6 +62,12 @@ struct RunConfig {
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
   double dp_overlap = 0;  // fraction of the gradient reduction hidden under the backward pass
+  // Megatron-Core's overlap_grad_reduce / overlap_param_gather (on in NVIDIA's NeMo and
+  // Megatron-Bridge recipes, off in Megatron-LM unless given): the gradient reduction runs beside
+  // the last micro-batch's backward and the weights' all-gather beside the first's forward, which
+  // hide up to one micro-batch's compute of the stage; the rest is exposed. ZeRO-3 has its own
+  // layer-by-layer overlap (zero3_prefetch).
+  bool overlap_grad_reduce = false;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;

@@ -127,6 +127,31 @@ TEST(ParallelismTest, DataParallelReductionCanBeHidden) {
   EXPECT_LT(sharded.optimizer_s, exposed.optimizer_s / 3);
 }
 
+// Megatron-Core's overlap_grad_reduce: the reduction beside the last micro-batch's backward (and
+// the gather beside the first's forward) hides up to one micro-batch's compute of the stage, said
+// in the assumptions; ZeRO-3 keeps its own overlap.
+TEST(ParallelismTest, OverlapGradReduceHidesOneMicroBatchOfTheStage) {
+  RunConfig run;
+  run.num_gpus = 128;
+  run.global_batch = 256;
+  run.zero_stage = 1;
+  const StepBreakdown plain = Plan(Llama70B(8, 4), run);
+  run.overlap_grad_reduce = true;
+  const StepBreakdown overlapped = Plan(Llama70B(8, 4), run);
+  const double one = (plain.compute_s + plain.recompute_s) / plain.microbatches;
+  ASSERT_GT(plain.dp_comm_s, one);  // more to reduce than one micro-batch hides
+  EXPECT_NEAR(overlapped.dp_comm_s, plain.dp_comm_s - one, 1e-9 * plain.dp_comm_s);
+  EXPECT_TRUE(Says(overlapped, "overlap_grad_reduce"));
+  EXPECT_FALSE(Says(plain, "overlap_grad_reduce"));
+  run.global_batch = 4096;  // more micro-batches: the same one is hidden, no more
+  EXPECT_NEAR(Plan(Llama70B(8, 4), run).dp_comm_s, plain.dp_comm_s - one,
+              1e-9 * plain.dp_comm_s);
+  run.zero_stage = 3;
+  RunConfig fsdp = run;
+  fsdp.overlap_grad_reduce = false;
+  EXPECT_EQ(Plan(Llama70B(8, 4), run).dp_comm_s, Plan(Llama70B(8, 4), fsdp).dp_comm_s);
+}
+
 // Megatron-Core's --tp-comm-overlap as a fraction: the tensor-parallel collectives shrink by it,
 // nothing else moves, the assumptions say so; off (0) by default, as Megatron-LM has it.
 TEST(ParallelismTest, TensorParallelCollectivesCanBeHidden) {

@@ -177,6 +177,7 @@ export interface RunConfig {
   tp_overlap?: number;
   interleave?: number;
   no_pp_overlap?: boolean;
+  overlap_grad_reduce?: boolean;
   network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;

@@ -210,6 +210,7 @@ function runConfig(): RunConfig | undefined {
   if (fieldValue("run-tpov") !== "") run.tp_overlap = Number(fieldValue("run-tpov"));
   if (fieldValue("run-interleave") !== "") run.interleave = Number(fieldValue("run-interleave"));
   run.no_pp_overlap = fieldValue("run-no-ppov") === "1";
+  run.overlap_grad_reduce = fieldValue("run-ogr") === "1";
   if (fieldValue("run-network") !== "") run.network = fieldValue("run-network");
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
