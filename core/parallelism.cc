@@ -149,6 +149,12 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   return layers * per_layer;
 }
 
+// The ranks an expert-parallel group is drawn from with d data-parallel ranks: d·c, times t with
+// whole experts (expert_tensor_parallel 1); e of them form a group, pool/e hold the same experts.
+int64_t ExpertPool(const ModelSpec& s, int64_t d) {
+  return d * s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s);
+}
+
 // Expert parallelism's all-to-alls of one micro-batch through `moe_layers` MoE layers of one
 // stage: each sends the rank's routed token copies to the experts' ranks (dispatch) and brings
 // the results back (combine), forward and again backward (the gradients), and once more forward
@@ -208,9 +214,7 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
   // No data parallelism stated but expert parallelism: the fewest data-parallel ranks that hold
   // the expert-parallel group (e ranks of d·c).
   if (run.num_gpus == 0 && *d == 1 && s.expert_parallel > 1) {
-    *d = s.expert_parallel /
-         std::gcd(s.expert_parallel,
-                  s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s));
+    *d = s.expert_parallel / std::gcd(s.expert_parallel, ExpertPool(s, 1));
   }
   const int64_t per_step = b * *d;
   const int64_t global = run.global_batch > 0 ? run.global_batch : per_step * s.pipeline_parallel;
@@ -221,10 +225,7 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
                      per_step, "); got ", global));
   }
   *m = global / per_step;
-  // The ranks an expert-parallel group is drawn from: d·c, and the t ranks too with whole experts.
-  const int64_t expert_pool =
-      *d * s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s);
-  if (s.expert_parallel > 1 && expert_pool % s.expert_parallel != 0) {
+  if (s.expert_parallel > 1 && ExpertPool(s, *d) % s.expert_parallel != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.expert_parallel: must divide the data- × context-parallel ranks (", *d, " × ",
         s.context_parallel,
@@ -462,8 +463,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "MoE benchmarks force it; real routers are uneven and the slowest rank sets the pace); "
         "expert gradients reduce over the %d ranks holding the same experts%s",
         s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
-        std::max<int64_t>(1, r.data_parallel * s.context_parallel * s.tensor_parallel /
-                                 ExpertTensorParallel(s) / s.expert_parallel),
+        std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
         ExpertTensorParallel(s) < s.tensor_parallel
             ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
               "own share of the tokens"
@@ -511,8 +511,8 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
   const double dense_per_gpu =
       static_cast<double>(a.params.total_params - a.params.expert_params) / model_parallel;
   const int64_t replicas = r.data_parallel * s.context_parallel;
-  const int64_t expert_replicas = std::max<int64_t>(
-      1, replicas * s.tensor_parallel / ExpertTensorParallel(s) / s.expert_parallel);
+  const int64_t expert_replicas =
+      std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel);
   if ((s.expert_parallel <= 1 && whole == 1) || run.zero_stage >= 3) {
     // ZeRO-3's layer-by-layer overlap is priced over all of a GPU's parameters at once.
     r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, dense_per_gpu + expert_per_gpu, m,

@@ -166,7 +166,7 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
-                    "run-no-ppov", "run-network", "run-sp", "run-offload", "run-plan"];
+                    "run-no-ppov", "run-ogr", "run-network", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
