@@ -148,9 +148,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   // parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the same ones
   // (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same share of
   // them as of the rest.
-  const double expert_stage = static_cast<double>(params.expert_params) /
-                              static_cast<double>(std::max<int64_t>(spec.num_layers, 1)) *
-                              layers_per_stage / et;
+  const double layer_experts = static_cast<double>(params.expert_params) /
+                               static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
+  const double expert_stage = layer_experts * layers_per_stage / et;
   const double stage_params =
       (static_cast<double>(params.per_layer_params) * layers_per_stage +
        static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
@@ -174,12 +174,12 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
     const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
     m.gradients_bytes = held(2) * grad_bytes;
     if (zero >= 3) {
-      const double layer_experts = static_cast<double>(params.expert_params) /
-                                   static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
-      const double unit = std::max(static_cast<double>(params.per_layer_params) -
-                                       layer_experts * (1 - 1 / ep),
-                                   static_cast<double>(spec.vocab_size * spec.hidden_size));
-      m.gathered_bytes = 2 * weight_bytes * unit / t;
+      // One layer on this GPU: the rest over t, its share of the experts over et·e.
+      const double layer = (static_cast<double>(params.per_layer_params) - layer_experts) / t +
+                           layer_experts / (et * ep);
+      const double unit =
+          std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) / t);
+      m.gathered_bytes = 2 * weight_bytes * unit;
     }
     m.optimizer_bytes = held(1) * kOptimizerBytes;
     TrainingActivations(spec, layout, m);
