@@ -119,6 +119,10 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // priced as RunConfig::overlap_grad_reduce says.
   if (s.tensor_parallel > 1) run.tp_overlap = 1;
   run.overlap_grad_reduce = true;
+  // Megatron-FSDP (use_megatron_fsdp, the FSDP column) overlaps its gathers and reduce-scatters
+  // with the layers by the same two flags: priced with zero3_prefetch (PyTorch FSDP's published
+  // runs measure otherwise, RunConfig::zero3_prefetch).
+  run.zero3_prefetch = fsdp > 0;
 }
 
 Priced Describe(const Row& r, const std::string& root) {

@@ -36,6 +36,7 @@ struct CliOptions {
   double tp_overlap = 0;
   bool no_pp_overlap = false;
   bool overlap_grad_reduce = false;
+  bool zero3_prefetch = false;
   std::string network;
   int zero_stage = 0;
   bool plan = false;

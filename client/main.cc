@@ -63,6 +63,10 @@ ABSL_FLAG(bool, overlap_grad_reduce, false,
           "analyze: the gradient reduction beside the last micro-batch's backward and the weights' "
           "all-gather beside the first's forward (Megatron-Core's --overlap-grad-reduce and "
           "--overlap-param-gather, on in NVIDIA's NeMo recipes); off by default");
+ABSL_FLAG(bool, zero3_prefetch, false,
+          "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
+          "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
+          "published FSDP runs measure");
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
@@ -215,6 +219,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.tp_overlap = absl::GetFlag(FLAGS_tp_overlap);
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
+  o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.network = absl::GetFlag(FLAGS_network);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);

@@ -47,6 +47,23 @@ Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
   return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true, false};
 }
 
+// The link of a collective over `n` ranks `stride` apart (a data-parallel group is every t-th
+// rank). Inside one NVLink domain it is NVLink. Across domains NCCL runs one ring (or tree) per
+// NIC, so the g ranks of the group that share a node send their share of the data out of g NICs
+// at once: the group's bandwidth per rank is g NICs' (NVLink's at most). A tensor-parallel group
+// of 8 with one data-parallel rank per node has g = 1, FSDP over whole nodes g = 8. NCCL's
+// maintainers measure 192 GB/s of all-reduce bus bandwidth across DGX A100 nodes with 8 x 200
+// Gb/s NICs (github.com/NVIDIA/nccl/issues/1576, quoting #812), 8 NICs' worth, not one's.
+Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stride) {
+  Path path = PathFor(gpu, run, n * stride);
+  if (!path.network || stride >= gpu.link.domain_gpus) return path;
+  const int64_t per_node = std::min<int64_t>(n, gpu.link.domain_gpus / std::max<int64_t>(1, stride));
+  const Path nvlink = PathFor(gpu, run, 1);
+  const double bw = path.bw * static_cast<double>(per_node);
+  path.bw = nvlink.bw > 0 ? std::min(bw, nvlink.bw) : bw;
+  return path;
+}
+
 // An all-reduce over a path: the ring's, or with in-network reduction each GPU sends its data once
 // and receives the reduced result once (the switches add; NCCL's CollNet/SHARP), two steps.
 double AllReduceOver(double bytes, int64_t n, const Path& path) {
@@ -321,11 +338,11 @@ double Zero3PrefetchS(double layer_weights, double layer_grads, int64_t layers, 
 // optimizer the all-gather of the 16-bit weights after the step; what backward does not hide.
 // ZeRO-3 with prefetch is Zero3PrefetchS (`layer` is one layer's forward and backward compute of
 // one micro-batch, with recomputation).
-double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int64_t replicas,
+double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, int64_t replicas,
                      double params_per_gpu, double microbatches, double layer_forward_s,
                      double layer_backward_s) {
   if (replicas <= 1) return 0;
-  const Path path = PathFor(*a.gpu, run, gpus);
+  const Path path = GroupPath(*a.gpu, run, replicas, stride);
   if (run.zero_stage >= 3) {
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
@@ -349,22 +366,29 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t gpus, int6
 }
 
 // The links collectives run over, and the network's source.
+constexpr char kNicsPerNode[] =
+    "a collective's ranks in one node cross the network through as many NICs at once (NCCL's "
+    "ring per NIC; NVLink's bandwidth at most), point-to-point sends and all-to-alls through "
+    "their own NIC";
+
 std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
   using Network = absl::StatusOr<const NetworkProfile*>;
   const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
   if (network.ok() && *network != nullptr) {
     return absl::StrFormat(
         "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
-        "the network %s across nodes: %s%s",
+        "the network %s across nodes: %s%s; %s",
         100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
         (*network)->in_network_reduction
             ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
-            : "");
+            : "",
+        kNicsPerNode);
   }
-  return absl::StrFormat("collectives by the ring model at %.0f%% of %s bandwidth (%s)",
+  return absl::StrFormat("collectives by the ring model at %.0f%% of %s bandwidth (%s)%s",
                          100 * kCollectiveEfficiency,
                          gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link",
-                         gpu.link.source);
+                         gpu.link.source,
+                         gpu.link.network_bytes_per_s > 0 ? absl::StrCat("; ", kNicsPerNode) : "");
 }
 
 // What runs under compute: tensor-parallel collectives, pipeline sends; and the optimizer.
@@ -448,12 +472,14 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (run.zero_stage >= 3) {
     out.push_back(
         run.zero3_prefetch
-            ? "ZeRO-3 (FSDP) overlaps layer by layer, per micro-batch, as PyTorch FSDP runs: each "
-              "layer's weights gathered under the previous layer's compute, its gradients "
-              "reduce-scattered under the next layer's backward; exposed are the first gather, "
-              "the last reduce-scatter and what exceeds a layer's compute"
-            : "ZeRO-3 without prefetch: every layer's gathers (forward and backward) and "
-              "reduce-scatter exposed, per micro-batch");
+            ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "
+              "gathered under the previous layer's compute, its gradients reduce-scattered under "
+              "the next layer's backward; exposed are the first gather, the last reduce-scatter "
+              "and what exceeds a layer's compute"
+            : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
+              "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
+              "(their collectives share the SMs and memory with the compute); zero3_prefetch "
+              "prices them hidden");
   }
   if (s.expert_parallel > 1) {
     out.push_back(absl::StrFormat(
@@ -515,13 +541,14 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
       std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel);
   if ((s.expert_parallel <= 1 && whole == 1) || run.zero_stage >= 3) {
     // ZeRO-3's layer-by-layer overlap is priced over all of a GPU's parameters at once.
-    r.dp_comm_s = DataParallelS(a, run, r.gpus, replicas, dense_per_gpu + expert_per_gpu, m,
-                                forward_layer, layer_backward);
+    r.dp_comm_s = DataParallelS(a, run, s.tensor_parallel, replicas,
+                                dense_per_gpu + expert_per_gpu, m, forward_layer, layer_backward);
   } else {
-    r.dp_comm_s =
-        DataParallelS(a, run, r.gpus, replicas, dense_per_gpu, m, forward_layer, layer_backward) +
-        DataParallelS(a, run, r.gpus, expert_replicas, expert_per_gpu, m, forward_layer,
-                      layer_backward);
+    // The ranks holding the same experts are e expert-parallel groups of stride et apart.
+    r.dp_comm_s = DataParallelS(a, run, s.tensor_parallel, replicas, dense_per_gpu, m,
+                                forward_layer, layer_backward) +
+                  DataParallelS(a, run, ExpertTensorParallel(s) * s.expert_parallel,
+                                expert_replicas, expert_per_gpu, m, forward_layer, layer_backward);
   }
   if (run.overlap_grad_reduce && run.zero_stage < 3) {
     r.dp_comm_s = std::max(0.0, r.dp_comm_s - stage_compute);

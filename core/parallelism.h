@@ -66,7 +66,7 @@ struct RunConfig {
   // Megatron-Bridge recipes, off in Megatron-LM unless given): the gradient reduction runs beside
   // the last micro-batch's backward and the weights' all-gather beside the first's forward, which
   // hide up to one micro-batch's compute of the stage; the rest is exposed. ZeRO-3 has its own
-  // layer-by-layer overlap (zero3_prefetch).
+  // layer-by-layer schedule (zero3_prefetch).
   bool overlap_grad_reduce = false;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
@@ -80,9 +80,12 @@ struct RunConfig {
   bool offload_activations = false;
   // Bytes per gradient (MemoryLayout::gradient_bytes): 0 or 4 FP32, 2 16-bit.
   int gradient_bytes = 0;
-  // ZeRO-3 overlaps its gathers and reduce-scatters layer by layer (FSDP's prefetch) unless this
-  // is false (RunConfig.no_zero3_prefetch in the API).
-  bool zero3_prefetch = true;
+  // ZeRO-3 (FSDP) with its gathers and reduce-scatters hidden layer by layer under the compute
+  // (FSDP's prefetch, ideal). Off by default: the published FSDP runs measure as if every one
+  // were exposed (MosaicML's llm-foundry tables with forward and backward prefetch on, A100 and
+  // H100, and DeepSpeed's ZeRO-3 in Narayanan et al. 2021: bench/results/published_runs_*.txt);
+  // NCCL's kernels share the SMs and HBM with the layers they run beside.
+  bool zero3_prefetch = false;
   // Pipeline sends overlapped with the next chunk's compute where the schedule allows it: the
   // interleaved schedule, as Megatron-LM runs it by default (overlap_p2p_comm, on since 2023-10;
   // --no-overlap-p2p-communication turns it off; the plain 1F1B schedule cannot). The warm-up's

@@ -24,13 +24,18 @@ runs=../shared/reference/published-runs-a100.csv
 if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" "$runs"; } 2>&1 |
     tee bench/results/published_runs_a100.txt
+  { bench_header; "$build/bench/published_runs" --rows "$runs"; } \
+    >bench/results/published_runs_a100_rows.txt 2>&1
 fi
 # ... and against MosaicML's H100 tables (bench/data, in the repository).
 { bench_header; "$build/bench/published_runs" bench/data/published-runs-h100.csv; } 2>&1 |
   tee bench/results/published_runs_h100.txt
 # ... and against NVIDIA's DGX-H100 runs (NeMo and Megatron-Bridge releases; bench/data), a row
 # per figure.
-{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-nemo-h100.csv; } \
-  2>&1 | tee bench/results/published_runs_nemo_h100.txt
+{
+  bench_header
+  "$build/bench/published_runs" --rows bench/data/published-runs-nemo-h100.csv | tee /dev/stderr |
+    python3 scripts/published-runs-by-kind.py
+} 2>&1 | tee bench/results/published_runs_nemo_h100.txt
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"

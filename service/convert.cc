@@ -622,7 +622,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.plan = r.plan();
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();
-  c.zero3_prefetch = !r.no_zero3_prefetch();
+  c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();
   c.pp_overlap = !r.no_pp_overlap();
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.network = r.network();

@@ -178,6 +178,7 @@ export interface RunConfig {
   interleave?: number;
   no_pp_overlap?: boolean;
   overlap_grad_reduce?: boolean;
+  zero3_prefetch?: boolean;
   network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;

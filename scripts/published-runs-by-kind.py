@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Summarise bench/published_runs --rows output of NVIDIA's DGX-H100 set by kind of run.
+
+Reads the rows (id, metric, "published", value, "predicted", value, signed error) on stdin and
+prints, per kind, the rows, median |error|, median signed error, min and max (%). The kinds come
+from the row ids written by bench/data/make_nemo_h100_runs.py.
+"""
+import re
+import statistics
+import sys
+
+KINDS = [
+    ("Llama 2 7B, context parallel, 4k-1M tokens (model TFLOP/s)", re.compile(r"^nemo_longseq_")),
+    ("MoE with expert parallelism (tokens/s)",
+     re.compile(r"(qwen3-30b|qwen3-235b|gpt-oss|deepseekv3|mixtral)")),
+    ("dense (tokens/s)", re.compile(r".")),
+]
+
+
+def main() -> None:
+    groups = {name: [] for name, _ in KINDS}
+    for line in sys.stdin:
+        parts = line.split()
+        if len(parts) != 7 or parts[2] != "published" or not parts[6].endswith("%"):
+            continue
+        err = float(parts[6].rstrip("%"))
+        for name, pattern in KINDS:
+            if pattern.search(parts[0]):
+                groups[name].append(err)
+                break
+    print("# by kind (signed error, %): rows, median |error|, median signed, min, max")
+    for name, _ in reversed(KINDS):
+        e = groups[name]
+        if not e:
+            continue
+        print(f"{name:<62}{len(e):4d} {statistics.median(abs(x) for x in e):6.1f} "
+              f"{statistics.median(e):+7.1f} {min(e):+7.1f} {max(e):+7.1f}")
+
+
+if __name__ == "__main__":
+    main()
