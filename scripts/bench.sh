@@ -28,14 +28,14 @@ if [[ -f $runs ]]; then
     >bench/results/published_runs_a100_rows.txt 2>&1
 fi
 # ... and against MosaicML's H100 tables (bench/data, in the repository).
-{ bench_header; "$build/bench/published_runs" bench/data/published-runs-h100.csv; } 2>&1 |
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-h100.csv; } 2>&1 |
   tee bench/results/published_runs_h100.txt
 # ... and against NVIDIA's DGX-H100 runs (NeMo and Megatron-Bridge releases; bench/data), a row
 # per figure.
-{
-  bench_header
-  "$build/bench/published_runs" --rows bench/data/published-runs-nemo-h100.csv | tee /dev/stderr |
-    python3 scripts/published-runs-by-kind.py
-} 2>&1 | tee bench/results/published_runs_nemo_h100.txt
+nemo_rows=$(mktemp)
+"$build/bench/published_runs" --rows bench/data/published-runs-nemo-h100.csv >"$nemo_rows" 2>&1
+{ bench_header; cat "$nemo_rows"; python3 scripts/published-runs-by-kind.py <"$nemo_rows"; } |
+  tee bench/results/published_runs_nemo_h100.txt
+rm -f "$nemo_rows"
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"
