@@ -13,39 +13,61 @@
 namespace wavecrest {
 namespace {
 
-// The ring cost model: an all-reduce of `bytes` over `n` GPUs moves 2(n-1)/n of it per GPU in
-// 2(n-1) steps; a reduce-scatter or an all-gather half of that.
-double AllReduceS(double bytes, int64_t n, double bw, double latency) {
-  if (n <= 1) return 0;
-  return 2.0 * (n - 1) / n * bytes / bw + 2.0 * (n - 1) * latency;
-}
-double GatherS(double bytes, int64_t n, double bw, double latency) {
-  if (n <= 1) return 0;
-  return 1.0 * (n - 1) / n * bytes / bw + 1.0 * (n - 1) * latency;
-}
-
 // A link a group of GPUs talks over: NVLink when the whole group (`span` consecutive ranks) fits
 // in one NVLink domain, the network otherwise: the run's named network (`run.network`) or the
 // GPU's reference system's.
 struct Path {
   double bw = 0;
-  double latency = 0;
+  double latency = 0;  // one point-to-point send's
   bool network = false;
   bool in_network_reduction = false;  // SHARP: the switches reduce all-reduces across nodes
+  int64_t nodes = 1;                  // the nodes a collective's ranks span
+  int64_t per_node = 1;               // its ranks in each node
 };
 Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
   const Interconnect& l = gpu.link;
   if (span <= l.domain_gpus && l.nvlink_bytes_per_s > 0) {
     return {l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false, false};
   }
+  const int64_t nodes = (span + l.domain_gpus - 1) / std::max<int64_t>(1, l.domain_gpus);
   if (!run.network.empty()) {
     if (absl::StatusOr<const NetworkProfile*> n = FindNetwork(run.network); n.ok()) {
       return {(*n)->gbits_per_gpu / 8 * 1e9 * kCollectiveEfficiency, l.network_latency_s, true,
-              (*n)->in_network_reduction};
+              (*n)->in_network_reduction, nodes, 1};
     }
   }
-  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true, false};
+  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true, false, nodes,
+          1};
 }
+
+// A ring collective as NCCL prices it (src/graph/tuning.cc, NVIDIA/nccl @5067397, its tuner's
+// default constants, microseconds): each rank moves `factor`·(n-1)/n of `bytes` (factor 2 for an
+// all-reduce, 1 for an all-gather or a reduce-scatter) in factor·(n-1) steps, of which
+// factor·(nodes-1) cross the network. NCCL takes the faster of two protocols for the message:
+// Simple (full bandwidth; 8.4 base, 3.4 per NVLink step, 14 per network step) and LL128 (120/128
+// of it; 14 base, 1.9 per NVLink step, 4 per network step, 8.5 with one rank per node).
+struct RingProtocol {
+  double base_us, nvlink_step_us, network_step_us, one_per_node_step_us, bw_fraction;
+};
+constexpr RingProtocol kSimple{8.4, 3.4, 14.0, 14.0, 1.0};
+constexpr RingProtocol kLl128{14.0, 1.9, 4.0, 8.5, 120.0 / 128.0};
+
+double RingS(double bytes, int64_t n, const Path& path, int factor) {
+  if (n <= 1) return 0;
+  const double steps = static_cast<double>(factor * (n - 1));
+  const double across = static_cast<double>(factor * (std::min(path.nodes, n) - 1));
+  const double moved = factor * static_cast<double>(n - 1) / static_cast<double>(n) * bytes;
+  double best = 0;
+  for (const RingProtocol& p : {kSimple, kLl128}) {
+    const double step_us = path.per_node == 1 ? p.one_per_node_step_us : p.network_step_us;
+    const double latency = 1e-6 * (p.base_us + (steps - across) * p.nvlink_step_us + across * step_us);
+    const double t = latency + moved / (path.bw * p.bw_fraction);
+    if (best == 0 || t < best) best = t;
+  }
+  return best;
+}
+double AllReduceS(double bytes, int64_t n, const Path& path) { return RingS(bytes, n, path, 2); }
+double GatherS(double bytes, int64_t n, const Path& path) { return RingS(bytes, n, path, 1); }
 
 // The link of a collective over `n` ranks `stride` apart (a data-parallel group is every t-th
 // rank). Inside one NVLink domain it is NVLink. Across domains NCCL runs one ring (or tree) per
@@ -56,11 +78,18 @@ Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
 // Gb/s NICs (github.com/NVIDIA/nccl/issues/1576, quoting #812), 8 NICs' worth, not one's.
 Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stride) {
   Path path = PathFor(gpu, run, n * stride);
-  if (!path.network || stride >= gpu.link.domain_gpus) return path;
+  if (!path.network) return path;
+  if (stride >= gpu.link.domain_gpus) {
+    path.nodes = n;
+    path.per_node = 1;
+    return path;
+  }
   const int64_t per_node = std::min<int64_t>(n, gpu.link.domain_gpus / std::max<int64_t>(1, stride));
   const Path nvlink = PathFor(gpu, run, 1);
   const double bw = path.bw * static_cast<double>(per_node);
   path.bw = nvlink.bw > 0 ? std::min(bw, nvlink.bw) : bw;
+  path.per_node = per_node;
+  path.nodes = (n + per_node - 1) / per_node;
   return path;
 }
 
@@ -69,7 +98,7 @@ Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stri
 double AllReduceOver(double bytes, int64_t n, const Path& path) {
   if (n <= 1) return 0;
   if (path.in_network_reduction) return bytes / path.bw + 2 * path.latency;
-  return AllReduceS(bytes, n, path.bw, path.latency);
+  return AllReduceS(bytes, n, path);
 }
 
 // One micro-batch's hidden states on one rank: b·s/c tokens × h, 16-bit (what the tensor-parallel
@@ -159,7 +188,7 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
     // Forward: 2 all-gathers and 2 reduce-scatters; backward the same and 2 all-gathers re-done.
     const double gathers = 4 + 2 + (full ? 2 : 0);
     const double scatters = 4 + (full ? 2 : 0);
-    per_layer = (gathers + scatters) * GatherS(bytes, t, path.bw, path.latency);
+    per_layer = (gathers + scatters) * GatherS(bytes, t, path);
   } else {
     per_layer = (4 + (full ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }
@@ -210,7 +239,7 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   double tp_extra = 0;
   if (t > 1 && et == t) {
     const Path tp_path = PathFor(gpu, run, t);
-    tp_extra = (k - 1) * 4 * GatherS(HiddenStatesBytes(s), t, tp_path.bw, tp_path.latency);
+    tp_extra = (k - 1) * 4 * GatherS(HiddenStatesBytes(s), t, tp_path);
   }
   return moe_layers * (all_to_alls * per + tp_extra);
 }
@@ -324,8 +353,8 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
 // collectives take beyond a layer's compute (forward_s, backward_s per layer and micro-batch).
 double Zero3PrefetchS(double layer_weights, double layer_grads, int64_t layers, int64_t replicas,
                       const Path& path, double forward_s, double backward_s, double microbatches) {
-  const double gather = GatherS(layer_weights, replicas, path.bw, path.latency);
-  const double scatter = GatherS(layer_grads, replicas, path.bw, path.latency);
+  const double gather = GatherS(layer_weights, replicas, path);
+  const double scatter = GatherS(layer_grads, replicas, path);
   const double overlapped = static_cast<double>(std::max<int64_t>(0, layers - 1));
   const double forward = gather + overlapped * std::max(0.0, gather - forward_s);
   const double backward =
@@ -354,13 +383,23 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
                             layer_backward_s, microbatches);
     }
     return microbatches * static_cast<double>(layers) *
-           (2 * GatherS(per_layer * 2, replicas, path.bw, path.latency) +
-            GatherS(layer_grads, replicas, path.bw, path.latency));
+           (2 * GatherS(per_layer * 2, replicas, path) +
+            GatherS(layer_grads, replicas, path));
   }
   const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
   const double weights = params_per_gpu * 2;
-  double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path.bw, path.latency) +
-                                            GatherS(weights, replicas, path.bw, path.latency)
+  if (run.zero_stage == 2) {
+    // Sharded gradients cannot accumulate whole: every micro-batch's backward reduce-scatters
+    // them, layer by layer as it finishes (PyTorch FSDP's SHARD_GRAD_OP; DeepSpeed's buckets),
+    // and the weights are gathered layer by layer once a step.
+    const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
+    const double n = static_cast<double>(layers);
+    const double reduce = microbatches * n * GatherS(grads / n, replicas, path) +
+                          n * GatherS(weights / n, replicas, path);
+    return reduce * (1 - run.dp_overlap);
+  }
+  double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path) +
+                                            GatherS(weights, replicas, path)
                                       : AllReduceOver(grads, replicas, path);
   return reduce * (1 - run.dp_overlap);
 }
@@ -369,7 +408,8 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
 constexpr char kNicsPerNode[] =
     "a collective's ranks in one node cross the network through as many NICs at once (NCCL's "
     "ring per NIC; NVLink's bandwidth at most), point-to-point sends and all-to-alls through "
-    "their own NIC";
+    "their own NIC; a ring's latency is NCCL's tuning model (a base, a step per rank, the node "
+    "crossings at the network's latency; the faster of its Simple and LL128 protocols)";
 
 std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
   using Network = absl::StatusOr<const NetworkProfile*>;

@@ -232,6 +232,43 @@ TEST(ParallelismTest, NamedNetworksSetTheRateAcrossNodes) {
               HasSubstr("run.network: unknown \"myrinet\"; allowed: hdr-ib, ndr-ib"));
 }
 
+// A collective's latency is NCCL's (src/graph/tuning.cc): a base plus a step per rank, the steps
+// inside a node at NVLink's latency and only the node crossings at the network's; it takes the
+// faster protocol (LL128 for latency-bound messages). A tiny model's FSDP collectives over 512
+// GPUs of 64 nodes are latency alone: LL128's 14 + 448 x 1.9 + 63 x 4 us each, three a layer
+// (two gathers, one reduce-scatter), not 511 network latencies.
+TEST(ParallelismTest, CollectiveLatencyIsNcclsStepsInsideAndAcrossNodes) {
+  ModelSpec s = testing::LlamaLike(64, 1, 1, 4, 256, 256);
+  s.seq_length = 64;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.zero_stage = 3;
+  run.num_gpus = 512;
+  run.global_batch = 512;
+  const StepBreakdown b = Plan(s, run);
+  const double ll128 = 1e-6 * (14 + 448 * 1.9 + 63 * 4.0);
+  EXPECT_NEAR(b.dp_comm_s, 4 * 3 * ll128, 0.05 * 4 * 3 * ll128);
+}
+
+// ZeRO-2's sharded gradients cannot accumulate whole: every micro-batch reduce-scatters them, the
+// weights are gathered once a step; four micro-batches cost about four reduce-scatters and one
+// gather, not one of each.
+TEST(ParallelismTest, ZeroTwoReduceScattersEveryMicroBatch) {
+  ModelSpec s = Llama70B(8, 1);
+  s.num_layers = 8;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.zero_stage = 2;
+  run.num_gpus = 16;
+  run.global_batch = 2;
+  const StepBreakdown one = Plan(s, run);
+  run.global_batch = 8;
+  const StepBreakdown four = Plan(s, run);
+  ASSERT_GT(one.dp_comm_s, 0);
+  // FP32 gradients (4 bytes) against 16-bit weights (2): (4·4 + 2) / (4 + 2).
+  EXPECT_NEAR(four.dp_comm_s / one.dp_comm_s, 18.0 / 6.0, 0.1);
+}
+
 // A run on an older fused kernel is slower only by its attention, and the assumptions name the
 // kernel, the paper and the figure its rate comes from on this architecture.
 TEST(ParallelismTest, NamedAttentionKernelsChangeOnlyAttentionAndSaySo) {
