@@ -253,6 +253,9 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
     if (m.shared_expert_ffn_hidden_size() > 0) {
       absl::StrAppendFormat(&out, ", shared %d", m.shared_expert_ffn_hidden_size());
     }
+    if (m.moe_capacity_factor() > 0) {
+      absl::StrAppendFormat(&out, ", capacity factor %g (padded)", m.moe_capacity_factor());
+    }
     if (m.first_dense_layers() > 0 || m.moe_layer_interval() > 1) {
       const int64_t interval = std::max<int64_t>(1, m.moe_layer_interval());
       const int64_t moe = (m.num_layers() - m.first_dense_layers()) / interval;

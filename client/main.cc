@@ -44,6 +44,10 @@ ABSL_FLAG(int64_t, ep, 0,
 ABSL_FLAG(int64_t, etp, 0,
           "Override expert_tensor_parallel: 1 = whole experts, the tensor-parallel ranks joining "
           "the expert-parallel group (as NVIDIA's MoE recipes run them); 0 = keep (default tp)");
+ABSL_FLAG(double, capacity_factor, 0,
+          "Override moe_capacity_factor: every expert runs this many times its balanced share of "
+          "the routed tokens, padded to it (GShard/Switch; Megatron-Core's "
+          "--moe-expert-capacity-factor with padding); 0 = keep (default dropless)");
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (when they do not divide the layers, the first and "
           "last take fewer, as Megatron-Core splits them); 0 = keep (default 1)");
@@ -208,6 +212,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.cp = absl::GetFlag(FLAGS_cp);
   o.ep = absl::GetFlag(FLAGS_ep);
   o.etp = absl::GetFlag(FLAGS_etp);
+  o.capacity_factor = absl::GetFlag(FLAGS_capacity_factor);
   o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.gpus = absl::GetFlag(FLAGS_gpus);

@@ -1,6 +1,7 @@
 #include "core/model_spec.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -200,6 +201,19 @@ void ValidateExpertTensorParallel(const ModelSpec& s, std::vector<FieldViolation
   }
 }
 
+// The experts' capacity factor: 0 (dropless) or a finite factor in [0.25, 16], for a mixture of
+// experts.
+void ValidateCapacityFactor(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  const double c = s.moe_capacity_factor;
+  if (c == 0) return;
+  if (!(c >= 0.25 && c <= 16)) {
+    v.push_back({"moe_capacity_factor",
+                 absl::StrCat("must be 0 (dropless) or in [0.25, 16]; got ", c)});
+  } else if (s.num_experts == 0) {
+    v.push_back({"moe_capacity_factor", "is an expert's: it needs num_experts > 0"});
+  }
+}
+
 // Context parallelism splits the sequence into 2c chunks (two per rank, so that causal work
 // balances): s must divide by 2c. Decode has one query per sequence to split; local attention
 // under a ring is not modelled.
@@ -320,6 +334,7 @@ void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
              kMaxFfnHiddenSize);
   ValidateExpertParallel(s, v);
   ValidateExpertTensorParallel(s, v);
+  ValidateCapacityFactor(s, v);
   ValidateLayerMix(s, v);
   ValidateMla(s, v);
   CheckRange(v, "sliding_window", s.sliding_window, 0, kMaxSeqLength);
@@ -455,6 +470,8 @@ DerivedShape Derive(const ModelSpec& s) {
   d.tokens =
       s.workload == Workload::kDecode ? s.micro_batch_size : s.micro_batch_size * d.seq_per_rank;
   d.expert_tokens = 0;
+  d.expert_tokens_routed = 0;
+  d.expert_padding = 1;
   d.experts_per_rank = 0;
   d.expert_ffn_per_rank = 0;
   d.shared_ffn_per_rank = s.shared_expert_ffn_hidden_size / t;
@@ -470,8 +487,22 @@ DerivedShape Derive(const ModelSpec& s) {
     const int64_t routed = et == t ? d.tokens : (d.tokens + t - 1) / t;
     d.experts_per_rank = s.num_experts / e;
     d.expert_ffn_per_rank = s.ffn_hidden_size / et;
-    d.expert_tokens = (routed * s.experts_per_token * e + s.num_experts - 1) / s.num_experts;
-    d.active_ffn_per_rank = s.experts_per_token * d.ffn_per_rank + d.shared_ffn_per_rank;
+    d.expert_tokens_routed =
+        (routed * s.experts_per_token * e + s.num_experts - 1) / s.num_experts;
+    d.expert_tokens = d.expert_tokens_routed;
+    if (s.moe_capacity_factor > 0) {
+      // A fixed capacity: C times the balanced share, padded to it.
+      d.expert_tokens = std::max<int64_t>(
+          1, static_cast<int64_t>(std::ceil(s.moe_capacity_factor *
+                                            static_cast<double>(routed * s.experts_per_token * e) /
+                                            static_cast<double>(s.num_experts))));
+      d.expert_padding = static_cast<double>(d.expert_tokens) /
+                         static_cast<double>(std::max<int64_t>(1, d.expert_tokens_routed));
+    }
+    d.active_ffn_per_rank =
+        static_cast<int64_t>(std::llround(static_cast<double>(s.experts_per_token * d.ffn_per_rank) *
+                                          d.expert_padding)) +
+        d.shared_ffn_per_rank;
   }
   d.moe_layers = 0;
   if (s.num_experts > 0 && s.num_layers > s.first_dense_layers) {

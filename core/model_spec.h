@@ -110,6 +110,12 @@ struct ModelSpec {
   // the t ranks joining the expert-parallel group instead (e must divide t·d·c then), each
   // running its own T/t tokens' share. No other value is modelled.
   int64_t expert_tensor_parallel = 0;
+  // The experts' capacity factor C (GShard, Switch Transformer; Megatron-Core's
+  // --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity): every expert runs a
+  // fixed C times its balanced share of the routed tokens, padded (or dropped) to it, and the
+  // all-to-all carries the padded buffers. 0 = dropless (Megatron-Core's default): each expert
+  // runs the tokens routed to it, balanced routing assumed. Range 0 or [0.25, 16].
+  double moe_capacity_factor = 0;
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;
@@ -199,12 +205,16 @@ struct DerivedShape {
   int64_t tokens;             // rows of every linear GEMM this step: b·s/c (training, prefill) or b
   int64_t seq_per_rank;       // s/c: the queries (and keys per ring step) of one rank's attention
   // MoE: rows of each of this rank's expert GEMMs, ceil(tokens·k·e / E) (the tokens of the e
-  // expert-parallel ranks routed to it); 0 = dense
+  // expert-parallel ranks routed to it), times the capacity factor when there is one (padded);
+  // 0 = dense
   int64_t expert_tokens;
+  int64_t expert_tokens_routed;  // MoE: the same without capacity padding (the useful rows)
+  double expert_padding;         // expert_tokens / expert_tokens_routed (1 dropless)
   int64_t experts_per_rank;   // MoE: E / e
   int64_t expert_ffn_per_rank;  // MoE: an expert's width on a rank, f / expert_tensor_parallel
   int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
-  // The MLP width one token passes through, per rank: f/t dense; (k·f + shared)/t for MoE.
+  // The MLP width one token passes through, per rank: f/t dense; (k·f·padding + shared)/t for
+  // MoE.
   int64_t active_ffn_per_rank;
   int64_t moe_layers;           // layers with a mixture of experts (0 for a dense model)
   int64_t dense_layers;         // layers with a dense MLP: num_layers − moe_layers

@@ -70,12 +70,17 @@ ParamCounts CountParams(const ModelSpec& s) {
 
 FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms) {
   FlopCounts c;
+  // The experts' padding to their capacity is work done, not the model's.
+  const double padding = Derive(spec).expert_padding;
+  double useful = 0;
   for (const Gemm& g : gemms) {
     c.step_flops += g.step_flops();
     if (g.pass == Pass::kForward) c.forward_flops += g.step_flops();
+    const bool expert = g.name == kMoeUp || g.name == kMoeGateUp || g.name == kMoeDown;
+    useful += expert ? g.step_flops() / padding : g.step_flops();
   }
   // The model's FLOPs for one micro-batch: every tensor- and context-parallel rank's share.
-  c.model_flops = c.step_flops * static_cast<double>(spec.tensor_parallel) *
+  c.model_flops = useful * static_cast<double>(spec.tensor_parallel) *
                   static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
   c.tokens_per_step = Derive(spec).tokens;
   return c;

@@ -220,7 +220,8 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   const GpuSpec& gpu = *a.gpu;
   const int64_t t = s.tensor_parallel, et = ExpertTensorParallel(s);
   const double k = static_cast<double>(s.experts_per_token);
-  const double copies = HiddenStatesBytes(s) * k;  // every routed copy of the rank's tokens
+  // Every routed copy of the rank's tokens (padded to the experts' capacity when there is one).
+  const double copies = HiddenStatesBytes(s) * k * Derive(s).expert_padding;
   const double bytes = copies / static_cast<double>(t);
   // Megatron-Core lays expert groups out etp-ep-dp-pp: e ranks of stride et.
   const int64_t stride = et;

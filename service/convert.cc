@@ -284,6 +284,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.context_parallel = p.context_parallel();
   s.expert_parallel = p.expert_parallel();
   s.expert_tensor_parallel = p.expert_tensor_parallel();
+  s.moe_capacity_factor = p.moe_capacity_factor();
   s.num_experts = p.num_experts();
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
@@ -339,6 +340,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_context_parallel(s.context_parallel);
   p.set_expert_parallel(s.expert_parallel);
   p.set_expert_tensor_parallel(s.expert_tensor_parallel);
+  p.set_moe_capacity_factor(s.moe_capacity_factor);
   p.set_num_experts(s.num_experts);
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);

@@ -195,5 +195,43 @@ TEST(ExpertParallelTest, ErrorsNameTheField) {
   EXPECT_EQ(b->gpus, 8);
 }
 
+// A capacity factor C runs every expert on C times its balanced share of the routed tokens,
+// padded: the expert GEMMs' rows and work grow by C, the model's FLOPs (the useful work) do not,
+// the all-to-alls carry the padded buffers, and the MLP's activations grow with it. Dropless (0)
+// is the default; a factor without experts, or out of range, is refused naming the field.
+TEST(ExpertParallelTest, CapacityFactorPadsEveryExpertToItsCapacity) {
+  ModelSpec padded = Mixtral(8);
+  padded.moe_capacity_factor = 1.5;
+  padded = *NormalizeSpec(padded);
+  const ModelSpec dropless = Mixtral(8);
+  const std::vector<Gemm> gx = BuildGemms(dropless), gy = BuildGemms(padded);
+  const Gemm* a = Find(gx, kMoeGateUp, Pass::kForward);
+  const Gemm* b = Find(gy, kMoeGateUp, Pass::kForward);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->shape.m, 4096 * 2 * 3 / 2);
+  EXPECT_DOUBLE_EQ(b->step_flops(), 1.5 * a->step_flops());
+  const Analysis x = *Analyze(dropless, **FindGpu("h100-sxm"));
+  const Analysis y = *Analyze(padded, **FindGpu("h100-sxm"));
+  EXPECT_GT(y.flops.step_flops, x.flops.step_flops);
+  EXPECT_NEAR(y.flops.model_flops, x.flops.model_flops, 1e-9 * x.flops.model_flops);
+  RunConfig run;
+  run.num_gpus = 64;
+  const StepBreakdown sx = *Step(dropless, run);
+  const StepBreakdown sy = *Step(padded, run);
+  EXPECT_NEAR(sy.ep_comm_s / sx.ep_comm_s, 1.5, 0.05);
+  EXPECT_GT(sy.compute_s, sx.compute_s);
+  EXPECT_LT(sy.mfu, sx.mfu);  // padding is not the model's work
+  EXPECT_GT(EstimateMemory(padded, **FindGpu("h100-sxm"), {}).activations_bytes,
+            EstimateMemory(dropless, **FindGpu("h100-sxm"), {}).activations_bytes);
+
+  ModelSpec wrong = Mixtral(1);
+  wrong.moe_capacity_factor = 100;
+  EXPECT_THAT(NormalizeSpec(wrong).status().message(), HasSubstr("moe_capacity_factor"));
+  ModelSpec dense = testing::LlamaLike(4096, 32, 8, 32, 14336, 32000);
+  dense.moe_capacity_factor = 1.25;
+  EXPECT_THAT(NormalizeSpec(dense).status().message(), HasSubstr("needs num_experts > 0"));
+}
+
 }  // namespace
 }  // namespace wavecrest

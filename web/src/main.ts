@@ -148,7 +148,7 @@ function setSelectedGpus(gpus: string[]) {
 
 // ---- how the model runs: the knobs, the run, and the model they make ------------------------
 
-const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
+const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> = [
   ["knob-seq", "seq_length", "int"],
   ["knob-mb", "micro_batch_size", "int"],
   ["knob-tp", "tensor_parallel", "int"],
@@ -156,6 +156,7 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum"]> = [
   ["knob-cp", "context_parallel", "int"],
   ["knob-ep", "expert_parallel", "int"],
   ["knob-etp", "expert_tensor_parallel", "int"],
+  ["knob-capacity", "moe_capacity_factor", "number"],
   ["knob-dp", "data_parallel", "int"],
   ["knob-dtype", "dtype", "enum"],
   ["knob-workload", "workload", "enum"],
@@ -192,6 +193,10 @@ function effectiveModel(): ModelSpec {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1) throw new PanelError(`${field}: a whole number ≥ 1, got "${v}"`);
       spec[field] = n;
+    } else if (kind === "number") {
+      const x = Number(v);
+      if (!Number.isFinite(x) || x < 0) throw new PanelError(`${field}: a number ≥ 0, got "${v}"`);
+      spec[field] = x;
     } else {
       spec[field] = v;
     }

@@ -300,6 +300,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   await page.fill("#knob-ep", "8");
   await page.fill("#knob-tp", "2");
   await page.fill("#knob-etp", "1");
+  await page.fill("#knob-capacity", "1.25");
   await page.fill("#run-gpus", "64");
   const sent: unknown[] = [];
   page.on("request", (r) => {
@@ -310,6 +311,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   const body = sent[0] as { model: Record<string, unknown> };
   expect(body.model.expert_parallel).toBe(8);
   expect(body.model.expert_tensor_parallel).toBe(1);
+  expect(body.model.moe_capacity_factor).toBe(1.25);
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
   await expect(bar.locator('span[data-part="EP all-to-all"]')).toHaveCount(1);
   await expect(page.locator("#step-bars")).toContainText("d=32 e=8)");
