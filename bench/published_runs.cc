@@ -3,6 +3,13 @@
 // the signed median (bias), the rows refused and why, and one line per row with --rows.
 //
 //   published_runs [--rows] [--max-median F --max-p90 F] FILE.csv
+//   published_runs --bands [--check] FILE.csv...
+//
+// --bands: the planner's error band by kind of run (core/parallelism.h PlannerBands): measured
+// step time / predicted - 1 at p10 and p90 over the runs of all the files, one figure per run
+// (its step time, else tokens/s, model TFLOP/s or MFU, all inverse to the step); a run with
+// expert parallelism is "expert-parallel MoE", one with context parallelism "context parallel",
+// the rest "dense". --check exits 1 when core's constants are more than a point off them.
 //
 // FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns;
 // bench/data/published-runs-h100.csv, MosaicML's H100 tables, has it too; NVIDIA's DGX-H100 runs,
@@ -325,6 +332,86 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
 }
 
+// The rows of a CSV file as maps from column to value.
+std::vector<Row> ReadRows(const std::string& file) {
+  std::vector<Row> rows;
+  std::ifstream in(file);
+  std::string line;
+  if (!std::getline(in, line)) return rows;
+  const std::vector<std::string> header = SplitCsv(line);
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> fields = SplitCsv(line);
+    Row r;
+    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) r[header[i]] = fields[i];
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+// The planner's kind of run for a row (PlannerBandKind's names).
+std::string KindOf(const Row& r) {
+  if (Int(r, "ep", 1) > 1) return kBandExpertParallel;
+  if (Int(r, "cp", 1) > 1) return kBandContextParallel;
+  return kBandDense;
+}
+
+// --bands: measured step / predicted step - 1 at p10 and p90 by kind of run, one figure per run.
+int Bands(const std::vector<std::string>& files, bool check) {
+  // The figure each run is read from, best first (all but step time are inverse to the step).
+  const std::vector<std::string> preferred = {"step_time_s", "tokens_per_s_per_gpu",
+                                              "tflops_per_gpu", "mfu"};
+  std::map<std::string, std::pair<int, Row>> runs;  // run -> (preference, row)
+  std::map<std::string, std::string> root_of;       // run -> repository root for its config
+  for (const std::string& file : files) {
+    const std::string root =
+        std::filesystem::absolute(file).parent_path().parent_path().parent_path().string();
+    for (const Row& r : ReadRows(file)) {
+      const auto rank = std::find(preferred.begin(), preferred.end(), r.at("metric"));
+      if (rank == preferred.end()) continue;
+      const std::string& id = r.at("id");
+      const std::string run = id.substr(0, id.rfind('_'));
+      const int p = static_cast<int>(rank - preferred.begin());
+      auto it = runs.find(run);
+      if (it == runs.end() || p < it->second.first) {
+        runs[run] = {p, r};
+        root_of[run] = root;
+      }
+    }
+  }
+  std::map<std::string, std::vector<double>> by_kind;
+  int refused = 0;
+  for (const auto& [run, entry] : runs) {
+    const Row& r = entry.second;
+    double value = 0;
+    if (!absl::SimpleAtod(r.at("value"), &value) || value <= 0) continue;
+    const Outcome o = Price(r, root_of[run]);
+    if (!o.why_not.empty() || o.predicted <= 0) {
+      ++refused;
+      continue;
+    }
+    const double ratio =
+        r.at("metric") == "step_time_s" ? value / o.predicted : o.predicted / value;
+    by_kind[KindOf(r)].push_back(ratio - 1);
+  }
+  std::printf("# the planner's error band: measured step time / predicted - 1, by kind of run\n");
+  std::printf("%-22s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
+  bool off = false;
+  for (const auto& [kind, e] : by_kind) {
+    const double p10 = Quantile(e, 0.1), p90 = Quantile(e, 0.9);
+    std::printf("%-22s %5zu %+7.1f%% %+7.1f%%\n", kind.c_str(), e.size(), 100 * p10, 100 * p90);
+    const PlannerBand& b = PlannerBandOf(kind);
+    if (check && (std::fabs(b.p10 - p10) > 0.01 || std::fabs(b.p90 - p90) > 0.01 ||
+                  b.runs != static_cast<int>(e.size()))) {
+      std::printf("FAIL: core's %s band is %+.3f .. %+.3f over %d runs\n", kind.c_str(), b.p10,
+                  b.p90, b.runs);
+      off = true;
+    }
+  }
+  std::printf("refused: %d\n", refused);
+  return off || refused > 0 ? 1 : 0;
+}
+
 }  // namespace
 }  // namespace wavecrest
 
@@ -332,6 +419,18 @@ int main(int argc, char** argv) {
   using namespace wavecrest;
   bool rows_wanted = false;
   std::string file;
+  if (argc > 1 && std::string(argv[1]) == "--bands") {
+    bool check = false;
+    std::vector<std::string> files;
+    for (int i = 2; i < argc; ++i) {
+      if (std::string(argv[i]) == "--check") {
+        check = true;
+      } else {
+        files.push_back(argv[i]);
+      }
+    }
+    return Bands(files, check);
+  }
   // --max-median F --max-p90 F: exit 1 when the |error| quantiles exceed them or a row is refused
   // (the CTest published_runs_a100 holds the planner to its committed accuracy).
   double max_median = 0, max_p90 = 0;

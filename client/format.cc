@@ -221,6 +221,13 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   absl::StrAppend(&out, t.Render());
   absl::StrAppendFormat(&out, "MFU %.1f%%, %s tokens/s per GPU\n", 100 * b.mfu(),
                         HumanCount(b.tokens_per_second_per_gpu()));
+  if (b.error_band_runs() > 0) {
+    absl::StrAppendFormat(&out,
+                          "error band: a measured step %+.0f%% .. %+.0f%% off this prediction (p10..p90 of %d "
+                          "published %s runs the planner was checked against)\n",
+                          100 * b.error_band_p10(), 100 * b.error_band_p90(), b.error_band_runs(),
+                          b.error_band_kind());
+  }
   absl::StrAppendFormat(&out, "layout: %s, %s recomputation, ZeRO stage %d%s; %s; %s\n",
                         b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
                         b.recompute() == v1::RECOMPUTE_FULL        ? "full"

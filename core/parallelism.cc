@@ -602,6 +602,13 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
                   (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
 }
 
+void SetBand(const PlannerBand& band, StepBreakdown& r) {
+  r.band_p10 = band.p10;
+  r.band_p90 = band.p90;
+  r.band_kind = band.kind;
+  r.band_runs = band.runs;
+}
+
 }  // namespace
 
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
@@ -681,7 +688,33 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);
+  SetBand(PlannerBandFor(s), r);
   return r;
+}
+
+const std::vector<PlannerBand>& PlannerBands() {
+  // Measured step / predicted - 1, p10 and p90, over the published runs of each kind (472 A100
+  // figures beside the repository, MosaicML's 231 and NVIDIA's 53 H100 figures in bench/data;
+  // one figure per run): bench/results/planner_bands.txt.
+  static const std::vector<PlannerBand> kBands = {
+      {kBandDense, -0.062, 0.154, 271},
+      {kBandExpertParallel, -0.165, 0.991, 19},
+      {kBandContextParallel, 0.045, 0.637, 13},
+  };
+  return kBands;
+}
+
+const PlannerBand& PlannerBandOf(const std::string& kind) {
+  for (const PlannerBand& b : PlannerBands()) {
+    if (kind == b.kind) return b;
+  }
+  return PlannerBands().front();
+}
+
+const PlannerBand& PlannerBandFor(const ModelSpec& s) {
+  if (s.expert_parallel > 1) return PlannerBandOf(kBandExpertParallel);
+  if (s.context_parallel > 1) return PlannerBandOf(kBandContextParallel);
+  return PlannerBandOf(kBandDense);
 }
 
 std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {

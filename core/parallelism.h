@@ -129,7 +129,31 @@ struct StepBreakdown {
   int zero_stage = 0;
   bool offload_activations = false;
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
+  // The planner's error band for a run of this kind (PlannerBands): measured step time /
+  // predicted - 1 at p10 and p90 over the published runs it was checked against.
+  double band_p10 = 0;
+  double band_p90 = 0;
+  std::string band_kind;
+  int band_runs = 0;
 };
+
+// The kinds of run the planner's error band is kept for.
+inline constexpr char kBandDense[] = "dense";
+inline constexpr char kBandExpertParallel[] = "expert-parallel MoE";
+inline constexpr char kBandContextParallel[] = "context parallel";
+struct PlannerBand {
+  const char* kind;
+  double p10;  // measured step / predicted - 1
+  double p90;
+  int runs;
+};
+// The bands of every kind, from bench/results/planner_bands.txt (`bench/published_runs --bands`
+// over the A100, MosaicML H100 and NVIDIA DGX-H100 runs; CTest planner_bands_current keeps them
+// equal).
+const std::vector<PlannerBand>& PlannerBands();
+const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknown
+// A run's kind: expert parallelism, else context parallelism, else dense.
+const PlannerBand& PlannerBandFor(const ModelSpec& s);
 
 // The fastest of the layouts (sequence parallelism on or off × no, selective or full
 // recomputation × ZeRO 0-3 × activation offload off or on, ZeRO only with data or context

@@ -705,6 +705,10 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_offload_s(b.offload_s);
   p.set_context_parallel(b.context_parallel);
   p.set_expert_parallel(b.expert_parallel);
+  p.set_error_band_p10(b.band_p10);
+  p.set_error_band_p90(b.band_p90);
+  p.set_error_band_kind(b.band_kind);
+  p.set_error_band_runs(b.band_runs);
   return p;
 }
 

@@ -269,6 +269,24 @@ TEST(ParallelismTest, ZeroTwoReduceScattersEveryMicroBatch) {
   EXPECT_NEAR(four.dp_comm_s / one.dp_comm_s, 18.0 / 6.0, 0.1);
 }
 
+// Every run carries the planner's error band for its kind, as checked against the published
+// runs (bench/results/planner_bands.txt): dense, expert-parallel MoE (wider), context parallel.
+TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
+  RunConfig run;
+  run.num_gpus = 64;
+  const StepBreakdown dense = Plan(Llama70B(8, 1), run);
+  EXPECT_EQ(dense.band_kind, kBandDense);
+  EXPECT_LT(dense.band_p10, 0);
+  EXPECT_GT(dense.band_p90, 0);
+  EXPECT_GT(dense.band_runs, 100);
+  ModelSpec cp = Llama70B(8, 1);
+  cp.context_parallel = 2;
+  EXPECT_EQ(Plan(*NormalizeSpec(cp), run).band_kind, kBandContextParallel);
+  const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
+  EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
+  EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));
+}
+
 // A run on an older fused kernel is slower only by its attention, and the assumptions name the
 // kernel, the paper and the figure its rate comes from on this architecture.
 TEST(ParallelismTest, NamedAttentionKernelsChangeOnlyAttentionAndSaySo) {

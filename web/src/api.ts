@@ -167,6 +167,11 @@ export interface StepBreakdown {
   recompute?: string;
   zero_stage?: number;
   offload_activations?: boolean;
+  /** The planner's error band for this kind of run (measured / predicted - 1, p10 and p90). */
+  error_band_p10?: number;
+  error_band_p90?: number;
+  error_band_kind?: string;
+  error_band_runs?: number;
 }
 
 export interface RunConfig {

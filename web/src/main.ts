@@ -552,7 +552,12 @@ function renderStepBars(results: AnalyzeResponse[]) {
     const title = r.step
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
         `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
-        `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)}; layout: ${layoutText(r.step)}; ` +
+        `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)}; ` +
+        (r.step.error_band_runs
+          ? `PREDICTED ${band(r.step.error_band_p10, r.step.error_band_p90)} (p10..p90 of ${r.step.error_band_runs} ` +
+            `published ${r.step.error_band_kind} runs); `
+          : "") +
+        `layout: ${layoutText(r.step)}; ` +
         `one rank's kernels ${seconds(r.kernels?.step_time_s)} per micro-batch`
       : `${r.gpu}: ${seconds(r.step_time_s)} per step on one GPU (set the run's GPUs for parallelism)`;
     box.appendChild(node("div", title, "note"));
