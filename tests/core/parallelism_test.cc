@@ -25,6 +25,14 @@ ModelSpec Llama70B(int64_t tp, int64_t pp) {
   return s;
 }
 
+// Llama 3 70B's layer, eight of them (fits a test's time, not a GPU), normalized.
+ModelSpec EightLayers70B(int64_t tp, int64_t seq = 8192) {
+  ModelSpec s = Llama70B(tp, 1);
+  s.num_layers = 8;
+  s.seq_length = seq;
+  return *NormalizeSpec(s);
+}
+
 StepBreakdown Plan(const ModelSpec& s, const RunConfig& run, const char* gpu = "h100-sxm") {
   absl::StatusOr<Analysis> a = Analyze(s, **FindGpu(gpu));
   EXPECT_TRUE(a.ok()) << a.status();
@@ -254,9 +262,7 @@ TEST(ParallelismTest, CollectiveLatencyIsNcclsStepsInsideAndAcrossNodes) {
 // weights are gathered once a step; four micro-batches cost about four reduce-scatters and one
 // gather, not one of each.
 TEST(ParallelismTest, ZeroTwoReduceScattersEveryMicroBatch) {
-  ModelSpec s = Llama70B(8, 1);
-  s.num_layers = 8;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = EightLayers70B(8);
   RunConfig run;
   run.zero_stage = 2;
   run.num_gpus = 16;
@@ -368,10 +374,7 @@ TEST(ParallelismTest, UnevenStagesPutFewerLayersOnTheFirstAndLast) {
 // overlap: the collectives hide under the layers' compute but for the first gather and the last
 // reduce-scatter of each micro-batch and what a layer's collectives take beyond its compute.
 TEST(ParallelismTest, ZeroThreeExposedUnlessPrefetchIsSaidToHide) {
-  ModelSpec s = Llama70B(1, 1);
-  s.num_layers = 8;  // fits the test's time, not a GPU
-  s.seq_length = 2048;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = EightLayers70B(1, 2048);
   RunConfig run;
   run.num_gpus = 64;
   run.global_batch = 128;  // 2 micro-batches per rank
@@ -398,10 +401,7 @@ TEST(ParallelismTest, ZeroThreeExposedUnlessPrefetchIsSaidToHide) {
 // by NVLink, so two nodes cost about what one does; a data-parallel group of one rank per node
 // (t = 8) goes one NIC wide. The pipeline's point-to-point sends stay one NIC's.
 TEST(ParallelismTest, CollectivesAcrossNodesUseTheNicsOfTheirRanksInANode) {
-  ModelSpec s = Llama70B(1, 1);
-  s.num_layers = 8;
-  s.seq_length = 2048;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = EightLayers70B(1, 2048);
   RunConfig run;
   run.zero_stage = 3;
   run.num_gpus = 8;
