@@ -67,6 +67,9 @@ ABSL_FLAG(bool, overlap_grad_reduce, false,
           "analyze: the gradient reduction beside the last micro-batch's backward and the weights' "
           "all-gather beside the first's forward (Megatron-Core's --overlap-grad-reduce and "
           "--overlap-param-gather, on in NVIDIA's NeMo recipes); off by default");
+ABSL_FLAG(bool, ep_overlap, false,
+          "analyze: one micro-batch's expert-parallel all-to-alls under another's MoE layers "
+          "(Megatron-Core's --overlap-moe-expert-parallel-comm); off by default, as there");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
@@ -225,6 +228,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
+  o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);

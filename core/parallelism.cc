@@ -212,7 +212,8 @@ int64_t ExpertPool(const ModelSpec& s, int64_t d) {
 // are posted together). With experts split over the t ranks too, the expert MLP's collectives
 // carry the k copies of each token instead of one: (k-1) more of the four per layer (all-gather
 // and reduce-scatter, forward and backward); whole experts (et = 1) have none (TensorParallelS's
-// MLP half is taken off their layers). Not overlapped with compute (Megatron-Core's default).
+// MLP half is taken off their layers). Not overlapped with compute (Megatron-Core's default;
+// RunConfig::ep_overlap hides part of it in PlanStep).
 double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layers) {
   const ModelSpec& s = a.spec;
   const int64_t e = s.expert_parallel;
@@ -525,11 +526,15 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (s.expert_parallel > 1) {
     out.push_back(absl::StrFormat(
         "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
-        "back by all-to-all (dispatch and combine, forward and backward, 16-bit) not overlapped "
-        "with compute (Megatron-Core's default), routing balanced across experts (as NVIDIA's "
-        "MoE benchmarks force it; real routers are uneven and the slowest rank sets the pace); "
-        "expert gradients reduce over the %d ranks holding the same experts%s",
+        "back by all-to-all (dispatch and combine, forward and backward, 16-bit) %s, routing "
+        "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
+        "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
+        "the same experts%s",
         s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
+        run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
+                         "--overlap-moe-expert-parallel-comm; the first forward's and the last "
+                         "backward's exposed)"
+                       : "not overlapped with compute (Megatron-Core's default)",
         std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
         ExpertTensorParallel(s) < s.tensor_parallel
             ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
@@ -667,6 +672,12 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   const double stage = compute + recompute + tp_comm + ep_comm + cp_comm + offload;
   r.compute_s = m * compute;
   r.ep_comm_s = m * ep_comm;
+  if (run.ep_overlap) {
+    // Paired micro-batches hide their all-to-alls under the other's MoE layers; one micro-batch's
+    // worth (the unpaired first forward and last backward) stays.
+    const double hidden = std::max(0.0, ep_comm - stage_moe_layers * per_layer);
+    r.ep_comm_s = ep_comm + (m - 1) * hidden;
+  }
   r.recompute_s = m * recompute;
   r.tp_comm_s = m * tp_comm;
   r.cp_comm_s = m * cp_comm;

@@ -68,6 +68,12 @@ struct RunConfig {
   // hide up to one micro-batch's compute of the stage; the rest is exposed. ZeRO-3 has its own
   // layer-by-layer schedule (zero3_prefetch).
   bool overlap_grad_reduce = false;
+  // Megatron-Core's --overlap-moe-expert-parallel-comm (off by default there; on in NVIDIA's
+  // DeepSeek-V3 and Qwen3-MoE perf recipes): one micro-batch's expert-parallel all-to-alls run
+  // under another's compute (the forward of one beside the backward of the next), so each
+  // micro-batch hides up to its MoE layers' compute of the stage; the first forward and the
+  // last backward have no partner and stay exposed.
+  bool ep_overlap = false;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;

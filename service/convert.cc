@@ -627,6 +627,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();
   c.pp_overlap = !r.no_pp_overlap();
   c.overlap_grad_reduce = r.overlap_grad_reduce();
+  c.ep_overlap = r.ep_overlap();
   c.network = r.network();
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "core/analysis.h"
 #include "core/gemm.h"
 #include "core/memory.h"
@@ -231,6 +232,34 @@ TEST(ExpertParallelTest, CapacityFactorPadsEveryExpertToItsCapacity) {
   ModelSpec dense = testing::LlamaLike(4096, 32, 8, 32, 14336, 32000);
   dense.moe_capacity_factor = 1.25;
   EXPECT_THAT(NormalizeSpec(dense).status().message(), HasSubstr("needs num_experts > 0"));
+}
+
+// Megatron-Core's --overlap-moe-expert-parallel-comm: paired micro-batches hide their
+// all-to-alls under each other's MoE layers; one micro-batch's worth stays (the unpaired first
+// forward and last backward), so the exposed time falls but never below it, a single micro-batch
+// hides nothing, and the assumptions say which.
+TEST(ExpertParallelTest, EpOverlapHidesAllToAllsUnderAnotherMicroBatch) {
+  const ModelSpec s = Mixtral(8);
+  RunConfig run;
+  run.num_gpus = 64;  // d = 64, each expert-parallel group of 8 in one node
+  run.global_batch = 64 * 8;
+  const StepBreakdown plain = *Step(s, run);
+  run.ep_overlap = true;
+  const StepBreakdown overlapped = *Step(s, run);
+  ASSERT_GT(plain.ep_comm_s, 0);
+  EXPECT_LT(overlapped.ep_comm_s, plain.ep_comm_s);
+  EXPECT_GE(overlapped.ep_comm_s, plain.ep_comm_s / plain.microbatches - 1e-12);
+  EXPECT_LT(overlapped.step_s, plain.step_s);
+  EXPECT_DOUBLE_EQ(overlapped.compute_s, plain.compute_s);
+  bool said = false;
+  for (const std::string& a : overlapped.assumptions) said |= absl::StrContains(a, "ep_overlap");
+  EXPECT_TRUE(said);
+  run.global_batch = 64;  // one micro-batch: nothing to pair with
+  EXPECT_DOUBLE_EQ(Step(s, run)->ep_comm_s, [&] {
+    RunConfig off = run;
+    off.ep_overlap = false;
+    return Step(s, off)->ep_comm_s;
+  }());
 }
 
 }  // namespace

@@ -184,6 +184,7 @@ export interface RunConfig {
   no_pp_overlap?: boolean;
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
+  ep_overlap?: boolean;
   network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;

@@ -167,7 +167,7 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> = [
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
-                    "run-no-ppov", "run-ogr", "run-z3p", "run-network", "run-sp", "run-offload", "run-plan"];
+                    "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-network", "run-sp", "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -217,6 +217,7 @@ function runConfig(): RunConfig | undefined {
   run.no_pp_overlap = fieldValue("run-no-ppov") === "1";
   run.overlap_grad_reduce = fieldValue("run-ogr") === "1";
   run.zero3_prefetch = fieldValue("run-z3p") === "1";
+  run.ep_overlap = fieldValue("run-epov") === "1";
   if (fieldValue("run-network") !== "") run.network = fieldValue("run-network");
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";

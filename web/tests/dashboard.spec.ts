@@ -232,6 +232,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.check("#run-no-ppov");
   await page.check("#run-ogr");
   await page.check("#run-z3p");
+  await page.check("#run-epov");
   await page.check("#run-sp");
   await page.check("#run-offload");
   const sent: unknown[] = [];
@@ -251,7 +252,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
   expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE",
                              interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
-                             zero3_prefetch: true, sequence_parallel: true,
+                             zero3_prefetch: true, ep_overlap: true, sequence_parallel: true,
                              offload_activations: true, plan: false });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
@@ -289,6 +290,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-no-ppov")).toBeChecked();
   await expect(again.locator("#run-ogr")).toBeChecked();
   await expect(again.locator("#run-z3p")).toBeChecked();
+  await expect(again.locator("#run-epov")).toBeChecked();
   await expect(again.locator("#gpu-list input:checked")).toHaveCount(1);
   await expect(again.locator('#gpu-list input[value="h100-sxm"]')).toBeChecked();
   await again.close();
