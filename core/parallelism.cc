@@ -607,7 +607,22 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
                   (gpu.memory_bandwidth_bytes_per_s * gpu.Model(s.dtype).memory_efficiency);
 }
 
-void SetBand(const PlannerBand& band, StepBreakdown& r) {
+// The step's layout, totals, assumptions and error band, once its components are priced.
+void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown& r) {
+  const ModelSpec& s = a.spec;
+  r.sequence_parallel = run.sequence_parallel;
+  r.recompute = run.recompute;
+  r.zero_stage = run.zero_stage;
+  r.offload_activations = run.offload_activations;
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
+             r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
+  r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
+  r.mfu = r.model_flops_per_step /
+          (r.step_s * static_cast<double>(r.gpus) * a.gpu->PeakFlops(s.dtype));
+  r.tokens_per_s_per_gpu =
+      static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
+  r.assumptions = Assumptions(a, run, r);
+  const PlannerBand& band = PlannerBandFor(s);
   r.band_p10 = band.p10;
   r.band_p90 = band.p90;
   r.band_kind = band.kind;
@@ -687,19 +702,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
 
   const double layer_backward = mb.layers_s / layers - forward_layer + recompute / stage_layers;
   ReduceAndUpdate(a, run, m, forward_layer, layer_backward, compute + recompute, r);
-  r.sequence_parallel = run.sequence_parallel;
-  r.recompute = run.recompute;
-  r.zero_stage = run.zero_stage;
-  r.offload_activations = run.offload_activations;
-  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
-             r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
-  r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
-  r.mfu =
-      r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus) * gpu.PeakFlops(s.dtype));
-  r.tokens_per_s_per_gpu =
-      static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
-  r.assumptions = Assumptions(a, run, r);
-  SetBand(PlannerBandFor(s), r);
+  FinishStep(a, run, m, r);
   return r;
 }
 
