@@ -499,10 +499,9 @@ DerivedShape Derive(const ModelSpec& s) {
       d.expert_padding = static_cast<double>(d.expert_tokens) /
                          static_cast<double>(std::max<int64_t>(1, d.expert_tokens_routed));
     }
+    const double routed_width = static_cast<double>(s.experts_per_token * d.ffn_per_rank);
     d.active_ffn_per_rank =
-        static_cast<int64_t>(std::llround(static_cast<double>(s.experts_per_token * d.ffn_per_rank) *
-                                          d.expert_padding)) +
-        d.shared_ffn_per_rank;
+        static_cast<int64_t>(std::llround(routed_width * d.expert_padding)) + d.shared_ffn_per_rank;
   }
   d.moe_layers = 0;
   if (s.num_experts > 0 && s.num_layers > s.first_dense_layers) {

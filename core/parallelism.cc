@@ -60,7 +60,8 @@ double RingS(double bytes, int64_t n, const Path& path, int factor) {
   double best = 0;
   for (const RingProtocol& p : {kSimple, kLl128}) {
     const double step_us = path.per_node == 1 ? p.one_per_node_step_us : p.network_step_us;
-    const double latency = 1e-6 * (p.base_us + (steps - across) * p.nvlink_step_us + across * step_us);
+    const double latency =
+        1e-6 * (p.base_us + (steps - across) * p.nvlink_step_us + across * step_us);
     const double t = latency + moved / (path.bw * p.bw_fraction);
     if (best == 0 || t < best) best = t;
   }
@@ -84,7 +85,8 @@ Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stri
     path.per_node = 1;
     return path;
   }
-  const int64_t per_node = std::min<int64_t>(n, gpu.link.domain_gpus / std::max<int64_t>(1, stride));
+  const int64_t per_node =
+      std::min<int64_t>(n, gpu.link.domain_gpus / std::max<int64_t>(1, stride));
   const Path nvlink = PathFor(gpu, run, 1);
   const double bw = path.bw * static_cast<double>(per_node);
   path.bw = nvlink.bw > 0 ? std::min(bw, nvlink.bw) : bw;
