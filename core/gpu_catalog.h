@@ -190,6 +190,9 @@ struct Interconnect {
   double host_bytes_per_s = 0;     // to host memory (PCIe), one direction: activation offload
   double nvlink_latency_s = 0;     // per collective step
   double network_latency_s = 0;
+  // NVLink SHARP (NVLS): the NVSwitch reduces an all-reduce inside the domain; its algorithm
+  // bandwidth per GPU (bytes reduced / time), 0 where the switch cannot (or it is not measured).
+  double nvls_allreduce_bytes_per_s = 0;
   std::string source;
 };
 

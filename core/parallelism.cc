@@ -23,11 +23,14 @@ struct Path {
   bool in_network_reduction = false;  // SHARP: the switches reduce all-reduces across nodes
   int64_t nodes = 1;                  // the nodes a collective's ranks span
   int64_t per_node = 1;               // its ranks in each node
+  double nvls_bw = 0;                 // NVLink SHARP all-reduce bandwidth inside the domain
 };
 Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
   const Interconnect& l = gpu.link;
   if (span <= l.domain_gpus && l.nvlink_bytes_per_s > 0) {
-    return {l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false, false};
+    Path nvlink{l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false, false};
+    nvlink.nvls_bw = l.nvls_allreduce_bytes_per_s;
+    return nvlink;
   }
   const int64_t nodes = (span + l.domain_gpus - 1) / std::max<int64_t>(1, l.domain_gpus);
   if (!run.network.empty()) {
@@ -100,7 +103,11 @@ Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stri
 double AllReduceOver(double bytes, int64_t n, const Path& path) {
   if (n <= 1) return 0;
   if (path.in_network_reduction) return bytes / path.bw + 2 * path.latency;
-  return AllReduceS(bytes, n, path);
+  const double ring = AllReduceS(bytes, n, path);
+  // Inside an NVSwitch domain that reduces (NVLS), NCCL takes the faster of it (25 us of NVLink
+  // latency in its tuner, src/graph/tuning.cc) and the ring.
+  if (path.nvls_bw > 0) return std::min(ring, bytes / path.nvls_bw + 25e-6);
+  return ring;
 }
 
 // One micro-batch's hidden states on one rank: b·s/c tokens × h, 16-bit (what the tensor-parallel
@@ -408,14 +415,14 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
   return reduce * (1 - run.dp_overlap);
 }
 
-// The links collectives run over, and the network's source.
 constexpr char kNicsPerNode[] =
     "a collective's ranks in one node cross the network through as many NICs at once (NCCL's "
     "ring per NIC; NVLink's bandwidth at most), point-to-point sends and all-to-alls through "
     "their own NIC; a ring's latency is NCCL's tuning model (a base, a step per rank, the node "
     "crossings at the network's latency; the faster of its Simple and LL128 protocols)";
 
-std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
+// The links collectives run over, and the network's source.
+std::string NetworkAssumption(const GpuSpec& gpu, const RunConfig& run) {
   using Network = absl::StatusOr<const NetworkProfile*>;
   const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
   if (network.ok() && *network != nullptr) {
@@ -433,6 +440,17 @@ std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
                          gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link",
                          gpu.link.source,
                          gpu.link.network_bytes_per_s > 0 ? absl::StrCat("; ", kNicsPerNode) : "");
+}
+
+// ... and NVLink SHARP's all-reduces inside a node where the switch has it.
+std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  return absl::StrCat(
+      NetworkAssumption(gpu, run),
+      gpu.link.nvls_allreduce_bytes_per_s > 0
+          ? absl::StrFormat("; all-reduces inside a node by NVLink SHARP where faster (%.0f GB/s, "
+                            "NCCL's NVLS on this NVSwitch)",
+                            gpu.link.nvls_allreduce_bytes_per_s / 1e9)
+          : "");
 }
 
 // What runs under compute: tensor-parallel collectives, pipeline sends; and the optimizer.

@@ -293,6 +293,24 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));
 }
 
+// Inside a DGX H100 the NVSwitch reduces all-reduces itself (NCCL's NVLS, ~275 GB/s of algorithm
+// bandwidth against the ring's 2·7/8 of the bytes at 360): tensor parallelism without sequence
+// parallelism pays bytes/275 GB/s + 25 us per all-reduce, four a layer; A100's NVSwitch cannot,
+// so its all-reduces stay rings; and the assumptions say it.
+TEST(ParallelismTest, AllReducesInsideAHopperNodeUseNvlinkSharp) {
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 1;
+  const ModelSpec s = EightLayers70B(8);
+  const StepBreakdown h100 = Plan(s, run);
+  const double bytes = 8192.0 * 8192 * 2;  // one micro-batch's hidden states, 16-bit
+  EXPECT_NEAR(h100.tp_comm_s, 8 * 4 * (bytes / 275e9 + 25e-6), 1e-6);
+  EXPECT_TRUE(Says(h100, "NVLink SHARP"));
+  const StepBreakdown a100 = Plan(s, run, "a100-sxm-80gb");
+  EXPECT_FALSE(Says(a100, "NVLink SHARP"));
+  EXPECT_GT(a100.tp_comm_s, 8 * 4 * 2 * 7.0 / 8 * bytes / (300e9 * 0.8));
+}
+
 // A run on an older fused kernel is slower only by its attention, and the assumptions name the
 // kernel, the paper and the figure its rate comes from on this architecture.
 TEST(ParallelismTest, NamedAttentionKernelsChangeOnlyAttentionAndSaySo) {
