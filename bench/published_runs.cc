@@ -332,6 +332,11 @@ double Quantile(std::vector<double> v, double q) {
   return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
 }
 
+// The repository root, for rows' `config` files: FILE is ROOT/bench/data/NAME.csv.
+std::string RootOf(const std::string& file) {
+  return std::filesystem::absolute(file).parent_path().parent_path().parent_path().string();
+}
+
 // The rows of a CSV file as maps from column to value.
 std::vector<Row> ReadRows(const std::string& file) {
   std::vector<Row> rows;
@@ -364,8 +369,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
   std::map<std::string, std::pair<int, Row>> runs;  // run -> (preference, row)
   std::map<std::string, std::string> root_of;       // run -> repository root for its config
   for (const std::string& file : files) {
-    const std::string root =
-        std::filesystem::absolute(file).parent_path().parent_path().parent_path().string();
+    const std::string root = RootOf(file);
     for (const Row& r : ReadRows(file)) {
       const auto rank = std::find(preferred.begin(), preferred.end(), r.at("metric"));
       if (rank == preferred.end()) continue;
@@ -450,22 +454,13 @@ int main(int argc, char** argv) {
                  file.c_str());
     return 2;
   }
-  // The repository root, for rows' `config` files: FILE is ROOT/bench/data/NAME.csv.
-  const std::string root =
-      std::filesystem::absolute(file).parent_path().parent_path().parent_path().string();
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = SplitCsv(line);
+  const std::string root = RootOf(file);
   std::map<std::string, std::vector<double>> errors;  // "source metric" -> signed errors
   std::map<std::string, int> refused;                 // "source metric" -> rows
   std::map<std::string, int> reasons;
   std::vector<double> all;
   int total = 0;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    const std::vector<std::string> fields = SplitCsv(line);
-    Row r;
-    for (size_t i = 0; i < header.size() && i < fields.size(); ++i) r[header[i]] = fields[i];
+  for (Row& r : ReadRows(file)) {
     double value = 0;
     if (!absl::SimpleAtod(r["value"], &value) || value <= 0) continue;
     ++total;

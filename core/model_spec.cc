@@ -487,18 +487,17 @@ DerivedShape Derive(const ModelSpec& s) {
     const int64_t routed = et == t ? d.tokens : (d.tokens + t - 1) / t;
     d.experts_per_rank = s.num_experts / e;
     d.expert_ffn_per_rank = s.ffn_hidden_size / et;
-    d.expert_tokens_routed =
-        (routed * s.experts_per_token * e + s.num_experts - 1) / s.num_experts;
-    d.expert_tokens = d.expert_tokens_routed;
-    if (s.moe_capacity_factor > 0) {
-      // A fixed capacity: C times the balanced share, padded to it.
-      d.expert_tokens = std::max<int64_t>(
-          1, static_cast<int64_t>(std::ceil(s.moe_capacity_factor *
-                                            static_cast<double>(routed * s.experts_per_token * e) /
-                                            static_cast<double>(s.num_experts))));
-      d.expert_padding = static_cast<double>(d.expert_tokens) /
-                         static_cast<double>(std::max<int64_t>(1, d.expert_tokens_routed));
-    }
+    const int64_t copies = routed * s.experts_per_token * e;  // the e ranks' routed copies
+    d.expert_tokens_routed = (copies + s.num_experts - 1) / s.num_experts;
+    // A capacity factor C: C times the balanced share, padded to it.
+    d.expert_tokens =
+        s.moe_capacity_factor > 0
+            ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                       s.moe_capacity_factor * static_cast<double>(copies) /
+                                       static_cast<double>(s.num_experts))))
+            : d.expert_tokens_routed;
+    d.expert_padding = static_cast<double>(d.expert_tokens) /
+                       static_cast<double>(std::max<int64_t>(1, d.expert_tokens_routed));
     const double routed_width = static_cast<double>(s.experts_per_token * d.ffn_per_rank);
     d.active_ffn_per_rank =
         static_cast<int64_t>(std::llround(routed_width * d.expert_padding)) + d.shared_ffn_per_rank;

@@ -83,13 +83,8 @@ double GatherS(double bytes, int64_t n, const Path& path) { return RingS(bytes, 
 Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stride) {
   Path path = PathFor(gpu, run, n * stride);
   if (!path.network) return path;
-  if (stride >= gpu.link.domain_gpus) {
-    path.nodes = n;
-    path.per_node = 1;
-    return path;
-  }
   const int64_t per_node =
-      std::min<int64_t>(n, gpu.link.domain_gpus / std::max<int64_t>(1, stride));
+      std::clamp<int64_t>(gpu.link.domain_gpus / std::max<int64_t>(1, stride), 1, n);
   const Path nvlink = PathFor(gpu, run, 1);
   const double bw = path.bw * static_cast<double>(per_node);
   path.bw = nvlink.bw > 0 ? std::min(bw, nvlink.bw) : bw;
@@ -383,35 +378,32 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
                      double layer_backward_s) {
   if (replicas <= 1) return 0;
   const Path path = GroupPath(*a.gpu, run, replicas, stride);
+  const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
+  const double n = static_cast<double>(layers);
+  const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
+  const double weights = params_per_gpu * 2;
   if (run.zero_stage >= 3) {
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
-    const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
-    const double per_layer = params_per_gpu / static_cast<double>(layers);
-    const double layer_grads = per_layer * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
     if (run.zero3_prefetch) {
-      return Zero3PrefetchS(per_layer * 2, layer_grads, layers, replicas, path, layer_forward_s,
+      return Zero3PrefetchS(weights / n, grads / n, layers, replicas, path, layer_forward_s,
                             layer_backward_s, microbatches);
     }
-    return microbatches * static_cast<double>(layers) *
-           (2 * GatherS(per_layer * 2, replicas, path) +
-            GatherS(layer_grads, replicas, path));
+    return microbatches * n *
+           (2 * GatherS(weights / n, replicas, path) + GatherS(grads / n, replicas, path));
   }
-  const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
-  const double weights = params_per_gpu * 2;
+  double reduce = 0;
   if (run.zero_stage == 2) {
     // Sharded gradients cannot accumulate whole: every micro-batch's backward reduce-scatters
     // them, layer by layer as it finishes (PyTorch FSDP's SHARD_GRAD_OP; DeepSpeed's buckets),
     // and the weights are gathered layer by layer once a step.
-    const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
-    const double n = static_cast<double>(layers);
-    const double reduce = microbatches * n * GatherS(grads / n, replicas, path) +
-                          n * GatherS(weights / n, replicas, path);
-    return reduce * (1 - run.dp_overlap);
+    reduce = microbatches * n * GatherS(grads / n, replicas, path) +
+             n * GatherS(weights / n, replicas, path);
+  } else {
+    reduce = run.zero_stage >= 1
+                 ? GatherS(grads, replicas, path) + GatherS(weights, replicas, path)
+                 : AllReduceOver(grads, replicas, path);
   }
-  double reduce = run.zero_stage >= 1 ? GatherS(grads, replicas, path) +
-                                            GatherS(weights, replicas, path)
-                                      : AllReduceOver(grads, replicas, path);
   return reduce * (1 - run.dp_overlap);
 }
 
