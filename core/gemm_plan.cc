@@ -160,17 +160,16 @@ SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int
               static_cast<double>(s.sets_used) * static_cast<double>(set_bytes) >=
                   2.0 * static_cast<double>(l2_bytes);
   const double replay_s = std::max(launch_s, 1e-9) * launches;
-  // Steady power and temperature need time: from cold, long launches get a longer warm-up and a
-  // minimum of sampled time (a few hundred ms), short ones a short one. A hot GPU (the previous
-  // GEMM of a sweep just ran) is already there: a short warm-up loads the kernel and the graph,
-  // a short minimum keeps a sample set from sitting in one clock transient, and the stopping
-  // rule's median criterion ends it.
+  // Steady power and temperature need time: from cold, a warm-up of about 100 ms (50 ms for
+  // short launches) and at least 50 ms sampled. A hot GPU (the previous GEMM of a sweep just ran)
+  // is already there: a short warm-up loads the kernel and the graph, and the stopping rule ends
+  // the sampling once its short minimum is reached.
   const bool long_launch = launch_s >= 100e-6;
   s.hot = gpu_hot && options.hot_window_s > 0;
   if (s.hot) s.hot_window_s = options.hot_window_s;
-  s.warmup_s = s.hot ? (long_launch ? 0.02 : 0.01) : (long_launch ? 0.2 : 0.05);
+  s.warmup_s = s.hot ? options.hot_warmup_s : (long_launch ? 0.1 : 0.05);
   s.warmup_replays = static_cast<int>(std::clamp(std::ceil(s.warmup_s / replay_s), 1.0, 2000.0));
-  s.min_sampled_s = long_launch ? (s.hot ? 0.05 : 0.3) : 0.0;
+  s.min_sampled_s = s.hot ? options.hot_min_sampled_s : 0.05;
   s.min_samples = 10;
   return s;
 }
@@ -186,13 +185,33 @@ std::string ScheduleNote(const SampleSchedule& s) {
 }
 
 double ScheduleLeastSeconds(const SampleSchedule& s, double launch_s,
-                            double per_sample_overhead_s) {
+                            double per_window_overhead_s) {
   const double replay_s = launch_s * s.launches_per_sample;
   const double by_time = std::ceil(s.min_sampled_s / std::max(replay_s, 1e-12));
-  const double samples =
+  const int samples = static_cast<int>(
       std::max({static_cast<double>(s.min_samples), static_cast<double>(kMinSamplesForMedian),
-                by_time});
-  return s.warmup_replays * replay_s + samples * (replay_s + per_sample_overhead_s);
+                by_time}));
+  int windows = 0;
+  for (int taken = 0; taken < samples; ++windows) {
+    taken += WindowSamples(s, replay_s, taken, taken * replay_s, samples);
+  }
+  return s.warmup_replays * replay_s + samples * replay_s + windows * per_window_overhead_s;
+}
+
+int WindowSamples(const SampleSchedule& s, double replay_s, int taken, double sampled_s,
+                  int max_samples) {
+  replay_s = std::max(replay_s, 1e-9);
+  // Replays to cover `seconds` (a rounding error of the division is not one more replay).
+  auto replays = [&](double seconds) { return std::ceil(seconds / replay_s - 1e-6); };
+  double want = replays(kWindowTargetS);
+  if (taken < s.min_samples || sampled_s < s.min_sampled_s) {
+    const double by_time = replays(s.min_sampled_s - sampled_s);
+    want = std::max({want, static_cast<double>(s.min_samples - taken), by_time});
+  }
+  want = std::max(want, static_cast<double>(kMinWindow));
+  want = std::min({want, static_cast<double>(kMaxWindow), std::floor(kMaxWindowS / replay_s)});
+  const int left = std::max(max_samples - taken, 1);
+  return std::clamp(static_cast<int>(want), 1, left);
 }
 
 absl::Status CheckWatchdog(double launch_s, const EngineOptions& options, const GemmKey& key) {

@@ -40,6 +40,11 @@ struct EngineOptions {
   // temperature are where the previous GEMM left them, so a GEMM of a sweep gets a short warm-up
   // and no long minimum of sampled time (ScheduleSamples). 0: every GEMM gets the cold schedule.
   double hot_window_s = 2.0;
+  // The hot schedule: a GEMM's warm-up (graph and kernel loaded, the GPU already at its power
+  // state) and its least sampled time. Samples run back to back in windows (one wait per window),
+  // so a hot GPU's clock does not swing between samples as it did with a wait after each.
+  double hot_warmup_s = 0.005;
+  double hot_min_sampled_s = 0.01;
 };
 
 struct GemmPlan {
@@ -77,10 +82,11 @@ struct SampleSchedule {
   int launches_per_sample = 1;  // a multiple of the sets in use, so every replay covers them all
   int sets_used = 1;            // min(sets, launches): what one replay actually touches
   bool cold_l2 = false;         // the sets one replay touches span at least 2 × L2
-  // Cold: about 200 ms (50 ms for sub-100 µs launches); hot: 20 ms (10 ms). At least 1.
+  // Cold: about 100 ms (50 ms for sub-100 µs launches); hot: EngineOptions::hot_warmup_s. At
+  // least 1.
   int warmup_replays = 1;
-  // At least this much sampled time (steady power and clocks): cold, 300 ms for launches of
-  // 100 µs or more; hot, 50 ms. The stopping rule then decides (core/timing_stats.h).
+  // At least this much sampled time (steady power and clocks): cold, 50 ms; hot,
+  // EngineOptions::hot_min_sampled_s. The stopping rule then decides (core/timing_stats.h).
   double min_sampled_s = 0;
   int min_samples = 10;
   bool hot = false;  // scheduled as a hot GPU's (EngineOptions::hot_window_s)
@@ -88,19 +94,31 @@ struct SampleSchedule {
   double warmup_s = 0;      // the warm-up aimed at (warmup_replays replays of about this)
 };
 // `gpu_hot`: the GPU finished timed work within options.hot_window_s. A sweep's GEMMs then cost
-// tens of milliseconds each instead of half a second: the old schedule (every GEMM 200 ms of
-// warm-up and 300 ms sampled) spent 0.5 s per long GEMM before the stopping rule had its say,
-// where the issue's target is 0.2 s per GEMM over bench/gpu/shapes.csv.
+// about 20 ms each: only the first GEMM of a sweep warms the GPU up (issue 35's target is 0.05 s
+// per GEMM of bench/gpu/shapes.csv, the process included).
 SampleSchedule ScheduleSamples(double launch_s, int sets, int64_t set_bytes, int64_t l2_bytes,
                                const EngineOptions& options, bool gpu_hot = false);
 // What the timing's stop_rule adds after DescribeStop: "" for the cold schedule; for a hot one
-// "; hot GPU (timed work within 2 s): 20 ms warm-up, at least 50 ms sampled".
+// "; hot GPU (timed work within 2 s): 5 ms warm-up, at least 10 ms sampled".
 std::string ScheduleNote(const SampleSchedule& s);
 // The least time the schedule takes on the GPU: its warm-up plus the fewest samples its rule
 // allows (at least min_samples and kMinSamplesForMedian, and min_sampled_s of sampled time), each
-// a replay plus the blocking kernel before it (`per_sample_overhead_s`). What allocation, the
-// correctness check and graph capture add is not in it.
-double ScheduleLeastSeconds(const SampleSchedule& s, double launch_s, double per_sample_overhead_s);
+// a replay, plus `per_window_overhead_s` (the blocking kernel and the wait) for each window they
+// take (WindowSamples). What allocation, the correctness check and graph capture add is not in it.
+double ScheduleLeastSeconds(const SampleSchedule& s, double launch_s, double per_window_overhead_s);
+
+// Samples are taken in windows: the replays of a window run back to back, an event between each,
+// and the host waits once at its end, where the stopping rule looks. How many samples the next
+// window takes when `taken` have been taken, `sampled_s` seconds of replays in all: the first
+// reaches the rule's minimums (min_samples, kMinSamplesForMedian, min_sampled_s), later ones
+// about kWindowTargetS of replays (at least kMinWindow); never past max_samples, never more than
+// kMaxWindow samples or kMaxWindowS of replays (progress is reported after each window).
+inline constexpr int kMinWindow = 4;
+inline constexpr int kMaxWindow = 64;
+inline constexpr double kWindowTargetS = 0.005;
+inline constexpr double kMaxWindowS = 0.25;
+int WindowSamples(const SampleSchedule& s, double replay_s, int taken, double sampled_s,
+                  int max_samples);
 
 // Whether one launch of this length can be timed under the watchdog: the engine reports progress
 // after every replay, so one replay (at least one launch) must fit well inside it. OK, or

@@ -108,7 +108,9 @@ nlohmann::json BenchHeader(const TimingBackend& backend, const std::string& meth
                     {"warm_l2", params.warm_l2},
                     {"target_relative_spread", params.target_spread},
                     {"max_seconds_per_gemm", params.max_seconds},
-                    {"hot_window_s", params.hot_window_s}};
+                    {"hot_window_s", params.hot_window_s},
+                    {"hot_warmup_s", params.hot_warmup_s},
+                    {"hot_min_sampled_s", params.hot_min_sampled_s}};
   doc["started_at"] = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
   return doc;
 }

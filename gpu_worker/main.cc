@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -64,6 +65,9 @@ ABSL_FLAG(double, max_seconds, 2.0, "bench: sampling budget per GEMM, seconds");
 ABSL_FLAG(double, hot_window_s, 2.0,
           "bench: a GEMM that starts within this many seconds of the last timed one gets the hot "
           "schedule (short warm-up and minimum sampled time); 0 = every GEMM cold");
+ABSL_FLAG(double, hot_warmup_s, 0.005, "bench: the hot schedule's warm-up per GEMM, seconds");
+ABSL_FLAG(double, hot_min_sampled_s, 0.01,
+          "bench: the hot schedule's least sampled time per GEMM, seconds");
 ABSL_FLAG(std::string, samples_log, "",
           "bench: append every timed GEMM's (or layer's) raw samples here, one JSON line each; "
           "replay: the file to replay the stopping rule over");
@@ -129,6 +133,23 @@ int WriteBench(const nlohmann::json& doc, const std::string& table, bool broken)
   return broken ? kExitSticky : 0;
 }
 
+// The hot schedule's flags into `params`; INVALID_ARGUMENT naming a flag out of its range.
+absl::Status ReadHotSchedule(TimingParams* params) {
+  params->hot_window_s = absl::GetFlag(FLAGS_hot_window_s);
+  params->hot_warmup_s = absl::GetFlag(FLAGS_hot_warmup_s);
+  params->hot_min_sampled_s = absl::GetFlag(FLAGS_hot_min_sampled_s);
+  for (auto [name, value, most] : {std::tuple<const char*, double, double>{
+                                       "hot_window_s", params->hot_window_s, 600},
+                                   {"hot_warmup_s", params->hot_warmup_s, 10},
+                                   {"hot_min_sampled_s", params->hot_min_sampled_s, 10}}) {
+    if (!(value >= 0 && value <= most)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " ", value, " is outside [0, ", most, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 int Bench() {
   const std::string csv = absl::GetFlag(FLAGS_gemms), model = absl::GetFlag(FLAGS_model);
   const bool layers = absl::GetFlag(FLAGS_layers);
@@ -176,10 +197,8 @@ int Bench() {
     std::cerr << "wavecrest-worker bench: " << params.status().message() << "\n";
     return kExitUsage;
   }
-  params->hot_window_s = absl::GetFlag(FLAGS_hot_window_s);
-  if (!(params->hot_window_s >= 0 && params->hot_window_s <= 600)) {
-    std::cerr << "wavecrest-worker bench: --hot_window_s " << params->hot_window_s
-              << " is outside [0, 600]\n";
+  if (absl::Status st = ReadHotSchedule(&*params); !st.ok()) {
+    std::cerr << "wavecrest-worker bench: " << st.message() << "\n";
     return kExitUsage;
   }
   std::ofstream samples_log;

@@ -86,13 +86,17 @@ def sweep(paths):
              if costs else "no figure (no process_wall_s)"))
     spreads = []
     for r in a["gemms"]:
-        times = [r["time_s"]] if finite(r, "time_s") else []
-        for other in runs[1:]:
-            match = {key(x): x for x in other["gemms"]}.get(key(r))
-            if finite(match, "time_s"):
-                times.append(match["time_s"])
+        rows = [r] + [{key(x): x for x in other["gemms"]}.get(key(r)) for other in runs[1:]]
+        times = [x["time_s"] for x in rows if finite(x, "time_s")]
         if len(times) == len(runs) and len(runs) > 1:
             spreads.append((max(times) - min(times)) / min(times))
+        # Per GEMM: each run's time (us), SM clock (MHz) and sample spread (%), then the rerun.
+        cells = [f"{x['time_s'] * 1e6:9.1f} {x.get('stats', {}).get('sm_clock_mhz', 0):4d} "
+                 f"{100 * x.get('stats', {}).get('relative_spread', float('nan')):5.2f}"
+                 if finite(x, "time_s") else f"{'-':>20}" for x in rows]
+        rerun = (f"{100 * (max(times) - min(times)) / min(times):6.2f}%"
+                 if len(times) == len(runs) else "     -")
+        print(f"  {' x '.join(map(str, key(r)))}: " + " | ".join(cells) + f" | rerun {rerun}")
     print("sweep rerun difference, max: "
           + (f"{100 * max(spreads):.2f}% over {len(runs)} runs (median "
              f"{100 * statistics.median(spreads):.2f}%, {len(spreads)} GEMMs; target < 1%)"

@@ -5,8 +5,11 @@
 #              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
 #   gemms      compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and
 #              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept),
-#              then the whole list three times in one process each (sweep.txt: the cost per GEMM
-#              with the process, and each GEMM's spread across the three runs);
+#              then the sweeps part;
+#   sweeps     the whole list three times in one process each (sweep.txt: the cost per GEMM with
+#              the process, and each GEMM's spread across the three runs), then three more with a
+#              longer hot schedule (20 ms warm-up, 50 ms sampled: sweep-long.txt) to say what the
+#              default's shorter one costs in agreement;
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
 #              attention rows' shapes), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (the CSV also refits them);
@@ -33,8 +36,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|gemms|attention|layers|recommend|summary) ;;
-    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, attention, layers, recommend, summary" >&2
+    all|tests|gemms|sweeps|attention|layers|recommend|summary) ;;
+    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, sweeps, attention, layers," \
+         "recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -74,15 +78,20 @@ if want gemms; then
   rm -rf "$out/compare"
   WAVECREST_WORKER="$R wavecrest-worker" bash bench/gpu/compare_torch.sh "$out/compare" \
     > "$out/compare.log" 2>&1
-  # The whole list in one process, three times: what a sweep (a measured Recommend's GEMMs) costs
-  # per GEMM with its process, and whether three sweeps agree (each GEMM within 1%).
+fi
+# The whole list in one process, three times: what a sweep (a measured Recommend's GEMMs) costs
+# per GEMM with its process, and whether three sweeps agree (each GEMM within 1%). NAME FLAGS...
+sweeps() {
+  local name=$1
+  shift
   for run in 1 2 3; do
+    local t0 t1
     t0=$(date +%s.%N)
-    "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 \
-      --json "$out/sweep-$run.json" --samples_log "$out/sweep-samples.jsonl" \
-      > "$out/sweep-$run.txt" 2>&1
+    "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 "$@" \
+      --json "$out/$name-$run.json" --samples_log "$out/$name-samples.jsonl" \
+      > "$out/$name-$run.txt" 2>&1
     t1=$(date +%s.%N)
-    python3 - "$out/sweep-$run.json" "$t0" "$t1" <<'PY'
+    python3 - "$out/$name-$run.json" "$t0" "$t1" <<'PY'
 import json, sys
 path, t0, t1 = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 try:
@@ -93,8 +102,12 @@ doc["process_wall_s"] = t1 - t0  # the process's whole life: start, device, ever
 json.dump(doc, open(path, "w"))
 PY
   done
-  python3 bench/gpu/compare.py --sweep "$out/sweep-1.json" "$out/sweep-2.json" \
-    "$out/sweep-3.json" > "$out/sweep.txt" 2>&1
+  python3 bench/gpu/compare.py --sweep "$out/$name-1.json" "$out/$name-2.json" \
+    "$out/$name-3.json" > "$out/$name.txt" 2>&1
+}
+if want gemms || want sweeps; then
+  sweeps sweep
+  sweeps sweep-long --hot_warmup_s 0.02 --hot_min_sampled_s 0.05
 fi
 if want attention; then
   python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
@@ -199,6 +212,8 @@ echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
 echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
+echo "== sweeps (default, then the longer hot schedule)"
+grep -hE "^(sweep|time per|cost per)" "$out/sweep.txt" "$out/sweep-long.txt"
 echo "== fused attention: the model against this device"
 tail -n 1 "$out/attention-device.log"
 grep -E "device-torch-sdpa-cudnn" "$out/attention-check.txt" || tail -n 5 "$out/attention-check.txt"

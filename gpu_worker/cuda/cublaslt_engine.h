@@ -48,8 +48,11 @@ using cuda::Elem;
 constexpr int64_t kMemoryMargin = int64_t{512} << 20;  // left free for the context and kernels
 constexpr int64_t kAlign = 256;                        // offset of each input set
 constexpr int kCheckSamples = 16;
-constexpr unsigned long long kBlockingNs = 100000;  // blocking kernel before each sample
-constexpr unsigned long long kProbeNs = 20000;      // clock probe after each sample
+// Blocking kernel before each window of n samples: long enough for the host to queue the
+// window's events and graph launches (a few microseconds each) before the GPU starts them.
+constexpr unsigned long long kBlockingNs = 100000;
+constexpr unsigned long long kBlockingNsPerSample = 8000;
+constexpr unsigned long long kProbeNs = 20000;  // clock probe after each window
 constexpr int kProbeSlots = 4096;
 
 inline bool IsSticky(cudaError_t e) {
@@ -159,33 +162,42 @@ class DeviceBuffer {
   void* p_ = nullptr;
 };
 
-// The time a stream takes between two points, by CUDA events (as nvbench's cuda_timer): the one
-// way the engine times a launch. The backend creates it with its stream and destroys it unless
-// the context broke (a broken context is not torn down; the process exits).
+// The time a stream takes between points, by CUDA events (as nvbench's cuda_timer): the one way
+// the engine times. Event i is recorded before sample i and event n after the last, so n samples
+// need n + 1 events and run back to back: each event ends one sample and starts the next. The
+// backend creates it with its stream and destroys it unless the context broke (a broken context
+// is not torn down; the process exits).
 class EventTimer {
  public:
-  cudaError_t Create() {
-    const cudaError_t e = cudaEventCreate(&start_);
-    return e != cudaSuccess ? e : cudaEventCreate(&stop_);
+  cudaError_t Create(int samples) {
+    events_.assign(static_cast<size_t>(samples) + 1, nullptr);
+    for (cudaEvent_t& e : events_) {
+      if (const cudaError_t err = cudaEventCreate(&e); err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
   }
   void Destroy() {
-    if (start_) cudaEventDestroy(start_);
-    if (stop_) cudaEventDestroy(stop_);
-    start_ = stop_ = nullptr;
+    for (cudaEvent_t& e : events_) {
+      if (e) cudaEventDestroy(e);
+      e = nullptr;
+    }
   }
-  cudaError_t Start(cudaStream_t stream) { return cudaEventRecord(start_, stream); }
-  cudaError_t Stop(cudaStream_t stream) { return cudaEventRecord(stop_, stream); }
-  // Waits for the stop event; `seconds` between the two.
-  cudaError_t Elapsed(double* seconds) {
-    cudaError_t e = cudaEventSynchronize(stop_);
-    float ms = 0;
-    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
-    *seconds = ms * 1e-3;
+  int capacity() const { return static_cast<int>(events_.size()) - 1; }
+  cudaError_t Record(int i, cudaStream_t stream) { return cudaEventRecord(events_[i], stream); }
+  // Waits for event n; the n intervals between events 0..n, seconds.
+  cudaError_t Intervals(int n, std::vector<double>* seconds) {
+    seconds->clear();
+    cudaError_t e = cudaEventSynchronize(events_[n]);
+    for (int i = 0; i < n && e == cudaSuccess; ++i) {
+      float ms = 0;
+      e = cudaEventElapsedTime(&ms, events_[i], events_[i + 1]);
+      seconds->push_back(ms * 1e-3);
+    }
     return e;
   }
 
  private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::vector<cudaEvent_t> events_;
 };
 
 // `sets` copies of one operand in one allocation, each at an aligned offset.
@@ -201,6 +213,7 @@ struct Algo {
   int index = 0;  // in the heuristic's list
   cublasLtMatmulAlgo_t algo{};
   SampleSchedule schedule;
+  double launch_s = 0;  // one launch, as the check timed it (sizes the first window)
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   std::vector<double> samples;  // seconds per launch
@@ -292,14 +305,16 @@ class CublasLtBackend final : public TimingBackend {
   // Replays the graph for the schedule's warm-up, synchronising about twice a second so that
   // heartbeats keep flowing (`launch_s`: one launch's time from the check).
   absl::Status WarmUp(Algo& algo, double launch_s, const TimingParams& params);
-  // Samples until the stopping rule says stop; NVML samples the clock meanwhile when `clocked`.
+  // Samples in windows until the stopping rule says stop; NVML samples the clock meanwhile when
+  // `clocked`.
   absl::Status Sample(Algo& algo, const TimingParams& params, bool clocked);
   StoppingRule Rule(const Algo& algo, const TimingParams& params) const;
-  // One sample: blocking kernel, start, one replay, stop, clock probe into `slot`. Seconds per
-  // launch.
-  absl::StatusOr<double> TimedReplay(Algo& algo, int slot);
-  // Autotuning: the winner and the heuristic's first choice, re-timed alternately from fresh
-  // samples, so that neither is favoured by the selection or by a cooler GPU.
+  // One window of the next WindowSamples samples: a blocking kernel, then the replays back to
+  // back with an event between each, then a clock probe into `slot`; one wait at the end. Appends
+  // the samples (seconds per launch), when each ended and their probe slot to `algo`.
+  absl::Status TimedWindow(Algo& algo, const StoppingRule& rule, int slot);
+  // Autotuning: the winner and the heuristic's first choice, re-timed from fresh samples in
+  // alternating windows, so that neither is favoured by the selection or by a cooler GPU.
   absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params);
   // Sets aside samples of a clock state other than the one with most of the work.
   static void KeepOneClockState(Algo& algo);

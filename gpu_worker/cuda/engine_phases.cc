@@ -82,6 +82,7 @@ absl::Status CublasLtBackend::CaptureGraph(Algo& algo,
 }
 
 absl::Status CublasLtBackend::WarmUp(Algo& algo, double launch_s, const TimingParams& params) {
+  algo.launch_s = launch_s;
   const double replay_s = launch_s * algo.schedule.launches_per_sample;
   const int per_sync = static_cast<int>(std::clamp(std::floor(0.5 / replay_s), 1.0, 1000.0));
   for (int i = 0; i < algo.schedule.warmup_replays; ++i) {
@@ -109,9 +110,7 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
   const absl::Time start = absl::Now();
   int slot = 0;
   while (true) {
-    ASSIGN_OR_RETURN(const double v, TimedReplay(algo, slot++ % (kProbeSlots - 1)));
-    algo.samples.push_back(v);
-    algo.sample_end_ns.push_back(SteadyNowNs());  // the replay was waited for: it has ended
+    RETURN_IF_ERROR(TimedWindow(algo, rule, slot++ % (kProbeSlots - 1)));
     Beat(params, "sampling");
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     const StopReason why = rule.Why(algo.samples, elapsed);
@@ -157,17 +156,41 @@ StoppingRule CublasLtBackend::Rule(const Algo& algo, const TimingParams& params)
   return rule;
 }
 
-absl::StatusOr<double> CublasLtBackend::TimedReplay(Algo& algo, int slot) {
-  RETURN_IF_ERROR(Cuda(cuda::ProbeClock(probes_ + 2 * (kProbeSlots - 1), kBlockingNs, stream_),
+absl::Status CublasLtBackend::TimedWindow(Algo& algo, const StoppingRule& rule, int slot) {
+  const int launches = algo.schedule.launches_per_sample;
+  double sampled_s = 0;
+  for (double v : algo.samples) sampled_s += v * launches;
+  const double replay_s =
+      algo.samples.empty() ? 0 : Percentile(algo.samples, 0.5) * launches;  // 0: first window
+  const int n = std::min(
+      timer_.capacity(),
+      WindowSamples(algo.schedule, replay_s > 0 ? replay_s : algo.launch_s * launches,
+                    static_cast<int>(algo.samples.size()), sampled_s, rule.max_samples));
+  RETURN_IF_ERROR(Cuda(cuda::ProbeClock(probes_ + 2 * (kProbeSlots - 1),
+                                        kBlockingNs + kBlockingNsPerSample * n, stream_),
                        "blocking kernel"));
-  RETURN_IF_ERROR(Cuda(timer_.Start(stream_), "event"));
-  RETURN_IF_ERROR(Cuda(cudaGraphLaunch(algo.exec, stream_), "graph launch"));
-  RETURN_IF_ERROR(Cuda(timer_.Stop(stream_), "event"));
+  for (int i = 0; i < n; ++i) {
+    RETURN_IF_ERROR(Cuda(timer_.Record(i, stream_), "event"));
+    RETURN_IF_ERROR(Cuda(cudaGraphLaunch(algo.exec, stream_), "graph launch"));
+  }
+  RETURN_IF_ERROR(Cuda(timer_.Record(n, stream_), "event"));
   RETURN_IF_ERROR(Cuda(cuda::ProbeClock(probes_ + 2 * slot, kProbeNs, stream_), "clock probe"));
-  double seconds = 0;
-  RETURN_IF_ERROR(Cuda(timer_.Elapsed(&seconds), "event sync and elapsed time"));
-  algo.probe_slots.push_back(slot);
-  return seconds / algo.schedule.launches_per_sample;
+  std::vector<double> seconds;
+  RETURN_IF_ERROR(Cuda(timer_.Intervals(n, &seconds), "event sync and elapsed times"));
+  // The window was waited for: its last sample ended now, each earlier one the later ones' time
+  // before that (the replays ran back to back).
+  int64_t end_ns = SteadyNowNs();
+  std::vector<int64_t> ends(seconds.size());
+  for (size_t i = seconds.size(); i-- > 0;) {
+    ends[i] = end_ns;
+    end_ns -= static_cast<int64_t>(seconds[i] * 1e9);
+  }
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    algo.samples.push_back(seconds[i] / launches);
+    algo.sample_end_ns.push_back(ends[i]);
+    algo.probe_slots.push_back(slot);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const TimingParams& params) {
@@ -195,9 +218,7 @@ absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const Timi
   while (!done) {
     done = true;
     for (size_t i = 0; i < algos.size(); ++i) {
-      ASSIGN_OR_RETURN(const double v, TimedReplay(*algos[i], slot++ % (kProbeSlots - 1)));
-      algos[i]->samples.push_back(v);
-      algos[i]->sample_end_ns.push_back(SteadyNowNs());
+      RETURN_IF_ERROR(TimedWindow(*algos[i], rules[i], slot++ % (kProbeSlots - 1)));
       const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
       const StopReason why = rules[i].Why(algos[i]->samples, elapsed);
       if (why != StopReason::kNotYet) {
@@ -280,12 +301,12 @@ SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
 }
 
 absl::StatusOr<double> CublasLtBackend::TimeOnce(const std::function<absl::Status()>& enqueue) {
-  RETURN_IF_ERROR(Cuda(timer_.Start(stream_), "event"));
+  RETURN_IF_ERROR(Cuda(timer_.Record(0, stream_), "event"));
   RETURN_IF_ERROR(enqueue());
-  RETURN_IF_ERROR(Cuda(timer_.Stop(stream_), "event"));
-  double seconds = 0;
-  RETURN_IF_ERROR(Cuda(timer_.Elapsed(&seconds), "check sync and elapsed time"));
-  return seconds;
+  RETURN_IF_ERROR(Cuda(timer_.Record(1, stream_), "event"));
+  std::vector<double> seconds;
+  RETURN_IF_ERROR(Cuda(timer_.Intervals(1, &seconds), "check sync and elapsed time"));
+  return seconds[0];
 }
 
 absl::StatusOr<uint64_t> CublasLtBackend::CountNonFinite(const void* p, int64_t elements,

@@ -140,7 +140,7 @@ absl::Status CublasLtBackend::Allocate() {
   const float one = 1.0f;
   RETURN_IF_ERROR(Cuda(cudaMalloc(&one_, sizeof(float)), "scale"));
   RETURN_IF_ERROR(Cuda(cudaMemcpy(one_, &one, sizeof(one), cudaMemcpyHostToDevice), "scale"));
-  return Cuda(timer_.Create(), "event");
+  return Cuda(timer_.Create(kMaxWindow), "events");
 }
 
 }  // namespace wavecrest::engine

@@ -14,10 +14,13 @@
 //     cuBLAS call does), within per-dtype tolerances (core/gemm_check.h). That launch's time sizes
 //     the sample (launches per replay a multiple of the sets, so each replay goes round all of
 //     them) and is checked against the watchdog.
-//  4. L launches captured in a CUDA graph; warm-up (about 200 ms for launches of 100 µs or more,
-//     50 ms below); then samples: a blocking kernel, the start event, one graph replay, the stop
-//     event, a clock probe. Sampling stops on the spread target after a minimum of sampled time
-//     (300 ms for long launches), or at the budget.
+//  4. L launches captured in a CUDA graph; warm-up (from cold about 100 ms for launches of
+//     100 µs or more, 50 ms below; 5 ms when the GPU just ran timed work); then samples in
+//     windows: a blocking kernel, then a window's replays back to back with an event between
+//     each, then a clock probe, and one wait. (A wait after every sample left the GPU idle
+//     between samples, and its clock swung: spreads of 3-12% on the lent H200 where a
+//     back-to-back torch loop saw under 1%.) Sampling stops on the spread target or a stable
+//     median after a minimum of sampled time (50 ms cold, 10 ms hot), or at the budget.
 //  5. Autotuning: the fastest and the heuristic's first choice are re-timed alternately, and those
 //     samples are reported (the ones that chose the winner would be biased low).
 //  6. The SM clock: NVML's, sampled during the reported samples; else the median of the probes

@@ -24,8 +24,8 @@ cudaError_t CountNonFinite(const void* data, int64_t count, Elem elem, unsigned 
 
 // Runs one block that spins for about `spin_ns` and writes the SM cycles and nanoseconds it saw
 // (device memory, two values): cycles / ns is the SM clock in GHz at that moment. It is also the
-// engine's blocking kernel: queued before a sample's start event, it keeps the stream busy while
-// the host queues the event, the graph and the stop event, so no sample includes launch latency
+// engine's blocking kernel: queued before a window of samples, it keeps the stream busy while
+// the host queues the window's events and graph launches, so no sample includes launch latency
 // (what nvbench's blocking kernel does).
 cudaError_t ProbeClock(unsigned long long* out, unsigned long long spin_ns, cudaStream_t stream);
 

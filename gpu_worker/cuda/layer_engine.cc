@@ -12,10 +12,10 @@
 //  4. Check: one run of the program, timed; the layer's outputs (y, and dx when training) must be
 //     written and finite, else the layer is refused.
 //  5. Timing: the program captured launches_per_sample times in one CUDA graph; warm-up, then
-//     samples (blocking kernel, start event, one replay, stop event, clock probe) under the GEMM
-//     engine's stopping rule and minimum sampled time. The L2 state is the one achieved: a layer
-//     whose buffers span at least twice L2 is timed cold, a smaller one warm, and the method says
-//     which.
+//     samples in windows (blocking kernel, replays back to back between events, clock probe)
+//     under the GEMM engine's stopping rule and minimum sampled time. The L2 state is the one
+//     achieved: a layer whose buffers span at least twice L2 is timed cold, a smaller one warm,
+//     and the method says which.
 //  6. The SM clock: NVML's during the samples, else the probes'.
 // Fused attention runs through cuDNN's scaled-dot-product attention when this build and device
 // have it (gpu_worker/cuda/cudnn_sdpa.h: core/sdpa_graph.h's graphs, executed inside the layer's

@@ -160,18 +160,20 @@ TEST(GemmPlanTest, AColdRequestThatCannotBeMetIsRefusedNotMislabelled) {
   EXPECT_GE(static_cast<double>(tiny->sets) * tiny->set_bytes, 2.0 * (50 << 20));
 }
 
-// Defect 6: timing stopped before steady power (~50 ms warm-up, ~10 ms sampled).
-TEST(GemmPlanTest, LongLaunchesGetWarmUpAndAMinimumSampledTime) {
+// Defect 6: timing stopped before steady power. From cold, every launch gets a warm-up (100 ms
+// long, 50 ms short) and at least 50 ms sampled.
+TEST(GemmPlanTest, AColdGpuGetsWarmUpAndAMinimumSampledTime) {
   const SampleSchedule s = ScheduleSamples(2e-3, 1, 1 << 30, 50 << 20, EngineOptions());
-  EXPECT_GE(s.warmup_replays * 2e-3 * s.launches_per_sample, 0.2);
-  EXPECT_GE(s.min_sampled_s, 0.3);
+  EXPECT_GE(s.warmup_replays * 2e-3 * s.launches_per_sample, 0.1);
+  EXPECT_DOUBLE_EQ(s.min_sampled_s, 0.05);
   const SampleSchedule quick = ScheduleSamples(10e-6, 1, 1 << 30, 50 << 20, EngineOptions());
-  EXPECT_EQ(quick.min_sampled_s, 0);
+  EXPECT_GE(quick.warmup_replays * 10e-6 * quick.launches_per_sample, 0.05);
+  EXPECT_LT(quick.warmup_replays * 10e-6 * quick.launches_per_sample, 0.1);
+  EXPECT_DOUBLE_EQ(quick.min_sampled_s, 0.05);
 }
 
-// Issue 21: a sweep's GEMMs follow each other on a GPU already at steady power; the cold schedule
-// (200 ms warm-up and 300 ms sampled for every long GEMM) spent 0.5 s per GEMM before the
-// stopping rule had its say. A hot GPU gets a short warm-up and minimum, and says so.
+// Issues 21 and 35: a sweep's GEMMs follow each other on a GPU already at its power state; only
+// the first warms it up. A hot GPU gets the options' short warm-up and minimum, and says so.
 TEST(GemmPlanTest, AHotGpuGetsAShortWarmUpAndSaysSo) {
   const EngineOptions o;
   const int64_t l2 = 50 << 20;
@@ -180,16 +182,21 @@ TEST(GemmPlanTest, AHotGpuGetsAShortWarmUpAndSaysSo) {
   EXPECT_FALSE(cold.hot);
   EXPECT_TRUE(hot.hot);
   EXPECT_EQ(ScheduleNote(cold), "");
-  EXPECT_EQ(ScheduleNote(hot), "; hot GPU (timed work within 2 s): 20 ms warm-up, at least 50 ms sampled");
+  EXPECT_EQ(ScheduleNote(hot),
+            "; hot GPU (timed work within 2 s): 5 ms warm-up, at least 10 ms sampled");
   // Same replays (the schedule's L2 and batching do not depend on heat), shorter warm-up and
-  // minimum; a short launch's note has no minimum to state.
+  // minimum.
   EXPECT_EQ(hot.launches_per_sample, cold.launches_per_sample);
   EXPECT_EQ(hot.cold_l2, cold.cold_l2);
   EXPECT_LT(hot.warmup_replays, cold.warmup_replays);
-  EXPECT_GE(hot.warmup_replays * 2e-3 * hot.launches_per_sample, 0.02);
-  EXPECT_DOUBLE_EQ(hot.min_sampled_s, 0.05);
-  EXPECT_EQ(ScheduleNote(ScheduleSamples(10e-6, 1, 1 << 30, l2, o, true)),
-            "; hot GPU (timed work within 2 s): 10 ms warm-up");
+  EXPECT_GE(hot.warmup_replays * 2e-3 * hot.launches_per_sample, 0.005);
+  EXPECT_DOUBLE_EQ(hot.min_sampled_s, 0.01);
+  // The options set them (the device plan tries a longer hot schedule beside the default).
+  EngineOptions longer;
+  longer.hot_warmup_s = 0.02;
+  longer.hot_min_sampled_s = 0.05;
+  EXPECT_EQ(ScheduleNote(ScheduleSamples(2e-3, 1, 1 << 30, l2, longer, true)),
+            "; hot GPU (timed work within 2 s): 20 ms warm-up, at least 50 ms sampled");
   // A window of 0 turns it off: every GEMM is scheduled cold.
   EngineOptions off;
   off.hot_window_s = 0;
@@ -199,24 +206,40 @@ TEST(GemmPlanTest, AHotGpuGetsAShortWarmUpAndSaysSo) {
   EXPECT_EQ(never.min_sampled_s, cold.min_sampled_s);
 }
 
-// The least GPU time a schedule takes: warm-up plus the fewest samples its rule allows. For a
-// 2 ms GEMM, cold: 200 ms + 300 ms (150 samples); hot: 20 ms + 50 ms (25 samples, above the
-// median rule's 20). The issue's target is 0.2 s per GEMM: only the hot schedule can meet it.
+// The least GPU time a schedule takes: warm-up plus the fewest samples its rule allows, plus the
+// overhead of each window. For a 2 ms GEMM, cold: 100 ms + 50 ms (25 samples, one window); hot:
+// 5 ms + 20 samples (the median rule's minimum: 10 in the first window, 4 in each later one, the
+// ~5 ms target being 3 replays).
 TEST(GemmPlanTest, TheLeastTimeOfASchedule) {
   const EngineOptions o;
   const int64_t l2 = 50 << 20;
   const SampleSchedule cold = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, false);
   const SampleSchedule hot = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, true);
   ASSERT_EQ(cold.launches_per_sample, 1);
-  EXPECT_NEAR(ScheduleLeastSeconds(cold, 2e-3, 0), 0.2 + 0.3, 1e-9);
-  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 0), 0.02 + 0.05, 1e-9);
-  // Each sample's blocking kernel counts once per sample.
-  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 1e-3), 0.02 + 25 * 3e-3, 1e-9);
-  // A short GEMM has no minimum sampled time: kMinSamplesForMedian replays of ~1 ms decide.
-  const SampleSchedule quick = ScheduleSamples(10e-6, 1, 1 << 30, l2, o, true);
-  const double replay_s = 10e-6 * quick.launches_per_sample;
-  EXPECT_NEAR(ScheduleLeastSeconds(quick, 10e-6, 0),
-              quick.warmup_replays * replay_s + kMinSamplesForMedian * replay_s, 1e-9);
+  EXPECT_NEAR(ScheduleLeastSeconds(cold, 2e-3, 0), 0.1 + 0.05, 1e-9);
+  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 0), 0.006 + 20 * 2e-3, 1e-9);
+  // Windows: 10, 4, 4, 2 (the last capped at the samples wanted): four waits.
+  EXPECT_NEAR(ScheduleLeastSeconds(hot, 2e-3, 1e-3), 0.006 + 20 * 2e-3 + 4e-3, 1e-9);
+  EXPECT_NEAR(ScheduleLeastSeconds(cold, 2e-3, 1e-3), 0.1 + 0.05 + 1e-3, 1e-9);
+}
+
+// Samples run back to back in windows, one wait each: the first window reaches the rule's
+// minimums, later ones about 5 ms of replays; never more than kMaxWindow samples, kMaxWindowS of
+// replays, or the samples the rule still allows.
+TEST(GemmPlanTest, WindowsReachTheMinimumsThenGoInSmallSteps) {
+  const EngineOptions o;
+  const int64_t l2 = 50 << 20;
+  const SampleSchedule hot = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, true);  // 10 ms, 10 samples
+  EXPECT_EQ(WindowSamples(hot, 2e-3, 0, 0, 2000), 10);
+  EXPECT_EQ(WindowSamples(hot, 2e-3, 10, 0.02, 2000), kMinWindow);    // 5 ms is 3 replays
+  EXPECT_EQ(WindowSamples(hot, 100e-6, 10, 0.01, 2000), 50);          // ~5 ms of replays
+  EXPECT_EQ(WindowSamples(hot, 100e-6, 0, 0, 2000), kMaxWindow);       // 100 wanted
+  EXPECT_EQ(WindowSamples(hot, 2e-3, 10, 0.02, 12), 2);               // the rule's cap
+  const SampleSchedule cold = ScheduleSamples(2e-3, 1, 1 << 30, l2, o, false);  // 50 ms
+  EXPECT_EQ(WindowSamples(cold, 2e-3, 0, 0, 2000), 25);
+  EXPECT_EQ(WindowSamples(cold, 2e-3, 20, 0.04, 2000), 5);            // the rest of the 50 ms
+  EXPECT_EQ(WindowSamples(cold, 0.1, 0, 0, 2000), 2);                 // 250 ms of 100 ms replays
+  EXPECT_EQ(WindowSamples(cold, 1.0, 0, 0, 2000), 1);                 // one long replay at a time
 }
 
 // Defect 2: a GEMM slower than the watchdog allows was killed and quarantined; now it is refused

@@ -61,7 +61,8 @@ TEST(SamplesLog, RecordedStreamsReplayUnderTheStoppingRule) {
   EXPECT_THAT(*table, ::testing::ContainsRegex("4096x4096x4096 b1 +60 spread +10 spread"));
   EXPECT_THAT(*table, ::testing::ContainsRegex("4096x50257x4096 b1 +400 sample +[0-9]+ median"));
   // The recorded rule is the one replayed: a long launch's minimum of sampled time (the engine's
-  // 300 ms) keeps the quiet stream going past 10 samples (60 x 1 ms x 4 launches = 240 ms).
+  // cold 300 ms before issue 35) keeps the quiet stream going past 10 samples (60 x 1 ms x 4
+  // launches = 240 ms).
   StoppingRule long_launch = four_launches;
   long_launch.min_sampled_s = 0.3;
   table = ReplaySamplesLog(
