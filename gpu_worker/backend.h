@@ -30,11 +30,13 @@ struct TimingParams : EngineOptions {
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
   // Called once per timed GEMM or layer with the reported samples (seconds per launch), the
-  // stopping rule they were taken under, the wall time the sampling took and why it stopped
-  // (DescribeStop), so that a device run can record the streams the rule is replayed on. May be
-  // empty.
+  // stopping rule they were taken under, the wall time the sampling took, why it stopped
+  // (DescribeStop) and, per sample, the SM clock NVML read and the one the device's clock probe
+  // measured after its window (MHz; each empty when unknown), so that a device run can record
+  // the streams the rule is replayed on. May be empty.
   std::function<void(absl::string_view key, const std::vector<double>& samples_s,
-                     const StoppingRule& rule, double sampling_wall_s, absl::string_view stopped)>
+                     const StoppingRule& rule, double sampling_wall_s, absl::string_view stopped,
+                     const std::vector<int>& nvml_mhz, const std::vector<int>& probe_mhz)>
       samples_sink;
 };
 // The engine's options of these parameters (inline: the CUDA engine's library uses it without

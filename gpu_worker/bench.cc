@@ -251,7 +251,8 @@ std::string BenchTable(const nlohmann::json& doc) {
 
 std::string SamplesLogLine(absl::string_view key, const std::vector<double>& samples_s,
                            const StoppingRule& rule, double sampling_wall_s,
-                           absl::string_view stopped) {
+                           absl::string_view stopped, const std::vector<int>& nvml_mhz,
+                           const std::vector<int>& probe_mhz) {
   nlohmann::json j;
   j["key"] = std::string(key);
   // Everything of the rule but the policy knobs replay takes from its flags.
@@ -263,6 +264,8 @@ std::string SamplesLogLine(absl::string_view key, const std::vector<double>& sam
   j["sampling_wall_s"] = sampling_wall_s;
   j["stopped"] = std::string(stopped);
   j["samples_s"] = samples_s;
+  if (!nvml_mhz.empty()) j["nvml_mhz"] = nvml_mhz;
+  if (!probe_mhz.empty()) j["probe_mhz"] = probe_mhz;
   return j.dump() + "\n";
 }
 

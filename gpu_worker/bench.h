@@ -51,10 +51,11 @@ std::string LayerBenchTable(const nlohmann::json& doc);
 
 // `bench --samples_log FILE`: one JSON line per timed GEMM or layer, the recorded sample stream
 // and the rule it was taken under ({"key", "rule": {...}, "sampling_wall_s", "stopped",
-// "samples_s": [...]}).
+// "samples_s": [...]}, and "nvml_mhz" / "probe_mhz": [...], each sample's SM clock, when known).
 std::string SamplesLogLine(absl::string_view key, const std::vector<double>& samples_s,
                            const StoppingRule& rule, double sampling_wall_s,
-                           absl::string_view stopped);
+                           absl::string_view stopped, const std::vector<int>& nvml_mhz = {},
+                           const std::vector<int>& probe_mhz = {});
 
 // `replay --samples_log FILE`: each recorded stream's own rule, with the target spread and budget
 // of `params`, replayed over it (core/timing_stats.h ReplayStop): samples it would take and why,

@@ -210,8 +210,11 @@ int Bench() {
     }
     params->samples_sink = [&samples_log](absl::string_view key, const std::vector<double>& s,
                                           const StoppingRule& rule, double wall,
-                                          absl::string_view stopped) {
-      samples_log << SamplesLogLine(key, s, rule, wall, stopped) << std::flush;
+                                          absl::string_view stopped,
+                                          const std::vector<int>& nvml_mhz,
+                                          const std::vector<int>& probe_mhz) {
+      samples_log << SamplesLogLine(key, s, rule, wall, stopped, nvml_mhz, probe_mhz)
+                  << std::flush;
     };
   }
   absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();

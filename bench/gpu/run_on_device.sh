@@ -9,7 +9,8 @@
 #   sweeps     the whole list three times in one process each (sweep.txt: the cost per GEMM with
 #              the process, and each GEMM's spread across the three runs), then three more with a
 #              longer hot schedule (20 ms warm-up, 50 ms sampled: sweep-long.txt) to say what the
-#              default's shorter one costs in agreement;
+#              default's shorter one costs in agreement, and three by a plain PyTorch loop
+#              (torch_loop.py: torch-loop.txt), the reference for both;
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
 #              attention rows' shapes), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (the CSV also refits them);
@@ -80,16 +81,15 @@ if want gemms; then
     > "$out/compare.log" 2>&1
 fi
 # The whole list in one process, three times: what a sweep (a measured Recommend's GEMMs) costs
-# per GEMM with its process, and whether three sweeps agree (each GEMM within 1%). NAME FLAGS...
+# per GEMM with its process, and whether three sweeps agree (each GEMM within 1%). NAME CMD...:
+# CMD is run with the run's JSON path appended.
 sweeps() {
   local name=$1
   shift
   for run in 1 2 3; do
     local t0 t1
     t0=$(date +%s.%N)
-    "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 "$@" \
-      --json "$out/$name-$run.json" --samples_log "$out/$name-samples.jsonl" \
-      > "$out/$name-$run.txt" 2>&1
+    "$@" "$out/$name-$run.json" > "$out/$name-$run.txt" 2>&1
     t1=$(date +%s.%N)
     python3 - "$out/$name-$run.json" "$t0" "$t1" <<'PY'
 import json, sys
@@ -105,9 +105,19 @@ PY
   python3 bench/gpu/compare.py --sweep "$out/$name-1.json" "$out/$name-2.json" \
     "$out/$name-3.json" > "$out/$name.txt" 2>&1
 }
+bench_sweep() {  # SAMPLES_LOG FLAGS... JSON: one wavecrest-worker sweep of the list
+  local log=$1
+  shift
+  local json=${*: -1}
+  "$R" wavecrest-worker bench --device 0 --gemms bench/gpu/shapes.csv --dtype bf16 \
+    "${@:1:$#-1}" --json "$json" --samples_log "$log"
+}
 if want gemms || want sweeps; then
-  sweeps sweep
-  sweeps sweep-long --hot_warmup_s 0.02 --hot_min_sampled_s 0.05
+  sweeps sweep bench_sweep "$out/sweep-samples.jsonl"
+  sweeps sweep-long bench_sweep "$out/sweep-long-samples.jsonl" --hot_warmup_s 0.02 \
+    --hot_min_sampled_s 0.05
+  # The same list by a plain PyTorch loop, three times: the reference for cost and agreement.
+  sweeps torch-loop python3 bench/gpu/torch_loop.py bench/gpu/shapes.csv
 fi
 if want attention; then
   python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-device.csv" \
@@ -212,8 +222,9 @@ echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
 echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
-echo "== sweeps (default, then the longer hot schedule)"
-grep -hE "^(sweep|time per|cost per)" "$out/sweep.txt" "$out/sweep-long.txt"
+echo "== sweeps (default, the longer hot schedule, a plain torch loop)"
+grep -hE "^(sweep|time per|cost per)" "$out/sweep.txt" "$out/sweep-long.txt" \
+  "$out/torch-loop.txt"
 echo "== fused attention: the model against this device"
 tail -n 1 "$out/attention-device.log"
 grep -E "device-torch-sdpa-cudnn" "$out/attention-check.txt" || tail -n 5 "$out/attention-check.txt"

@@ -252,6 +252,21 @@ absl::StatusOr<SmClock> CublasLtBackend::ReadClock(const Algo& algo) {
   return clock;
 }
 
+std::vector<int> CublasLtBackend::ProbeMhzPerSample(const Algo& algo) {
+  std::vector<unsigned long long> host(2 * kProbeSlots);
+  if (cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]), cudaMemcpyDeviceToHost,
+                      stream_) != cudaSuccess ||
+      cudaStreamSynchronize(stream_) != cudaSuccess) {
+    return {};
+  }
+  std::vector<int> mhz;
+  for (int slot : algo.probe_slots) {
+    const unsigned long long cycles = host[2 * slot], ns = host[2 * slot + 1];
+    mhz.push_back(ns > 0 ? static_cast<int>(std::lround(1000.0 * cycles / ns)) : 0);
+  }
+  return mhz;
+}
+
 absl::StatusOr<int> CublasLtBackend::ProbedMhz(const Algo& algo) {
   std::vector<unsigned long long> host(2 * kProbeSlots);
   RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]),
@@ -271,7 +286,13 @@ SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
                                       const std::string& method, v1::TimingStats* s,
                                       v1::Provenance* prov) {
   if (params.samples_sink) {
-    params.samples_sink(name, algo.samples, Rule(algo, params), algo.sampling_s, algo.stopped);
+    // Per-sample clocks only where they line up with the samples (not after a clock state was
+    // set aside).
+    auto aligned = [&](const std::vector<int>& v) {
+      return v.size() == algo.samples.size() ? v : std::vector<int>();
+    };
+    params.samples_sink(name, algo.samples, Rule(algo, params), algo.sampling_s, algo.stopped,
+                        aligned(algo.sample_mhz), aligned(ProbeMhzPerSample(algo)));
   }
   const SampleStats stats = Summarize(algo.samples);
   s->set_median_s(stats.median);
