@@ -120,6 +120,18 @@ inline constexpr double kMaxWindowS = 0.25;
 int WindowSamples(const SampleSchedule& s, double replay_s, int taken, double sampled_s,
                   int max_samples);
 
+// Things timed together (GEMMs of a batch, layers of a request) are sampled in rounds, one window
+// each, so that each one's samples spread over the same stretch of clocks and power: the H200
+// lent on 2026-11-26 moved a GEMM 5-20% between back-to-back processes as its power controller
+// stepped the clock over hundreds of milliseconds. An item leaves after this many rounds once its
+// stopping rule is met.
+inline constexpr int kMinInterleavedRounds = 3;
+// Whether an item that has had `rounds` windows samples again: fewer than the minimum, or its
+// rule is not met.
+inline bool SamplesAgain(int rounds, bool rule_met) {
+  return rounds < kMinInterleavedRounds || !rule_met;
+}
+
 // Whether one launch of this length can be timed under the watchdog: the engine reports progress
 // after every replay, so one replay (at least one launch) must fit well inside it. OK, or
 // FAILED_PRECONDITION saying the GEMM is too long for the server's watchdog.

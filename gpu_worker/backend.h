@@ -69,6 +69,46 @@ class TimingBackend {
   }
   // True once a sticky CUDA error left the context unusable: the process must exit.
   virtual bool Broken() const { return false; }
+
+  // Called with an item's index whenever the engine works on it (preparing or sampling it); the
+  // caller reports that item as in flight. False stops the batch: the items not finished answer
+  // CANCELLED.
+  using OnItem = std::function<bool(size_t index)>;
+  // Times several GEMMs together: the cuBLASLt engine prepares each (plan, inputs, check, graph,
+  // warm-up), then samples them interleaved, one window each per round, so that all of them see
+  // the same stretch of clocks and power and drift between them cancels in their ratios (issue
+  // 35); groups as large as device memory allows. Results in key order. This default times them
+  // one after the other (the analytic model has no drift; autotuning re-times pairs itself).
+  virtual std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(
+      const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item) {
+    return OneAfterAnother<v1::GemmTiming>(
+        keys.size(), on_item, [&](size_t i) { return Time(keys[i], params); });
+  }
+  // Layers whole, together, as TimeTogether does GEMMs.
+  virtual std::vector<absl::StatusOr<v1::LayerTiming>> TimeLayersTogether(
+      const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item) {
+    return OneAfterAnother<v1::LayerTiming>(
+        keys.size(), on_item, [&](size_t i) { return TimeLayer(keys[i], params); });
+  }
+
+ protected:
+  // Items 0..n-1 timed by `time`, each announced first; after a refusal to go on or a broken
+  // context the rest answer CANCELLED or UNAVAILABLE.
+  template <typename Timing, typename TimeFn>
+  std::vector<absl::StatusOr<Timing>> OneAfterAnother(size_t n, const OnItem& on_item,
+                                                      const TimeFn& time) {
+    std::vector<absl::StatusOr<Timing>> out;
+    for (size_t i = 0; i < n; ++i) {
+      if (Broken()) {
+        out.push_back(absl::UnavailableError("the worker's CUDA context is unusable"));
+      } else if (!on_item(i)) {
+        out.push_back(absl::CancelledError("the batch was stopped"));
+      } else {
+        out.push_back(time(i));
+      }
+    }
+    return out;
+  }
 };
 
 // The analytic model for catalogued GPU `emulate` (NOT_FOUND lists the known names).

@@ -75,53 +75,70 @@ void WorkerService::LogLine(nlohmann::json fields) {
 template <typename Response, typename TimeFn>
 grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer,
                                      size_t n, const TimingParams& params,
-                                     const std::function<void(size_t)>& log, const TimeFn& time) {
-  for (size_t i = 0; i < n; ++i) {
-    if (broken_.load()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
-    }
-    if (ctx->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
-    Response started;
-    started.set_index(static_cast<int32_t>(i));
-    started.set_started(true);
-    if (!writer->Write(started)) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+                                     const std::function<void(size_t)>& log,
+                                     const TimeFn& together) {
+  if (broken_.load()) {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
+  }
+  // Heartbeats while the engine works, at most one a second and four per watchdog period (the
+  // server's watchdog sees them), naming the item on the device; from this thread.
+  const absl::Duration interval =
+      params.watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params.watchdog_s / 4))
+                            : absl::Seconds(1);
+  const absl::Time begin = absl::Now();
+  absl::Time last_beat = begin;
+  size_t current = 0;
+  std::vector<bool> started(n, false);
+  bool gone = false;  // the caller went away or cancelled
+  TimingParams p = params;
+  p.heartbeat = [&](absl::string_view phase) {
+    const absl::Time now = absl::Now();
+    if (now - last_beat < interval) return;
+    last_beat = now;
+    Response beat;
+    beat.set_index(static_cast<int32_t>(current));
+    beat.mutable_heartbeat()->set_phase(std::string(phase));
+    beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
+    writer->Write(beat);
+  };
+  const TimingBackend::OnItem on_item = [&](size_t i) {
+    if (gone || ctx->IsCancelled()) return !(gone = true);
+    current = i;
+    if (started[i]) return true;
+    started[i] = true;
+    Response s;
+    s.set_index(static_cast<int32_t>(i));
+    s.set_started(true);
+    if (!writer->Write(s)) return !(gone = true);
     log(i);
-    // Heartbeats while the engine works, at most one a second and four per watchdog period (the
-    // server's watchdog sees them); from this thread, between the started and result messages.
-    TimingParams p = params;
-    const absl::Duration interval =
-        params.watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params.watchdog_s / 4))
-                              : absl::Seconds(1);
-    const absl::Time begin = absl::Now();
-    absl::Time last_beat = begin;
-    p.heartbeat = [&](absl::string_view phase) {
-      const absl::Time now = absl::Now();
-      if (now - last_beat < interval) return;
-      last_beat = now;
-      Response beat;
-      beat.set_index(static_cast<int32_t>(i));
-      beat.mutable_heartbeat()->set_phase(std::string(phase));
-      beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
-      writer->Write(beat);
-    };
-    auto t = time(i, p);
+    last_beat = absl::Now();
+    return true;
+  };
+  const auto results = together(p, on_item);
+  if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled or caller gone");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& t = results[i];
     Response out;
     out.set_index(static_cast<int32_t>(i));
     if (t.ok()) {
       ++timed_;
-      *out.mutable_timing() = std::move(*t);
+      *out.mutable_timing() = *t;
       out.mutable_timing()->set_index(static_cast<int32_t>(i));
     } else {
       out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
       out.mutable_error()->set_message(std::string(t.status().message()));
     }
     const bool written = writer->Write(out);
-    if (backend_->Broken()) {
+    if (backend_->Broken() && !t.ok() && t.status().code() == absl::StatusCode::kInternal) {
       if (!broken_.exchange(true) && on_broken_) on_broken_();
       return grpc::Status(grpc::StatusCode::INTERNAL,
                           absl::StrCat("sticky CUDA error: ", t.status().message()));
     }
     if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
+  }
+  if (backend_->Broken()) {
+    if (!broken_.exchange(true) && on_broken_) on_broken_();
+    return grpc::Status(grpc::StatusCode::INTERNAL, "sticky CUDA error");
   }
   return grpc::Status::OK;
 }
@@ -161,7 +178,9 @@ grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
   std::lock_guard<std::mutex> device(device_mu_);
   return TimeEach<v1::GemmWorkerTimeGemmsResponse>(
       ctx, writer, keys.size(), *params, [&](size_t i) { LogRequest(keys[i], *params); },
-      [&](size_t i, const TimingParams& p) { return backend_->Time(keys[i], p); });
+      [&](const TimingParams& p, const TimingBackend::OnItem& on_item) {
+        return backend_->TimeTogether(keys, p, on_item);
+      });
 }
 
 grpc::Status WorkerService::TimeLayers(
@@ -187,7 +206,9 @@ grpc::Status WorkerService::TimeLayers(
       [&](size_t i) {
         LogLine({{"layer", LayerKeyString(keys[i])}, {"warm_l2", params->warm_l2}});
       },
-      [&](size_t i, const TimingParams& p) { return backend_->TimeLayer(keys[i], p); });
+      [&](const TimingParams& p, const TimingBackend::OnItem& on_item) {
+        return backend_->TimeLayersTogether(keys, p, on_item);
+      });
 }
 
 }  // namespace wavecrest

@@ -40,12 +40,14 @@ class WorkerService final : public v1::GemmWorker::Service {
                           grpc::ServerWriter<v1::GemmWorkerTimeLayersResponse>* writer) override;
 
  private:
-  // Times items 0..n-1 in order (the device lock held): started, heartbeats, then the timing or
-  // error of each; a sticky error ends the call (and the process, through on_broken_).
+  // Times items 0..n-1 together (the device lock held; TimingBackend::TimeTogether): each item's
+  // started when the engine first works on it, heartbeats naming the item on the device, then
+  // the timing or error of each in order; a sticky error ends the call (and the process, through
+  // on_broken_) after the item it came with.
   template <typename Response, typename TimeFn>
   grpc::Status TimeEach(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer, size_t n,
                         const TimingParams& params, const std::function<void(size_t)>& log,
-                        const TimeFn& time);
+                        const TimeFn& together);
   void LogRequest(const GemmKey& key, const TimingParams& params);
   void LogLine(nlohmann::json fields);
 

@@ -228,7 +228,7 @@ struct Algo {
   double sampling_s = 0;  // wall time of the reported samples
   bool* broken = nullptr;
   ~Algo() {
-    if (*broken) return;  // nothing can be released in a broken context
+    if (broken != nullptr && *broken) return;  // nothing can be released in a broken context
     if (exec) cudaGraphExecDestroy(exec);
     if (graph) cudaGraphDestroy(graph);
   }
@@ -269,6 +269,13 @@ class CublasLtBackend final : public TimingBackend {
   // layer_engine.cc
   absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
                                             const TimingParams& params) override;
+  // engine_together.cc: GEMMs (without autotuning) and layers timed together, interleaved.
+  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(const std::vector<GemmKey>& keys,
+                                                           const TimingParams& params,
+                                                           const OnItem& on_item) override;
+  std::vector<absl::StatusOr<v1::LayerTiming>> TimeLayersTogether(
+      const std::vector<LayerKey>& keys, const TimingParams& params,
+      const OnItem& on_item) override;
 
  private:
   explicit CublasLtBackend(int device) : device_(device) {}
@@ -313,6 +320,22 @@ class CublasLtBackend final : public TimingBackend {
   // back with an event between each, then a clock probe into `slot`; one wait at the end. Appends
   // the samples (seconds per launch), when each ended and their probe slot to `algo`.
   absl::Status TimedWindow(Algo& algo, const StoppingRule& rule, int slot);
+  // Items timed together (engine_together.cc): `algos[j]` is item `index[j]`'s, prepared and
+  // warmed up. Sampled in rounds, one window each, announced to `on_item` first; an item leaves
+  // once it has had kMinInterleavedRounds rounds and its stopping rule (over its own sampled wall
+  // time) says stop. NVML samples the clock through all of it.
+  absl::Status SampleInterleaved(const std::vector<Algo*>& algos, const std::vector<size_t>& index,
+                                 const TimingParams& params, const OnItem& on_item);
+  // Prepares items 0..n-1 in turn, in groups as large as device memory allows, samples each group
+  // interleaved and answers its items. `prepare(i)`: the item's prepared Algo, or why not
+  // (RESOURCE_EXHAUSTED while a group holds memory ends the group, and the item is tried again
+  // in the next). `answer(i)` turns a sampled item into its result; `release(i)` frees it.
+  template <typename Timing>
+  std::vector<absl::StatusOr<Timing>> TimeInGroups(
+      size_t n, const TimingParams& params, const OnItem& on_item,
+      const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
+      const std::function<absl::StatusOr<Timing>(size_t)>& answer,
+      const std::function<void(size_t)>& release);
   // Autotuning: the winner and the heuristic's first choice, re-timed from fresh samples in
   // alternating windows, so that neither is favoured by the selection or by a cooler GPU.
   absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params);
@@ -358,6 +381,14 @@ class CublasLtBackend final : public TimingBackend {
   absl::StatusOr<std::vector<std::unique_ptr<Algo>>> TimeAlgorithms(
       const GemmRun& run, const std::vector<cublasLtMatmulHeuristicResult_t>& heuristics);
   absl::Status PrepareAndSample(const GemmRun& run, Algo& algo);
+  // The check, the sample schedule, the graph and the warm-up: ready to sample.
+  absl::Status Prepare(const GemmRun& run, Algo& algo);
+  // One GEMM with everything its timing holds on to while others are timed beside it
+  // (engine_together.cc): plan, inputs, descriptors, the heuristic's first algorithm, prepared.
+  struct PreparedGemm;
+  absl::StatusOr<std::unique_ptr<PreparedGemm>> PrepareGemm(const GemmKey& key,
+                                                            const TimingParams& params);
+  absl::StatusOr<v1::GemmTiming> AnswerPrepared(const PreparedGemm& p, const TimingParams& params);
   absl::StatusOr<v1::GemmTiming> AnswerGemm(const GemmKey& key, const GemmPlan& plan,
                                             const EngineOptions& options,
                                             const TimingParams& params, const Algo& best,
@@ -375,7 +406,6 @@ class CublasLtBackend final : public TimingBackend {
 
   // layer_engine.cc: a layer program (core/layer_program.h) captured in one CUDA graph and timed
   // as a GEMM is (warm-up, blocking kernel, events, stopping rule, clocks).
-  absl::StatusOr<v1::LayerTiming> TimeLayerLocked(const LayerKey& key, const TimingParams& params);
   // The program, its buffers, GEMMs and attention runner (defined in layer_engine.cc).
   struct LayerRun;
   absl::Status PlanLayer(const LayerKey& key, const EngineOptions& options,
@@ -388,6 +418,12 @@ class CublasLtBackend final : public TimingBackend {
   absl::StatusOr<double> CheckLayer(const LayerRun& run, const TimingParams& params);
   v1::LayerTiming AnswerLayer(const LayerRun& run, const Algo& timed, const SmClock& clock,
                               const TimingParams& params);
+  // A layer planned, allocated, checked, captured and warmed up, ready to sample beside others.
+  struct PreparedLayer;
+  absl::StatusOr<std::unique_ptr<PreparedLayer>> PrepareLayer(const LayerKey& key,
+                                                              const TimingParams& params);
+  absl::StatusOr<v1::LayerTiming> AnswerPreparedLayer(const PreparedLayer& p,
+                                                      const TimingParams& params);
 
   // Whether the GPU finished timed work within options.hot_window_s (ScheduleSamples' gpu_hot).
   bool GpuHot(const EngineOptions& options) const {
@@ -412,6 +448,50 @@ class CublasLtBackend final : public TimingBackend {
   float* one_ = nullptr;
   EventTimer timer_;
 };
+
+template <typename Timing>
+std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
+    size_t n, const TimingParams& params, const OnItem& on_item,
+    const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
+    const std::function<absl::StatusOr<Timing>(size_t)>& answer,
+    const std::function<void(size_t)>& release) {
+  std::vector<absl::StatusOr<Timing>> out(n, absl::CancelledError("the batch was stopped"));
+  size_t next = 0;
+  bool go_on = true;
+  while (next < n && go_on && !broken_) {
+    std::vector<Algo*> algos;
+    std::vector<size_t> group;
+    for (; next < n; ++next) {
+      if (!(go_on = on_item(next))) break;
+      absl::StatusOr<Algo*> algo = prepare(next);
+      if (algo.ok()) {
+        algos.push_back(*algo);
+        group.push_back(next);
+        continue;
+      }
+      release(next);
+      if (algo.status().code() == absl::StatusCode::kResourceExhausted && !group.empty()) break;
+      out[next] = algo.status();
+      if (broken_) break;
+    }
+    if (!go_on) {
+      for (size_t i : group) release(i);
+      break;
+    }
+    absl::Status sampled = group.empty() || broken_
+                               ? absl::OkStatus()
+                               : SampleInterleaved(algos, group, params, on_item);
+    for (size_t i : group) {
+      out[i] = sampled.ok() ? answer(i) : sampled;
+      release(i);
+    }
+    if (!sampled.ok() && sampled.code() == absl::StatusCode::kCancelled) go_on = false;
+  }
+  for (size_t i = next; i < n && broken_; ++i) {
+    out[i] = absl::UnavailableError("the worker's CUDA context is unusable");
+  }
+  return out;
+}
 
 }  // namespace wavecrest::engine
 

@@ -34,6 +34,8 @@ namespace wavecrest::engine {
 
 absl::StatusOr<v1::GemmTiming> CublasLtBackend::Time(const GemmKey& key,
                                                      const TimingParams& params) {
+  // One GEMM without autotuning is a batch of one (engine_together.cc).
+  if (!params.autotune) return TimeTogether({key}, params, [](size_t) { return true; })[0];
   std::lock_guard<std::mutex> lock(mu_);
   RETURN_IF_ERROR(Ready());
   return TimeLocked(key, params);
@@ -146,6 +148,12 @@ absl::StatusOr<std::vector<std::unique_ptr<Algo>>> CublasLtBackend::TimeAlgorith
 }
 
 absl::Status CublasLtBackend::PrepareAndSample(const GemmRun& run, Algo& algo) {
+  RETURN_IF_ERROR(Prepare(run, algo));
+  // Without autotuning these samples are the reported ones: NVML samples the clock meanwhile.
+  return Sample(algo, run.params, clocks_ != nullptr && !run.params.autotune);
+}
+
+absl::Status CublasLtBackend::Prepare(const GemmRun& run, Algo& algo) {
   const GemmPlan& plan = run.plan;
   const EngineOptions& options = run.options;
   const TimingParams& params = run.params;
@@ -169,9 +177,7 @@ absl::Status CublasLtBackend::PrepareAndSample(const GemmRun& run, Algo& algo) {
   });
   RETURN_IF_ERROR(Blas(capture_status, "cublasLtMatmul (capture)"));
   RETURN_IF_ERROR(captured);
-  RETURN_IF_ERROR(WarmUp(algo, launch_s, params));
-  // Without autotuning these samples are the reported ones: NVML samples the clock meanwhile.
-  return Sample(algo, params, clocks_ != nullptr && !params.autotune);
+  return WarmUp(algo, launch_s, params);
 }
 
 absl::StatusOr<v1::GemmTiming> CublasLtBackend::AnswerGemm(

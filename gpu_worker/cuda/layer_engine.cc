@@ -70,17 +70,39 @@ struct CublasLtBackend::LayerRun {
   void* ptr(int i) const { return i >= 0 ? buffers[i].get() : nullptr; }
 };
 
+struct CublasLtBackend::PreparedLayer {
+  LayerRun run;
+  Algo timed;
+};
+
 absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayer(const LayerKey& key,
                                                            const TimingParams& params) {
-  std::lock_guard<std::mutex> lock(mu_);
-  RETURN_IF_ERROR(Ready());
-  return TimeLayerLocked(key, params);
+  return TimeLayersTogether({key}, params, [](size_t) { return true; })[0];  // a batch of one
 }
 
-absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey& key,
-                                                                 const TimingParams& params) {
+std::vector<absl::StatusOr<v1::LayerTiming>> CublasLtBackend::TimeLayersTogether(
+    const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Ready(); !st.ok()) {
+    return std::vector<absl::StatusOr<v1::LayerTiming>>(keys.size(), st);
+  }
+  std::vector<std::unique_ptr<PreparedLayer>> prepared(keys.size());
+  return TimeInGroups<v1::LayerTiming>(
+      keys.size(), params, on_item,
+      [&](size_t i) -> absl::StatusOr<Algo*> {
+        ASSIGN_OR_RETURN(prepared[i], PrepareLayer(keys[i], params));
+        return &prepared[i]->timed;
+      },
+      [&](size_t i) { return AnswerPreparedLayer(*prepared[i], params); },
+      [&](size_t i) { prepared[i].reset(); });
+}
+
+absl::StatusOr<std::unique_ptr<CublasLtBackend::PreparedLayer>> CublasLtBackend::PrepareLayer(
+    const LayerKey& key, const TimingParams& params) {
   const EngineOptions options = EngineOptionsOf(params);
-  LayerRun run;
+  auto p = std::make_unique<PreparedLayer>();
+  p->timed.broken = &broken_;
+  LayerRun& run = p->run;
   RETURN_IF_ERROR(PlanLayer(key, options, params, run));             // 1
   RETURN_IF_ERROR(AllocateBuffers(run));                             // 2
   RETURN_IF_ERROR(MakeLayerGemms(options, run));                     // 3
@@ -89,17 +111,20 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayerLocked(const LayerKey&
   if (absl::Status st = CheckWatchdog(launch_s, options, as_key); !st.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(run.name, ": ", st.message()));
   }
-  // 5. Capture, warm up, sample.
-  Algo timed;
-  timed.broken = &broken_;
+  // 5. Capture and warm up; the samples are taken beside the batch's other layers.
+  Algo& timed = p->timed;
   timed.schedule =
       ScheduleSamples(launch_s, 1, run.program.bytes, l2_bytes_, options, GpuHot(options));
   RETURN_IF_ERROR(CaptureGraph(timed, [&](int) { return EnqueueProgram(run); }));
   RETURN_IF_ERROR(WarmUp(timed, launch_s, params));
-  RETURN_IF_ERROR(Sample(timed, params, clocks_ != nullptr));
+  return p;
+}
+
+absl::StatusOr<v1::LayerTiming> CublasLtBackend::AnswerPreparedLayer(const PreparedLayer& p,
+                                                                    const TimingParams& params) {
   // 6. The clock, and the answer.
-  ASSIGN_OR_RETURN(const SmClock clock, ReadClock(timed));
-  return AnswerLayer(run, timed, clock, params);
+  ASSIGN_OR_RETURN(const SmClock clock, ReadClock(p.timed));
+  return AnswerLayer(p.run, p.timed, clock, params);
 }
 
 absl::Status CublasLtBackend::PlanLayer(const LayerKey& key, const EngineOptions& options,

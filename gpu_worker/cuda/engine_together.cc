@@ -1,0 +1,135 @@
+// Timing several GEMMs or layers together (issue 35, item 1). On a lent H200 a GEMM timed alone
+// moved 5-20% between processes: under its power limit the GPU steps its clock over hundreds of
+// milliseconds, and a GEMM timed in 15 ms sees one step of it. What Recommend and Sweep decide on
+// is a ratio of things of one request; timed in rounds, one window each (baseline, candidate,
+// baseline, ...), every one of them sees the same stretch of clocks, and drift they share cancels
+// in their ratios. Each item is prepared first (plan, inputs, check, graph, warm-up) and keeps its
+// memory until its group is sampled; a group is as large as device memory allows.
+#include "core/status_macros.h"
+#include "gpu_worker/cuda/cublaslt_engine.h"
+
+namespace wavecrest::engine {
+
+struct CublasLtBackend::PreparedGemm {
+  GemmKey key;
+  EngineOptions options;
+  GemmPlan plan;
+  TypeInfo ty{};
+  OperandSets a, b, d;
+  MatmulDescriptors desc;
+  std::vector<cublasLtMatmulHeuristicResult_t> heur;
+  float alpha = 1.0f, beta = 0.0f;
+  Launch launch;
+  std::unique_ptr<Algo> algo;
+};
+
+absl::StatusOr<std::unique_ptr<CublasLtBackend::PreparedGemm>> CublasLtBackend::PrepareGemm(
+    const GemmKey& key, const TimingParams& params) {
+  auto p = std::make_unique<PreparedGemm>();
+  p->key = key;
+  p->options = EngineOptionsOf(params);
+  ASSIGN_OR_RETURN(p->plan, PlanFor(key, p->options));
+  p->ty = Types(key.dtype);
+  RETURN_IF_ERROR(AllocateInputs(p->plan, p->ty, p->a, p->b, p->d));
+  RETURN_IF_ERROR(MakeDescriptors(p->plan, p->ty, p->ty.cd, &p->desc));
+  ASSIGN_OR_RETURN(p->heur,
+                   Heuristics(p->desc, p->plan.workspace_bytes, 1, GemmKeyString(key)));
+  RETURN_IF_ERROR(Blas(p->heur[0].state, "cublasLtMatmulAlgoGetHeuristic (first algorithm)"));
+  const PreparedGemm* q = p.get();
+  p->launch = [this, q](const cublasLtMatmulAlgo_t& algo, int s) {
+    return cublasLtMatmul(handle_, q->desc.op, &q->alpha, q->a.at(s), q->desc.la, q->b.at(s),
+                          q->desc.lb, &q->beta, q->d.at(s), q->desc.ld, q->d.at(s), q->desc.ld,
+                          &algo, workspace_, static_cast<size_t>(q->plan.workspace_bytes),
+                          stream_);
+  };
+  p->algo = std::make_unique<Algo>();
+  p->algo->algo = p->heur[0].algo;
+  p->algo->broken = &broken_;
+  const GemmRun run{p->key, p->plan, p->ty, p->options, params, p->a, p->b, p->d, p->launch};
+  RETURN_IF_ERROR(Prepare(run, *p->algo));
+  return p;
+}
+
+absl::StatusOr<v1::GemmTiming> CublasLtBackend::AnswerPrepared(const PreparedGemm& p,
+                                                               const TimingParams& params) {
+  return AnswerGemm(p.key, p.plan, p.options, params, *p.algo, p.algo.get(), p.heur[0]);
+}
+
+std::vector<absl::StatusOr<v1::GemmTiming>> CublasLtBackend::TimeTogether(
+    const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item) {
+  // Autotuning re-times its two algorithms alternately itself (Retime).
+  if (params.autotune) return TimingBackend::TimeTogether(keys, params, on_item);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Ready(); !st.ok()) {
+    return std::vector<absl::StatusOr<v1::GemmTiming>>(keys.size(), st);
+  }
+  std::vector<std::unique_ptr<PreparedGemm>> prepared(keys.size());
+  return TimeInGroups<v1::GemmTiming>(
+      keys.size(), params, on_item,
+      [&](size_t i) -> absl::StatusOr<Algo*> {
+        ASSIGN_OR_RETURN(prepared[i], PrepareGemm(keys[i], params));
+        return prepared[i]->algo.get();
+      },
+      [&](size_t i) { return AnswerPrepared(*prepared[i], params); },
+      [&](size_t i) { prepared[i].reset(); });
+}
+
+absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
+                                                const std::vector<size_t>& index,
+                                                const TimingParams& params,
+                                                const OnItem& on_item) {
+  std::vector<StoppingRule> rules;
+  std::vector<int> rounds(algos.size(), 0);
+  std::vector<bool> sampling(algos.size(), true);
+  for (Algo* a : algos) {
+    a->samples.clear();
+    a->sample_end_ns.clear();
+    a->sample_mhz.clear();
+    a->probe_slots.clear();
+    a->sampling_s = 0;
+    rules.push_back(Rule(*a, params));
+  }
+  if (clocks_) clocks_->Start();
+  absl::Cleanup stop_clocks = [&] {
+    if (!clocks_) return;
+    const std::vector<ClockReading> readings = clocks_->StopTimed();
+    for (Algo* a : algos) {
+      a->nvml_mhz.clear();  // interleaved: the same stretch of work
+      for (const ClockReading& r : readings) a->nvml_mhz.push_back(r.mhz);
+      a->sample_mhz = ClockPerSample(readings, a->sample_end_ns);
+    }
+  };
+  int slot = 0;
+  for (bool any = true; any;) {
+    any = false;
+    for (size_t j = 0; j < algos.size(); ++j) {
+      if (!sampling[j]) continue;
+      if (!on_item(index[j])) return absl::CancelledError("the batch was stopped");
+      Algo& a = *algos[j];
+      const absl::Time start = absl::Now();
+      RETURN_IF_ERROR(TimedWindow(a, rules[j], slot++ % (kProbeSlots - 1)));
+      a.sampling_s += absl::ToDoubleSeconds(absl::Now() - start);
+      Beat(params, "sampling");
+      const StopReason why = rules[j].Why(a.samples, a.sampling_s);
+      sampling[j] = SamplesAgain(++rounds[j], why != StopReason::kNotYet);
+      if (!sampling[j]) {
+        a.stopped = DescribeStop(why, a.samples, rules[j]);
+        absl::StrAppend(&a.stopped, ScheduleNote(a.schedule));
+        if (algos.size() > 1) {
+          absl::StrAppend(&a.stopped, "; interleaved with ", algos.size() - 1, " others, ",
+                          rounds[j], " rounds");
+        }
+      }
+      any = any || sampling[j];
+    }
+  }
+  last_sampled_ = absl::Now();
+  std::move(stop_clocks).Invoke();
+  for (Algo* a : algos) {
+    KeepOneClockState(*a);
+    a->median = Percentile(a->samples, 0.5);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace wavecrest::engine
