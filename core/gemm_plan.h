@@ -121,15 +121,14 @@ int WindowSamples(const SampleSchedule& s, double replay_s, int taken, double sa
                   int max_samples);
 
 // Things timed together (GEMMs of a batch, layers of a request) are sampled in rounds, one window
-// each, so that each one's samples spread over the same stretch of clocks and power: the H200
-// lent on 2026-11-26 moved a GEMM 5-20% between back-to-back processes as its power controller
-// stepped the clock over hundreds of milliseconds. An item leaves after this many rounds once its
-// stopping rule is met.
+// each, every one in every round, so that all their samples spread over the same stretch of
+// clocks and power: the H200 lent on 2026-11-26 moved a GEMM 5-20% between back-to-back processes
+// as its power controller stepped the clock over hundreds of milliseconds, and an item that left
+// the rounds early kept only the first of them. Rounds go on until every item's stopping rule is
+// met (after at least kMinInterleavedRounds) or the batch's sampling budget is spent.
 inline constexpr int kMinInterleavedRounds = 3;
-// Whether an item that has had `rounds` windows samples again: fewer than the minimum, or its
-// rule is not met.
-inline bool SamplesAgain(int rounds, bool rule_met) {
-  return rounds < kMinInterleavedRounds || !rule_met;
+inline bool AnotherRound(int rounds, bool all_met, double elapsed_s, double budget_s) {
+  return rounds < kMinInterleavedRounds || (!all_met && elapsed_s < budget_s);
 }
 
 // Whether one launch of this length can be timed under the watchdog: the engine reports progress

@@ -321,9 +321,10 @@ class CublasLtBackend final : public TimingBackend {
   // the samples (seconds per launch), when each ended and their probe slot to `algo`.
   absl::Status TimedWindow(Algo& algo, const StoppingRule& rule, int slot);
   // Items timed together (engine_together.cc): `algos[j]` is item `index[j]`'s, prepared and
-  // warmed up. Sampled in rounds, one window each, announced to `on_item` first; an item leaves
-  // once it has had kMinInterleavedRounds rounds and its stopping rule (over its own sampled wall
-  // time) says stop. NVML samples the clock through all of it.
+  // warmed up. Sampled in rounds, one window of each in every round, announced to `on_item`
+  // first, until every stopping rule (over the item's own sampled wall time) is met after
+  // kMinInterleavedRounds, or max_seconds of rounds (AnotherRound). NVML samples the clock
+  // through all of it.
   absl::Status SampleInterleaved(const std::vector<Algo*>& algos, const std::vector<size_t>& index,
                                  const TimingParams& params, const OnItem& on_item);
   // Prepares items 0..n-1 in turn, in groups as large as device memory allows, samples each group

@@ -79,8 +79,6 @@ absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
                                                 const TimingParams& params,
                                                 const OnItem& on_item) {
   std::vector<StoppingRule> rules;
-  std::vector<int> rounds(algos.size(), 0);
-  std::vector<bool> sampling(algos.size(), true);
   for (Algo* a : algos) {
     a->samples.clear();
     a->sample_end_ns.clear();
@@ -99,28 +97,34 @@ absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
       a->sample_mhz = ClockPerSample(readings, a->sample_end_ns);
     }
   };
-  int slot = 0;
-  for (bool any = true; any;) {
-    any = false;
+  // Every item in every round, until all rules are met or the batch's budget (the per-item
+  // budget, max_seconds) is spent.
+  const absl::Time start = absl::Now();
+  int slot = 0, round = 0;
+  bool all_met = false;
+  while (AnotherRound(round, all_met, absl::ToDoubleSeconds(absl::Now() - start),
+                      params.max_seconds)) {
+    all_met = true;
     for (size_t j = 0; j < algos.size(); ++j) {
-      if (!sampling[j]) continue;
       if (!on_item(index[j])) return absl::CancelledError("the batch was stopped");
       Algo& a = *algos[j];
-      const absl::Time start = absl::Now();
+      const absl::Time window = absl::Now();
       RETURN_IF_ERROR(TimedWindow(a, rules[j], slot++ % (kProbeSlots - 1)));
-      a.sampling_s += absl::ToDoubleSeconds(absl::Now() - start);
+      a.sampling_s += absl::ToDoubleSeconds(absl::Now() - window);
       Beat(params, "sampling");
-      const StopReason why = rules[j].Why(a.samples, a.sampling_s);
-      sampling[j] = SamplesAgain(++rounds[j], why != StopReason::kNotYet);
-      if (!sampling[j]) {
-        a.stopped = DescribeStop(why, a.samples, rules[j]);
-        absl::StrAppend(&a.stopped, ScheduleNote(a.schedule));
-        if (algos.size() > 1) {
-          absl::StrAppend(&a.stopped, "; interleaved with ", algos.size() - 1, " others, ",
-                          rounds[j], " rounds");
-        }
-      }
-      any = any || sampling[j];
+      all_met = all_met && rules[j].Why(a.samples, a.sampling_s) != StopReason::kNotYet;
+    }
+    ++round;
+  }
+  for (size_t j = 0; j < algos.size(); ++j) {
+    Algo& a = *algos[j];
+    StopReason why = rules[j].Why(a.samples, a.sampling_s);
+    if (why == StopReason::kNotYet) why = StopReason::kBudget;  // the batch's budget
+    a.stopped = DescribeStop(why, a.samples, rules[j]);
+    absl::StrAppend(&a.stopped, ScheduleNote(a.schedule));
+    if (algos.size() > 1) {
+      absl::StrAppend(&a.stopped, "; interleaved with ", algos.size() - 1, " others, ", round,
+                      " rounds");
     }
   }
   last_sampled_ = absl::Now();

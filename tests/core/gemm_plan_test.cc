@@ -242,6 +242,17 @@ TEST(GemmPlanTest, WindowsReachTheMinimumsThenGoInSmallSteps) {
   EXPECT_EQ(WindowSamples(cold, 1.0, 0, 0, 2000), 1);                 // one long replay at a time
 }
 
+// Issue 35: things timed together sample in rounds, every one in every round, at least
+// kMinInterleavedRounds, then until all rules are met or the batch's budget is spent.
+TEST(GemmPlanTest, InterleavedRoundsGoOnUntilAllRulesAreMetOrTheBudgetIsSpent) {
+  EXPECT_TRUE(AnotherRound(0, /*all_met=*/true, 0.0, 2.0));
+  EXPECT_TRUE(AnotherRound(kMinInterleavedRounds - 1, true, 0.1, 2.0));
+  EXPECT_FALSE(AnotherRound(kMinInterleavedRounds, true, 0.1, 2.0));
+  EXPECT_TRUE(AnotherRound(kMinInterleavedRounds, false, 1.9, 2.0));
+  EXPECT_FALSE(AnotherRound(20, false, 2.1, 2.0));
+  EXPECT_TRUE(AnotherRound(1, false, 5.0, 2.0));  // the minimum rounds even past the budget
+}
+
 // Defect 2: a GEMM slower than the watchdog allows was killed and quarantined; now it is refused
 // up front with the reason, and anything shorter is timed with progress after every replay.
 TEST(GemmPlanTest, TheWatchdogRefusesOnlyWhatItWouldKill) {
