@@ -1,6 +1,7 @@
-// wavecrest.v1.GemmWorker over one TimingBackend. GEMMs are timed one at a time (a second
-// TimeGemms call waits for the device), and each one is appended to the request log, when there
-// is one, before it starts: the log is the audit of what the device was asked to do.
+// wavecrest.v1.GemmWorker over one TimingBackend. A request's GEMMs (or layers) are timed together
+// (TimingBackend::TimeTogether: interleaved on a GPU; a second call waits for the device), and
+// each one is appended to the request log, when there is one, when the engine first takes it up:
+// the log is the audit of what the device was asked to do.
 #ifndef WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
 #define WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
 

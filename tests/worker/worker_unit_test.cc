@@ -1,6 +1,9 @@
 // Unit tests of the worker's parts that need no GPU: request validation, timing options, CSV and
 // model input of bench mode, fault plans, and the analytic backend.
+#include <thread>
+
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/layer_program.h"
 #include "gmock/gmock.h"
@@ -9,6 +12,7 @@
 #include "gpu_worker/clock_sampler.h"
 #include "gpu_worker/faults.h"
 #include "gpu_worker/worker_service.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {
@@ -276,6 +280,129 @@ TEST(ClockPerSample, EachSampleTakesTheLastReadingBeforeItsEnd) {
   EXPECT_THAT(ClockPerSample({}, {1, 2}), ::testing::ElementsAre(0, 0));
   const int64_t first = SteadyNowNs();
   EXPECT_LE(first, SteadyNowNs());  // steady
+}
+
+// A backend that works on a batch as the cuBLASLt engine does: each item announced while it is
+// prepared, then every item again in each of three sampling rounds, then the results. Item
+// `sticky` (if any) breaks the context in the second round.
+class InterleavingBackend final : public TimingBackend {
+ public:
+  explicit InterleavingBackend(int sticky = -1) : sticky_(sticky) {}
+  v1::DeviceFingerprint Fingerprint() const override { return {}; }
+  int64_t FreeMemoryBytes() override { return 0; }
+  bool Broken() const override { return broken_; }
+  absl::StatusOr<v1::GemmTiming> Time(const GemmKey&, const TimingParams&) override {
+    return absl::UnimplementedError("batches only");
+  }
+  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(const std::vector<GemmKey>& keys,
+                                                           const TimingParams& params,
+                                                           const OnItem& on_item) override {
+    std::vector<absl::StatusOr<v1::GemmTiming>> out;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!on_item(i)) return Cancelled(keys.size());
+    }
+    for (int round = 0; round < 3; ++round) {
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (!on_item(i)) return Cancelled(keys.size());
+        std::this_thread::sleep_for(std::chrono::milliseconds(6));
+        params.heartbeat("sampling");
+        if (round == 1 && static_cast<int>(i) == sticky_) broken_ = true;
+      }
+    }
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (broken_) {
+        out.push_back(static_cast<int>(i) == sticky_
+                          ? absl::Status(absl::InternalError("an illegal address"))
+                          : absl::Status(absl::UnavailableError("context unusable")));
+        continue;
+      }
+      v1::GemmTiming t;
+      t.set_time_s(1e-3 * static_cast<double>(i + 1));
+      out.push_back(t);
+    }
+    return out;
+  }
+
+ private:
+  static std::vector<absl::StatusOr<v1::GemmTiming>> Cancelled(size_t n) {
+    return std::vector<absl::StatusOr<v1::GemmTiming>>(n, absl::CancelledError("stopped"));
+  }
+  int sticky_;
+  bool broken_ = false;
+};
+
+struct BatchStream {
+  std::vector<v1::GemmWorkerTimeGemmsResponse> events;
+  grpc::Status status;
+  int broken_calls = 0;
+};
+
+BatchStream StreamOfABatch(TimingBackend* backend, int gemms) {
+  BatchStream out;
+  WorkerService service(backend, "", [&] { ++out.broken_calls; });
+  grpc::ServerBuilder builder;
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  auto stub = v1::GemmWorker::NewStub(server->InProcessChannel(grpc::ChannelArguments()));
+  v1::GemmWorkerTimeGemmsRequest request;
+  for (int i = 0; i < gemms; ++i) {
+    v1::WorkerGemm* g = request.add_gemms();
+    g->mutable_shape()->set_m(64 * (i + 1));
+    g->mutable_shape()->set_n(64);
+    g->mutable_shape()->set_k(64);
+    g->mutable_shape()->set_batch(1);
+    g->set_layout(v1::LAYOUT_TN);
+    g->set_dtype(v1::DTYPE_BF16);
+  }
+  request.mutable_options()->set_watchdog_s(0.02);  // heartbeats at most every 5 ms
+  grpc::ClientContext ctx;
+  auto reader = stub->TimeGemms(&ctx, request);
+  v1::GemmWorkerTimeGemmsResponse event;
+  while (reader->Read(&event)) out.events.push_back(event);
+  out.status = reader->Finish();
+  server->Shutdown();
+  return out;
+}
+
+// Issue 35: a request's GEMMs are timed together. The stream says which item the device works
+// on: each item's started once, when the engine first takes it up; heartbeats naming the item
+// being sampled; then every result, in order, after all of them were sampled.
+TEST(WorkerServiceBatch, StartedOncePerItemHeartbeatsNameTheItemResultsInOrder) {
+  InterleavingBackend backend;
+  const BatchStream s = StreamOfABatch(&backend, 3);
+  ASSERT_TRUE(s.status.ok()) << s.status.error_message();
+  std::vector<int> started, results, beat_items;
+  for (const auto& e : s.events) {
+    if (e.has_started()) started.push_back(e.index());
+    if (e.has_timing()) results.push_back(e.index());
+    if (e.has_heartbeat()) {
+      beat_items.push_back(e.index());
+      EXPECT_TRUE(results.empty()) << "a heartbeat after a result";
+    }
+    if (e.has_started()) EXPECT_TRUE(results.empty()) << "a start after a result";
+  }
+  EXPECT_EQ(started, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(results, (std::vector<int>{0, 1, 2}));
+  EXPECT_FALSE(beat_items.empty());
+  for (int i : beat_items) EXPECT_TRUE(i >= 0 && i < 3) << i;
+  EXPECT_EQ(s.events.back().timing().time_s(), 3e-3);
+  EXPECT_EQ(s.broken_calls, 0);
+}
+
+// A sticky error in the middle of a batch ends the call after the item it came with (INTERNAL,
+// so that the server charges that item), and the process is told to go, once.
+TEST(WorkerServiceBatch, AStickyErrorEndsTheCallAfterItsItem) {
+  InterleavingBackend backend(/*sticky=*/1);
+  const BatchStream s = StreamOfABatch(&backend, 3);
+  EXPECT_EQ(s.status.error_code(), grpc::StatusCode::INTERNAL);
+  std::vector<int> errors;
+  for (const auto& e : s.events) {
+    EXPECT_FALSE(e.has_timing());
+    if (e.has_error()) errors.push_back(e.index());
+  }
+  // Item 0's UNAVAILABLE, then item 1's INTERNAL ends it: item 2 is never answered.
+  EXPECT_EQ(errors, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.broken_calls, 1);
 }
 
 }  // namespace
