@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "core/gemm.h"
 #include "core/gemm_plan.h"
 #include "core/layers.h"
@@ -26,6 +27,10 @@ namespace wavecrest {
 // schedule), and the worker's hooks around them. v1::TimingOptions arrives as this
 // (ParamsFromProto) and the engine reads it as its EngineOptions.
 struct TimingParams : EngineOptions {
+  // When the caller stops waiting (a worker call's gRPC deadline). Things timed together are
+  // sampled and answered in time: a group stops taking in items once half the time left when it
+  // began is gone, and its rounds take at most half of what is left when they start.
+  absl::Time deadline = absl::InfiniteFuture();
   // Called now and then while a GEMM is timed (phase: "check", "warm-up", "sampling",
   // "re-timing"); the worker turns it into heartbeat events. May be empty.
   std::function<void(absl::string_view phase)> heartbeat;
@@ -74,21 +79,28 @@ class TimingBackend {
   // caller reports that item as in flight. False stops the batch: the items not finished answer
   // CANCELLED.
   using OnItem = std::function<bool(size_t index)>;
+  // Called with an item's result as soon as it is final (may be empty): one after another, at
+  // once; interleaved, when its group is done. Items it is not called for answer in the returned
+  // vector only (stopped or unusable).
+  template <typename Timing>
+  using OnDone = std::function<void(size_t index, const absl::StatusOr<Timing>& result)>;
   // Times several GEMMs together: the cuBLASLt engine prepares each (plan, inputs, check, graph,
   // warm-up), then samples them interleaved, one window each per round, so that all of them see
   // the same stretch of clocks and power and drift between them cancels in their ratios (issue
   // 35); groups as large as device memory allows. Results in key order. This default times them
   // one after the other (the analytic model has no drift; autotuning re-times pairs itself).
   virtual std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(
-      const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item) {
+      const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item,
+      const OnDone<v1::GemmTiming>& on_done = nullptr) {
     return OneAfterAnother<v1::GemmTiming>(
-        keys.size(), on_item, [&](size_t i) { return Time(keys[i], params); });
+        keys.size(), on_item, on_done, [&](size_t i) { return Time(keys[i], params); });
   }
   // Layers whole, together, as TimeTogether does GEMMs.
   virtual std::vector<absl::StatusOr<v1::LayerTiming>> TimeLayersTogether(
-      const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item) {
+      const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item,
+      const OnDone<v1::LayerTiming>& on_done = nullptr) {
     return OneAfterAnother<v1::LayerTiming>(
-        keys.size(), on_item, [&](size_t i) { return TimeLayer(keys[i], params); });
+        keys.size(), on_item, on_done, [&](size_t i) { return TimeLayer(keys[i], params); });
   }
 
  protected:
@@ -96,6 +108,7 @@ class TimingBackend {
   // context the rest answer CANCELLED or UNAVAILABLE.
   template <typename Timing, typename TimeFn>
   std::vector<absl::StatusOr<Timing>> OneAfterAnother(size_t n, const OnItem& on_item,
+                                                      const OnDone<Timing>& on_done,
                                                       const TimeFn& time) {
     std::vector<absl::StatusOr<Timing>> out;
     for (size_t i = 0; i < n; ++i) {
@@ -105,6 +118,7 @@ class TimingBackend {
         out.push_back(absl::CancelledError("the batch was stopped"));
       } else {
         out.push_back(time(i));
+        if (on_done) on_done(i, out.back());
       }
     }
     return out;

@@ -91,6 +91,7 @@ grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWrite
   std::vector<bool> started(n, false);
   bool gone = false;  // the caller went away or cancelled
   TimingParams p = params;
+  p.deadline = absl::FromChrono(ctx->deadline());
   p.heartbeat = [&](absl::string_view phase) {
     const absl::Time now = absl::Now();
     if (now - last_beat < interval) return;
@@ -114,10 +115,14 @@ grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWrite
     last_beat = absl::Now();
     return true;
   };
-  const auto results = together(p, on_item);
-  if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled or caller gone");
-  for (size_t i = 0; i < results.size(); ++i) {
-    const auto& t = results[i];
+  // Each result goes out as soon as it is final; a sticky error ends the stream after the item
+  // it came with (INTERNAL: the server charges that item).
+  std::vector<bool> answered(n, false);
+  bool sticky = false;
+  std::string sticky_message;
+  auto answer = [&](size_t i, const auto& t) {
+    if (gone || sticky || answered[i]) return;
+    answered[i] = true;
     Response out;
     out.set_index(static_cast<int32_t>(i));
     if (t.ok()) {
@@ -128,18 +133,20 @@ grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWrite
       out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
       out.mutable_error()->set_message(std::string(t.status().message()));
     }
-    const bool written = writer->Write(out);
+    if (!writer->Write(out)) gone = true;
     if (backend_->Broken() && !t.ok() && t.status().code() == absl::StatusCode::kInternal) {
-      if (!broken_.exchange(true) && on_broken_) on_broken_();
-      return grpc::Status(grpc::StatusCode::INTERNAL,
-                          absl::StrCat("sticky CUDA error: ", t.status().message()));
+      sticky = true;
+      sticky_message = std::string(t.status().message());
     }
-    if (!written) return grpc::Status(grpc::StatusCode::CANCELLED, "caller gone");
-  }
-  if (backend_->Broken()) {
+  };
+  const auto results = together(p, on_item, answer);
+  for (size_t i = 0; i < results.size(); ++i) answer(i, results[i]);
+  if (sticky || backend_->Broken()) {
     if (!broken_.exchange(true) && on_broken_) on_broken_();
-    return grpc::Status(grpc::StatusCode::INTERNAL, "sticky CUDA error");
+    return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("sticky CUDA error: ",
+                                                                 sticky_message));
   }
+  if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled or caller gone");
   return grpc::Status::OK;
 }
 
@@ -178,8 +185,8 @@ grpc::Status WorkerService::TimeGemms(grpc::ServerContext* ctx,
   std::lock_guard<std::mutex> device(device_mu_);
   return TimeEach<v1::GemmWorkerTimeGemmsResponse>(
       ctx, writer, keys.size(), *params, [&](size_t i) { LogRequest(keys[i], *params); },
-      [&](const TimingParams& p, const TimingBackend::OnItem& on_item) {
-        return backend_->TimeTogether(keys, p, on_item);
+      [&](const TimingParams& p, const TimingBackend::OnItem& on_item, const auto& on_done) {
+        return backend_->TimeTogether(keys, p, on_item, on_done);
       });
 }
 
@@ -206,8 +213,8 @@ grpc::Status WorkerService::TimeLayers(
       [&](size_t i) {
         LogLine({{"layer", LayerKeyString(keys[i])}, {"warm_l2", params->warm_l2}});
       },
-      [&](const TimingParams& p, const TimingBackend::OnItem& on_item) {
-        return backend_->TimeLayersTogether(keys, p, on_item);
+      [&](const TimingParams& p, const TimingBackend::OnItem& on_item, const auto& on_done) {
+        return backend_->TimeLayersTogether(keys, p, on_item, on_done);
       });
 }
 

@@ -270,12 +270,12 @@ class CublasLtBackend final : public TimingBackend {
   absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
                                             const TimingParams& params) override;
   // engine_together.cc: GEMMs (without autotuning) and layers timed together, interleaved.
-  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(const std::vector<GemmKey>& keys,
-                                                           const TimingParams& params,
-                                                           const OnItem& on_item) override;
+  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(
+      const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item,
+      const OnDone<v1::GemmTiming>& on_done = nullptr) override;
   std::vector<absl::StatusOr<v1::LayerTiming>> TimeLayersTogether(
-      const std::vector<LayerKey>& keys, const TimingParams& params,
-      const OnItem& on_item) override;
+      const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item,
+      const OnDone<v1::LayerTiming>& on_done = nullptr) override;
 
  private:
   explicit CublasLtBackend(int device) : device_(device) {}
@@ -331,14 +331,16 @@ class CublasLtBackend final : public TimingBackend {
   // interleaved and answers its items. `prepare(i)`: the item's prepared Algo, or why not
   // (RESOURCE_EXHAUSTED while a group holds memory ends the group, and the item is tried again
   // in the next). `answer(i)` turns a sampled item into its result; `release(i)` frees it.
+  // `on_done` gets each result once it is final.
   template <typename Timing>
   std::vector<absl::StatusOr<Timing>> TimeInGroups(
-      size_t n, const TimingParams& params, const OnItem& on_item,
+      size_t n, const TimingParams& params, const OnItem& on_item, const OnDone<Timing>& on_done,
       const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
       const std::function<absl::StatusOr<Timing>(size_t)>& answer,
       const std::function<void(size_t)>& release);
   // Autotuning: the winner and the heuristic's first choice, re-timed from fresh samples in
-  // alternating windows, so that neither is favoured by the selection or by a cooler GPU.
+  // alternating windows (SampleInterleaved), so that neither is favoured by the selection or by
+  // a cooler GPU.
   absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params);
   // Sets aside samples of a clock state other than the one with most of the work.
   static void KeepOneClockState(Algo& algo);
@@ -452,7 +454,7 @@ class CublasLtBackend final : public TimingBackend {
 
 template <typename Timing>
 std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
-    size_t n, const TimingParams& params, const OnItem& on_item,
+    size_t n, const TimingParams& params, const OnItem& on_item, const OnDone<Timing>& on_done,
     const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
     const std::function<absl::StatusOr<Timing>(size_t)>& answer,
     const std::function<void(size_t)>& release) {
@@ -462,7 +464,10 @@ std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
   while (next < n && go_on && !broken_) {
     std::vector<Algo*> algos;
     std::vector<size_t> group;
+    const absl::Time began = absl::Now();
     for (; next < n; ++next) {
+      // Half the time left is for sampling what is prepared and sending it back.
+      if (!group.empty() && absl::Now() - began > (params.deadline - began) / 2) break;
       if (!(go_on = on_item(next))) break;
       absl::StatusOr<Algo*> algo = prepare(next);
       if (algo.ok()) {
@@ -473,6 +478,7 @@ std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
       release(next);
       if (algo.status().code() == absl::StatusCode::kResourceExhausted && !group.empty()) break;
       out[next] = algo.status();
+      if (on_done) on_done(next, out[next]);
       if (broken_) break;
     }
     if (!go_on) {
@@ -484,6 +490,7 @@ std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
                                : SampleInterleaved(algos, group, params, on_item);
     for (size_t i : group) {
       out[i] = sampled.ok() ? answer(i) : sampled;
+      if (on_done) on_done(i, out[i]);
       release(i);
     }
     if (!sampled.ok() && sampled.code() == absl::StatusCode::kCancelled) go_on = false;

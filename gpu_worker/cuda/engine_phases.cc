@@ -195,49 +195,8 @@ absl::Status CublasLtBackend::TimedWindow(Algo& algo, const StoppingRule& rule, 
 }
 
 absl::Status CublasLtBackend::Retime(const std::vector<Algo*>& algos, const TimingParams& params) {
-  std::vector<StoppingRule> rules;
-  for (Algo* a : algos) {
-    a->samples.clear();
-    a->sample_end_ns.clear();
-    a->sample_mhz.clear();
-    a->probe_slots.clear();
-    rules.push_back(Rule(*a, params));
-  }
-  if (clocks_) clocks_->Start();
-  absl::Cleanup stop_clocks = [&] {
-    if (!clocks_) return;
-    const std::vector<ClockReading> readings = clocks_->StopTimed();
-    for (Algo* a : algos) {
-      a->nvml_mhz.clear();  // alternating: the same stretch of work
-      for (const ClockReading& r : readings) a->nvml_mhz.push_back(r.mhz);
-      a->sample_mhz = ClockPerSample(readings, a->sample_end_ns);
-    }
-  };
-  const absl::Time start = absl::Now();
-  int slot = 0;
-  bool done = false;
-  while (!done) {
-    done = true;
-    for (size_t i = 0; i < algos.size(); ++i) {
-      RETURN_IF_ERROR(TimedWindow(*algos[i], rules[i], slot++ % (kProbeSlots - 1)));
-      const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-      const StopReason why = rules[i].Why(algos[i]->samples, elapsed);
-      if (why != StopReason::kNotYet) {
-        algos[i]->stopped = DescribeStop(why, algos[i]->samples, rules[i]);
-        absl::StrAppend(&algos[i]->stopped, ScheduleNote(algos[i]->schedule));
-        algos[i]->sampling_s = elapsed;
-      }
-      done = done && why != StopReason::kNotYet;
-    }
-    Beat(params, "re-timing");
-  }
-  last_sampled_ = absl::Now();
-  std::move(stop_clocks).Invoke();
-  for (Algo* a : algos) {
-    KeepOneClockState(*a);
-    a->median = Percentile(a->samples, 0.5);
-  }
-  return absl::OkStatus();
+  std::vector<size_t> index(algos.size(), 0);  // one GEMM's algorithms: all are its item
+  return SampleInterleaved(algos, index, params, [](size_t) { return true; });
 }
 
 absl::StatusOr<SmClock> CublasLtBackend::ReadClock(const Algo& algo) {

@@ -56,16 +56,17 @@ absl::StatusOr<v1::GemmTiming> CublasLtBackend::AnswerPrepared(const PreparedGem
 }
 
 std::vector<absl::StatusOr<v1::GemmTiming>> CublasLtBackend::TimeTogether(
-    const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item) {
+    const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item,
+    const OnDone<v1::GemmTiming>& on_done) {
   // Autotuning re-times its two algorithms alternately itself (Retime).
-  if (params.autotune) return TimingBackend::TimeTogether(keys, params, on_item);
+  if (params.autotune) return TimingBackend::TimeTogether(keys, params, on_item, on_done);
   std::lock_guard<std::mutex> lock(mu_);
   if (absl::Status st = Ready(); !st.ok()) {
     return std::vector<absl::StatusOr<v1::GemmTiming>>(keys.size(), st);
   }
   std::vector<std::unique_ptr<PreparedGemm>> prepared(keys.size());
   return TimeInGroups<v1::GemmTiming>(
-      keys.size(), params, on_item,
+      keys.size(), params, on_item, on_done,
       [&](size_t i) -> absl::StatusOr<Algo*> {
         ASSIGN_OR_RETURN(prepared[i], PrepareGemm(keys[i], params));
         return prepared[i]->algo.get();
@@ -98,12 +99,13 @@ absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
     }
   };
   // Every item in every round, until all rules are met or the batch's budget (the per-item
-  // budget, max_seconds) is spent.
+  // budget, max_seconds, or half the time left before the caller's deadline) is spent.
   const absl::Time start = absl::Now();
+  const double budget_s =
+      std::min(params.max_seconds, absl::ToDoubleSeconds(params.deadline - start) / 2);
   int slot = 0, round = 0;
   bool all_met = false;
-  while (AnotherRound(round, all_met, absl::ToDoubleSeconds(absl::Now() - start),
-                      params.max_seconds)) {
+  while (AnotherRound(round, all_met, absl::ToDoubleSeconds(absl::Now() - start), budget_s)) {
     all_met = true;
     for (size_t j = 0; j < algos.size(); ++j) {
       if (!on_item(index[j])) return absl::CancelledError("the batch was stopped");

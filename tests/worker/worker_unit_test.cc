@@ -294,9 +294,9 @@ class InterleavingBackend final : public TimingBackend {
   absl::StatusOr<v1::GemmTiming> Time(const GemmKey&, const TimingParams&) override {
     return absl::UnimplementedError("batches only");
   }
-  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(const std::vector<GemmKey>& keys,
-                                                           const TimingParams& params,
-                                                           const OnItem& on_item) override {
+  std::vector<absl::StatusOr<v1::GemmTiming>> TimeTogether(
+      const std::vector<GemmKey>& keys, const TimingParams& params, const OnItem& on_item,
+      const OnDone<v1::GemmTiming>& /*on_done: all answers come back at the end*/) override {
     std::vector<absl::StatusOr<v1::GemmTiming>> out;
     for (size_t i = 0; i < keys.size(); ++i) {
       if (!on_item(i)) return Cancelled(keys.size());
