@@ -85,8 +85,18 @@ def sweep(paths):
              + ", ".join(f"{c:.3f}" for c in costs) + " s; target <= 0.05 s)"
              if costs else "no figure (no process_wall_s)"))
     spreads = []
+    covered = pairs = 0
     for r in a["gemms"]:
         rows = [r] + [{key(x): x for x in other["gemms"]}.get(key(r)) for other in runs[1:]]
+        # Each pair of runs of the GEMM against the band the runs stated: 1.645 x the combined
+        # re-run sigma (half of each run's relative spread), the 90% two-sided band.
+        stated = [x for x in rows if finite(x, "time_s") and "relative_spread" in x.get("stats", {})]
+        for i, x in enumerate(stated):
+            for y in stated[i + 1:]:
+                sigma = math.hypot(x["stats"]["relative_spread"] / 2,
+                                   y["stats"]["relative_spread"] / 2)
+                pairs += 1
+                covered += abs(x["time_s"] / y["time_s"] - 1) <= 1.645 * sigma
         times = [x["time_s"] for x in rows if finite(x, "time_s")]
         if len(times) == len(runs) and len(runs) > 1:
             spreads.append((max(times) - min(times)) / min(times))
@@ -97,6 +107,9 @@ def sweep(paths):
         rerun = (f"{100 * (max(times) - min(times)) / min(times):6.2f}%"
                  if len(times) == len(runs) else "     -")
         print(f"  {' x '.join(map(str, key(r)))}: " + " | ".join(cells) + f" | rerun {rerun}")
+    print("sweep re-run band: " + (f"{covered} of {pairs} pairs of runs within 1.645 x the stated "
+                                   f"re-run sigma ({100 * covered / pairs:.1f}%; target >= 90%)"
+                                   if pairs else "no figure (rows lack relative_spread)"))
     print("sweep rerun difference, max: "
           + (f"{100 * max(spreads):.2f}% over {len(runs)} runs (median "
              f"{100 * statistics.median(spreads):.2f}%, {len(spreads)} GEMMs; target < 1%)"

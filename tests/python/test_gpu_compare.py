@@ -82,7 +82,7 @@ class CompareTest(unittest.TestCase):
                      "tflops": 2 * 4096 * 4096 * k / t / 1e12, "wall_s": w,
                      "stats": {"stop_rule": "median stable: +-0.4% (95%) after 40 samples"
                                + ("; hot GPU (timed work within 2 s): 20 ms warm-up"
-                                  if i else "")}}
+                                  if i else ""), "relative_spread": 0.01}}
                     for i, (k, t, w) in enumerate(zip((4096, 4104, 4112), times, walls))]
             rows.append({"m": 1, "n": 1, "k": 1, "batch": 1, "layout": "TN",
                          "error": {"code": "INTERNAL", "message": "x"}})
@@ -103,6 +103,10 @@ class CompareTest(unittest.TestCase):
         # k=4104: 2.0 to 2.03 ms is 1.50%; k=4096: 0.998 to 1.004 is 0.60%; k=4112: 0.20%.
         self.assertIn("sweep rerun difference, max: 1.50% over 3 runs (median 0.60%, 3 GEMMs; "
                       "target < 1%)", r.stdout)
+        # Each run stated 1% spread: a band of 1.645 x hypot(0.5%, 0.5%) = 1.16%. k=4104's two
+        # pairs 1.5% apart fall outside it, the other seven pairs inside.
+        self.assertIn("sweep re-run band: 7 of 9 pairs of runs within 1.645 x the stated re-run "
+                      "sigma (77.8%; target >= 90%)", r.stdout)
 
 
 class CompareLayersTest(unittest.TestCase):
@@ -188,6 +192,8 @@ class SummaryTest(unittest.TestCase):
                              "run, 24 GEMMs, max 0.120 s)\n"
                              "cost per GEMM, process included: 0.040 s (the slowest of 3 runs; "
                              "0.040, 0.030, 0.030 s; target <= 0.05 s)\n"
+                             "sweep re-run band: 70 of 72 pairs of runs within 1.645 x the "
+                             "stated re-run sigma (97.2%; target >= 90%)\n"
                              "sweep rerun difference, max: 0.80% over 3 runs (median 0.30%, 24 "
                              "GEMMs; target < 1%)\n",
             }
@@ -214,6 +220,8 @@ class SummaryTest(unittest.TestCase):
                       "rerun difference, max: 0.80% over 3 runs", r.stdout)
         self.assertIn("PASS  GEMMs: cost per GEMM of a sweep, process included, <= 0.05 s: cost "
                       "per GEMM, process included: 0.040 s", r.stdout)
+        self.assertIn("PASS  GEMMs: the stated re-run band covers >= 90% of the sweeps' re-run "
+                      "pairs: sweep re-run band: 70 of 72 pairs", r.stdout)
         self.assertIn("FAIL  layers pythia-2.8b", r.stdout)
         self.assertIn("NONE  layers llama-3-8b", r.stdout)
         self.assertIn("FAIL  measured Recommend pythia-2.8b cold on both fresh caches: exit 0 "
@@ -229,7 +237,7 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("FAIL  measured Recommend llama-3-8b: >= 90% of re-measured", r.stdout)
         self.assertIn("NONE  measured Recommend gpt2-small cold on both fresh caches: exit 0 "
                       "within 10 s: not run", r.stdout)
-        self.assertIn("targets 22: 9 pass, 8 fail, 5 without a figure", r.stdout)
+        self.assertIn("targets 23: 10 pass, 8 fail, 5 without a figure", r.stdout)
 
     def test_fewer_than_three_sweeps_fail_the_sweep_target(self):
         with tempfile.TemporaryDirectory() as out:
