@@ -347,9 +347,8 @@ class CublasLtBackend final : public TimingBackend {
   // The SM clock during the samples: NVML's, else the median of the probes queued after them.
   absl::StatusOr<SmClock> ReadClock(const Algo& algo);
   absl::StatusOr<int> ProbedMhz(const Algo& algo);
-  // Each sample's clock as the probe after its window measured it (MHz, 0 unknown); empty when
-  // the probes cannot be read (diagnostics only: the samples log).
-  std::vector<int> ProbeMhzPerSample(const Algo& algo);
+  // Each sample's clock as the probe after its window measured it (MHz, 0 unknown).
+  absl::StatusOr<std::vector<int>> ProbeMhzPerSample(const Algo& algo);
   // The parts of the answer every timing has: the samples' statistics, the clock, the schedule,
   // and the provenance (MEASURED by this device with `method`). Hands the samples to the
   // params' sink (named `name`) first. Returns the statistics.

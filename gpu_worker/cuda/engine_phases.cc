@@ -212,13 +212,12 @@ absl::StatusOr<SmClock> CublasLtBackend::ReadClock(const Algo& algo) {
   return clock;
 }
 
-std::vector<int> CublasLtBackend::ProbeMhzPerSample(const Algo& algo) {
+absl::StatusOr<std::vector<int>> CublasLtBackend::ProbeMhzPerSample(const Algo& algo) {
   std::vector<unsigned long long> host(2 * kProbeSlots);
-  if (cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]), cudaMemcpyDeviceToHost,
-                      stream_) != cudaSuccess ||
-      cudaStreamSynchronize(stream_) != cudaSuccess) {
-    return {};
-  }
+  RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]),
+                                       cudaMemcpyDeviceToHost, stream_),
+                       "clock copy"));
+  RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "clock sync"));
   std::vector<int> mhz;
   for (int slot : algo.probe_slots) {
     const unsigned long long cycles = host[2 * slot], ns = host[2 * slot + 1];
@@ -228,17 +227,9 @@ std::vector<int> CublasLtBackend::ProbeMhzPerSample(const Algo& algo) {
 }
 
 absl::StatusOr<int> CublasLtBackend::ProbedMhz(const Algo& algo) {
-  std::vector<unsigned long long> host(2 * kProbeSlots);
-  RETURN_IF_ERROR(Cuda(cudaMemcpyAsync(host.data(), probes_, host.size() * sizeof(host[0]),
-                                       cudaMemcpyDeviceToHost, stream_),
-                       "clock copy"));
-  RETURN_IF_ERROR(Cuda(cudaStreamSynchronize(stream_), "clock sync"));
-  std::vector<int> mhz;
-  for (int slot : algo.probe_slots) {
-    const unsigned long long cycles = host[2 * slot], ns = host[2 * slot + 1];
-    if (ns > 0) mhz.push_back(static_cast<int>(std::lround(1000.0 * cycles / ns)));
-  }
-  return MedianMhz(mhz);
+  ASSIGN_OR_RETURN(std::vector<int> mhz, ProbeMhzPerSample(algo));
+  std::erase(mhz, 0);  // unknown
+  return MedianMhz(std::move(mhz));
 }
 
 SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
@@ -252,7 +243,8 @@ SampleStats CublasLtBackend::Assemble(const Algo& algo, const SmClock& clock,
       return v.size() == algo.samples.size() ? v : std::vector<int>();
     };
     params.samples_sink(name, algo.samples, Rule(algo, params), algo.sampling_s, algo.stopped,
-                        aligned(algo.sample_mhz), aligned(ProbeMhzPerSample(algo)));
+                        aligned(algo.sample_mhz),
+                        aligned(ProbeMhzPerSample(algo).value_or(std::vector<int>())));
   }
   const SampleStats stats = Summarize(algo.samples);
   s->set_median_s(stats.median);
