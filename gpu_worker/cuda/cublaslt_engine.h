@@ -2,9 +2,10 @@
 // .cc per phase group, shared by the GEMM path and the layer path (the split follows nvbench's:
 // the state of one timed thing, how it is launched, and when sampling stops):
 //   engine_setup.cc    the device, its fingerprint, the stream, workspace and probes; errors
-//   engine_phases.cc   descriptors and the heuristic, graph capture, warm-up, sampling (the stop
-//                      rule itself is host code: core/timing_stats.h), re-timing, the SM clock,
+//   engine_phases.cc   descriptors and the heuristic, graph capture, warm-up, windows of samples
+//                      (the stop rule itself is host code: core/timing_stats.h), the SM clock,
 //                      and the parts of the answer every timing has
+//   engine_together.cc items of a request prepared in groups and sampled interleaved
 //   gemm_engine.cc     one GEMM: plan, inputs, the check of each algorithm, the answer
 //   layer_engine.cc    one layer whole: plan, buffers, the program, its check, the answer
 // What each path does, step by step, is told at the top of its .cc file.
