@@ -328,21 +328,22 @@ class CublasLtBackend final : public TimingBackend {
   // through all of it.
   absl::Status SampleInterleaved(const std::vector<Algo*>& algos, const std::vector<size_t>& index,
                                  const TimingParams& params, const OnItem& on_item);
-  // Prepares items 0..n-1 in turn, in groups as large as device memory allows, samples each group
-  // interleaved and answers its items. `prepare(i)`: the item's prepared Algo, or why not
-  // (RESOURCE_EXHAUSTED while a group holds memory ends the group, and the item is tried again
-  // in the next). `answer(i)` turns a sampled item into its result; `release(i)` frees it.
-  // `on_done` gets each result once it is final.
-  template <typename Timing>
+  // The device lock held, prepares items 0..n-1 in turn, in groups as large as device memory
+  // allows, samples each group interleaved (each Prepared's `timed`), answers its items and frees
+  // them. `prepare(i)`: the item prepared, or why not (RESOURCE_EXHAUSTED while a group holds
+  // memory ends the group, and the item is tried again in the next). `answer` turns a sampled
+  // item into its result; `on_done` gets each result once it is final.
+  template <typename Timing, typename Prepared>
   std::vector<absl::StatusOr<Timing>> TimeInGroups(
       size_t n, const TimingParams& params, const OnItem& on_item, const OnDone<Timing>& on_done,
-      const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
-      const std::function<absl::StatusOr<Timing>(size_t)>& answer,
-      const std::function<void(size_t)>& release);
+      const std::function<absl::StatusOr<std::unique_ptr<Prepared>>(size_t)>& prepare,
+      const std::function<absl::StatusOr<Timing>(const Prepared&)>& answer);
   // Autotuning: the winner and the heuristic's first choice, re-timed from fresh samples in
   // alternating windows (SampleInterleaved), so that neither is favoured by the selection or by
   // a cooler GPU.
   absl::Status Retime(const std::vector<Algo*>& algos, const TimingParams& params);
+  // NVML's readings over a stretch of sampling: all of them, and each sample's (ClockPerSample).
+  static void TakeClocks(const std::vector<ClockReading>& readings, Algo& algo);
   // Sets aside samples of a clock state other than the one with most of the work.
   static void KeepOneClockState(Algo& algo);
   // The SM clock during the samples: NVML's, else the median of the probes queued after them.
@@ -452,13 +453,15 @@ class CublasLtBackend final : public TimingBackend {
   EventTimer timer_;
 };
 
-template <typename Timing>
+template <typename Timing, typename Prepared>
 std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
     size_t n, const TimingParams& params, const OnItem& on_item, const OnDone<Timing>& on_done,
-    const std::function<absl::StatusOr<Algo*>(size_t)>& prepare,
-    const std::function<absl::StatusOr<Timing>(size_t)>& answer,
-    const std::function<void(size_t)>& release) {
+    const std::function<absl::StatusOr<std::unique_ptr<Prepared>>(size_t)>& prepare,
+    const std::function<absl::StatusOr<Timing>(const Prepared&)>& answer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status st = Ready(); !st.ok()) return std::vector<absl::StatusOr<Timing>>(n, st);
   std::vector<absl::StatusOr<Timing>> out(n, absl::CancelledError("the batch was stopped"));
+  std::vector<std::unique_ptr<Prepared>> prepared(n);
   size_t next = 0;
   bool go_on = true;
   while (next < n && go_on && !broken_) {
@@ -469,29 +472,29 @@ std::vector<absl::StatusOr<Timing>> CublasLtBackend::TimeInGroups(
       // Half the time left is for sampling what is prepared and sending it back.
       if (!group.empty() && absl::Now() - began > (params.deadline - began) / 2) break;
       if (!(go_on = on_item(next))) break;
-      absl::StatusOr<Algo*> algo = prepare(next);
-      if (algo.ok()) {
-        algos.push_back(*algo);
+      absl::StatusOr<std::unique_ptr<Prepared>> p = prepare(next);
+      if (p.ok()) {
+        prepared[next] = *std::move(p);
+        algos.push_back(&prepared[next]->timed);
         group.push_back(next);
         continue;
       }
-      release(next);
-      if (algo.status().code() == absl::StatusCode::kResourceExhausted && !group.empty()) break;
-      out[next] = algo.status();
+      if (p.status().code() == absl::StatusCode::kResourceExhausted && !group.empty()) break;
+      out[next] = p.status();
       if (on_done) on_done(next, out[next]);
       if (broken_) break;
     }
     if (!go_on) {
-      for (size_t i : group) release(i);
+      for (size_t i : group) prepared[i].reset();
       break;
     }
     absl::Status sampled = group.empty() || broken_
                                ? absl::OkStatus()
                                : SampleInterleaved(algos, group, params, on_item);
     for (size_t i : group) {
-      out[i] = sampled.ok() ? answer(i) : sampled;
+      out[i] = sampled.ok() ? answer(*prepared[i]) : sampled;
       if (on_done) on_done(i, out[i]);
-      release(i);
+      prepared[i].reset();
     }
     if (!sampled.ok() && sampled.code() == absl::StatusCode::kCancelled) go_on = false;
   }

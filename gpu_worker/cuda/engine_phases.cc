@@ -100,11 +100,7 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
   const StoppingRule rule = Rule(algo, params);
   if (clocked) clocks_->Start();
   absl::Cleanup stop_clocks = [&] {
-    if (!clocked) return;
-    const std::vector<ClockReading> readings = clocks_->StopTimed();
-    algo.nvml_mhz.clear();
-    for (const ClockReading& r : readings) algo.nvml_mhz.push_back(r.mhz);
-    algo.sample_mhz = ClockPerSample(readings, algo.sample_end_ns);
+    if (clocked) TakeClocks(clocks_->StopTimed(), algo);
   };
   algo.sample_end_ns.clear();
   algo.sample_mhz.clear();
@@ -127,6 +123,12 @@ absl::Status CublasLtBackend::Sample(Algo& algo, const TimingParams& params, boo
   KeepOneClockState(algo);
   algo.median = Percentile(algo.samples, 0.5);
   return absl::OkStatus();
+}
+
+void CublasLtBackend::TakeClocks(const std::vector<ClockReading>& readings, Algo& algo) {
+  algo.nvml_mhz.clear();
+  for (const ClockReading& r : readings) algo.nvml_mhz.push_back(r.mhz);
+  algo.sample_mhz = ClockPerSample(readings, algo.sample_end_ns);
 }
 
 // Samples of different clock states are not pooled silently (core/sample_policies.h): the state

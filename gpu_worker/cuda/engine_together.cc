@@ -20,12 +20,13 @@ struct CublasLtBackend::PreparedGemm {
   std::vector<cublasLtMatmulHeuristicResult_t> heur;
   float alpha = 1.0f, beta = 0.0f;
   Launch launch;
-  std::unique_ptr<Algo> algo;
+  Algo timed;
 };
 
 absl::StatusOr<std::unique_ptr<CublasLtBackend::PreparedGemm>> CublasLtBackend::PrepareGemm(
     const GemmKey& key, const TimingParams& params) {
   auto p = std::make_unique<PreparedGemm>();
+  p->timed.broken = &broken_;
   p->key = key;
   p->options = EngineOptionsOf(params);
   ASSIGN_OR_RETURN(p->plan, PlanFor(key, p->options));
@@ -42,17 +43,15 @@ absl::StatusOr<std::unique_ptr<CublasLtBackend::PreparedGemm>> CublasLtBackend::
                           &algo, workspace_, static_cast<size_t>(q->plan.workspace_bytes),
                           stream_);
   };
-  p->algo = std::make_unique<Algo>();
-  p->algo->algo = p->heur[0].algo;
-  p->algo->broken = &broken_;
+  p->timed.algo = p->heur[0].algo;
   const GemmRun run{p->key, p->plan, p->ty, p->options, params, p->a, p->b, p->d, p->launch};
-  RETURN_IF_ERROR(Prepare(run, *p->algo));
+  RETURN_IF_ERROR(Prepare(run, p->timed));
   return p;
 }
 
 absl::StatusOr<v1::GemmTiming> CublasLtBackend::AnswerPrepared(const PreparedGemm& p,
                                                                const TimingParams& params) {
-  return AnswerGemm(p.key, p.plan, p.options, params, *p.algo, p.algo.get(), p.heur[0]);
+  return AnswerGemm(p.key, p.plan, p.options, params, p.timed, &p.timed, p.heur[0]);
 }
 
 std::vector<absl::StatusOr<v1::GemmTiming>> CublasLtBackend::TimeTogether(
@@ -60,19 +59,9 @@ std::vector<absl::StatusOr<v1::GemmTiming>> CublasLtBackend::TimeTogether(
     const OnDone<v1::GemmTiming>& on_done) {
   // Autotuning re-times its two algorithms alternately itself (Retime).
   if (params.autotune) return TimingBackend::TimeTogether(keys, params, on_item, on_done);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status st = Ready(); !st.ok()) {
-    return std::vector<absl::StatusOr<v1::GemmTiming>>(keys.size(), st);
-  }
-  std::vector<std::unique_ptr<PreparedGemm>> prepared(keys.size());
-  return TimeInGroups<v1::GemmTiming>(
-      keys.size(), params, on_item, on_done,
-      [&](size_t i) -> absl::StatusOr<Algo*> {
-        ASSIGN_OR_RETURN(prepared[i], PrepareGemm(keys[i], params));
-        return prepared[i]->algo.get();
-      },
-      [&](size_t i) { return AnswerPrepared(*prepared[i], params); },
-      [&](size_t i) { prepared[i].reset(); });
+  return TimeInGroups<v1::GemmTiming, PreparedGemm>(
+      keys.size(), params, on_item, on_done, [&](size_t i) { return PrepareGemm(keys[i], params); },
+      [&](const PreparedGemm& p) { return AnswerPrepared(p, params); });
 }
 
 absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
@@ -92,11 +81,7 @@ absl::Status CublasLtBackend::SampleInterleaved(const std::vector<Algo*>& algos,
   absl::Cleanup stop_clocks = [&] {
     if (!clocks_) return;
     const std::vector<ClockReading> readings = clocks_->StopTimed();
-    for (Algo* a : algos) {
-      a->nvml_mhz.clear();  // interleaved: the same stretch of work
-      for (const ClockReading& r : readings) a->nvml_mhz.push_back(r.mhz);
-      a->sample_mhz = ClockPerSample(readings, a->sample_end_ns);
-    }
+    for (Algo* a : algos) TakeClocks(readings, *a);  // interleaved: the same stretch of work
   };
   // Every item in every round, until all rules are met or the batch's budget (the per-item
   // budget, max_seconds, or half the time left before the caller's deadline) is spent.

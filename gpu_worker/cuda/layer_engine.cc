@@ -83,19 +83,10 @@ absl::StatusOr<v1::LayerTiming> CublasLtBackend::TimeLayer(const LayerKey& key,
 std::vector<absl::StatusOr<v1::LayerTiming>> CublasLtBackend::TimeLayersTogether(
     const std::vector<LayerKey>& keys, const TimingParams& params, const OnItem& on_item,
     const OnDone<v1::LayerTiming>& on_done) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (absl::Status st = Ready(); !st.ok()) {
-    return std::vector<absl::StatusOr<v1::LayerTiming>>(keys.size(), st);
-  }
-  std::vector<std::unique_ptr<PreparedLayer>> prepared(keys.size());
-  return TimeInGroups<v1::LayerTiming>(
+  return TimeInGroups<v1::LayerTiming, PreparedLayer>(
       keys.size(), params, on_item, on_done,
-      [&](size_t i) -> absl::StatusOr<Algo*> {
-        ASSIGN_OR_RETURN(prepared[i], PrepareLayer(keys[i], params));
-        return &prepared[i]->timed;
-      },
-      [&](size_t i) { return AnswerPreparedLayer(*prepared[i], params); },
-      [&](size_t i) { prepared[i].reset(); });
+      [&](size_t i) { return PrepareLayer(keys[i], params); },
+      [&](const PreparedLayer& p) { return AnswerPreparedLayer(p, params); });
 }
 
 absl::StatusOr<std::unique_ptr<CublasLtBackend::PreparedLayer>> CublasLtBackend::PrepareLayer(
