@@ -132,6 +132,41 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   run.zero3_prefetch = fsdp > 0;
 }
 
+// The expert-parallel knobs of Megatron-Bridge's H100 perf configs for the release a row names
+// (its id's second field, YYMM or YYMMDD; github.com/NVIDIA-NeMo/Megatron-Bridge,
+// scripts/performance at the tag of that release: v0.1.0rc4 for 25.09, v0.2.0 for 25.11, v0.3.0
+// for 26.02 and 26.02.01, v0.3.1 to v0.5.0 for 26.04 to 26.06, whose layouts match the rows):
+// - DeepSeek-V3 (25.09, run_script.py): DeepEP (the flex dispatcher), the all-to-all overlap
+//   (A2A_1F1B), and no overlap_grad_reduce on H100. Its recompute_modules ["mla_up_proj", "mlp"]
+//   are left out (the planner recomputes attention or whole layers, not modules).
+// - Qwen3-235B-A22B: moe_a2a_overlap=True from 25.11 (v0.2.0 to v0.5.0; not in 25.09's YAML).
+// - Qwen3-30B-A3B with PP 2 and EP 8: moe_a2a_overlap=True from 25.11, and DeepEP for FP8 from
+//   26.02 (v0.3.0); with EP 16 (26.04 on): HybridEP (flex), moe_a2a_overlap=False.
+// - GPT-OSS-120B: neither (the alltoall dispatcher, no overlap; its recompute_modules
+//   ["layernorm", "moe_act"] recompute elementwise work only and are left out).
+void NvidiaMoeRecipe(const Row& r, const ModelSpec& s, RunConfig& run) {
+  if (s.num_experts == 0) return;
+  const std::string& id = r.at("id");
+  const size_t at = id.find('_') + 1;
+  int64_t yymm = 0;
+  (void)absl::SimpleAtoi(id.substr(at, 4), &yymm);
+  const std::string model = absl::AsciiStrToLower(r.at("model"));
+  if (absl::StrContains(model, "deepseek")) {
+    run.ep_dispatcher = EpDispatcher::kFlex;
+    run.ep_overlap = true;
+    run.overlap_grad_reduce = false;
+  } else if (absl::StrContains(model, "qwen3-235b")) {
+    run.ep_overlap = yymm >= 2511;
+  } else if (absl::StrContains(model, "qwen3-30b")) {
+    if (s.expert_parallel >= 16) {
+      run.ep_dispatcher = EpDispatcher::kFlex;
+    } else {
+      run.ep_overlap = yymm >= 2511;
+      if (yymm >= 2602 && s.dtype == DType::kFp8E4M3) run.ep_dispatcher = EpDispatcher::kFlex;
+    }
+  }
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -250,6 +285,7 @@ Priced Describe(const Row& r, const std::string& root) {
   const std::string& src = r.at("source");
   if (source == "nemo" || source == "mbridge") {
     NvidiaRecipe(r, source, s, run);
+    NvidiaMoeRecipe(r, s, run);
   }
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;

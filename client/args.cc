@@ -39,7 +39,7 @@ std::vector<CommandInfo> BuildCommands() {
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
               "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
-              "network", "zero_stage", "zero3_prefetch", "ep_overlap",
+              "network", "zero_stage", "zero3_prefetch", "ep_overlap", "ep_dispatcher",
               "plan", "offload_activations", "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "

@@ -40,6 +40,7 @@ struct CliOptions {
   bool zero3_prefetch = false;
   bool ep_overlap = false;
   std::string network;
+  std::string ep_dispatcher;
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

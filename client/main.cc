@@ -70,6 +70,10 @@ ABSL_FLAG(bool, overlap_grad_reduce, false,
 ABSL_FLAG(bool, ep_overlap, false,
           "analyze: one micro-batch's expert-parallel all-to-alls under another's MoE layers "
           "(Megatron-Core's --overlap-moe-expert-parallel-comm); off by default, as there");
+ABSL_FLAG(std::string, ep_dispatcher, "",
+          "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
+          "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
+          "token once to every node and rank holding one of its experts)");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
@@ -230,6 +234,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);
+  o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

@@ -205,15 +205,49 @@ int64_t ExpertPool(const ModelSpec& s, int64_t d) {
   return d * s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s);
 }
 
+// The chance that a token's k experts, drawn without replacement and uniformly from n (as routing
+// balanced across the experts draws them), include one of `held` given experts: 1 - C(n-held,
+// k) / C(n, k).
+double HitProbability(int64_t n, int64_t held, int64_t k) {
+  double miss = 1;
+  for (int64_t i = 0; i < k && miss > 0; ++i) {
+    miss *= std::max<double>(0, static_cast<double>(n - held - i)) / static_cast<double>(n - i);
+  }
+  return 1 - miss;
+}
+
+// How many copies of one token a rank sends per all-to-all: to the other ranks of its NVLink
+// domain and across the network.
+struct EpCopies {
+  double nvlink = 0;
+  double network = 0;
+};
+
+// The flex dispatcher's copies per token, for e expert-parallel ranks of n experts, `local` of
+// them in a node (N = e / local nodes), k experts per token: across the network one per other
+// node holding one of its experts, (N-1)·P(node); over NVLink one per other rank of its own node
+// holding one, (local-1)·P(rank), and in each destination node the forwards from the receiving
+// GPU to the other ranks it reaches there, local·P(rank) - P(node) per node (by symmetry, what a
+// rank forwards for the others equals what is forwarded for it). The alltoall dispatcher's are k
+// copies spread over the e ranks: k·(local-1)/e and k·(e-local)/e.
+EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local) {
+  const int64_t per_rank = std::max<int64_t>(n / e, 1);
+  const double rank_hit = HitProbability(n, per_rank, k);
+  const double node_hit = HitProbability(n, per_rank * local, k);
+  const double nodes = static_cast<double>(e / local);
+  const double l = static_cast<double>(local);
+  return {(l - 1) * rank_hit + (nodes - 1) * (l * rank_hit - node_hit), (nodes - 1) * node_hit};
+}
+
 // Expert parallelism's all-to-alls of one micro-batch through `moe_layers` MoE layers of one
 // stage: each sends the rank's routed token copies to the experts' ranks (dispatch) and brings
 // the results back (combine), forward and again backward (the gradients), and once more forward
 // under full recomputation; T·k/t tokens of h 16-bit values per GPU (T = b·s/c; with tensor
 // parallelism the tokens are split over its ranks, as the sequence-parallel region leaves them),
-// (e-1)/e of them to other ranks. The EP group is every et-th rank (the experts' tensor-parallel
-// degree; Megatron-Core's etp-ep-dp-pp order): the peers in the same NVLink domain over NVLink,
-// the others over the network, both at once; one latency per all-to-all (the sends to all peers
-// are posted together). With experts split over the t ranks too, the expert MLP's collectives
+// (e-1)/e of them to other ranks (the flex dispatcher sends fewer: FlexCopies). The EP group is
+// every et-th rank (the experts' tensor-parallel degree; Megatron-Core's etp-ep-dp-pp order): the
+// peers in the same NVLink domain over NVLink, the others over the network, both at once; one
+// latency per all-to-all (the sends to all peers are posted together). With experts split over the t ranks too, the expert MLP's collectives
 // carry the k copies of each token instead of one: (k-1) more of the four per layer (all-gather
 // and reduce-scatter, forward and backward); whole experts (et = 1) have none (TensorParallelS's
 // MLP half is taken off their layers). Not overlapped with compute (Megatron-Core's default;
@@ -225,21 +259,24 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   const GpuSpec& gpu = *a.gpu;
   const int64_t t = s.tensor_parallel, et = ExpertTensorParallel(s);
   const double k = static_cast<double>(s.experts_per_token);
-  // Every routed copy of the rank's tokens (padded to the experts' capacity when there is one).
-  const double copies = HiddenStatesBytes(s) * k * Derive(s).expert_padding;
-  const double bytes = copies / static_cast<double>(t);
+  // One copy of each of the rank's tokens (padded to the experts' capacity when there is one).
+  const double token_bytes =
+      HiddenStatesBytes(s) * Derive(s).expert_padding / static_cast<double>(t);
   // Megatron-Core lays expert groups out etp-ep-dp-pp: e ranks of stride et.
   const int64_t stride = et;
   const int64_t local = std::clamp<int64_t>(gpu.link.domain_gpus / stride, 1, e);
+  const EpCopies copies = run.ep_dispatcher == EpDispatcher::kFlex
+                              ? FlexCopies(s.num_experts, s.experts_per_token, e, local)
+                              : EpCopies{k * static_cast<double>(local - 1) / e,
+                                         k * static_cast<double>(e - local) / e};
   const Path nvlink = PathFor(gpu, run, 1);
   double per = 0;
   if (stride * e <= gpu.link.domain_gpus) {
-    per = bytes * static_cast<double>(e - 1) / static_cast<double>(e) / nvlink.bw + nvlink.latency;
+    per = token_bytes * copies.nvlink / nvlink.bw + nvlink.latency;
   } else {
     const Path net = PathFor(gpu, run, gpu.link.domain_gpus + 1);
-    const double inside = bytes * static_cast<double>(local - 1) / static_cast<double>(e) / nvlink.bw;
-    const double across = bytes * static_cast<double>(e - local) / static_cast<double>(e) / net.bw;
-    per = std::max(inside, across) + net.latency;
+    per = std::max(token_bytes * copies.nvlink / nvlink.bw, token_bytes * copies.network / net.bw) +
+          net.latency;
   }
   const double all_to_alls = 2 * (2 + (run.recompute == Recompute::kFull ? 1 : 0));
   double tp_extra = 0;
@@ -538,11 +575,19 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (s.expert_parallel > 1) {
     out.push_back(absl::StrFormat(
         "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
-        "back by all-to-all (dispatch and combine, forward and backward, 16-bit) %s, routing "
+        "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
         "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
         "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
-        "the same experts%s",
+        "the same experts%s; the MoE block as fused, sync-free kernels run it (no CPU round trip "
+        "per layer for the token counts: the published runs of dropless dispatchers measured "
+        "slower, the band)",
         s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
+        run.ep_dispatcher == EpDispatcher::kFlex
+            ? "the flex dispatcher (DeepEP, HybridEP): each token once to every node and every "
+              "rank holding one of its experts, across nodes to the GPU of the same index, which "
+              "forwards it over NVLink"
+            : "Megatron-Core's alltoall dispatcher: one copy per routed expert; ep_dispatcher "
+              "flex prices DeepEP's",
         run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
                          "--overlap-moe-expert-parallel-comm; the first forward's and the last "
                          "backward's exposed)"
@@ -643,6 +688,18 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
 
 }  // namespace
 
+absl::string_view EpDispatcherName(EpDispatcher d) {
+  return d == EpDispatcher::kFlex ? "flex" : "alltoall";
+}
+
+absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name) {
+  if (name.empty() || name == "alltoall") return EpDispatcher::kAllToAll;
+  if (name == "flex" || name == "deepep" || name == "hybridep") return EpDispatcher::kFlex;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown value \"", name,
+      "\"; allowed: alltoall (the default), flex (also deepep, hybridep: its backends)"));
+}
+
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
   if (run.plan) return PlanLayout(a, run);
   const ModelSpec& s = a.spec;
@@ -724,7 +781,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // one figure per run): bench/results/planner_bands.txt.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.062, 0.154, 271},
-      {kBandExpertParallel, -0.165, 0.991, 19},
+      {kBandExpertParallel, 0.206, 1.573, 19},
       {kBandContextParallel, 0.045, 0.637, 13},
   };
   return kBands;

@@ -55,6 +55,18 @@ inline constexpr double kAdamBytesPerParam = 30;
 // PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
 inline constexpr double kHostCopyEfficiency = 0.80;
 
+// Megatron-Core's token dispatchers for expert parallelism. kAllToAll ("alltoall"): NCCL
+// all-to-all of one copy per routed expert, as the router's k choices lay them out. kFlex ("flex",
+// the DeepEP and HybridEP backends): each token crosses the network once per destination node and
+// NVLink once per destination rank, whatever the number of its experts there (DeepEP's
+// dispatch and combine: RDMA to the GPU of the same index in the node, which forwards over
+// NVLink; arXiv:2412.19437 sec. 3.2.2).
+enum class EpDispatcher { kAllToAll, kFlex };
+absl::string_view EpDispatcherName(EpDispatcher d);  // "alltoall", "flex"
+// "alltoall" or "" (the default) and "flex" (also "deepep", "hybridep", its backends); otherwise
+// InvalidArgument naming the allowed values (the caller names the field).
+absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name);
+
 struct RunConfig {
   int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
   int64_t global_batch = 0;  // sequences per step; 0: b·d·p (m = p, the fewest that fill 1F1B)
@@ -74,6 +86,8 @@ struct RunConfig {
   // micro-batch hides up to its MoE layers' compute of the stage; the first forward and the
   // last backward have no partner and stay exposed.
   bool ep_overlap = false;
+  // How the expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type).
+  EpDispatcher ep_dispatcher = EpDispatcher::kAllToAll;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;

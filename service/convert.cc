@@ -629,6 +629,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.ep_overlap = r.ep_overlap();
   c.network = r.network();
+  if (absl::StatusOr<EpDispatcher> d = ParseEpDispatcher(r.ep_dispatcher()); d.ok()) {
+    c.ep_dispatcher = *d;
+  } else {
+    v.push_back({absl::StrCat(prefix, "ep_dispatcher"), std::string(d.status().message())});
+  }
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
   switch (r.recompute()) {

@@ -228,6 +228,19 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(WavecrestError) as cm:
             self.client.analyze(hf, "h100-sxm", run={"num_gpus": 32, "network": "myrinet"})
         self.assertIn("run.network: unknown \"myrinet\"; allowed: hdr-ib", str(cm.exception))
+        # The expert-parallel dispatcher, as the CLI's --ep-dispatcher names it.
+        moe = os.path.join(SOURCE, "examples/models/hf/qwen3-30b-a3b.json")
+        ep16 = dict(expert_parallel=16, expert_tensor_parallel=1)
+        plain = self.client.analyze(moe, "h100-sxm", run={"num_gpus": 16}, **ep16)
+        flex = self.client.analyze(moe, "h100-sxm", run={"num_gpus": 16, "ep_dispatcher": "flex"},
+                                   **ep16)
+        self.assertLess(flex.step.ep_comm_s, plain.step.ep_comm_s / 2)
+        self.assertTrue(any("flex dispatcher" in a for a in flex.step.assumptions))
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(moe, "h100-sxm", run={"num_gpus": 16, "ep_dispatcher": "nccl"},
+                                **ep16)
+        self.assertIn("run.ep_dispatcher: unknown value \"nccl\"; allowed: alltoall",
+                      str(cm.exception))
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

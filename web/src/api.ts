@@ -185,6 +185,7 @@ export interface RunConfig {
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
   ep_overlap?: boolean;
+  ep_dispatcher?: string;
   network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;

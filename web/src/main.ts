@@ -167,7 +167,8 @@ const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> = [
 const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
-                    "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-network", "run-sp", "run-offload", "run-plan"];
+                    "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-epdisp", "run-network", "run-sp",
+                    "run-offload", "run-plan"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -219,6 +220,7 @@ function runConfig(): RunConfig | undefined {
   run.zero3_prefetch = fieldValue("run-z3p") === "1";
   run.ep_overlap = fieldValue("run-epov") === "1";
   if (fieldValue("run-network") !== "") run.network = fieldValue("run-network");
+  if (fieldValue("run-epdisp") !== "") run.ep_dispatcher = fieldValue("run-epdisp");
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";

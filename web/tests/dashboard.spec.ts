@@ -305,13 +305,18 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   await page.fill("#knob-etp", "1");
   await page.fill("#knob-capacity", "1.25");
   await page.fill("#run-gpus", "64");
+  await page.selectOption("#run-epdisp", "flex");
   const sent: unknown[] = [];
   page.on("request", (r) => {
     if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
   });
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
-  const body = sent[0] as { model: Record<string, unknown> };
+  const body = sent[0] as { model: Record<string, unknown>; run: Record<string, unknown> };
+  expect(body.run.ep_dispatcher).toBe("flex");
+  const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
+                                                           body: JSON.stringify(sent[0]) })).json();
+  expect((api.step.assumptions as string[]).join(" ")).toContain("the flex dispatcher");
   expect(body.model.expert_parallel).toBe(8);
   expect(body.model.expert_tensor_parallel).toBe(1);
   expect(body.model.moe_capacity_factor).toBe(1.25);
