@@ -2,8 +2,9 @@
 """Compares wavecrest-worker bench (two runs) with torch_matmul.py, shape by shape, and prints a
 table and the targets, each with the figure it was judged on.
 
-  compare.py DIR     DIR/shape-*/{wavecrest-1,wavecrest-2,torch}.json (compare_torch.sh's layout)
-  compare.py W1 W2 T three JSON files covering the same list
+  compare.py W1 W2 T three JSON files covering the same list (compare_torch.sh's)
+  compare.py DIR     DIR/shape-*/{wavecrest-1,wavecrest-2,torch}.json (its layout before
+                     2026-11-27: one process per shape and tool)
   compare.py --sweep S1 S2 [S3 ...]
                      `wavecrest-worker bench` runs over the whole list in one process each
                      (run_on_device.sh's sweeps): the time each GEMM took to measure, as a sweep
@@ -185,12 +186,16 @@ def main(argv):
           + (f"{100 * max(reruns):.2f}% (target < 1%)" if reruns else "no figure"))
     print(f"time to measure the list: wavecrest {a['wall_s']:.1f} s / {b['wall_s']:.1f} s, "
           f"torch script {p['wall_s']:.1f} s")
+    # One GEMM per file: each file's wall time is that GEMM's; a whole list in one file: the
+    # rows' own wall_s (the worker's share of the list's time per GEMM).
     per = [x for x in (a.get("per_file_wall_s", []) + b.get("per_file_wall_s", [])) if x > 0]
-    if per and len(a.get("per_file_wall_s", [])) == len(a["gemms"]):
+    if not (per and len(a.get("per_file_wall_s", [])) == len(a["gemms"])):
+        per = [r["wall_s"] for r in a["gemms"] + b["gemms"] if finite(r, "wall_s")]
+    if per:
         print(f"time per GEMM, median over the list: {statistics.median(per):.3f} s "
               f"(both runs, {len(per)} GEMMs; target <= 0.2 s)")
     else:
-        print("time per GEMM, median over the list: no figure (one file per GEMM needed)")
+        print("time per GEMM, median over the list: no figure (no file per GEMM, no rows' wall_s)")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # compare_torch.sh [OUT_DIR]: on a GPU machine, times bench/gpu/shapes.csv with `wavecrest-worker
 # bench` (twice, for repeatability) and with PyTorch (torch_matmul.py) on the same device in one
-# command, and prints the comparison (compare.py). The tools are interleaved shape by shape, and
-# which goes first alternates, so that neither always meets the hotter GPU. Raw JSON per shape,
-# the device's identity (nvidia-smi) and logs go to OUT_DIR (default $OUT, else
-# bench/results/gpu).
+# command, and prints the comparison (compare.py). Each tool takes the whole list in one process
+# (three processes, where one per shape and tool spent most of a device call starting them: 20 of
+# 31 shapes in 170 s), torch between the worker's two runs so that neither tool always meets the
+# cooler GPU. The three JSON files, the device's identity (nvidia-smi) and logs go to OUT_DIR
+# (default $OUT, else bench/results/gpu).
 #
 # The worker comes from WAVECREST_WORKER (a command), else .devbundle/run wavecrest-worker (see
 # shared/tools/device-bundle.sh), else build/gpu_worker/wavecrest-worker.
@@ -29,23 +30,18 @@ shapes=$here/shapes.csv
 cat "$out/device.txt"
 
 "${worker[@]}" devices | tee "$out/devices.json"
-i=0
-grep -vE '^\s*(#|m,|$)' "$shapes" | while IFS= read -r row; do
-  i=$((i + 1))
-  dir=$out/shape-$(printf %03d $i)
-  mkdir -p "$dir"
-  echo "$row" > "$dir/shape.csv"
-  wc() {
-    # --samples_log: the raw sample streams, for `wavecrest-worker replay` of the stopping rule.
-    "${worker[@]}" bench --device 0 --gemms "$dir/shape.csv" --dtype bf16 --json "$dir/wavecrest-$1.json" \
-      --samples_log "$out/samples.jsonl" \
-      >> "$dir/wavecrest.txt" 2>> "$dir/wavecrest.log" || echo "wavecrest run $1 failed: $row"
-  }
-  tc() {
-    python3 "$here/torch_matmul.py" --gemms "$dir/shape.csv" --dtype bf16 --json "$dir/torch.json" \
-      >> "$dir/torch.log" 2>&1 || echo "torch failed: $row"
-  }
-  if (( i % 2 )); then wc 1; tc; wc 2; else tc; wc 1; wc 2; fi
-  echo "[$i] $row done"
-done
-python3 "$here/compare.py" "$out" | tee "$out/compare.txt"
+# --samples_log: the raw sample streams, for `wavecrest-worker replay` of the stopping rule.
+worker_run() {
+  "${worker[@]}" bench --device 0 --gemms "$shapes" --dtype bf16 --json "$out/wavecrest-$1.json" \
+    --samples_log "$out/samples.jsonl" > "$out/wavecrest-$1.txt" 2> "$out/wavecrest-$1.log" ||
+    echo "wavecrest run $1 failed (see $out/wavecrest-$1.log)"
+}
+torch_run() {
+  python3 "$here/torch_matmul.py" --gemms "$shapes" --dtype bf16 --json "$out/torch.json" \
+    > "$out/torch.log" 2>&1 || echo "torch failed (see $out/torch.log)"
+}
+worker_run 1
+torch_run
+worker_run 2
+python3 "$here/compare.py" "$out/wavecrest-1.json" "$out/wavecrest-2.json" "$out/torch.json" |
+  tee "$out/compare.txt"

@@ -3,9 +3,9 @@
 # there with .devbundle carried). PARTs, in order (default: all of them, in one call):
 #   tests      the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's
 #              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
-#   gemms      compare_torch.sh (per shape, interleaved: wavecrest-worker bench twice and
-#              torch.matmul in a CUDA graph, same device, same method; raw sample streams kept),
-#              then the sweeps part;
+#   gemms      compare_torch.sh (the whole list in one process per run: wavecrest-worker bench,
+#              torch.matmul in a CUDA graph, the worker again; same device, same method; raw
+#              sample streams kept), then the sweeps part;
 #   sweeps     the whole list three times in one process each (sweep.txt: the cost per GEMM with
 #              the process, and each GEMM's spread across the three runs), then three more with a
 #              quarter of the default sampling budget (--max_seconds 0.5: sweep-quick.txt) to say

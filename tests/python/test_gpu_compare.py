@@ -73,6 +73,34 @@ class CompareTest(unittest.TestCase):
             self.assertNotIn("Traceback", text + r.stderr)
 
 
+    def test_whole_list_runs_are_compared_with_each_rows_share_of_the_time(self):
+        # compare_torch.sh's layout: each tool over the whole list in one process (three files).
+        with tempfile.TemporaryDirectory() as out:
+            shapes = os.path.join(out, "shapes.csv")
+            with open(shapes, "w") as f:
+                f.write("\n".join(SHAPES) + "\n")
+            paths = [os.path.join(out, n) for n in ("wavecrest-1.json", "wavecrest-2.json")]
+            for path in paths:
+                subprocess.run([WORKER, "bench", "--backend", "analytic", "--emulate", "h100-sxm",
+                                "--gemms", shapes, "--json", path], check=True, capture_output=True)
+            rows = []
+            for row in SHAPES[:3]:  # torch never wrote the last one
+                m, n, k, b, lay = row.split(",")
+                rows.append({"m": int(m), "n": int(n), "k": int(k), "batch": int(b), "layout": lay,
+                             "time_s": 0.001, "tflops": 2.0 * int(m) * int(n) * int(k) * int(b)
+                             / 0.001 / 1e12})
+            paths.append(os.path.join(out, "torch.json"))
+            with open(paths[-1], "w") as f:
+                json.dump({"torch": "test", "cuda": "13.0", "wall_s": 1.0, "gemms": rows}, f)
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/compare.py"), *paths],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("missing: (2048, 2048, 64, 8, 'NT'): torch missing", r.stdout)
+            self.assertIn("rerun difference, max:", r.stdout)
+            # Each row's wall_s is the worker's share of its list's time: 4 GEMMs, both runs.
+            self.assertRegex(r.stdout, r"time per GEMM, median over the list: [\d.]+ s \(both "
+                                       r"runs, 8 GEMMs; target <= 0.2 s\)")
+
     def test_a_sweep_reports_its_cost_per_gemm_and_the_spread_across_runs(self):
         """compare.py --sweep over three whole-list runs: the median of the rows' wall_s, how
         many were timed hot, the cost per GEMM with the process (the slowest run's), each GEMM's
