@@ -247,11 +247,11 @@ EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local) {
 // (e-1)/e of them to other ranks (the flex dispatcher sends fewer: FlexCopies). The EP group is
 // every et-th rank (the experts' tensor-parallel degree; Megatron-Core's etp-ep-dp-pp order): the
 // peers in the same NVLink domain over NVLink, the others over the network, both at once; one
-// latency per all-to-all (the sends to all peers are posted together). With experts split over the t ranks too, the expert MLP's collectives
-// carry the k copies of each token instead of one: (k-1) more of the four per layer (all-gather
-// and reduce-scatter, forward and backward); whole experts (et = 1) have none (TensorParallelS's
-// MLP half is taken off their layers). Not overlapped with compute (Megatron-Core's default;
-// RunConfig::ep_overlap hides part of it in PlanStep).
+// latency per all-to-all (the sends to all peers are posted together). With experts split over the
+// t ranks too, the expert MLP's collectives carry the k copies of each token instead of one: (k-1)
+// more of the four per layer (all-gather and reduce-scatter, forward and backward); whole experts
+// (et = 1) have none (TensorParallelS's MLP half is taken off their layers). Not overlapped with
+// compute (Megatron-Core's default; RunConfig::ep_overlap hides part of it in PlanStep).
 double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layers) {
   const ModelSpec& s = a.spec;
   const int64_t e = s.expert_parallel;
@@ -533,6 +533,36 @@ std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
 }
 
 // What the figures take for granted, in words.
+// What the step assumed of expert parallelism: the dispatcher, the overlap, balanced routing and
+// the MoE block as fused kernels run it.
+std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
+                                     const StepBreakdown& r) {
+  return absl::StrFormat(
+      "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
+      "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
+      "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
+      "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
+      "the same experts%s; the MoE block as fused, sync-free kernels run it (no CPU round trip "
+      "per layer for the token counts: the published runs of dropless dispatchers measured "
+      "slower, the band)",
+      s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
+      run.ep_dispatcher == EpDispatcher::kFlex
+          ? "the flex dispatcher (DeepEP, HybridEP): each token once to every node and every "
+            "rank holding one of its experts, across nodes to the GPU of the same index, which "
+            "forwards it over NVLink"
+          : "Megatron-Core's alltoall dispatcher: one copy per routed expert; ep_dispatcher "
+            "flex prices DeepEP's",
+      run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
+                       "--overlap-moe-expert-parallel-comm; the first forward's and the last "
+                       "backward's exposed)"
+                     : "not overlapped with compute (Megatron-Core's default)",
+      std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
+      ExpertTensorParallel(s) < s.tensor_parallel
+          ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
+            "own share of the tokens"
+          : "");
+}
+
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r) {
   const ModelSpec& s = a.spec;
@@ -572,32 +602,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
               "(their collectives share the SMs and memory with the compute); zero3_prefetch "
               "prices them hidden");
   }
-  if (s.expert_parallel > 1) {
-    out.push_back(absl::StrFormat(
-        "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
-        "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
-        "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
-        "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
-        "the same experts%s; the MoE block as fused, sync-free kernels run it (no CPU round trip "
-        "per layer for the token counts: the published runs of dropless dispatchers measured "
-        "slower, the band)",
-        s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
-        run.ep_dispatcher == EpDispatcher::kFlex
-            ? "the flex dispatcher (DeepEP, HybridEP): each token once to every node and every "
-              "rank holding one of its experts, across nodes to the GPU of the same index, which "
-              "forwards it over NVLink"
-            : "Megatron-Core's alltoall dispatcher: one copy per routed expert; ep_dispatcher "
-              "flex prices DeepEP's",
-        run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
-                         "--overlap-moe-expert-parallel-comm; the first forward's and the last "
-                         "backward's exposed)"
-                       : "not overlapped with compute (Megatron-Core's default)",
-        std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
-        ExpertTensorParallel(s) < s.tensor_parallel
-            ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
-              "own share of the tokens"
-            : ""));
-  }
+  if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(
         "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "

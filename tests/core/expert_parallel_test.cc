@@ -20,14 +20,18 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Mixtral 8x7B's shape (mistralai/Mixtral-8x7B-v0.1 config.json), 4k tokens.
-ModelSpec Mixtral(int64_t ep) {
-  ModelSpec s = testing::LlamaLike(4096, 32, 8, 32, 14336, 32000);
-  s.num_experts = 8;
-  s.experts_per_token = 2;
+// `s` with n experts of which each token picks k, split over ep ranks, on 4k tokens.
+ModelSpec Moe(ModelSpec s, int64_t n, int64_t k, int64_t ep) {
+  s.num_experts = n;
+  s.experts_per_token = k;
   s.seq_length = 4096;
   s.expert_parallel = ep;
   return *NormalizeSpec(s);
+}
+
+// Mixtral 8x7B's shape (mistralai/Mixtral-8x7B-v0.1 config.json).
+ModelSpec Mixtral(int64_t ep) {
+  return Moe(testing::LlamaLike(4096, 32, 8, 32, 14336, 32000), 8, 2, ep);
 }
 
 const Gemm* Find(const std::vector<Gemm>& gemms, absl::string_view name, Pass pass) {
@@ -264,15 +268,10 @@ TEST(ExpertParallelTest, EpOverlapHidesAllToAllsUnderAnotherMicroBatch) {
   }());
 }
 
-// 128 experts of which each token picks 8, Qwen3-30B-A3B's routing (Qwen/Qwen3-30B-A3B
-// config.json), on 4k tokens of hidden 2048.
+// 128 experts of which each token picks 8, Qwen3-30B-A3B's routing and shape (Qwen/Qwen3-30B-A3B
+// config.json).
 ModelSpec FineGrained(int64_t ep) {
-  ModelSpec s = testing::LlamaLike(2048, 32, 4, 48, 768, 151936);
-  s.num_experts = 128;
-  s.experts_per_token = 8;
-  s.seq_length = 4096;
-  s.expert_parallel = ep;
-  return *NormalizeSpec(s);
+  return Moe(testing::LlamaLike(2048, 32, 4, 48, 768, 151936), 128, 8, ep);
 }
 
 // P(one of `held` experts among k drawn from n without replacement), written independently of the
