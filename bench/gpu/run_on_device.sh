@@ -14,6 +14,10 @@
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
 #              attention rows' shapes), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (the CSV also refits them);
+#   fp8        what FP8's split accumulator (Transformer Engine's dgrad and wgrad) costs against
+#              fast accumulation (its forward), the list's m,n,k as TN GEMMs timed interleaved by
+#              torch._scaled_mm (torch_fp8_accum.py: fp8-accum.csv and .txt, the median ratio);
+#              a figure for the planner's FP8 backward, not a target;
 #   layers     layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused
 #              attention, as in the paper, and Llama-3-8B with fused attention) through a
 #              cache-less server, twice, with PyTorch's same layers (torch_layers.py) between the
@@ -37,9 +41,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|gemms|sweeps|attention|layers|recommend|summary) ;;
-    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, sweeps, attention, layers," \
-         "recommend, summary" >&2
+    all|tests|gemms|sweeps|attention|fp8|layers|recommend|summary) ;;
+    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, sweeps, attention, fp8," \
+         "layers, recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -123,6 +127,10 @@ if want attention; then
     > "$out/attention-device.log" 2>&1
   "$R" wavecrest calibrate --fit= --attention_check "$out/attention-device.csv" \
     > "$out/attention-check.txt" 2>&1
+fi
+if want fp8; then
+  python3 bench/gpu/torch_fp8_accum.py bench/gpu/shapes.csv "$out/fp8-accum.csv" \
+    > "$out/fp8-accum.txt" 2>&1
 fi
 
 # Starts a server (flags after the port file); sets $server and $port once it measures. The
