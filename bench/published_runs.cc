@@ -130,6 +130,11 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // with the layers by the same two flags: priced with zero3_prefetch (PyTorch FSDP's published
   // runs measure otherwise, RunConfig::zero3_prefetch).
   run.zero3_prefetch = fsdp > 0;
+  // Megatron-Bridge's FP8 precision configs keep and gather the weights in FP8
+  // (src/megatron/bridge/training/mixed_precision.py, bf16_with_fp8_delayed_scaling_mixed and
+  // bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True, at every release tag from
+  // v0.1.0rc4 to v0.5.0; the perf configs take them through get_precision_config/_perf_precision).
+  if (source == "mbridge" && s.dtype == DType::kFp8E4M3) run.fp8_param_gather = true;
 }
 
 // The expert-parallel knobs of Megatron-Bridge's H100 perf configs for the release a row names

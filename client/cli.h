@@ -41,6 +41,7 @@ struct CliOptions {
   bool ep_overlap = false;
   std::string network;
   std::string ep_dispatcher;
+  bool fp8_param_gather = false;
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

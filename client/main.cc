@@ -74,6 +74,10 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
           "token once to every node and rank holding one of its experts)");
+ABSL_FLAG(bool, fp8_param_gather, false,
+          "analyze: FP8 training with the weights kept and all-gathered in FP8, 1 byte each "
+          "(Megatron-Core's --fp8-param-gather, on in Megatron-Bridge's FP8 recipes); needs "
+          "--dtype fp8_e4m3 and --zero-stage >= 1");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
@@ -235,6 +239,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
+  o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

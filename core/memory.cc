@@ -163,7 +163,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
                                expert_stage / ep / expert_replicas
                          : stage_params;
   };
-  const double weight_bytes = WeightBytes(spec);
+  const double weight_bytes =
+      layout.fp8_params && spec.dtype == DType::kFp8E4M3 ? 1 : WeightBytes(spec);
   m.weights_bytes = held(3) * weight_bytes;
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
 

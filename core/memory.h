@@ -62,6 +62,10 @@ struct MemoryLayout {
   // Bytes per gradient: 4 (0) = FP32 main gradients (Megatron, and DeepSpeed's partitions); 2 =
   // 16-bit gradients (the ZeRO paper's accounting, FSDP with a 16-bit reduce dtype).
   int gradient_bytes = 0;
+  // FP8 training with the weights kept in FP8 (Megatron-Core's --fp8-param-gather, Transformer
+  // Engine's FP8 primary weights; the FP32 master copy stays in the optimizer): 1 byte per
+  // weight, gathered in FP8 under ZeRO-3. Ignored for other dtypes.
+  bool fp8_params = false;
 };
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches

@@ -350,6 +350,12 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
   }
   if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
+  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || run.zero_stage < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.fp8_param_gather: needs dtype fp8_e4m3 and zero_stage >= 1 (the weights gathered "
+        "in FP8 by the distributed optimizer or FSDP); got dtype ",
+        DTypeName(s.dtype), ", zero_stage ", run.zero_stage));
+  }
   return absl::OkStatus();
 }
 
@@ -364,6 +370,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.zero_stage = run.zero_stage;
   layout.offload_activations = run.offload_activations;
   layout.gradient_bytes = run.gradient_bytes;
+  layout.fp8_params = run.fp8_param_gather;
   return layout;
 }
 
@@ -418,7 +425,7 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
   const int64_t layers = std::max<int64_t>(1, a.spec.num_layers / a.spec.pipeline_parallel);
   const double n = static_cast<double>(layers);
   const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
-  const double weights = params_per_gpu * 2;
+  const double weights = params_per_gpu * (run.fp8_param_gather ? 1 : 2);
   if (run.zero_stage >= 3) {
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
@@ -583,12 +590,16 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
   if (s.dtype == DType::kFp8E4M3) {
-    out.push_back(
+    out.push_back(absl::StrCat(
         "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
         "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
         "input cast alone, every input transposed for wgrad, every output gradient cast and "
         "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
-        "weights' casts (once per step) not");
+        "weights' casts (once per step) not",
+        run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
+                               "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
+                             : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
+                               "gathers them in FP8)"));
   }
   if (run.zero_stage >= 3) {
     out.push_back(
@@ -787,7 +798,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.062, 0.154, 271},
       {kBandExpertParallel, 0.206, 1.573, 19},
-      {kBandContextParallel, 0.045, 0.637, 13},
+      {kBandContextParallel, 0.049, 0.637, 13},
   };
   return kBands;
 }

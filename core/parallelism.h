@@ -88,6 +88,11 @@ struct RunConfig {
   bool ep_overlap = false;
   // How the expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type).
   EpDispatcher ep_dispatcher = EpDispatcher::kAllToAll;
+  // FP8 training with the weights kept and all-gathered in FP8 (Megatron-Core's
+  // --fp8-param-gather, on in Megatron-Bridge's FP8 recipes; torchao's FSDP float8 all-gather):
+  // the distributed optimizer's and FSDP's weight all-gathers move 1 byte per weight instead of
+  // 2, and the weights take 1 byte of memory. Needs dtype FP8 and ZeRO stage >= 1.
+  bool fp8_param_gather = false;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;

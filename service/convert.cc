@@ -628,6 +628,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.pp_overlap = !r.no_pp_overlap();
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.ep_overlap = r.ep_overlap();
+  c.fp8_param_gather = r.fp8_param_gather();
   c.network = r.network();
   if (absl::StatusOr<EpDispatcher> d = ParseEpDispatcher(r.ep_dispatcher()); d.ok()) {
     c.ep_dispatcher = *d;

@@ -629,5 +629,39 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   EXPECT_THAT(Plan(huge, run).assumptions.front(), HasSubstr("none of the"));
 }
 
+// Megatron-Core's --fp8-param-gather: FP8 training keeps the weights in FP8, so the weights take
+// half the memory and the distributed optimizer's all-gather of them moves half the bytes (FSDP's
+// gathers too); the gradients and the optimizer state do not change. It is refused, naming the
+// field, for a BF16 model or without a ZeRO stage to gather.
+TEST(ParallelismTest, Fp8ParamGatherHalvesTheWeightsAndTheirGathers) {
+  ModelSpec s = EightLayers70B(8);
+  s.dtype = DType::kFp8E4M3;
+  RunConfig run;
+  run.num_gpus = 128;  // d = 16, across nodes
+  run.global_batch = 16;
+  for (int zero : {1, 3}) {
+    run.zero_stage = zero;
+    run.fp8_param_gather = false;
+    const StepBreakdown bf16 = Plan(s, run);
+    run.fp8_param_gather = true;
+    const StepBreakdown fp8 = Plan(s, run);
+    EXPECT_NEAR(fp8.memory.weights_bytes, bf16.memory.weights_bytes / 2,
+                1e-9 * bf16.memory.weights_bytes) << "zero " << zero;
+    EXPECT_DOUBLE_EQ(fp8.memory.gradients_bytes, bf16.memory.gradients_bytes);
+    EXPECT_DOUBLE_EQ(fp8.memory.optimizer_bytes, bf16.memory.optimizer_bytes);
+    EXPECT_LT(fp8.dp_comm_s, bf16.dp_comm_s) << "zero " << zero;
+    EXPECT_TRUE(Says(fp8, "all-gathered in FP8, 1 byte each"));
+    EXPECT_TRUE(Says(bf16, "all-gathered in BF16"));
+  }
+  run.zero_stage = 0;
+  absl::StatusOr<StepBreakdown> no_zero = PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run);
+  ASSERT_FALSE(no_zero.ok());
+  EXPECT_THAT(no_zero.status().message(), HasSubstr("run.fp8_param_gather: needs dtype fp8_e4m3"));
+  run.zero_stage = 1;
+  s.dtype = DType::kBf16;
+  EXPECT_THAT(PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run).status().message(),
+              HasSubstr("got dtype bf16"));
+}
+
 }  // namespace
 }  // namespace wavecrest

@@ -241,6 +241,18 @@ class ClientTest(unittest.TestCase):
                                 **ep16)
         self.assertIn("run.ep_dispatcher: unknown value \"nccl\"; allowed: alltoall",
                       str(cm.exception))
+        # FP8 weights gathered in FP8, as the CLI's --fp8-param-gather says it.
+        fp8 = dict(dtype="fp8_e4m3", tensor_parallel=8)
+        bf16_gather = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 64, "zero_stage": 1},
+                                          **fp8)
+        fp8_gather = self.client.analyze(hf, "h100-sxm", run={"num_gpus": 64, "zero_stage": 1,
+                                                              "fp8_param_gather": True}, **fp8)
+        self.assertLess(fp8_gather.step.memory.weights_bytes,
+                        bf16_gather.step.memory.weights_bytes)
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(hf, "h100-sxm", run={"num_gpus": 64, "fp8_param_gather": True},
+                                tensor_parallel=8)
+        self.assertIn("run.fp8_param_gather: needs dtype fp8_e4m3", str(cm.exception))
 
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")

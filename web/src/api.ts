@@ -186,6 +186,7 @@ export interface RunConfig {
   zero3_prefetch?: boolean;
   ep_overlap?: boolean;
   ep_dispatcher?: string;
+  fp8_param_gather?: boolean;
   network?: string;
   sequence_parallel?: boolean;
   offload_activations?: boolean;

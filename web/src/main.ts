@@ -168,7 +168,7 @@ const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
                     "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-epdisp", "run-network", "run-sp",
-                    "run-offload", "run-plan"];
+                    "run-offload", "run-plan", "run-fp8pg"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -221,6 +221,7 @@ function runConfig(): RunConfig | undefined {
   run.ep_overlap = fieldValue("run-epov") === "1";
   if (fieldValue("run-network") !== "") run.network = fieldValue("run-network");
   if (fieldValue("run-epdisp") !== "") run.ep_dispatcher = fieldValue("run-epdisp");
+  if (fieldValue("run-fp8pg") === "1") run.fp8_param_gather = true;
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";

@@ -235,6 +235,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.check("#run-epov");
   await page.check("#run-sp");
   await page.check("#run-offload");
+  await page.check("#run-fp8pg");
   const sent: unknown[] = [];
   page.on("request", (r) => {
     if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
@@ -253,7 +254,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE",
                              interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
                              zero3_prefetch: true, ep_overlap: true, sequence_parallel: true,
-                             offload_activations: true, plan: false });
+                             offload_activations: true, plan: false, fp8_param_gather: true });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
   await expect(bar.locator('span[data-part="compute"]')).toHaveCount(1);
@@ -291,6 +292,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-ogr")).toBeChecked();
   await expect(again.locator("#run-z3p")).toBeChecked();
   await expect(again.locator("#run-epov")).toBeChecked();
+  await expect(again.locator("#run-fp8pg")).toBeChecked();
   await expect(again.locator("#gpu-list input:checked")).toHaveCount(1);
   await expect(again.locator('#gpu-list input[value="h100-sxm"]')).toBeChecked();
   await again.close();

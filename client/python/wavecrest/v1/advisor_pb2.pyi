@@ -598,10 +598,11 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "global_batch", "gradient_bytes", "interleave", "network", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero3_prefetch", "zero_stage"]
+    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "global_batch", "gradient_bytes", "interleave", "network", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero3_prefetch", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     EP_DISPATCHER_FIELD_NUMBER: _ClassVar[int]
     EP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    FP8_PARAM_GATHER_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GRADIENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
@@ -620,6 +621,7 @@ class RunConfig(_message.Message):
     dp_overlap: float
     ep_dispatcher: str
     ep_overlap: bool
+    fp8_param_gather: bool
     global_batch: int
     gradient_bytes: int
     interleave: int
@@ -635,7 +637,7 @@ class RunConfig(_message.Message):
     tp_overlap: float
     zero3_prefetch: bool
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
     __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "memory", "mfu", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
