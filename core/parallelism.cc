@@ -350,7 +350,8 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
   }
   if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
-  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || run.zero_stage < 1)) {
+  // (With --plan the plan picks the ZeRO stage, and gathers in FP8 only where it has one.)
+  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || (run.zero_stage < 1 && !run.plan))) {
     return absl::InvalidArgumentError(absl::StrCat(
         "run.fp8_param_gather: needs dtype fp8_e4m3 and zero_stage >= 1 (the weights gathered "
         "in FP8 by the distributed optimizer or FSDP); got dtype ",
@@ -828,6 +829,8 @@ std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {
           c.recompute = rc;
           c.zero_stage = zero;
           c.offload_activations = offload;
+          // FP8 weights are gathered by the distributed optimizer or FSDP: none to gather at 0.
+          c.fp8_param_gather = run.fp8_param_gather && zero >= 1;
           out.push_back(c);
         }
       }

@@ -657,6 +657,11 @@ TEST(ParallelismTest, Fp8ParamGatherHalvesTheWeightsAndTheirGathers) {
   absl::StatusOr<StepBreakdown> no_zero = PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run);
   ASSERT_FALSE(no_zero.ok());
   EXPECT_THAT(no_zero.status().message(), HasSubstr("run.fp8_param_gather: needs dtype fp8_e4m3"));
+  // A planned layout chooses the ZeRO stage: FP8 gathers where it has one.
+  run.plan = true;
+  const StepBreakdown planned = Plan(s, run);
+  EXPECT_EQ(Says(planned, "all-gathered in FP8, 1 byte each"), planned.zero_stage >= 1);
+  run.plan = false;
   run.zero_stage = 1;
   s.dtype = DType::kBf16;
   EXPECT_THAT(PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run).status().message(),
