@@ -234,7 +234,7 @@ EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local) {
   const int64_t per_rank = std::max<int64_t>(n / e, 1);
   const double rank_hit = HitProbability(n, per_rank, k);
   const double node_hit = HitProbability(n, per_rank * local, k);
-  const double nodes = static_cast<double>(e / local);
+  const double nodes = static_cast<double>(e) / static_cast<double>(local);
   const double l = static_cast<double>(local);
   return {(l - 1) * rank_hit + (nodes - 1) * (l * rank_hit - node_hit), (nodes - 1) * node_hit};
 }
@@ -540,7 +540,6 @@ std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
       100 * fwd.rate, 100 * bwd.rate);
 }
 
-// What the figures take for granted, in words.
 // What the step assumed of expert parallelism: the dispatcher, the overlap, balanced routing and
 // the MoE block as fused kernels run it.
 std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
@@ -571,6 +570,7 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
           : "");
 }
 
+// What the figures take for granted, in words.
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r) {
   const ModelSpec& s = a.spec;
@@ -704,10 +704,6 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
 }
 
 }  // namespace
-
-absl::string_view EpDispatcherName(EpDispatcher d) {
-  return d == EpDispatcher::kFlex ? "flex" : "alltoall";
-}
 
 absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name) {
   if (name.empty() || name == "alltoall") return EpDispatcher::kAllToAll;

@@ -62,7 +62,6 @@ inline constexpr double kHostCopyEfficiency = 0.80;
 // dispatch and combine: RDMA to the GPU of the same index in the node, which forwards over
 // NVLink; arXiv:2412.19437 sec. 3.2.2).
 enum class EpDispatcher { kAllToAll, kFlex };
-absl::string_view EpDispatcherName(EpDispatcher d);  // "alltoall", "flex"
 // "alltoall" or "" (the default) and "flex" (also "deepep", "hybridep", its backends); otherwise
 // InvalidArgument naming the allowed values (the caller names the field).
 absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name);
