@@ -172,6 +172,36 @@ void NvidiaMoeRecipe(const Row& r, const ModelSpec& s, RunConfig& run) {
   }
 }
 
+// How NeMo AutoModel's benchmark recipes run (PyTorch; github.com/NVIDIA-NeMo/Automodel: the MoE
+// rows' examples/benchmark/configs/*_te_deepep.yaml at 89e3a9fdd, the commit that published them,
+// and the Llama row's examples/llm_pretrain/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml at
+// 2013a4dd6): FSDP2 over the table's FSDP ranks (ZeRO 3), its gathers hidden under the layers only
+// where the table names fsdp2_prefetch (elsewhere the planner's default, as PyTorch FSDP's other
+// published runs measure); gradients reduced in FP32 on the MoE path (moe/parallelizer.py's
+// apply_fsdp, MixedPrecisionPolicy reduce_dtype float32) and in BF16 on the dense one (the FSDP2
+// manager's policy); whole experts over DeepEP or HybridEP (the flex dispatcher); the table's VP
+// as PyTorch's interleaved 1F1B schedule. Attention: Transformer Engine's (cuDNN on Hopper) for
+// "TE"; FlexAttention (the GPT-OSS rows) and PyTorch's SDPA (the Llama row, whose backend order
+// puts FlashAttention-2 first: pytorch/pytorch#138907) priced as FlashAttention-2's class (on an
+// H100 FlexAttention's forward measured 5-10% slower than SDPA's FlashAttention-2:
+// co-me-tokens/CoMe#5).
+void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
+  s.expert_parallel = std::max<int64_t>(Int(r, "ep", 1), 1);
+  if (s.num_experts > 0) {
+    s.expert_tensor_parallel = 1;
+    run.ep_dispatcher = EpDispatcher::kFlex;
+  } else {
+    run.gradient_bytes = 2;
+  }
+  run.interleave = std::max<int64_t>(Int(r, "vp", 1), 1);
+  run.zero_stage = 3;
+  const std::string& src = r.at("source");
+  run.zero3_prefetch = absl::StrContains(src, "fsdp2_prefetch");
+  if (absl::StrContains(src, "FlexAttn") || absl::StrContains(src, "SDPA")) {
+    s.attention = Attention::kFlash2;
+  }
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -292,6 +322,7 @@ Priced Describe(const Row& r, const std::string& root) {
     NvidiaRecipe(r, source, s, run);
     NvidiaMoeRecipe(r, s, run);
   }
+  if (source == "automodel") AutoModelRecipe(r, s, run);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {

@@ -37,10 +37,14 @@ nemo_rows=$(mktemp)
 { bench_header; cat "$nemo_rows"; python3 scripts/published-runs-by-kind.py <"$nemo_rows"; } |
   tee bench/results/published_runs_nemo_h100.txt
 rm -f "$nemo_rows"
-# ... and the planner's error band by kind of run over all three (core's PlannerBands).
+# ... and against NeMo AutoModel's DGX-H100 runs (PyTorch FSDP2 and DeepEP; bench/data).
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-automodel-h100.csv; } \
+  2>&1 | tee bench/results/published_runs_automodel_h100.txt
+# ... and the planner's error band by kind of run over all four (core's PlannerBands).
 if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" --bands "$runs" bench/data/published-runs-h100.csv \
-      bench/data/published-runs-nemo-h100.csv; } 2>&1 | tee bench/results/planner_bands.txt
+      bench/data/published-runs-nemo-h100.csv bench/data/published-runs-automodel-h100.csv; } 2>&1 |
+    tee bench/results/planner_bands.txt
 fi
 bash scripts/loadgen.sh "$build"
 bash scripts/worker-bench.sh "$build"

@@ -100,7 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/hf/gemma-3-1b.json", 1.000e9, 0.01},
                       Published{"examples/models/hf/gemma-3-27b.json", 27.016e9, 0.01},
                       Published{"examples/models/hf/llama-4-maverick.json", 400e9, 0.01},
-                      Published{"examples/models/hf/llama-4-scout.json", 109e9, 0.015}),
+                      Published{"examples/models/hf/llama-4-scout.json", 109e9, 0.015},
+                      // Kimi K2 "1 trillion total parameters" (Moonshot AI's model card), a
+                      // figure rounded to one digit: 3% for it.
+                      Published{"examples/models/hf/kimi-k2.json", 1e12, 0.03}),
     [](const auto& i) {
       std::string n = i.param.file;
       n = n.substr(n.rfind('/') + 1);
