@@ -1,8 +1,9 @@
 // Prices published training runs with the planner (core/parallelism.h) and reports how far each
 // prediction is from what its publisher measured: median and p90 |error| by source and metric,
-// the signed median (bias), the rows refused and why, and one line per row with --rows.
+// the signed median (bias), the rows refused and why, and one line per row with --rows; with
+// several files, their rows together (the "all:" line is the whole).
 //
-//   published_runs [--rows] [--max-median F --max-p90 F] FILE.csv
+//   published_runs [--rows] [--max-median F --max-p90 F] FILE.csv...
 //   published_runs --bands [--check] FILE.csv...
 //
 // --bands: the planner's error band by kind of run (core/parallelism.h PlannerBands): measured
@@ -38,6 +39,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
 #include "core/hf_import.h"
@@ -494,7 +496,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
 int main(int argc, char** argv) {
   using namespace wavecrest;
   bool rows_wanted = false;
-  std::string file;
+  std::vector<std::string> files;
   if (argc > 1 && std::string(argv[1]) == "--bands") {
     bool check = false;
     std::vector<std::string> files;
@@ -517,22 +519,30 @@ int main(int argc, char** argv) {
     } else if ((arg == "--max-median" || arg == "--max-p90") && i + 1 < argc) {
       (void)absl::SimpleAtod(argv[++i], arg == "--max-median" ? &max_median : &max_p90);
     } else {
-      file = arg;
+      files.push_back(arg);
     }
   }
-  std::ifstream in(file);
-  if (!in) {
-    std::fprintf(stderr, "usage: published_runs [--rows] FILE.csv (cannot read \"%s\")\n",
-                 file.c_str());
+  for (const std::string& file : files) {
+    if (!std::ifstream(file)) {
+      std::fprintf(stderr, "usage: published_runs [--rows] FILE.csv... (cannot read \"%s\")\n",
+                   file.c_str());
+      return 2;
+    }
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "usage: published_runs [--rows] FILE.csv...\n");
     return 2;
   }
-  const std::string root = RootOf(file);
   std::map<std::string, std::vector<double>> errors;  // "source metric" -> signed errors
   std::map<std::string, int> refused;                 // "source metric" -> rows
   std::map<std::string, int> reasons;
   std::vector<double> all;
   int total = 0;
-  for (Row& r : ReadRows(file)) {
+  std::vector<std::pair<Row, std::string>> rows;  // (row, repository root of its file)
+  for (const std::string& file : files) {
+    for (Row& r : ReadRows(file)) rows.emplace_back(std::move(r), RootOf(file));
+  }
+  for (auto& [r, root] : rows) {
     double value = 0;
     if (!absl::SimpleAtod(r["value"], &value) || value <= 0) continue;
     ++total;
@@ -553,7 +563,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("Published runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",
-              file.c_str());
+              absl::StrJoin(files, " ").c_str());
   std::printf("%-28s %5s %8s %8s %9s %8s\n", "source metric", "rows", "median", "p90",
               "bias", "refused");
   for (const auto& [group, e] : errors) {

@@ -40,6 +40,11 @@ rm -f "$nemo_rows"
 # ... and against NeMo AutoModel's DGX-H100 runs (PyTorch FSDP2 and DeepEP; bench/data).
 { bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-automodel-h100.csv; } \
   2>&1 | tee bench/results/published_runs_automodel_h100.txt
+# ... and the three H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
+# p90 <= 25%).
+{ bench_header; "$build/bench/published_runs" bench/data/published-runs-h100.csv \
+    bench/data/published-runs-nemo-h100.csv bench/data/published-runs-automodel-h100.csv; } 2>&1 |
+  tee bench/results/published_runs_h100_all.txt
 # ... and the planner's error band by kind of run over all four (core's PlannerBands).
 if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" --bands "$runs" bench/data/published-runs-h100.csv \
