@@ -711,15 +711,29 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const double h = static_cast<double>(spec.hidden_size);
   const double q = static_cast<double>(d.q_width) / t;                         // attention out
   const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;      // QKV out
-  const double f = static_cast<double>(d.active_ffn_per_rank);                 // down in
-  const double up = spec.mlp == Mlp::kGelu ? f : 2 * f;                        // up out
+  const auto up_of = [&](double f) { return spec.mlp == Mlp::kGelu ? f : 2 * f; };  // up out
   // Forward: the projection's input (attention's BF16 output) cast alone, read 2 write 1 byte;
   // the other inputs come out of a fused norm or activation already in FP8 (LayerNormLinear,
   // LayerNormMLP). Wgrad needs every input transposed in FP8 (the fused cast-transpose writes one
   // more byte), and backward casts and transposes each output gradient (read 2, write 1 + 1).
-  const double inputs = 2 * h + q + f;
-  const double outputs = qkv + h + up + h;
-  return 3 * q + 1 * inputs + 4 * outputs;
+  const auto dense = [&](double f) {
+    return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + up_of(f) + h);
+  };
+  const double layers = static_cast<double>(spec.num_layers);
+  const double dense_layers = static_cast<double>(d.dense_layers);
+  if (d.moe_layers == 0) return dense(static_cast<double>(d.active_ffn_per_rank));
+  // A MoE layer's experts take their inputs after the permutation and the activation, in BF16,
+  // and cast them themselves (Transformer Engine's GroupedLinear quantizes each expert's rows,
+  // both orientations: read 2, write 1 + 1), the shared experts' linears likewise; each token's
+  // k copies (rows per token on this rank: k × capacity padding × expert TP / t) pass the up
+  // projection's input and the down projection's output gradient.
+  const double f = static_cast<double>(d.active_ffn_per_rank);
+  const double rows = static_cast<double>(spec.experts_per_token) * d.expert_padding *
+                      static_cast<double>(ExpertTensorParallel(spec)) / t;
+  const double copies = (rows + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
+  const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + up_of(f) + copies);
+  const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
+  return (dense_layers * dense(dense_f) + static_cast<double>(d.moe_layers) * moe) / layers;
 }
 
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu) {

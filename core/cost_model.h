@@ -238,9 +238,11 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
 // themselves): the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
 // move beyond a BF16 step. The projection's input is cast alone (3 bytes per element), every
 // linear input is also written transposed for wgrad (1), and every output gradient is cast and
-// transposed (4: read 2, write 1 + 1). The amax reductions run inside the casts; the weights' casts
-// (once per step with Megatron's FP8 weight caching) are not counted. Zero cost in time beyond
-// memory traffic: priced with the elementwise work at its bandwidth.
+// transposed (4: read 2, write 1 + 1); a MoE layer's experts cast their inputs themselves after
+// the permutation and the activation (4 per element of each token's k copies and of the expert
+// MLP's width), and the k copies' output gradients too. The amax reductions run inside the
+// casts; the weights' casts (once per step with Megatron's FP8 weight caching) are not counted.
+// Zero cost in time beyond memory traffic: priced with the elementwise work at its bandwidth.
 double Fp8CastBytesPerToken(const ModelSpec& spec);
 
 // The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,

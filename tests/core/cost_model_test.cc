@@ -368,6 +368,31 @@ TEST(CostModelTest, NamedFusedKernelsRunAtThePublishedRates) {
   }
 }
 
+// A MoE layer's experts cast their own inputs (after the permutation and the activation) and
+// each token's k copies pass the up projection's input and the down projection's output
+// gradient: Qwen3-30B-A3B-like, 128 experts of 768, top 8, whole experts over EP 8 on t = 1.
+TEST(CostModelTest, Fp8MoeLayersCastEachTokensExpertCopies) {
+  ModelSpec s = testing::LlamaLike(2048, 32, 4, 48, 768, 151936);
+  s.num_experts = 128;
+  s.experts_per_token = 8;
+  s.dtype = DType::kFp8E4M3;
+  s.seq_length = 4096;
+  s.head_dim = 128;
+  s = *NormalizeSpec(s);
+  const double h = 2048, q = 32 * 128, qkv = (32 + 8) * 128, f = 8 * 768, copies = 8 * h;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(s),
+                   3 * q + (h + q) + 4 * (copies + f) + 4 * (qkv + h + 2 * f + copies));
+  // More than the same widths priced as a dense MLP, whose input comes out of the norm in FP8.
+  EXPECT_GT(Fp8CastBytesPerToken(s), 3 * q + (2 * h + q + f) + 4 * (qkv + h + 2 * f + h));
+  // Shared experts add their own input and output gradient.
+  ModelSpec shared = s;
+  shared.shared_expert_ffn_hidden_size = 768;
+  shared = *NormalizeSpec(shared);
+  const double fs = 8 * 768 + 768;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(shared), 3 * q + (h + q) + 4 * (copies + h + fs) +
+                                                     4 * (qkv + h + 2 * fs + copies + h));
+}
+
 // FP8 training adds Transformer Engine's casts to the step's memory traffic, per token and layer
 // on one rank: the projection's input cast alone (3 bytes per element), every linear input
 // transposed for wgrad (1), every output gradient cast and transposed (4). BF16 and FP8
