@@ -233,9 +233,11 @@ struct ElementwiseEstimate {
 };
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
 
-// FP8 training (DType::kFp8E4M3) under Transformer Engine's default recipe, as Megatron-Core
-// builds its layers (LayerNormLinear, LayerNormMLP: the norm and the activation write FP8
-// themselves): the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
+// FP8 training (DType::kFp8E4M3) under Transformer Engine's default recipe, with TE's fused
+// layers (LayerNormLinear, LayerNormMLP: the norm and the activation write FP8 themselves, as
+// llm-foundry's te_ln_mlp runs them; Megatron-Core's dense MLP activates in BF16 by default,
+// bias_swiglu_impl, and its fc2 casts that alone: 3 more bytes per MLP element there, left out):
+// the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
 // move beyond a BF16 step. The projection's input is cast alone (3 bytes per element), every
 // linear input is also written transposed for wgrad (1), and every output gradient is cast and
 // transposed (4: read 2, write 1 + 1); a MoE layer's experts cast their inputs themselves after
