@@ -549,9 +549,9 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
       "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
       "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
       "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
-      "the same experts%s; the MoE block as fused, sync-free kernels run it (no CPU round trip "
-      "per layer for the token counts: the published runs of dropless dispatchers measured "
-      "slower, the band)",
+      "the same experts%s; the MoE block as fused, sync-free kernels run it (Megatron-Core's "
+      "published runs at micro-batch 1 measured slower, PyTorch's with DeepEP at micro-batches "
+      "2-4 faster: the band)",
       s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
       run.ep_dispatcher == EpDispatcher::kFlex
           ? "the flex dispatcher (DeepEP, HybridEP): each token once to every node and every "
