@@ -257,6 +257,11 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
   if (m.num_experts() > 0) {
     absl::StrAppendFormat(&out, "; MoE: %d experts of f, top %d", m.num_experts(),
                           m.experts_per_token());
+    if (m.expert_groups() > 1 && m.expert_groups_per_token() > 0 &&
+        m.expert_groups_per_token() < m.expert_groups()) {
+      absl::StrAppendFormat(&out, " within %d of %d groups", m.expert_groups_per_token(),
+                            m.expert_groups());
+    }
     if (m.shared_expert_ffn_hidden_size() > 0) {
       absl::StrAppendFormat(&out, ", shared %d", m.shared_expert_ffn_hidden_size());
     }

@@ -344,6 +344,11 @@ class CandidateGenerator {
     s.vocab_size = v;
     s.num_experts = e.experts;
     s.experts_per_token = e.per_token;
+    // Group-limited routing keeps its groups where they still divide the experts (finer experts:
+    // k grows with them, so M groups still hold a token's); otherwise the limit goes.
+    if (s.expert_groups > 1 && s.num_experts % s.expert_groups != 0) {
+      s.expert_groups = s.expert_groups_per_token = 0;
+    }
     return s;
   }
 

@@ -93,6 +93,9 @@ absl::StatusOr<json> Deepseek(const ModelSpec& s, const DerivedShape& d) {
     j["n_shared_experts"] = s.shared_expert_ffn_hidden_size / s.ffn_hidden_size;
     j["first_k_dense_replace"] = s.first_dense_layers;
     j["moe_layer_freq"] = 1;
+    const int64_t groups = std::max<int64_t>(s.expert_groups, 1);
+    j["n_group"] = groups;
+    j["topk_group"] = s.expert_groups_per_token > 0 ? s.expert_groups_per_token : groups;
   }
   return j;
 }
@@ -114,6 +117,9 @@ absl::StatusOr<json> GptOss(const ModelSpec& s) {
 
 absl::StatusOr<json> Moe(const ModelSpec& s) {
   json j;
+  if (s.expert_groups > 1) {
+    return Unexpressible("expert_groups", "only DeepSeek's configs group the experts (n_group)");
+  }
   if (s.bias == Bias::kAll && s.shared_expert_ffn_hidden_size == 0) return GptOss(s);
   if (s.shared_expert_gate) {
     // Qwen2-MoE: a gated shared expert, sparse layers by step, dense ones listed first.

@@ -242,6 +242,11 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
   s.shared_expert_ffn_hidden_size = shared * s.ffn_hidden_size;
   WC_TRY_ASSIGN(s.first_dense_layers, GetInt(j, "first_k_dense_replace", 0));
   s.dense_ffn_hidden_size = dense_width;
+  // Group-limited routing (topk_method "group_limited_greedy" in V2, "noaux_tc" in V3): n_group
+  // groups, topk_group of them per token; 1 group is none.
+  WC_TRY_ASSIGN(s.expert_groups, GetInt(j, "n_group", 1));
+  WC_TRY_ASSIGN(s.expert_groups_per_token, GetInt(j, "topk_group", s.expert_groups));
+  if (s.expert_groups <= 1) s.expert_groups = s.expert_groups_per_token = 0;
   return s;
 }
 

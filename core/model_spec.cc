@@ -139,6 +139,27 @@ void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64
   }
 }
 
+// Group-limited routing: G divides the experts, M of the G groups hold at least k experts.
+void ValidateExpertGroups(const ModelSpec& s, std::vector<FieldViolation>& v) {
+  const int64_t e = std::max<int64_t>(s.num_experts, 1);
+  CheckRange(v, "expert_groups", s.expert_groups, 0, e);
+  if (s.expert_groups > 1 && s.num_experts % s.expert_groups != 0) {
+    v.push_back({"expert_groups", absl::StrCat("must divide num_experts (", s.num_experts,
+                                               "); got ", s.expert_groups)});
+    return;
+  }
+  const int64_t groups = std::max<int64_t>(s.expert_groups, 1);
+  CheckRange(v, "expert_groups_per_token", s.expert_groups_per_token, 0, groups);
+  const int64_t k = std::max<int64_t>(s.experts_per_token, 1);
+  if (s.expert_groups_per_token >= 1 && s.expert_groups_per_token <= groups &&
+      s.expert_groups_per_token * (s.num_experts / groups) < k) {
+    v.push_back({"expert_groups_per_token",
+                 absl::StrCat("its groups must hold the ", k, " experts of a token (",
+                              s.expert_groups_per_token, " groups of ", s.num_experts / groups,
+                              "); got ", s.expert_groups_per_token)});
+  }
+}
+
 // Dense and MoE layers mixed: the layer counts and the dense width.
 void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
   if (s.num_experts == 0) {
@@ -146,6 +167,10 @@ void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
       v.push_back({"num_experts",
                    "first_dense_layers, moe_layer_interval and dense_ffn_hidden_size mix dense "
                    "and MoE layers: they need num_experts > 0"});
+    }
+    if (s.expert_groups > 1 || s.expert_groups_per_token > 1) {
+      v.push_back({"num_experts", "expert_groups and expert_groups_per_token group the experts: "
+                                  "they need num_experts > 0"});
     }
     return;
   }
@@ -160,6 +185,7 @@ void ValidateLayerMix(const ModelSpec& s, std::vector<FieldViolation>& v) {
                  absl::StrCat("leaves no MoE layer among the ", s.num_layers - s.first_dense_layers,
                               " after the dense ones; got ", s.moe_layer_interval)});
   }
+  ValidateExpertGroups(s, v);
   if (s.tensor_parallel >= 1 && s.dense_ffn_hidden_size >= 1 &&
       s.dense_ffn_hidden_size % s.tensor_parallel != 0) {
     v.push_back({"dense_ffn_hidden_size",

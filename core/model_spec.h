@@ -132,6 +132,12 @@ struct ModelSpec {
   int64_t experts_per_token = 0;  // k; 0 = 1 when num_experts > 0
   int64_t shared_expert_ffn_hidden_size = 0;
   bool shared_expert_gate = false;
+  // Group-limited routing (DeepSeek-V2/V3's n_group and topk_group): the routed experts form
+  // `expert_groups` groups of E/G consecutive experts and each token's k experts come from at
+  // most `expert_groups_per_token` of them; with expert parallelism over whole groups per node it
+  // is DeepSeek-V3's node-limited routing (each token to at most M nodes). 0 = no groups (1).
+  int64_t expert_groups = 0;
+  int64_t expert_groups_per_token = 0;  // M; 0 = every group
   // Models that mix dense and MoE layers. The first `first_dense_layers` layers have a dense MLP
   // (DeepSeek's first_k_dense_replace); after them every `moe_layer_interval`-th layer is MoE and
   // the others dense (Llama 4 Maverick's interleave_moe_layer_step 2, Qwen-MoE's

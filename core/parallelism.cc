@@ -216,6 +216,51 @@ double HitProbability(int64_t n, int64_t held, int64_t k) {
   return 1 - miss;
 }
 
+// The chance that a token's k experts include one of the `len` consecutive experts from
+// `first`, under group-limited routing balanced across the experts (DeepSeek's n_group and
+// topk_group): M of the G groups of n/G consecutive experts drawn uniformly, then k experts
+// uniformly among their M·n/G. Sums over which of the groups the range touches are drawn (a count
+// of subsets by size and by the experts of the range they hold); without groups, or where that
+// count would be too large to take, HitProbability(n, len, k).
+double GroupedHitProbability(int64_t n, int64_t first, int64_t len, int64_t k, int64_t groups,
+                             int64_t per_token) {
+  if (groups <= 1 || per_token <= 0 || per_token >= groups || n % groups != 0) {
+    return HitProbability(n, len, k);
+  }
+  const int64_t g = n / groups, drawn = per_token * g;
+  std::vector<int64_t> overlap;
+  for (int64_t grp = first / g; grp * g < first + len && grp < groups; ++grp) {
+    overlap.push_back(std::min(first + len, (grp + 1) * g) - std::max(first, grp * g));
+  }
+  const int64_t touched = static_cast<int64_t>(overlap.size());
+  const int64_t most = std::min(touched, per_token);
+  if (touched * (most + 1) * (len + 1) > 4'000'000) return HitProbability(n, len, k);
+  // ways[j][x]: subsets of j touched groups holding x experts of the range.
+  std::vector<std::vector<double>> ways(most + 1, std::vector<double>(len + 1, 0));
+  ways[0][0] = 1;
+  for (int64_t o : overlap) {
+    for (int64_t j = most; j >= 1; --j) {
+      for (int64_t x = len; x >= o; --x) ways[j][x] += ways[j - 1][x - o];
+    }
+  }
+  const auto lchoose = [](int64_t a, int64_t b) {
+    return std::lgamma(static_cast<double>(a) + 1) - std::lgamma(static_cast<double>(b) + 1) -
+           std::lgamma(static_cast<double>(a - b) + 1);
+  };
+  double miss = 0;
+  for (int64_t j = 0; j <= most; ++j) {
+    if (per_token - j > groups - touched) continue;  // the other groups cannot fill the draw
+    // One given subset of j touched groups with the rest of the M from the untouched.
+    const double subset = std::exp(lchoose(groups - touched, per_token - j) -
+                                   lchoose(groups, per_token));
+    for (int64_t x = 0; x <= len; ++x) {
+      if (ways[j][x] == 0) continue;
+      miss += ways[j][x] * subset * (1 - HitProbability(drawn, x, k));
+    }
+  }
+  return 1 - miss;
+}
+
 // How many copies of one token a rank sends per all-to-all: to the other ranks of its NVLink
 // domain and across the network.
 struct EpCopies {
@@ -228,12 +273,28 @@ struct EpCopies {
 // node holding one of its experts, (N-1)·P(node); over NVLink one per other rank of its own node
 // holding one, (local-1)·P(rank), and in each destination node the forwards from the receiving
 // GPU to the other ranks it reaches there, local·P(rank) - P(node) per node (by symmetry, what a
-// rank forwards for the others equals what is forwarded for it). The alltoall dispatcher's are k
-// copies spread over the e ranks: k·(local-1)/e and k·(e-local)/e.
-EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local) {
+// rank forwards for the others equals what is forwarded for it). With group-limited routing
+// (`groups`, `groups_per_token`: DeepSeek's n_group, topk_group) P(rank) and P(node) are
+// GroupedHitProbability's; when a node holds whole groups, a token reaches at most
+// groups_per_token nodes. The alltoall dispatcher's are k copies spread over the e ranks:
+// k·(local-1)/e and k·(e-local)/e, whatever the groups.
+EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t groups,
+                   int64_t groups_per_token) {
   const int64_t per_rank = std::max<int64_t>(n / e, 1);
-  const double rank_hit = HitProbability(n, per_rank, k);
-  const double node_hit = HitProbability(n, per_rank * local, k);
+  // Each rank holds consecutive experts (Megatron-Core's local experts); with groups the chance
+  // depends on where a rank's or a node's experts fall among them: averaged over the ranks and
+  // the nodes.
+  const int64_t nodes_n = std::max<int64_t>(e / local, 1);
+  double rank_hit = 0, node_hit = 0;
+  for (int64_t r = 0; r < e; ++r) {
+    rank_hit += GroupedHitProbability(n, r * per_rank, per_rank, k, groups, groups_per_token);
+  }
+  for (int64_t m = 0; m < nodes_n; ++m) {
+    node_hit += GroupedHitProbability(n, m * per_rank * local, per_rank * local, k, groups,
+                                      groups_per_token);
+  }
+  rank_hit /= static_cast<double>(e);
+  node_hit /= static_cast<double>(nodes_n);
   const double nodes = static_cast<double>(e) / static_cast<double>(local);
   const double l = static_cast<double>(local);
   return {(l - 1) * rank_hit + (nodes - 1) * (l * rank_hit - node_hit), (nodes - 1) * node_hit};
@@ -266,7 +327,8 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   const int64_t stride = et;
   const int64_t local = std::clamp<int64_t>(gpu.link.domain_gpus / stride, 1, e);
   const EpCopies copies = run.ep_dispatcher == EpDispatcher::kFlex
-                              ? FlexCopies(s.num_experts, s.experts_per_token, e, local)
+                              ? FlexCopies(s.num_experts, s.experts_per_token, e, local,
+                                           s.expert_groups, s.expert_groups_per_token)
                               : EpCopies{k * static_cast<double>(local - 1) / e,
                                          k * static_cast<double>(e - local) / e};
   const Path nvlink = PathFor(gpu, run, 1);
@@ -547,7 +609,7 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
   return absl::StrFormat(
       "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
       "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
-      "balanced across experts (as NVIDIA's MoE benchmarks force it; real routers are uneven "
+      "balanced across experts%s (as NVIDIA's MoE benchmarks force it; real routers are uneven "
       "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
       "the same experts%s; the MoE block as fused, sync-free kernels run it (Megatron-Core's "
       "published runs at micro-batch 1 measured slower, PyTorch's with DeepEP at micro-batches "
@@ -563,6 +625,12 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
                        "--overlap-moe-expert-parallel-comm; the first forward's and the last "
                        "backward's exposed)"
                      : "not overlapped with compute (Megatron-Core's default)",
+      s.expert_groups > 1 && s.expert_groups_per_token > 0 &&
+              s.expert_groups_per_token < s.expert_groups
+          ? absl::StrFormat(" within %d of %d groups of experts per token (group-limited "
+                            "routing)",
+                            s.expert_groups_per_token, s.expert_groups)
+          : "",
       std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
       ExpertTensorParallel(s) < s.tensor_parallel
           ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "

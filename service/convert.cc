@@ -289,6 +289,8 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
   s.shared_expert_gate = p.shared_expert_gate();
+  s.expert_groups = p.expert_groups();
+  s.expert_groups_per_token = p.expert_groups_per_token();
   s.first_dense_layers = p.first_dense_layers();
   s.moe_layer_interval = p.moe_layer_interval();
   s.dense_ffn_hidden_size = p.dense_ffn_hidden_size();
@@ -345,6 +347,8 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
   p.set_shared_expert_gate(s.shared_expert_gate);
+  p.set_expert_groups(s.expert_groups);
+  p.set_expert_groups_per_token(s.expert_groups_per_token);
   p.set_first_dense_layers(s.first_dense_layers);
   p.set_moe_layer_interval(s.moe_layer_interval);
   p.set_dense_ffn_hidden_size(s.dense_ffn_hidden_size);

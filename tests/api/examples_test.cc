@@ -184,6 +184,10 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   EXPECT_EQ(Derive(v3).dense_layers, 3);
   EXPECT_EQ(Derive(v3).moe_layers, 58);
   EXPECT_EQ(v3.shared_expert_ffn_hidden_size, 2048);
+  // Group-limited routing: 8 groups, 4 per token (n_group, topk_group); one group is none.
+  EXPECT_EQ(v3.expert_groups, 8);
+  EXPECT_EQ(v3.expert_groups_per_token, 4);
+  EXPECT_EQ(load("kimi-k2").expert_groups, 0);
   EXPECT_EQ(load("deepseek-v2-lite").q_lora_rank, 0);  // null: a full query projection
   const ModelSpec maverick = load("llama-4-maverick");
   EXPECT_EQ(Derive(maverick).moe_layers, 24);  // every second layer

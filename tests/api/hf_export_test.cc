@@ -25,6 +25,8 @@ std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_D
 void ExpectSameModel(const ModelSpec& a, const ModelSpec& b, const std::string& what) {
   EXPECT_EQ(CountParams(a).total_params, CountParams(b).total_params) << what;
   EXPECT_EQ(CountParams(a).active_params, CountParams(b).active_params) << what;
+  EXPECT_EQ(a.expert_groups, b.expert_groups) << what;
+  EXPECT_EQ(a.expert_groups_per_token, b.expert_groups_per_token) << what;
   const std::vector<Gemm> ga = BuildGemms(a), gb = BuildGemms(b);
   ASSERT_EQ(ga.size(), gb.size()) << what;
   for (size_t i = 0; i < ga.size(); ++i) {
@@ -111,6 +113,12 @@ TEST(HfExportTest, WhatNoArchitectureSaysIsRefusedByField) {
   EXPECT_THAT(std::string(r.status().message()),
               ::testing::StartsWith("shared_expert_ffn_hidden_size: "));
   s.shared_expert_ffn_hidden_size = 0;
+  ModelSpec grouped = s;  // group-limited routing is DeepSeek's alone
+  grouped.expert_groups = 4;
+  grouped.expert_groups_per_token = 2;
+  grouped = *NormalizeSpec(grouped);
+  EXPECT_THAT(std::string(ExportHfConfig(grouped).status().message()),
+              ::testing::StartsWith("expert_groups: "));
   s.norm = Norm::kLayerNorm;
   EXPECT_THAT(std::string(ExportHfConfig(s).status().message()), ::testing::StartsWith("norm: "));
   // The architecture that says the spec: a dense gated MLP is a Llama, local attention on every

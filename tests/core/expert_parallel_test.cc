@@ -314,5 +314,38 @@ TEST(ExpertParallelTest, FlexDispatcherSendsATokenOncePerRankAndNode) {
   EXPECT_THAT(bad.status().message(), HasSubstr("allowed: alltoall"));
 }
 
+// Group-limited routing (DeepSeek-V3: 256 experts in 8 groups, each token within 4 of them):
+// with EP 64 over 8 nodes a node holds one group, so a token reaches a node only when its group
+// is among the 4 drawn: P(node) = 4/8 × (1 - C(96,8)/C(128,8)), about 0.45, against
+// 1 - C(224,8)/C(256,8), about 0.66, without groups; the network-bound flex all-to-all shrinks
+// by that ratio. The alltoall dispatcher's k copies do not change; the assumptions say it; a
+// group count that does not divide the experts, or groups too few for k, are refused.
+TEST(ExpertParallelTest, GroupLimitedRoutingSendsATokenToFewerNodes) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64 * 4;
+  run.ep_dispatcher = EpDispatcher::kFlex;
+  const ModelSpec open_routing = Moe(testing::LlamaLike(2048, 32, 4, 8, 512, 32000), 256, 8, 64);
+  ModelSpec grouped = open_routing;
+  grouped.expert_groups = 8;
+  grouped.expert_groups_per_token = 4;
+  grouped = *NormalizeSpec(grouped);
+  const StepBreakdown a = *Step(open_routing, run), b = *Step(grouped, run);
+  ASSERT_GT(a.ep_comm_s, 0);
+  const double expected = 0.5 * Hit(128, 32, 8) / Hit(256, 32, 8);
+  EXPECT_NEAR(b.ep_comm_s / a.ep_comm_s, expected, 0.03 * expected);
+  bool said = false;
+  for (const std::string& x : b.assumptions) said |= absl::StrContains(x, "4 of 8 groups");
+  EXPECT_TRUE(said);
+  run.ep_dispatcher = EpDispatcher::kAllToAll;
+  EXPECT_DOUBLE_EQ(Step(grouped, run)->ep_comm_s, Step(open_routing, run)->ep_comm_s);
+  ModelSpec bad = open_routing;
+  bad.expert_groups = 7;
+  EXPECT_THAT(NormalizeSpec(bad).status().message(), HasSubstr("expert_groups"));
+  bad.expert_groups = 64;  // 4 experts a group: one group cannot hold a token's 8
+  bad.expert_groups_per_token = 1;
+  EXPECT_THAT(NormalizeSpec(bad).status().message(), HasSubstr("expert_groups_per_token"));
+}
+
 }  // namespace
 }  // namespace wavecrest
