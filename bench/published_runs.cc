@@ -499,7 +499,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> files;
   if (argc > 1 && std::string(argv[1]) == "--bands") {
     bool check = false;
-    std::vector<std::string> files;
     for (int i = 2; i < argc; ++i) {
       if (std::string(argv[i]) == "--check") {
         check = true;

@@ -862,7 +862,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // figures in bench/data; one figure per run): bench/results/planner_bands.txt.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.062, 0.154, 271},
-      {kBandExpertParallel, -0.097, 1.040, 25},
+      {kBandExpertParallel, -0.070, 0.988, 25},
       {kBandContextParallel, 0.054, 0.636, 14},
   };
   return kBands;
