@@ -243,10 +243,12 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
   WC_TRY_ASSIGN(s.first_dense_layers, GetInt(j, "first_k_dense_replace", 0));
   s.dense_ffn_hidden_size = dense_width;
   // Group-limited routing (topk_method "group_limited_greedy" in V2, "noaux_tc" in V3): n_group
-  // groups, topk_group of them per token; 1 group is none.
+  // groups, topk_group of them per token; 1 group is none, and "greedy" routing ignores them.
   WC_TRY_ASSIGN(s.expert_groups, GetInt(j, "n_group", 1));
   WC_TRY_ASSIGN(s.expert_groups_per_token, GetInt(j, "topk_group", s.expert_groups));
-  if (s.expert_groups <= 1) s.expert_groups = s.expert_groups_per_token = 0;
+  const auto method = j.find("topk_method");
+  const bool greedy = method != j.end() && method->is_string() && *method == "greedy";
+  if (s.expert_groups <= 1 || greedy) s.expert_groups = s.expert_groups_per_token = 0;
   return s;
 }
 
