@@ -1,4 +1,6 @@
 // Every shipped example: loads, validates, and has the published parameter count (within 0.5%).
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <tuple>
 
@@ -188,6 +190,13 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   EXPECT_EQ(v3.expert_groups, 8);
   EXPECT_EQ(v3.expert_groups_per_token, 4);
   EXPECT_EQ(load("kimi-k2").expert_groups, 0);
+  // "greedy" top-k (DeepSeek-V2-Lite's method) ignores the groups a config may still list.
+  std::ifstream in(Path("examples/models/hf/deepseek-v3.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text.replace(text.find("\"noaux_tc\""), 10, "\"greedy\"");
+  absl::StatusOr<ModelSpec> greedy = ImportHfConfig(text);
+  ASSERT_TRUE(greedy.ok()) << greedy.status();
+  EXPECT_EQ(greedy->expert_groups, 0);
   EXPECT_EQ(load("deepseek-v2-lite").q_lora_rank, 0);  // null: a full query projection
   const ModelSpec maverick = load("llama-4-maverick");
   EXPECT_EQ(Derive(maverick).moe_layers, 24);  // every second layer
