@@ -12,8 +12,10 @@
 #              what a cheaper sweep costs in agreement, and three by a plain PyTorch loop
 #              (torch_loop.py: torch-loop.txt), the reference for both;
 #   attention  fused attention alone (torch_attention.py: torch's cuDNN SDPA at the published
-#              attention rows' shapes), scored against the model's predictions by `wavecrest
-#              calibrate --attention_check` (the CSV also refits them);
+#              attention rows' shapes, and causal at 32k-128k tokens, attention-long.csv: issue
+#              36's long sequences), scored against the model's predictions by `wavecrest
+#              calibrate --attention_check` (attention-check.txt, attention-long-check.txt; the
+#              CSVs also refit them);
 #   fp8        what FP8's split accumulator (Transformer Engine's dgrad and wgrad) costs against
 #              fast accumulation (its forward), the list's m,n,k as TN GEMMs timed interleaved by
 #              torch._scaled_mm (torch_fp8_accum.py: fp8-accum.csv and .txt, the median ratio);
@@ -127,6 +129,11 @@ if want attention; then
     > "$out/attention-device.log" 2>&1
   "$R" wavecrest calibrate --fit= --attention_check "$out/attention-device.csv" \
     > "$out/attention-check.txt" 2>&1
+  python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-long.csv" \
+    --source device-torch-sdpa-cudnn-long bench/gpu/attention-long.csv \
+    > "$out/attention-long.log" 2>&1
+  "$R" wavecrest calibrate --fit= --attention_check "$out/attention-long.csv" \
+    > "$out/attention-long-check.txt" 2>&1
 fi
 if want fp8; then
   python3 bench/gpu/torch_fp8_accum.py bench/gpu/shapes.csv "$out/fp8-accum.csv" \

@@ -12,6 +12,10 @@ or wrote nothing to judge), the figure it was judged on, and the file it came fr
                        per GEMM with the process at most 0.05 s
   layers               compare-layers-NAME.txt: every measured layer within 5% of torch (unfused
                        attention against megatron-fused) and re-run within 1%
+  fused attention      attention-check.txt (the published rows' shapes) and
+                       attention-long-check.txt (causal at 32k-128k tokens, issue 36): the
+                       model's predictions within 10% of torch's cuDNN SDPA at the median, the
+                       held-out accuracy it is fitted to
   measured Recommend   (issue 35) Pythia-2.8B, Llama-3-8B and GPT-2, default flags, on two fresh
                        caches A and B: recommend-times.txt, each cold answer exit 0 within 10 s and
                        the cached one within 1 s; recommend-rerun-NAME.txt (recommend_rerun.py),
@@ -116,6 +120,27 @@ def gemms(out):
             + sweeps(out) + judged(os.path.join(out, "sweep.txt"), SWEEP_TARGETS))
 
 
+# The held-out lines `wavecrest calibrate --attention_check` prints per source of rows.
+ATTENTION_CHECKS = (
+    ("attention-check.txt", "device-torch-sdpa-cudnn", "the published rows' shapes"),
+    ("attention-long-check.txt", "device-torch-sdpa-cudnn-long", "causal at 32k-128k tokens"),
+)
+
+
+def attention(out):
+    rows = []
+    for name, source, what in ATTENTION_CHECKS:
+        path = os.path.join(out, name)
+        label = f"fused attention, {what}: predicted within 10% of cuDNN at the median"
+        pattern = re.escape(source) + r" \S+: median \|err\|\s+([\d.]+)%[^\n]*"
+        m = re.search(pattern, read(path) or "")
+        if not m:
+            rows.append(("NONE", label, "no figure", path))
+            continue
+        rows.append((verdict(float(m.group(1)) <= 10), label, m.group(0).strip(), path))
+    return rows
+
+
 def layers(out):
     rows = []
     for name in ("pythia-2.8b", "llama-3-8b"):
@@ -176,7 +201,8 @@ def main(argv):
         print(__doc__)
         return 2
     out = argv[1]
-    rows = gpu_tests(out) + cudnn(out) + gemms(out) + layers(out) + recommend(out)
+    rows = (gpu_tests(out) + cudnn(out) + gemms(out) + attention(out) + layers(out)
+            + recommend(out))
     lines = [f"{v:<4}  {label}: {figure}  [{os.path.relpath(path, out)}]"
              for v, label, figure, path in rows]
     counts = {v: sum(r[0] == v for r in rows) for v in ("PASS", "FAIL", "NONE")}

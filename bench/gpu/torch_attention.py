@@ -13,9 +13,10 @@ method of sampling.py. Heads are full (K and V have as many heads as Q): the row
 depend on grouped-query sharing. A shape torch cannot run under the cuDNN backend is reported on
 stderr and left out of the CSV.
 
-Usage: torch_attention.py --gpu KIND --out OUT.csv [SHAPES.csv ...]
+Usage: torch_attention.py --gpu KIND --out OUT.csv [--source NAME] [SHAPES.csv ...]
 (KIND: the catalog name of this device, e.g. h100-sxm; SHAPES: attention CSVs whose rows give the
-shapes, by default the two published ones.)
+shapes, by default the two published ones; NAME: the rows' source column, by default
+device-torch-sdpa-cudnn, which `--attention_check` reports each source of apart.)
 """
 import argparse
 import csv
@@ -60,10 +61,10 @@ def work_flops(shape):
     return f
 
 
-def csv_row(shape, median_s, gpu, method, device):
+def csv_row(shape, median_s, gpu, method, device, source=SOURCE):
     """One row of the attention schema (which has no quoting: commas in text become ';')."""
     dtype, pass_, causal, b, h, s, d = shape
-    return [SOURCE, gpu, dtype, pass_, "true" if causal else "false", b, h, s, d,
+    return [source, gpu, dtype, pass_, "true" if causal else "false", b, h, s, d,
             f"{work_flops(shape) / median_s / 1e12:.3f}", f"{median_s:.6e}",
             method.replace(",", ";"), device.replace(",", ";")]
 
@@ -97,6 +98,7 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpu", required=True, help="catalog name of this device, e.g. h100-sxm")
     ap.add_argument("--out", required=True, help="CSV to write (the attention schema)")
+    ap.add_argument("--source", default=SOURCE, help="the rows' source column")
     ap.add_argument("shapes", nargs="*", default=DEFAULT_SHAPES,
                     help="attention CSVs to take the shapes from")
     a = ap.parse_args(argv)
@@ -119,7 +121,7 @@ def main(argv):
                 continue
             finally:
                 torch.cuda.empty_cache()
-            w.writerow(csv_row(shape, stats["median_s"], a.gpu, method, device))
+            w.writerow(csv_row(shape, stats["median_s"], a.gpu, method, device, a.source))
             f.flush()
             written += 1
             print(f"[{i}/{len(shapes)}] {shape}: {stats['median_s'] * 1e6:.1f} us "

@@ -265,7 +265,9 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("FAIL  measured Recommend llama-3-8b: >= 90% of re-measured", r.stdout)
         self.assertIn("NONE  measured Recommend gpt2-small cold on both fresh caches: exit 0 "
                       "within 10 s: not run", r.stdout)
-        self.assertIn("targets 23: 10 pass, 8 fail, 5 without a figure", r.stdout)
+        self.assertIn("NONE  fused attention, the published rows' shapes: predicted within 10% of "
+                      "cuDNN at the median: no figure", r.stdout)
+        self.assertIn("targets 25: 10 pass, 8 fail, 7 without a figure", r.stdout)
 
     def test_fewer_than_three_sweeps_fail_the_sweep_target(self):
         with tempfile.TemporaryDirectory() as out:
@@ -276,6 +278,27 @@ class SummaryTest(unittest.TestCase):
                                capture_output=True, text=True)
         self.assertIn("FAIL  GEMMs: 3 whole-list sweeps, every GEMM within 1% across them: sweep "
                       "rerun difference, max: 0.20% over 2 runs", r.stdout)
+
+    def test_fused_attention_is_judged_on_each_check_files_held_out_line(self):
+        """The held-out lines of `wavecrest calibrate --attention_check` (the format of the
+        shared H200 check), one per source: the published shapes within 10% pass, the long
+        sequences 13.4% off fail."""
+        with tempfile.TemporaryDirectory() as out:
+            with open(os.path.join(out, "attention-check.txt"), "w") as f:
+                f.write("Held-out checks (never fitted; the catalog's constants): series, seq\n"
+                        "  device-torch-sdpa-cudnn h200: median |err|   8.8%, p90  14.9%, max  "
+                        "17.7% (67 rows); p10 -14.7%, p90  +2.0%\n")
+            with open(os.path.join(out, "attention-long-check.txt"), "w") as f:
+                f.write("  device-torch-sdpa-cudnn-long h100-sxm: median |err|  13.4%, p90  "
+                        "34.5%, max  35.8% (16 rows); p10  -1.7%, p90 +34.5%\n")
+            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py"), out],
+                               capture_output=True, text=True)
+        self.assertIn("PASS  fused attention, the published rows' shapes: predicted within 10% "
+                      "of cuDNN at the median: device-torch-sdpa-cudnn h200: median |err|   8.8%",
+                      r.stdout)
+        self.assertIn("FAIL  fused attention, causal at 32k-128k tokens: predicted within 10% of "
+                      "cuDNN at the median: device-torch-sdpa-cudnn-long h100-sxm: median |err|  "
+                      "13.4%", r.stdout)
 
     def test_a_bad_command_line_exits_2(self):
         r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py")],
