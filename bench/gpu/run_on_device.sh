@@ -20,6 +20,10 @@
 #              fast accumulation (its forward), the list's m,n,k as TN GEMMs timed interleaved by
 #              torch._scaled_mm (torch_fp8_accum.py: fp8-accum.csv and .txt, the median ratio);
 #              a figure for the planner's FP8 backward, not a target;
+#   moe        one rank's MoE block, forward and backward, in PyTorch eager beside its GEMMs alone
+#              (torch_moe_block.py: Qwen3-30B-A3B on EP 16 and GPT-OSS-120B on EP 8, 4096 and
+#              16384 tokens; moe-block.csv and .txt): what of the block is not its GEMMs and
+#              whether it grows with the tokens (issue 36's MoE diagnostic); a figure, not a target;
 #   layers     layers timed whole (`wavecrest time --layers`: Pythia-2.8B with unfused
 #              attention, as in the paper, and Llama-3-8B with fused attention) through a
 #              cache-less server, twice, with PyTorch's same layers (torch_layers.py) between the
@@ -43,9 +47,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|gemms|sweeps|attention|fp8|layers|recommend|summary) ;;
+    all|tests|gemms|sweeps|attention|fp8|moe|layers|recommend|summary) ;;
     *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, sweeps, attention, fp8," \
-         "layers, recommend, summary" >&2
+         "moe, layers, recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -138,6 +142,9 @@ fi
 if want fp8; then
   python3 bench/gpu/torch_fp8_accum.py bench/gpu/shapes.csv "$out/fp8-accum.csv" \
     > "$out/fp8-accum.txt" 2>&1
+fi
+if want moe; then
+  python3 bench/gpu/torch_moe_block.py "$out/moe-block.csv" > "$out/moe-block.txt" 2>&1
 fi
 
 # Starts a server (flags after the port file); sets $server and $port once it measures. The
