@@ -228,12 +228,15 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
                           100 * b.error_band_p10(), 100 * b.error_band_p90(), b.error_band_runs(),
                           b.error_band_kind());
   }
-  absl::StrAppendFormat(&out, "layout: %s, %s recomputation, ZeRO stage %d%s; %s; %s\n",
+  absl::StrAppendFormat(&out, "layout: %s, %s recomputation, ZeRO stage %d%s%s; %s; %s\n",
                         b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
                         b.recompute() == v1::RECOMPUTE_FULL        ? "full"
                         : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
                                                                    : "no",
                         b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
+                        b.interleave() > 1
+                            ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
+                            : "",
                         MemoryParts(b.memory()), b.memory().fits() ? "fits" : "does NOT fit");
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;

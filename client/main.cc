@@ -93,8 +93,9 @@ ABSL_FLAG(std::string, network, "",
           "roce-200g, roce-400g, roce-800g (one NIC per GPU at that rate); empty: the GPU's "
           "reference system's");
 ABSL_FLAG(bool, plan, false,
-          "analyze: choose sequence parallelism, recomputation, the ZeRO stage and activation "
-          "offload: the fastest layout whose memory fits");
+          "analyze: choose sequence parallelism, recomputation, the ZeRO stage, activation "
+          "offload and, with pipeline stages and no --interleave, the interleave: the fastest "
+          "layout whose memory fits");
 ABSL_FLAG(bool, offload_activations, false,
           "analyze: copy each layer's stored activations to host memory and back (overlapped "
           "with compute; what is not hidden is the step's offload time)");

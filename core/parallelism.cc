@@ -756,6 +756,7 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.recompute = run.recompute;
   r.zero_stage = run.zero_stage;
   r.offload_activations = run.offload_activations;
+  r.interleave = std::max<int64_t>(run.interleave, 1);
   r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
              r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
   r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
@@ -881,21 +882,34 @@ const PlannerBand& PlannerBandFor(const ModelSpec& s) {
   return PlannerBandOf(kBandDense);
 }
 
-std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {
+std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run) {
+  std::vector<int64_t> out = {std::max<int64_t>(run.interleave, 1)};
+  if (run.interleave > 1 || s.pipeline_parallel <= 1) return out;
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  for (int64_t v = 2; v <= std::min<int64_t>(split.middle, kMaxPlannedInterleave); ++v) {
+    if (split.middle % v == 0) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run) {
   std::vector<RunConfig> out;
-  for (bool sp : {false, true}) {
-    for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-      for (int zero = 0; zero <= 3; ++zero) {
-        for (bool offload : {false, true}) {
-          RunConfig c = run;
-          c.plan = false;
-          c.sequence_parallel = sp;
-          c.recompute = rc;
-          c.zero_stage = zero;
-          c.offload_activations = offload;
-          // FP8 weights are gathered by the distributed optimizer or FSDP: none to gather at 0.
-          c.fp8_param_gather = run.fp8_param_gather && zero >= 1;
-          out.push_back(c);
+  for (int64_t v : CandidateInterleaves(s, run)) {
+    for (bool sp : {false, true}) {
+      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        for (int zero = 0; zero <= 3; ++zero) {
+          for (bool offload : {false, true}) {
+            RunConfig c = run;
+            c.plan = false;
+            c.sequence_parallel = sp;
+            c.recompute = rc;
+            c.zero_stage = zero;
+            c.offload_activations = offload;
+            c.interleave = v;
+            // FP8 weights are gathered by the distributed optimizer or FSDP: none to gather at 0.
+            c.fp8_param_gather = run.fp8_param_gather && zero >= 1;
+            out.push_back(c);
+          }
         }
       }
     }
@@ -906,11 +920,13 @@ std::vector<RunConfig> CandidateLayouts(const RunConfig& run) {
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
   std::optional<StepBreakdown> best, smallest;
   int fit = 0, tried = 0;
-  for (const RunConfig& c : CandidateLayouts(run)) {
+  for (const RunConfig& c : CandidateLayouts(a.spec, run)) {
     absl::StatusOr<StepBreakdown> b = PlanStep(a, c);
     if (!b.ok()) return b.status();
     // Nothing to shard over.
     if (c.zero_stage > 0 && b->data_parallel * b->context_parallel == 1) continue;
+    // Megatron-Core's interleaved schedule runs whole rounds of p micro-batches.
+    if (c.interleave > 1 && b->microbatches % b->pipeline_parallel != 0) continue;
     ++tried;
     if (!smallest || b->memory.total_bytes < smallest->memory.total_bytes) smallest = *b;
     if (!b->memory.fits) continue;
@@ -922,7 +938,10 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
       absl::StrCat(out.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
                    out.recompute == Recompute::kNone ? "no" : RecomputeName(out.recompute),
                    " recomputation, ZeRO stage ", out.zero_stage,
-                   out.offload_activations ? ", activations offloaded" : "");
+                   out.offload_activations ? ", activations offloaded" : "",
+                   out.interleave > 1
+                       ? absl::StrCat(", ", out.interleave, " interleaved stages per rank")
+                       : "");
   out.assumptions.insert(
       out.assumptions.begin(),
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,

@@ -152,6 +152,7 @@ struct StepBreakdown {
   Recompute recompute = Recompute::kNone;
   int zero_stage = 0;
   bool offload_activations = false;
+  int64_t interleave = 1;  // virtual pipeline stages per rank
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
   // The planner's error band for a run of this kind (PlannerBands): measured step time /
   // predicted - 1 at p10 and p90 over the published runs it was checked against.
@@ -180,14 +181,18 @@ const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknow
 const PlannerBand& PlannerBandFor(const ModelSpec& s);
 
 // The fastest of the layouts (sequence parallelism on or off × no, selective or full
-// recomputation × ZeRO 0-3 × activation offload off or on, ZeRO only with data or context
-// parallelism) whose memory fits, with `run`'s
-// GPUs, batch, interleave and overlap; when none fits, the one needing the least memory, saying
-// so. An assumption line says what was chosen among how many.
+// recomputation × ZeRO 0-3 × activation offload off or on × the interleave, ZeRO only with data
+// or context parallelism) whose memory fits, with `run`'s GPUs, batch and overlap; when none
+// fits, the one needing the least memory, saying so. An assumption line says what was chosen
+// among how many. The interleave is `run`'s when it is above 1; otherwise, with pipeline stages,
+// 1 or any divisor of the middle stages' layers up to kMaxPlannedInterleave (Megatron-Core's
+// virtual stages), where the micro-batches make whole rounds of p.
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& analysis, const RunConfig& run);
-// The layouts PlanLayout weighs: `run` with each sequence parallelism, recomputation, ZeRO
-// stage and offload (plan off).
-std::vector<RunConfig> CandidateLayouts(const RunConfig& run);
+inline constexpr int64_t kMaxPlannedInterleave = 8;
+// The interleaves PlanLayout weighs for `s` and `run`, and the layouts: `run` with each of them,
+// each sequence parallelism, recomputation, ZeRO stage and offload (plan off).
+std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run);
+std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run);
 
 // INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p·c,
 // a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).

@@ -44,6 +44,14 @@ TEST(PlanTest, ParallelismInTheModelIsARunAndTheAnswerIsTheRuns) {
   EXPECT_DOUBLE_EQ(run->kernels().step_time_s(), rank->kernels().step_time_s());
   EXPECT_GT(run->step_time_s(), run->kernels().step_time_s());
   EXPECT_LT(run->mfu(), run->kernels().mfu());
+  EXPECT_EQ(run->step().interleave(), 1);  // as given (none)
+  // Planned, the layout it chose comes back with the step, the interleave among it.
+  q.mutable_run()->set_plan(true);
+  q.mutable_run()->set_global_batch(1024);
+  const absl::StatusOr<v1::AnalyzeResponse> planned = HandleAnalyze(q);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  EXPECT_GT(planned->step().interleave(), 1);
+  EXPECT_GT(planned->step().pipeline_parallel(), 1);
 }
 
 }  // namespace

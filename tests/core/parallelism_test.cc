@@ -616,7 +616,7 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   EXPECT_THAT(planned.assumptions.front(), HasSubstr("planned: "));
   // Among the layouts that fit, none is faster.
   int fitting = 0;
-  for (const RunConfig& c : CandidateLayouts(run)) {
+  for (const RunConfig& c : CandidateLayouts(Llama70B(8, 4), run)) {
     const StepBreakdown b = Plan(Llama70B(8, 4), c);
     if (!b.memory.fits) continue;
     ++fitting;
@@ -627,6 +627,28 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   run.num_gpus = 1;
   run.global_batch = 1;
   EXPECT_THAT(Plan(huge, run).assumptions.front(), HasSubstr("none of the"));
+}
+
+// With pipeline stages and no interleave given, the plan weighs Megatron-Core's virtual stages
+// too (divisors of a stage's layers, up to 8, where the micro-batches make whole rounds of p):
+// Llama 3 70B on 4 stages of 20 layers picks one above 1, a smaller bubble, and says it; an
+// interleave given is kept; without stages there is none to choose.
+TEST(ParallelismTest, ThePlanChoosesTheInterleaveWhenNoneIsGiven) {
+  const ModelSpec s = Llama70B(8, 4);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 1024;
+  EXPECT_EQ(CandidateInterleaves(s, run), (std::vector<int64_t>{1, 2, 4, 5}));
+  run.plan = true;
+  const StepBreakdown planned = Plan(s, run);
+  EXPECT_GT(planned.interleave, 1);
+  EXPECT_THAT(planned.assumptions.front(), HasSubstr("interleaved stages per rank"));
+  RunConfig plain = run;
+  plain.plan = false;
+  EXPECT_LT(planned.pp_bubble_s, Plan(s, plain).pp_bubble_s);
+  run.interleave = 2;
+  EXPECT_EQ(Plan(s, run).interleave, 2);
+  EXPECT_EQ(CandidateInterleaves(Llama70B(8, 1), RunConfig()), (std::vector<int64_t>{1}));
 }
 
 // Megatron-Core's --fp8-param-gather: FP8 training keeps the weights in FP8, so the weights take

@@ -167,6 +167,8 @@ export interface StepBreakdown {
   recompute?: string;
   zero_stage?: number;
   offload_activations?: boolean;
+  /** Virtual pipeline stages per rank (the interleaved schedule), as given or as planned. */
+  interleave?: Int64;
   /** The planner's error band for this kind of run (measured / predicted - 1, p10 and p90). */
   error_band_p10?: number;
   error_band_p90?: number;

@@ -541,6 +541,7 @@ function layoutText(b: StepBreakdown): string {
   const mem = b.memory?.total_bytes ? `${(Number(b.memory.total_bytes) / 2 ** 30).toFixed(1)} GiB per GPU` : "";
   return [b.sequence_parallel ? "sequence parallel" : "no sequence parallelism", `${recompute} recomputation`,
           `ZeRO ${b.zero_stage ?? 0}`, b.offload_activations ? "activations offloaded" : "",
+          Number(b.interleave ?? 1) > 1 ? `${b.interleave} interleaved stages per rank` : "",
           mem ? `${mem}${b.memory?.fits === false ? " (does not fit)" : ""}` : ""]
     .filter((x) => x).join(", ");
 }
