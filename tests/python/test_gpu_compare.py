@@ -269,13 +269,19 @@ class SummaryTest(unittest.TestCase):
                       "cuDNN at the median: no figure", r.stdout)
         self.assertIn("targets 25: 10 pass, 8 fail, 7 without a figure", r.stdout)
 
-    def test_fewer_than_three_sweeps_fail_the_sweep_target(self):
+    @staticmethod
+    def summarize(files):
+        """summary.py over a directory holding `files` (name -> text)."""
         with tempfile.TemporaryDirectory() as out:
-            with open(os.path.join(out, "sweep.txt"), "w") as f:
-                f.write("sweep rerun difference, max: 0.20% over 2 runs (median 0.10%, 24 GEMMs; "
-                        "target < 1%)\n")
-            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py"), out],
-                               capture_output=True, text=True)
+            for name, text in files.items():
+                with open(os.path.join(out, name), "w") as f:
+                    f.write(text)
+            return subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py"), out],
+                                  capture_output=True, text=True)
+
+    def test_fewer_than_three_sweeps_fail_the_sweep_target(self):
+        r = self.summarize({"sweep.txt": "sweep rerun difference, max: 0.20% over 2 runs (median "
+                                         "0.10%, 24 GEMMs; target < 1%)\n"})
         self.assertIn("FAIL  GEMMs: 3 whole-list sweeps, every GEMM within 1% across them: sweep "
                       "rerun difference, max: 0.20% over 2 runs", r.stdout)
 
@@ -283,16 +289,14 @@ class SummaryTest(unittest.TestCase):
         """The held-out lines of `wavecrest calibrate --attention_check` (the format of the
         shared H200 check), one per source: the published shapes within 10% pass, the long
         sequences 13.4% off fail."""
-        with tempfile.TemporaryDirectory() as out:
-            with open(os.path.join(out, "attention-check.txt"), "w") as f:
-                f.write("Held-out checks (never fitted; the catalog's constants): series, seq\n"
-                        "  device-torch-sdpa-cudnn h200: median |err|   8.8%, p90  14.9%, max  "
-                        "17.7% (67 rows); p10 -14.7%, p90  +2.0%\n")
-            with open(os.path.join(out, "attention-long-check.txt"), "w") as f:
-                f.write("  device-torch-sdpa-cudnn-long h100-sxm: median |err|  13.4%, p90  "
-                        "34.5%, max  35.8% (16 rows); p10  -1.7%, p90 +34.5%\n")
-            r = subprocess.run([sys.executable, os.path.join(SRC, "bench/gpu/summary.py"), out],
-                               capture_output=True, text=True)
+        r = self.summarize({
+            "attention-check.txt":
+                "Held-out checks (never fitted; the catalog's constants): series, seq\n"
+                "  device-torch-sdpa-cudnn h200: median |err|   8.8%, p90  14.9%, max  17.7% (67 "
+                "rows); p10 -14.7%, p90  +2.0%\n",
+            "attention-long-check.txt":
+                "  device-torch-sdpa-cudnn-long h100-sxm: median |err|  13.4%, p90  34.5%, max  "
+                "35.8% (16 rows); p10  -1.7%, p90 +34.5%\n"})
         self.assertIn("PASS  fused attention, the published rows' shapes: predicted within 10% "
                       "of cuDNN at the median: device-torch-sdpa-cudnn h200: median |err|   8.8%",
                       r.stdout)
