@@ -283,17 +283,18 @@ EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t grou
   const int64_t per_rank = std::max<int64_t>(n / e, 1);
   // Each rank holds consecutive experts (Megatron-Core's local experts); with groups the chance
   // depends on where a rank's or a node's experts fall among them: averaged over the ranks and
-  // the nodes.
-  const int64_t nodes_n = std::max<int64_t>(e / local, 1);
+  // the nodes (without, every rank and node alike: the first).
+  const bool grouped = groups > 1 && groups_per_token > 0 && groups_per_token < groups;
+  const int64_t ranks = grouped ? e : 1, nodes_n = grouped ? std::max<int64_t>(e / local, 1) : 1;
   double rank_hit = 0, node_hit = 0;
-  for (int64_t r = 0; r < e; ++r) {
+  for (int64_t r = 0; r < ranks; ++r) {
     rank_hit += GroupedHitProbability(n, r * per_rank, per_rank, k, groups, groups_per_token);
   }
   for (int64_t m = 0; m < nodes_n; ++m) {
     node_hit += GroupedHitProbability(n, m * per_rank * local, per_rank * local, k, groups,
                                       groups_per_token);
   }
-  rank_hit /= static_cast<double>(e);
+  rank_hit /= static_cast<double>(ranks);
   node_hit /= static_cast<double>(nodes_n);
   const double nodes = static_cast<double>(e) / static_cast<double>(local);
   const double l = static_cast<double>(local);
