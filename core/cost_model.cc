@@ -719,8 +719,6 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const auto dense = [&](double f) {
     return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + up_of(f) + h);
   };
-  const double layers = static_cast<double>(spec.num_layers);
-  const double dense_layers = static_cast<double>(d.dense_layers);
   if (d.moe_layers == 0) return dense(static_cast<double>(d.active_ffn_per_rank));
   // A MoE layer's experts take their inputs after the permutation and the activation, in BF16,
   // and cast them themselves (Transformer Engine's GroupedLinear quantizes each expert's rows,
@@ -733,7 +731,9 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const double copies = (rows + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
   const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + up_of(f) + copies);
   const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
-  return (dense_layers * dense(dense_f) + static_cast<double>(d.moe_layers) * moe) / layers;
+  return (static_cast<double>(d.dense_layers) * dense(dense_f) +
+          static_cast<double>(d.moe_layers) * moe) /
+         static_cast<double>(spec.num_layers);
 }
 
 ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu) {

@@ -471,6 +471,11 @@ absl::StatusOr<ModelSpec> NormalizeSpec(const ModelSpec& spec) {
   return s;
 }
 
+bool GroupLimitedRouting(const ModelSpec& s) {
+  return s.expert_groups > 1 && s.expert_groups_per_token > 0 &&
+         s.expert_groups_per_token < s.expert_groups;
+}
+
 int64_t ExpertTensorParallel(const ModelSpec& s) {
   return s.expert_tensor_parallel > 0 ? s.expert_tensor_parallel
                                       : std::max<int64_t>(s.tensor_parallel, 1);

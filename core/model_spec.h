@@ -230,6 +230,10 @@ struct DerivedShape {
 };
 DerivedShape Derive(const ModelSpec& spec);
 
+// Whether routing is group-limited: more than one group of experts, each token's experts within
+// fewer than all of them (expert_groups_per_token 0 or equal to expert_groups limits nothing).
+bool GroupLimitedRouting(const ModelSpec& spec);
+
 // The experts' tensor-parallel degree: expert_tensor_parallel, or tensor_parallel when it is 0.
 int64_t ExpertTensorParallel(const ModelSpec& spec);
 

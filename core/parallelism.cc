@@ -274,9 +274,9 @@ struct EpCopies {
 // holding one, (local-1)·P(rank), and in each destination node the forwards from the receiving
 // GPU to the other ranks it reaches there, local·P(rank) - P(node) per node (by symmetry, what a
 // rank forwards for the others equals what is forwarded for it). With group-limited routing
-// (`groups`, `groups_per_token`: DeepSeek's n_group, topk_group) P(rank) and P(node) are
-// GroupedHitProbability's; when a node holds whole groups, a token reaches at most
-// groups_per_token nodes. The alltoall dispatcher's are k copies spread over the e ranks:
+// (`groups` > 1 and `groups_per_token`: DeepSeek's n_group and topk_group; 0 groups when the
+// routing is not group-limited) P(rank) and P(node) are GroupedHitProbability's; when a node
+// holds whole groups, a token reaches at most groups_per_token nodes. The alltoall dispatcher's are k copies spread over the e ranks:
 // k·(local-1)/e and k·(e-local)/e, whatever the groups.
 EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t groups,
                    int64_t groups_per_token) {
@@ -284,7 +284,7 @@ EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t grou
   // Each rank holds consecutive experts (Megatron-Core's local experts); with groups the chance
   // depends on where a rank's or a node's experts fall among them: averaged over the ranks and
   // the nodes (without, every rank and node alike: the first).
-  const bool grouped = groups > 1 && groups_per_token > 0 && groups_per_token < groups;
+  const bool grouped = groups > 1;
   const int64_t ranks = grouped ? e : 1, nodes_n = grouped ? std::max<int64_t>(e / local, 1) : 1;
   double rank_hit = 0, node_hit = 0;
   for (int64_t r = 0; r < ranks; ++r) {
@@ -329,7 +329,8 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   const int64_t local = std::clamp<int64_t>(gpu.link.domain_gpus / stride, 1, e);
   const EpCopies copies = run.ep_dispatcher == EpDispatcher::kFlex
                               ? FlexCopies(s.num_experts, s.experts_per_token, e, local,
-                                           s.expert_groups, s.expert_groups_per_token)
+                                           GroupLimitedRouting(s) ? s.expert_groups : 0,
+                                           s.expert_groups_per_token)
                               : EpCopies{k * static_cast<double>(local - 1) / e,
                                          k * static_cast<double>(e - local) / e};
   const Path nvlink = PathFor(gpu, run, 1);
@@ -626,8 +627,7 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
                        "--overlap-moe-expert-parallel-comm; the first forward's and the last "
                        "backward's exposed)"
                      : "not overlapped with compute (Megatron-Core's default)",
-      s.expert_groups > 1 && s.expert_groups_per_token > 0 &&
-              s.expert_groups_per_token < s.expert_groups
+      GroupLimitedRouting(s)
           ? absl::StrFormat(" within %d of %d groups of experts per token (group-limited "
                             "routing)",
                             s.expert_groups_per_token, s.expert_groups)
