@@ -11,7 +11,8 @@ or wrote nothing to judge), the figure it was judged on, and the file it came fr
                        stated re-run band covering at least 90% of the pairs of runs; the cost
                        per GEMM with the process at most 0.05 s
   layers               compare-layers-NAME.txt: every measured layer within 5% of torch (unfused
-                       attention against megatron-fused) and re-run within 1%
+                       attention against megatron-fused) and re-run within 1%; beside it, not
+                       judged, the median of measured / the planner's sum of the layer's parts
   fused attention      attention-check.txt (the published rows' shapes) and
                        attention-long-check.txt (causal at 32k-128k tokens, issue 36): the
                        model's predictions within 10% of torch's cuDNN SDPA at the median, the
@@ -143,7 +144,7 @@ def attention(out):
 
 def layers(out):
     rows = []
-    for name in ("pythia-2.8b", "llama-3-8b"):
+    for name in ("pythia-2.8b", "llama-3-8b", "megatron-gpt-1.7b"):
         path = os.path.join(out, f"compare-layers-{name}.txt")
         text = read(path)
         m = re.search(r"layers (\d+), within 5% of torch (\d+), re-run within 1% (\d+)(.*)",
@@ -153,7 +154,12 @@ def layers(out):
             rows.append(("NONE", label, m.group(0) if m else "no summary line", path))
             continue
         n, within5, within1 = (int(m.group(i)) for i in (1, 2, 3))
-        rows.append((verdict(within5 == n and within1 == n), label, m.group(0).strip(), path))
+        figure = m.group(0).strip()
+        # Beside the verdict, not judged: the layers against the planner's sum of their parts.
+        predicted = re.search(r"measured / predicted .*: median ([\d.]+)", text)
+        if predicted:
+            figure += f"; measured / predicted {predicted.group(1)}"
+        rows.append((verdict(within5 == n and within1 == n), label, figure, path))
     return rows
 
 

@@ -143,11 +143,15 @@ class CompareLayersTest(unittest.TestCase):
     from the second run, one only predicted (not counted)."""
 
     def test_targets_are_judged_and_problems_listed(self):
-        def layer(key, t, src="SOURCE_MEASURED"):
-            return {"key": key, "time_s": t, "provenance": {"source": src},
-                    "stats": {"engine": f"engine-of-{key}"}}
-        run1 = {"layers": [layer("a", 0.010), layer("b", 0.020), layer("c", 0.030),
-                           layer("d", 0.040), layer("p", 0.050, "SOURCE_PREDICTED")]}
+        def layer(key, t, src="SOURCE_MEASURED", predicted=None):
+            return dict({"key": key, "time_s": t, "provenance": {"source": src},
+                         "stats": {"engine": f"engine-of-{key}"}},
+                        **({"predicted_sum_s": predicted} if predicted else {}))
+        # The planner's sum of parts for three measured layers (d has none) and the predicted
+        # row, which is not counted.
+        run1 = {"layers": [layer("a", 0.010, predicted=0.008), layer("b", 0.020, predicted=0.020),
+                           layer("c", 0.030, predicted=0.025), layer("d", 0.040),
+                           layer("p", 0.050, "SOURCE_PREDICTED", 0.050)]}
         run2 = {"layers": [layer("a", 0.01005), layer("b", 0.0203), layer("c", 0.030)]}
         torch = {"torch": "2.9", "cudnn": 91002, "layers": [
             {"key": "a", "median_s": 0.0102, "attention_backend": "cudnn", "launch": "graph"},
@@ -161,6 +165,9 @@ class CompareLayersTest(unittest.TestCase):
         self.assertIn("engine-of-a", r.stdout)  # the engine that ran each layer
         # a: both targets; b: re-run 1.5% and 33% off torch; c: no torch figure; d: no re-run.
         self.assertIn("layers 4, within 5% of torch 2, re-run within 1% 2", r.stdout)
+        # a 1.25, b 1.0, c 1.2: the measured layers against the planner's sum of their parts.
+        self.assertIn("measured / predicted (the planner's sum of parts): median 1.200 over 3 "
+                      "layers (min 1.000, max 1.250)", r.stdout)
 
     def test_unfused_attention_is_scored_against_the_fused_softmax_and_names_it(self):
         """An unfused-attention row carries torch_layers.py's three references: the table scores
@@ -204,7 +211,9 @@ class SummaryTest(unittest.TestCase):
                 "cudnn.txt": "cudnn from: /x\ncudnn_sdpa_test exit 0\n",
                 "compare-layers-pythia-2.8b.txt":
                     "...\nlayers 2, within 5% of torch 1, re-run within 1% 2 "
-                    "(unfused attention against megatron-fused)\n",
+                    "(unfused attention against megatron-fused)\n"
+                    "measured / predicted (the planner's sum of parts): median 1.182 over 2 "
+                    "layers (min 1.096, max 1.268)\n",
                 "recommend-times.txt": "pythia-2.8b cold-a 8.50 0\npythia-2.8b cold-b 12.00 0\n"
                                        "pythia-2.8b cached-a 0.04 0\nllama-3-8b cold-a 9.00 0\n"
                                        "llama-3-8b cold-b 9.50 0\nllama-3-8b cached-a 0.50 0\n",
@@ -251,6 +260,8 @@ class SummaryTest(unittest.TestCase):
         self.assertIn("PASS  GEMMs: the stated re-run band covers >= 90% of the sweeps' re-run "
                       "pairs: sweep re-run band: 70 of 72 pairs", r.stdout)
         self.assertIn("FAIL  layers pythia-2.8b", r.stdout)
+        self.assertIn("(unfused attention against megatron-fused); measured / predicted 1.182",
+                      r.stdout)
         self.assertIn("NONE  layers llama-3-8b", r.stdout)
         self.assertIn("FAIL  measured Recommend pythia-2.8b cold on both fresh caches: exit 0 "
                       "within 10 s: cold-a 8.5 s exit 0, cold-b 12.0 s exit 0", r.stdout)
@@ -267,7 +278,7 @@ class SummaryTest(unittest.TestCase):
                       "within 10 s: not run", r.stdout)
         self.assertIn("NONE  fused attention, the published rows' shapes: predicted within 10% of "
                       "cuDNN at the median: no figure", r.stdout)
-        self.assertIn("targets 25: 10 pass, 8 fail, 7 without a figure", r.stdout)
+        self.assertIn("targets 26: 10 pass, 8 fail, 8 without a figure", r.stdout)
 
     @staticmethod
     def summarize(files):
