@@ -192,11 +192,11 @@ std::string AttentionShort(v1::Attention a) {
 std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   std::string out = absl::StrFormat(
       "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d%s, global batch %d = %d "
-      "micro-batches per data-parallel rank; PREDICTED\n",
+      "micro-batch%s per data-parallel rank; PREDICTED\n",
       b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(),
       b.context_parallel() > 1 ? absl::StrCat(" c=", b.context_parallel()) : "", b.data_parallel(),
       b.expert_parallel() > 1 ? absl::StrCat(" (e=", b.expert_parallel(), " of them)") : "",
-      b.global_batch(), b.microbatches());
+      b.global_batch(), b.microbatches(), b.microbatches() == 1 ? "" : "es");
   // Components a run does not have (no context or expert parallelism, no offload) are left out.
   const bool cp = b.context_parallel() > 1, ep = b.expert_parallel() > 1,
              offload = b.offload_activations();
@@ -228,7 +228,9 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
                           100 * b.error_band_p10(), 100 * b.error_band_p90(), b.error_band_runs(),
                           b.error_band_kind());
   }
-  absl::StrAppendFormat(&out, "layout: %s, %s recomputation, ZeRO stage %d%s%s; %s; %s\n",
+  absl::StrAppendFormat(&out,
+                        "layout: %s, %s recomputation, ZeRO stage %d%s%s, micro-batch %d; %s; "
+                        "%s\n",
                         b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
                         b.recompute() == v1::RECOMPUTE_FULL        ? "full"
                         : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
@@ -237,7 +239,8 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
                         b.interleave() > 1
                             ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
                             : "",
-                        MemoryParts(b.memory()), b.memory().fits() ? "fits" : "does NOT fit");
+                        std::max<int64_t>(b.micro_batch_size(), 1), MemoryParts(b.memory()),
+                        b.memory().fits() ? "fits" : "does NOT fit");
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;
 }

@@ -95,7 +95,9 @@ ABSL_FLAG(std::string, network, "",
 ABSL_FLAG(bool, plan, false,
           "analyze: choose sequence parallelism, recomputation, the ZeRO stage, activation "
           "offload and, with pipeline stages and no --interleave, the interleave: the fastest "
-          "layout whose memory fits");
+          "layout whose memory fits; where the model leaves micro_batch_size unset (a Hugging "
+          "Face config.json) and --global-batch is given, the micro-batch too (1, 2, 4, 8 or 16, "
+          "those dividing the sequences per data-parallel rank)");
 ABSL_FLAG(bool, offload_activations, false,
           "analyze: copy each layer's stored activations to host memory and back (overlapped "
           "with compute; what is not hidden is the step's offload time)");

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/network.h"
 #include "core/status_macros.h"
 
@@ -758,6 +759,7 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.zero_stage = run.zero_stage;
   r.offload_activations = run.offload_activations;
   r.interleave = std::max<int64_t>(run.interleave, 1);
+  r.micro_batch_size = s.micro_batch_size;
   r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
              r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
   r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
@@ -952,6 +954,38 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
                           " layouts fits in memory; the one needing the least is ", layout,
                           ": more GPUs (pipeline or tensor parallelism) are needed"));
   return out;
+}
+
+PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& run,
+                                 PredictionMemo* memo) {
+  if (!run.plan || spec.micro_batch_size != 0 || run.global_batch <= 0 ||
+      spec.workload != Workload::kTraining) {
+    return {};
+  }
+  std::optional<StepBreakdown> best;
+  std::vector<std::string> weighed;
+  for (const int64_t b : kPlannedMicroBatches) {
+    ModelSpec s = spec;
+    s.micro_batch_size = b;
+    absl::StatusOr<Analysis> a = Analyze(s, gpu, memo);
+    if (!a.ok()) continue;
+    // A micro-batch that does not divide the sequences per data-parallel rank is refused here
+    // (run.global_batch); so is every one where the run itself is wrong, which the caller's own
+    // step then reports.
+    absl::StatusOr<StepBreakdown> step = PlanLayout(*a, run);
+    if (!step.ok()) continue;
+    weighed.push_back(absl::StrCat(b));
+    if (!step->memory.fits) continue;
+    if (!best || step->step_s < best->step_s) best = *step;
+  }
+  if (weighed.empty()) return {};
+  const int64_t chosen = best ? best->micro_batch_size : kDefaultMicroBatch;
+  return {chosen,
+          absl::StrCat("planned: micro-batch ", chosen, " of ", absl::StrJoin(weighed, ", "),
+                       best ? " (those dividing the sequences per data-parallel rank), the "
+                              "fastest whose layout fits"
+                            : " (those dividing the sequences per data-parallel rank); none fits, "
+                              "so the smallest")};
 }
 
 }  // namespace wavecrest

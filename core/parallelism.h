@@ -153,6 +153,7 @@ struct StepBreakdown {
   int zero_stage = 0;
   bool offload_activations = false;
   int64_t interleave = 1;  // virtual pipeline stages per rank
+  int64_t micro_batch_size = 1;  // b: sequences per micro-batch (as given, or as planned)
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
   // The planner's error band for a run of this kind (PlannerBands): measured step time /
   // predicted - 1 at p10 and p90 over the published runs it was checked against.
@@ -193,6 +194,19 @@ inline constexpr int64_t kMaxPlannedInterleave = 8;
 // each sequence parallelism, recomputation, ZeRO stage and offload (plan off).
 std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run);
 std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run);
+
+// With `run.plan`, a training spec whose micro-batch is not given (micro_batch_size 0) and a
+// global batch: the micro-batch too. Each of kPlannedMicroBatches that divides the sequences per
+// data-parallel rank is analysed anew (its GEMMs are another shape) and its layout planned
+// (PlanLayout); the fastest whose memory fits wins, else 1. `micro_batch` is 0 where nothing was
+// planned (the spec's own stands), and `assumption` then empty.
+struct PlannedMicroBatch {
+  int64_t micro_batch = 0;
+  std::string assumption;
+};
+inline constexpr int64_t kPlannedMicroBatches[] = {1, 2, 4, 8, 16};
+PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& run,
+                                 PredictionMemo* memo = nullptr);
 
 // INVALID_ARGUMENT naming the field for a run the spec cannot have (GPUs not a multiple of t·p·c,
 // a global batch not a multiple of b·d, an interleave that does not divide the stage's layers).

@@ -59,6 +59,22 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   if (request.gpu().empty()) all.push_back({"gpu", GpuRequired()});
   if (!all.empty()) return InvalidArgumentWithViolations(all);
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
+  // A run is the answer whenever one is described: `run`, or parallelism beyond TP in the model
+  // (`--tp 8 --pp 4 --dp 2` is a run on 64 GPUs, not one rank's kernels).
+  const bool run_given = request.has_run() || spec.pipeline_parallel > 1 ||
+                         spec.data_parallel > 1 || spec.context_parallel > 1 ||
+                         spec.expert_parallel > 1;
+  RunConfig run;
+  PlannedMicroBatch planned;
+  if (run_given) {
+    ASSIGN_OR_RETURN(run, FromProto(request.run(), "run."));
+    // A planned run whose model leaves the micro-batch unset plans it too; the kernels below are
+    // then the chosen micro-batch's.
+    ModelSpec unset = spec;  // WithDefaults gave it 1: what the request said decides
+    unset.micro_batch_size = request.model().micro_batch_size();
+    planned = PlanMicroBatch(unset, *gpu, run, &CatalogPredictionMemo());
+    if (planned.micro_batch > 0) spec.micro_batch_size = planned.micro_batch;
+  }
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
@@ -67,13 +83,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   kernels->set_mfu(response.mfu());
   kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
   *kernels->mutable_memory() = response.memory();
-  // A run is the answer whenever one is described: `run`, or parallelism beyond TP in the model
-  // (`--tp 8 --pp 4 --dp 2` is a run on 64 GPUs, not one rank's kernels).
-  const bool run_given = request.has_run() || spec.pipeline_parallel > 1 ||
-                         spec.data_parallel > 1 || spec.context_parallel > 1 ||
-                         spec.expert_parallel > 1;
   if (run_given) {
-    ASSIGN_OR_RETURN(const RunConfig run, FromProto(request.run(), "run."));
     absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);
     if (!step.ok()) {
       // "run.global_batch: must be ..." names its field.
@@ -83,6 +93,9 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
         return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
       }
       return FieldError("run", msg);
+    }
+    if (!planned.assumption.empty()) {
+      step->assumptions.insert(step->assumptions.begin(), planned.assumption);
     }
     *response.mutable_step() = ToProto(*step);
     response.set_step_time_s(response.step().step_time_s());

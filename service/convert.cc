@@ -712,6 +712,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_zero_stage(b.zero_stage);
   p.set_offload_activations(b.offload_activations);
   p.set_interleave(b.interleave);
+  p.set_micro_batch_size(b.micro_batch_size);
   p.set_cp_comm_s(b.cp_comm_s);
   p.set_ep_comm_s(b.ep_comm_s);
   p.set_offload_s(b.offload_s);

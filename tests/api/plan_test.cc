@@ -3,6 +3,7 @@
 // are the run's, and one rank's kernels keep their own name.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "service/advisor_logic.h"
 #include "service/spec_io.h"
 
@@ -52,6 +53,41 @@ TEST(PlanTest, ParallelismInTheModelIsARunAndTheAnswerIsTheRuns) {
   ASSERT_TRUE(planned.ok()) << planned.status();
   EXPECT_GT(planned->step().interleave(), 1);
   EXPECT_GT(planned->step().pipeline_parallel(), 1);
+  EXPECT_EQ(planned->step().micro_batch_size(), 1);  // the model file gives it: kept
+}
+
+// A model that leaves the micro-batch unset (a Hugging Face config.json) gets one planned: the
+// step, its layout line and one rank's kernels are the chosen micro-batch's, and an assumption
+// says what was weighed. Given, it is kept.
+TEST(PlanTest, APlannedRunChoosesTheMicroBatchTheModelLeavesUnset) {
+  v1::AnalyzeRequest q;
+  absl::StatusOr<v1::ModelSpec> m =
+      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/hf/llama-3-8b.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  *q.mutable_model() = *m;
+  ASSERT_EQ(q.model().micro_batch_size(), 0);
+  q.set_gpu("h100-sxm");
+  q.mutable_model()->set_seq_length(4096);
+  q.mutable_model()->set_tensor_parallel(8);
+  q.mutable_run()->set_num_gpus(512);  // d = 64, one rank per node: the reduction crosses NICs
+  q.mutable_run()->set_global_batch(256);  // 4 sequences per data-parallel rank
+  q.mutable_run()->set_overlap_grad_reduce(true);
+  q.mutable_run()->set_plan(true);
+  const absl::StatusOr<v1::AnalyzeResponse> planned = HandleAnalyze(q);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  const int64_t b = planned->step().micro_batch_size();
+  EXPECT_GT(b, 1);
+  EXPECT_EQ(planned->step().microbatches() * b, 4);
+  ASSERT_GT(planned->step().assumptions_size(), 0);
+  EXPECT_THAT(planned->step().assumptions(0),
+              testing::HasSubstr(absl::StrCat("planned: micro-batch ", b, " of 1, 2, 4 (")));
+  q.mutable_model()->set_micro_batch_size(1);
+  const absl::StatusOr<v1::AnalyzeResponse> given = HandleAnalyze(q);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_EQ(given->step().micro_batch_size(), 1);
+  EXPECT_LT(planned->step_time_s(), given->step_time_s());
+  // One rank's kernels are for one micro-batch: b sequences take longer than one.
+  EXPECT_GT(planned->kernels().step_time_s(), given->kernels().step_time_s());
 }
 
 }  // namespace

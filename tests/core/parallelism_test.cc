@@ -651,6 +651,43 @@ TEST(ParallelismTest, ThePlanChoosesTheInterleaveWhenNoneIsGiven) {
   EXPECT_EQ(CandidateInterleaves(Llama70B(8, 1), RunConfig()), (std::vector<int64_t>{1}));
 }
 
+// A planned run whose model leaves the micro-batch unset plans it too: Megatron-LM's GPT 32B on
+// TP 8 over 48 nodes (its H100 weak-scaling table) exposes its FP32 gradient reduction at one
+// sequence a micro-batch, four a step; a larger micro-batch hides more of it under the last
+// backward, so the plan takes one above 1 and says which it weighed. Only those dividing the
+// sequences per data-parallel rank are weighed; a micro-batch given, no plan or no global batch
+// leaves it alone.
+TEST(ParallelismTest, ThePlanChoosesTheMicroBatchWhenNoneIsGiven) {
+  ModelSpec s = testing::LlamaLike(7168, 56, 56, 48, 28672, 131072);
+  s.mlp = Mlp::kGelu;
+  s.seq_length = 4096;
+  s.tensor_parallel = 8;
+  s.micro_batch_size = 0;
+  RunConfig run;
+  run.num_gpus = 384;
+  run.global_batch = 192;
+  run.overlap_grad_reduce = true;
+  run.tp_overlap = 1;
+  run.plan = true;
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const PlannedMicroBatch planned = PlanMicroBatch(s, gpu, run);
+  EXPECT_GT(planned.micro_batch, 1) << planned.assumption;
+  EXPECT_THAT(planned.assumption, HasSubstr("of 1, 2, 4 ("));  // 4 sequences per rank: not 8
+  ModelSpec chosen = s;
+  chosen.micro_batch_size = planned.micro_batch;
+  ModelSpec one = s;
+  one.micro_batch_size = 1;
+  EXPECT_LT(Plan(chosen, run).step_s, Plan(one, run).step_s);
+  EXPECT_EQ(Plan(chosen, run).micro_batch_size, planned.micro_batch);
+  EXPECT_EQ(PlanMicroBatch(one, gpu, run).micro_batch, 0);  // given: kept
+  RunConfig unplanned = run;
+  unplanned.plan = false;
+  EXPECT_EQ(PlanMicroBatch(s, gpu, unplanned).micro_batch, 0);
+  RunConfig no_batch = run;
+  no_batch.global_batch = 0;
+  EXPECT_EQ(PlanMicroBatch(s, gpu, no_batch).micro_batch, 0);
+}
+
 // Megatron-Core's --fp8-param-gather: FP8 training keeps the weights in FP8, so the weights take
 // half the memory and the distributed optimizer's all-gather of them moves half the bytes (FSDP's
 // gathers too); the gradients and the optimizer state do not change. It is refused, naming the

@@ -169,6 +169,8 @@ export interface StepBreakdown {
   offload_activations?: boolean;
   /** Virtual pipeline stages per rank (the interleaved schedule), as given or as planned. */
   interleave?: Int64;
+  /** Sequences per micro-batch: the model's, or as planned where the model leaves it unset. */
+  micro_batch_size?: Int64;
   /** The planner's error band for this kind of run (measured / predicted - 1, p10 and p90). */
   error_band_p10?: number;
   error_band_p90?: number;

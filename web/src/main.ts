@@ -542,6 +542,7 @@ function layoutText(b: StepBreakdown): string {
   return [b.sequence_parallel ? "sequence parallel" : "no sequence parallelism", `${recompute} recomputation`,
           `ZeRO ${b.zero_stage ?? 0}`, b.offload_activations ? "activations offloaded" : "",
           Number(b.interleave ?? 1) > 1 ? `${b.interleave} interleaved stages per rank` : "",
+          `micro-batch ${Number(b.micro_batch_size ?? 1) || 1}`,
           mem ? `${mem}${b.memory?.fits === false ? " (does not fit)" : ""}` : ""]
     .filter((x) => x).join(", ");
 }

@@ -263,7 +263,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(page.locator("#step-bars")).toContainText("on 64 GPUs (t=8 p=2 c=2 d=2)");
   await expect(page.locator("#step-bars")).toContainText("published context parallel runs");
   await expect(page.locator("#step-bars")).toContainText("layout: sequence parallel, selective recomputation, ZeRO 3");
-  await expect(page.locator("#step-bars")).toContainText("2 interleaved stages per rank");
+  await expect(page.locator("#step-bars")).toContainText("2 interleaved stages per rank, micro-batch 2");
   // One answer: the GPU table's step time is the run's, as the API's top level is.
   const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
                                                            body: JSON.stringify(sent[0]) })).json();

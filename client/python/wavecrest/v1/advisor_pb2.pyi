@@ -640,7 +640,7 @@ class RunConfig(_message.Message):
     def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "interleave", "memory", "mfu", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
+    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -659,6 +659,7 @@ class StepBreakdown(_message.Message):
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
     MICROBATCHES_FIELD_NUMBER: _ClassVar[int]
+    MICRO_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_S_FIELD_NUMBER: _ClassVar[int]
@@ -691,6 +692,7 @@ class StepBreakdown(_message.Message):
     interleave: int
     memory: MemoryEstimate
     mfu: float
+    micro_batch_size: int
     microbatches: int
     nodes: int
     offload_activations: bool
@@ -707,7 +709,7 @@ class StepBreakdown(_message.Message):
     tokens_per_second_per_gpu: float
     tp_comm_s: float
     zero_stage: int
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ...) -> None: ...
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
