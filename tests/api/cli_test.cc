@@ -68,9 +68,17 @@ TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
   CliRun r = Cli(o);
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* part : {"training step on 64 GPUs (8 nodes): t=8 p=4 d=2", "TP communication",
-                           "pipeline bubble", "DP communication", "optimizer", "assumes:"}) {
+                           "pipeline bubble", "DP communication", "optimizer", "assumes:",
+                           "512 micro-batches per data-parallel rank", ", micro-batch 1;"}) {
     EXPECT_THAT(r.out, HasSubstr(part));
   }
+  // The model file gives its micro-batch; --micro-batch 2 halves the micro-batches and says so.
+  o.micro_batch = 2;
+  r = Cli(o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("256 micro-batches per data-parallel rank"));
+  EXPECT_THAT(r.out, HasSubstr(", micro-batch 2;"));
+  o.micro_batch = 0;
   o.format = "json";
   r = Cli(o);
   ASSERT_EQ(r.code, 0) << r.err;
