@@ -962,7 +962,7 @@ PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, cons
       spec.workload != Workload::kTraining) {
     return {};
   }
-  std::optional<StepBreakdown> best;
+  std::optional<StepBreakdown> best, smallest;
   std::vector<std::string> weighed;
   for (const int64_t b : kPlannedMicroBatches) {
     ModelSpec s = spec;
@@ -975,6 +975,7 @@ PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, cons
     absl::StatusOr<StepBreakdown> step = PlanLayout(*a, run);
     if (!step.ok()) continue;
     weighed.push_back(absl::StrCat(b));
+    if (b == kDefaultMicroBatch) smallest = *step;
     if (!step->memory.fits) continue;
     if (!best || step->step_s < best->step_s) best = *step;
   }
@@ -985,7 +986,8 @@ PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, cons
                        best ? " (those dividing the sequences per data-parallel rank), the "
                               "fastest whose layout fits"
                             : " (those dividing the sequences per data-parallel rank); none fits, "
-                              "so the smallest")};
+                              "so the smallest"),
+          best ? best : smallest};
 }
 
 }  // namespace wavecrest

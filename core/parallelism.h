@@ -31,6 +31,7 @@
 #define WAVECREST_CORE_PARALLELISM_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -199,10 +200,12 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
 // global batch: the micro-batch too. Each of kPlannedMicroBatches that divides the sequences per
 // data-parallel rank is analysed anew (its GEMMs are another shape) and its layout planned
 // (PlanLayout); the fastest whose memory fits wins, else 1. `micro_batch` is 0 where nothing was
-// planned (the spec's own stands), and `assumption` then empty.
+// planned (the spec's own stands), and `assumption` then empty; otherwise `step` is the chosen
+// micro-batch's planned step (without the assumption), so that it need not be planned again.
 struct PlannedMicroBatch {
   int64_t micro_batch = 0;
   std::string assumption;
+  std::optional<StepBreakdown> step;
 };
 inline constexpr int64_t kPlannedMicroBatches[] = {1, 2, 4, 8, 16};
 PlannedMicroBatch PlanMicroBatch(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& run,

@@ -47,6 +47,22 @@ absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
   return FindGpu(name);
 }
 
+namespace {
+
+// A planned run whose model leaves the micro-batch unset plans it too (PlanMicroBatch): what the
+// request said decides, as WithDefaults gave `spec` 1; `spec` then takes the chosen one, so that
+// the kernels analysed after are that micro-batch's.
+PlannedMicroBatch PlanRequestedMicroBatch(const v1::ModelSpec& requested, const GpuSpec& gpu,
+                                          const RunConfig& run, ModelSpec& spec) {
+  ModelSpec unset = spec;
+  unset.micro_batch_size = requested.micro_batch_size();
+  PlannedMicroBatch planned = PlanMicroBatch(unset, gpu, run, &CatalogPredictionMemo());
+  if (planned.micro_batch > 0) spec.micro_batch_size = planned.micro_batch;
+  return planned;
+}
+
+}  // namespace
+
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
                                                   const MeasuredLayerLookup& lookup) {
   if (!request.hf_config_json().empty()) {
@@ -68,12 +84,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   PlannedMicroBatch planned;
   if (run_given) {
     ASSIGN_OR_RETURN(run, FromProto(request.run(), "run."));
-    // A planned run whose model leaves the micro-batch unset plans it too; the kernels below are
-    // then the chosen micro-batch's.
-    ModelSpec unset = spec;  // WithDefaults gave it 1: what the request said decides
-    unset.micro_batch_size = request.model().micro_batch_size();
-    planned = PlanMicroBatch(unset, *gpu, run, &CatalogPredictionMemo());
-    if (planned.micro_batch > 0) spec.micro_batch_size = planned.micro_batch;
+    planned = PlanRequestedMicroBatch(request.model(), *gpu, run, spec);
   }
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
@@ -84,7 +95,9 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
   *kernels->mutable_memory() = response.memory();
   if (run_given) {
-    absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);
+    // A planned micro-batch comes with its step: not planned again.
+    absl::StatusOr<StepBreakdown> step =
+        planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
     if (!step.ok()) {
       // "run.global_batch: must be ..." names its field.
       const absl::string_view msg = step.status().message();

@@ -679,6 +679,8 @@ TEST(ParallelismTest, ThePlanChoosesTheMicroBatchWhenNoneIsGiven) {
   one.micro_batch_size = 1;
   EXPECT_LT(Plan(chosen, run).step_s, Plan(one, run).step_s);
   EXPECT_EQ(Plan(chosen, run).micro_batch_size, planned.micro_batch);
+  ASSERT_TRUE(planned.step.has_value());  // the chosen micro-batch's step, planned once
+  EXPECT_DOUBLE_EQ(planned.step->step_s, Plan(chosen, run).step_s);
   EXPECT_EQ(PlanMicroBatch(one, gpu, run).micro_batch, 0);  // given: kept
   RunConfig unplanned = run;
   unplanned.plan = false;
