@@ -209,6 +209,21 @@ void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   }
 }
 
+// How Meta ran Llama 3 405B's pre-training (arXiv:2407.21783 sec. 3.3;
+// bench/data/published-runs-llama3-h100.md): the table's VP as the interleaved schedule (one
+// layer per model chunk, sec. 3.3.2), over RoCE at 400 Gb/s per GPU (sec. 3.3.1), and FSDP that
+// shards the optimizer state and the FP32 gradients (accumulated over the micro-batches, then
+// reduce-scattered) and keeps the gathered weights from forward to backward: the distributed
+// optimizer's traffic, one reduce-scatter and one all-gather a step. Sequence parallelism,
+// recomputation and offload are not stated and the run's memory decides them: the planner's plan
+// chooses them (PlanLayout, as `analyze --plan`), the ZeRO stage among them.
+void MetaLlama3Recipe(const Row& r, RunConfig& run) {
+  run.interleave = std::max<int64_t>(Int(r, "vp", 1), 1);
+  run.network = "roce-400g";
+  run.zero_stage = 1;
+  run.plan = true;
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -330,6 +345,7 @@ Priced Describe(const Row& r, const std::string& root) {
     NvidiaMoeRecipe(r, s, run);
   }
   if (source == "automodel") AutoModelRecipe(r, s, run);
+  if (source == "llama3") MetaLlama3Recipe(r, run);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {

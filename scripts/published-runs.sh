@@ -39,13 +39,17 @@ rm -f "$nemo_rows"
 megatron_runs=bench/data/published-runs-megatron-h100.csv
 { bench_header; "$build/bench/published_runs" --rows "$megatron_runs"; } 2>&1 |
   tee bench/results/published_runs_megatron_h100.txt
-# ... and the four H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
+# ... and against Meta's Llama 3 405B runs (126 layers on 16 stages; bench/data).
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-llama3-h100.csv; } \
+  2>&1 | tee bench/results/published_runs_llama3_h100.txt
+# ... and the five H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
 # p90 <= 25%; the "runs:" line counts each run once).
 h100_sets=(bench/data/published-runs-h100.csv bench/data/published-runs-nemo-h100.csv
-  bench/data/published-runs-automodel-h100.csv bench/data/published-runs-megatron-h100.csv)
+  bench/data/published-runs-automodel-h100.csv bench/data/published-runs-megatron-h100.csv
+  bench/data/published-runs-llama3-h100.csv)
 { bench_header; "$build/bench/published_runs" "${h100_sets[@]}"; } 2>&1 |
   tee bench/results/published_runs_h100_all.txt
-# ... and the planner's error band by kind of run over all five (core's PlannerBands).
+# ... and the planner's error band by kind of run over all six (core's PlannerBands).
 if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" --bands "$runs" "${h100_sets[@]}"; } 2>&1 |
     tee bench/results/planner_bands.txt
