@@ -22,15 +22,13 @@ whose EP cell reads "-" beside "DeepEP": 8 for GPT-OSS 20B (its config's ep_size
 GPT-OSS 120B (the FSDP degree; its config at 89e3a9fdd says PP 2 / EP 16 for another batch and
 the later one PP 1 / EP 64, which matches the table's layout).
 """
-import csv
 import subprocess
 import sys
 
+import runs_csv
+
 PAGE = ("e45812012456b0a6fb6b8d02eb9b29e2b5884d5a", "docs/performance-summary.md")
 GPU = "H100-80GB SXM (DGX H100; NVLink 4 + NVSwitch, 8x400Gb/s InfiniBand per node)"
-COLUMNS = ("id,source,model,h,a,a_kv,L,ffn,vocab,seq,micro_batch,global_batch,tp,pp,dp,cp,vp,ep,"
-           "fsdp,gpus,gpu,dtype,recompute,seq_parallel,config,metric,value,unit,"
-           "source_repo_or_url,commit_or_date,quote").split(",")
 
 # Table name -> (id stem, release of the row (YYMM of the commit that published it), config file,
 # or the h/a/a_kv/L/ffn/vocab of a dense model, EP where the table's cell is "-", recomputation).
@@ -54,8 +52,7 @@ def main():
     text = subprocess.run(git + ["show", f"{PAGE[0]}:{PAGE[1]}"], check=True,
                           capture_output=True, text=True).stdout
     pretraining = text.split("## Pre-Training Performance")[1].split("## Fine-Tuning")[0]
-    out = csv.DictWriter(sys.stdout, fieldnames=COLUMNS, lineterminator="\n")
-    out.writeheader()
+    out = runs_csv.writer()
     for line in pretraining.splitlines():
         if not line.startswith("| ") or line.startswith("| Model"):
             continue

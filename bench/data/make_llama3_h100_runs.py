@@ -16,8 +16,9 @@ whether Meta counts its causal half or all of it (a factor of 1.4 on the figure)
 What bench/published_runs takes from section 3.3 for these rows, and what it leaves to the
 planner, is in published-runs-llama3-h100.md.
 """
-import csv
 import sys
+
+import runs_csv
 
 PEAK_BF16 = 989.0
 # Llama 3 405B (arXiv:2407.21783, Table 3): 126 layers, model dimension 16,384, FFN dimension
@@ -32,10 +33,6 @@ TABLE = [
     (16384, 8, 1, 16, 128, 8192, 16, 16, 400, 41),
     (16384, 8, 16, 16, 8, 131072, 16, 16, 380, 38),
 ]
-COLUMNS = ["id", "source", "model", "h", "a", "a_kv", "L", "ffn", "vocab", "seq", "micro_batch",
-           "global_batch", "tp", "pp", "dp", "cp", "vp", "ep", "fsdp", "gpus", "gpu", "dtype",
-           "recompute", "seq_parallel", "config", "metric", "value", "unit",
-           "source_repo_or_url", "commit_or_date", "quote"]
 # Section 3.3.2: taking one Transformer layer from the first and from the last stage leaves the
 # first stage's first model chunk with the embedding alone and the last stage's last chunk with
 # the output layer and loss alone: a model chunk holds one layer, so each of the 16 stages runs
@@ -62,8 +59,7 @@ def check(row):
 
 
 def main():
-    out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
-    out.writeheader()
+    out = runs_csv.writer()
     for row in TABLE:
         check(row)
         gpus, tp, cp, pp, dp, seq, per_dp, tokens_m, tflops, mfu = row

@@ -20,8 +20,9 @@ teraFLOP/s are Megatron-LM's count (megatron/training/training.py num_floating_p
 core_r0.8.0: 72·B·s·L·h²·(1 + s/6h + V/12hL) for these MHA, 4h-MLP models), compared as such. The
 strong-scaling figure (GPT-3 175B, 96 to 4608 GPUs) is left out: its layouts are not stated.
 """
-import csv
 import sys
+
+import runs_csv
 
 COMMIT = "f2e5db402c44ae309aa6448bcb4ae87e8ae0f5f4"
 VOCAB, SEQ, PEAK_BF16 = 131072, 4096, 989.0
@@ -39,10 +40,6 @@ TABLE = [
     ("314B", 128, 16384, 96, 8, 8, 48, 3072, 1536, 474.4, 48, 1457.4),
     ("462B", 144, 18432, 112, 8, 16, 48, 6144, 3072, 459.9, 47, 2825.6),
 ]
-COLUMNS = ["id", "source", "model", "h", "a", "a_kv", "L", "ffn", "vocab", "seq", "micro_batch",
-           "global_batch", "tp", "pp", "dp", "cp", "vp", "ep", "fsdp", "gpus", "gpu", "dtype",
-           "recompute", "seq_parallel", "config", "metric", "value", "unit",
-           "source_repo_or_url", "commit_or_date", "quote"]
 
 
 def check(row):
@@ -62,8 +59,7 @@ def check(row):
 
 
 def main():
-    out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
-    out.writeheader()
+    out = runs_csv.writer()
     for row in TABLE:
         check(row)
         size, a, h, L, tp, pp, dp, gpus, batch, tflops, mfu, pflops = row

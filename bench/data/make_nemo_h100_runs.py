@@ -17,10 +17,11 @@ model TFLOP/s per GPU is left out (it is the same measurement times the publishe
 Rows of models the planner cannot express are left out and listed on stderr (Nemotron 3 Nano:
 hybrid Mamba-Transformer layers).
 """
-import csv
 import re
 import subprocess
 import sys
+
+import runs_csv
 
 NEMO = ("8e3d65dcfe3504689bfc5b6e67d502780aacad41", "docs/source/performance/performance_summary.md")
 BRIDGE = ("067f987df03b8355b03192d88d70f1709fedf51a", "docs/performance-summary-archive.md")
@@ -51,10 +52,6 @@ MODELS = {
     "DEEPSEEKV3": dict(config="examples/models/hf/deepseek-v3.json"),
 }
 LEFT_OUT = {"NEMOTRON-3-NANO": "hybrid Mamba-Transformer layers"}
-COLUMNS = ["id", "source", "model", "h", "a", "a_kv", "L", "ffn", "vocab", "seq", "micro_batch",
-           "global_batch", "tp", "pp", "dp", "cp", "vp", "ep", "fsdp", "gpus", "gpu", "dtype",
-           "recompute", "seq_parallel", "config", "metric", "value", "unit",
-           "source_repo_or_url", "commit_or_date", "quote"]
 
 
 def key(name):
@@ -183,8 +180,7 @@ def long_sequence_rows(text, repo_url, commit):
 
 def main():
     nemo_dir, bridge_dir = sys.argv[1], sys.argv[2]
-    out = csv.DictWriter(sys.stdout, COLUMNS, lineterminator="\n")
-    out.writeheader()
+    out = runs_csv.writer()
     seen = set()
     for source, repo, (commit, path), url in (
             ("nemo", nemo_dir, NEMO, f"github.com/NVIDIA/NeMo {NEMO[1]}"),
