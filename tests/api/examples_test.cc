@@ -61,6 +61,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/llama-2-70b.json", 68'976'648'192, 0.005},
                       Published{"examples/models/llama-3-8b.json", 8'030'261'248, 0.005},
                       Published{"examples/models/llama-3-70b.json", 70'553'706'496, 0.005},
+                      // Llama 3.1 405B: "405B" (Meta's model card), three digits: 1%.
+                      Published{"examples/models/llama-3.1-405b.json", 405e9, 0.01},
                       Published{"examples/models/mistral-7b.json", 7'241'732'096, 0.005},
                       Published{"examples/models/qwen2-7b.json", 7'615'616'512, 0.005},
                       // Hugging Face configs, through the importer.
