@@ -119,8 +119,7 @@ absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string
 // seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
 // (_benchmark_common: grad_reduce_in_fp32 = False).
 void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run) {
-  int64_t vp = Int(r, "vp", 1), ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
-  run.interleave = std::max<int64_t>(vp, 1);
+  int64_t ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
   s.expert_parallel = std::max<int64_t>(ep, 1);
   // Their MoE recipes run whole experts (expert_tensor_parallel_size = 1: perf_recipes/deepseek/
   // common.py, gpt_oss/*, qwen/*/qwen3_moe.py).
@@ -200,7 +199,6 @@ void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   } else {
     run.gradient_bytes = 2;
   }
-  run.interleave = std::max<int64_t>(Int(r, "vp", 1), 1);
   run.zero_stage = 3;
   const std::string& src = r.at("source");
   run.zero3_prefetch = absl::StrContains(src, "fsdp2_prefetch");
@@ -210,17 +208,15 @@ void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
 }
 
 // How Meta ran Llama 3 405B's pre-training (arXiv:2407.21783 sec. 3.3;
-// bench/data/published-runs-llama3-h100.md): the table's VP as the interleaved schedule (one
-// layer per model chunk, sec. 3.3.2), over RoCE at 400 Gb/s per GPU (sec. 3.3.1), and FSDP that
-// shards the optimizer state and the FP32 gradients (accumulated over the micro-batches, then
-// reduce-scattered) and keeps the gathered weights from forward to backward: the distributed
-// optimizer's traffic, one reduce-scatter and one all-gather a step. Sequence parallelism,
-// recomputation and offload are not stated and the run's memory decides them: the planner's plan
-// chooses them (PlanLayout, as `analyze --plan`), the ZeRO stage among them.
-void MetaLlama3Recipe(const Row& r, RunConfig& run) {
-  run.interleave = std::max<int64_t>(Int(r, "vp", 1), 1);
+// bench/data/published-runs-llama3-h100.md): the row's VP (8: one layer per model chunk, sec.
+// 3.3.2) as the interleaved schedule, over RoCE at 400 Gb/s per GPU (sec. 3.3.1). Sequence
+// parallelism, recomputation and offload are not stated and the run's memory decides them: the
+// planner's plan chooses them (PlanLayout, as `analyze --plan`), and the ZeRO stage with them. It
+// takes ZeRO 1, the traffic of Meta's FSDP: the optimizer state and the FP32 gradients sharded
+// (accumulated over the micro-batches, then reduce-scattered), the gathered weights kept from
+// forward to backward, one reduce-scatter and one all-gather a step.
+void MetaLlama3Recipe(RunConfig& run) {
   run.network = "roce-400g";
-  run.zero_stage = 1;
   run.plan = true;
 }
 
@@ -332,7 +328,9 @@ Priced Describe(const Row& r, const std::string& root) {
                   : absl::StartsWith(recompute, "selective") ? Recompute::kSelective
                                                              : Recompute::kNone;
   run.sequence_parallel = r.at("seq_parallel") == "yes";
-  // Megatron's interleaved schedule where the paper used it (175B, 530B: 3 stages per rank).
+  // The interleaved schedule of the row's VP (virtual stages per rank; 1 where it has none) ...
+  run.interleave = std::max<int64_t>(Int(r, "vp", 1), 1);
+  // ... and Megatron's where the paper used it (175B, 530B: 3 stages per rank).
   if (source == "kort22" && s.pipeline_parallel > 1 && !absl::StrContains(r.at("model"), "1T")) {
     run.interleave = 3;
   }
@@ -345,7 +343,7 @@ Priced Describe(const Row& r, const std::string& root) {
     NvidiaMoeRecipe(r, s, run);
   }
   if (source == "automodel") AutoModelRecipe(r, s, run);
-  if (source == "llama3") MetaLlama3Recipe(r, run);
+  if (source == "llama3") MetaLlama3Recipe(run);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
