@@ -224,11 +224,14 @@ TEST(WorkerTest, MeasuredRecommendAnswersWithinItsBudgetThroughASlowWorker) {
   EXPECT_THAT(out, HasSubstr("GEMMs not measured: they are PREDICTED"));
   EXPECT_THAT(out, HasSubstr("verdict: "));
 
-  // The budget (60 s by default) outlasts the caller's deadline: the answer comes first.
+  // The budget (60 s by default) outlasts the caller's deadline: the answer comes first. Exit 0
+  // is the proof: an answer after the 5 s deadline would be DEADLINE_EXCEEDED (exit 14). The
+  // wall clock around the shell adds the CLI's start-up, seconds under sanitizers on a busy
+  // machine, so it is held only to the same slack as the budget's case above.
   start = absl::Now();
   auto [code2, out2] = Shell(cli + " --deadline 5");
   EXPECT_EQ(code2, 0) << out2;
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << out2;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5 + 10)) << out2;
   EXPECT_THAT(out2, HasSubstr("ran out with"));
 }
 
