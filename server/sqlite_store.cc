@@ -4,9 +4,11 @@
 
 #include <filesystem>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "service/convert.h"
 #include "service/log.h"
 
@@ -45,18 +47,34 @@ CREATE TABLE IF NOT EXISTS calibrations (
 );
 )sql";
 
+// SQLITE_BUSY and SQLITE_LOCKED mean another connection holds the file (replicas sharing a
+// spool, opening it together): UNAVAILABLE, a wait, where any other failure is the file's.
+absl::Status SqliteError(int rc, const std::string& message) {
+  const int primary = rc & 0xff;
+  return primary == SQLITE_BUSY || primary == SQLITE_LOCKED ? absl::UnavailableError(message)
+                                                            : absl::InternalError(message);
+}
+
 absl::Status Exec(sqlite3* db, const char* sql) {
   char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    absl::Status st = absl::InternalError(err ? err : "sqlite error");
+  if (const int rc = sqlite3_exec(db, sql, nullptr, nullptr, &err); rc != SQLITE_OK) {
+    absl::Status st = SqliteError(rc, err ? err : "sqlite error");
     sqlite3_free(err);
     return st;
   }
   return absl::OkStatus();
 }
 
-// Opens `path` and checks that it is our schema (or empty). Returns the handle or an error that
-// means "this file is not usable as our cache".
+// How long a statement waits on a lock another connection holds: 1 s while opening (Open tries
+// again, for up to kBusyPatience, before it says the file is in use; it never moves a locked
+// file aside), 5 s once open.
+constexpr int kOpenBusyTimeoutMs = 1000;
+constexpr int kBusyTimeoutMs = 5000;
+constexpr absl::Duration kBusyPatience = absl::Seconds(30);
+
+// Opens `path` and checks that it is our schema (or empty). Returns the handle, UNAVAILABLE while
+// another connection holds the file locked, or another error that means "this file is not usable
+// as our cache".
 absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db,
@@ -66,7 +84,7 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
     sqlite3_close(db);
     return absl::DataLossError(msg);
   }
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, kOpenBusyTimeoutMs);
   auto fail = [&](absl::Status st) -> absl::StatusOr<sqlite3*> {
     Exec(db, "ROLLBACK;").IgnoreError();
     sqlite3_close(db);
@@ -83,16 +101,23 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   sqlite3_stmt* stmt = nullptr;
   int tables = 0;
   bool has_meta = false;
-  if (sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'", -1, &stmt,
-                         nullptr) != SQLITE_OK) {
-    return fail(absl::DataLossError(sqlite3_errmsg(db)));
+  if (const int rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'",
+                                       -1, &stmt, nullptr);
+      rc != SQLITE_OK) {
+    absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
+    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
   }
-  while (sqlite3_step(stmt) == SQLITE_ROW) {
+  int rc = SQLITE_OK;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
     ++tables;
     const char* name = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
     if (name && std::string(name) == "meta") has_meta = true;
   }
   sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
+    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
+  }
   if (tables > 0) {
     if (!has_meta) return fail(absl::DataLossError("foreign database (no meta table)"));
     std::string schema;
@@ -115,6 +140,7 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
     return fail(st);
   }
   if (absl::Status st = Exec(db, "COMMIT;"); !st.ok()) return fail(st);
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
   return db;
 }
 
@@ -136,6 +162,18 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
   absl::StatusOr<sqlite3*> db = TryOpen(path);
+  // Locked by another process (replicas sharing a spool open it together): in use, not damaged.
+  // Wait for it; moving it aside would pull the file from under the process using it.
+  const absl::Time give_up = absl::Now() + kBusyPatience;
+  while (absl::IsUnavailable(db.status()) && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(50));
+    db = TryOpen(path);
+  }
+  if (absl::IsUnavailable(db.status())) {
+    return absl::UnavailableError(absl::StrCat("cache ", path, ": locked by another process for ",
+                                               absl::FormatDuration(kBusyPatience), ": ",
+                                               db.status().message()));
+  }
   std::string moved;
   if (!db.ok()) {
     moved = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
