@@ -16,26 +16,12 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/sqlite_store.h"
+#include "tests/integration/process.h"
 
 namespace wavecrest {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "wavecrest-sqlite-XXXXXX").string();
-    path_ = mkdtemp(pattern.data()) ? pattern : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // Files moved aside as damaged ("<name>.corrupt-<time>").
 int MovedAside(const std::string& dir) {
@@ -48,8 +34,7 @@ int MovedAside(const std::string& dir) {
 
 TEST(SqliteStoreTest, AFileAnotherProcessHoldsLockedIsWaitedForNotMovedAside) {
   TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  const std::string path = dir.path() + "/spool.db";
+  const std::string path = dir.File("spool.db");
   {
     auto first = SqliteStore::Open(path);
     ASSERT_TRUE(first.ok()) << first.status();
@@ -87,10 +72,9 @@ TEST(SqliteStoreTest, AFileAnotherProcessHoldsLockedIsWaitedForNotMovedAside) {
 // same file, none takes another's lock for damage.
 TEST(SqliteStoreTest, ProcessesOpeningANewFileTogetherAllShareIt) {
   TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
   constexpr int kFiles = 10, kProcesses = 6;
   for (int f = 0; f < kFiles; ++f) {
-    const std::string path = dir.path() + "/spool-" + std::to_string(f) + ".db";
+    const std::string path = dir.File("spool-" + std::to_string(f) + ".db");
     const absl::Time go = absl::Now() + absl::Milliseconds(200);
     std::vector<pid_t> children;
     for (int i = 0; i < kProcesses; ++i) {
@@ -117,8 +101,7 @@ TEST(SqliteStoreTest, ProcessesOpeningANewFileTogetherAllShareIt) {
 // A file that is not a database at all is still moved aside and replaced at once.
 TEST(SqliteStoreTest, AFileThatIsNotADatabaseIsMovedAside) {
   TempDir dir;
-  ASSERT_FALSE(dir.path().empty());
-  const std::string path = dir.path() + "/spool.db";
+  const std::string path = dir.File("spool.db");
   {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr);
