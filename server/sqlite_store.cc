@@ -101,11 +101,15 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   sqlite3_stmt* stmt = nullptr;
   int tables = 0;
   bool has_meta = false;
+  // Reading the tables fails on a locked file (UNAVAILABLE) or a damaged one (DATA_LOSS).
+  auto fail_read = [&](int rc) {
+    absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
+    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
+  };
   if (const int rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'",
                                        -1, &stmt, nullptr);
       rc != SQLITE_OK) {
-    absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
-    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
+    return fail_read(rc);
   }
   int rc = SQLITE_OK;
   while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
@@ -114,10 +118,7 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
     if (name && std::string(name) == "meta") has_meta = true;
   }
   sqlite3_finalize(stmt);
-  if (rc != SQLITE_DONE) {
-    absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
-    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
-  }
+  if (rc != SQLITE_DONE) return fail_read(rc);
   if (tables > 0) {
     if (!has_meta) return fail(absl::DataLossError("foreign database (no meta table)"));
     std::string schema;
