@@ -11,7 +11,8 @@ absl::Status CheckJsonLimits(absl::string_view text, const JsonLimits& limits) {
   int64_t values = 1;
   bool in_string = false, escaped = false;
   int64_t string_bytes = 0;
-  for (char c : text) {
+  for (size_t offset = 0; offset < text.size(); ++offset) {
+    const char c = text[offset];
     if (in_string) {
       if (escaped) {
         escaped = false;
@@ -32,6 +33,12 @@ absl::Status CheckJsonLimits(absl::string_view text, const JsonLimits& limits) {
         in_string = true;
         string_bytes = 0;
         break;
+      case '\'':
+        // Strict JSON has no single-quoted strings, but protobuf's JSON parser takes them: left
+        // to it, a '"' inside one would hide everything after it from these counts.
+        return absl::InvalidArgumentError(absl::StrCat(
+            "not JSON: a single quote at byte ", offset,
+            " outside a string (JSON strings are in double quotes)"));
       case '[':
       case '{':
         if (++depth > limits.max_depth) {

@@ -23,7 +23,10 @@ struct JsonLimits {
 };
 
 // OK, or INVALID_ARGUMENT saying which limit the text passes (and the limit). Malformed JSON is
-// left to the parser: this only bounds the work it will do. Linear in the text, no allocation.
+// left to the parser: this only bounds the work it will do, but for single-quoted strings, which
+// protobuf's parser takes and strict JSON does not: they are refused here, so that what this
+// counts as a string is what every parser behind it reads as one. Linear in the text, no
+// allocation.
 absl::Status CheckJsonLimits(absl::string_view json_text, const JsonLimits& limits = {});
 
 }  // namespace wavecrest
