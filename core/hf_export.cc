@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "core/hf_import.h"
 #include "core/json_limits.h"
+#include "core/ordered_json.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
@@ -305,7 +306,9 @@ absl::StatusOr<std::string> ExportHfConfigOver(const ModelSpec& spec,
         "the candidate needs ", (*to)["architectures"][0].get<std::string>(),
         ", not the base's architecture: export it without the base config"));
   }
-  nlohmann::ordered_json base = nlohmann::ordered_json::parse(base_config_json);
+  absl::StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(base_config_json);
+  if (!parsed.ok()) return parsed.status();
+  nlohmann::ordered_json& base = *parsed;
   const std::string arch = base.contains("architectures") && base["architectures"].is_array() &&
                                    !base["architectures"].empty() &&
                                    base["architectures"][0].is_string()
