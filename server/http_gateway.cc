@@ -23,6 +23,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "nlohmann/json.hpp"
 #include "server/auth.h"
+#include "server/http_body.h"
 #include "server/server.h"
 #include "service/errors.h"
 #include "core/json_limits.h"
@@ -52,8 +53,12 @@ const char* Reason(int status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
     case 415:
       return "Unsupported Media Type";
+    case 417:
+      return "Expectation Failed";
     case 421:
       return "Misdirected Request";
     case 409:
@@ -181,94 +186,18 @@ HttpHeaders HeadersOf(mg_connection* c) {
   return h;
 }
 
-// A body slot held for one request's read (released with it).
-class BodySlot {
- public:
-  BodySlot() = default;
-  BodySlot(std::atomic<int>* all, std::atomic<int>* large) : all_(all), large_(large) {}
-  BodySlot(BodySlot&& o) noexcept
-      : all_(std::exchange(o.all_, nullptr)), large_(std::exchange(o.large_, nullptr)) {}
-  BodySlot& operator=(BodySlot&& o) noexcept {
-    std::swap(all_, o.all_);
-    std::swap(large_, o.large_);
-    return *this;
-  }
-  ~BodySlot() {
-    if (all_) all_->fetch_sub(1);
-    if (large_) large_->fetch_sub(1);
-  }
-
- private:
-  std::atomic<int>* all_ = nullptr;
-  std::atomic<int>* large_ = nullptr;
-};
-
-// Takes one of `limit` places in `count`, or none.
-bool TakeOne(std::atomic<int>& count, int limit) {
-  if (count.fetch_add(1) < limit) return true;
-  count.fetch_sub(1);
-  return false;
-}
-
 // A request that failed before it reached a route: the status to answer and, where HTTP has a
-// better one than gRPC-gateway's mapping, that status (408, 413, 503).
+// better one than gRPC-gateway's mapping, that status (401, 408, 413, 503).
 struct ReadRefusal {
   absl::Status status;
   int http_status = 0;
 };
 
-constexpr char kTooBusy[] = "too many requests are sending bodies now; retry in a second";
-
-// The body of a request that declared `declared` bytes (or is `chunked`), into `body`: in a body
-// slot (slow senders hold a bounded share of the threads, large bodies a bounded share of the
-// memory), whole within request_timeout_ms, no larger than max_body_bytes, not shorter than
-// declared.
-absl::Status ReadBody(mg_connection* c, const HttpGatewayOptions& o, int64_t declared,
-                      bool chunked, std::atomic<int>& bodies, std::atomic<int>& large_bodies,
-                      std::string* body, ReadRefusal* refusal) {
-  auto refuse = [&](absl::Status st, int http = 0) -> absl::Status {
-    *refusal = {st, http};
-    return st;
-  };
-  const int slots = o.body_slots > 0 ? o.body_slots : std::max(2, o.threads / 4);
-  BodySlot slot;
-  if (!TakeOne(bodies, slots)) return refuse(absl::UnavailableError(kTooBusy), 503);
-  if (chunked || declared > o.large_body_bytes) {
-    if (!TakeOne(large_bodies, o.large_body_slots)) {
-      bodies.fetch_sub(1);
-      return refuse(absl::UnavailableError(kTooBusy), 503);
-    }
-    slot = BodySlot(&bodies, &large_bodies);
-  } else {
-    slot = BodySlot(&bodies, nullptr);
-  }
-  const absl::Duration budget = absl::Milliseconds(std::max(o.request_timeout_ms, 100));
-  const absl::Time start = absl::Now();
-  char buf[16384];
-  while (true) {
-    const int n = mg_read(c, buf, sizeof(buf));
-    if (absl::Now() - start > budget) {
-      return refuse(absl::DeadlineExceededError(absl::StrCat(
-                        "the body did not arrive within ", absl::FormatDuration(budget))),
-                    408);
-    }
-    if (n <= 0) break;
-    body->append(buf, static_cast<size_t>(n));
-    if (static_cast<int64_t>(body->size()) > o.max_body_bytes) {
-      return refuse(absl::InvalidArgumentError(
-                        absl::StrCat("the body is larger than ", o.max_body_bytes, " bytes")),
-                    413);
-    }
-  }
-  if (!chunked && static_cast<int64_t>(body->size()) < declared) {
-    return refuse(FieldError("Content-Length", absl::StrCat("the body ended after ", body->size(),
-                                                            " of ", declared, " bytes")));
-  }
-  return absl::OkStatus();
-}
+constexpr char kTooBusy[] =
+    "too many requests are sending bodies now (from this client, or from all); retry in a second";
 
 absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptions& o,
-                                        std::atomic<int>& bodies, std::atomic<int>& large_bodies,
+                                        const BodyLimits& limits, BodySlots& slots,
                                         ReadRefusal* refusal) {
   const mg_request_info* ri = mg_get_request_info(c);
   HttpRequest r;
@@ -301,6 +230,16 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptio
                                             kMaxDeadlineS, "]")));
     }
   }
+  // Who may send a body is known from the headers: an API call without a valid token is refused
+  // before a byte of its body is read (GET /v1/health stays open, as the gRPC health service).
+  if (o.auth != nullptr && absl::StartsWith(r.path, "/v1/") && r.path != "/v1/health") {
+    const absl::string_view a(r.authorization);
+    if (absl::Status st = o.auth->CheckAuthorization(r.authorization.empty() ? nullptr : &a,
+                                                     r.peer, Role::kClient);
+        !st.ok()) {
+      return refuse(st, HttpStatusFor(st.code()));
+    }
+  }
   const int64_t declared = ri->content_length;  // -1: none (or chunked)
   if (declared > o.max_body_bytes) {
     return refuse(absl::InvalidArgumentError(
@@ -308,10 +247,27 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptio
                   413);
   }
   if (declared <= 0 && !r.headers.transfer_encoding) return r;
-  if (absl::Status st = ReadBody(c, o, declared, r.headers.transfer_encoding, bodies,
-                                 large_bodies, &r.body, refusal);
+  if (r.method != "POST") {
+    return refuse(FieldError("body", absl::StrCat(r.method, " takes no body; send it with POST")));
+  }
+  std::optional<BodySlots::Slot> slot =
+      slots.Take(r.peer, declared < 0 || declared > limits.large_body_bytes);
+  if (!slot) return refuse(absl::UnavailableError(kTooBusy), 503);
+  // A client that waits to be asked for its body (curl does for bodies over 1 MB) is asked now,
+  // once it may send it; a refusal above went out instead, and the body never came.
+  if (const char* expect = mg_get_header(c, "Expect")) {
+    if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(expect), "100-continue")) {
+      return refuse(FieldError("Expect", absl::StrCat("\"", ForTerminal(expect),
+                                                      "\": only 100-continue is known")),
+                    417);
+    }
+    mg_printf(c, "HTTP/1.1 100 Continue\r\n\r\n");
+  }
+  int http_status = 0;
+  if (absl::Status st = ReadBody([c](char* buf, size_t n) { return mg_read(c, buf, n); }, limits,
+                                 declared, Clock::Real(), &r.body, &http_status);
       !st.ok()) {
-    return st;
+    return refuse(st, http_status);
   }
   return r;
 }
@@ -621,6 +577,20 @@ constexpr const char* kStaticHeaders =
     "style-src 'self' 'unsafe-inline'; frame-ancestors 'none'\r\n"
     "Referrer-Policy: no-referrer";
 
+BodyLimits BodyLimitsOf(const HttpGatewayOptions& o) {
+  BodyLimits l;
+  l.slots = o.body_slots > 0 ? o.body_slots : std::max(2, o.threads / 4);
+  l.large_slots = std::min(o.large_body_slots, l.slots);
+  l.per_client_slots = o.per_client_body_slots > 0 ? o.per_client_body_slots
+                                                   : std::max(1, l.slots / 4);
+  l.large_body_bytes = o.large_body_bytes;
+  l.max_body_bytes = o.max_body_bytes;
+  l.budget = absl::Milliseconds(std::max(o.request_timeout_ms, 100));
+  l.io_timeout = absl::Milliseconds(std::max(o.io_timeout_ms, 100));
+  l.min_bytes_per_s = o.min_body_bytes_per_s;
+  return l;
+}
+
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel, Metrics* metrics) {
   std::unique_ptr<HttpGateway> g(new HttpGateway(options, std::move(channel), metrics));
@@ -632,7 +602,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   g->policy_.allowed_hosts = options.allowed_hosts.empty() ? DefaultAllowedHosts(options.listen)
                                                            : options.allowed_hosts;
   const std::string threads = std::to_string(std::max(options.threads, 2));
-  const std::string timeout = std::to_string(std::max(options.request_timeout_ms, 100));
+  // civetweb's request_timeout_ms bounds the headers and each read and write; the body's own
+  // budget (request_timeout_ms) and rate are the gateway's (server/http_body.h).
+  const std::string timeout = std::to_string(std::max(options.io_timeout_ms, 100));
+  g->body_limits_ = BodyLimitsOf(options);
+  g->body_slots_ = std::make_unique<BodySlots>(g->body_limits_);
   // No document_root: civetweb serves nothing itself (no CGI, SSI, Lua or listings); every
   // request reaches Dispatch.
   std::vector<const char*> opts = {"listening_ports",
@@ -727,16 +701,21 @@ std::string RouteLabel(absl::string_view path) {
 
 int HttpGateway::Handle(mg_connection* c) {
   ReadRefusal refusal;
-  absl::StatusOr<HttpRequest> read = ReadRequest(c, options_, bodies_, large_bodies_, &refusal);
+  absl::StatusOr<HttpRequest> read = ReadRequest(c, options_, body_limits_, *body_slots_, &refusal);
   const std::string route = read.ok() ? RouteLabel(read->path) : "other";
   auto done = [&](int status) {
     if (metrics_) metrics_->HttpRequest(route, status);
     return status;  // civetweb: a non-zero return means "handled"
   };
   if (!read.ok()) {
+    // What is left of a refused body is not read: civetweb would otherwise read (and wait for)
+    // all of it after the reply, holding the thread; the connection closes instead.
+    mg_disable_connection_keep_alive(c);
     if (refusal.http_status == 0) return done(SendError(c, read.status()));
-    const std::string extra = refusal.http_status == 503 ? "Retry-After: 1\r\n" : "";
-    Reply(c, refusal.http_status, "application/json", ErrorJson(read.status()), extra);
+    std::string extra = refusal.http_status == 503 ? "Retry-After: 1\r\n" : "";
+    if (refusal.http_status == 401) extra = "WWW-Authenticate: Bearer realm=\"wavecrest\"\r\n";
+    Reply(c, refusal.http_status, "application/json", ErrorJson(read.status()),
+          extra + "Connection: close\r\n");
     return done(refusal.http_status);
   }
   HttpRequest& r = *read;

@@ -26,10 +26,12 @@
 //
 // Limits before work: framing is checked on the headers (one Content-Length of digits only, not
 // with Transfer-Encoding, one Host, and one is required; no space before a header's colon);
-// a body needs a slot (body_slots at once, large_body_slots of them for bodies over
-// large_body_bytes or of unknown length; 503 with Retry-After otherwise) and must arrive whole
-// within request_timeout_ms (408); JSON bodies are checked against core/json_limits.h before any
-// parse.
+// an API call's token is checked on its headers, before any of its body is read (401); a body
+// comes only with POST; it needs a slot (body_slots at once, per_client_body_slots of them from
+// one address, large_body_slots of them for bodies over large_body_bytes or of unknown length;
+// 503 with Retry-After otherwise), keeps up min_body_bytes_per_s and arrives whole within
+// request_timeout_ms (408; server/http_body.h); a refused request's connection is closed at once,
+// its body unread; JSON bodies are checked against core/json_limits.h before any parse.
 //
 // JSON is the protobuf JSON mapping (field names as in the .proto files; unknown fields are an
 // error). An error is {"error": {"code": "INVALID_ARGUMENT", "message": ..., "field_violations":
@@ -48,6 +50,7 @@
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
+#include "server/http_body.h"
 #include "server/metrics.h"
 
 struct mg_context;
@@ -67,21 +70,25 @@ struct HttpRequest;  // one request as the gateway read it (http_gateway.cc)
 // - civetweb serves no file itself: the gateway's own handler serves regular files under
 //   static_dir with a known extension, never a dotfile, a directory listing or a path through a
 //   symlink, and runs nothing (civetweb's CGI, SSI and Lua never see a request).
-// - request_timeout_ms bounds the headers and, separately, the whole body (civetweb bounds each
-//   read and write by it too); `threads` connections are served at once (civetweb 1.15 runs one
-//   thread per connection and has no per-address cap), and at most body_slots of them read a
-//   body, so slow senders cannot hold every thread.
+// - io_timeout_ms bounds the headers and each read and write (civetweb's request_timeout_ms);
+//   request_timeout_ms the whole body; `threads` connections are served at once (civetweb 1.15
+//   runs one thread per connection and has no per-address cap), at most body_slots of them read
+//   a body, a bounded share of those from one address, each at a minimum rate, so slow senders
+//   cannot hold every thread.
 struct HttpGatewayOptions {
   std::string listen;      // "127.0.0.1:8080"; port 0 picks a free one
   std::string static_dir;  // the dashboard's files; empty = no dashboard
   std::string models_dir;  // example model specs for /v1/models; empty = none
   int threads = 128;       // connections served at once (streams hold one each)
-  int request_timeout_ms = 10000;
+  int request_timeout_ms = 10000;  // a whole body
+  int io_timeout_ms = 2000;        // the headers, and each read or write
   int64_t max_body_bytes = int64_t{4} << 20;
   std::vector<std::string> allowed_origins;  // "https://dash.example.com"; same-origin always
   std::vector<std::string> allowed_hosts;    // empty = the default above
   int body_slots = 0;                        // bodies read at once; 0 = threads / 4 (at least 2)
   int large_body_slots = 8;                  // of them, bodies over large_body_bytes
+  int per_client_body_slots = 0;             // of them, from one address; 0 = body slots / 4
+  int64_t min_body_bytes_per_s = 16 << 10;   // after the first second (server/http_body.h)
   int64_t large_body_bytes = int64_t{64} << 10;
   const Auth* auth = nullptr;                // tokens for the dashboard's files (null: none)
 };
@@ -132,8 +139,9 @@ class HttpGateway {
   int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path,
                   const std::string& authorization, const std::string& peer);
   int ServeApi(mg_connection* conn, const HttpRequest& r);
-  // Bodies being read now (all, and those over large_body_bytes or of unknown length).
-  std::atomic<int> bodies_{0}, large_bodies_{0};
+  // The body slots and the rules bodies are read by (server/http_body.h).
+  BodyLimits body_limits_;
+  std::unique_ptr<BodySlots> body_slots_;
 
   HttpGatewayOptions options_;
   HttpPolicy policy_;

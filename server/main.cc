@@ -43,8 +43,11 @@ ABSL_FLAG(std::string, http_allowed_hosts, "",
 ABSL_FLAG(int, http_threads, 128,
           "HTTP connections served at once (one thread each; a stream holds one)");
 ABSL_FLAG(int, http_request_timeout_ms, 10000,
-          "HTTP: longest wait for a request's headers, and separately for its whole body (408), "
-          "and for each write (slow clients are dropped)");
+          "HTTP: longest wait for a request's whole body (408); a body also keeps up 16 KiB/s "
+          "after its first second");
+ABSL_FLAG(int, http_io_timeout_ms, 2000,
+          "HTTP: longest wait for a request's headers, and for each read and write (slow "
+          "clients are dropped)");
 ABSL_FLAG(bool, http_allow_plaintext, false,
           "Serve --http_listen in plain HTTP although gRPC uses TLS (for a TLS-terminating proxy "
           "in front of it); refused with --tls_client_ca, which HTTP cannot check");
@@ -196,6 +199,7 @@ absl::StatusOr<wavecrest::ServerOptions> OptionsFromFlags() {
       absl::StrSplit(absl::GetFlag(FLAGS_http_allowed_hosts), ',', absl::SkipWhitespace());
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_request_timeout_ms = absl::GetFlag(FLAGS_http_request_timeout_ms);
+  o.http_io_timeout_ms = absl::GetFlag(FLAGS_http_io_timeout_ms);
   o.http_allow_plaintext = absl::GetFlag(FLAGS_http_allow_plaintext);
   o.store = absl::GetFlag(FLAGS_store);
   if (!o.store.empty() && !absl::GetFlag(FLAGS_cache).empty()) {

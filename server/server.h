@@ -36,6 +36,7 @@ struct ServerOptions {
   std::vector<std::string> http_allowed_hosts;
   int http_threads = 128;
   int http_request_timeout_ms = 10000;
+  int http_io_timeout_ms = 2000;
   // Plain HTTP although gRPC has TLS (a proxy terminates TLS in front); never with a client CA.
   bool http_allow_plaintext = false;
   int threads = 0;              // job threads; 0 = number of CPUs
