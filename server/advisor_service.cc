@@ -11,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/status_macros.h"
 #include "server/stream_reactor.h"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
@@ -162,25 +163,20 @@ MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
   };
 }
 
-grpc::ServerUnaryReactor* AdvisorService::Analyze(grpc::CallbackServerContext* ctx,
-                                                  const v1::AnalyzeRequest* request,
-                                                  v1::AnalyzeResponse* response) {
-  auto done = Track("Analyze", *ctx);
-  grpc::Status status;
-  if (absl::Status accepting = Admit(ctx, Role::kClient); !accepting.ok()) {
-    status = ToGrpcStatus(accepting);
-  } else if (absl::Now() > DeadlineOf(ctx)) {
-    status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline passed before start");
-  } else {
-    absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(*request, MeasuredLayers());
-    if (r.ok()) {
-      *response = std::move(*r);
-    } else {
-      status = ToGrpcStatus(r.status());
-    }
-  }
-  done(status);
-  return FinishUnary(ctx, status);
+absl::Status AdvisorService::Parse(const char* method, const grpc::ByteBuffer& in,
+                                   google::protobuf::Message* request) const {
+  return ParseRequest(in, method, RequestLimitsFor(method, max_request_bytes_), request);
+}
+
+AdvisorService::Unary AdvisorService::Analyze(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::AnalyzeRequest>(
+      "Analyze", ctx, in, out, Role::kClient,
+      [&](const v1::AnalyzeRequest& request) -> absl::StatusOr<v1::AnalyzeResponse> {
+        if (absl::Now() > DeadlineOf(ctx)) {
+          return absl::DeadlineExceededError("deadline passed before start");
+        }
+        return HandleAnalyze(request, MeasuredLayers());
+      });
 }
 
 namespace {
@@ -249,49 +245,49 @@ absl::Status AdvisorService::OpenStream(const char* method, grpc::CallbackServer
   return slot.status();
 }
 
-grpc::ServerUnaryReactor* AdvisorService::ListDevices(grpc::CallbackServerContext* ctx,
-                                                      const v1::ListDevicesRequest* request,
-                                                      v1::ListDevicesResponse* response) {
-  auto done = Track("ListDevices", *ctx);
-  absl::Status st = Admit(ctx, request->include_internal() ? Role::kAdmin : Role::kClient);
-  if (st.ok()) {
-    *response = CatalogDevices();
-    if (workers_) workers_->AddWorkers(response, request->include_internal());
-    if (store_ != nullptr) {
-      response->set_has_cache(true);
-      response->set_cache_entries(store_->Count());
-    }
-  }
-  const grpc::Status g = ToGrpcStatus(st);
-  done(g);
-  return FinishUnary(ctx, g);
+AdvisorService::Unary AdvisorService::ListDevices(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::ListDevicesRequest>(
+      "ListDevices", ctx, in, out, Role::kClient,
+      [&](const v1::ListDevicesRequest& request) -> absl::StatusOr<v1::ListDevicesResponse> {
+        if (request.include_internal()) RETURN_IF_ERROR(Admit(ctx, Role::kAdmin));
+        v1::ListDevicesResponse response = CatalogDevices();
+        if (workers_) workers_->AddWorkers(&response, request.include_internal());
+        if (store_ != nullptr) {
+          response.set_has_cache(true);
+          response.set_cache_entries(store_->Count());
+        }
+        return response;
+      });
 }
 
-grpc::ServerUnaryReactor* AdvisorService::ClearQuarantine(grpc::CallbackServerContext* ctx,
-                                                          const v1::ClearQuarantineRequest* request,
-                                                          v1::ClearQuarantineResponse* response) {
-  auto done = Track("ClearQuarantine", *ctx);
-  absl::Status st = Admit(ctx, Role::kAdmin);
-  if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
-  if (st.ok()) response->set_cleared(workers_ ? workers_->ClearQuarantine(request->gpu()) : 0);
-  const grpc::Status g = ToGrpcStatus(st);
-  done(g);
-  return FinishUnary(ctx, g);
+AdvisorService::Unary AdvisorService::ClearQuarantine(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::ClearQuarantineRequest>(
+      "ClearQuarantine", ctx, in, out, Role::kAdmin,
+      [&](const v1::ClearQuarantineRequest& request)
+          -> absl::StatusOr<v1::ClearQuarantineResponse> {
+        if (!request.gpu().empty()) RETURN_IF_ERROR(FindGpu(request.gpu()).status());
+        v1::ClearQuarantineResponse response;
+        response.set_cleared(workers_ ? workers_->ClearQuarantine(request.gpu()) : 0);
+        return response;
+      });
 }
 
-// The unary calls answered inline: admitted as a client, then one logic-layer function.
-template <typename Response>
-grpc::ServerUnaryReactor* AdvisorService::Inline(
-    const char* method, grpc::CallbackServerContext* ctx, Response* response,
-    const std::function<absl::StatusOr<Response>()>& handle) {
+// The unary calls answered inline: admitted before their bytes are parsed, then one
+// logic-layer function.
+template <typename Request, typename Handle>
+grpc::ServerUnaryReactor* AdvisorService::Inline(const char* method,
+                                                 grpc::CallbackServerContext* ctx,
+                                                 const grpc::ByteBuffer* in,
+                                                 grpc::ByteBuffer* out, Role role,
+                                                 const Handle& handle) {
   auto done = Track(method, *ctx);
-  absl::Status st = Admit(ctx, Role::kClient);
+  absl::Status st = Admit(ctx, role);
   if (st.ok()) {
-    absl::StatusOr<Response> r = handle();
-    if (r.ok()) {
-      *response = std::move(*r);
-    } else {
-      st = r.status();
+    Request request;
+    st = Parse(method, *in, &request);
+    if (st.ok()) {
+      auto r = handle(request);
+      st = r.ok() ? SerializeResponse(*r, out) : r.status();
     }
   }
   const grpc::Status g = ToGrpcStatus(st);
@@ -299,26 +295,22 @@ grpc::ServerUnaryReactor* AdvisorService::Inline(
   return FinishUnary(ctx, g);
 }
 
-grpc::ServerUnaryReactor* AdvisorService::ParseModel(grpc::CallbackServerContext* ctx,
-                                                     const v1::ParseModelRequest* request,
-                                                     v1::ParseModelResponse* response) {
-  return Inline<v1::ParseModelResponse>("ParseModel", ctx, response,
-                                        [&] { return HandleParseModel(*request); });
+AdvisorService::Unary AdvisorService::ParseModel(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::ParseModelRequest>("ParseModel", ctx, in, out, Role::kClient,
+                                       &HandleParseModel);
 }
 
-grpc::ServerUnaryReactor* AdvisorService::ExportModel(grpc::CallbackServerContext* ctx,
-                                                      const v1::ExportModelRequest* request,
-                                                      v1::ExportModelResponse* response) {
-  return Inline<v1::ExportModelResponse>("ExportModel", ctx, response,
-                                         [&] { return HandleExportModel(*request); });
+AdvisorService::Unary AdvisorService::ExportModel(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::ExportModelRequest>("ExportModel", ctx, in, out, Role::kClient,
+                                        &HandleExportModel);
 }
 
-grpc::ServerUnaryReactor* AdvisorService::ListModels(grpc::CallbackServerContext* ctx,
-                                                     const v1::ListModelsRequest*,
-                                                     v1::ListModelsResponse* response) {
-  return Inline<v1::ListModelsResponse>(
-      "ListModels", ctx, response,
-      [&]() -> absl::StatusOr<v1::ListModelsResponse> { return HandleListModels(models_dir_); });
+AdvisorService::Unary AdvisorService::ListModels(Ctx* ctx, const Bytes* in, Bytes* out) {
+  return Inline<v1::ListModelsRequest>(
+      "ListModels", ctx, in, out, Role::kClient,
+      [&](const v1::ListModelsRequest&) -> absl::StatusOr<v1::ListModelsResponse> {
+        return HandleListModels(models_dir_);
+      });
 }
 
 template <typename Response>
@@ -337,19 +329,22 @@ void AdvisorService::Enqueue(const std::shared_ptr<StreamReactor<Response>>& rea
   }
 }
 
-template <typename Response, typename Plan>
-grpc::ServerWriteReactor<Response>* AdvisorService::StreamJob(
-    const char* method, grpc::CallbackServerContext* ctx,
-    const std::function<absl::StatusOr<Plan>()>& accept,
+template <typename Request, typename Response, typename Plan>
+AdvisorService::Stream AdvisorService::StreamJob(
+    const char* method, grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+    const std::function<absl::StatusOr<Plan>(const Request&)>& accept,
     absl::StatusOr<MeasureCounts> (*run)(const Plan&, const CallContext&, const Send<Response>&)) {
   std::shared_ptr<StreamReactor<Response>> reactor;
   auto gemms = std::make_shared<CallGemms>();
   gemms->layers = std::is_same_v<Plan, LayerTask>;
-  if (absl::Status st = OpenStream(method, ctx, Role::kClient, &reactor, gemms); !st.ok()) {
+  Request request;
+  absl::Status st = OpenStream(method, ctx, Role::kClient, &reactor, gemms);
+  if (st.ok()) st = Parse(method, *in, &request);
+  if (!st.ok()) {
     reactor->Finish(ToGrpcStatus(st));
     return reactor.get();
   }
-  absl::StatusOr<Plan> plan = accept();
+  absl::StatusOr<Plan> plan = accept(request);
   if (!plan.ok()) {
     reactor->Finish(ToGrpcStatus(plan.status()));
     return reactor.get();
@@ -378,28 +373,28 @@ grpc::ServerWriteReactor<Response>* AdvisorService::StreamJob(
   return reactor.get();
 }
 
-grpc::ServerWriteReactor<v1::TimeGemmsResponse>* AdvisorService::TimeGemms(
-    grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) {
-  return StreamJob<v1::TimeGemmsResponse, TimeGemmsPlan>(
-      "TimeGemms", ctx, [&] { return AcceptTimeGemms(*request, *timing_); }, &StreamTimeGemms);
+AdvisorService::Stream AdvisorService::TimeGemms(Ctx* ctx, const Bytes* in) {
+  return StreamJob<v1::TimeGemmsRequest, v1::TimeGemmsResponse, TimeGemmsPlan>(
+      "TimeGemms", ctx, in,
+      [&](const v1::TimeGemmsRequest& r) { return AcceptTimeGemms(r, *timing_); },
+      &StreamTimeGemms);
 }
 
-grpc::ServerWriteReactor<v1::TimeLayersResponse>* AdvisorService::TimeLayers(
-    grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) {
-  return StreamJob<v1::TimeLayersResponse, LayerTask>(
-      "TimeLayers", ctx, [&] { return AcceptTimeLayers(*request, *timing_); }, &StreamTimeLayers);
+AdvisorService::Stream AdvisorService::TimeLayers(Ctx* ctx, const Bytes* in) {
+  return StreamJob<v1::TimeLayersRequest, v1::TimeLayersResponse, LayerTask>(
+      "TimeLayers", ctx, in,
+      [&](const v1::TimeLayersRequest& r) { return AcceptTimeLayers(r, *timing_); },
+      &StreamTimeLayers);
 }
 
-grpc::ServerWriteReactor<v1::RecommendResponse>* AdvisorService::Recommend(
-    grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) {
-  return StreamJob<v1::RecommendResponse, v1::RecommendRequest>(
-      "Recommend", ctx, [&] { return AcceptRecommend(*request); }, &StreamRecommend);
+AdvisorService::Stream AdvisorService::Recommend(Ctx* ctx, const Bytes* in) {
+  return StreamJob<v1::RecommendRequest, v1::RecommendResponse, v1::RecommendRequest>(
+      "Recommend", ctx, in, &AcceptRecommend, &StreamRecommend);
 }
 
-grpc::ServerWriteReactor<v1::SweepResponse>* AdvisorService::Sweep(
-    grpc::CallbackServerContext* ctx, const v1::SweepRequest* request) {
-  return StreamJob<v1::SweepResponse, v1::SweepRequest>(
-      "Sweep", ctx, [&] { return AcceptSweep(*request); }, &StreamSweep);
+AdvisorService::Stream AdvisorService::Sweep(Ctx* ctx, const Bytes* in) {
+  return StreamJob<v1::SweepRequest, v1::SweepResponse, v1::SweepRequest>(
+      "Sweep", ctx, in, &AcceptSweep, &StreamSweep);
 }
 
 namespace {
@@ -412,12 +407,12 @@ absl::Status NoStore(absl::string_view rpc) {
 
 }  // namespace
 
-grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContext* ctx,
-                                                      const v1::RecalibrateRequest* request,
-                                                      v1::RecalibrateResponse* response) {
+AdvisorService::Unary AdvisorService::Recalibrate(Ctx* ctx, const Bytes* in, Bytes* out) {
   auto done = Track("Recalibrate", *ctx);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  auto request = std::make_shared<v1::RecalibrateRequest>();
   absl::Status st = Admit(ctx, Role::kAdmin);
+  if (st.ok()) st = Parse("Recalibrate", *in, request.get());
   if (st.ok() && calibration_ == nullptr) st = NoStore("Recalibrate");
   if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
   if (st.ok() && (request->min_rows() < 0 || request->min_rows() > 1'000'000)) {
@@ -430,10 +425,11 @@ grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContex
     return reactor;
   }
   // A refit is seconds of CPU: it runs on a job thread, like the other long calls.
-  const bool queued = jobs_->TrySubmit([this, reactor, request, response, done](absl::Duration) {
-    *response = calibration_->Run(request->gpu(), request->min_rows());
-    done(grpc::Status::OK);
-    reactor->Finish(grpc::Status::OK);
+  const bool queued = jobs_->TrySubmit([this, reactor, request, out, done](absl::Duration) {
+    const grpc::Status g =
+        ToGrpcStatus(SerializeResponse(calibration_->Run(request->gpu(), request->min_rows()), out));
+    done(g);
+    reactor->Finish(g);
   });
   if (!queued) {
     const grpc::Status g = ToGrpcStatus(QueueFullError(*jobs_));
@@ -443,17 +439,18 @@ grpc::ServerUnaryReactor* AdvisorService::Recalibrate(grpc::CallbackServerContex
   return reactor;
 }
 
-grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* AdvisorService::ExportMeasurements(
-    grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) {
+AdvisorService::Stream AdvisorService::ExportMeasurements(Ctx* ctx, const Bytes* in) {
   std::shared_ptr<StreamReactor<v1::ExportMeasurementsResponse>> reactor;
+  v1::ExportMeasurementsRequest request;
   absl::Status st = OpenStream("ExportMeasurements", ctx, Role::kAdmin, &reactor);
+  if (st.ok()) st = Parse("ExportMeasurements", *in, &request);
   if (st.ok() && store_ == nullptr) st = NoStore("ExportMeasurements");
-  if (st.ok() && !request->gpu().empty()) st = FindGpu(request->gpu()).status();
+  if (st.ok() && !request.gpu().empty()) st = FindGpu(request.gpu()).status();
   if (!st.ok()) {
     reactor->Finish(ToGrpcStatus(st));
     return reactor.get();
   }
-  const std::vector<Measurement> rows = CachedMeasurements(*store_, request->gpu());
+  const std::vector<Measurement> rows = CachedMeasurements(*store_, request.gpu());
   // Chunks of at most 4096 rows (about 0.5 MiB), well under any message limit.
   constexpr size_t kRowsPerChunk = 4096;
   for (size_t i = 0; i == 0 || i < rows.size(); i += kRowsPerChunk) {

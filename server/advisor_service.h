@@ -1,6 +1,7 @@
 // wavecrest.v1.Advisor on the gRPC callback API.
 //
-// The transport: each handler decodes, admits, calls the logic layer (service/) and encodes.
+// The transport: each handler admits the caller (its token, before a byte of the request is
+// parsed), decodes within the method's limits, calls the logic layer (service/) and encodes.
 // Analyze, ListDevices, ParseModel, ExportModel and ListModels are answered on the callback thread:
 // they are bounded, CPU-only work (inputs within core/json_limits.h), and queueing them would only
 // add latency. TimeGemms, TimeLayers,
@@ -19,6 +20,7 @@
 #include "server/auth.h"
 #include "server/job_queue.h"
 #include "server/metrics.h"
+#include "server/request_gate.h"
 #include "server/sqlite_store.h"
 #include "server/self_calibration.h"
 #include "server/stream_reactor.h"
@@ -29,7 +31,26 @@
 
 namespace wavecrest {
 
-class AdvisorService final : public v1::Advisor::CallbackService {
+// Every Advisor method registered raw: gRPC hands over the request's bytes, and each handler
+// admits the caller (its token) before it parses them (server/request_gate.h).
+// clang-format off
+using RawAdvisorService =
+    v1::Advisor::WithRawCallbackMethod_Analyze<
+    v1::Advisor::WithRawCallbackMethod_Recommend<
+    v1::Advisor::WithRawCallbackMethod_TimeGemms<
+    v1::Advisor::WithRawCallbackMethod_ListDevices<
+    v1::Advisor::WithRawCallbackMethod_Recalibrate<
+    v1::Advisor::WithRawCallbackMethod_ExportMeasurements<
+    v1::Advisor::WithRawCallbackMethod_ClearQuarantine<
+    v1::Advisor::WithRawCallbackMethod_Sweep<
+    v1::Advisor::WithRawCallbackMethod_TimeLayers<
+    v1::Advisor::WithRawCallbackMethod_ParseModel<
+    v1::Advisor::WithRawCallbackMethod_ExportModel<
+    v1::Advisor::WithRawCallbackMethod_ListModels<
+    v1::Advisor::Service>>>>>>>>>>>>;
+// clang-format on
+
+class AdvisorService final : public RawAdvisorService {
  public:
   // `calibration` and `store` may be null (no measurement store: Recalibrate and ExportMeasurements
   // answer FAILED_PRECONDITION).
@@ -37,37 +58,25 @@ class AdvisorService final : public v1::Advisor::CallbackService {
                  SelfCalibration* calibration = nullptr, MeasurementStore* store = nullptr,
                  const Auth* auth = nullptr);
 
-  grpc::ServerUnaryReactor* Analyze(grpc::CallbackServerContext* ctx,
-                                    const v1::AnalyzeRequest* request,
-                                    v1::AnalyzeResponse* response) override;
-  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
-                                        const v1::ListDevicesRequest* request,
-                                        v1::ListDevicesResponse* response) override;
-  grpc::ServerWriteReactor<v1::TimeGemmsResponse>* TimeGemms(
-      grpc::CallbackServerContext* ctx, const v1::TimeGemmsRequest* request) override;
-  grpc::ServerWriteReactor<v1::RecommendResponse>* Recommend(
-      grpc::CallbackServerContext* ctx, const v1::RecommendRequest* request) override;
-  grpc::ServerUnaryReactor* Recalibrate(grpc::CallbackServerContext* ctx,
-                                        const v1::RecalibrateRequest* request,
-                                        v1::RecalibrateResponse* response) override;
-  grpc::ServerWriteReactor<v1::ExportMeasurementsResponse>* ExportMeasurements(
-      grpc::CallbackServerContext* ctx, const v1::ExportMeasurementsRequest* request) override;
-  grpc::ServerUnaryReactor* ClearQuarantine(grpc::CallbackServerContext* ctx,
-                                            const v1::ClearQuarantineRequest* request,
-                                            v1::ClearQuarantineResponse* response) override;
-  grpc::ServerWriteReactor<v1::SweepResponse>* Sweep(grpc::CallbackServerContext* ctx,
-                                                     const v1::SweepRequest* request) override;
-  grpc::ServerWriteReactor<v1::TimeLayersResponse>* TimeLayers(
-      grpc::CallbackServerContext* ctx, const v1::TimeLayersRequest* request) override;
-  grpc::ServerUnaryReactor* ParseModel(grpc::CallbackServerContext* ctx,
-                                       const v1::ParseModelRequest* request,
-                                       v1::ParseModelResponse* response) override;
-  grpc::ServerUnaryReactor* ExportModel(grpc::CallbackServerContext* ctx,
-                                        const v1::ExportModelRequest* request,
-                                        v1::ExportModelResponse* response) override;
-  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx,
-                                       const v1::ListModelsRequest* request,
-                                       v1::ListModelsResponse* response) override;
+  using Unary = grpc::ServerUnaryReactor*;
+  using Stream = grpc::ServerWriteReactor<grpc::ByteBuffer>*;
+  using Ctx = grpc::CallbackServerContext;
+  using Bytes = grpc::ByteBuffer;
+  Unary Analyze(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Unary ListDevices(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Stream TimeGemms(Ctx* ctx, const Bytes* request) override;
+  Stream Recommend(Ctx* ctx, const Bytes* request) override;
+  Unary Recalibrate(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Stream ExportMeasurements(Ctx* ctx, const Bytes* request) override;
+  Unary ClearQuarantine(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Stream Sweep(Ctx* ctx, const Bytes* request) override;
+  Stream TimeLayers(Ctx* ctx, const Bytes* request) override;
+  Unary ParseModel(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Unary ExportModel(Ctx* ctx, const Bytes* request, Bytes* response) override;
+  Unary ListModels(Ctx* ctx, const Bytes* request, Bytes* response) override;
+
+  // The largest request message (--max_request_bytes; gRPC refuses larger ones itself).
+  void SetMaxRequestBytes(int64_t bytes) { max_request_bytes_ = bytes; }
 
   // The example models ListModels offers (empty: none).
   void SetModelsDir(std::string dir) { models_dir_ = std::move(dir); }
@@ -109,11 +118,15 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // the call may not proceed (Admit, then a stream slot).
   // Queues `job` (RESOURCE_EXHAUSTED on the stream when the queue is full; a "queued" progress
   // message otherwise), with the queue's metrics.
-  // A unary call answered on the callback thread: Admit (client role), `handle`, Track.
-  template <typename Response>
+  // `method`'s request from its bytes, within its limits (server/request_gate.h).
+  absl::Status Parse(const char* method, const grpc::ByteBuffer& in,
+                     google::protobuf::Message* request) const;
+  // A unary call answered on the callback thread: Admit as `role` before the request is parsed,
+  // then `handle` (a Request -> StatusOr<Response>), the response serialized, Track.
+  template <typename Request, typename Handle>
   grpc::ServerUnaryReactor* Inline(const char* method, grpc::CallbackServerContext* ctx,
-                                   Response* response,
-                                   const std::function<absl::StatusOr<Response>()>& handle);
+                                   const grpc::ByteBuffer* in, grpc::ByteBuffer* out, Role role,
+                                   const Handle& handle);
   template <typename Response>
   void Enqueue(const std::shared_ptr<StreamReactor<Response>>& reactor, std::function<void()> job);
   template <typename Response>
@@ -124,10 +137,10 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   // thread (validation and planning in the logic layer: a request that cannot succeed fails
   // before it is queued), then `run` on a job thread with a CallContext (deadline, cancellation,
   // progress, the Measurer); its messages go out through the stream as they come.
-  template <typename Response, typename Plan>
-  grpc::ServerWriteReactor<Response>* StreamJob(
-      const char* method, grpc::CallbackServerContext* ctx,
-      const std::function<absl::StatusOr<Plan>()>& accept,
+  template <typename Request, typename Response, typename Plan>
+  Stream StreamJob(
+      const char* method, grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+      const std::function<absl::StatusOr<Plan>(const Request&)>& accept,
       absl::StatusOr<MeasureCounts> (*run)(const Plan&, const CallContext&, const Send<Response>&));
 
   TimingService* timing_;
@@ -146,6 +159,7 @@ class AdvisorService final : public v1::Advisor::CallbackService {
   absl::flat_hash_map<std::string, int> streams_by_client_;
   std::atomic<int> in_flight_{0};
   std::string models_dir_;
+  int64_t max_request_bytes_ = int64_t{4} << 20;
 };
 
 // QUEUE_FULL error with a retry hint.

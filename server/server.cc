@@ -24,8 +24,8 @@
 #include "server/auth.h"
 #include "server/http_gateway.h"
 #include "server/job_queue.h"
-#include "server/malformed_request.h"
 #include "server/metrics.h"
+#include "server/memory_release.h"
 #include "server/process_metrics.h"
 #include "server/self_calibration.h"
 #include "server/timing_service.h"
@@ -194,8 +194,7 @@ Calibration StartCalibration(const ServerOptions& options, MeasurementStore* sto
   return c;
 }
 
-// The gRPC server: its port, reflection (off with tokens), the malformed-request interceptor,
-// message limits and keepalive. On failure, why it could not listen.
+// The gRPC server: its port, reflection (off with tokens), message limits and keepalive. On failure, why it could not listen.
 absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
     const ServerOptions& options, const std::shared_ptr<grpc::ServerCredentials>& credentials,
     bool tokens, AdvisorService& service, int* grpc_port) {
@@ -215,11 +214,6 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> BuildGrpcServer(
   // silently take a share of the traffic. Refuse instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(&service);
-  {
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> creators;
-    creators.push_back(MalformedRequestInterceptorFactory());
-    builder.experimental().SetInterceptorCreators(std::move(creators));
-  }
   builder.SetMaxReceiveMessageSize(options.max_request_bytes);
   // Long-lived orchestration channels: accept client pings every 10 s even without calls, and
   // ping idle clients every 60 s so that dead peers are noticed.
@@ -271,6 +265,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> StartGateway(const ServerOptions& o
   g.allowed_hosts = options.http_allowed_hosts;
   g.threads = options.http_threads;
   g.request_timeout_ms = options.http_request_timeout_ms;
+  g.io_timeout_ms = options.http_io_timeout_ms;
   g.max_body_bytes = options.max_request_bytes;
   absl::StatusOr<std::unique_ptr<HttpGateway>> started =
       HttpGateway::Start(g, server.InProcessChannel(grpc::ChannelArguments()), &metrics);
@@ -317,6 +312,8 @@ absl::Status RunServer(const ServerOptions& options) {
   Metrics metrics;
   MetricsEndpoint endpoint;
   if (absl::Status st = StartMetrics(options, metrics, endpoint); !st.ok()) return st;
+  // What a burst of requests freed goes back to the OS within seconds (server/memory_release.h).
+  MemoryReleaser memory(absl::Seconds(5), int64_t{64} << 20);
   if (!options.calibration_file.empty()) {
     if (absl::Status st = ApplyCalibrationFile(options.calibration_file); !st.ok()) return st;
   }
@@ -333,6 +330,7 @@ absl::Status RunServer(const ServerOptions& options) {
                          calibration.self.get(), (*workers)->store(), &*auth);
   service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
   service.SetModelsDir(options.http_models_dir);
+  service.SetMaxRequestBytes(options.max_request_bytes);
 
   int grpc_port = 0;
   absl::StatusOr<std::unique_ptr<grpc::Server>> server =

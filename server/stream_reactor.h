@@ -1,5 +1,6 @@
 // A server-streaming reactor fed from another thread: the producer Push()es messages and ends with
-// Finish(status); the reactor writes them one at a time. OnCancel (client gone, deadline passed)
+// Finish(status); the reactor writes them one at a time, each serialized as it goes out (the
+// Advisor's methods are raw: server/request_gate.h). OnCancel (client gone, deadline passed)
 // raises cancelled(), which the producer polls to stop early.
 //
 // Lifetime: the reactor is shared. gRPC's side holds one reference until OnDone; every producer
@@ -18,12 +19,13 @@
 #include <mutex>
 
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 #include "server/pending_messages.h"
 
 namespace wavecrest {
 
 template <typename Response>
-class StreamReactor : public grpc::ServerWriteReactor<Response> {
+class StreamReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   // `on_done` runs once the RPC is over (for metrics), with the final status. Hand `get()` to
   // gRPC and keep the shared_ptr for as long as this side pushes.
@@ -138,9 +140,13 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
 
   void Issue(const Action& a) {
     if (a.write != nullptr) {
-      this->StartWrite(a.write);
+      // One write at a time: the buffer is free until this write's OnWriteDone.
+      bool own_buffer = false;
+      out_.Clear();
+      (void)grpc::SerializationTraits<Response>::Serialize(*a.write, &out_, &own_buffer);
+      this->StartWrite(&out_);
     } else if (a.finish) {
-      this->grpc::ServerWriteReactor<Response>::Finish(a.finish_status);
+      this->grpc::ServerWriteReactor<grpc::ByteBuffer>::Finish(a.finish_status);
     }
   }
 
@@ -155,6 +161,7 @@ class StreamReactor : public grpc::ServerWriteReactor<Response> {
   bool overflowed_ = false;
   grpc::Status final_status_;
   std::atomic<bool> cancelled_{false};
+  grpc::ByteBuffer out_;  // the message being written
 };
 
 }  // namespace wavecrest
