@@ -4,7 +4,8 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: all deps configure build web test test-fast sanitize demo bench bench-check bench-web clean
+.PHONY: all deps configure build programs web test test-fast sanitize demo bench bench-check bench-web \
+	image image-push clean
 
 all: build
 
@@ -16,6 +17,11 @@ configure: deps
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# The three programs alone (the CLI, the server, the worker), without the tests and benchmarks:
+# what the demo needs. `make build` (and `make test`) builds the rest in the same tree.
+programs: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target wavecrest wavecrest-server wavecrest-worker
 
 # The dashboard (web/dist), served by wavecrest-server --http_static_dir.
 web: deps
@@ -30,7 +36,7 @@ test-fast: build
 sanitize: deps
 	bash scripts/sanitize.sh
 
-demo: build web
+demo: programs web
 	bash scripts/demo.sh $(BUILD_DIR)
 
 bench: build
@@ -41,6 +47,17 @@ bench-check: build
 
 bench-web: build
 	bash scripts/web.sh bench $(BUILD_DIR)
+
+# The image, and publishing it: REGISTRY names where (registry.example.com/team); the tag is the
+# project's version. deploy/k8s takes the same name (docs/deployment.md, "Publishing the image").
+IMAGE_VERSION ?= $(shell sed -nE '/^project/ s/.* VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+image:
+	docker build -t wavecrest:$(IMAGE_VERSION) .
+
+image-push: image
+	@test -n "$(REGISTRY)" || { echo "image-push: set REGISTRY (e.g. REGISTRY=ghcr.io/acme)"; exit 2; }
+	docker tag wavecrest:$(IMAGE_VERSION) $(REGISTRY)/wavecrest:$(IMAGE_VERSION)
+	docker push $(REGISTRY)/wavecrest:$(IMAGE_VERSION)
 
 clean:
 	rm -rf $(BUILD_DIR) build-sanitize

@@ -32,7 +32,8 @@ echo "entrypoint: sh -n clean"
 base=Deployment,StatefulSet,Service,NetworkPolicy,PodDisruptionBudget
 for render in "deploy/k8s:$base" "deploy/k8s/overlays/postgres:$base,Secret" \
               "deploy/k8s/overlays/monitoring:$base,ServiceMonitor" \
-              "deploy/k8s/overlays/h200-pool:$base"; do
+              "deploy/k8s/overlays/h200-pool:$base" \
+              "deploy/k8s/overlays/everything:$base,Secret,ServiceMonitor"; do
   dir=${render%%:*}
   kubectl kustomize "$dir" >"$tmp/k8s.yaml" 2>"$tmp/kustomize.err" ||
     { echo "$dir:"; cat "$tmp/kustomize.err"; exit 1; }
@@ -45,13 +46,22 @@ if kubectl kustomize deploy/k8s | grep -q 'kind: ServiceMonitor'; then
 fi
 
 compose=deploy/compose/compose.yaml
-for profile in gpu cpu postgres; do
+fleet=deploy/compose/compose.postgres.yaml
+for profile in gpu cpu; do
   docker-compose -f "$compose" --profile "$profile" config -q
+  docker-compose -f "$compose" -f "$fleet" --profile "$profile" config -q
 done
 services=$(docker-compose -f "$compose" config --services | sort | tr '\n' ' ')
-[[ $services == "grafana postgres prometheus server server-replica worker worker-cpu " ]] ||
+[[ $services == "grafana prometheus server worker worker-cpu " ]] ||
   { echo "compose: unexpected services: $services"; exit 1; }
-echo "compose: config valid for profiles gpu, cpu and postgres ($services)"
+services=$(docker-compose -f "$compose" -f "$fleet" config --services | sort | tr '\n' ' ')
+[[ $services == "grafana postgres prometheus server server-replica worker worker-cpu " ]] ||
+  { echo "compose (fleet): unexpected services: $services"; exit 1; }
+# The fleet file points both servers at its database.
+stores=$(docker-compose -f "$compose" -f "$fleet" --profile cpu config |
+  grep -c 'WAVECREST_STORE: postgresql://wavecrest@postgres:5432/wavecrest')
+[[ $stores == 2 ]] || { echo "compose (fleet): $stores servers use the database, not 2"; exit 1; }
+echo "compose: config valid for profiles gpu and cpu, alone and with the fleet ($services)"
 cp deploy/compose/prometheus.yml deploy/prometheus/alerts.yml "$tmp/"
 promtool check config "$tmp/prometheus.yml" >/dev/null
 echo "compose: prometheus.yml and its alert rules pass promtool"

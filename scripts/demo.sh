@@ -49,12 +49,14 @@ echo; echo "== wavecrest recommend $server --model examples/models/pythia-2.8b.j
 
 echo; echo "== the same API as JSON over HTTP: curl -s http://127.0.0.1:$http/v1/health"
 curl -s "http://127.0.0.1:$http/v1/health"; echo
-if [[ ${#web_flags[@]} -gt 0 ]]; then
-  echo; echo "== the dashboard: http://127.0.0.1:$http/"
-else
-  echo; echo "== no dashboard (web/dist missing: make web builds it)"
-fi
 if [[ -n ${DEMO_KEEP:-} ]]; then
-  echo "DEMO_KEEP set: the server keeps running; Ctrl-C stops it"
+  if [[ ${#web_flags[@]} -gt 0 ]]; then
+    echo; echo "== the dashboard: http://127.0.0.1:$http/ (the server keeps running; Ctrl-C stops it)"
+  else
+    echo; echo "== no dashboard (web/dist missing: make web builds it); the server keeps running"
+  fi
   wait "$server_pid"
+else
+  echo; echo "== the demo stops its server now. To open the dashboard, keep it running:"
+  echo "   DEMO_KEEP=1 make demo          (DEMO_HTTP_PORT=8080 for a fixed port)"
 fi
