@@ -6,153 +6,21 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/time/clock.h"
-#include "google/protobuf/util/json_util.h"
-#include "grpc/health/v1/health.grpc.pb.h"
-#include "grpcpp/health_check_service_interface.h"
-#include "nlohmann/json.hpp"
 #include "server/auth.h"
 #include "server/http_body.h"
-#include "server/server.h"
+#include "server/http_reply.h"
 #include "service/errors.h"
-#include "core/json_limits.h"
 #include "service/log.h"
-#include "service/spec_io.h"
 #include "service/text.h"
-#include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
-namespace {
-
-constexpr double kDefaultUnaryDeadlineS = 60;
-constexpr double kDefaultStreamDeadlineS = 600;
-constexpr double kMaxDeadlineS = 3600;
-
-const char* Reason(int status) {
-  switch (status) {
-    case 200:
-      return "OK";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 415:
-      return "Unsupported Media Type";
-    case 417:
-      return "Expectation Failed";
-    case 421:
-      return "Misdirected Request";
-    case 409:
-      return "Conflict";
-    case 413:
-      return "Payload Too Large";
-    case 429:
-      return "Too Many Requests";
-    case 499:
-      return "Client Closed Request";
-    case 501:
-      return "Not Implemented";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "Internal Server Error";
-  }
-}
-
-std::string ErrorJson(const absl::Status& st) {
-  nlohmann::json e = {{"code", absl::StatusCodeToString(st.code())},
-                      {"message", std::string(st.message())}};
-  nlohmann::json v = nlohmann::json::array();
-  for (const FieldViolation& f : ViolationsOf(st)) {
-    v.push_back({{"field", f.field}, {"description", f.description}});
-  }
-  if (!v.empty()) e["field_violations"] = std::move(v);
-  const absl::Duration retry = RetryDelayOf(st);
-  if (retry > absl::ZeroDuration()) e["retry_after_s"] = absl::ToDoubleSeconds(retry);
-  return JsonText(nlohmann::json{{"error", std::move(e)}});
-}
-
-// Headers every reply of the request this thread serves carries (CORS for an allowed origin).
-thread_local std::string t_response_headers;
-
-void Reply(mg_connection* c, int status, absl::string_view content_type, absl::string_view body,
-          absl::string_view extra_headers = "") {
-  mg_printf(c,
-            "HTTP/1.1 %d %s\r\nContent-Type: %.*s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n%s%.*s\r\n",
-            status, Reason(status), static_cast<int>(content_type.size()), content_type.data(),
-            body.size(), t_response_headers.c_str(), static_cast<int>(extra_headers.size()),
-            extra_headers.data());
-  mg_write(c, body.data(), body.size());
-}
-
-int SendError(mg_connection* c, const absl::Status& st) {
-  const int status = HttpStatusFor(st.code());
-  const absl::Duration retry = RetryDelayOf(st);
-  const std::string extra =
-      retry > absl::ZeroDuration()
-          ? absl::StrCat("Retry-After: ",
-                         static_cast<int64_t>(std::ceil(absl::ToDoubleSeconds(retry))), "\r\n")
-          : "";
-  Reply(c, status, "application/json", ErrorJson(st), extra);
-  return status;
-}
-
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
-
-absl::Status FromJson(absl::string_view body, google::protobuf::Message* m) {
-  if (absl::StripAsciiWhitespace(body).empty()) return absl::OkStatus();  // {} by default
-  google::protobuf::util::JsonParseOptions o;
-  o.ignore_unknown_fields = false;
-  const auto st = google::protobuf::util::JsonStringToMessage(std::string(body), m, o);
-  if (!st.ok()) {
-    return FieldError("body",
-                      absl::StrCat("not a ", m->GetDescriptor()->name(),
-                                   " in the protobuf JSON mapping: ", std::string(st.message())));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-// What the gateway needs of one HTTP request.
-struct HttpRequest {
-  std::string method;
-  std::string path;
-  std::string body;
-  std::string authorization;  // as the service checks it (BearerAuthorization)
-  std::string peer;           // "ipv4:10.0.0.7"
-  double deadline_s = 0;
-  HttpHeaders headers;
-};
-
 namespace {
 
 // The request line and headers as HttpHeaders (before the body is read).
@@ -285,285 +153,7 @@ absl::Status CheckUtf8(const HttpRequest& r) {
   return absl::OkStatus();
 }
 
-void Prepare(const HttpRequest& r, double default_deadline_s, grpc::ClientContext* ctx) {
-  const double d = r.deadline_s > 0 ? r.deadline_s : default_deadline_s;
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(d)));
-  if (!r.authorization.empty()) ctx->AddMetadata("authorization", r.authorization);
-  ctx->AddMetadata(std::string(kHttpPeerMetadata), r.peer);
-}
-
-// One unary RPC: `call(ctx, response)`, and the reply `encode(response)` as JSON.
-template <typename Response, typename CallFn, typename Encode>
-int Call(mg_connection* c, const HttpRequest& r, const CallFn& call, const Encode& encode) {
-  grpc::ClientContext ctx;
-  Prepare(r, kDefaultUnaryDeadlineS, &ctx);
-  Response resp;
-  const grpc::Status st = call(&ctx, &resp);
-  if (!st.ok()) return SendError(c, FromGrpcStatus(st));
-  Reply(c, 200, "application/json", encode(resp));
-  return 200;
-}
-
-// A unary RPC whose request is the body in the protobuf JSON mapping and whose reply is the
-// response message.
-template <typename Request, typename Response, typename CallFn>
-int Unary(mg_connection* c, const HttpRequest& r, const CallFn& call) {
-  Request req;
-  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
-  return Call<Response>(
-      c, r, [&](grpc::ClientContext* ctx, Response* a) { return call(ctx, req, a); },
-      [](const Response& a) { return ToJson(a); });
-}
-
-int WrongMethod(mg_connection* c, const HttpRequest& r, const char* allowed) {
-  Reply(c, 405, "application/json",
-       ErrorJson(absl::InvalidArgumentError(absl::StrCat(r.method, " ", r.path, ": use ", allowed))),
-       absl::StrCat("Allow: ", allowed, "\r\n"));
-  return 405;
-}
-
-// GET /v1/health: the gRPC health service's answer for the server, the advisor and measuring.
-int ServeHealth(mg_connection* c, const HttpRequest& r, grpc::health::v1::Health::Stub& health) {
-  nlohmann::json out;
-  for (auto [key, service] : {std::pair<const char*, const char*>{"overall", ""},
-                              {"advisor", kAdvisorHealthName},
-                              {"measure", kMeasureHealthName}}) {
-    grpc::ClientContext ctx;
-    Prepare(r, 5, &ctx);
-    grpc::health::v1::HealthCheckRequest q;
-    q.set_service(service);
-    grpc::health::v1::HealthCheckResponse a;
-    const grpc::Status st = health.Check(&ctx, q, &a);
-    out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
-                       : absl::StatusCodeToString(FromGrpcStatus(st).code());
-  }
-  Reply(c, 200, "application/json", JsonText(out));
-  return 200;
-}
-
-// A server stream as newline-delimited JSON: one message a line, flushed as it comes. An error
-// before the first message is an HTTP error; after it, a last line {"error": ...}.
-template <typename Request, typename Response, typename Start>
-int Stream(mg_connection* c, const HttpRequest& r, const Start& start) {
-  Request req;
-  if (absl::Status st = FromJson(r.body, &req); !st.ok()) return SendError(c, st);
-  grpc::ClientContext ctx;
-  Prepare(r, kDefaultStreamDeadlineS, &ctx);
-  auto reader = start(&ctx, req);
-  Response msg;
-  if (!reader->Read(&msg)) return SendError(c, FromGrpcStatus(reader->Finish()));
-  mg_printf(c,
-            "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
-            "Transfer-Encoding: chunked\r\nCache-Control: no-store\r\n"
-            "X-Content-Type-Options: nosniff\r\n%s\r\n",
-            t_response_headers.c_str());
-  bool gone = false;
-  do {
-    const std::string line = ToJson(msg) + "\n";
-    if (mg_send_chunk(c, line.data(), static_cast<unsigned>(line.size())) < 0) {
-      gone = true;  // the HTTP client left: stop the work
-      ctx.TryCancel();
-      break;
-    }
-  } while (reader->Read(&msg));
-  const grpc::Status st = reader->Finish();
-  if (!gone && !st.ok() && st.error_code() != grpc::StatusCode::CANCELLED) {
-    const std::string line = ErrorJson(FromGrpcStatus(st)) + "\n";
-    mg_send_chunk(c, line.data(), static_cast<unsigned>(line.size()));
-  }
-  if (!gone) mg_send_chunk(c, "", 0);
-  return 200;
-}
-
 }  // namespace
-
-namespace {
-
-// "host:port", "[v6]:port", "host" -> the host, lowercase, without brackets.
-std::string HostOnly(absl::string_view hostport) {
-  std::string h(absl::AsciiStrToLower(absl::StripAsciiWhitespace(hostport)));
-  if (!h.empty() && h[0] == '[') {
-    const size_t end = h.find(']');
-    return end == std::string::npos ? h : h.substr(1, end - 1);
-  }
-  if (std::count(h.begin(), h.end(), ':') == 1) h = h.substr(0, h.find(':'));
-  return h;
-}
-
-bool ListIncludes(const std::vector<std::string>& list, absl::string_view x) {
-  return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& y) { return absl::EqualsIgnoreCase(x, y); });
-}
-
-constexpr std::pair<const char*, const char*> kMimeTypes[] = {
-    {".html", "text/html; charset=utf-8"},
-    {".js", "text/javascript; charset=utf-8"},
-    {".css", "text/css; charset=utf-8"},
-    {".json", "application/json"},
-    {".svg", "image/svg+xml"},
-    {".png", "image/png"},
-    {".ico", "image/x-icon"},
-    {".map", "application/json"},
-    {".txt", "text/plain; charset=utf-8"},
-    {".woff2", "font/woff2"},
-};
-
-}  // namespace
-
-std::vector<std::string> DefaultAllowedHosts(const std::string& listen) {
-  const std::string host = HostOnly(listen);
-  if (host.empty() || host == "0.0.0.0" || host == "::" || host == "*") return {};
-  std::vector<std::string> out = {"localhost", "127.0.0.1", "::1"};
-  if (!ListIncludes(out, host)) out.push_back(host);
-  return out;
-}
-
-absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
-                                std::string* cors_origin) {
-  cors_origin->clear();
-  if (h.content_length_count > 1) {
-    return FieldError("Content-Length", absl::StrCat("sent ", h.content_length_count,
-                                                     " times; a request has one length"));
-  }
-  if (h.host_count > 1) {
-    return FieldError("Host", absl::StrCat("sent ", h.host_count, " times; a request has one"));
-  }
-  if (!h.host.empty() && !p.allowed_hosts.empty() &&
-      !ListIncludes(p.allowed_hosts, HostOnly(h.host))) {
-    return FieldError("Host", absl::StrCat("\"", ForTerminal(h.host),
-                                           "\" is not a name this server answers to (allowed: ",
-                                           absl::StrJoin(p.allowed_hosts, ", "),
-                                           "; add one with --http_allowed_hosts)"));
-  }
-  if (!h.origin.empty()) {
-    const bool same = !h.host.empty() && (absl::EqualsIgnoreCase(h.origin, "http://" + h.host) ||
-                                          absl::EqualsIgnoreCase(h.origin, "https://" + h.host));
-    if (!same) {
-      if (!ListIncludes(p.allowed_origins, h.origin)) {
-        return absl::PermissionDeniedError(
-            absl::StrCat("cross-origin request from ", ForTerminal(h.origin),
-                         " refused; allow an origin with --http_allowed_origins"));
-      }
-      *cors_origin = h.origin;
-    }
-  }
-  if (h.method == "POST" && (h.has_body || !h.content_type.empty())) {
-    const std::string type = absl::AsciiStrToLower(
-        absl::StripAsciiWhitespace(absl::string_view(h.content_type).substr(
-            0, std::min(h.content_type.find(';'), h.content_type.size()))));
-    if (type != "application/json") {
-      return FieldError("Content-Type",
-                        absl::StrCat("\"", ForTerminal(h.content_type),
-                                     "\": POST bodies must be application/json"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckFraming(const HttpHeaders& h) {
-  if (h.content_length_count > 1) {
-    return FieldError("Content-Length", absl::StrCat("sent ", h.content_length_count,
-                                                     " times; a request has one length"));
-  }
-  for (const std::string& v : h.content_lengths) {
-    // Digits only (RFC 9112 section 6.3): "+5", "5, 5", " 5" and "0x5" each read two ways.
-    if (v.empty() || v.size() > 18 || !std::all_of(v.begin(), v.end(), absl::ascii_isdigit)) {
-      return FieldError("Content-Length", absl::StrCat("\"", ForTerminal(v),
-                                                       "\": a length is decimal digits only"));
-    }
-  }
-  if (h.transfer_encoding && h.content_length_count > 0) {
-    return FieldError("Transfer-Encoding",
-                      "sent with Content-Length; a request has one way to say its length");
-  }
-  if (h.host_count > 1) {
-    return FieldError("Host", absl::StrCat("sent ", h.host_count, " times; a request has one"));
-  }
-  if (h.host_count == 0 && h.http_version == "1.1") {
-    return FieldError("Host", "missing; an HTTP/1.1 request names its host");
-  }
-  if (h.space_before_colon) {
-    return FieldError("headers", "a header name is followed by a space before its colon");
-  }
-  return absl::OkStatus();
-}
-
-std::string BearerAuthorization(absl::string_view header) {
-  absl::string_view v = absl::StripAsciiWhitespace(header);
-  if (!absl::ConsumePrefix(&v, "Basic ")) return std::string(header);
-  std::string decoded;
-  if (!absl::Base64Unescape(absl::StripAsciiWhitespace(v), &decoded)) return std::string(header);
-  const size_t colon = decoded.find(':');
-  if (colon == std::string::npos) return std::string(header);
-  std::string out = absl::StrCat("Bearer ", decoded.substr(colon + 1));
-  // The token goes on as gRPC metadata: printable ASCII only (ReadRequest's rule).
-  for (unsigned char ch : out) {
-    if (ch < 0x20 || ch > 0x7E) return std::string(header);
-  }
-  return out;
-}
-
-absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,
-                                          std::string* mime) {
-  std::string rel = path == "/" || path.empty() ? "/index.html" : path;
-  if (rel.find('\0') != std::string::npos || rel[0] != '/') {
-    return absl::NotFoundError("no such file");
-  }
-  std::filesystem::path file(root);
-  for (absl::string_view seg : absl::StrSplit(absl::string_view(rel).substr(1), '/')) {
-    if (seg.empty() || seg[0] == '.' || absl::StrContains(seg, '\\')) {
-      return absl::NotFoundError("no such file");  // dotfiles, "..", "//" and Windows separators
-    }
-    file /= std::string(seg);
-    std::error_code ec;
-    const auto st = std::filesystem::symlink_status(file, ec);
-    if (ec || std::filesystem::is_symlink(st)) return absl::NotFoundError("no such file");
-  }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(file, ec)) || ec) {
-    return absl::NotFoundError("no such file");
-  }
-  const std::string ext = absl::AsciiStrToLower(file.extension().string());
-  for (const auto& [e, m] : kMimeTypes) {
-    if (ext == e) {
-      *mime = m;
-      return file.string();
-    }
-  }
-  return absl::NotFoundError("no such file");
-}
-
-int HttpStatusFor(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kOk:
-      return 200;
-    case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kFailedPrecondition:
-    case absl::StatusCode::kOutOfRange:
-      return 400;
-    case absl::StatusCode::kUnauthenticated:
-      return 401;
-    case absl::StatusCode::kPermissionDenied:
-      return 403;
-    case absl::StatusCode::kNotFound:
-      return 404;
-    case absl::StatusCode::kAlreadyExists:
-    case absl::StatusCode::kAborted:
-      return 409;
-    case absl::StatusCode::kResourceExhausted:
-      return 429;
-    case absl::StatusCode::kCancelled:
-      return 499;
-    case absl::StatusCode::kUnimplemented:
-      return 501;
-    case absl::StatusCode::kUnavailable:
-      return 503;
-    case absl::StatusCode::kDeadlineExceeded:
-      return 504;
-    default:
-      return 500;
-  }
-}
 
 HttpGateway::HttpGateway(const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel,
                          Metrics* metrics)
@@ -638,7 +228,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     if (status == 408) code = absl::StatusCode::kDeadlineExceeded;
     if (status == 413 || status == 431) code = absl::StatusCode::kResourceExhausted;
     if (status >= 500 && status != 505) code = absl::StatusCode::kInternal;
-    const std::string body = ErrorJson(absl::Status(
+    const std::string body = ErrorBody(absl::Status(
         code, ToValidUtf8(message != nullptr && *message ? message : "malformed request")));
     mg_printf(c,
               "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
@@ -679,25 +269,9 @@ int HttpGateway::Dispatch(mg_connection* conn, void* self) {
   LogError("http", {{"message", "handler failed; answered 500"}, {"exception", ToValidUtf8(what)}});
   if (gateway->metrics_) gateway->metrics_->HttpRequest("other", 500);
   Reply(conn, 500, "application/json",
-       ErrorJson(absl::InternalError("the gateway failed on this request; see the server log")));
+       ErrorBody(absl::InternalError("the gateway failed on this request; see the server log")));
   return 500;
 }
-
-namespace {
-
-constexpr const char* kRoutes[] = {
-    "/v1/analyze", "/v1/recommend", "/v1/sweep",       "/v1/time-gemms",   "/v1/time-layers",
-    "/v1/devices", "/v1/health",    "/v1/models",      "/v1/parse-model", "/v1/export-model"};
-
-// The route label for metrics: a bounded set, whatever paths callers try.
-std::string RouteLabel(absl::string_view path) {
-  for (const char* known : kRoutes) {
-    if (path == known) return known;
-  }
-  return "other";
-}
-
-}  // namespace
 
 int HttpGateway::Handle(mg_connection* c) {
   ReadRefusal refusal;
@@ -714,7 +288,7 @@ int HttpGateway::Handle(mg_connection* c) {
     if (refusal.http_status == 0) return done(SendError(c, read.status()));
     std::string extra = refusal.http_status == 503 ? "Retry-After: 1\r\n" : "";
     if (refusal.http_status == 401) extra = "WWW-Authenticate: Bearer realm=\"wavecrest\"\r\n";
-    Reply(c, refusal.http_status, "application/json", ErrorJson(read.status()),
+    Reply(c, refusal.http_status, "application/json", ErrorBody(read.status()),
           extra + "Connection: close\r\n");
     return done(refusal.http_status);
   }
@@ -728,7 +302,7 @@ int HttpGateway::Handle(mg_connection* c) {
     const int status = field == "Content-Type"                          ? 415
                        : field == "Host" && r.headers.host_count <= 1 ? 421
                                                                       : HttpStatusFor(st.code());
-    Reply(c, status, "application/json", ErrorJson(st));
+    Reply(c, status, "application/json", ErrorBody(st));
     return done(status);
   }
   const std::string cors_headers =
@@ -750,118 +324,15 @@ int HttpGateway::Handle(mg_connection* c) {
   struct Clear {
     ~Clear() { t_response_headers.clear(); }
   } clear;
-  // Limits before work: no JSON body is parsed (or printed) past them.
-  if (r.method == "POST") {
-    if (absl::Status st = CheckJsonLimits(r.body); !st.ok()) {
-      return done(SendError(c, FieldError("body", st.message())));
-    }
-  }
-  return done(ServeApi(c, r));
-}
-
-namespace {
-
-// One /v1/ route: its method and how it calls the service.
-struct ApiRoute {
-  const char* path;
-  const char* method;
-  const char* rpc;  // the Advisor method it calls
-  std::function<int(mg_connection*, const HttpRequest&, v1::Advisor::Stub&)> serve;
-};
-
-// The API routes onto Advisor RPCs. Requests are the body in the protobuf JSON mapping but for
-// parse-model (the body is the text to parse); replies are the response message but for
-// parse-model (its model) and export-model (the file's text itself).
-const std::vector<ApiRoute>& ApiRoutes() {
-  using v1::Advisor;
-  static const auto* routes = new std::vector<ApiRoute>{
-      {"/v1/analyze", "POST", "Analyze",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Unary<v1::AnalyzeRequest, v1::AnalyzeResponse>(
-             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.Analyze(ctx, q, a); });
-       }},
-      {"/v1/recommend", "POST", "Recommend",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Stream<v1::RecommendRequest, v1::RecommendResponse>(
-             c, r, [&](auto* ctx, const auto& q) { return s.Recommend(ctx, q); });
-       }},
-      {"/v1/sweep", "POST", "Sweep",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Stream<v1::SweepRequest, v1::SweepResponse>(
-             c, r, [&](auto* ctx, const auto& q) { return s.Sweep(ctx, q); });
-       }},
-      {"/v1/time-gemms", "POST", "TimeGemms",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Stream<v1::TimeGemmsRequest, v1::TimeGemmsResponse>(
-             c, r, [&](auto* ctx, const auto& q) { return s.TimeGemms(ctx, q); });
-       }},
-      {"/v1/time-layers", "POST", "TimeLayers",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Stream<v1::TimeLayersRequest, v1::TimeLayersResponse>(
-             c, r, [&](auto* ctx, const auto& q) { return s.TimeLayers(ctx, q); });
-       }},
-      {"/v1/devices", "GET", "ListDevices",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Unary<v1::ListDevicesRequest, v1::ListDevicesResponse>(
-             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListDevices(ctx, q, a); });
-       }},
-      {"/v1/models", "GET", "ListModels",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         return Unary<v1::ListModelsRequest, v1::ListModelsResponse>(
-             c, r, [&](auto* ctx, const auto& q, auto* a) { return s.ListModels(ctx, q, a); });
-       }},
-      {"/v1/parse-model", "POST", "ParseModel",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         v1::ParseModelRequest q;
-         q.set_text(r.body);
-         return Call<v1::ParseModelResponse>(
-             c, r, [&](auto* ctx, auto* a) { return s.ParseModel(ctx, q, a); },
-             [](const v1::ParseModelResponse& a) { return ToJson(a.model()); });
-       }},
-      {"/v1/export-model", "POST", "ExportModel",
-       [](mg_connection* c, const HttpRequest& r, Advisor::Stub& s) {
-         v1::ExportModelRequest q;
-         if (absl::Status st = FromJson(r.body, &q); !st.ok()) return SendError(c, st);
-         return Call<v1::ExportModelResponse>(
-             c, r, [&](auto* ctx, auto* a) { return s.ExportModel(ctx, q, a); },
-             [](const v1::ExportModelResponse& a) { return a.text(); });
-       }},
-  };
-  return *routes;
-}
-
-}  // namespace
-
-std::vector<HttpRoute> HttpApiRoutes() {
-  std::vector<HttpRoute> out;
-  for (const ApiRoute& r : ApiRoutes()) out.push_back({r.method, r.path, r.rpc});
-  return out;
-}
-
-int HttpGateway::ServeApi(mg_connection* c, const HttpRequest& r) {
-  if (r.path == "/v1/health") {
-    if (r.method != "GET") return WrongMethod(c, r, "GET");
-    return ServeHealth(c, r, *grpc::health::v1::Health::NewStub(channel_));
-  }
-  for (const ApiRoute& route : ApiRoutes()) {
-    if (r.path != route.path) continue;
-    if (r.method != route.method) return WrongMethod(c, r, route.method);
-    auto stub = v1::Advisor::NewStub(channel_);
-    return route.serve(c, r, *stub);
-  }
-  return SendError(
-      c, absl::NotFoundError(absl::StrCat(
-             "no route ", r.path,
-             "; the API is POST /v1/analyze, "
-             "/v1/recommend, /v1/sweep, /v1/time-gemms, /v1/time-layers, /v1/parse-model, "
-             "/v1/export-model and GET /v1/devices, /v1/health, /v1/models")));
+  // Limits before work: no JSON body is parsed (or printed) past them (server/http_routes.h).
+  return done(ServeApiRequest(c, r, channel_));
 }
 
 int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const std::string& path,
                              const std::string& authorization, const std::string& peer) {
   if (method != "GET" && method != "HEAD") {
     Reply(c, 405, "application/json",
-         ErrorJson(absl::InvalidArgumentError(absl::StrCat(method, " ", path, ": use GET"))),
+         ErrorBody(absl::InvalidArgumentError(absl::StrCat(method, " ", path, ": use GET"))),
          "Allow: GET, HEAD\r\n");
     return 405;
   }
@@ -873,7 +344,7 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const 
             options_.auth->CheckAuthorization(authorization.empty() ? nullptr : &a, peer,
                                               Role::kClient);
         !st.ok()) {
-      Reply(c, 401, "application/json", ErrorJson(st),
+      Reply(c, 401, "application/json", ErrorBody(st),
            "WWW-Authenticate: Basic realm=\"wavecrest\", charset=\"UTF-8\"\r\n");
       return 401;
     }
@@ -891,7 +362,7 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const 
     if (!in.good() && !in.eof()) file = absl::NotFoundError("unreadable");
   }
   if (!file.ok()) {
-    Reply(c, 404, "application/json", ErrorJson(absl::NotFoundError("no such file")));
+    Reply(c, 404, "application/json", ErrorBody(absl::NotFoundError("no such file")));
     return 404;
   }
   mg_printf(c,
@@ -901,27 +372,5 @@ int HttpGateway::ServeStatic(mg_connection* c, const std::string& method, const 
   if (method == "GET") mg_write(c, body.data(), body.size());
   return 200;
 }
-
-absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
-    absl::string_view path, absl::string_view body) {
-  if (absl::Status st = CheckJsonLimits(body); !st.ok()) return FieldError("body", st.message());
-  std::unique_ptr<google::protobuf::Message> m;
-  if (path == "/v1/parse-model") {  // the body is the text, not a message
-    auto q = std::make_unique<v1::ParseModelRequest>();
-    q->set_text(std::string(body));
-    return q;
-  }
-  if (path == "/v1/analyze") m = std::make_unique<v1::AnalyzeRequest>();
-  if (path == "/v1/recommend") m = std::make_unique<v1::RecommendRequest>();
-  if (path == "/v1/sweep") m = std::make_unique<v1::SweepRequest>();
-  if (path == "/v1/time-gemms") m = std::make_unique<v1::TimeGemmsRequest>();
-  if (path == "/v1/time-layers") m = std::make_unique<v1::TimeLayersRequest>();
-  if (path == "/v1/export-model") m = std::make_unique<v1::ExportModelRequest>();
-  if (!m) return absl::NotFoundError(absl::StrCat("no JSON route ", ToValidUtf8(path)));
-  if (absl::Status st = FromJson(body, m.get()); !st.ok()) return st;
-  return m;
-}
-
-std::string ErrorBody(const absl::Status& status) { return ErrorJson(status); }
 
 }  // namespace wavecrest

@@ -1,28 +1,15 @@
 // The HTTP/JSON gateway (--http_listen): the Advisor API as JSON over HTTP for browsers and
-// scripts, and the team dashboard's files.
+// scripts (server/http_routes.h: each /v1/ route an Advisor RPC over the in-process channel), and
+// the team dashboard's files (GET /...: --http_static_dir). The parts, each in its file:
+//   http_policy.h   the rules on headers and paths (browser safety, framing, static files)
+//   http_body.h     reading bodies (slots, per-client shares, a minimum rate, a budget)
+//   http_routes.h   the route table and calling the service
+//   http_reply.h    status lines, the JSON error body, the protobuf JSON mapping
+// This file is civetweb's lifecycle and the order a request goes through them.
 //
-// Every API call goes through the server's own gRPC service over an in-process channel, so HTTP
-// callers get exactly the gRPC validation, limits, authentication (the Authorization header is
-// passed on), metrics and errors. The caller's address travels as the x-wavecrest-http-peer
-// metadata, which the service trusts only on in-process calls (server/auth.h PeerOf).
-//
-//   POST /v1/analyze          AnalyzeRequest -> AnalyzeResponse
-//   POST /v1/recommend        RecommendRequest -> newline-delimited RecommendResponse messages
-//   POST /v1/sweep            SweepRequest -> newline-delimited SweepResponse messages
-//   POST /v1/time-gemms       TimeGemmsRequest -> newline-delimited TimeGemmsResponse messages
-//   POST /v1/time-layers      TimeLayersRequest -> newline-delimited TimeLayersResponse messages
-//   GET  /v1/devices          ListDevicesResponse
-//   GET  /v1/health           {"overall": "SERVING", "advisor": ..., "measure": ...}
-//   GET  /v1/models           ListModelsResponse: the example models (--http_models_dir)
-//   POST /v1/parse-model      a wavecrest spec or a Hugging Face config.json (the body itself)
-//                             -> ModelSpec JSON (ParseModel)
-//   POST /v1/export-model     ExportModelRequest -> the file's text (ExportModel)
-//   GET  /...                 the dashboard (--http_static_dir)
-//
-// Every /v1/ route is an Advisor RPC, so each is counted per method, admitted by the same token
-// check and limited as gRPC calls are. With --auth_tokens_file the dashboard's files need a token
-// too: "Authorization: Bearer <token>", or HTTP Basic with the token as the password (what a
-// browser asks for; the gateway passes it on as Bearer).
+// With --auth_tokens_file the dashboard's files need a token too: "Authorization: Bearer
+// <token>", or HTTP Basic with the token as the password (what a browser asks for; the gateway
+// passes it on as Bearer).
 //
 // Limits before work: framing is checked on the headers (one Content-Length of digits only, not
 // with Transfer-Encoding, one Host, and one is required; no space before a header's colon);
@@ -51,6 +38,8 @@
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
 #include "server/http_body.h"
+#include "server/http_policy.h"
+#include "server/http_routes.h"
 #include "server/metrics.h"
 
 struct mg_context;
@@ -58,18 +47,10 @@ struct mg_connection;
 
 namespace wavecrest {
 
-struct HttpRequest;  // one request as the gateway read it (http_gateway.cc)
-
-// Browser safety and slow clients (SECURITY.md):
-// - POST bodies must be Content-Type application/json (415 otherwise): a cross-site form or a
-//   text/plain fetch cannot reach the API without a CORS preflight.
-// - A request with an Origin header must come from this origin (scheme://Host) or one of
-//   allowed_origins (403 otherwise); only those get Access-Control-Allow-Origin, never "*".
-// - Host must be one of allowed_hosts (421 otherwise), which stops DNS rebinding; the default
-//   is localhost, 127.0.0.1, ::1 and the listen address's host (any Host when that is a wildcard).
+// Browser safety (server/http_policy.h) and slow clients (SECURITY.md):
 // - civetweb serves no file itself: the gateway's own handler serves regular files under
-//   static_dir with a known extension, never a dotfile, a directory listing or a path through a
-//   symlink, and runs nothing (civetweb's CGI, SSI and Lua never see a request).
+//   static_dir (StaticFileFor's rules), and runs nothing (civetweb's CGI, SSI and Lua never see a
+//   request).
 // - io_timeout_ms bounds the headers and each read and write (civetweb's request_timeout_ms);
 //   request_timeout_ms the whole body; `threads` connections are served at once (civetweb 1.15
 //   runs one thread per connection and has no per-address cap), at most body_slots of them read
@@ -90,35 +71,9 @@ struct HttpGatewayOptions {
   int per_client_body_slots = 0;             // of them, from one address; 0 = body slots / 4
   int64_t min_body_bytes_per_s = 16 << 10;   // after the first second (server/http_body.h)
   int64_t large_body_bytes = int64_t{64} << 10;
-  const Auth* auth = nullptr;                // tokens for the dashboard's files (null: none)
+  const Auth* auth = nullptr;  // tokens: the API's (checked on the headers) and the dashboard's
 };
 
-// The browser-safety checks above, as pure functions (tested and fuzzed without a socket).
-struct HttpHeaders {
-  std::string method, path, host, origin, content_type;
-  bool has_body = false;
-  // How many times framing headers were sent: a request says its length and its host once
-  // (two Content-Lengths are how requests are smuggled past a proxy that reads the other one).
-  int content_length_count = 0;
-  int host_count = 0;
-  std::string http_version;                  // "1.1", "1.0"
-  std::vector<std::string> content_lengths;  // each Content-Length value as sent
-  bool transfer_encoding = false;            // a Transfer-Encoding header was sent
-  bool space_before_colon = false;           // a header name was followed by a space
-};
-struct HttpPolicy {
-  std::vector<std::string> allowed_origins;
-  std::vector<std::string> allowed_hosts;  // resolved: never empty unless any host is allowed
-};
-// The API's JSON decoding as Handle runs it, for tests and the fuzz target: the limits checked,
-// then the request message of `path`'s route decoded from `body` (NOT_FOUND for another path),
-// and the error body a status is answered with.
-absl::StatusOr<std::unique_ptr<google::protobuf::Message>> DecodeApiRequest(
-    absl::string_view path, absl::string_view body);
-std::string ErrorBody(const absl::Status& status);
-
-// The Host names allowed by default for a listen address ("127.0.0.1:8080" -> localhost,
-// 127.0.0.1, ::1, and its host; a wildcard listen address -> empty = any).
 class HttpGateway {
  public:
   // Starts serving; `channel` reaches the Advisor service (in-process).
@@ -138,7 +93,6 @@ class HttpGateway {
   int Handle(mg_connection* conn);
   int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path,
                   const std::string& authorization, const std::string& peer);
-  int ServeApi(mg_connection* conn, const HttpRequest& r);
   // The body slots and the rules bodies are read by (server/http_body.h).
   BodyLimits body_limits_;
   std::unique_ptr<BodySlots> body_slots_;
@@ -150,33 +104,6 @@ class HttpGateway {
   mg_context* ctx_ = nullptr;
   int port_ = 0;
 };
-
-// The API's routes: each an Advisor RPC (docs/ARCHITECTURE.md's method table lists them; a test
-// holds the two together). GET /v1/health, the gRPC health service, is not among them.
-struct HttpRoute {
-  std::string method, path, rpc;
-};
-std::vector<HttpRoute> HttpApiRoutes();
-
-// The HTTP status gRPC-gateway maps a status code to.
-int HttpStatusFor(absl::StatusCode code);
-
-std::vector<std::string> DefaultAllowedHosts(const std::string& listen);
-// OK, or the status to answer with: PERMISSION_DENIED (Origin), INVALID_ARGUMENT (Content-Type,
-// with the field), FAILED_PRECONDITION (Host). `cors_origin` is set to the Origin to echo in
-// Access-Control-Allow-Origin when the request is an allowed cross-origin one.
-absl::Status CheckBrowserPolicy(const HttpHeaders& h, const HttpPolicy& p,
-                                std::string* cors_origin);
-// OK, or INVALID_ARGUMENT naming the header: the framing rules above (RFC 9112 sections 3.2 and
-// 6.3: a request whose length could be read two ways is refused, not guessed).
-absl::Status CheckFraming(const HttpHeaders& h);
-// An Authorization header as the gRPC metadata the service checks: "Bearer <token>" as sent, and
-// "Basic base64(user:token)" (a browser's) as "Bearer <token>"; anything else unchanged.
-std::string BearerAuthorization(absl::string_view header);
-// The file under `root` that `path` names, if it may be served: a regular file with a known
-// extension, no path segment starting with '.', no symlink on the way. Sets `mime`.
-absl::StatusOr<std::string> StaticFileFor(const std::string& root, const std::string& path,
-                                          std::string* mime);
 
 }  // namespace wavecrest
 

@@ -26,9 +26,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
 ABSL_FLAG(std::string, http_listen, "",
           "HTTP/JSON gateway and dashboard address (e.g. 127.0.0.1:8080; port 0 picks one); empty "
-          "= none. Routes: POST /v1/analyze, /v1/recommend, /v1/sweep, /v1/time-gemms, "
-          "/v1/time-layers, /v1/parse-model; GET /v1/devices, /v1/health, /v1/models; the "
-          "dashboard at /");
+          "= none. The API's routes are the Advisor's RPCs (docs/server.md lists them; a request "
+          "to another /v1/ path is answered with the list); the dashboard at /");
 ABSL_FLAG(std::string, http_static_dir, "",
           "The dashboard's built files (web/dist) served at / by --http_listen; empty = none");
 ABSL_FLAG(std::string, http_models_dir, "",

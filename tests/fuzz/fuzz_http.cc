@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "server/http_gateway.h"
+#include "server/http_reply.h"
 #include "service/advisor_logic.h"
 #include "service/text.h"
 

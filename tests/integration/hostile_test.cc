@@ -53,17 +53,6 @@ constexpr char kToken[] = "client-token-0123456789";
 constexpr char kPythia[] =
     R"({"hidden_size":2560,"num_attention_heads":32,"num_layers":32,"vocab_size":50304})";
 
-// A /proc/<pid>/status field in bytes ("VmHWM", "VmRSS"); 0 when unknown.
-int64_t StatusBytes(pid_t pid, const std::string& field) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, field + ":"))
-      return std::atoll(line.c_str() + field.size() + 1) * 1024;
-  }
-  return 0;
-}
-
 std::string TokensFile(const TempDir& dir) {
   std::ofstream(dir.File("tokens")) << kToken << " client\n";
   std::filesystem::permissions(
@@ -137,8 +126,8 @@ TEST(HostileTest, UnauthenticatedBurstsOfEveryShapeStayWithinMemoryAndGiveItBack
   TempDir dir;
   ServerUnderTest server({"--http_listen=127.0.0.1:0", "--auth_tokens_file=" + TokensFile(dir)});
   ASSERT_TRUE(server.WaitReady(absl::Seconds(30), {{}, kToken})) << server.Log();
-  const pid_t pid = server.process().pid();
-  const int64_t before = StatusBytes(pid, "VmRSS");
+  const testing::Process& process = server.process();
+  const int64_t before = process.StatusBytes("VmRSS");
   const std::vector<std::string> shapes = HostileHttpRequests();
   for (int wave = 0; wave < 2; ++wave) {
     std::atomic<int> unauthorized{0}, other{0};
@@ -163,7 +152,7 @@ TEST(HostileTest, UnauthenticatedBurstsOfEveryShapeStayWithinMemoryAndGiveItBack
   for (const grpc::Status& st : statuses) {
     EXPECT_EQ(st.error_code(), grpc::StatusCode::UNAUTHENTICATED) << st.error_message();
   }
-  const int64_t peak = StatusBytes(pid, "VmHWM");
+  const int64_t peak = process.StatusBytes("VmHWM");
   std::printf(
       "2 x 128 HTTP and 128 gRPC unauthenticated 4 MiB requests: RSS %.0f MiB before, "
       "peak %.0f MiB\n",
@@ -174,10 +163,10 @@ TEST(HostileTest, UnauthenticatedBurstsOfEveryShapeStayWithinMemoryAndGiveItBack
   EXPECT_LT(peak, int64_t{1} << 30);
   // Given back within a minute.
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  int64_t rss = StatusBytes(pid, "VmRSS");
+  int64_t rss = process.StatusBytes("VmRSS");
   while (rss > (int64_t{256} << 20) && absl::Now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    rss = StatusBytes(pid, "VmRSS");
+    rss = process.StatusBytes("VmRSS");
   }
   std::printf("RSS after: %.0f MiB\n", rss / 1048576.0);
   EXPECT_LE(rss, int64_t{256} << 20);

@@ -35,16 +35,6 @@ using testing::TempDir;
 constexpr char kPythia[] =
     R"({"hidden_size":2560,"num_attention_heads":32,"num_layers":32,"vocab_size":50304})";
 
-// Peak resident memory of a process, bytes (VmHWM in /proc/<pid>/status); 0 when unknown.
-int64_t PeakRss(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (absl::StartsWith(line, "VmHWM:")) return std::atoll(line.c_str() + 6) * 1024;
-  }
-  return 0;
-}
-
 std::string Nested(int depth) {
   return absl::StrCat(R"({"model": )", std::string(depth, '['), std::string(depth, ']'), "}");
 }
@@ -251,7 +241,7 @@ TEST(HttpLimitsTest, ConcurrentLargeBodiesStayWithinMemory) {
   EXPECT_EQ(page.status, 200);
   EXPECT_EQ(other.load(), 0);
   EXPECT_GT(refused.load(), 0);
-  const int64_t peak = PeakRss(server.process().pid());
+  const int64_t peak = server.process().StatusBytes("VmHWM");
   std::printf("128 x 4 MiB bodies: %d refused by the value limit, %d without a body slot; peak RSS "
               "%.0f MiB\n",
               refused.load(), busy.load(), peak / 1048576.0);

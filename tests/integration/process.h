@@ -84,6 +84,18 @@ class Process {
   }
   pid_t pid() const { return pid_; }
   void Signal(int sig) { kill(pid_, sig); }
+  // A memory figure of /proc/<pid>/status in bytes ("VmHWM": peak resident, "VmRSS": resident
+  // now); 0 when unknown.
+  int64_t StatusBytes(const std::string& field) const {
+    std::ifstream in(absl::StrCat("/proc/", pid_, "/status"));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (absl::StartsWith(line, field + ":")) {
+        return std::atoll(line.c_str() + field.size() + 1) * 1024;
+      }
+    }
+    return 0;
+  }
   // Waits up to `timeout` for the exit; returns the exit code, or -1 on timeout, or 128+signal.
   int Wait(absl::Duration timeout) {
     const absl::Time deadline = absl::Now() + timeout;

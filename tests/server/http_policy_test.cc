@@ -5,7 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/http_gateway.h"
+#include "server/http_policy.h"
 #include "service/errors.h"
 
 namespace wavecrest {
