@@ -362,6 +362,28 @@ export async function postJson<T>(path: string, body: unknown, signal?: AbortSig
   return (await res.json()) as T;
 }
 
+/**
+ * POST /v1/export-model: a model as a file's text (format "hf": a config.json, over
+ * `baseConfig` when given; "wavecrest": a spec). Errors are thrown as ApiError.
+ */
+export async function exportModel(
+  model: unknown,
+  format: "hf" | "wavecrest",
+  baseConfig?: string,
+): Promise<string> {
+  const res = await fetch("/v1/export-model", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      model,
+      format,
+      ...(format === "hf" && baseConfig ? { base_config_json: baseConfig } : {}),
+    }),
+  });
+  if (!res.ok) throw await errorFrom(res);
+  return res.text();
+}
+
 /** Splits a byte stream of newline-delimited JSON into parsed objects. */
 export class NdjsonSplitter {
   private buffer = "";

@@ -3,6 +3,7 @@
 // HTTP/JSON gateway. Every figure carries its source badge (MEASURED / CACHED / PREDICTED).
 import {
   ApiError,
+  exportModel,
   getJson,
   int,
   postJson,
@@ -672,17 +673,7 @@ function exportButtons(c: Candidate, error: HTMLElement): HTMLElement {
     b.addEventListener("click", () => {
       void (async () => {
         try {
-          const res = await fetch("/v1/export-model", {
-            method: "POST",
-            headers: { "Content-Type": "application/json" },
-            body: JSON.stringify({
-              model: c.model,
-              format,
-              ...(format === "hf" && state.baseConfig ? { base_config_json: state.baseConfig } : {}),
-            }),
-          });
-          const text = await res.text();
-          if (!res.ok) throw new Error(`export: HTTP ${res.status}: ${text.slice(0, 300)}`);
+          const text = await exportModel(c.model, format, state.baseConfig);
           const a = document.createElement("a");
           a.href = URL.createObjectURL(new Blob([text], { type: "application/json" }));
           a.download = file;
