@@ -48,7 +48,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   // invalid input (INVALID_ARGUMENT, exit 13).
   absl::StatusOr<std::string> text = ReadFile(o.model, kMaxSpecFileBytes);
   if (!text.ok()) return FieldError("--model", text.status().message());
-  absl::StatusOr<v1::ModelSpec> parsed = ParseModelJson(*text);
+  absl::StatusOr<v1::ModelSpec> parsed = ParseModelJson(*text, o.model);
   if (!parsed.ok()) {
     return absl::Status(parsed.status().code(),
                         absl::StrCat(o.model, ": ", parsed.status().message()));

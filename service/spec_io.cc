@@ -19,6 +19,7 @@
 #include "core/json_limits.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
 #include "service/convert.h"
 #include "service/errors.h"
 
@@ -45,9 +46,19 @@ std::string ExplainJsonError(const std::string& message) {
                       "; allowed: ", absl::StrJoin(allowed, ", "));
 }
 
-}  // namespace
+// A Hugging Face config's kind: its "model_type", else its first architecture ("" if neither).
+std::string HfKind(absl::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return "";
+  if (auto t = j.find("model_type"); t != j.end() && t->is_string()) return t->get<std::string>();
+  if (auto a = j.find("architectures");
+      a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+    return (*a)[0].get<std::string>();
+  }
+  return "";
+}
 
-absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
+absl::StatusOr<v1::ModelSpec> ParseEitherFormat(absl::string_view text) {
   if (absl::Status st = CheckJsonLimits(text); !st.ok()) return st;
   if (LooksLikeHfConfig(text)) {
     absl::StatusOr<ModelSpec> spec = ImportHfConfig(text);
@@ -64,6 +75,19 @@ absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text, const std::string& source) {
+  absl::StatusOr<v1::ModelSpec> spec = ParseEitherFormat(text);
+  if (spec.ok() && spec->name().empty()) {
+    spec->set_name(!source.empty()            ? ModelNameFromPath(source)
+                   : LooksLikeHfConfig(text) ? HfKind(text)
+                                             : "");
+  }
+  return spec;
+}
+
 
 absl::Status ResolveHfConfig(const std::string& hf_config_json, v1::ModelSpec* model) {
   if (static_cast<int64_t>(hf_config_json.size()) > kMaxHfConfigBytes) {
@@ -131,12 +155,10 @@ std::string ModelNameFromPath(const std::string& path) {
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path, kMaxSpecFileBytes);
   if (!text.ok()) return text.status();
-  absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(*text);
+  absl::StatusOr<v1::ModelSpec> spec = ParseModelJson(*text, path);
   if (!spec.ok()) {
     return absl::Status(spec.status().code(), absl::StrCat(path, ": ", spec.status().message()));
   }
-  // A config without a name (no "name", no "_name_or_path") is named after its file.
-  if (spec->name().empty()) spec->set_name(ModelNameFromPath(path));
   return spec;
 }
 

@@ -16,14 +16,17 @@ namespace wavecrest {
 inline constexpr int64_t kMaxSpecFileBytes = int64_t{4} << 20;
 
 // Parses either format. INVALID_ARGUMENT says what is wrong (bad JSON, unknown field, unsupported
-// architecture, missing field).
-absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text);
+// architecture, missing field). A model that names nothing itself ("name", a config's
+// "_name_or_path") is named after `source`, the file the text came from (ModelNameFromPath), or
+// without one, a Hugging Face config after its "model_type" (else its architecture).
+absl::StatusOr<v1::ModelSpec> ParseModelJson(absl::string_view text,
+                                             const std::string& source = "");
 
-// Reads and parses a file of at most kMaxSpecFileBytes. NOT_FOUND when it cannot be read.
 // The name a model file gives a config that names nothing itself: the file's stem, or for a
 // Hugging Face "config.json" the directory it is in.
 std::string ModelNameFromPath(const std::string& path);
 
+// Reads and parses a file of at most kMaxSpecFileBytes. NOT_FOUND when it cannot be read.
 absl::StatusOr<v1::ModelSpec> LoadModelFile(const std::string& path);
 
 // A model in another team's terms: format "hf" is a Hugging Face config.json (core/hf_export.h:

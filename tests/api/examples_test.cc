@@ -278,6 +278,24 @@ TEST(HfImportTest, ErrorsNameTheProblem) {
               HasSubstr("hidden_sise"));
 }
 
+// A config that names nothing itself is named after its file (a checkout's config.json after its
+// folder), or without a file after its model_type: never the table's stand-in "model".
+TEST(HfImportTest, AConfigIsNamedByItsNameItsFileOrItsKind) {
+  const std::string path = Path("examples/models/hf/llama-3-8b.json");
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(text.find("_name_or_path"), std::string::npos);
+  EXPECT_EQ(ParseModelJson(text, path)->name(), "llama-3-8b");
+  EXPECT_EQ(ParseModelJson(text, "/models/Meta-Llama-3-8B/config.json")->name(),
+            "Meta-Llama-3-8B");
+  EXPECT_EQ(ParseModelJson(text)->name(), "llama");
+  EXPECT_EQ(ParseModelJson(R"({"architectures": ["GPT2LMHeadModel"], "n_embd": 768, "n_head": 12,
+                               "n_layer": 12, "vocab_size": 50257, "_name_or_path": "gpt2"})",
+                           path)
+                ->name(),
+            "gpt2");
+}
+
 TEST(HfImportTest, ModelTypeAloneIsEnough) {
   auto s = ImportHfConfig(
       R"({"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32,
