@@ -62,6 +62,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.ep != 0) spec.set_expert_parallel(o.ep);
   if (o.etp != 0) spec.set_expert_tensor_parallel(o.etp);
   if (o.capacity_factor != 0) spec.set_moe_capacity_factor(o.capacity_factor);
+  if (o.routing_skew != 0) spec.set_moe_routing_skew(o.routing_skew);
   if (o.dp != 0) spec.set_data_parallel(o.dp);
   if (o.kv_cache != 0) spec.set_kv_cache_length(o.kv_cache);
   if (!o.dtype.empty()) {

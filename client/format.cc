@@ -404,6 +404,10 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
                           "(MBU) %.1f%%: decode is bound by reading the weights and the KV cache\n",
                           HumanSeconds(r.step_time_s()), 100 * r.memory_bandwidth_utilization());
   }
+  // With a run its breakdown lists these among its own assumptions.
+  if (!run) {
+    for (const std::string& a : r.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
+  }
   if (r.has_measured_step()) {
     const v1::MeasuredStep& ms = r.measured_step();
     const v1::LayerTiming& l = ms.layer();
