@@ -257,10 +257,16 @@ int ExportCandidate(const v1::RecommendResponse& r, const CliOptions& o, std::os
   if (!text.ok()) return Fail(err, FieldError("--export-format", text.status().message()));
   out << *text;
   if (!base.empty()) {
+    // The config's keys, and what they say of the shape (a key such as Llama 4's
+    // intermediate_size carries the shared expert's width too).
+    std::string shape;
+    for (const v1::Candidate& c : r.candidates()) {
+      if (c.baseline()) shape = ShapeChanges(c.model(), pick->model());
+    }
     err << "exported #" << pick->rank() << " over " << o.model << ": "
         << (changed.empty() ? std::string("no field changed")
                             : absl::StrCat("changed ", absl::StrJoin(changed, ", ")))
-        << "\n";
+        << (shape.empty() ? "" : absl::StrCat(" (", shape, ")")) << "\n";
   }
   return 0;
 }

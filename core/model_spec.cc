@@ -589,6 +589,26 @@ DerivedShape Derive(const ModelSpec& s) {
   return d;
 }
 
+int64_t LocalLayerPeriod(int64_t layers, int64_t local) {
+  if (local <= 0 || local >= layers) return 0;
+  // layers − layers/P grows with P: the first P reaching `local` is the only candidate.
+  for (int64_t p = 2; p <= layers; ++p) {
+    const int64_t got = layers - layers / p;
+    if (got == local) return p;
+    if (got > local) return 0;
+  }
+  return 0;
+}
+
+int64_t LocalLayersFor(int64_t layers, int64_t base_layers, int64_t base_local) {
+  if (base_local <= 0 || base_layers <= 0) return base_local;
+  if (base_local >= base_layers) return layers;
+  if (const int64_t p = LocalLayerPeriod(base_layers, base_local); p > 0) {
+    return layers - layers / p;
+  }
+  return std::max<int64_t>(1, (base_local * layers + base_layers / 2) / base_layers);
+}
+
 int64_t LargestPow2Factor(int64_t x) {
   if (x <= 0) return 0;
   // The lowest set bit, capped at 2^30.

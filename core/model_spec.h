@@ -253,6 +253,17 @@ int64_t ExpertTensorParallel(const ModelSpec& spec);
 // layers (0 there = ffn_hidden_size), ffn_hidden_size in a dense model.
 int64_t DenseFfnWidth(const ModelSpec& spec);
 
+// The period of a local/global attention pattern: the smallest P ≥ 2 such that `layers` layers,
+// every P-th of them global (the last of its group, as Gemma 2 and 3 and GPT-OSS lay them out),
+// have `local` local ones (layers − layers/P); 0 when no period gives that many (or every layer,
+// or none, is local).
+int64_t LocalLayerPeriod(int64_t layers, int64_t local);
+
+// The local layers of `layers` layers in the pattern `base_local` of `base_layers` has: its
+// period kept (Gemma 3's five local in six, GPT-OSS's alternation), all of them when all were,
+// else the same share (rounded, at least one).
+int64_t LocalLayersFor(int64_t layers, int64_t base_layers, int64_t base_local);
+
 // Largest power of two dividing `x` (x > 0), capped at 2^30.
 int64_t LargestPow2Factor(int64_t x);
 
