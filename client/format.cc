@@ -587,26 +587,12 @@ std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to) {
   return absl::StrJoin(out, ", ");
 }
 
-std::string FormatRecommendation(const v1::RecommendResponse& r) {
-  std::string out;
-  if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
-    absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
-  }
-  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(), r.gpu());
-  if (r.shapes_examined() > r.candidates_considered()) {
-    absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
-                          r.shapes_examined());
-  }
-  if (!r.tensor_parallel_degrees().empty()) {
-    absl::StrAppend(&out, ", each legal for tensor parallelism ",
-                    absl::StrJoin(r.tensor_parallel_degrees(), ", "));
-    if (!r.tensor_parallel_source().empty()) {
-      absl::StrAppend(&out, " (", r.tensor_parallel_source(), ")");
-    }
-  }
-  absl::StrAppend(&out, "\n");
-  if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
-  absl::StrAppend(&out, "\n");
+namespace {
+
+// The candidates' table: the shape, the architecture's own columns when a candidate has them
+// (experts and top-k, the shared experts' width, the layers with local attention: each moves with
+// f or L), the figures.
+std::string CandidateTable(const v1::RecommendResponse& r) {
   bool decode = false, experts = false, shared = false, local = false;
   for (const v1::Candidate& c : r.candidates()) {
     decode |= c.time_per_output_token_s() > 0;
@@ -614,8 +600,6 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
     shared |= c.model().shared_expert_ffn_hidden_size() > 0;
     local |= c.model().sliding_window() > 0;
   }
-  // The architecture's own columns when a candidate has them: experts and top-k, the shared
-  // experts' width, the layers with local attention (each moves with f or L).
   std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L"};
   if (experts) header.push_back("E/k");
   if (shared) header.push_back("shared");
@@ -657,7 +641,32 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
                     : std::string(SourceName(c.source()))});
     t.Add(std::move(row));
   }
-  absl::StrAppend(&out, t.Render(), "\nwhy:\n");
+  return t.Render();
+}
+
+}  // namespace
+
+std::string FormatRecommendation(const v1::RecommendResponse& r) {
+  std::string out;
+  if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
+    absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
+  }
+  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(), r.gpu());
+  if (r.shapes_examined() > r.candidates_considered()) {
+    absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
+                          r.shapes_examined());
+  }
+  if (!r.tensor_parallel_degrees().empty()) {
+    absl::StrAppend(&out, ", each legal for tensor parallelism ",
+                    absl::StrJoin(r.tensor_parallel_degrees(), ", "));
+    if (!r.tensor_parallel_source().empty()) {
+      absl::StrAppend(&out, " (", r.tensor_parallel_source(), ")");
+    }
+  }
+  absl::StrAppend(&out, "\n");
+  if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
+  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, CandidateTable(r), "\nwhy:\n");
   for (const v1::Candidate& c : r.candidates()) {
     if (c.reasons().empty()) continue;
     absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",
