@@ -19,7 +19,7 @@ const std::vector<std::string> kConnection = {"server",  "deadline", "tls_ca", "
                                               "tls_key", "token",    "format"};
 // A model spec and its overrides.
 const std::vector<std::string> kModel = {"model", "seq",   "micro_batch", "tp",       "pp",
-                                         "cp",    "ep",    "etp",         "capacity_factor", "dp", "dtype",
+                                         "cp",    "ep",    "etp",         "capacity_factor", "routing_skew", "dp", "dtype",
                                          "attention",
                                          "workload", "kv_cache"};
 

@@ -62,6 +62,7 @@ absl::StatusOr<v1::ModelSpec> LoadSpecWithOverrides(const CliOptions& o) {
   if (o.ep != 0) spec.set_expert_parallel(o.ep);
   if (o.etp != 0) spec.set_expert_tensor_parallel(o.etp);
   if (o.capacity_factor != 0) spec.set_moe_capacity_factor(o.capacity_factor);
+  if (o.routing_skew != 0) spec.set_moe_routing_skew(o.routing_skew);
   if (o.dp != 0) spec.set_data_parallel(o.dp);
   if (o.kv_cache != 0) spec.set_kv_cache_length(o.kv_cache);
   if (!o.dtype.empty()) {
@@ -256,10 +257,16 @@ int ExportCandidate(const v1::RecommendResponse& r, const CliOptions& o, std::os
   if (!text.ok()) return Fail(err, FieldError("--export-format", text.status().message()));
   out << *text;
   if (!base.empty()) {
+    // The config's keys, and what they say of the shape (a key such as Llama 4's
+    // intermediate_size carries the shared expert's width too).
+    std::string shape;
+    for (const v1::Candidate& c : r.candidates()) {
+      if (c.baseline()) shape = ShapeChanges(c.model(), pick->model());
+    }
     err << "exported #" << pick->rank() << " over " << o.model << ": "
         << (changed.empty() ? std::string("no field changed")
                             : absl::StrCat("changed ", absl::StrJoin(changed, ", ")))
-        << "\n";
+        << (shape.empty() ? "" : absl::StrCat(" (", shape, ")")) << "\n";
   }
   return 0;
 }

@@ -25,6 +25,7 @@ struct CliOptions {
   int64_t ep = 0;          // expert-parallel ranks override
   int64_t etp = 0;         // the experts' tensor-parallel degree override
   double capacity_factor = 0;  // the experts' capacity factor override
+  double routing_skew = 0;     // dropless routing's skew over expert-parallel ranks override
   int64_t dp = 0;          // data-parallel replicas (memory estimate)
   std::string tp_options;  // recommend: "2,4,8"
   // analyze: the training run (any of them set: the step's breakdown)

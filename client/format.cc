@@ -404,6 +404,10 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
                           "(MBU) %.1f%%: decode is bound by reading the weights and the KV cache\n",
                           HumanSeconds(r.step_time_s()), 100 * r.memory_bandwidth_utilization());
   }
+  // With a run its breakdown lists these among its own assumptions.
+  if (!run) {
+    for (const std::string& a : r.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
+  }
   if (r.has_measured_step()) {
     const v1::MeasuredStep& ms = r.measured_step();
     const v1::LayerTiming& l = ms.layer();
@@ -551,6 +555,97 @@ absl::string_view VerdictName(v1::Verdict v) {
   }
 }
 
+namespace {
+// Layers with local attention: sliding_window_layers, 0 meaning all of them when there is a
+// window.
+int64_t LocalLayers(const v1::ModelSpec& m) {
+  if (m.sliding_window() == 0) return 0;
+  return m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers();
+}
+}  // namespace
+
+std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to) {
+  std::vector<std::string> out;
+  auto arrow = [&](absl::string_view what, int64_t a, int64_t b) {
+    if (a != b) out.push_back(absl::StrCat(what, " ", a, " → ", b));
+  };
+  const bool moe = to.num_experts() > 0;
+  arrow("h", from.hidden_size(), to.hidden_size());
+  arrow("heads", from.num_attention_heads(), to.num_attention_heads());
+  arrow("kv heads", from.num_kv_heads(), to.num_kv_heads());
+  arrow("head dim", from.head_dim(), to.head_dim());
+  arrow(moe ? "expert width f" : "f", from.ffn_hidden_size(), to.ffn_hidden_size());
+  arrow("shared expert width", from.shared_expert_ffn_hidden_size(),
+        to.shared_expert_ffn_hidden_size());
+  arrow("dense MLP width", from.dense_ffn_hidden_size(), to.dense_ffn_hidden_size());
+  arrow("experts", from.num_experts(), to.num_experts());
+  arrow("top-k", from.experts_per_token(), to.experts_per_token());
+  arrow("v", from.vocab_size(), to.vocab_size());
+  arrow("L", from.num_layers(), to.num_layers());
+  arrow("local-attention layers", LocalLayers(from), LocalLayers(to));
+  arrow("first dense layers", from.first_dense_layers(), to.first_dense_layers());
+  return absl::StrJoin(out, ", ");
+}
+
+namespace {
+
+// The candidates' table: the shape, the architecture's own columns when a candidate has them
+// (experts and top-k, the shared experts' width, the layers with local attention: each moves with
+// f or L), the figures.
+std::string CandidateTable(const v1::RecommendResponse& r) {
+  bool decode = false, experts = false, shared = false, local = false;
+  for (const v1::Candidate& c : r.candidates()) {
+    decode |= c.time_per_output_token_s() > 0;
+    experts |= c.model().num_experts() > 0;
+    shared |= c.model().shared_expert_ffn_hidden_size() > 0;
+    local |= c.model().sliding_window() > 0;
+  }
+  std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L"};
+  if (experts) header.push_back("E/k");
+  if (shared) header.push_back("shared");
+  if (local) header.push_back("local");
+  header.insert(header.end(), {"params", "Δparams", "step", "tok/s/GPU"});
+  if (decode) header.insert(header.end(), {"TPOT", "MBU"});
+  header.insert(header.end(), {"speedup", "MFU", "source"});
+  Table t(header);
+  for (const v1::Candidate& c : r.candidates()) {
+    const v1::ModelSpec& m = c.model();
+    std::vector<std::string> row = {absl::StrCat(c.rank()),
+                                    c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
+                                    absl::StrCat(m.hidden_size()),
+                                    absl::StrCat(m.num_attention_heads()),
+                                    absl::StrCat(m.num_kv_heads()),
+                                    absl::StrCat(m.head_dim()),
+                                    absl::StrCat(m.ffn_hidden_size()),
+                                    absl::StrCat(m.vocab_size()),
+                                    absl::StrCat(m.num_layers())};
+    if (experts) row.push_back(absl::StrCat(m.num_experts(), "/", m.experts_per_token()));
+    if (shared) row.push_back(absl::StrCat(m.shared_expert_ffn_hidden_size()));
+    if (local) row.push_back(absl::StrCat(LocalLayers(m)));
+    row.insert(row.end(), {HumanCount(c.params().total_params()),
+                           absl::StrFormat("%+.2f%%", 100 * c.param_change()),
+                           HumanSeconds(c.step_time_s()),
+                           HumanCount(c.tokens_per_second_per_gpu())});
+    if (decode) {
+      row.push_back(HumanSeconds(c.time_per_output_token_s()));
+      row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
+    }
+    row.insert(row.end(),
+               {c.speedup_uncertainty() > 0
+                    ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
+                    : absl::StrFormat("%.3fx", c.speedup()),
+                absl::StrFormat("%.1f%%", 100 * c.mfu()),
+                // A row the measuring budget reached only in part says how much was measured.
+                c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
+                    ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
+                    : std::string(SourceName(c.source()))});
+    t.Add(std::move(row));
+  }
+  return t.Render();
+}
+
+}  // namespace
+
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
   std::string out;
   if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
@@ -571,44 +666,7 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   absl::StrAppend(&out, "\n");
   if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
   absl::StrAppend(&out, "\n");
-  bool decode = false;
-  for (const v1::Candidate& c : r.candidates()) decode |= c.time_per_output_token_s() > 0;
-  std::vector<std::string> header = {"rank", "",  "h",      "a",       "a_kv", "d",        "f",
-                                     "v",    "L", "params", "Δparams", "step", "tok/s/GPU"};
-  if (decode) header.insert(header.end(), {"TPOT", "MBU"});
-  header.insert(header.end(), {"speedup", "MFU", "source"});
-  Table t(header);
-  for (const v1::Candidate& c : r.candidates()) {
-    const v1::ModelSpec& m = c.model();
-    std::vector<std::string> row = {absl::StrCat(c.rank()),
-                                    c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
-                                    absl::StrCat(m.hidden_size()),
-                                    absl::StrCat(m.num_attention_heads()),
-                                    absl::StrCat(m.num_kv_heads()),
-                                    absl::StrCat(m.head_dim()),
-                                    absl::StrCat(m.ffn_hidden_size()),
-                                    absl::StrCat(m.vocab_size()),
-                                    absl::StrCat(m.num_layers()),
-                                    HumanCount(c.params().total_params()),
-                                    absl::StrFormat("%+.2f%%", 100 * c.param_change()),
-                                    HumanSeconds(c.step_time_s()),
-                                    HumanCount(c.tokens_per_second_per_gpu())};
-    if (decode) {
-      row.push_back(HumanSeconds(c.time_per_output_token_s()));
-      row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
-    }
-    row.insert(row.end(),
-               {c.speedup_uncertainty() > 0
-                    ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
-                    : absl::StrFormat("%.3fx", c.speedup()),
-                absl::StrFormat("%.1f%%", 100 * c.mfu()),
-                // A row the measuring budget reached only in part says how much was measured.
-                c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
-                    ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
-                    : std::string(SourceName(c.source()))});
-    t.Add(std::move(row));
-  }
-  absl::StrAppend(&out, t.Render(), "\nwhy:\n");
+  absl::StrAppend(&out, CandidateTable(r), "\nwhy:\n");
   for (const v1::Candidate& c : r.candidates()) {
     if (c.reasons().empty()) continue;
     absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",

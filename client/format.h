@@ -23,6 +23,10 @@ std::string FormatTiming(const v1::GemmTiming& t);
 // `time --layers`: one row per layer, with the analytic sum of its parts beside it.
 std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers);
 std::string FormatRecommendation(const v1::RecommendResponse& r);
+
+// The shape fields `to` changes from `from`, in the table's words ("h 4096 → 4352, expert width
+// f 8192 → 8704, shared expert width 8192 → 8704, L 48 → 47"); empty when none.
+std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to);
 // KEEP, CHANGE, NO CANDIDATES (UNKNOWN for an old server's unset verdict).
 absl::string_view VerdictName(v1::Verdict v);
 // A sweep's points as a table; `dimension` names the varied one ("hidden").

@@ -48,6 +48,10 @@ ABSL_FLAG(double, capacity_factor, 0,
           "Override moe_capacity_factor: every expert runs this many times its balanced share of "
           "the routed tokens, padded to it (GShard/Switch; Megatron-Core's "
           "--moe-expert-capacity-factor with padding); 0 = keep (default dropless)");
+ABSL_FLAG(double, routing_skew, 0,
+          "Override moe_routing_skew: dropless routing's imbalance, the busiest expert-parallel "
+          "rank's routed tokens over the mean (its expert GEMMs and all-to-all set the pace); "
+          "0 = keep (default 1, balanced)");
 ABSL_FLAG(int64_t, pp, 0,
           "Override pipeline_parallel stages (when they do not divide the layers, the first and "
           "last take fewer, as Megatron-Core splits them); 0 = keep (default 1)");
@@ -227,6 +231,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.ep = absl::GetFlag(FLAGS_ep);
   o.etp = absl::GetFlag(FLAGS_etp);
   o.capacity_factor = absl::GetFlag(FLAGS_capacity_factor);
+  o.routing_skew = absl::GetFlag(FLAGS_routing_skew);
   o.dp = absl::GetFlag(FLAGS_dp);
   o.tp_options = absl::GetFlag(FLAGS_tp_options);
   o.gpus = absl::GetFlag(FLAGS_gpus);

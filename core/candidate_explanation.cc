@@ -91,6 +91,11 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
     if (p1 > p0) {
       absl::StrAppend(&x, " (rule 6: f/t a multiple of ", p1, ", was ", p0, ")");
     }
+    // Whole shared experts (DeepSeek's, Llama 4's) follow the expert width.
+    if (s.shared_expert_ffn_hidden_size != b.shared_expert_ffn_hidden_size) {
+      absl::StrAppend(&x, ", shared expert width ", b.shared_expert_ffn_hidden_size, " → ",
+                      s.shared_expert_ffn_hidden_size);
+    }
     r.push_back(x);
   }
   if (s.vocab_size != b.vocab_size) {
@@ -99,8 +104,18 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
                              ")"));
   }
   if (s.num_layers != b.num_layers) {
-    r.push_back(absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
-                             " to stay within the parameter budget"));
+    std::string x = absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
+                                 " to stay within the parameter budget");
+    // What moves with the layers: the local-attention layers (the same share), the dense ones.
+    if (s.sliding_window_layers != b.sliding_window_layers) {
+      absl::StrAppend(&x, ", local-attention layers ", b.sliding_window_layers, " → ",
+                      s.sliding_window_layers);
+    }
+    if (s.first_dense_layers != b.first_dense_layers) {
+      absl::StrAppend(&x, ", first dense layers ", b.first_dense_layers, " → ",
+                      s.first_dense_layers);
+    }
+    r.push_back(x);
   }
   return r;
 }

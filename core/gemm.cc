@@ -1,6 +1,7 @@
 #include "core/gemm.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -187,6 +188,43 @@ void AttentionCore(const ModelSpec& spec, const DerivedShape& d, Builder& b) {
 
 }  // namespace
 
+std::string ExpertRoutingAssumption(const ModelSpec& spec) {
+  if (spec.num_experts == 0) return "";
+  const DerivedShape d = Derive(spec);
+  const int64_t E = spec.num_experts, k = spec.experts_per_token;
+  const int64_t e = std::max<int64_t>(spec.expert_parallel, 1);
+  const std::string per_rank = e > 1 ? absl::StrCat(" (", d.experts_per_rank, " per rank)") : "";
+  if (spec.moe_capacity_factor > 0) {
+    return absl::StrCat(
+        "mixture of experts with a capacity factor of ", spec.moe_capacity_factor, ": each of ",
+        E, " experts", per_rank, " runs ", d.expert_tokens,
+        " rows, its balanced share padded (tokens beyond it dropped); the padding is work, not "
+        "model FLOPs");
+  }
+  const double skew = std::min(std::max(spec.moe_routing_skew, 1.0), static_cast<double>(e));
+  const std::string balance =
+      skew > 1 ? absl::StrCat("skewed: the busiest of ", e, " expert-parallel ranks gets ", skew,
+                              " times the mean (moe_routing_skew) and every rank waits for it")
+               : absl::StrCat("balanced across experts (what a load-balancing loss aims at; "
+                              "--routing-skew prices an uneven router's busiest expert-parallel "
+                              "rank)");
+  if (spec.workload == Workload::kTraining) {
+    return absl::StrCat("mixture of experts, dropless routing ", balance, ": each of ", E,
+                        " experts", per_rank, " runs ", d.expert_tokens, " rows, its share of the ",
+                        d.tokens, " tokens x top ", k,
+                        e > 1 ? absl::StrCat(" x ", e, " expert-parallel ranks") : "",
+                        " routed copies");
+  }
+  return absl::StrCat(
+      "mixture of experts, dropless routing ", balance, ": an expert runs only for the tokens "
+      "routed to it; this step's ", d.tokens, " token(s) x top ", k, " touch ", d.experts_run,
+      " of ", d.experts_per_rank, " experts per MoE layer", e > 1 ? " and rank" : "",
+      " (E*(1 - (1 - k/E)^T) under uniform routing, rounded), only their weights read, ",
+      d.expert_tokens == d.expert_rows_total / d.experts_run
+          ? absl::StrCat(d.expert_tokens, " row(s) each")
+          : absl::StrCat(d.expert_tokens - 1, "-", d.expert_tokens, " rows each"));
+}
+
 std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   std::vector<Gemm> out;
   out.reserve(32);  // a layer's forward and backward GEMMs, the logits, an MoE's router
@@ -220,14 +258,20 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   if (d.moe_layers > 0) {
     // Mixture of experts. The router is small and replicated on every rank; each expert's width
     // is split over the tensor-parallel ranks like a dense MLP; under expert parallelism a rank
-    // holds E/e experts and runs them on the tokens e ranks route to them.
+    // holds E/e experts and runs them on the tokens e ranks route to them. Only the experts a
+    // step's tokens reach run (Derive: experts_run), as one grouped GEMM, or two when their rows
+    // differ by one (the copies shared as evenly as whole rows allow).
     const int64_t M = d.moe_layers;
     b.Linear(kMoeRouter, T, spec.num_experts, h, M);
-    const int64_t E = d.experts_per_rank;
-    const int64_t rows = d.expert_tokens;
+    const int64_t run = d.experts_run, rows = d.expert_rows_total / run;
+    const int64_t more = d.expert_rows_total % run;  // experts with one row more
     const bool gelu = spec.mlp == Mlp::kGelu;
-    b.Linear(gelu ? kMoeUp : kMoeGateUp, rows, (gelu ? 1 : 2) * d.expert_ffn_per_rank, h, M, E);
-    b.Linear(kMoeDown, rows, h, d.expert_ffn_per_rank, M, E);
+    for (const auto& [experts, m] : {std::pair{more, rows + 1}, std::pair{run - more, rows}}) {
+      if (experts == 0 || m == 0) continue;
+      b.Linear(gelu ? kMoeUp : kMoeGateUp, m, (gelu ? 1 : 2) * d.expert_ffn_per_rank, h, M,
+               experts);
+      b.Linear(kMoeDown, m, h, d.expert_ffn_per_rank, M, experts);
+    }
     if (d.shared_ffn_per_rank > 0) {
       b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, M);
       b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, M);

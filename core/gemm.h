@@ -117,6 +117,11 @@ double GemmFlops(const GemmShape& s);  // 2·M·N·K·batch
 // output_layer) in BF16.
 DType ComputeDType(DType model, absl::string_view name);
 
+// What the expert GEMMs of a mixture of experts assume of routing, in words (empty for a dense
+// model): balanced dropless routing, a skew over expert-parallel ranks, or a capacity factor in
+// training; in prefill and decode the experts the step's tokens touch and the rows they share.
+std::string ExpertRoutingAssumption(const ModelSpec& spec);
+
 // The GEMM list of one step of `spec`'s workload (spec must be normalized): forward only for
 // prefill and decode; forward, dgrad and wgrad for training. Per tensor-parallel rank.
 std::vector<Gemm> BuildGemms(const ModelSpec& spec);

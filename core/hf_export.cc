@@ -1,11 +1,9 @@
 #include "core/hf_export.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/hf_import.h"
 #include "core/json_limits.h"
-#include "core/ordered_json.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
@@ -56,15 +54,26 @@ void LlamaCore(const ModelSpec& s, json& j) {
   j["rms_norm_eps"] = 1e-6;
 }
 
-// Local attention as layer_types: the last layers of each group full, the rest sliding.
-json LayerTypes(const ModelSpec& s) {
-  const int64_t windowed = Derive(s).window_layers;
-  json types = json::array();
-  for (int64_t i = 0; i < s.num_layers; ++i) {
-    types.push_back(i < windowed ? "sliding_attention" : "full_attention");
+}  // namespace
+
+std::vector<std::string> LayerTypesFor(int64_t layers, int64_t sliding) {
+  // The smallest period P whose pattern (the last layer of every P global) has `sliding` local
+  // layers: Gemma 2's and GPT-OSS's alternation (P = 2), Gemma 3's five in six (P = 6).
+  const int64_t period = LocalLayerPeriod(layers, sliding);
+  const int64_t global = layers - sliding;
+  std::vector<std::string> types;
+  for (int64_t i = 0; i < layers; ++i) {
+    // Without such a period, the global layers spread evenly, each the last of its share.
+    const bool full = period > 0 ? (i + 1) % period == 0
+                                 : global > 0 && (i + 1) * global / layers != i * global / layers;
+    types.push_back(full ? "full_attention" : "sliding_attention");
   }
   return types;
 }
+
+namespace {
+
+json LayerTypes(const ModelSpec& s) { return LayerTypesFor(s.num_layers, Derive(s).window_layers); }
 
 absl::StatusOr<json> Deepseek(const ModelSpec& s, const DerivedShape& d) {
   if (s.moe_layer_interval > 1) {
@@ -116,8 +125,38 @@ absl::StatusOr<json> GptOss(const ModelSpec& s) {
   return j;
 }
 
+// Phi-3.5-MoE: every layer MoE, LayerNorm, biases on the attention projections or none, the
+// head dim h/a (PhimoeConfig has no head_dim), a window on every layer or none.
+absl::StatusOr<json> Phimoe(const ModelSpec& s) {
+  const DerivedShape d = Derive(s);
+  if (d.dense_layers > 0) return Unexpressible("first_dense_layers", "Phi-3.5-MoE is all MoE");
+  if (s.shared_expert_ffn_hidden_size > 0) {
+    return Unexpressible("shared_expert_ffn_hidden_size", "Phi-3.5-MoE has no shared experts");
+  }
+  if (s.bias == Bias::kAll) return Unexpressible("bias", "Phi-3.5-MoE's experts have no biases");
+  if (s.head_dim * s.num_attention_heads != s.hidden_size) {
+    return Unexpressible("head_dim", "Phi-3.5-MoE's head dim is hidden_size / heads");
+  }
+  if (d.window_layers > 0 && d.window_layers != s.num_layers) {
+    return Unexpressible("sliding_window_layers", "Phi-3.5-MoE's window is on every layer");
+  }
+  json j = Common(s, "PhimoeForCausalLM", "phimoe");
+  j["hidden_size"] = s.hidden_size;
+  j["num_attention_heads"] = s.num_attention_heads;
+  j["num_key_value_heads"] = s.num_kv_heads;
+  j["num_hidden_layers"] = s.num_layers;
+  j["intermediate_size"] = s.ffn_hidden_size;
+  j["num_local_experts"] = s.num_experts;
+  j["num_experts_per_tok"] = s.experts_per_token;
+  j["attention_bias"] = s.bias == Bias::kQkv;
+  j["hidden_act"] = "silu";
+  if (d.window_layers > 0) j["sliding_window"] = s.sliding_window;
+  return j;
+}
+
 absl::StatusOr<json> Moe(const ModelSpec& s) {
   json j;
+  if (s.norm == Norm::kLayerNorm) return Phimoe(s);
   if (s.expert_groups > 1) {
     return Unexpressible("expert_groups", "only DeepSeek's configs group the experts (n_group)");
   }
@@ -162,8 +201,33 @@ absl::StatusOr<json> Moe(const ModelSpec& s) {
   return j;
 }
 
+// StarCoder2: grouped-query attention, a GELU MLP, LayerNorm, biases on every linear or none,
+// the head dim h/a, a window on every layer.
+absl::StatusOr<json> Starcoder2(const ModelSpec& s) {
+  if (Derive(s).window_layers != s.num_layers) {
+    return Unexpressible("sliding_window_layers", "StarCoder2's window is on every layer");
+  }
+  if (s.learned_position_embeddings > 0) {
+    return Unexpressible("learned_position_embeddings", "StarCoder2 has rotary positions");
+  }
+  if (s.bias == Bias::kQkv) return Unexpressible("bias", "StarCoder2 biases every linear or none");
+  if (s.head_dim * s.num_attention_heads != s.hidden_size) {
+    return Unexpressible("head_dim", "StarCoder2's head dim is hidden_size / heads");
+  }
+  json j = Common(s, "Starcoder2ForCausalLM", "starcoder2");
+  j["hidden_size"] = s.hidden_size;
+  j["num_attention_heads"] = s.num_attention_heads;
+  j["num_key_value_heads"] = s.num_kv_heads;
+  j["num_hidden_layers"] = s.num_layers;
+  j["intermediate_size"] = s.ffn_hidden_size;
+  j["use_bias"] = s.bias == Bias::kAll;
+  j["sliding_window"] = s.sliding_window;
+  j["hidden_act"] = "gelu_pytorch_tanh";
+  return j;
+}
+
 absl::StatusOr<json> Gelu(const ModelSpec& s) {
-  if (s.sliding_window > 0) return Unexpressible("sliding_window", "GELU models here have none");
+  if (s.sliding_window > 0) return Starcoder2(s);
   if (s.num_kv_heads != s.num_attention_heads || s.bias != Bias::kAll) {
     // Falcon: grouped-query (or multi-query) attention, biases on every linear or on none.
     if (s.learned_position_embeddings > 0) {
@@ -244,102 +308,13 @@ absl::StatusOr<std::string> ExportHfConfig(const ModelSpec& s) {
     j = Gated(s);
   }
   if (!j.ok()) return j.status();
-  if (s.norm == Norm::kLayerNorm && s.mlp == Mlp::kSwiglu) {
+  if (s.norm == Norm::kLayerNorm && s.mlp == Mlp::kSwiglu && s.num_experts == 0) {
     return Unexpressible("norm", "gated-MLP architectures use RMSNorm");
   }
   if (s.norm == Norm::kRmsNorm && s.mlp == Mlp::kGelu) {
     return Unexpressible("norm", "GELU architectures use LayerNorm");
   }
   return j->dump(2) + "\n";
-}
-
-namespace {
-
-// The fields of a config that describe how a run is set up, not the model's shape: a candidate
-// inherits them from the base, so that an export never moves them.
-ModelSpec WithRunOf(ModelSpec shape, const ModelSpec& run) {
-  shape.name = run.name;
-  shape.seq_length = run.seq_length;
-  shape.kv_cache_length = run.kv_cache_length;
-  shape.dtype = run.dtype;
-  return shape;
-}
-
-absl::StatusOr<json> ExportedJson(const ModelSpec& s) {
-  absl::StatusOr<std::string> text = ExportHfConfig(s);
-  if (!text.ok()) return text.status();
-  return json::parse(*text);
-}
-
-// Keys of `a` and `b` whose values differ (present in one only included).
-std::vector<std::string> DifferingKeys(const json& a, const json& b) {
-  std::vector<std::string> out;
-  for (auto it = b.begin(); it != b.end(); ++it) {
-    if (!a.contains(it.key()) || a[it.key()] != it.value()) out.push_back(it.key());
-  }
-  for (auto it = a.begin(); it != a.end(); ++it) {
-    if (!b.contains(it.key())) out.push_back(it.key());
-  }
-  return out;
-}
-
-}  // namespace
-
-absl::StatusOr<std::string> ExportHfConfigOver(const ModelSpec& spec,
-                                               absl::string_view base_config_json,
-                                               std::vector<std::string>* changed) {
-  changed->clear();
-  if (absl::Status st = CheckJsonLimits(base_config_json); !st.ok()) return st;
-  absl::StatusOr<ModelSpec> imported = ImportHfConfig(base_config_json);
-  if (!imported.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the base config: ", imported.status().message()));
-  }
-  // The base's shape and the candidate, exported alike: what differs is what the candidate
-  // changed, in the spelling of the architecture that expresses both.
-  absl::StatusOr<json> from = ExportedJson(WithDefaults(WithRunOf(*imported, spec)));
-  if (!from.ok()) return from.status();
-  absl::StatusOr<json> to = ExportedJson(spec);
-  if (!to.ok()) return to.status();
-  if ((*from)["architectures"] != (*to)["architectures"]) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the candidate needs ", (*to)["architectures"][0].get<std::string>(),
-        ", not the base's architecture: export it without the base config"));
-  }
-  absl::StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(base_config_json);
-  if (!parsed.ok()) return parsed.status();
-  nlohmann::ordered_json& base = *parsed;
-  const std::string arch = base.contains("architectures") && base["architectures"].is_array() &&
-                                   !base["architectures"].empty() &&
-                                   base["architectures"][0].is_string()
-                               ? base["architectures"][0].get<std::string>()
-                               : "";
-  const bool nested = absl::EndsWith(arch, "ForConditionalGeneration") &&
-                      base.contains("text_config") && base["text_config"].is_object();
-  for (const std::string& key : DifferingKeys(*from, *to)) {
-    nlohmann::ordered_json& target = nested && !base.contains(key) ? base["text_config"] : base;
-    if (to->contains(key)) {
-      target[key] = nlohmann::ordered_json::parse((*to)[key].dump());
-    } else {
-      target.erase(key);
-    }
-    changed->push_back(key);
-  }
-  const std::string text = base.dump(2) + "\n";
-  // Read back: the same shape as the candidate, or say what the base's architecture lost.
-  absl::StatusOr<ModelSpec> back = ImportHfConfig(text);
-  if (!back.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the edited config does not read back: ", back.status().message()));
-  }
-  absl::StatusOr<json> again = ExportedJson(WithDefaults(WithRunOf(*back, spec)));
-  if (!again.ok()) return again.status();
-  if (const std::vector<std::string> lost = DifferingKeys(*to, *again); !lost.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the base config's architecture (", arch, ") cannot carry the change of ",
-                     absl::StrJoin(lost, ", "), ": export it without the base config"));
-  }
-  return text;
 }
 
 }  // namespace wavecrest

@@ -1,59 +1,25 @@
 #include "core/hf_import.h"
 
-#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/hf_import_families.h"
+#include "core/hf_import_fields.h"
 #include "core/json_limits.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest {
-namespace {
 
+using hf::Defaults;
+using hf::GetBool;
+using hf::GetInt;
+using hf::GetPositive;
+using hf::ReadLlamaCore;
+using hf::ReadSlidingWindow;
 using nlohmann::json;
-
-constexpr absl::string_view kSupported =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-    "GPTNeoXForCausalLM, GPT2LMHeadModel, GemmaForCausalLM, Gemma2ForCausalLM, "
-    "Gemma3ForCausalLM, Gemma3ForConditionalGeneration (its text model), PhiForCausalLM, "
-    "Phi3ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, Qwen3MoeForCausalLM, "
-    "DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Llama4ForCausalLM, "
-    "Llama4ForConditionalGeneration (its text model), GptOssForCausalLM, FalconForCausalLM";
-
-absl::StatusOr<int64_t> GetInt(const json& j, const char* key, std::optional<int64_t> fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) {
-    if (fallback) return *fallback;
-    return absl::InvalidArgumentError(absl::StrCat("config.json: missing field \"", key, "\""));
-  }
-  if (!it->is_number_integer()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("config.json: field \"", key, "\" must be an integer; got ", it->type_name()));
-  }
-  return it->get<int64_t>();
-}
-
-absl::StatusOr<bool> GetBool(const json& j, const char* key, bool fallback) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.json: field \"", key, "\" must be true or false; got ", it->type_name()));
-  }
-  return it->get<bool>();
-}
-
-#define WC_TRY_ASSIGN(lhs, expr)            \
-  do {                                      \
-    auto wc_v_ = (expr);                    \
-    if (!wc_v_.ok()) return wc_v_.status(); \
-    lhs = *wc_v_;                           \
-  } while (false)
-
-}  // namespace
 
 bool LooksLikeHfConfig(absl::string_view json_text) {
   if (!CheckJsonLimits(json_text).ok()) return false;
@@ -68,25 +34,25 @@ namespace {
 // linear biases unless "bias"; multi-query (one KV head) for 7B, num_kv_heads groups with the
 // new decoder architecture (40B, 180B); tied embeddings.
 absl::StatusOr<ModelSpec> ImportFalcon(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
+  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
   // Older Falcon configs spell these n_head and n_layer.
   const char* heads_key = j.contains("num_attention_heads") ? "num_attention_heads" : "n_head";
-  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, heads_key, std::nullopt));
+  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, heads_key, std::nullopt));
   const char* layers_key = j.contains("num_hidden_layers") ? "num_hidden_layers" : "n_layer";
-  WC_TRY_ASSIGN(s.num_layers, GetInt(j, layers_key, std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, layers_key, std::nullopt));
+  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   bool new_arch = false;
   WC_TRY_ASSIGN(new_arch, GetBool(j, "new_decoder_architecture", false));
   bool multi_query = true;
   WC_TRY_ASSIGN(multi_query, GetBool(j, "multi_query", true));
   if (new_arch) {
-    WC_TRY_ASSIGN(s.num_kv_heads, GetInt(j, "num_kv_heads", std::nullopt));
+    WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(j, "num_kv_heads", std::nullopt));
   } else {
     s.num_kv_heads = multi_query ? 1 : s.num_attention_heads;
   }
   const int64_t four_h =
       s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "ffn_hidden_size", four_h));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "ffn_hidden_size", four_h));
   bool bias = false;
   WC_TRY_ASSIGN(bias, GetBool(j, "bias", false));
   WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
@@ -96,39 +62,15 @@ absl::StatusOr<ModelSpec> ImportFalcon(const json& j, ModelSpec s) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
-// "model_type" of configs without "architectures".
-std::string ArchOfModelType(const std::string& t) {
-  static const std::pair<const char*, const char*> kTypes[] = {
-      {"llama", "LlamaForCausalLM"},         {"mistral", "MistralForCausalLM"},
-      {"qwen2", "Qwen2ForCausalLM"},         {"qwen3", "Qwen3ForCausalLM"},
-      {"gpt_neox", "GPTNeoXForCausalLM"},    {"gpt2", "GPT2LMHeadModel"},
-      {"gemma", "GemmaForCausalLM"},         {"gemma2", "Gemma2ForCausalLM"},
-      {"gemma3_text", "Gemma3ForCausalLM"},  {"gemma3", "Gemma3ForConditionalGeneration"},
-      {"phi", "PhiForCausalLM"},             {"phi3", "Phi3ForCausalLM"},
-      {"mixtral", "MixtralForCausalLM"},     {"qwen2_moe", "Qwen2MoeForCausalLM"},
-      {"qwen3_moe", "Qwen3MoeForCausalLM"},  {"deepseek_v2", "DeepseekV2ForCausalLM"},
-      {"deepseek_v3", "DeepseekV3ForCausalLM"}, {"llama4_text", "Llama4ForCausalLM"},
-      {"llama4", "Llama4ForConditionalGeneration"}, {"gpt_oss", "GptOssForCausalLM"},
-      {"falcon", "FalconForCausalLM"}};
-  for (const auto& [type, arch] : kTypes) {
-    if (t == type) return arch;
-  }
-  return "";
-}
-
 absl::StatusOr<ModelSpec> ImportGpt2(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "n_embd", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "n_head", std::nullopt));
-  WC_TRY_ASSIGN(s.num_layers, GetInt(j, "n_layer", std::nullopt));
+  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "n_embd", std::nullopt));
+  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "n_head", std::nullopt));
+  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "n_layer", std::nullopt));
   // 4h as n_inner's default, computed only for an h the spec can hold (no signed overflow).
   const int64_t four_h =
       s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "n_inner", four_h));
-  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "n_inner", four_h));
+  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   WC_TRY_ASSIGN(s.learned_position_embeddings, GetInt(j, "n_positions", 1024));
   WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   s.mlp = Mlp::kGelu;
@@ -137,60 +79,16 @@ absl::StatusOr<ModelSpec> ImportGpt2(const json& j, ModelSpec s) {
   return s;
 }
 
-// The fields every Llama-style config has (with per-family defaults where configs leave them
-// out: Gemma 3's text_config), and the gated MLP and RMSNorm they share.
-struct Defaults {
-  std::optional<int64_t> heads, kv_heads, head_dim, vocab;
-};
-absl::Status ReadLlamaCore(const json& j, ModelSpec& s, const Defaults& d = {}) {
-  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "num_attention_heads", d.heads));
-  WC_TRY_ASSIGN(s.num_kv_heads,
-                GetInt(j, "num_key_value_heads", d.kv_heads ? d.kv_heads : s.num_attention_heads));
-  WC_TRY_ASSIGN(s.num_layers, GetInt(j, "num_hidden_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", d.vocab));
-  WC_TRY_ASSIGN(s.head_dim, GetInt(j, "head_dim", d.head_dim ? *d.head_dim : 0));
-  s.mlp = Mlp::kSwiglu;
-  s.norm = Norm::kRmsNorm;
-  return absl::OkStatus();
-}
-
-// Layers with local attention, from "layer_types" (["sliding_attention", "full_attention", ...])
-// or, failing that, a pattern of `pattern` layers whose last is global (Gemma 3's
-// sliding_window_pattern); the window from "sliding_window". Nothing when the config has no
-// window or `use_sliding_window` is false (Qwen2/3 keep a window they do not use).
-absl::Status ReadSlidingWindow(const json& j, ModelSpec& s, int64_t pattern = 0) {
-  bool used = true;
-  WC_TRY_ASSIGN(used, GetBool(j, "use_sliding_window", true));
-  int64_t window = 0;
-  WC_TRY_ASSIGN(window, GetInt(j, "sliding_window", 0));
-  if (!used || window <= 0) return absl::OkStatus();
-  int64_t layers = s.num_layers;  // Mistral: every layer
-  if (auto lt = j.find("layer_types"); lt != j.end() && lt->is_array()) {
-    layers = 0;
-    for (const json& t : *lt) layers += t.is_string() && t.get<std::string>() == "sliding_attention";
-  } else {
-    WC_TRY_ASSIGN(pattern, GetInt(j, "sliding_window_pattern", pattern));
-    if (pattern > 1 && s.num_layers > 0) layers = s.num_layers - s.num_layers / pattern;
-  }
-  if (layers > 0) {
-    s.sliding_window = window;
-    s.sliding_window_layers = layers;
-  }
-  return absl::OkStatus();
-}
-
 // Qwen2-MoE and Qwen3-MoE: experts of moe_intermediate_size, every decoder_sparse_step-th layer;
 // "mlp_only_layers" may list dense layers only as the first ones (0, 1, ..., k−1).
 absl::Status ReadQwenMoe(const json& j, ModelSpec& s) {
-  WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_experts", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", std::nullopt));
+  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_experts", std::nullopt));
+  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
   s.dense_ffn_hidden_size = s.ffn_hidden_size;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "moe_intermediate_size", std::nullopt));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
   WC_TRY_ASSIGN(s.shared_expert_ffn_hidden_size, GetInt(j, "shared_expert_intermediate_size", 0));
   s.shared_expert_gate = s.shared_expert_ffn_hidden_size > 0;
-  WC_TRY_ASSIGN(s.moe_layer_interval, GetInt(j, "decoder_sparse_step", 1));
+  WC_TRY_ASSIGN(s.moe_layer_interval, GetPositive(j, "decoder_sparse_step", 1));
   if (auto dense = j.find("mlp_only_layers"); dense != j.end() && dense->is_array()) {
     for (size_t i = 0; i < dense->size(); ++i) {
       if (!(*dense)[i].is_number_integer() || (*dense)[i].get<int64_t>() != static_cast<int64_t>(i)) {
@@ -207,20 +105,20 @@ absl::Status ReadQwenMoe(const json& j, ModelSpec& s) {
 // DeepSeek-V2 and V3: multi-head latent attention; routed experts of moe_intermediate_size plus
 // n_shared_experts always on; the first first_k_dense_replace layers dense (intermediate_size).
 absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetInt(j, "hidden_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetInt(j, "num_attention_heads", std::nullopt));
+  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
   s.num_kv_heads = s.num_attention_heads;  // MLA: every head gets its own K and V
-  WC_TRY_ASSIGN(s.num_layers, GetInt(j, "num_hidden_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetInt(j, "vocab_size", std::nullopt));
+  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   WC_TRY_ASSIGN(s.q_lora_rank, GetInt(j, "q_lora_rank", 0));  // null: a full query projection
-  WC_TRY_ASSIGN(s.kv_lora_rank, GetInt(j, "kv_lora_rank", std::nullopt));
+  WC_TRY_ASSIGN(s.kv_lora_rank, GetPositive(j, "kv_lora_rank", std::nullopt));
   int64_t nope = 0;
-  WC_TRY_ASSIGN(nope, GetInt(j, "qk_nope_head_dim", std::nullopt));
-  WC_TRY_ASSIGN(s.qk_rope_head_dim, GetInt(j, "qk_rope_head_dim", std::nullopt));
+  WC_TRY_ASSIGN(nope, GetPositive(j, "qk_nope_head_dim", std::nullopt));
+  WC_TRY_ASSIGN(s.qk_rope_head_dim, GetPositive(j, "qk_rope_head_dim", std::nullopt));
   s.head_dim = nope + s.qk_rope_head_dim;
-  WC_TRY_ASSIGN(s.v_head_dim, GetInt(j, "v_head_dim", std::nullopt));
+  WC_TRY_ASSIGN(s.v_head_dim, GetPositive(j, "v_head_dim", std::nullopt));
   int64_t dense_width = 0;
-  WC_TRY_ASSIGN(dense_width, GetInt(j, "intermediate_size", std::nullopt));
+  WC_TRY_ASSIGN(dense_width, GetPositive(j, "intermediate_size", std::nullopt));
   WC_TRY_ASSIGN(s.num_experts, GetInt(j, "n_routed_experts", 0));
   WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   s.mlp = Mlp::kSwiglu;
@@ -236,8 +134,8 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
         "config.json: moe_layer_freq other than 1 is not supported (every layer after "
         "first_k_dense_replace must be MoE)");
   }
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(j, "moe_intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", std::nullopt));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
+  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
   WC_TRY_ASSIGN(shared, GetInt(j, "n_shared_experts", 0));
   s.shared_expert_ffn_hidden_size = shared * s.ffn_hidden_size;
   WC_TRY_ASSIGN(s.first_dense_layers, GetInt(j, "first_k_dense_replace", 0));
@@ -258,11 +156,11 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
 // four) is not modelled: at 8192 tokens or fewer it is ordinary causal attention.
 absl::StatusOr<ModelSpec> ImportLlama4(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
-  WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_local_experts", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", 1));
+  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
+  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 1));
   s.shared_expert_ffn_hidden_size = s.ffn_hidden_size;
-  WC_TRY_ASSIGN(s.moe_layer_interval, GetInt(j, "interleave_moe_layer_step", 1));
-  WC_TRY_ASSIGN(s.dense_ffn_hidden_size, GetInt(j, "intermediate_size_mlp", s.ffn_hidden_size));
+  WC_TRY_ASSIGN(s.moe_layer_interval, GetPositive(j, "interleave_moe_layer_step", 1));
+  WC_TRY_ASSIGN(s.dense_ffn_hidden_size, GetPositive(j, "intermediate_size_mlp", s.ffn_hidden_size));
   WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   return s;
 }
@@ -271,10 +169,10 @@ absl::StatusOr<ModelSpec> ImportLlama4(const json& j, ModelSpec s) {
 // alternating local (sliding_window) and full attention, untied embeddings.
 absl::StatusOr<ModelSpec> ImportGptOss(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
-  WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_local_experts", std::nullopt));
+  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
   // Early configs spell it experts_per_token.
   const char* k_key = j.contains("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
-  WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, k_key, std::nullopt));
+  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, k_key, std::nullopt));
   bool bias = true;
   WC_TRY_ASSIGN(bias, GetBool(j, "attention_bias", true));
   s.bias = bias ? Bias::kAll : Bias::kNone;
@@ -307,20 +205,180 @@ absl::StatusOr<ModelSpec> ImportLlamaLike(const json& j, const std::string& arch
   s.bias = attention_bias ? Bias::kQkv : Bias::kNone;
   if (arch == "MixtralForCausalLM") {
     // intermediate_size is each expert's width.
-    WC_TRY_ASSIGN(s.num_experts, GetInt(j, "num_local_experts", std::nullopt));
-    WC_TRY_ASSIGN(s.experts_per_token, GetInt(j, "num_experts_per_tok", 2));
+    WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
+    WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
   }
   if (arch == "Qwen2MoeForCausalLM" || arch == "Qwen3MoeForCausalLM") RETURN_IF_ERROR(ReadQwenMoe(j, s));
   RETURN_IF_ERROR(ReadSlidingWindow(j, s, arch == "Gemma2ForCausalLM" ? 2 : 0));
   return s;
 }
 
-// Multimodal configs keep the language model's fields in "text_config".
-const json& TextConfig(const json& j, const std::string& arch) {
-  if (arch == "Llama4ForConditionalGeneration" || arch == "Gemma3ForConditionalGeneration") {
-    if (auto it = j.find("text_config"); it != j.end() && it->is_object()) return *it;
+// GPT-NeoX (Pythia) and Phi-2: a GELU MLP, LayerNorm, biases on every linear.
+absl::StatusOr<ModelSpec> ImportNeox(const json& j, ModelSpec s) {
+  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
+  WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(j, "num_key_value_heads", s.num_attention_heads));
+  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
+  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  WC_TRY_ASSIGN(s.head_dim, GetPositive(j, "head_dim", 0));
+  s.mlp = Mlp::kGelu;
+  s.norm = Norm::kLayerNorm;
+  s.bias = Bias::kAll;
+  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  return s;
+}
+
+using Importer = absl::StatusOr<ModelSpec> (*)(const json&, const std::string& arch, ModelSpec);
+
+// Every architecture the importer reads: its name in "architectures", its "model_type" (for
+// configs without "architectures"), and how it is read.
+struct Family {
+  const char* arch;
+  const char* model_type;
+  Importer import;
+};
+
+absl::StatusOr<ModelSpec> LlamaLike(const json& j, const std::string& a, ModelSpec s) {
+  return ImportLlamaLike(j, a, std::move(s));
+}
+
+constexpr Family kFamilies[] = {
+    {"LlamaForCausalLM", "llama", LlamaLike},
+    {"MistralForCausalLM", "mistral", LlamaLike},
+    {"Qwen2ForCausalLM", "qwen2", LlamaLike},
+    {"Qwen3ForCausalLM", "qwen3", LlamaLike},
+    {"GemmaForCausalLM", "gemma", LlamaLike},
+    {"Gemma2ForCausalLM", "gemma2", LlamaLike},
+    {"Phi3ForCausalLM", "phi3", LlamaLike},
+    {"MixtralForCausalLM", "mixtral", LlamaLike},
+    {"Qwen2MoeForCausalLM", "qwen2_moe", LlamaLike},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", LlamaLike},
+    {"Gemma3ForCausalLM", "gemma3_text",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportGemma3(j, std::move(s)); }},
+    {"GPTNeoXForCausalLM", "gpt_neox",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportNeox(j, std::move(s)); }},
+    {"PhiForCausalLM", "phi",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportNeox(j, std::move(s)); }},
+    {"GPT2LMHeadModel", "gpt2",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportGpt2(j, std::move(s)); }},
+    {"FalconForCausalLM", "falcon",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportFalcon(j, std::move(s)); }},
+    {"DeepseekV2ForCausalLM", "deepseek_v2",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportDeepseek(j, std::move(s)); }},
+    {"DeepseekV3ForCausalLM", "deepseek_v3",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportDeepseek(j, std::move(s)); }},
+    {"Llama4ForCausalLM", "llama4_text",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportLlama4(j, std::move(s)); }},
+    {"GptOssForCausalLM", "gpt_oss",
+     [](const json& j, const std::string&, ModelSpec s) { return ImportGptOss(j, std::move(s)); }},
+    {"BloomForCausalLM", "bloom",
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportBloom(j, std::move(s)); }},
+    {"GPTJForCausalLM", "gptj",
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportGptj(j, std::move(s)); }},
+    {"MptForCausalLM", "mpt",
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportMpt(j, std::move(s)); }},
+    {"MPTForCausalLM", "",  // MosaicML's own modelling code
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportMpt(j, std::move(s)); }},
+    {"DbrxForCausalLM", "dbrx",
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportDbrx(j, std::move(s)); }},
+    {"Starcoder2ForCausalLM", "starcoder2",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportStarcoder2(j, std::move(s));
+     }},
+    {"InternLM2ForCausalLM", "internlm2",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportInternLm2(j, std::move(s));
+     }},
+    {"Olmo2ForCausalLM", "olmo2",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportOlmo(j, false, std::move(s));
+     }},
+    {"OlmoeForCausalLM", "olmoe",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportOlmo(j, true, std::move(s));
+     }},
+    {"PhimoeForCausalLM", "phimoe",
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportPhimoe(j, std::move(s)); }},
+    {"PhiMoEForCausalLM", "",  // Microsoft's own modelling code
+     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportPhimoe(j, std::move(s)); }},
+    {"GraniteForCausalLM", "granite",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportGranite(j, false, std::move(s));
+     }},
+    {"GraniteMoeForCausalLM", "granitemoe",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportGranite(j, true, std::move(s));
+     }},
+    {"GraniteMoeSharedForCausalLM", "granitemoeshared",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportGranite(j, true, std::move(s));
+     }},
+};
+
+// Multimodal models whose language model is a "text_config" (and the model_type of that text
+// model when its config does not say).
+struct Wrapper {
+  const char* arch;
+  const char* model_type;
+  const char* text_model_type;
+};
+constexpr Wrapper kWrappers[] = {
+    {"Llama4ForConditionalGeneration", "llama4", "llama4_text"},
+    {"Gemma3ForConditionalGeneration", "gemma3", "gemma3_text"},
+    {"LlavaForConditionalGeneration", "llava", "llama"},
+    {"LlavaNextForConditionalGeneration", "llava_next", "llama"},
+    {"LlavaOnevisionForConditionalGeneration", "llava_onevision", "qwen2"},
+    {"Mistral3ForConditionalGeneration", "mistral3", "mistral"},
+};
+
+std::string SupportedList() {
+  std::string out;
+  for (const Family& f : kFamilies) absl::StrAppend(&out, out.empty() ? "" : ", ", f.arch);
+  for (const Wrapper& w : kWrappers) absl::StrAppend(&out, ", ", w.arch, " (its text model)");
+  return out;
+}
+
+const Family* FamilyOf(const std::string& arch, const std::string& model_type) {
+  for (const Family& f : kFamilies) {
+    if (arch.empty() ? (*f.model_type != '\0' && model_type == f.model_type) : arch == f.arch) {
+      return &f;
+    }
   }
-  return j;
+  return nullptr;
+}
+
+// The first entry of "architectures" (or "" when there is none) and "model_type".
+std::pair<std::string, std::string> NamesOf(const json& j) {
+  std::pair<std::string, std::string> out;
+  if (auto it = j.find("architectures");
+      it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
+    out.first = (*it)[0].get<std::string>();
+  }
+  if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string()) {
+    out.second = mt->get<std::string>();
+  }
+  return out;
+}
+
+// The defaults of the text model's config class for fields a nested text_config leaves out
+// (LlamaConfig's and MistralConfig's; Llava-1.5 states only the vocabulary). Gemma 3's are
+// applied by its importer.
+json WithClassDefaults(json text, const std::string& model_type) {
+  json defaults;
+  if (model_type == "llama") {
+    defaults = {{"hidden_size", 4096}, {"intermediate_size", 11008},
+                {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+                {"vocab_size", 32000}};
+  } else if (model_type == "mistral") {
+    defaults = {{"hidden_size", 4096},        {"intermediate_size", 14336},
+                {"num_hidden_layers", 32},    {"num_attention_heads", 32},
+                {"num_key_value_heads", 8},   {"vocab_size", 32000}};
+  }
+  for (auto it = defaults.begin(); it != defaults.end(); ++it) {
+    if (!text.contains(it.key()) || text[it.key()].is_null()) text[it.key()] = it.value();
+  }
+  return text;
 }
 
 }  // namespace
@@ -333,59 +391,44 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
   if (j.is_discarded() || !j.is_object()) {
     return absl::InvalidArgumentError("config.json: not a JSON object");
   }
-  std::string arch;
-  if (auto it = j.find("architectures");
-      it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
-    arch = (*it)[0].get<std::string>();
-  } else if (auto mt = j.find("model_type"); mt != j.end() && mt->is_string()) {
-    arch = ArchOfModelType(mt->get<std::string>());
-  }
-  if (arch.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.json: neither \"architectures\" nor a known \"model_type\" says which model this "
-        "is; add \"architectures\": [\"LlamaForCausalLM\"] (or another of: ",
-        kSupported, ")"));
-  }
   ModelSpec s;
   if (auto it = j.find("_name_or_path"); it != j.end() && it->is_string()) {
     s.name = it->get<std::string>();
   }
-  const json& t = TextConfig(j, arch);
-  if (arch == "GPT2LMHeadModel") return ImportGpt2(t, std::move(s));
-  if (arch == "FalconForCausalLM") return ImportFalcon(t, std::move(s));
-  if (arch == "DeepseekV2ForCausalLM" || arch == "DeepseekV3ForCausalLM") {
-    return ImportDeepseek(t, std::move(s));
+  auto [arch, model_type] = NamesOf(j);
+  // A multimodal config: its text model, read as the text model's own family.
+  for (const Wrapper& w : kWrappers) {
+    if (arch.empty() ? model_type != w.model_type : arch != w.arch) continue;
+    auto text = j.find("text_config");
+    if (text == j.end() || !text->is_object()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.json: ", w.arch, " keeps its language model in \"text_config\", "
+                       "which is missing or not an object"));
+    }
+    auto [text_arch, text_type] = NamesOf(*text);
+    if (text_type.empty()) text_type = w.text_model_type;
+    const Family* f = FamilyOf(text_arch, text_type);
+    if (f == nullptr) f = FamilyOf("", text_type);
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.json: text_config.model_type \"", text_type, "\" is not supported; supported: ",
+          SupportedList()));
+    }
+    return f->import(WithClassDefaults(*text, text_type), f->arch, std::move(s));
   }
-  if (arch == "Llama4ForCausalLM" || arch == "Llama4ForConditionalGeneration") {
-    return ImportLlama4(t, std::move(s));
+  const Family* f = FamilyOf(arch, model_type);
+  if (f == nullptr && arch.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: neither \"architectures\" nor a known \"model_type\" says which model this "
+        "is; add \"architectures\": [\"LlamaForCausalLM\"] (or another of: ",
+        SupportedList(), ")"));
   }
-  if (arch == "GptOssForCausalLM") return ImportGptOss(t, std::move(s));
-  if (arch == "Gemma3ForCausalLM" || arch == "Gemma3ForConditionalGeneration") {
-    return ImportGemma3(t, std::move(s));
+  if (f == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"", arch,
+                                                   "\" is not supported; supported: ",
+                                                   SupportedList()));
   }
-  static const absl::string_view kLlamaLike[] = {
-      "LlamaForCausalLM",  "MistralForCausalLM", "Qwen2ForCausalLM",    "Qwen3ForCausalLM",
-      "GemmaForCausalLM",  "Gemma2ForCausalLM",  "Phi3ForCausalLM",     "MixtralForCausalLM",
-      "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"};
-  if (std::find(std::begin(kLlamaLike), std::end(kLlamaLike), arch) != std::end(kLlamaLike)) {
-    return ImportLlamaLike(t, arch, std::move(s));
-  }
-  if (arch == "GPTNeoXForCausalLM" || arch == "PhiForCausalLM") {
-    WC_TRY_ASSIGN(s.hidden_size, GetInt(t, "hidden_size", std::nullopt));
-    WC_TRY_ASSIGN(s.num_attention_heads, GetInt(t, "num_attention_heads", std::nullopt));
-    WC_TRY_ASSIGN(s.num_kv_heads, GetInt(t, "num_key_value_heads", s.num_attention_heads));
-    WC_TRY_ASSIGN(s.num_layers, GetInt(t, "num_hidden_layers", std::nullopt));
-    WC_TRY_ASSIGN(s.ffn_hidden_size, GetInt(t, "intermediate_size", std::nullopt));
-    WC_TRY_ASSIGN(s.vocab_size, GetInt(t, "vocab_size", std::nullopt));
-    WC_TRY_ASSIGN(s.head_dim, GetInt(t, "head_dim", 0));
-    s.mlp = Mlp::kGelu;
-    s.norm = Norm::kLayerNorm;
-    s.bias = Bias::kAll;
-    WC_TRY_ASSIGN(s.tied_embeddings, GetBool(t, "tie_word_embeddings", false));
-    return s;
-  }
-  return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"", arch,
-                                                 "\" is not supported; supported: ", kSupported));
+  return f->import(j, f->arch, std::move(s));
 }
 
 }  // namespace wavecrest

@@ -1,7 +1,12 @@
 // Import of Hugging Face transformers `config.json` files into a ModelSpec.
 //
-// Supported architectures: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-// GPTNeoXForCausalLM, GPT2LMHeadModel, GemmaForCausalLM, PhiForCausalLM, Phi3ForCausalLM.
+// Supported architectures (core/hf_import.cc, kFamilies): the Llama line (Llama, Mistral,
+// Qwen2/3, Gemma 1/2/3, Phi-3, Mixtral, Qwen2/3-MoE, Llama 4, GPT-OSS, DeepSeek-V2/V3), GPT-2,
+// GPT-NeoX, Phi-2, Falcon, and (core/hf_import_families.cc) BLOOM, GPT-J, MPT, DBRX, StarCoder2,
+// InternLM2/2.5, OLMo 2, OLMoE, Phi-3.5-MoE, Granite and Granite-MoE; multimodal configs
+// (Llama 4, Gemma 3, Llava, Mistral 3) by the text model of their "text_config", missing fields
+// taking its config class's defaults. Sizes must be at least 1 where given
+// ("num_key_value_heads: 0" is refused, naming the field). Linear in the text.
 // A config does not say how the model is trained, so seq_length, micro_batch_size,
 // tensor_parallel and dtype stay 0 / default here (seq 2048, microbatch 1, TP 1, bf16 unless the
 // caller's flags say otherwise). Gated MLPs (SwiGLU, and Gemma's GeGLU, which has the same GEMMs)

@@ -206,21 +206,19 @@ double DecodeBytesPerStep(const ModelSpec& spec) {
   if (spec.workload != Workload::kDecode) return 0;
   const ParamCounts params = CountParams(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
-  const double b = static_cast<double>(spec.micro_batch_size);
-  double read = static_cast<double>(params.total_params);
+  double read = static_cast<double>(params.total_params - params.expert_params);
   if (!spec.tied_embeddings) {
     read -= static_cast<double>(spec.vocab_size) * static_cast<double>(spec.hidden_size);
   }
-  if (spec.num_experts > 0 && spec.num_experts > spec.experts_per_token) {
-    const double e = static_cast<double>(spec.num_experts);
-    const double k = static_cast<double>(spec.experts_per_token);
-    const double experts_total =
-        static_cast<double>(params.total_params - params.active_params) * e / (e - k);
-    const double touched = e * (1 - std::pow(1 - k / e, b));
-    read -= experts_total * (1 - touched / e);
+  read /= t;
+  if (spec.num_experts > 0) {
+    // The experts the step's GEMMs run (Derive: the ones the batch's tokens touch), each whole
+    // or split over the experts' tensor-parallel ranks.
+    const DerivedShape d = Derive(spec);
+    read += static_cast<double>(params.expert_params) * static_cast<double>(d.experts_run) /
+            static_cast<double>(spec.num_experts) / static_cast<double>(ExpertTensorParallel(spec));
   }
-  const double weight_bytes = WeightBytes(spec);
-  return read / t * weight_bytes + KvCacheBytes(spec);
+  return read * WeightBytes(spec) + KvCacheBytes(spec);
 }
 
 }  // namespace wavecrest

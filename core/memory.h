@@ -81,8 +81,8 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
 // Decode: the bytes one step reads per tensor-parallel rank (all layers, one pipeline stage):
 // every weight the step touches once (the output matrix whole; of the input embedding only b
 // rows, so an untied table is not counted; of a mixture of experts the experts the batch's tokens
-// route to, E·(1 − (1 − k/E)^b) of E per layer under uniform routing, an ASSUMPTION) and the whole
-// KV cache. The figure memory-bandwidth utilisation (MBU) divides by. 0 for other workloads.
+// route to, E·(1 − (1 − k/E)^b) of E per layer under uniform routing, an ASSUMPTION, rounded as
+// the expert GEMMs run them: DerivedShape::experts_run) and the whole KV cache. The figure memory-bandwidth utilisation (MBU) divides by. 0 for other workloads.
 double DecodeBytesPerStep(const ModelSpec& spec);
 
 // Bytes of the KV cache on one tensor-parallel rank (16-bit, every pipeline stage together):

@@ -116,6 +116,12 @@ struct ModelSpec {
   // all-to-all carries the padded buffers. 0 = dropless (Megatron-Core's default): each expert
   // runs the tokens routed to it, balanced routing assumed. Range 0 or [0.25, 16].
   double moe_capacity_factor = 0;
+  // Dropless routing's imbalance across expert-parallel ranks σ: the busiest rank's routed tokens
+  // over the mean. Every rank's expert GEMMs (and the all-to-all it receives) are priced at the
+  // busiest rank's, min(σ, e) times the mean: the others wait for it. 0 = 1 (balanced, as
+  // NVIDIA's MoE benchmarks force it); with one expert-parallel rank it changes nothing (one
+  // grouped GEMM runs all the copies). Range 0 or [1, 16]; needs dropless routing (capacity 0).
+  double moe_routing_skew = 0;
   DType dtype = DType::kBf16;
   Attention attention = Attention::kFlash;
   Workload workload = Workload::kTraining;
@@ -217,6 +223,12 @@ struct DerivedShape {
   int64_t expert_tokens_routed;  // MoE: the same without capacity padding (the useful rows)
   double expert_padding;         // expert_tokens / expert_tokens_routed (1 dropless)
   int64_t experts_per_rank;   // MoE: E / e
+  // MoE: the experts whose GEMMs run this step on a rank and their rows summed. Training: all
+  // E/e, expert_tokens rows each. Dropless prefill and decode: the experts the rank's T·k routed
+  // copies touch, E/e·(1 − (1 − k/E)^(T·e)) under uniform routing, rounded (at least 1), sharing
+  // the copies as evenly as whole rows allow (expert_tokens = the larger share).
+  int64_t experts_run;
+  int64_t expert_rows_total;
   int64_t expert_ffn_per_rank;  // MoE: an expert's width on a rank, f / expert_tensor_parallel
   int64_t shared_ffn_per_rank;  // MoE: shared experts' width / t
   // The MLP width one token passes through, per rank: f/t dense; (k·f·padding + shared)/t for
@@ -240,6 +252,17 @@ int64_t ExpertTensorParallel(const ModelSpec& spec);
 // The MLP width of a dense layer: dense_ffn_hidden_size in a model that mixes dense and MoE
 // layers (0 there = ffn_hidden_size), ffn_hidden_size in a dense model.
 int64_t DenseFfnWidth(const ModelSpec& spec);
+
+// The period of a local/global attention pattern: the smallest P ≥ 2 such that `layers` layers,
+// every P-th of them global (the last of its group, as Gemma 2 and 3 and GPT-OSS lay them out),
+// have `local` local ones (layers − layers/P); 0 when no period gives that many (or every layer,
+// or none, is local).
+int64_t LocalLayerPeriod(int64_t layers, int64_t local);
+
+// The local layers of `layers` layers in the pattern `base_local` of `base_layers` has: its
+// period kept (Gemma 3's five local in six, GPT-OSS's alternation), all of them when all were,
+// else the same share (rounded, at least one).
+int64_t LocalLayersFor(int64_t layers, int64_t base_layers, int64_t base_local);
 
 // Largest power of two dividing `x` (x > 0), capped at 2^30.
 int64_t LargestPow2Factor(int64_t x);

@@ -612,8 +612,8 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
   return absl::StrFormat(
       "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
       "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
-      "balanced across experts%s (as NVIDIA's MoE benchmarks force it; real routers are uneven "
-      "and the slowest rank sets the pace); expert gradients reduce over the %d ranks holding "
+      "as the experts' line says%s (the busiest rank sets the pace); expert gradients reduce "
+      "over the %d ranks holding "
       "the same experts%s; the MoE block as fused, sync-free kernels run it (Megatron-Core's "
       "published runs at micro-batch 1 measured slower, PyTorch's with DeepEP at micro-batches "
       "2-4 faster: the band)",
@@ -684,6 +684,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
               "(their collectives share the SMs and memory with the compute); zero3_prefetch "
               "prices them hidden");
   }
+  if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
   if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(

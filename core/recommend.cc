@@ -47,9 +47,9 @@ absl::string_view KnobName(Knob k) {
 
 ModelSpec WithLayers(ModelSpec s, int64_t layers) {
   if (s.sliding_window_layers > 0 && s.num_layers > 0) {
-    // The same share of local layers (Gemma 3: five in six), at least one.
-    s.sliding_window_layers = std::max<int64_t>(
-        1, (s.sliding_window_layers * layers + s.num_layers / 2) / s.num_layers);
+    // The model's own pattern of local layers (Gemma 3: five in six; GPT-OSS: every other one),
+    // or failing one the same share.
+    s.sliding_window_layers = LocalLayersFor(layers, s.num_layers, s.sliding_window_layers);
   }
   s.num_layers = layers;
   if (s.first_dense_layers >= layers) s.first_dense_layers = std::max<int64_t>(0, layers - 1);

@@ -285,6 +285,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.expert_parallel = p.expert_parallel();
   s.expert_tensor_parallel = p.expert_tensor_parallel();
   s.moe_capacity_factor = p.moe_capacity_factor();
+  s.moe_routing_skew = p.moe_routing_skew();
   s.num_experts = p.num_experts();
   s.experts_per_token = p.experts_per_token();
   s.shared_expert_ffn_hidden_size = p.shared_expert_ffn_hidden_size();
@@ -343,6 +344,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_expert_parallel(s.expert_parallel);
   p.set_expert_tensor_parallel(s.expert_tensor_parallel);
   p.set_moe_capacity_factor(s.moe_capacity_factor);
+  p.set_moe_routing_skew(s.moe_routing_skew);
   p.set_num_experts(s.num_experts);
   p.set_experts_per_token(s.experts_per_token);
   p.set_shared_expert_ffn_hidden_size(s.shared_expert_ffn_hidden_size);
@@ -595,6 +597,9 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
                                        (a.step_time_s * a.gpu->memory_bandwidth_bytes_per_s));
   }
   *r.mutable_memory() = ToProto(EstimateMemory(a.spec, *a.gpu));
+  if (std::string routing = ExpertRoutingAssumption(a.spec); !routing.empty()) {
+    r.add_assumptions(std::move(routing));
+  }
   for (const RuleViolation& v : a.rules) {
     v1::RuleViolation* out = r.add_rules();
     out->set_priced(v.priced);

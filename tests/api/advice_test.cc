@@ -208,13 +208,25 @@ TEST(AdviceTest, NamedDegreesCheckTheBaselineToo) {
   EXPECT_EQ(best->model().num_attention_heads(), 12);
 }
 
-// The JSON object of a config: its text_config for a multimodal one's shape fields.
+// The changed keys inside object `key` ("ffn_config.ffn_hidden_size" → "ffn_hidden_size").
+std::set<std::string> Inside(const std::set<std::string>& changed, const std::string& key) {
+  std::set<std::string> out;
+  for (const std::string& c : changed) {
+    if (absl::StartsWith(c, key + ".")) out.insert(c.substr(key.size() + 1));
+  }
+  return out;
+}
+
+// The JSON object of a config: its text_config for a multimodal one's shape fields, and a
+// family's nested objects (DBRX's ffn_config) for the keys changed inside them.
 void ExpectDropIn(const nlohmann::json& base, const nlohmann::json& out,
                   const std::set<std::string>& changed, const std::string& where) {
   for (auto it = base.begin(); it != base.end(); ++it) {
     ASSERT_TRUE(out.contains(it.key())) << where << ": lost " << it.key();
     if (it.value().is_object() && it.key() == "text_config") {
       ExpectDropIn(it.value(), out[it.key()], changed, where + ".text_config");
+    } else if (it.value().is_object() && !Inside(changed, it.key()).empty()) {
+      ExpectDropIn(it.value(), out[it.key()], Inside(changed, it.key()), where + "." + it.key());
     } else if (!changed.count(it.key())) {
       EXPECT_EQ(out[it.key()], it.value()) << where << ": " << it.key() << " moved";
     }
@@ -228,9 +240,10 @@ void ExpectDropIn(const nlohmann::json& base, const nlohmann::json& out,
 
 // Every example config, every candidate shown: the export is the config with only the changed
 // shape fields rewritten (architecture, model_type, rope, positions, norms, windows, unknown
-// fields kept), and it reads back as the candidate's shape.
+// fields kept), and it reads back as the candidate's shape. A candidate the base's config class
+// cannot say (BLOOM's MLP is 4h, MPT's a whole multiple of d_model) is refused, naming the field.
 TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
-  int exported = 0;
+  int exported = 0, refused = 0;
   for (const std::string& file : HfExamples()) {
     absl::StatusOr<std::string> text = ReadFile(Path("examples/models/hf/" + file), 1 << 20);
     ASSERT_TRUE(text.ok());
@@ -239,6 +252,13 @@ TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
     for (const v1::Candidate& c : r.candidates()) {
       std::vector<std::string> changed;
       absl::StatusOr<std::string> out = ExportModel(c.model(), "hf", *text, &changed);
+      if (!out.ok() && (absl::StartsWith(file, "bloom") || absl::StartsWith(file, "mpt"))) {
+        EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+        EXPECT_THAT(std::string(out.status().message()), HasSubstr("has no such field"));
+        EXPECT_NE(c.model().ffn_hidden_size(), 4 * c.model().hidden_size()) << file;
+        ++refused;
+        continue;
+      }
       ASSERT_TRUE(out.ok()) << file << " #" << c.rank() << ": " << out.status();
       ++exported;
       ExpectDropIn(base, nlohmann::json::parse(*out),
@@ -260,6 +280,7 @@ TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
     }
   }
   EXPECT_GT(exported, 100);
+  EXPECT_LT(refused, exported / 10);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -452,6 +453,44 @@ TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
   o.export_pick = "1";
   o.export_format = "onnx";
   EXPECT_THAT(Cli(o).err, HasSubstr("--export-format"));
+}
+
+// Llama 4's shared expert is as wide as a routed one: a candidate that moves the expert width
+// moves it too, and the table (its "shared" column), the reasons and the export's summary line
+// each say so.
+TEST(CliTest, RecommendNamesTheSharedExpertWidthItMoves) {
+  CliOptions o;
+  o.command = "recommend";
+  o.model = Path("examples/models/hf/llama-4-maverick.json");
+  o.gpu = "h100-sxm";
+  o.top = 20;
+  o.format = "json";
+  CliRun all = Cli(o);
+  ASSERT_EQ(all.code, 0) << all.err;
+  const nlohmann::json ranked = nlohmann::json::parse(all.out);
+  std::string base_ffn;
+  for (const auto& c : ranked["candidates"]) {
+    if (c.value("baseline", false)) base_ffn = c["model"]["ffn_hidden_size"].get<std::string>();
+  }
+  int moved = -1;
+  for (const auto& c : ranked["candidates"]) {
+    if (moved < 0 && c["model"]["ffn_hidden_size"].get<std::string>() != base_ffn) {
+      moved = c["rank"].get<int>();
+      bool named = false;
+      for (const auto& why : c["reasons"]) {
+        named |= absl::StrContains(why.get<std::string>(), "shared expert width " + base_ffn);
+      }
+      EXPECT_TRUE(named) << c.dump();
+    }
+  }
+  ASSERT_GT(moved, 0) << "no candidate moves the expert width";
+  o.format = "table";
+  EXPECT_THAT(Cli(o).out, HasSubstr("shared"));
+  o.export_pick = std::to_string(moved);
+  CliRun exported = Cli(o);
+  ASSERT_EQ(exported.code, 0) << exported.err;
+  EXPECT_THAT(exported.err, HasSubstr("changed "));
+  EXPECT_THAT(exported.err, HasSubstr("shared expert width " + base_ffn + " → "));
 }
 
 TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {

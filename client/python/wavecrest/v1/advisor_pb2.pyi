@@ -60,7 +60,8 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ..., run: _Optional[_Union[RunConfig, _Mapping]] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["elementwise_time_s", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["assumptions", "elementwise_time_s", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tokens_per_second_per_gpu", "tokens_per_step"]
+    ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GEMMS_FIELD_NUMBER: _ClassVar[int]
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
@@ -80,6 +81,7 @@ class AnalyzeResponse(_message.Message):
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    assumptions: _containers.RepeatedScalarFieldContainer[str]
     elementwise_time_s: float
     gemm_time_s: float
     gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
@@ -99,7 +101,7 @@ class AnalyzeResponse(_message.Message):
     step_time_s: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ..., assumptions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Candidate(_message.Message):
     __slots__ = ["baseline", "beats_baseline", "elementwise_share", "knob_gains", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
