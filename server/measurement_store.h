@@ -128,14 +128,21 @@ struct StoreOptions {
   // Where results wait while the shared store is down: a SQLite file; empty = the default
   // (DefaultSpoolPath), "none" = no spool (such results are lost, and their answers say so).
   std::string spool;
-  // How often the spool is copied into the store when it is back.
+  // How often the spool is copied into the store when it is back (and its true row count read:
+  // other replicas sharing the file may have added rows).
   absl::Duration drain_every = absl::Seconds(1);
+  // A replica holds a lease on its spool file, renewed every third of this. A spool file named
+  // spool-*.db in the same directory as this replica's, spooling for the same store, holding
+  // results and with no live lease (its replicas died or stopped, with a private spool path) is
+  // adopted: drained by this replica and counted in its backlog.
+  absl::Duration spool_lease = absl::Seconds(30);
+  bool adopt_spools = true;
   int connections = 4;
 };
 
 // $XDG_CACHE_HOME (or ~/.cache, or the temp directory)/wavecrest/spool-<hash of the store>.db:
-// one per database, shared by the replicas of one host (each drains it; copying twice is
-// harmless), found again after a restart.
+// one per database, shared by the replicas of one host (each drains whatever is in it, whoever
+// wrote it; copying twice is harmless), found again after a restart.
 std::string DefaultSpoolPath(absl::string_view store_uri);
 
 // Copies every result of `from` into `to` (each keyed as before: a result `to` already has is
