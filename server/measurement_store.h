@@ -67,6 +67,15 @@ class MeasurementStore {
   virtual StoreOutcome StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {
     return StoreOutcome::kLost;
   }
+  // LookupLayer answered by `deadline` (a call answered on a gRPC callback thread, which must not
+  // wait out a frozen database): a miss when the store cannot answer by then.
+  virtual std::optional<v1::LayerTiming> LookupLayerBy(absl::string_view kind,
+                                                       const LayerKey& key,
+                                                       absl::string_view method,
+                                                       const v1::DeviceFingerprint* fingerprint,
+                                                       absl::Time /*deadline*/) {
+    return LookupLayer(kind, key, method, fingerprint);
+  }
   // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
   // other process holds a live claim on it. A store that replicas share makes a measurement
   // happen once across them (PgStore, which renews the lease while the claim is held and says
@@ -86,6 +95,12 @@ class MeasurementStore {
   // every kind when empty, with the kind each was stored under.
   virtual std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
       absl::string_view kind) = 0;
+  // The same, read by `deadline` (an admin export's own): UNAVAILABLE or DEADLINE_EXCEEDED when
+  // the store could not give them all by then (a shared store down, or going down meanwhile).
+  virtual absl::StatusOr<std::vector<std::pair<std::string, v1::GemmTiming>>> MeasurementsBy(
+      absl::string_view kind, absl::Time /*deadline*/) {
+    return Measurements(kind);
+  }
   // Stores a refitted calibration as the newest version; returns the version.
   virtual absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
                                                      const std::string& created_by) = 0;
@@ -116,9 +131,17 @@ class MeasurementStore {
 
 // How a store behaves under faults (PostgreSQL; a SQLite file ignores them).
 struct StoreOptions {
-  // Any one operation, waiting for a pooled connection included: past it the operation fails and
-  // the store counts as down until a probe reaches the database again.
+  // Any one operation, waiting for a pooled connection included: past it the operation fails,
+  // and the store counts as down (until a probe reaches the database again) when a quick probe
+  // then finds the database silent too; a slow statement alone is not an outage.
   absl::Duration op_timeout = absl::Seconds(2);
+  // Whether a database that cannot be reached at start is an error (copy-store) or a store that
+  // starts down and connects, migrates and drains its spool when the database answers (a
+  // server: it serves predictions meanwhile).
+  bool start_unavailable = false;
+  // How often the entry count is refreshed from the database (off the write path; each store
+  // adds its own new rows in between).
+  absl::Duration count_every = absl::Seconds(60);
   // Reading every row (refits, copy-store).
   absl::Duration bulk_timeout = absl::Seconds(120);
   // How often a down store tries its database.

@@ -114,6 +114,14 @@ std::optional<v1::LayerTiming> SpooledStore::LookupLayer(absl::string_view kind,
   return spool_->LookupLayer(kind, key, method, fingerprint);
 }
 
+std::optional<v1::LayerTiming> SpooledStore::LookupLayerBy(
+    absl::string_view kind, const LayerKey& key, absl::string_view method,
+    const v1::DeviceFingerprint* fingerprint, absl::Time deadline) {
+  if (auto hit = shared_->LookupLayerBy(kind, key, method, fingerprint, deadline)) return hit;
+  if (backlog_.load() == 0) return std::nullopt;
+  return spool_->LookupLayer(kind, key, method, fingerprint);
+}
+
 StoreOutcome SpooledStore::Spooled(StoreOutcome shared,
                                    const std::function<StoreOutcome()>& spool) {
   if (shared == StoreOutcome::kStored) return shared;

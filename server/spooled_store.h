@@ -45,6 +45,10 @@ class SpooledStore final : public MeasurementStore {
                                              absl::string_view method,
                                              const v1::DeviceFingerprint* fingerprint) override;
   StoreOutcome StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  std::optional<v1::LayerTiming> LookupLayerBy(absl::string_view kind, const LayerKey& key,
+                                               absl::string_view method,
+                                               const v1::DeviceFingerprint* fingerprint,
+                                               absl::Time deadline) override;
   bool Claim(const std::string& flight, absl::Duration lease) override {
     return shared_->Claim(flight, lease);
   }
@@ -59,6 +63,10 @@ class SpooledStore final : public MeasurementStore {
   std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
       absl::string_view kind) override {
     return shared_->Measurements(kind);
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, v1::GemmTiming>>> MeasurementsBy(
+      absl::string_view kind, absl::Time deadline) override {
+    return shared_->MeasurementsBy(kind, deadline);
   }
   absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
                                              const std::string& created_by) override {

@@ -109,6 +109,13 @@ class TempPostgres {
   void Freeze() { Signal(SIGSTOP); }
   void Thaw() { Signal(SIGCONT); }
   int port() const { return port_; }
+  // The cluster's log (every statement, once a database has log_statement = 'all').
+  std::string ServerLog() const {
+    std::ifstream in(data_ + "/server.log");
+    std::stringstream out;
+    out << in.rdbuf();
+    return out.str();
+  }
 
   // The rows of `table` in `db` (-1 when it cannot be read).
   int64_t Rows(const std::string& db, const std::string& table = "results") const {
