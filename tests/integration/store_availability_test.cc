@@ -160,5 +160,46 @@ TEST(StoreAvailabilityTest, ASlowQueryIsNotAnOutage) {
   EXPECT_EQ(pg.Rows("slow"), 3);
 }
 
+// An admin ExportMeasurements while the database is frozen runs on a job thread under its own
+// deadline: health and Analyze keep answering within a second, and the export ends (the store
+// found down, or its deadline) instead of holding a thread for the whole freeze.
+TEST(StoreAvailabilityTest, AnExportDuringAFreezeDelaysNeitherHealthNorAnalyze) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  const std::string uri = pg.NewDatabase("export");
+  ServerUnderTest server({"--store=" + uri, "--store_timeout_ms=1000", "--threads=2"});
+  ASSERT_TRUE(server.WaitReady()) << server.Log();
+  pg.Freeze();
+  auto export_call = std::async(std::launch::async, [&] {
+    AdvisorClient admin(server.address(), absl::Seconds(20));
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::StatusOr<std::string> csv = admin.ExportMeasurements(v1::ExportMeasurementsRequest());
+    return std::make_pair(csv.status(), SecondsSince(t0));
+  });
+  AdvisorClient client(server.address(), absl::Seconds(10));
+  v1::AnalyzeRequest analyze;
+  analyze.set_gpu("h100-sxm");
+  analyze.mutable_model()->set_hidden_size(2048);
+  analyze.mutable_model()->set_num_attention_heads(16);
+  analyze.mutable_model()->set_num_layers(24);
+  analyze.mutable_model()->set_vocab_size(50304);
+  double worst = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(client.Health("").ok());
+    EXPECT_TRUE(client.Analyze(analyze).ok());
+    worst = std::max(worst, SecondsSince(t0));
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  const auto [status, export_s] = export_call.get();
+  pg.Thaw();
+  std::printf("export during a freeze: health + Analyze at worst %.2f s; the export ended after "
+              "%.1f s (%s)\n",
+              worst, export_s, status.ToString().c_str());
+  EXPECT_LT(worst, 1.0);
+  EXPECT_FALSE(status.ok()) << "an export of a frozen database cannot have read it";
+  EXPECT_LT(export_s, 15.0);
+}
+
 }  // namespace
 }  // namespace wavecrest
