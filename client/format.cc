@@ -495,6 +495,22 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
   return out;
 }
 
+namespace {
+
+// After a fresh result's source: where it was not kept ("" when stored, or not fresh).
+absl::string_view StorageNote(v1::StorageFate f) {
+  switch (f) {
+    case v1::STORAGE_FATE_SPOOLED:
+      return " (spooled)";
+    case v1::STORAGE_FATE_NOT_STORED:
+      return " (not stored)";
+    default:
+      return "";
+  }
+}
+
+}  // namespace
+
 std::string FormatTimingHeader() {
   return absl::StrFormat("%-5s %-28s %-6s %-5s %12s %9s %7s %7s %6s %7s  %s\n", "#", "shape",
                          "layout", "dtype", "time", "TFLOP/s", "samples", "spread", "algo",
@@ -513,7 +529,8 @@ std::string FormatTiming(const v1::GemmTiming& t) {
       absl::StrCat(SourceName(t.provenance().source()),
                    t.provenance().from_cache() && t.provenance().source() != v1::SOURCE_CACHED
                        ? " (cache)"
-                       : ""));
+                       : "",
+                   StorageNote(t.provenance().storage())));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
 }
@@ -529,6 +546,7 @@ std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
       absl::StrAppend(&source, absl::StrFormat(" (%+.0f%%..%+.0f%%)", 100 * p.error_band_p10(),
                                                100 * p.error_band_p90()));
     }
+    absl::StrAppend(&source, StorageNote(p.storage()));
     t.Add(
         {absl::StrCat(l.index()), HumanSeconds(l.time_s()), absl::StrFormat("%.1f", l.tflops()),
          HumanSeconds(l.predicted_sum_s()),

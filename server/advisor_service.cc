@@ -70,6 +70,11 @@ const char* CodeName(grpc::StatusCode code) {
   }
 }
 
+// How long a call answered on a gRPC callback thread (Analyze) may wait for the store, all its
+// lookups together: a lookup by primary key answers in milliseconds; past this the database is
+// frozen or overloaded, and the call answers without it.
+constexpr absl::Duration kCallbackStoreBudget = absl::Milliseconds(250);
+
 // A unary reactor that finishes at once with `status`.
 grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* ctx,
                                       const grpc::Status& status) {
@@ -151,10 +156,13 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
 MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
   if (store_ == nullptr) return nullptr;
   MeasurementStore* store = store_;
-  return [store](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
+  // Analyze answers on a callback thread: its lookups together never wait past this (a frozen
+  // database costs it a miss, not its store timeout).
+  const absl::Time by = absl::Now() + kCallbackStoreBudget;
+  return [store, by](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
     // The newest GPU measurement of the layer on this kind, from any of its devices.
-    std::optional<v1::LayerTiming> t =
-        store->LookupLayer(gpu.name, key, LayerTimingMethod("cublaslt", false), nullptr);
+    std::optional<v1::LayerTiming> t = store->LookupLayerBy(
+        gpu.name, key, LayerTimingMethod("cublaslt", false), nullptr, by);
     if (t && t->provenance().source() == v1::SOURCE_MEASURED) {
       t->mutable_provenance()->set_source(v1::SOURCE_CACHED);
       t->mutable_provenance()->set_from_cache(true);
@@ -399,6 +407,25 @@ AdvisorService::Stream AdvisorService::Sweep(Ctx* ctx, const Bytes* in) {
 
 namespace {
 
+// `rows` as CSV messages on `reactor`.
+void PushMeasurementsCsv(StreamReactor<v1::ExportMeasurementsResponse>& reactor,
+                         const std::vector<Measurement>& rows) {
+  // Chunks of at most 4096 rows (about 0.5 MiB), well under any message limit.
+  constexpr size_t kRowsPerChunk = 4096;
+  for (size_t i = 0; i == 0 || i < rows.size(); i += kRowsPerChunk) {
+    const std::vector<Measurement> chunk(
+        rows.begin() + static_cast<std::ptrdiff_t>(i),
+        rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), i + kRowsPerChunk)));
+    std::string csv = FormatMeasurementsCsv(chunk);
+    if (i > 0) csv = csv.substr(csv.find('\n') + 1);  // the header once
+    v1::ExportMeasurementsResponse msg;
+    msg.set_csv(std::move(csv));
+    msg.set_rows(static_cast<int64_t>(chunk.size()));
+    reactor.Push(std::move(msg));
+    if (rows.empty()) break;
+  }
+}
+
 absl::Status NoStore(absl::string_view rpc) {
   return absl::FailedPreconditionError(
       absl::StrCat(rpc, ": this server has no measurement store (start it with --store=FILE or "
@@ -450,22 +477,23 @@ AdvisorService::Stream AdvisorService::ExportMeasurements(Ctx* ctx, const Bytes*
     reactor->Finish(ToGrpcStatus(st));
     return reactor.get();
   }
-  const std::vector<Measurement> rows = CachedMeasurements(*store_, request.gpu());
-  // Chunks of at most 4096 rows (about 0.5 MiB), well under any message limit.
-  constexpr size_t kRowsPerChunk = 4096;
-  for (size_t i = 0; i == 0 || i < rows.size(); i += kRowsPerChunk) {
-    const std::vector<Measurement> chunk(
-        rows.begin() + static_cast<std::ptrdiff_t>(i),
-        rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), i + kRowsPerChunk)));
-    std::string csv = FormatMeasurementsCsv(chunk);
-    if (i > 0) csv = csv.substr(csv.find('\n') + 1);  // the header once
-    v1::ExportMeasurementsResponse msg;
-    msg.set_csv(std::move(csv));
-    msg.set_rows(static_cast<int64_t>(chunk.size()));
-    reactor->Push(std::move(msg));
-    if (rows.empty()) break;
-  }
-  reactor->Finish(grpc::Status::OK);
+  // Reading every row is the store's longest operation: on a job thread, never a callback
+  // thread (a frozen database would hold it, and health behind it), and only until the call's
+  // deadline (or the store's own bulk timeout, or the store going down, if sooner).
+  const absl::Time deadline = DeadlineOf(ctx);
+  const bool queued = jobs_->TrySubmit([this, reactor, gpu = request.gpu(), deadline](
+                                           absl::Duration) {
+    absl::StatusOr<std::vector<Measurement>> rows = CachedMeasurementsBy(*store_, gpu, deadline);
+    if (!rows.ok()) {
+      reactor->Finish(ToGrpcStatus(absl::Now() > deadline
+                                       ? absl::DeadlineExceededError(rows.status().message())
+                                       : rows.status()));
+      return;
+    }
+    PushMeasurementsCsv(*reactor, *rows);
+    reactor->Finish(grpc::Status::OK);
+  });
+  if (!queued) reactor->Finish(ToGrpcStatus(QueueFullError(*jobs_)));
   return reactor.get();
 }
 

@@ -62,8 +62,10 @@ ABSL_FLAG(std::string, cache, "",
           "Deprecated alias of --store FILE, kept for one release (it warns): give --store");
 ABSL_FLAG(int, store_timeout_ms, 2000,
           "PostgreSQL store: the longest any one store operation may take (waiting for a pooled "
-          "connection included); past it the store counts as down, answers go on without it, and "
-          "it is tried again every second");
+          "connection included); past it the operation fails, and when a quick probe finds the "
+          "database silent too (a slow query alone is not an outage) the store counts as down, "
+          "answers go on without it, and it is tried again every second. A database unreachable "
+          "at start is waited for the same way: the server starts and serves without it");
 ABSL_FLAG(std::string, store_spool, "",
           "PostgreSQL store: a SQLite file where results wait while the database is unreachable, "
           "copied into it when it is back (empty = $XDG_CACHE_HOME or ~/.cache/wavecrest/"
@@ -214,6 +216,8 @@ absl::StatusOr<wavecrest::ServerOptions> OptionsFromFlags() {
   o.store_poll = absl::Seconds(absl::GetFlag(FLAGS_store_poll_s));
   o.store_options.op_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_store_timeout_ms));
   o.store_options.spool = absl::GetFlag(FLAGS_store_spool);
+  // A server starts without its database (predictions, its spool) and connects when it answers.
+  o.store_options.start_unavailable = true;
   if (o.store_options.op_timeout < absl::Milliseconds(50)) {
     return absl::InvalidArgumentError("--store_timeout_ms must be at least 50");
   }

@@ -90,7 +90,7 @@ absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& s
                           absl::StrCat("--store_spool ", path, ": ", spool.status().message()));
     }
     return std::unique_ptr<MeasurementStore>(
-        std::make_unique<SpooledStore>(std::move(*pg), std::move(*spool), options.drain_every));
+        std::make_unique<SpooledStore>(std::move(*pg), std::move(*spool), options, owner));
 #else
     (void)owner;
     (void)options;

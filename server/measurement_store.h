@@ -67,6 +67,15 @@ class MeasurementStore {
   virtual StoreOutcome StoreLayer(absl::string_view /*kind*/, const v1::LayerTiming& /*timing*/) {
     return StoreOutcome::kLost;
   }
+  // LookupLayer answered by `deadline` (a call answered on a gRPC callback thread, which must not
+  // wait out a frozen database): a miss when the store cannot answer by then.
+  virtual std::optional<v1::LayerTiming> LookupLayerBy(absl::string_view kind,
+                                                       const LayerKey& key,
+                                                       absl::string_view method,
+                                                       const v1::DeviceFingerprint* fingerprint,
+                                                       absl::Time /*deadline*/) {
+    return LookupLayer(kind, key, method, fingerprint);
+  }
   // Claims `flight` (a GEMM or layer this process is about to measure) for `lease`: true when no
   // other process holds a live claim on it. A store that replicas share makes a measurement
   // happen once across them (PgStore, which renews the lease while the claim is held and says
@@ -86,6 +95,12 @@ class MeasurementStore {
   // every kind when empty, with the kind each was stored under.
   virtual std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
       absl::string_view kind) = 0;
+  // The same, read by `deadline` (an admin export's own): UNAVAILABLE or DEADLINE_EXCEEDED when
+  // the store could not give them all by then (a shared store down, or going down meanwhile).
+  virtual absl::StatusOr<std::vector<std::pair<std::string, v1::GemmTiming>>> MeasurementsBy(
+      absl::string_view kind, absl::Time /*deadline*/) {
+    return Measurements(kind);
+  }
   // Stores a refitted calibration as the newest version; returns the version.
   virtual absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
                                                      const std::string& created_by) = 0;
@@ -116,9 +131,17 @@ class MeasurementStore {
 
 // How a store behaves under faults (PostgreSQL; a SQLite file ignores them).
 struct StoreOptions {
-  // Any one operation, waiting for a pooled connection included: past it the operation fails and
-  // the store counts as down until a probe reaches the database again.
+  // Any one operation, waiting for a pooled connection included: past it the operation fails,
+  // and the store counts as down (until a probe reaches the database again) when a quick probe
+  // then finds the database silent too; a slow statement alone is not an outage.
   absl::Duration op_timeout = absl::Seconds(2);
+  // Whether a database that cannot be reached at start is an error (copy-store) or a store that
+  // starts down and connects, migrates and drains its spool when the database answers (a
+  // server: it serves predictions meanwhile).
+  bool start_unavailable = false;
+  // How often the entry count is refreshed from the database (off the write path; each store
+  // adds its own new rows in between).
+  absl::Duration count_every = absl::Seconds(60);
   // Reading every row (refits, copy-store).
   absl::Duration bulk_timeout = absl::Seconds(120);
   // How often a down store tries its database.
@@ -128,14 +151,21 @@ struct StoreOptions {
   // Where results wait while the shared store is down: a SQLite file; empty = the default
   // (DefaultSpoolPath), "none" = no spool (such results are lost, and their answers say so).
   std::string spool;
-  // How often the spool is copied into the store when it is back.
+  // How often the spool is copied into the store when it is back (and its true row count read:
+  // other replicas sharing the file may have added rows).
   absl::Duration drain_every = absl::Seconds(1);
+  // A replica holds a lease on its spool file, renewed every third of this. A spool file named
+  // spool-*.db in the same directory as this replica's, spooling for the same store, holding
+  // results and with no live lease (its replicas died or stopped, with a private spool path) is
+  // adopted: drained by this replica and counted in its backlog.
+  absl::Duration spool_lease = absl::Seconds(30);
+  bool adopt_spools = true;
   int connections = 4;
 };
 
 // $XDG_CACHE_HOME (or ~/.cache, or the temp directory)/wavecrest/spool-<hash of the store>.db:
-// one per database, shared by the replicas of one host (each drains it; copying twice is
-// harmless), found again after a restart.
+// one per database, shared by the replicas of one host (each drains whatever is in it, whoever
+// wrote it; copying twice is harmless), found again after a restart.
 std::string DefaultSpoolPath(absl::string_view store_uri);
 
 // Copies every result of `from` into `to` (each keyed as before: a result `to` already has is

@@ -15,8 +15,21 @@
 namespace wavecrest {
 
 std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind) {
+  return MeasurementRows(store.Measurements(kind));
+}
+
+absl::StatusOr<std::vector<Measurement>> CachedMeasurementsBy(MeasurementStore& store,
+                                                              absl::string_view kind,
+                                                              absl::Time deadline) {
+  auto stored = store.MeasurementsBy(kind, deadline);
+  if (!stored.ok()) return stored.status();
+  return MeasurementRows(*stored);
+}
+
+std::vector<Measurement> MeasurementRows(
+    const std::vector<std::pair<std::string, v1::GemmTiming>>& stored) {
   std::vector<Measurement> out;
-  for (const auto& [k, t] : store.Measurements(kind)) {
+  for (const auto& [k, t] : stored) {
     const absl::StatusOr<DType> dtype = FromProto(t.dtype());
     const absl::StatusOr<Layout> layout = FromProto(t.layout());
     if (!dtype.ok() || !layout.ok() || !FindGpu(k).ok()) continue;

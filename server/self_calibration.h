@@ -23,6 +23,14 @@ struct SelfCalibrationOptions {
 
 // The store's GPU measurements as measurement rows (source "wavecrest-result-cache").
 std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind);
+// The same, read by `deadline`; the store's error when it could not give them all by then.
+absl::StatusOr<std::vector<Measurement>> CachedMeasurementsBy(MeasurementStore& store,
+                                                              absl::string_view kind,
+                                                              absl::Time deadline);
+// Stored GPU timings (with their kinds) as measurement rows: those of the current cuBLASLt
+// heuristic method on a catalogued kind.
+std::vector<Measurement> MeasurementRows(
+    const std::vector<std::pair<std::string, v1::GemmTiming>>& stored);
 
 // A refit is versioned in the store: the refitted entries (a calibration file, core/
 // calibration.h) are stored as the newest version, and every replica of a shared store applies

@@ -4,7 +4,14 @@
 // background thread copies into the shared store once it answers again, removing each row it
 // copied (unless a newer result of the same key arrived meanwhile). Lookups that miss the shared
 // store look in the spool, so this replica keeps finding what it measured during an outage.
-// Backlog() is the spool's row count (the wavecrest_store_backlog gauge).
+//
+// Who drains what: every round (drain_every) the thread reads the spool's true row count, so a
+// file shared by several replicas (the default path) is drained by any live one of them, whoever
+// wrote the rows. Each replica holds a lease on its spool (StoreOptions::spool_lease, renewed
+// every third of it, ended at shutdown); a spool file beside this one (spool-*.db in the same
+// directory) that spools for the same store, holds results and has no live lease is adopted:
+// drained here, then let go. Backlog() is every row of this replica's spool and of the spools it
+// adopted (the wavecrest_store_backlog gauge).
 #ifndef WAVECREST_SERVER_SPOOLED_STORE_H_
 #define WAVECREST_SERVER_SPOOLED_STORE_H_
 
@@ -14,6 +21,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "server/measurement_store.h"
 #include "server/sqlite_store.h"
@@ -22,9 +30,10 @@ namespace wavecrest {
 
 class SpooledStore final : public MeasurementStore {
  public:
-  // Drains what `spool` holds (a previous run's backlog) as soon as `shared` answers.
+  // Drains what `spool` holds (a previous run's backlog) as soon as `shared` answers. `owner`
+  // names this process in the spool's leases (host:pid).
   SpooledStore(std::unique_ptr<MeasurementStore> shared, std::unique_ptr<SqliteStore> spool,
-               absl::Duration drain_every);
+               const StoreOptions& options, std::string owner);
   ~SpooledStore() override;
 
   // MeasurementStore.
@@ -36,6 +45,10 @@ class SpooledStore final : public MeasurementStore {
                                              absl::string_view method,
                                              const v1::DeviceFingerprint* fingerprint) override;
   StoreOutcome StoreLayer(absl::string_view kind, const v1::LayerTiming& timing) override;
+  std::optional<v1::LayerTiming> LookupLayerBy(absl::string_view kind, const LayerKey& key,
+                                               absl::string_view method,
+                                               const v1::DeviceFingerprint* fingerprint,
+                                               absl::Time deadline) override;
   bool Claim(const std::string& flight, absl::Duration lease) override {
     return shared_->Claim(flight, lease);
   }
@@ -50,6 +63,10 @@ class SpooledStore final : public MeasurementStore {
   std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
       absl::string_view kind) override {
     return shared_->Measurements(kind);
+  }
+  absl::StatusOr<std::vector<std::pair<std::string, v1::GemmTiming>>> MeasurementsBy(
+      absl::string_view kind, absl::Time deadline) override {
+    return shared_->MeasurementsBy(kind, deadline);
   }
   absl::StatusOr<int64_t> PublishCalibration(const std::string& file_json,
                                              const std::string& created_by) override {
@@ -70,16 +87,29 @@ class SpooledStore final : public MeasurementStore {
   void OnBacklog(std::function<void(int64_t)> callback) override;
   void ReleaseAll() override { shared_->ReleaseAll(); }
 
-  // Copies the spool into the shared store now (the background thread's step); returns the rows
-  // copied.
+  // One round of the background thread, now: renews the leases, adopts orphaned spools, copies
+  // every spool it holds into the shared store (when it answers) and recounts them. Returns the
+  // rows copied.
   int64_t Drain();
 
  private:
   StoreOutcome Spooled(StoreOutcome shared, const std::function<StoreOutcome()>& spool);
   void SetBacklog(int64_t rows);
+  // Copies `spool` into the shared store until a write fails; returns the rows copied.
+  int64_t DrainOne(SqliteStore& spool);
+  void RenewLeases(absl::Time now);
+  void AdoptOrphans(absl::Time now);
 
   std::unique_ptr<MeasurementStore> shared_;
   std::unique_ptr<SqliteStore> spool_;
+  const std::string owner_;
+  const absl::Duration lease_;
+  const bool adopt_;
+  // Spools of replicas that are gone, held until drained (the drain lock guards them).
+  std::vector<std::unique_ptr<SqliteStore>> adopted_;
+  std::atomic<int64_t> adopted_rows_{0};
+  absl::Time next_renewal_ = absl::InfinitePast();
+  absl::Time next_scan_ = absl::InfinitePast();
   std::atomic<int64_t> backlog_{0};
   std::mutex drain_mu_;  // one drain at a time
   std::mutex cb_mu_;

@@ -330,7 +330,7 @@ bool SqliteStore::UpsertLocked(const char* exists_sql,
                                const std::function<void(sqlite3_stmt*)>& bind_row) {
   // Whether the key is new, for the entry count.
   bool existed = false;
-  if (on_count_ && count_ >= 0) {
+  if (count_ >= 0) {
     sqlite3_stmt* q = nullptr;
     if (sqlite3_prepare_v2(db_, exists_sql, -1, &q, nullptr) == SQLITE_OK) {
       bind_key(q);
@@ -401,15 +401,15 @@ bool SqliteStore::RemoveLayerIfUnchanged(const v1::LayerTiming& timing) {
 }
 
 void SqliteStore::CountedLocked(bool replaced) {
-  if (!on_count_) return;
   // The server is the only writer: the count moves by this store alone (a replaced key leaves it
-  // as it was), so one COUNT at the first store keeps it exact.
+  // as it was), so one COUNT, the first time it is asked for, keeps it exact.
   if (count_ < 0) {
+    if (!on_count_) return;
     count_ = CountLocked();
   } else if (!replaced) {
     ++count_;
   }
-  on_count_(count_);
+  if (on_count_) on_count_(count_);
 }
 
 int64_t SqliteStore::CountLocked() {
@@ -454,6 +454,12 @@ std::vector<std::pair<std::string, v1::GemmTiming>> SqliteStore::Measurements(
 }
 
 int64_t SqliteStore::Count() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (count_ < 0) count_ = CountLocked();
+  return count_;
+}
+
+int64_t SqliteStore::CountRows() {
   std::lock_guard<std::mutex> lock(mu_);
   return CountLocked();
 }

@@ -12,11 +12,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/measurement_store.h"
 
 struct sqlite3;
@@ -28,6 +30,16 @@ inline constexpr char kCacheSchema[] = "wavecrest-result-cache-v1";
 
 // "name|cc|sms|driver|cuda|cublaslt|backend", then "|cudnn<version>" for a worker with cuDNN
 std::string FingerprintKey(const v1::DeviceFingerprint& fp);
+
+// What a look at a spool file finds without opening it as a store (read-only; nothing is
+// created, locked for long or moved aside).
+struct SpoolFileInfo {
+  std::string store;      // the shared store it spools for (meta "store"), empty if unknown
+  int64_t rows = 0;       // results waiting in it
+  int live_leases = 0;    // processes using it whose lease had not ended at `now`
+};
+// Nothing when `path` is not a readable result cache of this schema.
+std::optional<SpoolFileInfo> InspectSpoolFile(const std::string& path, absl::Time now);
 
 class SqliteStore final : public MeasurementStore {
  public:
@@ -51,7 +63,11 @@ class SqliteStore final : public MeasurementStore {
   // MeasurementStore. Calibrations are kept in the file too, so that a restarted server answers
   // from its last refit.
   std::string Describe() const override { return "sqlite:" + path_; }
+  const std::string& path() const { return path_; }
+  // Counted once, then kept by this store's own writes (no COUNT per call).
   int64_t Count() override;
+  // Counted now: a spool file other processes write too.
+  int64_t CountRows();
   void OnCount(std::function<void(int64_t)> callback) override;
   std::vector<std::pair<std::string, v1::GemmTiming>> Measurements(
       absl::string_view kind) override;
@@ -63,6 +79,16 @@ class SqliteStore final : public MeasurementStore {
       override;
   // Where a corrupt or foreign file was moved, if that happened at Open.
   const std::string& moved_aside() const { return moved_aside_; }
+
+  // A spool's bookkeeping (server/spooled_store.h), in the meta table. Meta: the value of `key`,
+  // if any; SetMetaIfAbsent keeps a value already there (and returns it).
+  std::optional<std::string> Meta(const std::string& key);
+  std::optional<std::string> SetMetaIfAbsent(const std::string& key, const std::string& value);
+  // Leases: which live processes use this file as their spool, each until a time. RenewLease
+  // sets `owner`'s to `until` and removes every lease that ended before `now` (their processes
+  // died or hung); DropLease ends `owner`'s. Both false when the file could not be written.
+  bool RenewLease(const std::string& owner, absl::Time until, absl::Time now);
+  bool DropLease(const std::string& owner);
 
  private:
   SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

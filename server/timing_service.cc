@@ -22,6 +22,18 @@ void MarkFromCache(Timing* t) {
   p->set_from_cache(true);
   if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
 }
+
+v1::StorageFate StorageFateOf(StoreOutcome o) {
+  switch (o) {
+    case StoreOutcome::kStored:
+      return v1::STORAGE_FATE_STORED;
+    case StoreOutcome::kSpooled:
+      return v1::STORAGE_FATE_SPOOLED;
+    case StoreOutcome::kLost:
+      break;
+  }
+  return v1::STORAGE_FATE_NOT_STORED;
+}
 }  // namespace
 
 // What TimingService::RunUnits needs to know of a unit of work: single GEMMs or whole layers.
@@ -456,7 +468,10 @@ class TimingService::UnitRun {
             return;
           }
           if (s_.store_) {
-            CountStored(Unit::Store(*s_.store_, task_.kind, *r));
+            const StoreOutcome stored = Unit::Store(*s_.store_, task_.kind, *r);
+            CountStored(stored);
+            // Said with the result itself: a stream cut before its notes still said it.
+            r->mutable_provenance()->set_storage(StorageFateOf(stored));
             s_.store_->Release(FlightKeyOf(which[j]));
           }
           s_.Land<Timing>(FlightKeyOf(which[j]), *flights[j], &*r);

@@ -48,7 +48,7 @@ std::chrono::system_clock::time_point In(absl::Duration d) {
 WorkerPool::WorkerPool(WorkerPoolOptions options, Metrics* metrics)
     : options_(std::move(options)), metrics_(metrics) {
   for (size_t i = 0; i < options_.local.size(); ++i) {
-    auto w = std::make_unique<Worker>();
+    auto w = NewWorker();
     w->id = absl::StrCat("local-", i);
     w->local = true;
     w->argv = options_.local[i].argv;
@@ -57,7 +57,7 @@ WorkerPool::WorkerPool(WorkerPoolOptions options, Metrics* metrics)
     workers_.push_back(std::move(w));
   }
   for (const std::string& a : options_.remote) {
-    auto w = std::make_unique<Worker>();
+    auto w = NewWorker();
     w->id = a;
     w->address = a;
     workers_.push_back(std::move(w));
@@ -167,14 +167,18 @@ void WorkerPool::Connect(Worker& w) {
   w.stub = v1::GemmWorker::NewStub(w.channel);
 }
 
+std::unique_ptr<WorkerPool::Worker> WorkerPool::NewWorker() const {
+  auto w = std::make_unique<Worker>();
+  w->backoff = RestartBackoff(options_.backoff_initial, options_.backoff_max,
+                              options_.backoff_reset_after);
+  return w;
+}
+
 void WorkerPool::MarkDown(Worker& w, const std::string& reason) {
-  const bool was_up = w.state == State::kUp;
-  if (was_up && absl::Now() - w.started_at > absl::Seconds(30)) w.failures = 0;
   w.state = State::kDown;
   w.missed_heartbeats = 0;
   if (w.busy) w.died_in_job = true;
   ++w.restarts;
-  ++w.failures;
   w.last_reason = reason;
   if (metrics_) {
     metrics_->SetWorkerUp(w.id, false);
@@ -182,12 +186,12 @@ void WorkerPool::MarkDown(Worker& w, const std::string& reason) {
   }
   static thread_local std::mt19937_64 rng(std::random_device{}());
   const double jitter = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
-  absl::Duration backoff = options_.backoff_initial * (1 << std::min(w.failures - 1, 16));
-  backoff = std::min(backoff, options_.backoff_max) * jitter;
+  const absl::Duration backoff = w.backoff.Down(absl::Now(), jitter);
   w.next_attempt = absl::Now() + backoff;
   LogWarning("worker down", {{"worker", w.id},
                              {"reason", reason},
                              {"restarts", w.restarts},
+                             {"failures_in_a_row", w.backoff.failures()},
                              {"next_attempt_in_s", absl::StrCat(absl::ToDoubleSeconds(backoff))}});
   cv_.notify_all();
 }
@@ -337,7 +341,7 @@ void WorkerPool::Discover() {
     const bool known = std::any_of(workers_.begin(), workers_.end(),
                                    [&](const auto& w) { return w->address == address; });
     if (known) continue;
-    auto w = std::make_unique<Worker>();
+    auto w = NewWorker();
     w->id = absl::StrCat("dns:", address);
     w->address = address;
     w->discovered = true;
@@ -418,6 +422,7 @@ WorkerPool::Action WorkerPool::Decide(Worker& w, std::shared_ptr<grpc::Channel>*
   std::lock_guard<std::mutex> lock(mu_);
   const absl::Time now = absl::Now();
   Action action = Action::kNone;
+  if (w.state == State::kUp) w.backoff.Tick(now);
   if (w.busy && w.call) {
     if (w.cancelled && (*w.cancelled)()) w.call->TryCancel();
     if (w.state == State::kUp && now - w.last_event > options_.job_timeout) Kill(w, "hang");
@@ -454,6 +459,7 @@ void WorkerPool::Describe(Worker& w, const std::shared_ptr<grpc::Channel>& chann
   if (w.state != State::kStarting) return;
   w.state = State::kUp;
   w.started_at = absl::Now();
+  w.backoff.Up(w.started_at);
   w.fingerprint = d.device();
   w.kind = !d.device().catalog_name().empty() ? d.device().catalog_name()
                                               : absl::AsciiStrToLower(d.device().name());

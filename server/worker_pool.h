@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "server/advisor_service.h"
 #include "server/metrics.h"
+#include "server/restart_backoff.h"
 #include "server/timing_service.h"
 #include "wavecrest/v1/worker.grpc.pb.h"
 
@@ -65,6 +66,8 @@ struct WorkerPoolOptions {
   absl::Duration start_timeout = absl::Seconds(30);
   absl::Duration backoff_initial = absl::Milliseconds(200);
   absl::Duration backoff_max = absl::Seconds(30);
+  // A worker up this long has its failures forgotten: its next restart is quick again.
+  absl::Duration backoff_reset_after = absl::Seconds(60);
   int quarantine_after = 2;
   // A quarantine ends this long after the GEMM's last crash (0 = never), or when an operator
   // clears it (ClearQuarantine).
@@ -120,7 +123,7 @@ class WorkerPool final : public GpuWorkers {
     pid_t pid = 0;
     absl::Time next_attempt = absl::InfinitePast();
     absl::Time started_at;
-    int failures = 0;  // consecutive failed starts, for the backoff
+    RestartBackoff backoff{absl::ZeroDuration(), absl::ZeroDuration(), absl::ZeroDuration()};
     int64_t restarts = 0;
     std::string last_reason;
     std::string kill_reason;  // set when the pool killed it, reported when it is reaped
@@ -159,6 +162,8 @@ class WorkerPool final : public GpuWorkers {
   void Connect(Worker& w);
   // The worker is gone: down, metrics, restart scheduled. `reason` is the restart reason.
   void MarkDown(Worker& w, const std::string& reason);
+  // A worker with the pool's restart backoff.
+  std::unique_ptr<Worker> NewWorker() const;
   void Kill(Worker& w, const std::string& reason);
   void ChargeCrash(const std::string& kind, const std::string& item, const std::string& why);
   void NotifyChange();

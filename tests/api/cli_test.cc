@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "client/format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -24,6 +25,7 @@ namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
 
@@ -642,6 +644,27 @@ TEST(CliTest, TimeLayersFlagErrorsNameTheFlag) {
   r = Cli(o);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("only with --layers"));
+}
+
+// A freshly timed result's fate in the server's store shows in `wavecrest time`'s table (after
+// its source) and in its JSON (the proto's field), so that a cut stream still said it.
+TEST(CliTest, ATimingSaysWhenItWasNotStored) {
+  v1::GemmTiming t;
+  t.mutable_shape()->set_m(4096);
+  t.mutable_shape()->set_n(4096);
+  t.mutable_shape()->set_k(4096);
+  t.set_time_s(1e-3);
+  t.mutable_provenance()->set_source(v1::SOURCE_MEASURED);
+  t.mutable_provenance()->set_storage(v1::STORAGE_FATE_STORED);
+  EXPECT_THAT(FormatTiming(t), Not(HasSubstr("stored")));
+  EXPECT_THAT(FormatTiming(t), Not(HasSubstr("spooled")));
+  t.mutable_provenance()->set_storage(v1::STORAGE_FATE_SPOOLED);
+  EXPECT_THAT(FormatTiming(t), HasSubstr("MEASURED (spooled)"));
+  t.mutable_provenance()->set_storage(v1::STORAGE_FATE_NOT_STORED);
+  EXPECT_THAT(FormatTiming(t), HasSubstr("MEASURED (not stored)"));
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(t, &json).ok());
+  EXPECT_THAT(json, HasSubstr("\"storage\":\"STORAGE_FATE_NOT_STORED\""));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Test helpers for a fleet: a measured timing as a worker would store it, a slowed remote
-// emulating worker, a TimeGemms request of distinct GEMMs, and the PostgreSQL skip.
+// Test helpers for a fleet: a measured timing as a worker would store it, store options for
+// fault tests, a slowed remote emulating worker, a TimeGemms request of distinct GEMMs, and the
+// PostgreSQL skip.
 #ifndef WAVECREST_TESTS_INTEGRATION_FLEET_H_
 #define WAVECREST_TESTS_INTEGRATION_FLEET_H_
 
@@ -13,6 +14,7 @@
 #include "core/gemm.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "server/measurement_store.h"
 #include "service/convert.h"
 #include "tests/integration/process.h"
 #include "wavecrest/v1/advisor.pb.h"
@@ -43,6 +45,32 @@ inline v1::GemmTiming Measured(const GemmKey& key, double seconds) {
   d->set_cublaslt_version("13.1.0");
   d->set_cudnn_version("91900");
   return t;
+}
+
+// Store options quick to notice faults and to recover, as a test needs (the defaults are 2 s
+// and 1 s); `spool` as StoreOptions::spool ("none": no spool).
+inline StoreOptions Fast(const std::string& spool = "none") {
+  StoreOptions o;
+  o.op_timeout = absl::Milliseconds(500);
+  o.probe_every = absl::Milliseconds(100);
+  o.drain_every = absl::Milliseconds(100);
+  o.claim_lease = absl::Milliseconds(1500);
+  o.spool = spool;
+  return o;
+}
+
+// The i-th of a run of distinct GEMMs.
+inline GemmKey Key(int i) { return {{256 * i, 4096, 4096, 1}, Layout::kTN, DType::kBf16}; }
+
+// Polls `done` every 50 ms until it holds or `timeout` passes.
+template <typename Done>
+bool WaitFor(Done done, absl::Duration timeout = absl::Seconds(15)) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return done();
 }
 
 // A remote emulating worker, slowed so that two replicas' requests overlap.

@@ -16,6 +16,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "tests/integration/process.h"
 
@@ -107,6 +109,20 @@ class TempPostgres {
   void Freeze() { Signal(SIGSTOP); }
   void Thaw() { Signal(SIGCONT); }
   int port() const { return port_; }
+  // The cluster's log (every statement, once a database has log_statement = 'all').
+  std::string ServerLog() const {
+    std::ifstream in(data_ + "/server.log");
+    std::stringstream out;
+    out << in.rdbuf();
+    return out.str();
+  }
+
+  // The rows of `table` in `db` (-1 when it cannot be read).
+  int64_t Rows(const std::string& db, const std::string& table = "results") const {
+    std::string out = Psql(db, "SELECT COUNT(*) FROM " + table);
+    int64_t n = -1;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(out), &n) ? n : -1;
+  }
 
   // Runs SQL through psql against `db`; returns its output.
   std::string Psql(const std::string& db, const std::string& sql) const {

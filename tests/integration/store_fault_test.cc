@@ -32,7 +32,9 @@ namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::Fast;
 using testing::Gemms;
+using testing::Key;
 using testing::Measured;
 using testing::Metrics;
 using testing::MetricValue;
@@ -41,46 +43,20 @@ using testing::SlowWorker;
 using testing::TcpProxy;
 using testing::TempDir;
 using testing::TempPostgres;
+using testing::WaitFor;
 
 constexpr char kMethod[] = "cublaslt-timing-v2 cold-L2 heuristic";
-
-// Quick to notice and to recover, as a test needs; the defaults are 2 s and 1 s.
-StoreOptions Fast(const std::string& spool = "none") {
-  StoreOptions o;
-  o.op_timeout = absl::Milliseconds(500);
-  o.probe_every = absl::Milliseconds(100);
-  o.drain_every = absl::Milliseconds(100);
-  o.claim_lease = absl::Milliseconds(1500);
-  o.spool = spool;
-  return o;
-}
-
-GemmKey Key(int i) { return {{256 * i, 4096, 4096, 1}, Layout::kTN, DType::kBf16}; }
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Polls `done` every 50 ms until it holds or `timeout` passes.
-template <typename Done>
-bool WaitFor(Done done, absl::Duration timeout = absl::Seconds(15)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return done();
-}
+int64_t Rows(const TempPostgres& pg, const std::string& db) { return pg.Rows(db); }
 
-int64_t Rows(const TempPostgres& pg, const std::string& db) {
-  int64_t n = -1;
-  (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(pg.Psql(db, "SELECT COUNT(*) FROM results")),
-                         &n);
-  return n;
-}
-
-// A frozen database costs one operation its timeout; after that the store knows it is down and
-// answers at once (a lookup misses, a store fails), and it is back soon after the database is.
+// A frozen database costs one operation its timeout and a quick probe (which tells it from a
+// slow query: StoreAvailabilityTest.ASlowQueryIsNotAnOutage); after that the store knows it is
+// down and answers at once (a lookup misses, a store fails), and it is back soon after the
+// database is.
 TEST(StoreFaultTest, AFrozenDatabaseCostsOneTimeoutThenAnswersAtOnce) {
   TempPostgres pg;
   SKIP_WITHOUT_POSTGRES(pg);
@@ -99,7 +75,8 @@ TEST(StoreFaultTest, AFrozenDatabaseCostsOneTimeoutThenAnswersAtOnce) {
   EXPECT_TRUE((*store)->Claim("x", absl::Seconds(10)));  // nobody to ask: measure here
   (void)(*store)->Count();
   const double then = SecondsSince(t0);
-  std::printf("frozen database: first lookup %.2f s (timeout 0.5 s), then four operations %.3f s\n",
+  std::printf("frozen database: first lookup %.2f s (timeout 0.5 s, then a 0.5 s probe), then four "
+              "operations %.3f s\n",
               first, then);
   EXPECT_LT(first, 1.5);
   EXPECT_LT(then, 0.2);
@@ -173,6 +150,40 @@ TEST(StoreFaultTest, ASpoolLeftByARestartedReplicaIsDrained) {
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_TRUE(WaitFor([&] { return (*again)->Backlog() == 0; }));
   EXPECT_EQ(Rows(pg, "restart"), 10);
+}
+
+// Two replicas of one host share a spool file; one is cut off from the database (a proxy that
+// holds its connections) and spools. The other drains what it left, and the first sees its
+// backlog go to 0. Then the database stops, the first spools again and is gone for good: the
+// live replica's backlog counts those rows (it never wrote them) and it drains them when the
+// database is back (issue 52: 214 results stayed in such a spool with a backlog of 0).
+TEST(StoreFaultTest, ASharedSpoolIsDrainedByTheLiveReplicaAndCountedInItsBacklog) {
+  TempPostgres pg;
+  SKIP_WITHOUT_POSTGRES(pg);
+  TempDir dir;
+  const std::string uri = pg.NewDatabase("orphan");
+  TcpProxy proxy(pg.port());
+  const std::string via_proxy =
+      absl::StrCat("postgresql://wavecrest@127.0.0.1:", proxy.port(), "/orphan");
+  auto a = OpenStore(via_proxy, "replica-a:1", Fast(dir.File("spool-host.db")));
+  auto b = OpenStore(uri, "replica-b:1", Fast(dir.File("spool-host.db")));
+  ASSERT_TRUE(a.ok() && b.ok());
+  proxy.Hold();
+  for (int i = 1; i <= 20; ++i) {
+    ASSERT_EQ((*a)->Store("h100-sxm", Measured(Key(i), 1e-4)), StoreOutcome::kSpooled);
+  }
+  EXPECT_TRUE(WaitFor([&] { return Rows(pg, "orphan") == 20; }));
+  EXPECT_TRUE(WaitFor([&] { return (*b)->Backlog() == 0 && (*a)->Backlog() == 0; }));
+  pg.Stop("fast");
+  for (int i = 21; i <= 30; ++i) {
+    ASSERT_EQ((*a)->Store("h100-sxm", Measured(Key(i), 1e-4)), StoreOutcome::kSpooled);
+  }
+  EXPECT_TRUE(WaitFor([&] { return (*b)->Backlog() == 10; })) << (*b)->Backlog();
+  a->reset();
+  ASSERT_TRUE(pg.Start());
+  EXPECT_TRUE(WaitFor([&] { return (*b)->Backlog() == 0; })) << (*b)->Backlog();
+  EXPECT_EQ(Rows(pg, "orphan"), 30);
+  proxy.Heal();
 }
 
 // A claim is renewed while its replica holds it; when that replica loses its database (its

@@ -3,7 +3,10 @@
 // workers (the analytic model, answering as a GPU would) and a SQLite store in a temporary
 // directory. No process is spawned and nothing sleeps; what needs real processes (worker
 // supervision, signals, the HTTP socket, PostgreSQL) stays in tests/integration/.
+#include <sqlite3.h>
+
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,6 +258,57 @@ TEST_F(RpcTest, TimeGemmsMeasuresOnTheWorkersThenAnswersFromTheStore) {
   }
   EXPECT_EQ(cached, measured);
   EXPECT_EQ(server_.workers().measured(), measured) << "the second call measured again";
+}
+
+// Each freshly measured result says what became of it in the store as it is sent, not only in
+// the notes at the end of a call that might never end normally: STORED while the store takes
+// it, NOT_STORED when its writes fail (a trigger that fails them as a full disk would). Cached
+// answers say nothing.
+TEST_F(RpcTest, EachFreshResultSaysWhetherItWasStoredAsItIsSent) {
+  auto fates = [](const std::vector<v1::TimeGemmsResponse>& messages) {
+    std::map<v1::StorageFate, int> out;
+    for (const auto& m : messages) {
+      if (m.has_timing()) ++out[m.timing().provenance().storage()];
+    }
+    return out;
+  };
+  auto [first, st] = TimeGemms(v1::MODE_MEASURED);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  const int measured = static_cast<int>(server_.workers().measured());
+  ASSERT_GT(measured, 0);
+  EXPECT_EQ(fates(first), (std::map<v1::StorageFate, int>{{v1::STORAGE_FATE_STORED, measured}}));
+  auto [cached, st2] = TimeGemms(v1::MODE_MEASURED);
+  ASSERT_TRUE(st2.ok()) << st2.error_message();
+  EXPECT_EQ(fates(cached),
+            (std::map<v1::StorageFate, int>{{v1::STORAGE_FATE_UNSPECIFIED, measured}}));
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "store.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TRIGGER full_disk BEFORE INSERT ON results BEGIN "
+                         "SELECT RAISE(FAIL, 'database or disk is full'); END;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  v1::TimeGemmsRequest r;
+  r.set_gpu(kKind);
+  r.set_mode(v1::MODE_MEASURED);
+  for (int i = 1; i <= 3; ++i) {
+    v1::GemmShape* g = r.add_gemms();
+    g->set_m(128 * i);
+    g->set_n(2048);
+    g->set_k(2048);
+  }
+  auto [lost, st3] = ReadAll<v1::TimeGemmsResponse>(
+      [&](grpc::ClientContext* c, const v1::TimeGemmsRequest& q) {
+        return server_.stub().TimeGemms(c, q);
+      },
+      r);
+  ASSERT_TRUE(st3.ok()) << st3.error_message();
+  EXPECT_EQ(fates(lost), (std::map<v1::StorageFate, int>{{v1::STORAGE_FATE_NOT_STORED, 3}}));
+  std::string said;
+  for (const auto& m : lost) said += m.progress().message() + "\n";
+  EXPECT_THAT(said, HasSubstr("could not be stored")) << "the end notes are kept too";
 }
 
 // A call whose deadline passes while its GEMMs are measured ends DEADLINE_EXCEEDED, having

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/sqlite_store.h"
+#include "service/convert.h"
 #include "tests/integration/process.h"
 
 namespace wavecrest {
@@ -114,6 +115,50 @@ TEST(SqliteStoreTest, AFileThatIsNotADatabaseIsMovedAside) {
   EXPECT_TRUE(std::filesystem::exists((*store)->moved_aside()));
   EXPECT_EQ(MovedAside(dir.path()), 1);
   EXPECT_EQ((*store)->Count(), 0);
+}
+
+// A spool's leases and what a look at a spool file finds (server/spool_file.cc): live leases are
+// counted, ended ones removed by the next renewal, and a file that is not a spool is reported as
+// none, never opened for writing or moved aside.
+TEST(SqliteStoreTest, LeasesAndALookAtASpoolFile) {
+  TempDir dir;
+  const std::string path = dir.File("spool-a.db");
+  const absl::Time now = absl::Now();
+  {
+    auto spool = SqliteStore::Open(path);
+    ASSERT_TRUE(spool.ok()) << spool.status();
+    EXPECT_EQ((*spool)->SetMetaIfAbsent("store", "postgresql://db/x"), "postgresql://db/x");
+    EXPECT_EQ((*spool)->SetMetaIfAbsent("store", "postgresql://db/y"), "postgresql://db/x");
+    ASSERT_TRUE((*spool)->RenewLease("host:1", now - absl::Seconds(5), now - absl::Seconds(6)));
+    ASSERT_TRUE((*spool)->RenewLease("host:2", now + absl::Seconds(30), now - absl::Seconds(6)));
+    auto info = InspectSpoolFile(path, now);
+    ASSERT_TRUE(info.has_value());
+    EXPECT_EQ(info->store, "postgresql://db/x");
+    EXPECT_EQ(info->live_leases, 1);
+    EXPECT_EQ(info->rows, 0);
+    ASSERT_TRUE((*spool)->RenewLease("host:3", now + absl::Seconds(30), now));
+    EXPECT_FALSE((*spool)->Meta("lease:host:1").has_value()) << "an ended lease was kept";
+    EXPECT_EQ(InspectSpoolFile(path, now)->live_leases, 2);
+    ASSERT_TRUE((*spool)->DropLease("host:2"));
+    EXPECT_EQ(InspectSpoolFile(path, now)->live_leases, 1);
+    // Seen from another connection while this one is open (WAL).
+    GemmKey key{{512, 4096, 4096, 1}, Layout::kTN, DType::kBf16};
+    v1::GemmTiming t = TimingOf(key);
+    t.set_time_s(1e-4);
+    ASSERT_EQ((*spool)->Store("h100-sxm", t), StoreOutcome::kStored);
+    EXPECT_EQ(InspectSpoolFile(path, now)->rows, 1);
+  }
+  const std::string junk = dir.File("spool-junk.db");
+  {
+    FILE* f = std::fopen(junk.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a database, but long enough to have a header of some sort......", f);
+    std::fclose(f);
+  }
+  EXPECT_FALSE(InspectSpoolFile(junk, now).has_value());
+  EXPECT_FALSE(InspectSpoolFile(dir.File("spool-missing.db"), now).has_value());
+  EXPECT_EQ(MovedAside(dir.path()), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir.File("spool-missing.db")));
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ SOURCE_CACHED: Source
 SOURCE_MEASURED: Source
 SOURCE_PREDICTED: Source
 SOURCE_UNSPECIFIED: Source
+STORAGE_FATE_NOT_STORED: StorageFate
+STORAGE_FATE_SPOOLED: StorageFate
+STORAGE_FATE_STORED: StorageFate
+STORAGE_FATE_UNSPECIFIED: StorageFate
 WORKLOAD_DECODE: Workload
 WORKLOAD_PREFILL: Workload
 WORKLOAD_TRAINING: Workload
@@ -195,7 +199,7 @@ class ModelSpec(_message.Message):
     def __init__(self, name: _Optional[str] = ..., hidden_size: _Optional[int] = ..., num_attention_heads: _Optional[int] = ..., num_kv_heads: _Optional[int] = ..., head_dim: _Optional[int] = ..., num_layers: _Optional[int] = ..., ffn_hidden_size: _Optional[int] = ..., mlp: _Optional[_Union[Mlp, str]] = ..., fused_gate_up: bool = ..., vocab_size: _Optional[int] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., attention: _Optional[_Union[Attention, str]] = ..., workload: _Optional[_Union[Workload, str]] = ..., tied_embeddings: bool = ..., kv_cache_length: _Optional[int] = ..., norm: _Optional[_Union[Norm, str]] = ..., bias: _Optional[_Union[Bias, str]] = ..., learned_position_embeddings: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., num_experts: _Optional[int] = ..., experts_per_token: _Optional[int] = ..., shared_expert_ffn_hidden_size: _Optional[int] = ..., shared_expert_gate: bool = ..., expert_groups: _Optional[int] = ..., expert_groups_per_token: _Optional[int] = ..., data_parallel: _Optional[int] = ..., first_dense_layers: _Optional[int] = ..., moe_layer_interval: _Optional[int] = ..., dense_ffn_hidden_size: _Optional[int] = ..., kv_lora_rank: _Optional[int] = ..., q_lora_rank: _Optional[int] = ..., qk_rope_head_dim: _Optional[int] = ..., v_head_dim: _Optional[int] = ..., sliding_window: _Optional[int] = ..., sliding_window_layers: _Optional[int] = ..., context_parallel: _Optional[int] = ..., expert_parallel: _Optional[int] = ..., expert_tensor_parallel: _Optional[int] = ..., moe_capacity_factor: _Optional[float] = ..., moe_routing_skew: _Optional[float] = ...) -> None: ...
 
 class Provenance(_message.Message):
-    __slots__ = ["calibration", "device", "error_band_p10", "error_band_p90", "from_cache", "measured_at", "method", "relative_spread", "samples", "source"]
+    __slots__ = ["calibration", "device", "error_band_p10", "error_band_p90", "from_cache", "measured_at", "method", "relative_spread", "samples", "source", "storage"]
     CALIBRATION_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     ERROR_BAND_P10_FIELD_NUMBER: _ClassVar[int]
@@ -206,6 +210,7 @@ class Provenance(_message.Message):
     RELATIVE_SPREAD_FIELD_NUMBER: _ClassVar[int]
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
     calibration: str
     device: DeviceFingerprint
     error_band_p10: float
@@ -216,7 +221,8 @@ class Provenance(_message.Message):
     relative_spread: float
     samples: int
     source: Source
-    def __init__(self, source: _Optional[_Union[Source, str]] = ..., method: _Optional[str] = ..., device: _Optional[_Union[DeviceFingerprint, _Mapping]] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., measured_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., from_cache: bool = ..., calibration: _Optional[str] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ...) -> None: ...
+    storage: StorageFate
+    def __init__(self, source: _Optional[_Union[Source, str]] = ..., method: _Optional[str] = ..., device: _Optional[_Union[DeviceFingerprint, _Mapping]] = ..., samples: _Optional[int] = ..., relative_spread: _Optional[float] = ..., measured_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., from_cache: bool = ..., calibration: _Optional[str] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., storage: _Optional[_Union[StorageFate, str]] = ...) -> None: ...
 
 class Dtype(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
@@ -243,4 +249,7 @@ class Layout(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class Source(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class StorageFate(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
