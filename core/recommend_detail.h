@@ -38,18 +38,27 @@ inline bool ValidTpForKv(int64_t kv, int64_t t, bool replication) {
 enum RefusalRule {
   kHeadDimRange,
   kHeadDimMultiple,
+  kHeadDimFloor,
   kHeadCount,
   kHeadsByTp,
   kKvHeadsByTp,
   kHiddenByTp,
   kFfnByTp,
   kLayersByPp,
+  kKvGroup,
+  kKvCache,
   kParamBudget,
+  kMoeTotal,
   kRefusalRules
 };
 
 // The refusal rule's name, words and the request field that loosens it; `tps` the degrees asked.
 Refusal RefusalInfo(RefusalRule r, const std::string& tps);
+
+// The first held property (HeldProperties) a normalized shape breaks against the normalized
+// `base`: the head-dim floor, the KV group, the KV-cache bytes per token (the MoE total is
+// CheckShape's, beside the budget); kRefusalRules when none.
+RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const RecommendConstraints& c);
 
 // The first rule a normalized shape breaks as a candidate for `base` (kRefusalRules: none); its
 // budget parameters in `params`.
