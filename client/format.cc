@@ -551,6 +551,28 @@ absl::string_view VerdictName(v1::Verdict v) {
   }
 }
 
+namespace {
+
+// What every candidate held of the baseline (the same model) and what --vary released, as two
+// lines, or none for an answer without them (an older server).
+std::string HeldLines(const v1::RecommendResponse& r) {
+  std::vector<std::string> held, released;
+  for (const v1::HeldProperty& h : r.held()) {
+    (h.released() ? released : held).push_back(absl::StrCat(h.name(), " (", h.description(), ")"));
+  }
+  std::string out;
+  if (!held.empty()) {
+    absl::StrAppend(&out, "held (the same model; --vary NAME releases one): ",
+                    absl::StrJoin(held, "; "), "\n");
+  }
+  if (!released.empty()) {
+    absl::StrAppend(&out, "released by --vary: ", absl::StrJoin(released, "; "), "\n");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
   std::string out;
   if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
@@ -570,6 +592,7 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   }
   absl::StrAppend(&out, "\n");
   if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
+  absl::StrAppend(&out, HeldLines(r));
   absl::StrAppend(&out, "\n");
   bool decode = false;
   for (const v1::Candidate& c : r.candidates()) decode |= c.time_per_output_token_s() > 0;
