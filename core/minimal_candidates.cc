@@ -175,25 +175,41 @@ std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const Candida
     }
     return *admitted[i];
   };
-  std::vector<CandidateChange> out;
-  std::vector<uint32_t> taken;
-  for (int p = 0; p < kParts; ++p) {
-    if (!(all >> p & 1u)) continue;
+  // The smallest set of changes containing `m` that undoes into an admitted shape (every change:
+  // the baseline, at worst).
+  auto smallest_containing = [&](uint32_t m) {
     for (size_t i = 0; i < sets.size(); ++i) {
-      if (!(sets[i] >> p & 1u) || !admit(i)) continue;
-      if (std::find(taken.begin(), taken.end(), sets[i]) == taken.end()) {
-        taken.push_back(sets[i]);
-        CandidateChange ch;
-        for (int q = 0; q < kParts; ++q) {
-          if (sets[i] >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
-        }
-        ch.words = absl::StrJoin(ch.parts, " + ");
-        if (ch.parts.size() == 1) ch.parts.clear();
-        ch.without = *admit(i);
-        out.push_back(std::move(ch));
-      }
-      break;
+      if ((sets[i] & m) == m && admit(i)) return i;
     }
+    return sets.size() - 1;  // unreachable: the last set is every change
+  };
+  // Each change's smallest bundle; bundles that share a change merge (into the smallest admitted
+  // set holding both), so that every change is in exactly one.
+  std::vector<size_t> bundles;
+  for (int p = 0; p < kParts; ++p) {
+    if (all >> p & 1u) bundles.push_back(smallest_containing(1u << p));
+  }
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t a = 0; a < bundles.size() && !merged; ++a) {
+      for (size_t b = a + 1; b < bundles.size() && !merged; ++b) {
+        if (!(sets[bundles[a]] & sets[bundles[b]])) continue;
+        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]]);
+        bundles.erase(bundles.begin() + static_cast<std::ptrdiff_t>(b));
+        merged = true;
+      }
+    }
+  }
+  std::vector<CandidateChange> out;
+  for (size_t i : bundles) {
+    CandidateChange ch;
+    for (int q = 0; q < kParts; ++q) {
+      if (sets[i] >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
+    }
+    ch.words = absl::StrJoin(ch.parts, " + ");
+    if (ch.parts.size() == 1) ch.parts.clear();
+    ch.without = *admit(i);
+    out.push_back(std::move(ch));
   }
   return out;
 }
@@ -207,14 +223,18 @@ namespace {
 // One candidate made minimal in place: the change that loses least is undone while one does not
 // earn its keep; then every change's gain is recorded. A candidate that does not beat the
 // baseline is only described (undoing its changes would give the baseline back).
-void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score) {
+void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score,
+              const CandidateScore* baseline) {
   const bool winner = Beats(c);
   for (int round = 0; round < 8; ++round) {
     std::vector<CandidateScore::KnobGain> gains;
     std::optional<CandidateScore> undo;
     double undo_gain = 0;
     for (CandidateChange& ch : ChangesOf(c.spec, rules)) {
-      CandidateScore ws = score(ch.without);
+      // Every change undone at once is the baseline, scored already.
+      CandidateScore ws = baseline != nullptr && ch.without == rules.base()
+                              ? *baseline
+                              : score(ch.without);
       const double m = Merit(ws);
       const double gain = m > 0 ? Merit(c) / m : 1;
       const double sigma = RatioUncertainty(ws, c);
@@ -262,6 +282,11 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
   std::vector<CandidateScore> top(std::make_move_iterator(ranked.begin()),
                                   std::make_move_iterator(ranked.begin() +
                                                           static_cast<std::ptrdiff_t>(take)));
+  std::optional<CandidateScore> baseline;
+  for (const CandidateScore& s : top) {
+    if (s.baseline) baseline = s;
+  }
+  if (baseline) baseline->baseline = false;  // what an undone candidate is scored as
   // Minimizing makes a candidate slower, so another may rise into the first `shown`: rounds until
   // every one shown is minimized (each round minimizes at least one; `top` is finite).
   for (size_t round = 0; round <= top.size(); ++round) {
@@ -271,7 +296,7 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
       if (top[i].baseline) continue;
       ++seen;
       if (top[i].minimized) continue;
-      Minimize(top[i], rules, score);
+      Minimize(top[i], rules, score, baseline ? &*baseline : nullptr);
       changed = true;
     }
     if (!changed) break;

@@ -38,10 +38,11 @@ struct CandidateChange {
   ModelSpec without;
 };
 
-// The changes and bundles of `candidate` against `rules.base()`, each the smallest set of single
-// changes that contains it and that can be undone into a shape the rules admit (the baseline
-// itself at worst), in the order of the single changes. A hidden size carries what follows it
-// (the head count at the same head dim, an MLP width scaled with it).
+// The changes and bundles of `candidate` against `rules.base()`: each single change in exactly
+// one, the smallest set of changes that contains it and can be undone into a shape the rules
+// admit (the baseline itself at worst), sets that share a change merged, in the order of the
+// single changes. A hidden size carries what follows it (the head count at the same head dim,
+// an MLP width scaled with it).
 std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules);
 
 // Scores a shape with the same source of times as the candidates (its baseline flag unset).

@@ -79,6 +79,30 @@ TEST(MinimalCandidatesTest, SingleChangesStaySingle) {
   EXPECT_EQ(changes[1].without.ffn_hidden_size, 10240);
 }
 
+// Bundles that share a change are one: Pythia-2.8B at h 2496 with 26 heads of 96, 33 layers and
+// an MLP width of its own (10048, not the 9984 h implies). The width alone breaks the budget, so
+// its smallest bundle holds h, the heads and the layers too: one bundle of four, whose shape
+// without it is the baseline, and each change in exactly one bundle.
+TEST(MinimalCandidatesTest, BundlesThatShareAChangeAreOne) {
+  const ModelSpec base = testing::Pythia28(Attention::kUnfused);
+  ModelSpec c = base;
+  c.hidden_size = 2496;
+  c.num_attention_heads = 26;
+  c.num_kv_heads = 26;
+  c.head_dim = 96;
+  c.ffn_hidden_size = 10048;
+  c.num_layers = 33;
+  RecommendConstraints rc;
+  rc.tensor_parallel_options = {1, 2};
+  const CandidateRules rules(base, rc);
+  ASSERT_TRUE(rules.Admit(c).has_value());
+  const std::vector<CandidateChange> changes = ChangesOf(c, rules);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_THAT(changes[0].parts, ElementsAre("h 2560 → 2496", "a 32 → 26: h/a 80 → 96",
+                                            "f 10240 → 10048", "L 32 → 33"));
+  EXPECT_EQ(changes[0].without, base);
+}
+
 TEST(MinimalCandidatesTest, EarningItsKeepNeedsMoreThanTheUncertaintyAndHalfAPercent) {
   EXPECT_TRUE(EarnsItsKeep(1.10, 0.05));
   EXPECT_FALSE(EarnsItsKeep(1.04, 0.05));
