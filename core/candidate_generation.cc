@@ -136,13 +136,13 @@ class CandidateGenerator {
     absl::StatusOr<ModelSpec> base_n = NormalizeSpec(base_);
     if (!base_n.ok()) return base_n.status();
     const SpecKey base_key = KeyOf(*base_n);
-    const ParamCounts base_counts = CountParams(*base_n);
+    const BaseFacts facts(*base_n, c_);
     auto consider = [&](const ModelSpec& s) {
       ++*generated;
       absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
       if (!n.ok()) return;
       int64_t p = 0;
-      if (const RefusalRule r = CheckShape(*n, *base_n, base_counts, tps_, c_, &p);
+      if (const RefusalRule r = CheckShape(*n, *base_n, facts, tps_, c_, &p);
           r != kRefusalRules) {
         ++refused_[r];
         return;

@@ -82,44 +82,63 @@ ChangeSize SizeOf(const ModelSpec& b, const CandidateScore& c) {
   return z;
 }
 
-// Among the winners [0, beating) in merit order, each of the first `positions` places goes to
-// the smallest change (ChangeSize) of those the best one left does not beat by more than their
-// ratio's uncertainty and kMinKnobGain (EarnsItsKeep): the model cannot tell them apart, so the
-// change a team would rather make comes first, and a bundle that adds nothing beyond its
-// uncertainty to a smaller candidate ranks after it. The rest keep their merit order.
-void SmallerAmongEquals(std::vector<CandidateScore>& scores, size_t beating, size_t positions,
-                        const ModelSpec& base) {
-  // σ of a ratio is at most √2 × the largest relative σ of any term (RatioUncertainty): beyond
-  // that gap, no later (slower) winner can be within the leader's uncertainty.
-  double max_sigma = 0;
-  for (size_t i = 0; i < beating; ++i) {
-    for (const Contribution& x : scores[i].contributions) {
-      max_sigma = std::max(max_sigma, x.relative_sigma);
-    }
+// Σ_g σ_g² w_g² of a candidate's step (w_g the term's share of it): σ of its ratio to another is
+// at most sqrt(2 (this + the other's)), since (a − b)² ≤ 2a² + 2b² term by term.
+double SpreadOf(const CandidateScore& c) {
+  double v = 0;
+  for (const Contribution& x : c.contributions) {
+    const double w = c.step_time_s > 0 ? x.time_s / c.step_time_s : 0;
+    v += x.relative_sigma * x.relative_sigma * w * w;
   }
-  const double reach = std::max(kMinKnobGain, std::sqrt(2.0) * max_sigma);
-  for (size_t pos = 0; pos < std::min(positions, beating); ++pos) {
-    const CandidateScore& leader = scores[pos];
+  return v;
+}
+
+// Among the winners order[0, beating) (indices into `scores`, in merit order), each of the first
+// `positions` places goes to the smallest change (ChangeSize) of those the best one left does not
+// beat by more than their ratio's uncertainty and kMinKnobGain (EarnsItsKeep): the model cannot
+// tell them apart, so the change a team would rather make comes first, and a bundle that adds
+// nothing beyond its uncertainty to a smaller candidate ranks after it. The rest keep their merit
+// order.
+void SmallerAmongEquals(std::vector<CandidateScore>& scores, std::vector<size_t>& order,
+                        size_t beating, size_t positions, const ModelSpec& base) {
+  positions = std::min(positions, beating);
+  if (positions == 0) return;
+  std::vector<double> spread(beating);
+  double max_spread = 0;
+  for (size_t i = 0; i < beating; ++i) {
+    spread[i] = SpreadOf(scores[order[i]]);
+    max_spread = std::max(max_spread, spread[i]);
+  }
+  for (size_t pos = 0; pos < positions; ++pos) {
+    const CandidateScore& leader = scores[order[pos]];
     const double lead = Merit(leader);
+    // Beyond this gap no later (slower) winner can be within the leader's uncertainty.
+    const double reach = std::max(kMinKnobGain, std::sqrt(2 * (spread[pos] + max_spread)));
     size_t chosen = pos;
     ChangeSize smallest = SizeOf(base, leader);
     for (size_t j = pos + 1; j < beating; ++j) {
-      const double m = Merit(scores[j]);
+      const CandidateScore& x = scores[order[j]];
+      const double m = Merit(x);
       if (!(m > 0) || lead / m - 1 > reach) break;
-      if (EarnsItsKeep(lead / m, RatioUncertainty(scores[j], leader))) continue;
-      const ChangeSize z = SizeOf(base, scores[j]);
+      if (lead / m - 1 > std::max(kMinKnobGain, std::sqrt(2 * (spread[pos] + spread[j])))) {
+        continue;  // beyond even the largest uncertainty the two could have
+      }
+      if (EarnsItsKeep(lead / m, RatioUncertainty(x, leader))) continue;
+      const ChangeSize z = SizeOf(base, x);
       if (z < smallest) smallest = z, chosen = j;
     }
     if (chosen == pos) continue;
-    scores[chosen].ranked_note = absl::StrFormat(
+    scores[order[chosen]].ranked_note = absl::StrFormat(
         "ranked above a faster-looking candidate (%.3fx ± %.3f) that the model cannot tell apart "
         "from it: among equals the smaller change comes first (%d field%s changed, %+.2f%% "
         "parameters)",
         leader.speedup, leader.speedup_uncertainty, smallest.fields, smallest.fields == 1 ? "" : "s",
-        100 * scores[chosen].param_change);
-    std::rotate(scores.begin() + static_cast<std::ptrdiff_t>(pos),
-                scores.begin() + static_cast<std::ptrdiff_t>(chosen),
-                scores.begin() + static_cast<std::ptrdiff_t>(chosen) + 1);
+        100 * scores[order[chosen]].param_change);
+    auto at = [&](size_t k) { return order.begin() + static_cast<std::ptrdiff_t>(k); };
+    std::rotate(at(pos), at(chosen), at(chosen + 1));
+    std::rotate(spread.begin() + static_cast<std::ptrdiff_t>(pos),
+                spread.begin() + static_cast<std::ptrdiff_t>(chosen),
+                spread.begin() + static_cast<std::ptrdiff_t>(chosen + 1));
   }
 }
 
@@ -216,11 +235,11 @@ void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
     const auto b_it =
         std::find_if(first_other, kept.end(), [&](size_t i) { return scores[i].baseline; });
     if (b_it != kept.end()) std::rotate(first_other, b_it, b_it + 1);
+    for (CandidateScore& s : scores) s.ranked_note.clear();
+    SmallerAmongEquals(scores, kept, beating, explain, base_copy.spec);
   }
   ApplyOrder(scores, kept);
   if (!base) return;
-  for (CandidateScore& s : scores) s.ranked_note.clear();
-  SmallerAmongEquals(scores, beating, explain, base_copy.spec);
   // Reasons for what will be shown: words cost more than numbers.
   for (size_t i = 0; i < std::min(explain, scores.size()); ++i) {
     if (scores[i].baseline) continue;

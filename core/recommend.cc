@@ -1,5 +1,5 @@
 // Knobs, constraints and the rules every candidate meets (tensor-parallel degrees, head dims,
-// the parameter budget), and the ranking of scored candidates. Generation, scoring and the
+// the parameter budget, what it holds of the baseline). Generation, scoring, the ranking and the
 // reasons live beside it (core/recommend_detail.h lists the files).
 #include "core/recommend.h"
 
@@ -344,37 +344,44 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
   return {};
 }
 
-RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const RecommendConstraints& c) {
-  if (n.head_dim != base.head_dim && n.head_dim < HeadDimFloor(base, c)) return kHeadDimFloor;
-  if (!c.vary.count(Knob::kKvGroup) && n.kv_lora_rank == 0 &&
+BaseFacts::BaseFacts(const ModelSpec& base, const RecommendConstraints& c)
+    : counts(CountParams(base)),
+      head_dim_floor(HeadDimFloor(base, c)),
+      hold_group(!c.vary.count(Knob::kKvGroup)),
+      hold_cache(!c.vary.count(Knob::kKvCache)),
+      hold_total(!c.vary.count(Knob::kTotalParams)),
+      kv_bytes(KvCacheBytesPerToken(base)) {}
+
+RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f) {
+  if (n.head_dim != base.head_dim && n.head_dim < f.head_dim_floor) return kHeadDimFloor;
+  if (f.hold_group && n.kv_lora_rank == 0 &&
       n.num_attention_heads * base.num_kv_heads != base.num_attention_heads * n.num_kv_heads) {
     return kKvGroup;
   }
-  if (!c.vary.count(Knob::kKvCache)) {
-    const double b = KvCacheBytesPerToken(base);
-    if (b > 0 && std::abs(KvCacheBytesPerToken(n) / b - 1) > kKvCacheTolerance + 1e-12) {
-      return kKvCache;
-    }
+  if (f.hold_cache && f.kv_bytes > 0 &&
+      std::abs(KvCacheBytesPerToken(n) / f.kv_bytes - 1) > kKvCacheTolerance + 1e-12) {
+    return kKvCache;
   }
   return kRefusalRules;
 }
 
-RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const ParamCounts& base_counts,
+RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f,
                        const std::vector<int64_t>& tps, const RecommendConstraints& c,
                        int64_t* params) {
   if (const RefusalRule r = IllegalFor(n, base, tps, !c.kv_divisible); r != kRefusalRules) {
     return r;
   }
-  if (const RefusalRule r = CheckHeld(n, base, c); r != kRefusalRules) return r;
+  if (const RefusalRule r = CheckHeld(n, base, f); r != kRefusalRules) return r;
   const ParamCounts counts = CountParams(n);
   *params = BudgetParams(n, counts);
+  const ParamCounts& base_counts = f.counts;
   const int64_t budget = BudgetParams(base, base_counts);
   auto within = [](double p, double of, double tolerance) {
     return std::abs((p - of) / of) <= tolerance + 1e-12;
   };
   if (!within(*params, budget, c.param_tolerance)) return kParamBudget;
   if (n.num_experts > 0) {
-    const bool released = c.vary.count(Knob::kTotalParams) > 0;
+    const bool released = !f.hold_total;
     const double tolerance =
         released ? kMoeTotalToleranceFactor * c.param_tolerance : kMoeTotalTolerance;
     if (!within(counts.total_params, base_counts.total_params, tolerance)) {
@@ -390,7 +397,7 @@ CandidateRules::CandidateRules(const ModelSpec& base, const RecommendConstraints
     : base_(base),
       c_(c),
       tps_(TpDegrees(base, c)),
-      base_params_(BudgetParams(base, CountParams(base))) {}
+      facts_(std::make_shared<const BaseFacts>(base, c)) {}
 
 int64_t CandidateRules::tp_lcm() const {
   int64_t l = 1;
@@ -401,7 +408,7 @@ int64_t CandidateRules::tp_lcm() const {
 std::optional<ModelSpec> CandidateRules::Admit(const ModelSpec& s) const {
   absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
   int64_t params = 0;
-  if (!n.ok() || CheckShape(*n, base_, CountParams(base_), tps_, c_, &params) != kRefusalRules) {
+  if (!n.ok() || CheckShape(*n, base_, *facts_, tps_, c_, &params) != kRefusalRules) {
     return std::nullopt;
   }
   return *std::move(n);

@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,6 +30,9 @@
 #include "core/model_stats.h"
 
 namespace wavecrest {
+namespace recommend_detail {
+struct BaseFacts;
+}  // namespace recommend_detail
 
 // kExperts (mixtures of experts): the experts' granularity at equal active parameters: m times
 // as many experts, m times as many per token, 1/m of the width (and the reverse).
@@ -201,7 +205,7 @@ class CandidateRules {
   ModelSpec base_;
   RecommendConstraints c_;
   std::vector<int64_t> tps_;
-  int64_t base_params_;
+  std::shared_ptr<const recommend_detail::BaseFacts> facts_;  // what every shape is checked with
 };
 
 // The time of one GEMM (not fused attention) and the relative spread of that time (0 when
