@@ -41,8 +41,8 @@ RunTp RunTpDegrees(const ModelSpec& base, const GpuSpec& gpu,
                    const std::vector<int64_t>& supported) {
   RunTp out;
   const int64_t node = std::max<int64_t>(1, gpu.link.domain_gpus);
-  const std::string what =
-      base.workload == Workload::kTraining ? "its training state" : "its weights and KV cache";
+  const std::string what = base.workload == Workload::kTraining ? "its training state fits"
+                                                                 : "its weights and KV cache fit";
   for (int64_t t : supported) {
     ModelSpec s = base;
     s.tensor_parallel = t;
@@ -56,7 +56,7 @@ RunTp RunTpDegrees(const ModelSpec& base, const GpuSpec& gpu,
     }
     out.source = absl::StrCat(
         "the run this model would get: TP ", t, " is the smallest of ",
-        absl::StrJoin(supported, ", "), " at which ", what, " fits on one ", gpu.name, " node of ",
+        absl::StrJoin(supported, ", "), " at which ", what, " on one ", gpu.name, " node of ",
         node, base.workload == Workload::kTraining ? " (a planned layout, the rest data parallel)"
                                                      : "",
         neighbours.empty() ? ""
@@ -68,8 +68,8 @@ RunTp RunTpDegrees(const ModelSpec& base, const GpuSpec& gpu,
   }
   out.degrees = supported;
   out.source = absl::StrCat("the degrees of ", absl::StrJoin(supported, ", "),
-                            " the baseline supports: at none does ", what, " fit on one ",
-                            gpu.name, " node of ", node, ", so a run needs pipeline stages or more "
+                            " the baseline supports: ", what, " on one ", gpu.name, " node of ",
+                            node, " at none of them, so a run needs pipeline stages or more "
                             "nodes; --tp-options to choose");
   return out;
 }

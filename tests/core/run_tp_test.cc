@@ -31,7 +31,7 @@ TEST(RunTpTest, AModelNoNodeHoldsKeepsEveryDegree) {
   s = *NormalizeSpec(s);
   const RunTp r = RunTpDegrees(s, **FindGpu("h100-sxm"), {1, 2, 4, 8});
   EXPECT_THAT(r.degrees, ElementsAre(1, 2, 4, 8));
-  EXPECT_THAT(r.source, HasSubstr("at none does"));
+  EXPECT_THAT(r.source, HasSubstr("at none of them"));
 }
 
 // Serving: the weights and the KV cache at the stated batch and length decide; at half the
