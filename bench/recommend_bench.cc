@@ -3,8 +3,9 @@
 //
 // BM_RecommendLlama2_70B: the request a launcher sends (default knobs; TP 1, 2, 4 and 8 keep the
 // candidates a TP team can adopt, so fewer than max_candidates are considered).
-// BM_RecommendScaling: a wide search (TP 1, any head dim, ±20% parameters, kv_heads varied too)
-// that reaches max_candidates, to show how the cost grows with the number of candidates.
+// BM_RecommendScaling: a wide search (TP 1, any head dim, ±20% parameters, kv_heads varied too,
+// the KV group, KV cache and head-dim floor released) that reaches max_candidates, to show how
+// the cost grows with the number of candidates.
 #include <string>
 
 #include "bench/reference.h"
@@ -57,7 +58,8 @@ void BM_RecommendScaling(benchmark::State& state) {
   request.set_head_dim_multiple(1);
   request.set_param_tolerance(0.2);
   for (v1::Knob knob : {v1::KNOB_HEADS, v1::KNOB_KV_HEADS, v1::KNOB_HIDDEN, v1::KNOB_FFN,
-                        v1::KNOB_VOCAB, v1::KNOB_LAYERS}) {
+                        v1::KNOB_VOCAB, v1::KNOB_LAYERS, v1::KNOB_KV_GROUP, v1::KNOB_KV_CACHE,
+                        v1::KNOB_HEAD_DIM}) {
     request.add_vary(knob);
   }
   Run(state, request);

@@ -662,6 +662,24 @@ std::string CandidateTable(const v1::RecommendResponse& r) {
   return t.Render();
 }
 
+// What every candidate held of the baseline (the same model) and what --vary released, as two
+// lines, or none for an answer without them (an older server).
+std::string HeldLines(const v1::RecommendResponse& r) {
+  std::vector<std::string> held, released;
+  for (const v1::HeldProperty& h : r.held()) {
+    (h.released() ? released : held).push_back(absl::StrCat(h.name(), " (", h.description(), ")"));
+  }
+  std::string out;
+  if (!held.empty()) {
+    absl::StrAppend(&out, "held (the same model; --vary NAME releases one): ",
+                    absl::StrJoin(held, "; "), "\n");
+  }
+  if (!released.empty()) {
+    absl::StrAppend(&out, "released by --vary: ", absl::StrJoin(released, "; "), "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
@@ -683,6 +701,7 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
   }
   absl::StrAppend(&out, "\n");
   if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
+  absl::StrAppend(&out, HeldLines(r));
   absl::StrAppend(&out, "\n");
   absl::StrAppend(&out, CandidateTable(r), "\nwhy:\n");
   for (const v1::Candidate& c : r.candidates()) {

@@ -114,7 +114,9 @@ ABSL_FLAG(int32_t, zero_stage, 0,
 ABSL_FLAG(std::string, tp_options, "",
           "recommend: tensor-parallel degrees every candidate must be legal for (heads, hidden and "
           "MLP width divisible by each; KV heads too, or replicated), comma-separated; the "
-          "baseline is checked too; empty = those of 1,2,4,8 the baseline is legal for");
+          "baseline is checked too; empty = the degrees a run of the model on the GPU would use: "
+          "of 1,2,4,8 the baseline is legal for, the smallest whose memory fits on one node and "
+          "its neighbours (all of them when none fits)");
 ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
 ABSL_FLAG(std::string, attention, "",
           "Override attention: unfused, flash (the fused kernel the worker times, cuDNN), or a "
@@ -144,12 +146,16 @@ ABSL_FLAG(double, param_tolerance, 0,
           "recommend: largest relative parameter change of a candidate, in [0, 0.5]; 0 = 0.02");
 ABSL_FLAG(std::string, vary, "",
           "recommend: knobs that may move, comma-separated: heads, kv_heads, hidden, ffn, vocab, "
-          "layers, experts; empty = heads,hidden,ffn,vocab (+ layers unless --keep-layers; a "
-          "mixture of experts keeps its experts and top-k unless experts is named). sweep: the one "
-          "dimension to vary: hidden, heads, kv_heads, ffn, vocab, seq, micro_batch, tp, m, n, k");
+          "layers, experts; none = heads,hidden,ffn,vocab (+ layers unless --keep-layers; a "
+          "mixture of experts keeps its experts and top-k unless experts is named); and what a "
+          "candidate otherwise holds, released by naming it: kv_group (query heads per KV head), "
+          "kv_cache (KV-cache bytes per token within 3%), head_dim (at least 64), total_params "
+          "(an MoE's total within 3%). sweep: the one dimension to vary: hidden, heads, kv_heads, "
+          "ffn, vocab, seq, micro_batch, tp, m, n, k");
 ABSL_FLAG(std::string, allowed_head_dims, "",
-          "recommend: allowed head dims (h/a), comma-separated, taken as given; empty = the "
-          "multiples of --head-dim-multiple in [32, 128] (and the baseline's)");
+          "recommend: allowed head dims (h/a), comma-separated; empty = the multiples of "
+          "--head-dim-multiple in [32, 128] (and the baseline's); below 64 only with --vary "
+          "head_dim");
 ABSL_FLAG(int64_t, min_heads, 0, "recommend: fewest heads a candidate may have; 0 = 1");
 ABSL_FLAG(int64_t, max_heads, 0, "recommend: most heads a candidate may have; 0 = no limit");
 ABSL_FLAG(bool, keep_layers, false, "recommend: never change num_layers");

@@ -33,18 +33,34 @@ std::string Arrow(absl::string_view what, int64_t from, int64_t to) {
 
 namespace {
 
-// What each change alone accounts for (MinimizeCandidates): the candidate over itself without
-// it, appended to the reason that names the change (each starts with the change's words).
+// What each change or coupled bundle accounts for (MinimizeCandidates): the candidate over
+// itself without it, appended to the reason that names each change (each starts with the
+// change's words); a bundle's figure goes on each of its parts' lines, naming the others.
 void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
-  for (std::string& line : reasons) {
-    for (const CandidateScore::KnobGain& g : c.knob_gains) {
-      if (!absl::StartsWith(line, g.change)) continue;
-      absl::StrAppend(&line, g.gain > 0
-                                 ? absl::StrFormat(": this change %.3f× ± %.3f", g.gain,
-                                                   g.gain * g.sigma)
-                                 : ": kept with the others (alone it breaks the parameter "
-                                   "budget or sharding)");
-      break;
+  for (const CandidateScore::KnobGain& g : c.knob_gains) {
+    const std::vector<std::string> parts =
+        g.parts.empty() ? std::vector<std::string>{g.change} : g.parts;
+    for (const std::string& part : parts) {
+      std::string note;
+      if (g.parts.empty()) {
+        note = absl::StrFormat(": this change %.3f× ± %.3f", g.gain, g.gain * g.sigma);
+      } else {
+        std::vector<std::string> others;
+        for (const std::string& o : g.parts) {
+          if (o != part) others.push_back(o.substr(0, o.find(' ')));  // "h", "a", "L"
+        }
+        note = absl::StrFormat(": with %s, one bundle %.3f× ± %.3f (none can be undone alone)",
+                               absl::StrJoin(others, ", "), g.gain, g.gain * g.sigma);
+      }
+      auto line = std::find_if(reasons.begin(), reasons.end(), [&](const std::string& r) {
+        return absl::StartsWith(r, part);
+      });
+      // A change no line names (a width kept while h moved): a line of its own.
+      if (line == reasons.end()) {
+        reasons.push_back(part + note);
+      } else {
+        absl::StrAppend(&*line, note);
+      }
     }
   }
 }

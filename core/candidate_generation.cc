@@ -95,6 +95,15 @@ struct ExpertOption {
   int64_t experts, per_token, num, den;  // width scaled by num/den
 };
 
+// The knobs that move and the held properties released.
+std::set<Knob> WithReleases(const RecommendConstraints& c) {
+  std::set<Knob> k = EffectiveKnobs(c);
+  for (Knob x : c.vary) {
+    if (ReleasesHold(x)) k.insert(x);
+  }
+  return k;
+}
+
 // Walks the neighbourhood of one baseline: every knob's options, each shape checked, the nearest
 // kept, what the rules refused counted.
 class CandidateGenerator {
@@ -103,15 +112,16 @@ class CandidateGenerator {
       : base_(base),
         c_(c),
         // A mixture of experts keeps its experts and top-k (they change what the model learns)
-        // unless the caller asks for vary experts.
-        knobs_(EffectiveKnobs(c)),
+        // unless the caller asks for vary experts; the held properties it releases too.
+        knobs_(WithReleases(c)),
         tps_(TpDegrees(base, c)),
         t_(base.tensor_parallel),
         pp_(std::max<int64_t>(1, base.pipeline_parallel)),
         h0_(base.hidden_size),
         base_params_(BudgetParams(base, CountParams(base))),
         explicit_head_dim_(base.head_dim * base.num_attention_heads != base.hidden_size),
-        layers_move_(Has(Knob::kLayers) && !c.keep_layers) {
+        layers_move_(Has(Knob::kLayers) && !c.keep_layers),
+        head_dim_floor_(HeadDimFloor(base, c)) {
     for (int64_t t : tps_) t_all_ = std::lcm(t_all_, t);
   }
 
@@ -126,13 +136,13 @@ class CandidateGenerator {
     absl::StatusOr<ModelSpec> base_n = NormalizeSpec(base_);
     if (!base_n.ok()) return base_n.status();
     const SpecKey base_key = KeyOf(*base_n);
-    const ParamCounts base_counts = CountParams(*base_n);
+    const BaseFacts facts(*base_n, c_);
     auto consider = [&](const ModelSpec& s) {
       ++*generated;
       absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
       if (!n.ok()) return;
       int64_t p = 0;
-      if (const RefusalRule r = CheckShape(*n, *base_n, base_counts, tps_, c_, &p);
+      if (const RefusalRule r = CheckShape(*n, *base_n, facts, tps_, c_, &p);
           r != kRefusalRules) {
         ++refused_[r];
         return;
@@ -176,14 +186,23 @@ class CandidateGenerator {
     return hiddens;
   }
 
-  // Whether head dim d (a = h / d heads) passes the head rules; `count`: add what they refuse.
-  bool HeadAllowed(int64_t h, int64_t d, bool count) {
-    const int64_t a = h / d;
+  // The attention width a·d at hidden size h: h itself, or for a model whose head dim is its own
+  // (Gemma's 256 heads at h 3072, Mistral-Nemo's 128 at h 5120) the baseline's width at every h.
+  int64_t AttentionWidth(int64_t h) const {
+    return explicit_head_dim_ ? base_.num_attention_heads * base_.head_dim : h;
+  }
+
+  // Whether head dim d (a = w / d heads over the attention width w) passes the head rules;
+  // `count`: add what they refuse.
+  bool HeadAllowed(int64_t w, int64_t d, bool count) {
+    const int64_t a = w / d;
     auto refuse = [&](RefusalRule r) {
       if (count) ++refused_[r];
       return false;
     };
-    if (h == h0_ && a == base_.num_attention_heads) return true;
+    if (w == base_.num_attention_heads * base_.head_dim && a == base_.num_attention_heads) {
+      return true;
+    }
     // The baseline's own head dim is always allowed (Gemma's 256, say), its head count too.
     if (d == base_.head_dim) {
       // as the baseline has it
@@ -197,6 +216,7 @@ class CandidateGenerator {
                c_.allowed_head_dims.end()) {
       return refuse(kHeadDimRange);
     }
+    if (d != base_.head_dim && d < head_dim_floor_) return refuse(kHeadDimFloor);
     if (a < std::max<int64_t>(1, c_.min_heads) || (c_.max_heads > 0 && a > c_.max_heads)) {
       return refuse(kHeadCount);
     }
@@ -204,16 +224,18 @@ class CandidateGenerator {
     return true;
   }
 
+  // (a, d) over the attention width: every head dim the rules allow when heads vary, else the
+  // baseline's head count.
   std::vector<std::pair<int64_t, int64_t>> HeadOptions(int64_t h, bool count) {
     std::vector<std::pair<int64_t, int64_t>> heads;
-    if (explicit_head_dim_) {
-      heads.push_back({base_.num_attention_heads, base_.head_dim});
-    } else if (Has(Knob::kHeads)) {
-      for (int64_t d = 8; d <= std::min<int64_t>(h, 1024); ++d) {
-        if (h % d == 0 && HeadAllowed(h, d, count)) heads.push_back({h / d, d});
+    const int64_t w = AttentionWidth(h);
+    // Multi-head latent attention's head dim is its nope and rotary parts: its heads stay.
+    if (Has(Knob::kHeads) && base_.kv_lora_rank == 0) {
+      for (int64_t d = 8; d <= std::min<int64_t>(w, 1024); ++d) {
+        if (w % d == 0 && HeadAllowed(w, d, count)) heads.push_back({w / d, d});
       }
-    } else if (h % base_.num_attention_heads == 0) {
-      heads.push_back({base_.num_attention_heads, h / base_.num_attention_heads});
+    } else if (w % base_.num_attention_heads == 0) {
+      heads.push_back({base_.num_attention_heads, w / base_.num_attention_heads});
     }
     return heads;
   }
@@ -278,10 +300,12 @@ class CandidateGenerator {
       }
     } else if (kv0 == a0) {
       kvs.push_back(a);
-    } else if (a0 % kv0 == 0 && a % (a0 / kv0) == 0) {
-      kvs.push_back(a / (a0 / kv0));  // same group size
-    } else if (a % kv0 == 0) {
-      kvs.push_back(kv0);
+    } else {
+      if (a0 % kv0 == 0 && a % (a0 / kv0) == 0) kvs.push_back(a / (a0 / kv0));  // same group
+      // Released, the KV heads may also stay as many as they were at another head count.
+      if (Has(Knob::kKvGroup) && a % kv0 == 0 && (kvs.empty() || kvs.back() != kv0)) {
+        kvs.push_back(kv0);
+      }
     }
     return kvs;
   }
@@ -396,6 +420,7 @@ class CandidateGenerator {
   const std::vector<int64_t> tps_;
   const int64_t t_, pp_, h0_, base_params_;
   const bool explicit_head_dim_, layers_move_;
+  const int64_t head_dim_floor_;  // HeadDimFloor: 0 when released
   int64_t t_all_ = 1;  // every dimension sharded by t must divide by each degree asked
   std::array<int64_t, kRefusalRules> refused_{};
 };

@@ -54,6 +54,23 @@ double KvCacheBytes(const ModelSpec& spec) {
          static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
 }
 
+double KvCacheBytesPerToken(const ModelSpec& spec) {
+  const double per_layer =
+      spec.kv_lora_rank > 0
+          ? static_cast<double>(spec.kv_lora_rank + spec.qk_rope_head_dim)
+          : 2.0 * static_cast<double>(spec.num_kv_heads) * static_cast<double>(spec.head_dim);
+  const double len =
+      static_cast<double>(spec.kv_cache_length > 0 ? spec.kv_cache_length : spec.seq_length);
+  if (!(len > 0)) return 0;
+  const int64_t windowed = spec.sliding_window == 0            ? 0
+                           : spec.sliding_window_layers == 0 ? spec.num_layers
+                                                             : spec.sliding_window_layers;
+  const double layers =
+      static_cast<double>(spec.num_layers - windowed) +
+      static_cast<double>(windowed) * std::min(len, static_cast<double>(spec.sliding_window)) / len;
+  return layers * per_layer * 2;
+}
+
 namespace {
 
 // Bytes per weight: 4 for FP32/TF32 training, else 2 (FP8 keeps a 16-bit copy).

@@ -91,6 +91,12 @@ double DecodeBytesPerStep(const ModelSpec& spec);
 // qk_rope_head_dim, whole on every rank) instead of K and V per head.
 double KvCacheBytes(const ModelSpec& spec);
 
+// Bytes of KV cache one cached token of one sequence costs, the whole model (every rank, 16-bit),
+// averaged over a cache of the spec's length (kv_cache_length, else seq_length): layers with
+// local attention keep only their window of it. What the recommender holds a candidate to
+// (core/recommend.h, kKvCacheTolerance). `spec` must be normalized.
+double KvCacheBytesPerToken(const ModelSpec& spec);
+
 }  // namespace wavecrest
 
 #endif  // WAVECREST_CORE_MEMORY_H_

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace wavecrest {
 namespace {
@@ -17,123 +19,197 @@ int64_t RoundTo(double x, int64_t m) {
   return std::max<int64_t>(m, static_cast<int64_t>(std::llround(x / static_cast<double>(m))) * m);
 }
 
-// Shared experts that are whole experts follow the expert width (as the generator makes them).
-void SetFfn(ModelSpec& s, const ModelSpec& candidate, int64_t f) {
-  if (candidate.num_experts > 0 && candidate.shared_expert_ffn_hidden_size > 0 &&
-      candidate.ffn_hidden_size > 0 &&
-      candidate.shared_expert_ffn_hidden_size % candidate.ffn_hidden_size == 0) {
-    s.shared_expert_ffn_hidden_size =
-        candidate.shared_expert_ffn_hidden_size / candidate.ffn_hidden_size * f;
-  }
-  s.ffn_hidden_size = f;
-}
+// The single changes a candidate may make, as bits of a mask.
+enum Part : int { kVocab, kHidden, kHeadDim, kKvGroup, kOwnFfn, kLayers, kExperts, kParts };
 
-// Heads for hidden size `h` at the head dim `d`, the KV heads keeping `like`'s group size.
-bool SetHeads(ModelSpec& s, int64_t h, int64_t d, const ModelSpec& like) {
-  if (d <= 0 || h % d != 0) return false;
-  const int64_t a = h / d;
-  s.num_attention_heads = a;
-  s.head_dim = d;
-  if (like.num_kv_heads == like.num_attention_heads) {
-    s.num_kv_heads = a;
-  } else if (like.num_attention_heads % like.num_kv_heads == 0) {
-    const int64_t group = like.num_attention_heads / like.num_kv_heads;
-    if (a % group != 0) return false;
-    s.num_kv_heads = a / group;
+// The candidate `c` with any set of its single changes against `b` undone: its shape rebuilt
+// from the baseline's value of each undone part and its own of the rest (the head count from the
+// attention width and the head dim, the KV heads from the group, an MLP width from the hidden
+// size and the experts unless it moved on its own).
+class Undoer {
+ public:
+  Undoer(const ModelSpec& b, const ModelSpec& c, int64_t tp_lcm)
+      : b_(b), c_(c), tp_(tp_lcm), explicit_(b.num_attention_heads * b.head_dim != b.hidden_size) {
+    auto set = [&](Part p, bool on) { changed_ |= on ? 1u << p : 0u; };
+    set(kVocab, c.vocab_size != b.vocab_size);
+    set(kHidden, c.hidden_size != b.hidden_size);
+    set(kHeadDim, c.head_dim != b.head_dim);
+    set(kKvGroup, Group(c) != Group(b));
+    set(kOwnFfn, c.ffn_hidden_size != Ffn(c.hidden_size, c.num_experts));
+    set(kLayers, c.num_layers != b.num_layers);
+    set(kExperts, c.num_experts != b.num_experts || c.experts_per_token != b.experts_per_token);
   }
-  return true;
-}
 
-// The MLP width hidden size `h` implies for `base` (the generator's scaled target).
-int64_t ScaledFfn(const ModelSpec& base, int64_t h, int64_t tp_lcm) {
-  if (h == base.hidden_size) return base.ffn_hidden_size;
-  return RoundTo(static_cast<double>(base.ffn_hidden_size) * static_cast<double>(h) /
-                     static_cast<double>(base.hidden_size),
-                 tp_lcm);
-}
+  uint32_t changed() const { return changed_; }
 
-// `c` back at the baseline's width: the head dim kept (the baseline's heads when it is the
-// baseline's), the MLP width scaled back unless it moved on its own, the baseline's layers.
-ModelSpec WithoutHidden(const ModelSpec& b, const ModelSpec& c, bool ffn_moved) {
-  ModelSpec w = c;
-  w.hidden_size = b.hidden_size;
-  const bool same_dim = c.head_dim == b.head_dim;
-  if (same_dim) {
-    w.num_attention_heads = b.num_attention_heads;
-    w.num_kv_heads = b.num_kv_heads;
-  } else if (c.num_attention_heads * c.head_dim == c.hidden_size &&
-             !SetHeads(w, b.hidden_size, c.head_dim, c)) {
-    w.num_attention_heads = 0;  // no such shape: the rules refuse it
+  std::string Words(Part p) const {
+    switch (p) {
+      case kVocab:
+        return Arrow("v", b_.vocab_size, c_.vocab_size);
+      case kHidden:
+        return Arrow("h", b_.hidden_size, c_.hidden_size);
+      case kHeadDim:
+        return absl::StrCat("a ", b_.num_attention_heads, " → ", c_.num_attention_heads, ": h/a ",
+                            b_.head_dim, " → ", c_.head_dim);
+      case kKvGroup:
+        return Arrow("a_kv", b_.num_kv_heads, c_.num_kv_heads);
+      case kOwnFfn:
+        // A width kept while the hidden size moved is a change of its own too.
+        return c_.ffn_hidden_size == b_.ffn_hidden_size
+                   ? absl::StrCat(c_.num_experts > 0 ? "expert width f " : "f ",
+                                  c_.ffn_hidden_size, " kept (not scaled with h to ",
+                                  Ffn(c_.hidden_size, c_.num_experts), ")")
+                   : Arrow(c_.num_experts > 0 ? "expert width f" : "f", b_.ffn_hidden_size,
+                           c_.ffn_hidden_size);
+      case kLayers:
+        return Arrow("L", b_.num_layers, c_.num_layers);
+      case kExperts:
+        return absl::StrCat("experts ", b_.num_experts, " → ", c_.num_experts, ", top-",
+                            b_.experts_per_token, " → top-", c_.experts_per_token);
+      case kParts:
+        break;
+    }
+    return "";
   }
-  SetFfn(w, c, ffn_moved ? c.ffn_hidden_size : b.ffn_hidden_size);
-  w.num_layers = b.num_layers;
-  return w;
-}
+
+  // The shape with the parts in `undo` undone (not yet checked by the rules; a shape that cannot
+  // exist has no heads, which the rules refuse).
+  ModelSpec Undo(uint32_t undo) const {
+    auto off = [&](Part p) { return (undo >> p & 1u) != 0; };
+    ModelSpec w = c_;
+    w.vocab_size = off(kVocab) ? b_.vocab_size : c_.vocab_size;
+    w.hidden_size = off(kHidden) ? b_.hidden_size : c_.hidden_size;
+    // The attention width follows the hidden size, unless the head dim is the model's own.
+    const int64_t width =
+        explicit_ ? c_.num_attention_heads * c_.head_dim : w.hidden_size;
+    const int64_t d = off(kHeadDim) ? b_.head_dim : c_.head_dim;
+    const int64_t group = off(kKvGroup) ? Group(b_) : Group(c_);
+    if (d <= 0 || width % d != 0 || (width / d) % group != 0) {
+      w.num_attention_heads = 0;
+      return w;
+    }
+    w.head_dim = d;
+    w.num_attention_heads = width / d;
+    w.num_kv_heads = w.num_attention_heads / group;
+    if (off(kExperts)) {
+      w.num_experts = b_.num_experts;
+      w.experts_per_token = b_.experts_per_token;
+      w.expert_groups = b_.expert_groups;
+      w.expert_groups_per_token = b_.expert_groups_per_token;
+    }
+    int64_t f = Ffn(w.hidden_size, w.num_experts);
+    if ((changed_ >> kOwnFfn & 1u) && !off(kOwnFfn)) {
+      f = off(kExperts) && c_.num_experts != b_.num_experts
+              ? RoundTo(static_cast<double>(c_.ffn_hidden_size) * c_.num_experts / b_.num_experts,
+                        std::lcm<int64_t>(64, tp_))
+              : c_.ffn_hidden_size;
+    }
+    // Shared experts that are whole experts follow the expert width (as the generator makes them).
+    if (c_.num_experts > 0 && c_.shared_expert_ffn_hidden_size > 0 && c_.ffn_hidden_size > 0 &&
+        c_.shared_expert_ffn_hidden_size % c_.ffn_hidden_size == 0) {
+      w.shared_expert_ffn_hidden_size =
+          c_.shared_expert_ffn_hidden_size / c_.ffn_hidden_size * f;
+    }
+    w.ffn_hidden_size = f;
+    if (off(kLayers)) {
+      w.num_layers = b_.num_layers;
+      w.sliding_window_layers = b_.sliding_window_layers;
+      w.first_dense_layers = b_.first_dense_layers;
+    }
+    return w;
+  }
+
+ private:
+  static int64_t Group(const ModelSpec& s) {
+    return s.num_kv_heads > 0 && s.num_attention_heads % s.num_kv_heads == 0
+               ? s.num_attention_heads / s.num_kv_heads
+               : 1;
+  }
+  // The MLP width at hidden size h with `experts` experts when it did not move on its own: the
+  // baseline's scaled with h (rounded to the sharding, as the generator does), and for finer or
+  // coarser experts divided or multiplied by the experts' factor (rounded to 64 and the sharding).
+  int64_t Ffn(int64_t h, int64_t experts) const {
+    int64_t f = h == b_.hidden_size
+                    ? b_.ffn_hidden_size
+                    : RoundTo(static_cast<double>(b_.ffn_hidden_size) * static_cast<double>(h) /
+                                  static_cast<double>(b_.hidden_size),
+                              tp_);
+    if (experts != b_.num_experts && experts > 0 && b_.num_experts > 0) {
+      const int64_t num = experts > b_.num_experts ? 1 : b_.num_experts / experts;
+      const int64_t den = experts > b_.num_experts ? experts / b_.num_experts : 1;
+      const int64_t step = std::lcm<int64_t>(64, tp_);
+      f = (std::max<int64_t>(1, f * num / den) + step - 1) / step * step;
+    }
+    return f;
+  }
+
+  const ModelSpec& b_;
+  const ModelSpec& c_;
+  const int64_t tp_;
+  const bool explicit_;
+  uint32_t changed_ = 0;
+};
+
+int Bits(uint32_t m) { return __builtin_popcount(m); }
 
 }  // namespace
 
-std::vector<CandidateChange> ChangesOf(const ModelSpec& b, const ModelSpec& c, int64_t tp_lcm) {
+std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules) {
+  const ModelSpec& base = rules.base();
+  const Undoer u(base, candidate, rules.tp_lcm());
+  const uint32_t all = u.changed();
+  // Every set of changes, fewest first: what each undoes into, once.
+  std::vector<uint32_t> sets;
+  for (uint32_t m = all;; m = (m - 1) & all) {
+    if (m != 0) sets.push_back(m);
+    if (m == 0) break;
+  }
+  std::stable_sort(sets.begin(), sets.end(), [](uint32_t a, uint32_t b) {
+    return Bits(a) != Bits(b) ? Bits(a) < Bits(b) : a < b;
+  });
+  std::vector<std::optional<std::optional<ModelSpec>>> admitted(sets.size());
+  auto admit = [&](size_t i) -> const std::optional<ModelSpec>& {
+    if (!admitted[i]) {
+      // Every change undone is the baseline itself, whatever rounding would make of it.
+      admitted[i] = sets[i] == all ? std::optional<ModelSpec>(base) : rules.Admit(u.Undo(sets[i]));
+    }
+    return *admitted[i];
+  };
+  // The smallest set of changes containing `m` that undoes into an admitted shape (every change:
+  // the baseline, at worst).
+  auto smallest_containing = [&](uint32_t m) {
+    for (size_t i = 0; i < sets.size(); ++i) {
+      if ((sets[i] & m) == m && admit(i)) return i;
+    }
+    return sets.size() - 1;  // unreachable: the last set is every change
+  };
+  // Each change's smallest bundle; bundles that share a change merge (into the smallest admitted
+  // set holding both), so that every change is in exactly one.
+  std::vector<size_t> bundles;
+  for (int p = 0; p < kParts; ++p) {
+    if (all >> p & 1u) bundles.push_back(smallest_containing(1u << p));
+  }
+  for (bool merged = true; merged;) {
+    merged = false;
+    for (size_t a = 0; a < bundles.size() && !merged; ++a) {
+      for (size_t b = a + 1; b < bundles.size() && !merged; ++b) {
+        if (!(sets[bundles[a]] & sets[bundles[b]])) continue;
+        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]]);
+        bundles.erase(bundles.begin() + static_cast<std::ptrdiff_t>(b));
+        merged = true;
+      }
+    }
+  }
   std::vector<CandidateChange> out;
-  const bool hidden = c.hidden_size != b.hidden_size;
-  const bool heads = c.num_attention_heads != b.num_attention_heads || c.head_dim != b.head_dim;
-  const bool layers = c.num_layers != b.num_layers;
-  const int64_t implied_f = ScaledFfn(b, c.hidden_size, tp_lcm);
-  const bool ffn = c.ffn_hidden_size != implied_f;
-  if (c.vocab_size != b.vocab_size) {
-    ModelSpec w = c;
-    w.vocab_size = b.vocab_size;
-    out.push_back({Arrow("v", b.vocab_size, c.vocab_size), w});
-  }
-  if (hidden) out.push_back({Arrow("h", b.hidden_size, c.hidden_size), WithoutHidden(b, c, ffn)});
-  if (heads) {
-    ModelSpec w = c;
-    if (!hidden) {
-      w.num_attention_heads = b.num_attention_heads;
-      w.head_dim = b.head_dim;
-      w.num_kv_heads = b.num_kv_heads;
-    } else if (!SetHeads(w, c.hidden_size, b.head_dim, b)) {
-      w.num_attention_heads = 0;
+  for (size_t i : bundles) {
+    CandidateChange ch;
+    for (int q = 0; q < kParts; ++q) {
+      if (sets[i] >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
     }
-    out.push_back({absl::StrCat("a ", b.num_attention_heads, " → ", c.num_attention_heads, ": h/a ",
-                                b.head_dim, " → ", c.head_dim),
-                   w});
-  }
-  // KV heads that moved on their own (not with the heads at the same group size).
-  const bool kv_follows =
-      heads && b.num_kv_heads > 0 && c.num_kv_heads > 0 &&
-      ((b.num_kv_heads == b.num_attention_heads && c.num_kv_heads == c.num_attention_heads) ||
-       (b.num_attention_heads % b.num_kv_heads == 0 &&
-        c.num_attention_heads == c.num_kv_heads * (b.num_attention_heads / b.num_kv_heads)));
-  if (c.num_kv_heads != b.num_kv_heads && !kv_follows) {
-    ModelSpec w = c;
-    w.num_kv_heads = b.num_kv_heads;
-    out.push_back({Arrow("a_kv", b.num_kv_heads, c.num_kv_heads), w});
-  }
-  if (ffn) {
-    ModelSpec w = c;
-    SetFfn(w, c, implied_f);
-    if (!hidden) w.num_layers = b.num_layers;  // the layers that kept the width in budget
-    out.push_back({Arrow(c.num_experts > 0 ? "expert width f" : "f", b.ffn_hidden_size,
-                         c.ffn_hidden_size),
-                   w});
-  }
-  if (layers) {
-    ModelSpec w = c;
-    w.num_layers = b.num_layers;
-    out.push_back({Arrow("L", b.num_layers, c.num_layers), w});
-  }
-  if (c.num_experts != b.num_experts || c.experts_per_token != b.experts_per_token) {
-    ModelSpec w = c;
-    w.num_experts = b.num_experts;
-    w.experts_per_token = b.experts_per_token;
-    if (b.num_experts > 0) {
-      SetFfn(w, c,
-             RoundTo(static_cast<double>(c.ffn_hidden_size) * c.num_experts / b.num_experts,
-                     std::lcm<int64_t>(64, tp_lcm)));
-    }
-    out.push_back({absl::StrCat("experts ", b.num_experts, " → ", c.num_experts, ", top-",
-                                b.experts_per_token, " → top-", c.experts_per_token),
-                   w});
+    ch.words = absl::StrJoin(ch.parts, " + ");
+    if (ch.parts.size() == 1) ch.parts.clear();
+    ch.without = *admit(i);
+    out.push_back(std::move(ch));
   }
   return out;
 }
@@ -147,25 +223,22 @@ namespace {
 // One candidate made minimal in place: the change that loses least is undone while one does not
 // earn its keep; then every change's gain is recorded. A candidate that does not beat the
 // baseline is only described (undoing its changes would give the baseline back).
-void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score) {
+void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score,
+              const CandidateScore* baseline) {
   const bool winner = Beats(c);
-  const ModelSpec& base = rules.base();
-  const int64_t tp_lcm = rules.tp_lcm();
   for (int round = 0; round < 8; ++round) {
     std::vector<CandidateScore::KnobGain> gains;
     std::optional<CandidateScore> undo;
     double undo_gain = 0;
-    for (const CandidateChange& ch : ChangesOf(base, c.spec, tp_lcm)) {
-      std::optional<ModelSpec> w = rules.Admit(ch.without);
-      if (!w) {
-        gains.push_back({ch.words, 0, 0});  // cannot be undone alone: it stays
-        continue;
-      }
-      CandidateScore ws = score(*w);
+    for (CandidateChange& ch : ChangesOf(c.spec, rules)) {
+      // Every change undone at once is the baseline, scored already.
+      CandidateScore ws = baseline != nullptr && ch.without == rules.base()
+                              ? *baseline
+                              : score(ch.without);
       const double m = Merit(ws);
       const double gain = m > 0 ? Merit(c) / m : 1;
       const double sigma = RatioUncertainty(ws, c);
-      gains.push_back({ch.words, gain, sigma});
+      gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts)});
       if (winner && !EarnsItsKeep(gain, sigma) && (!undo || gain < undo_gain)) {
         undo = std::move(ws);
         undo_gain = gain;
@@ -209,14 +282,21 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
   std::vector<CandidateScore> top(std::make_move_iterator(ranked.begin()),
                                   std::make_move_iterator(ranked.begin() +
                                                           static_cast<std::ptrdiff_t>(take)));
-  for (int round = 0; round < 4; ++round) {
+  std::optional<CandidateScore> baseline;
+  for (const CandidateScore& s : top) {
+    if (s.baseline) baseline = s;
+  }
+  if (baseline) baseline->baseline = false;  // what an undone candidate is scored as
+  // Minimizing makes a candidate slower, so another may rise into the first `shown`: rounds until
+  // every one shown is minimized (each round minimizes at least one; `top` is finite).
+  for (size_t round = 0; round <= top.size(); ++round) {
     bool changed = false;
     size_t seen = 0;
     for (size_t i = 0; i < top.size() && seen < shown; ++i) {
       if (top[i].baseline) continue;
       ++seen;
       if (top[i].minimized) continue;
-      Minimize(top[i], rules, score);
+      Minimize(top[i], rules, score, baseline ? &*baseline : nullptr);
       changed = true;
     }
     if (!changed) break;

@@ -1,16 +1,19 @@
 // Minimal candidates: every change a candidate makes against the baseline earns its keep.
 //
-// A candidate is a set of changes (heads, KV heads, hidden size, MLP width, vocabulary, layers,
-// experts). Undoing one gives another shape; when that shape is a legal candidate too and the
-// candidate's merit over it (its "gain") is within the uncertainty of their ratio (or under
-// kMinKnobGain), the change is not worth making and is undone. Changes are undone one at a time,
-// the cheapest first, until every change left earns its keep; each candidate then carries what
-// each of its changes accounts for (CandidateScore::knob_gains), which the reasons print. A change
-// whose undoing is not a legal candidate (the layers that keep a wider model within the budget,
-// say) stays, and is reported with its gain unknown.
+// A candidate is a set of changes (vocabulary, hidden size, head dim, KV group, an MLP width of
+// its own, layers, experts). Undoing one gives another shape; when that shape is not a legal
+// candidate (a wider model's layers alone break the budget; a head dim alone does not divide the
+// old width), the change is coupled to others, and the smallest set of changes that can be
+// undone together is one bundle (h, heads and layers moved together, say). Each change or bundle
+// has a gain, the candidate's merit over itself without it, never 0: at worst the bundle is every
+// change and the shape without it the baseline. When a gain is within the uncertainty of its
+// ratio (or under kMinKnobGain), the change or bundle is not worth making and is undone, one at a
+// time, the cheapest first, until every one left earns its keep; each candidate then carries
+// what each accounts for (CandidateScore::knob_gains), which the reasons print.
 //
 // This is what makes GPT-2's advice "pad the vocabulary" rather than "pad the vocabulary and
-// change the heads": the head change gains 1.00× ± 0.02 and is undone.
+// change the heads": the head change gains 1.00x ± 0.02 and is undone; and a reshape of h, heads
+// and layers that adds 1.02x ± 0.04 to a vocabulary pad is undone as one bundle.
 #ifndef WAVECREST_CORE_MINIMAL_CANDIDATES_H_
 #define WAVECREST_CORE_MINIMAL_CANDIDATES_H_
 
@@ -27,18 +30,20 @@ namespace wavecrest {
 // architecture change worth less is not worth a team's time.
 inline constexpr double kMinKnobGain = 0.005;
 
-// One change of a candidate against the baseline, and the candidate's shape without it.
+// One change of a candidate against the baseline, or a coupled bundle of them, and the
+// candidate's shape without it (admitted by the rules).
 struct CandidateChange {
-  std::string words;   // "v 50257 → 50304"
-  ModelSpec without;   // the candidate with this change undone (not yet checked by the rules)
+  std::string words;               // "v 50257 → 50304"; a bundle's parts joined by " + "
+  std::vector<std::string> parts;  // a bundle's single changes; empty for a single change
+  ModelSpec without;
 };
 
-// The changes of `candidate` against `base`. Hidden size carries what follows it (the head
-// count at the same head dim, an MLP width scaled with it, the layers that keep the budget);
-// an MLP width that moved on its own carries the layers when the hidden size did not move.
-// `tp_lcm` is what sharded widths round to (CandidateRules::tp_lcm).
-std::vector<CandidateChange> ChangesOf(const ModelSpec& base, const ModelSpec& candidate,
-                                       int64_t tp_lcm);
+// The changes and bundles of `candidate` against `rules.base()`: each single change in exactly
+// one, the smallest set of changes that contains it and can be undone into a shape the rules
+// admit (the baseline itself at worst), sets that share a change merged, in the order of the
+// single changes. A hidden size carries what follows it (the head count at the same head dim,
+// an MLP width scaled with it).
+std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules);
 
 // Scores a shape with the same source of times as the candidates (its baseline flag unset).
 using ShapeScoreFn = std::function<CandidateScore(const ModelSpec&)>;

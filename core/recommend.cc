@@ -1,5 +1,5 @@
 // Knobs, constraints and the rules every candidate meets (tensor-parallel degrees, head dims,
-// the parameter budget), and the ranking of scored candidates. Generation, scoring and the
+// the parameter budget, what it holds of the baseline). Generation, scoring, the ranking and the
 // reasons live beside it (core/recommend_detail.h lists the files).
 #include "core/recommend.h"
 
@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/memory.h"
 #include "core/rules.h"
 #include "core/sample_policies.h"
 #include "core/recommend_detail.h"
@@ -41,8 +42,21 @@ absl::string_view KnobName(Knob k) {
       return "layers";
     case Knob::kExperts:
       return "experts";
+    case Knob::kKvGroup:
+      return "kv_group";
+    case Knob::kKvCache:
+      return "kv_cache";
+    case Knob::kHeadDim:
+      return "head_dim";
+    case Knob::kTotalParams:
+      return "total_params";
   }
   return "?";
+}
+
+bool ReleasesHold(Knob k) {
+  return k == Knob::kKvGroup || k == Knob::kKvCache || k == Knob::kHeadDim ||
+         k == Knob::kTotalParams;
 }
 
 ModelSpec WithLayers(ModelSpec s, int64_t layers) {
@@ -61,14 +75,17 @@ int64_t BudgetParams(const ModelSpec& spec, const ParamCounts& counts) {
 }
 
 absl::StatusOr<Knob> ParseKnob(absl::string_view name) {
-  const std::string n = absl::AsciiStrToLower(name);
+  std::string n = absl::AsciiStrToLower(name);
+  std::replace(n.begin(), n.end(), '-', '_');
   for (Knob k : {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab,
-                 Knob::kLayers, Knob::kExperts}) {
+                 Knob::kLayers, Knob::kExperts, Knob::kKvGroup, Knob::kKvCache, Knob::kHeadDim,
+                 Knob::kTotalParams}) {
     if (n == KnobName(k)) return k;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("vary: unknown knob \"", name,
-                   "\"; allowed: heads, kv_heads, hidden, ffn, vocab, layers, experts"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "vary: unknown knob \"", name,
+      "\"; allowed: heads, kv_heads, hidden, ffn, vocab, layers, experts (shapes that move) and "
+      "kv_group, kv_cache, head_dim, total_params (what a candidate otherwise holds)"));
 }
 
 std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c) {
@@ -110,7 +127,10 @@ std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c) {
 }
 
 std::set<Knob> EffectiveKnobs(const RecommendConstraints& c) {
-  std::set<Knob> k = c.vary;
+  std::set<Knob> k;
+  for (Knob x : c.vary) {
+    if (!ReleasesHold(x)) k.insert(x);
+  }
   if (k.empty()) {
     k = {Knob::kHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab};
     if (!c.keep_layers) k.insert(Knob::kLayers);
@@ -164,6 +184,58 @@ std::vector<std::string> TpBreaks(const ModelSpec& s, int64_t t, bool replicatio
 
 }  // namespace
 
+int64_t HeadDimFloor(const ModelSpec& base, const RecommendConstraints& c) {
+  if (c.vary.count(Knob::kHeadDim)) return 0;
+  const int64_t d = base.head_dim > 0 ? base.head_dim
+                    : base.num_attention_heads > 0 ? base.hidden_size / base.num_attention_heads
+                                                   : kMinHeldHeadDim;
+  return std::min(kMinHeldHeadDim, d);
+}
+
+std::vector<HeldProperty> HeldProperties(const ModelSpec& spec, const RecommendConstraints& c) {
+  const absl::StatusOr<ModelSpec> n = NormalizeSpec(spec);
+  const ModelSpec& base = n.ok() ? *n : spec;
+  std::vector<HeldProperty> out;
+  auto add = [&](Knob k, std::string what) {
+    out.push_back({std::string(KnobName(k)), std::move(what), c.vary.count(k) > 0});
+  };
+  const int64_t kv = std::max<int64_t>(1, base.num_kv_heads);
+  if (base.kv_lora_rank == 0) {
+    const int64_t group = base.num_attention_heads / kv;
+    add(Knob::kKvGroup, group == 1 ? std::string("1 query head per KV head (multi-head attention)")
+                                   : absl::StrCat(group, " query heads per KV head"));
+  }
+  add(Knob::kKvCache, absl::StrFormat("KV cache %.1f KiB per token, within %.0f%%",
+                                      KvCacheBytesPerToken(base) / 1024,
+                                      100 * kKvCacheTolerance));
+  const int64_t floor = HeadDimFloor(base, RecommendConstraints());
+  add(Knob::kHeadDim, absl::StrCat("head dim at least ", floor,
+                                   floor < kMinHeldHeadDim ? " (the baseline's)" : ""));
+  if (base.num_experts > 0) {
+    add(Knob::kExperts, absl::StrCat(base.num_experts, " experts, top-", base.experts_per_token));
+    add(Knob::kTotalParams,
+        absl::StrFormat("total parameters within %.0f%% (active within the parameter tolerance)",
+                        100 * kMoeTotalTolerance));
+  }
+  std::vector<std::string> pattern;
+  const int64_t local = base.sliding_window == 0 ? 0
+                        : base.sliding_window_layers == 0 ? base.num_layers
+                                                          : base.sliding_window_layers;
+  if (local > 0 && local < base.num_layers) {
+    pattern.push_back(absl::StrCat(local, " of ", base.num_layers, " layers local"));
+  }
+  if (base.num_experts > 0 && (base.first_dense_layers > 0 || base.moe_layer_interval > 1)) {
+    pattern.push_back(absl::StrCat(base.first_dense_layers, " dense first, then every ",
+                                   std::max<int64_t>(1, base.moe_layer_interval),
+                                   " layer(s) MoE"));
+  }
+  if (!pattern.empty()) {
+    out.push_back({"layer_pattern",
+                   absl::StrCat(absl::StrJoin(pattern, "; "), ", the same share at any L"), false});
+  }
+  return out;
+}
+
 TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c) {
   TpRequirement r;
   const bool replication = !c.kv_divisible;
@@ -178,12 +250,17 @@ TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c) {
     for (int64_t x : c.tensor_parallel_options) add(x);
     r.source = "tensor_parallel_options";
   } else {
-    // The defaults the baseline meets itself: a model is never held to more than it does.
+    // The defaults the baseline meets itself: a model is never held to more than it does; of
+    // them, those its run would use when the caller knows them.
     for (int64_t x : kDefaultTpOptions) {
-      if (TpBreaks(base, x, replication).empty()) add(x);
+      const bool run = c.run_tp.empty() ||
+                       std::find(c.run_tp.begin(), c.run_tp.end(), x) != c.run_tp.end();
+      if (run && TpBreaks(base, x, replication).empty()) add(x);
     }
-    r.source = absl::StrCat("the degrees of ", absl::StrJoin(kDefaultTpOptions, ", "),
-                            " the baseline supports");
+    r.source = !c.run_tp_source.empty()
+                   ? c.run_tp_source
+                   : absl::StrCat("the degrees of ", absl::StrJoin(kDefaultTpOptions, ", "),
+                                  " the baseline supports");
   }
   std::sort(r.degrees.begin(), r.degrees.end());
   for (int64_t t : r.degrees) {
@@ -198,8 +275,9 @@ std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints
 
 namespace recommend_detail {
 
-// A mixture of experts is budgeted by its active parameters; its total may move by this many
-// times the tolerance (a wider expert with fewer layers keeps the active count, not the total).
+// A mixture of experts is budgeted by its active parameters; with total_params released its
+// total may move by this many times the tolerance (a wider expert with fewer layers keeps the
+// active count, not the total).
 constexpr double kMoeTotalToleranceFactor = 3;
 
 Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
@@ -236,32 +314,79 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
     case kLayersByPp:
       return {"layers_divisible_by_pp", 0, "shapes",
               "layers not divisible by the pipeline stages", "model.pipeline_parallel (--pp)"};
+    case kHeadDimFloor:
+      return {"head_dim_floor", 0, "head options",
+              absl::StrCat("head dim below ", kMinHeldHeadDim,
+                           " (or the baseline's, when smaller): attention of another model"),
+              "vary head_dim (--vary head_dim)"};
+    case kKvGroup:
+      return {"kv_group", 0, "shapes",
+              "query heads per KV head other than the baseline's (another model to serve)",
+              "vary kv_group (--vary kv_group)"};
+    case kKvCache:
+      return {"kv_cache", 0, "shapes",
+              absl::StrFormat("KV-cache bytes per token more than %.0f%% from the baseline's",
+                              100 * kKvCacheTolerance),
+              "vary kv_cache (--vary kv_cache)"};
     case kParamBudget:
       return {"param_tolerance", 0, "shapes",
               "parameter count outside the tolerance of the baseline's",
               "param_tolerance (--param-tolerance)"};
+    case kMoeTotal:
+      return {"total_params", 0, "shapes",
+              absl::StrFormat("a mixture of experts' total parameters more than %.0f%% from the "
+                              "baseline's",
+                              100 * kMoeTotalTolerance),
+              "vary total_params (--vary total_params)"};
     case kRefusalRules:
       break;
   }
   return {};
 }
 
-RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const ParamCounts& base_counts,
+BaseFacts::BaseFacts(const ModelSpec& base, const RecommendConstraints& c)
+    : counts(CountParams(base)),
+      head_dim_floor(HeadDimFloor(base, c)),
+      hold_group(!c.vary.count(Knob::kKvGroup)),
+      hold_cache(!c.vary.count(Knob::kKvCache)),
+      hold_total(!c.vary.count(Knob::kTotalParams)),
+      kv_bytes(KvCacheBytesPerToken(base)) {}
+
+RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f) {
+  if (n.head_dim != base.head_dim && n.head_dim < f.head_dim_floor) return kHeadDimFloor;
+  if (f.hold_group && n.kv_lora_rank == 0 &&
+      n.num_attention_heads * base.num_kv_heads != base.num_attention_heads * n.num_kv_heads) {
+    return kKvGroup;
+  }
+  if (f.hold_cache && f.kv_bytes > 0 &&
+      std::abs(KvCacheBytesPerToken(n) / f.kv_bytes - 1) > kKvCacheTolerance + 1e-12) {
+    return kKvCache;
+  }
+  return kRefusalRules;
+}
+
+RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f,
                        const std::vector<int64_t>& tps, const RecommendConstraints& c,
                        int64_t* params) {
   if (const RefusalRule r = IllegalFor(n, base, tps, !c.kv_divisible); r != kRefusalRules) {
     return r;
   }
+  if (const RefusalRule r = CheckHeld(n, base, f); r != kRefusalRules) return r;
   const ParamCounts counts = CountParams(n);
   *params = BudgetParams(n, counts);
+  const ParamCounts& base_counts = f.counts;
   const int64_t budget = BudgetParams(base, base_counts);
-  auto within = [](int64_t p, int64_t of, double tolerance) {
-    return std::abs(static_cast<double>(p - of) / static_cast<double>(of)) <= tolerance + 1e-12;
+  auto within = [](double p, double of, double tolerance) {
+    return std::abs((p - of) / of) <= tolerance + 1e-12;
   };
   if (!within(*params, budget, c.param_tolerance)) return kParamBudget;
-  if (n.num_experts > 0 && !within(counts.total_params, base_counts.total_params,
-                                   kMoeTotalToleranceFactor * c.param_tolerance)) {
-    return kParamBudget;
+  if (n.num_experts > 0) {
+    const bool released = !f.hold_total;
+    const double tolerance =
+        released ? kMoeTotalToleranceFactor * c.param_tolerance : kMoeTotalTolerance;
+    if (!within(counts.total_params, base_counts.total_params, tolerance)) {
+      return released ? kParamBudget : kMoeTotal;
+    }
   }
   return kRefusalRules;
 }
@@ -272,7 +397,7 @@ CandidateRules::CandidateRules(const ModelSpec& base, const RecommendConstraints
     : base_(base),
       c_(c),
       tps_(TpDegrees(base, c)),
-      base_params_(BudgetParams(base, CountParams(base))) {}
+      facts_(std::make_shared<const BaseFacts>(base, c)) {}
 
 int64_t CandidateRules::tp_lcm() const {
   int64_t l = 1;
@@ -283,161 +408,10 @@ int64_t CandidateRules::tp_lcm() const {
 std::optional<ModelSpec> CandidateRules::Admit(const ModelSpec& s) const {
   absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
   int64_t params = 0;
-  if (!n.ok() || CheckShape(*n, base_, CountParams(base_), tps_, c_, &params) != kRefusalRules) {
+  if (!n.ok() || CheckShape(*n, base_, *facts_, tps_, c_, &params) != kRefusalRules) {
     return std::nullopt;
   }
   return *std::move(n);
-}
-
-double Merit(const CandidateScore& c) {
-  return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu * (1 + c.param_change)
-                                              : c.mfu;
-}
-
-std::string MeritBasis(const ModelSpec& spec) {
-  return spec.workload == Workload::kDecode
-             ? "decode tokens/s per GPU at equal parameters (tokens/s × params / baseline params)"
-             : "MFU (model FLOP/s per GPU at equal work)";
-}
-
-bool TunedHeadDim(const ModelSpec& spec) {
-  const int64_t d = Derive(spec).head_dim;
-  return d == 64 || d == 128;
-}
-
-namespace {
-
-// Among the winners [first, last) (ranked, each beats the baseline): when #1's head dim is not
-// one the kernels are tuned for and a winner with such a head dim is within #1's uncertainty
-// (their speed-up bands overlap), that winner goes first and says why. The model cannot tell
-// them apart; 64 and 128 are what FlashAttention and cuDNN are tuned for, what checkpoints and
-// inference engines expect, and what every tensor-parallel degree keeps whole.
-void PreferTunedHeadDim(std::vector<CandidateScore>::iterator first,
-                        std::vector<CandidateScore>::iterator last) {
-  if (first == last || TunedHeadDim(first->spec)) return;
-  const double floor = first->speedup - first->speedup_uncertainty;
-  for (auto it = std::next(first); it != last; ++it) {
-    if (!TunedHeadDim(it->spec) || it->speedup + it->speedup_uncertainty < floor) continue;
-    it->preferred_head_dim = true;
-    std::rotate(first, it, std::next(it));
-    return;
-  }
-}
-
-}  // namespace
-
-namespace {
-
-// The candidates' indices best first, each shape once (its best entry; the baseline always):
-// merit, then the smaller parameter change, then fewer fields changed, then the shape.
-std::vector<size_t> RankedIndices(const std::vector<CandidateScore>& scores,
-                                  const CandidateScore* base) {
-  // What the order compares, once per candidate; then the indices are sorted, not the scores.
-  struct Order {
-    double merit;
-    double abs_change;
-    int changed;  // fields changed against the baseline: among equal efficiency, fewer wins
-    SpecKey key;
-  };
-  const SpecKey b = KeyOf(base ? base->spec : ModelSpec());
-  std::vector<Order> order;
-  order.reserve(scores.size());
-  for (const CandidateScore& s : scores) {
-    const SpecKey a = KeyOf(s.spec);
-    const int changed =
-        base ? (std::get<0>(a) != std::get<0>(b)) + (std::get<1>(a) != std::get<1>(b)) +
-                   (std::get<2>(a) != std::get<2>(b)) + (std::get<4>(a) != std::get<4>(b)) +
-                   (std::get<5>(a) != std::get<5>(b)) + (std::get<6>(a) != std::get<6>(b))
-             : 0;
-    order.push_back({Merit(s), std::abs(s.param_change), changed, a});
-  }
-  std::vector<size_t> idx(scores.size());
-  std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](size_t i, size_t j) {
-    const Order& x = order[i];
-    const Order& y = order[j];
-    const double tol = 1e-9 * std::max(x.merit, y.merit);
-    if (std::abs(x.merit - y.merit) > tol) return x.merit > y.merit;
-    if (x.abs_change != y.abs_change) return x.abs_change < y.abs_change;
-    if (x.changed != y.changed) return x.changed < y.changed;
-    return x.key < y.key;
-  });
-  // No shape twice: the first (best) entry of each shape stays; the baseline always stays.
-  absl::flat_hash_set<SpecKey> seen;
-  seen.reserve(scores.size());
-  std::vector<size_t> kept;
-  kept.reserve(scores.size());
-  for (size_t i : idx) {
-    if (seen.insert(order[i].key).second || scores[i].baseline) kept.push_back(i);
-  }
-  return kept;
-}
-
-// Puts scores into the order `kept` names and drops the rest, in place, by swaps (a new vector
-// of every candidate cost more, in fresh pages, than the ranking itself): at[p] is the original
-// index of the candidate now at p.
-void ApplyOrder(std::vector<CandidateScore>& scores, const std::vector<size_t>& kept) {
-  std::vector<size_t> at(scores.size()), where(scores.size());
-  std::iota(at.begin(), at.end(), 0);
-  std::iota(where.begin(), where.end(), 0);
-  for (size_t p = 0; p < kept.size(); ++p) {
-    const size_t from = where[kept[p]];
-    if (from == p) continue;
-    std::swap(scores[p], scores[from]);
-    where[at[p]] = from;
-    at[from] = at[p];
-    at[p] = kept[p];
-    where[kept[p]] = p;
-  }
-  scores.erase(scores.begin() + static_cast<std::ptrdiff_t>(kept.size()), scores.end());
-}
-
-}  // namespace
-
-void RankCandidates(std::vector<CandidateScore>& scores, size_t explain) {
-  const CandidateScore* base = nullptr;
-  for (const auto& s : scores) {
-    if (s.baseline) base = &s;
-  }
-  const CandidateScore base_copy = base ? *base : CandidateScore();
-  std::vector<size_t> kept = RankedIndices(scores, base);
-  size_t beating = 0;
-  if (base) {
-    for (size_t i : kept) {
-      CandidateScore& s = scores[i];
-      s.speedup = Merit(base_copy) > 0 ? Merit(s) / Merit(base_copy) : 1;
-      // Measured spreads and predicted bands both sit in the contributions, per distinct GEMM.
-      s.speedup_uncertainty = s.baseline ? 0 : s.speedup * RatioUncertainty(base_copy, s);
-    }
-    // Those that beat the baseline, the baseline, the rest (each group keeps its order).
-    auto beats = [&](size_t i) { return Beats(scores[i]); };
-    std::stable_partition(kept.begin(), kept.end(), beats);
-    const auto first_other = std::find_if_not(kept.begin(), kept.end(), beats);
-    beating = static_cast<size_t>(first_other - kept.begin());
-    const auto b_it =
-        std::find_if(first_other, kept.end(), [&](size_t i) { return scores[i].baseline; });
-    if (b_it != kept.end()) std::rotate(first_other, b_it, b_it + 1);
-  }
-  ApplyOrder(scores, kept);
-  if (!base) return;
-  const auto first_other = scores.begin() + static_cast<std::ptrdiff_t>(beating);
-  PreferTunedHeadDim(scores.begin(), first_other);
-  // Reasons for what will be shown: words cost more than numbers.
-  for (size_t i = 0; i < std::min(explain, scores.size()); ++i) {
-    if (scores[i].baseline) continue;
-    scores[i].reasons = Explain(base_copy, scores[i]);
-    if (scores[i].preferred_head_dim) {
-      scores[i].reasons.push_back(absl::StrFormat(
-          "ranked first among winners the model cannot tell apart: head dim %d is one attention "
-          "kernels are tuned for (64, 128); the faster-looking #2 (%.3fx ± %.3f) is within its "
-          "uncertainty",
-          Derive(scores[i].spec).head_dim, scores[1].speedup, scores[1].speedup_uncertainty));
-    }
-  }
-}
-
-bool Beats(const CandidateScore& c) {
-  return !c.baseline && c.speedup - 1 > std::max(c.speedup_uncertainty, kMinWorthwhileGain);
 }
 
 }  // namespace wavecrest

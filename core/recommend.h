@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,13 +30,34 @@
 #include "core/model_stats.h"
 
 namespace wavecrest {
+namespace recommend_detail {
+struct BaseFacts;
+}  // namespace recommend_detail
 
 // kExperts (mixtures of experts): the experts' granularity at equal active parameters: m times
 // as many experts, m times as many per token, 1/m of the width (and the reverse).
-enum class Knob { kHeads, kKvHeads, kHidden, kFfn, kVocab, kLayers, kExperts };
-// "heads", "kv_heads", "hidden", "ffn", "vocab", "layers", "experts"
+// The last four are not shapes to move but what a candidate otherwise holds to be the same model
+// (HeldProperties), released by naming them: the query heads per KV head, the KV-cache bytes per
+// token, a head dim of at least 64, a mixture of experts' total parameters.
+enum class Knob {
+  kHeads,
+  kKvHeads,
+  kHidden,
+  kFfn,
+  kVocab,
+  kLayers,
+  kExperts,
+  kKvGroup,
+  kKvCache,
+  kHeadDim,
+  kTotalParams
+};
+// "heads", "kv_heads", "hidden", "ffn", "vocab", "layers", "experts", "kv_group", "kv_cache",
+// "head_dim", "total_params"; ParseKnob takes them with '-' for '_' too.
 absl::string_view KnobName(Knob k);
 absl::StatusOr<Knob> ParseKnob(absl::string_view name);
+// True for the knobs that release a held property rather than move a shape.
+bool ReleasesHold(Knob k);
 
 // The parameters the recommender keeps about equal: all of them for a dense model, the active ones
 // (router, k experts, shared experts) for a mixture of experts, whose candidates may differ in
@@ -58,13 +80,21 @@ inline constexpr double kHiddenWindow = 0.05;
 // allowed_head_dims. The baseline's own head dim is always allowed.
 inline constexpr int64_t kDefaultMinHeadDim = 32;
 inline constexpr int64_t kDefaultMaxHeadDim = 128;
+// What a candidate holds of the baseline unless `vary` releases it (the same model, reshaped):
+// KV-cache bytes per token within kKvCacheTolerance, a head dim of at least kMinHeldHeadDim (or
+// the baseline's, when smaller), and a mixture of experts' total parameters within
+// kMoeTotalTolerance (its active ones are the budget, within param_tolerance).
+inline constexpr double kKvCacheTolerance = 0.03;
+inline constexpr int64_t kMinHeldHeadDim = 64;
+inline constexpr double kMoeTotalTolerance = 0.03;
 // Head dims a team can adopt: multiples of 16 (the attention kernels' and the tensor cores' unit;
 // 64 and 128 are also what the paper's rule 3 and the fused kernels favour, and the cost model
 // prices that). Applies to the default range; an explicit allowed_head_dims list is taken as given.
 inline constexpr int64_t kDefaultHeadDimMultiple = 16;
 // The tensor-parallel degrees a team may run when the request names none: of these, the ones the
-// baseline itself shards evenly over are required of every candidate (a model is never held to
-// a degree it does not meet itself).
+// baseline itself shards evenly over (a model is never held to a degree it does not meet itself)
+// and, when the caller knows the GPU, only those a run of the model would use
+// (RecommendConstraints::run_tp, core/run_tp.h).
 inline constexpr int64_t kDefaultTpOptions[] = {1, 2, 4, 8};
 // A candidate beats the baseline when its speed-up exceeds 1 by more than its uncertainty (one
 // standard deviation) and by this much: a smaller gain is not worth changing an architecture.
@@ -72,7 +102,9 @@ inline constexpr double kMinWorthwhileGain = 0.02;
 
 struct RecommendConstraints {
   double param_tolerance = kDefaultParamTolerance;  // |Δparams| / params, in [0, 0.5]
-  std::set<Knob> vary;                              // empty = heads, hidden, ffn, vocab (+ layers)
+  // The knobs that move (no shape knob = heads, hidden, ffn, vocab (+ layers)) and the held
+  // properties released (ReleasesHold).
+  std::set<Knob> vary;
   std::vector<int64_t> allowed_head_dims;           // empty = any in [32, 128]
   int64_t min_heads = 0;                            // 0 = 1
   int64_t max_heads = 0;                            // 0 = no limit
@@ -84,6 +116,10 @@ struct RecommendConstraints {
   // kDefaultTpOptions the baseline is legal for. A candidate is never refused for a dimension it
   // keeps unchanged from the baseline.
   std::vector<int64_t> tensor_parallel_options;
+  // Without tensor_parallel_options: the degrees a run of this model on the target GPU would use
+  // (RunTpDegrees), with the reason in words; empty = every default degree the baseline meets.
+  std::vector<int64_t> run_tp;
+  std::string run_tp_source;
   // Require KV heads to divide by every degree. By default a candidate may have fewer KV heads
   // than a degree they divide: each rank then holds a copy of one, as Megatron does (priced:
   // Derive's kv_heads_per_rank is at least 1, so the K/V projections and the KV cache grow).
@@ -109,8 +145,25 @@ inline constexpr int64_t kMaxExaminedShapes = 2'000'000;
 // Every problem with the constraints, with field names as in RecommendRequest.
 std::vector<FieldViolation> ValidateConstraints(const RecommendConstraints& c);
 
-// The knobs that move: the explicit set, or the default one.
+// The knobs that move: the explicit shape knobs, or the default ones (the held properties a
+// request releases are not among them).
 std::set<Knob> EffectiveKnobs(const RecommendConstraints& c);
+
+// What every candidate keeps of the baseline, and whether the request released it: the query
+// heads per KV head ("kv_group"), the KV-cache bytes per token ("kv_cache"), the head-dim floor
+// ("head_dim"), and for a mixture of experts its experts and top-k ("experts") and total
+// parameters ("total_params"); the dense/MoE and local/global layer pattern ("layer_pattern",
+// where the model has one) no knob changes.
+struct HeldProperty {
+  std::string name;  // the --vary name that releases it
+  std::string what;  // "7 query heads per KV head"
+  bool released = false;
+};
+std::vector<HeldProperty> HeldProperties(const ModelSpec& base, const RecommendConstraints& c);
+
+// The head dim below which a candidate goes only when `vary` releases it: kMinHeldHeadDim, or the
+// baseline's own when smaller; 0 when released.
+int64_t HeadDimFloor(const ModelSpec& base, const RecommendConstraints& c);
 
 // Candidate specs (normalized, valid, within the parameter tolerance, legal for every tensor-
 // parallel degree asked and the spec's pipeline stages), the baseline first, then the rest in a
@@ -129,7 +182,8 @@ struct TpRequirement {
   std::vector<int64_t> degrees;  // sorted: the spec's own and the options (or the defaults)
   bool from_options = false;     // the request's tensor_parallel_options
   std::vector<std::string> baseline_breaks;  // "12 heads do not divide by 8"
-  // "the degrees of 1, 2, 4, 8 the baseline supports" or "tensor_parallel_options".
+  // Why these: the run's degrees (RecommendConstraints::run_tp_source), "the degrees of 1, 2, 4,
+  // 8 the baseline supports", or "tensor_parallel_options".
   std::string source;
 };
 TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c);
@@ -151,7 +205,7 @@ class CandidateRules {
   ModelSpec base_;
   RecommendConstraints c_;
   std::vector<int64_t> tps_;
-  int64_t base_params_;
+  std::shared_ptr<const recommend_detail::BaseFacts> facts_;  // what every shape is checked with
 };
 
 // The time of one GEMM (not fused attention) and the relative spread of that time (0 when
@@ -272,15 +326,17 @@ struct CandidateScore {
   // Time per GEMM name (all passes, × count), for the reasons.
   std::vector<std::pair<std::string, double>> time_by_gemm;
   std::vector<std::string> reasons;
-  // Put first by the head-dim preference (RankCandidates): not the fastest-looking winner, but
-  // within its uncertainty with a head dim of 64 or 128.
-  bool preferred_head_dim = false;
+  // Why RankCandidates put this winner above a faster-looking one (the smaller change among
+  // candidates the model cannot tell apart), or empty.
+  std::string ranked_note;
   // Each change against the baseline and what it alone accounts for (core/minimal_candidates.h);
   // empty until MinimizeCandidates has looked at this candidate.
   struct KnobGain {
-    std::string change;  // "v 50257 → 50304"
-    double gain = 1;     // Merit(this) / Merit(this without the change); 0: cannot be undone
+    std::string change;  // "v 50257 → 50304"; a bundle's parts joined by " + "
+    double gain = 1;     // Merit(this) / Merit(this without the change or bundle)
     double sigma = 0;    // relative standard deviation of gain
+    // A coupled bundle: the single changes undone together (none can be undone alone).
+    std::vector<std::string> parts;
   };
   std::vector<KnobGain> knob_gains;
   bool minimized = false;
@@ -295,12 +351,16 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
 
 // Ranks `scores` in place, one rule in every mode: the candidates that beat the baseline (Beats)
 // first, then the baseline, then the rest; within each group by Merit (MFU: model FLOP/s per GPU
-// at equal work, so a smaller model does not win by being smaller; decode: tokens/s), ties (within 1e-9 relative) by smaller
-// |param change|, then by fewer fields changed against the baseline, then by (h, a, a_kv, d, f, v,
-// L); identical shapes are dropped. So when nothing beats the baseline it is first ("keep your
-// shape"). Among the winners, a head dim of 64 or 128 within #1's uncertainty goes first
-// (TunedHeadDim; its reasons say so). Fills speedup = mfu / baseline mfu, its uncertainty, and the reasons of every
-// non-baseline entry (what changed, which rules it satisfies or still breaks).
+// at equal work, so a smaller model does not win by being smaller; decode: tokens/s at equal
+// parameters), ties (within 1e-9 relative) by smaller |param change|, then by fewer fields
+// changed against the baseline, then by (h, a, a_kv, d, f, v, L); identical shapes are dropped.
+// So when nothing beats the baseline it is first ("keep your shape"). Among the winners, each of
+// the first `explain` places goes to the smallest change among those the best one left does not
+// beat beyond their ratio's uncertainty (fewer fields changed, a head dim moved to one not 64 or
+// 128 last, then the smaller parameter change, then the nearest value; its reasons say so): a
+// bundle that adds nothing beyond its uncertainty ranks after the smaller candidate. Fills
+// speedup = merit / baseline's, its uncertainty, and the reasons of every non-baseline entry
+// shown (what changed, which rules it satisfies or still breaks).
 //
 // Uncertainty: the errors of a GEMM's time are shared by every candidate that runs it, so they
 // cancel in a ratio; speedup_uncertainty = speedup · sqrt(Σ_g σ_g² (t_g,base/T_base −

@@ -131,6 +131,14 @@ v1::Knob ToProto(Knob k) {
       return v1::KNOB_EXPERTS;
     case Knob::kLayers:
       return v1::KNOB_LAYERS;
+    case Knob::kKvGroup:
+      return v1::KNOB_KV_GROUP;
+    case Knob::kKvCache:
+      return v1::KNOB_KV_CACHE;
+    case Knob::kHeadDim:
+      return v1::KNOB_HEAD_DIM;
+    case Knob::kTotalParams:
+      return v1::KNOB_TOTAL_PARAMS;
   }
   return v1::KNOB_UNSPECIFIED;
 }
@@ -151,13 +159,21 @@ absl::StatusOr<Knob> FromProto(v1::Knob k) {
       return Knob::kLayers;
     case v1::KNOB_EXPERTS:
       return Knob::kExperts;
+    case v1::KNOB_KV_GROUP:
+      return Knob::kKvGroup;
+    case v1::KNOB_KV_CACHE:
+      return Knob::kKvCache;
+    case v1::KNOB_HEAD_DIM:
+      return Knob::kHeadDim;
+    case v1::KNOB_TOTAL_PARAMS:
+      return Knob::kTotalParams;
     default:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown value ", static_cast<int>(k),
-                                                 "; allowed: KNOB_HEADS, KNOB_KV_HEADS, "
-                                                 "KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS, "
-                                                 "KNOB_EXPERTS"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown value ", static_cast<int>(k),
+      "; allowed: KNOB_HEADS, KNOB_KV_HEADS, KNOB_HIDDEN, KNOB_FFN, KNOB_VOCAB, KNOB_LAYERS, "
+      "KNOB_EXPERTS, KNOB_KV_GROUP, KNOB_KV_CACHE, KNOB_HEAD_DIM, KNOB_TOTAL_PARAMS"));
 }
 
 v1::Bound ToProto(Bound b) {

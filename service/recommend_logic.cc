@@ -15,6 +15,7 @@
 #include "core/analysis.h"
 #include "core/memory.h"
 #include "core/minimal_candidates.h"
+#include "core/run_tp.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
 #include "service/convert.h"
@@ -62,6 +63,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
     k->set_change(g.change);
     k->set_gain(g.gain);
     k->set_uncertainty(g.gain * g.sigma);
+    for (const std::string& p : g.parts) k->add_parts(p);
   }
   if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
     c.set_time_per_output_token_s(s.step_time_s);
@@ -304,6 +306,12 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
   }
   const TpRequirement tp = RequiredTp(base, r.constraints);
   for (int64_t t : tp.degrees) r.response.add_tensor_parallel_degrees(t);
+  for (const HeldProperty& h : HeldProperties(base, r.constraints)) {
+    v1::HeldProperty* p = r.response.add_held();
+    p->set_name(h.name);
+    p->set_description(h.what);
+    p->set_released(h.released);
+  }
   r.response.set_tensor_parallel_source(tp.source);
   if (!tp.baseline_breaks.empty()) {
     r.response.add_notes(absl::StrCat(
@@ -312,6 +320,11 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
         "): candidates keeping those dimensions unchanged are not refused for them"));
   }
   r.response.set_speedup_basis(MeritBasis(base));
+  if (base.kv_lora_rank > 0 && EffectiveKnobs(r.constraints).count(Knob::kHeads)) {
+    r.response.add_notes(
+        "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
+        "its KV cache a latent): vary hidden, ffn, vocab or layers for its candidates");
+  }
   r.scores.reserve(specs->size());
   for (size_t i = 0; i < specs->size(); ++i) {
     if (i % 256 == 0) {
@@ -535,6 +548,12 @@ absl::StatusOr<v1::RecommendResponse> RunRecommend(const v1::RecommendRequest& r
   }
   r.response.set_gpu(r.gpu.spec->name);
   r.response.set_mode(r.mode);
+  if (r.constraints.tensor_parallel_options.empty()) {
+    // The degrees a run of this model on this GPU would use, of those the baseline supports.
+    const RunTp run = RunTpDegrees(*base, *r.gpu.spec, TpDegrees(*base, r.constraints));
+    r.constraints.run_tp = run.degrees;
+    r.constraints.run_tp_source = run.source;
+  }
   r.base_params = BudgetParams(*base, CountParams(*base));
   const GpuSpec* gpu = r.gpu.spec;
   ScoreCache predicted([gpu](const GemmKey& k) {

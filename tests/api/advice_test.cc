@@ -1,7 +1,9 @@
-// Advice that survives a second look (issue 33), over the examples' Hugging Face configs as a new
-// user would bring them: constraints never stricter than the model as given, minimal candidates
-// whose every change earns its keep, decode compared at equal parameters, mixtures of experts
-// whose expert width moves, verdicts that mean what they say, and exports that are drop-in.
+// Advice that survives a second look (issues 33 and 49), over the examples as a new user would
+// bring them: constraints never stricter than the model as given and no stricter than its run,
+// the same model reshaped (KV group and cache, head dim, experts held unless released), minimal
+// candidates whose every change or bundle earns its keep, the smaller change first among equals,
+// decode compared at equal parameters, verdicts that mean what they say, and exports that are
+// drop-in.
 #include <filesystem>
 #include <set>
 #include <string>
@@ -10,9 +12,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/hf_import.h"
+#include "core/memory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "service/advisor_logic.h"
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
 #include "tests/api/fake_measurer.h"
@@ -31,6 +35,37 @@ std::vector<std::string> HfExamples() {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Every example: the wavecrest specs and the Hugging Face configs, relative to the source.
+std::vector<std::string> AllExamples() {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(Path("examples/models"))) {
+    if (e.path().extension() == ".json") out.push_back("examples/models/" + e.path().filename().string());
+  }
+  for (const std::string& f : HfExamples()) out.push_back("examples/models/hf/" + f);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A predicted Recommend of the model file at `rel` on `gpu` with the request's defaults, changed
+// by `edit`.
+v1::RecommendResponse RecommendAt(const std::string& rel, const std::string& gpu,
+                                  const std::function<void(v1::RecommendRequest&)>& edit) {
+  v1::RecommendRequest req;
+  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(Path(rel));
+  EXPECT_TRUE(model.ok()) << rel << ": " << model.status();
+  if (!model.ok()) return {};
+  *req.mutable_model() = *model;
+  req.set_gpu(gpu);
+  req.set_mode(v1::MODE_PREDICTED);
+  if (edit) edit(req);
+  FakeMeasurer fake;
+  CallContext ctx;
+  ctx.measurer = &fake;
+  absl::StatusOr<v1::RecommendResponse> r = RunRecommend(req, ctx);
+  EXPECT_TRUE(r.ok()) << rel << ": " << r.status();
+  return r.ok() ? *r : v1::RecommendResponse();
 }
 
 // A predicted Recommend of an example config on h100-sxm with the request's defaults, changed by
@@ -84,15 +119,17 @@ TEST(AdviceTest, Gpt2PadsItsVocabularyAndKeepsItsHeads) {
     ASSERT_EQ(best->knob_gains_size(), 1) << vocab_only;  // one change, and what it is worth
     EXPECT_THAT(best->knob_gains(0).change(), HasSubstr("v 50257"));
     EXPECT_GT(best->knob_gains(0).gain(), 1.3);
-    // The degrees required are the ones GPT-2 meets, and the answer says so.
-    EXPECT_THAT(r.tensor_parallel_degrees(), ::testing::ElementsAre(1, 2, 4));
-    EXPECT_THAT(r.tensor_parallel_source(), HasSubstr("the baseline supports"));
+    // The degrees required are those a run of GPT-2 would use (one GPU, and its neighbour),
+    // of those it meets, and the answer says so.
+    EXPECT_THAT(r.tensor_parallel_degrees(), ::testing::ElementsAre(1, 2));
+    EXPECT_THAT(r.tensor_parallel_source(), HasSubstr("TP 1 is the smallest of 1, 2, 4"));
   }
 }
 
-// Models with one KV head (multi-query) or KV heads fewer than TP 8, and mixtures of experts: at
-// least five candidates by default, and for each mixture at least one that changes the expert
-// width with its experts and top-k as they are.
+// Models with one KV head (multi-query) or KV heads fewer than TP 8, and mixtures of experts:
+// candidates by default (the same model, reshaped: fewer than before the KV cache, the group and
+// the head dim were held), and for each mixture, once the KV cache the layers carry is released,
+// at least one that changes the expert width with its experts and top-k as they are.
 TEST(AdviceTest, MqaAndMoeModelsGetCandidatesAndExpertWidthsMove) {
   struct Case {
     const char* file;
@@ -104,12 +141,15 @@ TEST(AdviceTest, MqaAndMoeModelsGetCandidatesAndExpertWidthsMove) {
                         Case{"deepseek-v2-lite.json", true}, Case{"gpt-oss-20b.json", true},
                         Case{"llama-4-scout.json", true}}) {
     const v1::RecommendResponse r = Recommend(c.file);
-    EXPECT_GE(Others(r), 5) << c.file << ": " << r.verdict_reason();
+    EXPECT_GE(Others(r), 2) << c.file << ": " << r.verdict_reason();
     EXPECT_NE(r.verdict(), v1::VERDICT_NO_CANDIDATES) << c.file;
     if (!c.moe) continue;
-    const v1::ModelSpec& base = Baseline(r).model();
+    const v1::RecommendResponse loose = Recommend(c.file, [](v1::RecommendRequest& q) {
+      q.add_vary(v1::KNOB_KV_CACHE);
+    });
+    const v1::ModelSpec& base = Baseline(loose).model();
     int width_moves = 0;
-    for (const v1::Candidate& x : r.candidates()) {
+    for (const v1::Candidate& x : loose.candidates()) {
       width_moves += !x.baseline() && x.model().ffn_hidden_size() != base.ffn_hidden_size() &&
                      x.model().num_experts() == base.num_experts() &&
                      x.model().experts_per_token() == base.experts_per_token();
@@ -120,7 +160,8 @@ TEST(AdviceTest, MqaAndMoeModelsGetCandidatesAndExpertWidthsMove) {
 
 // Every example: a candidate that beats the baseline changes nothing that gains less than its
 // uncertainty (or 0.5%); a change that cannot be undone alone (the layers that keep the budget)
-// is marked so (gain 0). Every candidate shown says what each of its changes is worth.
+// is one bundle with the changes it needs, and has its own gain too (never 0). Every candidate
+// shown says what each of its changes is worth.
 TEST(AdviceTest, EveryChangeOfAWinnerEarnsItsKeep) {
   int winners = 0;
   for (const std::string& file : HfExamples()) {
@@ -128,10 +169,13 @@ TEST(AdviceTest, EveryChangeOfAWinnerEarnsItsKeep) {
     for (const v1::Candidate& c : r.candidates()) {
       if (c.baseline()) continue;
       EXPECT_GT(c.knob_gains_size(), 0) << file << " #" << c.rank();
+      for (const v1::KnobGain& g : c.knob_gains()) {
+        EXPECT_GT(g.gain(), 0) << file << " #" << c.rank() << ": " << g.change();
+        EXPECT_NE(g.parts_size(), 1) << file;  // a bundle is at least two changes
+      }
       if (!c.beats_baseline()) continue;
       ++winners;
       for (const v1::KnobGain& g : c.knob_gains()) {
-        if (g.gain() == 0) continue;
         EXPECT_GT(g.gain() - 1, std::max(g.uncertainty() / g.gain(), 0.005))
             << file << " #" << c.rank() << ": " << g.change() << " " << g.gain() << " ± "
             << g.uncertainty();
@@ -167,6 +211,8 @@ TEST(AdviceTest, DecodeComparesAtEqualParametersAndPricesTheKvCache) {
   const v1::RecommendResponse kv = Recommend("llama-3-8b.json", [&](v1::RecommendRequest& q) {
     decode(q);
     q.add_vary(v1::KNOB_KV_HEADS);
+    q.add_vary(v1::KNOB_KV_GROUP);  // released: the KV heads, not the model, is the question
+    q.add_vary(v1::KNOB_KV_CACHE);
     q.set_param_tolerance(0.05);
   });
   const v1::Candidate& kv_base = Baseline(kv);
@@ -281,6 +327,145 @@ TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
   }
   EXPECT_GT(exported, 100);
   EXPECT_LT(refused, exported / 10);
+}
+
+// Serving at 16 sequences of a 32k context.
+void Decode(v1::RecommendRequest& q) {
+  q.mutable_model()->set_workload(v1::WORKLOAD_DECODE);
+  q.mutable_model()->set_micro_batch_size(16);
+  q.mutable_model()->set_kv_cache_length(32768);
+}
+
+ModelSpec Spec(const v1::ModelSpec& m) { return *NormalizeSpec(*SpecFromRequest(m, "")); }
+
+const v1::HeldProperty* Held(const v1::RecommendResponse& r, const std::string& name) {
+  for (const v1::HeldProperty& h : r.held()) {
+    if (h.name() == name) return &h;
+  }
+  return nullptr;
+}
+
+// The same model, reshaped (issue 49): over every example, trained and served, no candidate
+// shown changes the KV group, moves the KV-cache bytes per token by more than 3%, cuts the head
+// dim below 64 (or the baseline's), or moves a mixture's active or total parameters by more than
+// 3% or its experts; the answer says what was held. And no change of a CHANGE's #1 gains less
+// than 0.5% on its own.
+TEST(AdviceTest, EveryExampleAndWorkloadKeepsTheSameModel) {
+  int changes = 0, shown = 0;
+  for (const std::string& rel : AllExamples()) {
+    for (bool decode : {false, true}) {
+      const v1::RecommendResponse r =
+          RecommendAt(rel, "h100-sxm", decode ? Decode : std::function<void(v1::RecommendRequest&)>());
+      const std::string at = absl::StrCat(rel, decode ? " decode" : " training");
+      ASSERT_GT(r.candidates_size(), 0) << at;
+      for (const char* name : {"kv_cache", "head_dim"}) {
+        ASSERT_NE(Held(r, name), nullptr) << at << " " << name;
+        EXPECT_FALSE(Held(r, name)->released()) << at;
+      }
+      const v1::Candidate& bc = Baseline(r);
+      const ModelSpec base = Spec(bc.model());
+      if (base.kv_lora_rank == 0) {
+        EXPECT_NE(Held(r, "kv_group"), nullptr) << at;
+      }
+      if (base.num_experts > 0) {
+        EXPECT_NE(Held(r, "total_params"), nullptr) << at;
+      }
+      for (const v1::Candidate& c : r.candidates()) {
+        if (c.baseline()) continue;
+        ++shown;
+        const ModelSpec x = Spec(c.model());
+        const std::string who = absl::StrCat(at, " #", c.rank());
+        EXPECT_EQ(x.num_attention_heads * base.num_kv_heads,
+                  base.num_attention_heads * x.num_kv_heads)
+            << who;
+        EXPECT_NEAR(KvCacheBytesPerToken(x) / KvCacheBytesPerToken(base), 1, 0.03 + 1e-9) << who;
+        EXPECT_TRUE(x.head_dim == base.head_dim || x.head_dim >= std::min<int64_t>(64, base.head_dim))
+            << who;
+        EXPECT_EQ(x.num_experts, base.num_experts) << who;
+        EXPECT_EQ(x.experts_per_token, base.experts_per_token) << who;
+        if (base.num_experts > 0) {
+          EXPECT_NEAR(static_cast<double>(c.params().active_params()) /
+                          static_cast<double>(bc.params().active_params()), 1, 0.03) << who;
+          EXPECT_NEAR(static_cast<double>(c.params().total_params()) /
+                          static_cast<double>(bc.params().total_params()), 1, 0.03) << who;
+        }
+      }
+      if (r.verdict() != v1::VERDICT_CHANGE) continue;
+      ++changes;
+      ASSERT_GT(r.candidates(0).knob_gains_size(), 0) << at;
+      for (const v1::KnobGain& g : r.candidates(0).knob_gains()) {
+        EXPECT_GE(g.gain(), 1.005) << at << ": " << g.change();
+      }
+    }
+  }
+  EXPECT_GT(changes, 3);
+  EXPECT_GT(shown, 300);
+}
+
+// The paper's own case: GPT-3 2.7B (h 2560, 32 heads of 80) with default flags. A run of it uses
+// one GPU of a node (TP 1, and its neighbour 2), so 20 heads of 128 are legal, and #1 changes the
+// heads to that head dim and keeps h and L (with or without the vocabulary pad).
+TEST(AdviceTest, Gpt3DefaultsGiveThePapersHeads) {
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
+    const v1::RecommendResponse r = RecommendAt("examples/models/gpt3-2.7b.json", gpu, nullptr);
+    EXPECT_EQ(r.verdict(), v1::VERDICT_CHANGE) << gpu << ": " << r.verdict_reason();
+    EXPECT_THAT(r.tensor_parallel_degrees(), ::testing::ElementsAre(1, 2)) << gpu;
+    EXPECT_THAT(r.tensor_parallel_source(), HasSubstr("TP 1 is the smallest")) << gpu;
+    ASSERT_GT(r.candidates_size(), 0);
+    const v1::ModelSpec& m = r.candidates(0).model();
+    EXPECT_EQ(m.hidden_size(), 2560) << gpu;
+    EXPECT_EQ(m.num_layers(), 32) << gpu;
+    EXPECT_TRUE(m.head_dim() == 64 || m.head_dim() == 128) << gpu << ": " << m.head_dim();
+    // Named degrees still override the default.
+    const v1::RecommendResponse eight = RecommendAt(
+        "examples/models/gpt3-2.7b.json", gpu,
+        [](v1::RecommendRequest& q) { q.add_tensor_parallel_options(8); });
+    EXPECT_THAT(eight.tensor_parallel_degrees(), ::testing::ElementsAre(1, 8)) << gpu;
+    for (const v1::Candidate& c : eight.candidates()) {
+      EXPECT_EQ(c.model().num_attention_heads() % 8, 0) << gpu;
+    }
+  }
+}
+
+// Among widths the model cannot tell apart, the smallest change ranks first: a SwiGLU width of
+// 10922 at h 4096 goes to the nearest aligned width, not to one 1.75% smaller.
+TEST(AdviceTest, AmongEqualsTheNearestAlignedWidthLeads) {
+  for (const char* gpu : {"a100-sxm-80gb", "h100-sxm"}) {
+    v1::RecommendRequest q;
+    v1::ModelSpec* m = q.mutable_model();
+    m->set_hidden_size(4096);
+    m->set_num_attention_heads(32);
+    m->set_num_layers(32);
+    m->set_ffn_hidden_size(10922);
+    m->set_mlp(v1::MLP_SWIGLU);
+    m->set_norm(v1::NORM_RMSNORM);
+    m->set_vocab_size(32000);
+    q.set_gpu(gpu);
+    q.set_mode(v1::MODE_PREDICTED);
+    q.add_vary(v1::KNOB_FFN);
+    absl::StatusOr<v1::RecommendResponse> r = RunRecommend(q, CallContext());
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->verdict(), v1::VERDICT_CHANGE) << gpu;
+    const int64_t f = r->candidates(0).model().ffn_hidden_size();
+    EXPECT_LE(std::abs(f - 10922), 64) << gpu << ": " << f;
+    EXPECT_EQ(f % 64, 0) << gpu;
+  }
+}
+
+// What vary releases is said as released, and the rest as held, in the response the CLI, the
+// Python client and the dashboard print.
+TEST(AdviceTest, TheAnswerSaysWhatWasHeldAndWhatReleased) {
+  const v1::RecommendResponse r = Recommend("qwen2-7b.json", [](v1::RecommendRequest& q) {
+    q.add_vary(v1::KNOB_KV_GROUP);
+    q.add_vary(v1::KNOB_HEAD_DIM);
+  });
+  ASSERT_NE(Held(r, "kv_group"), nullptr);
+  EXPECT_TRUE(Held(r, "kv_group")->released());
+  EXPECT_THAT(Held(r, "kv_group")->description(), HasSubstr("7 query heads per KV head"));
+  EXPECT_TRUE(Held(r, "head_dim")->released());
+  EXPECT_FALSE(Held(r, "kv_cache")->released());
+  // Releases alone keep the default knobs: there are candidates to compare.
+  EXPECT_NE(r.verdict(), v1::VERDICT_NO_CANDIDATES);
 }
 
 }  // namespace

@@ -495,6 +495,31 @@ TEST(CliTest, RecommendNamesTheSharedExpertWidthItMoves) {
   EXPECT_THAT(exported.err, HasSubstr("shared expert width " + base_ffn + " → "));
 }
 
+// The table's header says which degrees were required and why, what every candidate held of the
+// model, and what --vary released (in either spelling).
+TEST(CliTest, RecommendSaysWhatWasHeldAndReleased) {
+  CliOptions o;
+  o.command = "recommend";
+  o.model = Path("examples/models/hf/qwen2-7b.json");
+  o.gpu = "h100-sxm";
+  o.mode = "predicted";
+  CliRun held = Cli(o);
+  ASSERT_EQ(held.code, 0) << held.err;
+  EXPECT_THAT(held.out, HasSubstr("held (the same model; --vary NAME releases one): kv_group (7 "
+                                  "query heads per KV head); kv_cache (KV cache"));
+  EXPECT_THAT(held.out, HasSubstr("TP 1 is the smallest"));
+  EXPECT_THAT(held.out, ::testing::Not(HasSubstr("released by --vary")));
+  o.vary = "kv-group,head_dim";
+  CliRun released = Cli(o);
+  ASSERT_EQ(released.code, 0) << released.err;
+  EXPECT_THAT(released.out, HasSubstr("released by --vary: kv_group (7 query heads per KV head); "
+                                      "head_dim (head dim at least 64)"));
+  o.vary = "kv_groups";
+  CliRun bad = Cli(o);
+  EXPECT_NE(bad.code, 0);
+  EXPECT_THAT(bad.err, HasSubstr("kv_group, kv_cache, head_dim, total_params"));
+}
+
 TEST(CliTest, HfConfigWithoutItsMarksSaysWhatToAdd) {
   const std::string path = ::testing::TempDir() + "/wavecrest-unmarked.json";
   std::ofstream(path) << R"({"hidden_size": 4096, "num_attention_heads": 32,

@@ -1,11 +1,16 @@
 #include "core/recommend.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "core/analysis.h"
+#include "core/hf_import.h"
 #include "core/memory.h"
 #include "core/rules.h"
 #include "gmock/gmock.h"
@@ -61,9 +66,9 @@ class PaperAdviceTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(PaperAdviceTest, FewerLargerHeadsRankAbove80AndMoreHeadsBelow) {
   const GpuSpec& gpu = **FindGpu(GetParam());
   RecommendConstraints c;
-  c.vary = {Knob::kHeads};
-  c.tensor_parallel_options = {1, 2, 4};  // a = 20 is legal up to TP 4 (the default asks for 8)
-  c.head_dim_multiple = 8;                // and a = 64 has head dim 40
+  c.vary = {Knob::kHeads, Knob::kHeadDim};  // a = 64 has head dim 40, below the 64 held
+  c.tensor_parallel_options = {1, 2, 4};    // a = 20 is legal up to TP 4
+  c.head_dim_multiple = 8;                  // and 40 is no multiple of 16
   const auto scores = RankPredicted(Pythia28(Attention::kUnfused), c, gpu);
   const int a32 = RankOf(scores, 2560, 32, 10240, 50304, 32);
   const int a40 = RankOf(scores, 2560, 40, 10240, 50304, 32);
@@ -335,7 +340,9 @@ TEST(RecommendTest, EveryTensorParallelDegreeAskedAndThePipelineStagesStayLegal)
   s.pipeline_parallel = 4;
   s = *NormalizeSpec(s);
   RecommendConstraints c;
-  c.vary = {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kLayers};
+  // The KV group and the KV cache released: KV heads move freely (what is tested is sharding).
+  c.vary = {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn,
+            Knob::kLayers, Knob::kKvGroup, Knob::kKvCache};
   c.tensor_parallel_options = {2, 8};
   int64_t generated = 0;
   const absl::StatusOr<std::vector<ModelSpec>> specs = GenerateCandidates(s, c, &generated);
@@ -377,7 +384,7 @@ TEST(RecommendTest, ASearchSpaceTooLargeIsRefusedUpFrontAndAStopEndsTheSearch) {
 
   int polls = 0;
   const auto stopped = GenerateCandidates(Llama27b(), RecommendConstraints(), &generated,
-                                          [&] { return ++polls > 3; });
+                                          [&] { return ++polls > 1; });
   EXPECT_EQ(stopped.status().code(), absl::StatusCode::kCancelled);
 }
 
@@ -521,9 +528,15 @@ TEST(RecommendTest, RefusalsAreCountedAndLooseningARuleBringsItsShapesBack) {
   c.tensor_parallel_options = {1, 2, 4};
   specs = *GenerateCandidates(base, c, &generated, nullptr, &refusals);
   EXPECT_TRUE(has_heads(specs, 20));
-  // Head dim 40 (a = 64) needs head_dim_multiple 8.
+  // Head dim 40 (a = 64) needs head_dim_multiple 8, and is below the head dim of 64 a candidate
+  // holds unless vary releases it.
   EXPECT_FALSE(has_heads(specs, 64));
   c.head_dim_multiple = 8;
+  specs = *GenerateCandidates(base, c, &generated, nullptr, &refusals);
+  EXPECT_FALSE(has_heads(specs, 64));
+  ASSERT_NE(rule("head_dim_floor"), nullptr);
+  EXPECT_THAT(rule("head_dim_floor")->loosen, ::testing::HasSubstr("--vary head_dim"));
+  c.vary.insert(Knob::kHeadDim);
   specs = *GenerateCandidates(base, c, &generated, nullptr, &refusals);
   EXPECT_TRUE(has_heads(specs, 64));
   // KV heads: fewer than a TP degree they divide are replicated (as Megatron does) by default;
@@ -533,7 +546,7 @@ TEST(RecommendTest, RefusalsAreCountedAndLooseningARuleBringsItsShapesBack) {
   gqa.num_kv_heads = 4;
   gqa = *NormalizeSpec(gqa);
   RecommendConstraints kv;
-  kv.vary = {Knob::kKvHeads};
+  kv.vary = {Knob::kKvHeads, Knob::kKvGroup, Knob::kKvCache};  // the group and cache released
   kv.param_tolerance = 0.1;  // 4 -> 8 KV heads adds 2% to Llama-2-7B
   specs = *GenerateCandidates(gqa, kv, &generated, nullptr, &refusals);
   EXPECT_THAT(TpDegrees(gqa, kv), ::testing::ElementsAre(1, 2, 4, 8));
@@ -592,12 +605,16 @@ TEST(RecommendTest, TheBaselineFollowsThoseThatBeatItAndLeadsWhenNoneDoes) {
   EXPECT_FALSE(Beats(none[1]));
 }
 
-// Among winners the model cannot tell apart, a head dim of 64 or 128 goes first and says why;
-// a faster winner whose band does not reach it stays first.
-TEST(RecommendTest, ATunedHeadDimLeadsWinnersWithinTheUncertainty) {
-  auto candidate = [](int64_t head_dim, double mfu, uint64_t id) {
+// Among winners the model cannot tell apart, the smaller change goes first and says why: fewer
+// fields, then a head dim moved to one attention kernels are tuned for (64, 128) before one that
+// is not, then the nearer value; a faster winner beyond the uncertainty stays first.
+TEST(RecommendTest, TheSmallerChangeLeadsWinnersWithinTheUncertainty) {
+  auto candidate = [](int64_t head_dim, int64_t ffn, double mfu, uint64_t id) {
     ModelSpec s = Llama27b();
     s.head_dim = head_dim;
+    s.num_attention_heads = 4096 / head_dim;
+    s.num_kv_heads = 0;
+    s.ffn_hidden_size = ffn;
     CandidateScore c;
     c.spec = *NormalizeSpec(s);
     c.mfu = mfu;
@@ -605,25 +622,33 @@ TEST(RecommendTest, ATunedHeadDimLeadsWinnersWithinTheUncertainty) {
     c.contributions = {{id, 1.0, 0.05}};  // nothing shared: sigma of the ratio ~0.07
     return c;
   };
-  std::vector<CandidateScore> close = {candidate(128, 0.50, 1), candidate(96, 0.60, 2),
-                                       candidate(128, 0.58, 3), candidate(80, 0.59, 4)};
+  std::vector<CandidateScore> close = {
+      candidate(128, 11008, 0.50, 1), candidate(256, 11008, 0.60, 2),
+      candidate(64, 11008, 0.58, 3), candidate(64, 11264, 0.59, 4), candidate(128, 11264, 0.57, 5)};
   close[0].baseline = true;
   RankCandidates(close);
-  ASSERT_EQ(close.size(), 4u);
-  ASSERT_TRUE(Beats(close[0]) && Beats(close[1]));
-  EXPECT_EQ(Derive(close[0].spec).head_dim, 128);
-  EXPECT_TRUE(close[0].preferred_head_dim);
-  EXPECT_EQ(Derive(close[1].spec).head_dim, 96);  // the fastest-looking, now second
-  EXPECT_FALSE(close[1].preferred_head_dim);
-  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("head dim 128"));
-  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("#2 (1.200x"));
+  ASSERT_EQ(close.size(), 5u);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(Beats(close[i])) << i;
+  // One field each: the MLP width (nearest), the head dim tuned (64), the head dim untuned (256);
+  // then the two-field change, the fastest-looking of all, last.
+  EXPECT_EQ(close[0].spec.ffn_hidden_size, 11264);
+  EXPECT_EQ(close[0].spec.head_dim, 128);
+  EXPECT_EQ(close[1].spec.head_dim, 64);
+  EXPECT_EQ(close[1].spec.ffn_hidden_size, 11008);
+  EXPECT_EQ(close[2].spec.head_dim, 256);
+  EXPECT_EQ(close[3].spec.head_dim, 64);
+  EXPECT_EQ(close[3].spec.ffn_hidden_size, 11264);
+  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("the smaller change comes first"));
+  EXPECT_THAT(close[0].reasons.back(), ::testing::HasSubstr("(1.200x"));
 
-  std::vector<CandidateScore> apart = {candidate(128, 0.50, 1), candidate(96, 0.75, 2),
-                                       candidate(128, 0.60, 3)};
+  std::vector<CandidateScore> apart = {candidate(128, 11008, 0.50, 1),
+                                       candidate(64, 11264, 0.75, 2),
+                                       candidate(128, 11264, 0.60, 3)};
   apart[0].baseline = true;
   RankCandidates(apart);
-  EXPECT_EQ(Derive(apart[0].spec).head_dim, 96);  // 1.5x: the 1.2x band does not reach it
-  EXPECT_FALSE(apart[1].preferred_head_dim);
+  EXPECT_EQ(apart[0].spec.head_dim, 64);  // 1.5x: the 1.2x one is beyond its uncertainty
+  EXPECT_TRUE(apart[0].ranked_note.empty());
+  EXPECT_TRUE(apart[1].ranked_note.empty());
 }
 
 // Decode: the bytes a step reads are the weights once and the KV cache; a mixture of experts
@@ -697,6 +722,181 @@ TEST(MeasuredScaleTest, TheFactorDoesNotDependOnTheOrderOfTheMeasurements) {
     factors.insert(s.Factor(key, 1e-3));
   } while (std::next_permutation(order.begin(), order.end()));
   EXPECT_EQ(factors.size(), 1u);
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// The examples' Hugging Face configs, imported as a new user brings them.
+std::vector<std::pair<std::string, ModelSpec>> HfExampleSpecs() {
+  std::vector<std::pair<std::string, ModelSpec>> out;
+  const std::string dir = std::string(WAVECREST_SOURCE_DIR) + "/examples/models/hf";
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream f(e.path());
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    absl::StatusOr<ModelSpec> s = ImportHfConfig(text);
+    if (!s.ok()) continue;  // a family another change reads
+    out.emplace_back(e.path().filename().string(), *NormalizeSpec(*s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return out;
+}
+
+// The example as trained (its config's own sequence) and as served: 16 sequences at 32k.
+std::vector<ModelSpec> Workloads(const ModelSpec& s) {
+  ModelSpec decode = s;
+  decode.workload = Workload::kDecode;
+  decode.micro_batch_size = 16;
+  decode.kv_cache_length = 32768;
+  return {s, *NormalizeSpec(decode)};
+}
+
+double KvChange(const ModelSpec& base, const ModelSpec& c) {
+  return KvCacheBytesPerToken(c) / KvCacheBytesPerToken(base) - 1;
+}
+
+// The same model, reshaped: over every example config, trained and served, with the default
+// knobs and with every shape knob, no candidate changes the KV group, moves the KV-cache bytes
+// per token by more than 3%, cuts the head dim below 64 (or the baseline's), moves a mixture's
+// total parameters by more than 3% or its experts and top-k, or breaks the layer pattern.
+TEST(RecommendTest, EveryCandidateIsTheSameModelUnlessVaryReleasesIt) {
+  const auto examples = HfExampleSpecs();
+  ASSERT_GE(examples.size(), 20u);
+  int checked = 0;
+  for (const auto& [file, spec] : examples) {
+    for (const ModelSpec& base : Workloads(spec)) {
+      for (bool wide : {false, true}) {
+        RecommendConstraints c;
+        if (wide) c.vary = {Knob::kHeads, Knob::kKvHeads, Knob::kHidden, Knob::kFfn, Knob::kLayers};
+        int64_t generated = 0;
+        const auto specs = GenerateCandidates(base, c, &generated);
+        ASSERT_TRUE(specs.ok()) << file << ": " << specs.status();
+        const int64_t floor = std::min<int64_t>(64, base.head_dim);
+        const ParamCounts bp = CountParams(base);
+        for (const ModelSpec& x : *specs) {
+          const std::string at = absl::StrCat(file, " ", WorkloadName(base.workload),
+                                              wide ? " wide" : "", ": a ", x.num_attention_heads,
+                                              " kv ", x.num_kv_heads, " d ", x.head_dim, " L ",
+                                              x.num_layers);
+          ++checked;
+          EXPECT_EQ(x.num_attention_heads * base.num_kv_heads,
+                    base.num_attention_heads * x.num_kv_heads)
+              << at;
+          EXPECT_LE(std::abs(KvChange(base, x)), 0.03 + 1e-9) << at;
+          EXPECT_TRUE(x.head_dim == base.head_dim || x.head_dim >= floor) << at;
+          EXPECT_EQ(x.num_experts, base.num_experts) << at;
+          EXPECT_EQ(x.experts_per_token, base.experts_per_token) << at;
+          if (base.num_experts > 0) {
+            const double total = static_cast<double>(CountParams(x).total_params) /
+                                 static_cast<double>(bp.total_params);
+            EXPECT_NEAR(total, 1, 0.03 + 1e-9) << at;
+          }
+          // The layer pattern: the local/global share and the dense/MoE layout at this L.
+          const ModelSpec pattern = WithLayers(base, x.num_layers);
+          EXPECT_EQ(x.sliding_window_layers, pattern.sliding_window_layers) << at;
+          EXPECT_EQ(x.first_dense_layers, pattern.first_dense_layers) << at;
+          EXPECT_EQ(x.moe_layer_interval, base.moe_layer_interval) << at;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+// Each held property is released by naming it, and only then do candidates change it: Qwen2-7B's
+// group of 7 moves with kv_group; Falcon-7B's head dim 64 halves with head_dim; a KV cache that
+// grows with a wider model's layers comes back with kv_cache. The answer says what was held.
+TEST(RecommendTest, NamingAHeldPropertyInVaryReleasesIt) {
+  std::map<std::string, ModelSpec> by_file;
+  for (const auto& [file, spec] : HfExampleSpecs()) by_file[file] = spec;
+  ASSERT_TRUE(by_file.count("qwen2-7b.json") && by_file.count("falcon-7b.json"));
+  auto any = [](const ModelSpec& base, const RecommendConstraints& c,
+                const std::function<bool(const ModelSpec&)>& pred) {
+    int64_t generated = 0;
+    const auto specs = *GenerateCandidates(base, c, &generated);
+    return std::any_of(specs.begin() + 1, specs.end(), pred);
+  };
+  const ModelSpec qwen = by_file["qwen2-7b.json"];
+  auto group_moves = [&](const ModelSpec& x) {
+    return x.num_attention_heads * qwen.num_kv_heads != qwen.num_attention_heads * x.num_kv_heads;
+  };
+  RecommendConstraints c;
+  c.vary = {Knob::kHeads, Knob::kKvHeads};
+  c.param_tolerance = 0.05;
+  EXPECT_FALSE(any(qwen, c, group_moves));
+  c.vary.insert(Knob::kKvGroup);
+  c.vary.insert(Knob::kKvCache);
+  EXPECT_TRUE(any(qwen, c, group_moves));
+  // Releases are not shape knobs: named alone, the default knobs move.
+  RecommendConstraints alone;
+  alone.vary = {Knob::kKvGroup};
+  EXPECT_EQ(EffectiveKnobs(alone), EffectiveKnobs(RecommendConstraints()));
+
+  const ModelSpec falcon = by_file["falcon-7b.json"];
+  RecommendConstraints heads;
+  heads.vary = {Knob::kHeads};
+  heads.tensor_parallel_options = {1};
+  heads.head_dim_multiple = 1;
+  auto below = [&](const ModelSpec& x) { return x.head_dim < 64; };
+  EXPECT_FALSE(any(falcon, heads, below));
+  heads.vary.insert(Knob::kHeadDim);
+  EXPECT_TRUE(any(falcon, heads, below));
+
+  const ModelSpec llama = Llama27b();
+  RecommendConstraints wide;  // hidden ±5% with the layers re-solved: the cache follows L·h
+  auto cache_moves = [&](const ModelSpec& x) { return std::abs(KvChange(llama, x)) > 0.03; };
+  EXPECT_FALSE(any(llama, wide, cache_moves));
+  wide.vary = {Knob::kHeads, Knob::kHidden, Knob::kFfn, Knob::kVocab, Knob::kLayers,
+               Knob::kKvCache};
+  EXPECT_TRUE(any(llama, wide, cache_moves));
+
+  const std::vector<HeldProperty> held = HeldProperties(qwen, c);
+  auto find = [&](const std::string& name) -> const HeldProperty* {
+    for (const HeldProperty& h : held) {
+      if (h.name == name) return &h;
+    }
+    return nullptr;
+  };
+  ASSERT_NE(find("kv_group"), nullptr);
+  EXPECT_TRUE(find("kv_group")->released);
+  EXPECT_THAT(find("kv_group")->what, ::testing::HasSubstr("7 query heads per KV head"));
+  ASSERT_NE(find("head_dim"), nullptr);
+  EXPECT_FALSE(find("head_dim")->released);
+  EXPECT_EQ(find("experts"), nullptr);  // dense
+  EXPECT_EQ(*ParseKnob("kv-group"), Knob::kKvGroup);
+  EXPECT_EQ(*ParseKnob("total_params"), Knob::kTotalParams);
+}
+
+// A model whose head dim is its own (Gemma's 256 at h 3072, GPT-OSS's 64 heads of 64 at h 2880,
+// Qwen3-MoE's 32 of 128 at h 2048): with vary heads the heads trade against the head dim over
+// the attention width, which stays as it is, instead of nothing to compare.
+TEST(RecommendTest, HeadsVaryForAnExplicitHeadDim) {
+  int models = 0;
+  for (const auto& [file, base] : HfExampleSpecs()) {
+    // Multi-head latent attention's head dim is its nope and rotary parts: not traded here.
+    if (base.num_attention_heads * base.head_dim == base.hidden_size || base.kv_lora_rank > 0) {
+      continue;
+    }
+    ++models;
+    RecommendConstraints c;
+    c.vary = {Knob::kHeads};
+    c.tensor_parallel_options = {1};
+    int64_t generated = 0;
+    std::vector<Refusal> refusals;
+    const auto specs = *GenerateCandidates(base, c, &generated, nullptr, &refusals);
+    EXPECT_GT(specs.size(), 1u) << file;
+    for (const ModelSpec& x : specs) {
+      EXPECT_EQ(x.num_attention_heads * x.head_dim, base.num_attention_heads * base.head_dim)
+          << file;
+      EXPECT_EQ(x.hidden_size, base.hidden_size) << file;
+    }
+  }
+  EXPECT_GE(models, 4);
 }
 
 }  // namespace

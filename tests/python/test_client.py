@@ -283,6 +283,15 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(gpt2.best.model.num_attention_heads, 12)
         self.assertEqual(gpt2.best.model.vocab_size % 64, 0)
         self.assertEqual(to_json(gpt2)["verdict"], "VERDICT_CHANGE")
+        # What every candidate held of the model, and what vary released, as the CLI says it.
+        self.assertIn("kv_group", gpt2.held)
+        self.assertIn("kv_cache", gpt2.held)
+        self.assertEqual(gpt2.released, {})
+        loose = self.client.recommend(model, "h100-sxm", mode="predicted", top=3,
+                                      vary=["heads", "head-dim"])
+        self.assertIn("head_dim", loose.released)
+        self.assertNotIn("head_dim", loose.held)
+        self.assertIn("held=", repr(loose))
         sweep = self.client.sweep(model, "h100-sxm", vary="hidden", start=2048, stop=2304,
                                   step=64)
         self.assertEqual([p.value for p in sweep.points], [2048, 2112, 2176, 2240, 2304])

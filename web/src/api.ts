@@ -216,8 +216,8 @@ export interface Candidate {
   memory_bandwidth_utilization?: number;
   /** Of a PREDICTED row's step, the share its measured GEMMs take (the budget ran out first). */
   measured_share?: number;
-  /** Each change against the baseline and what it alone accounts for (0: kept with the others). */
-  knob_gains?: { change?: string; gain?: number; uncertainty?: number }[];
+  /** Each change (or coupled bundle: its parts) against the baseline and what it accounts for. */
+  knob_gains?: { change?: string; gain?: number; uncertainty?: number; parts?: string[] }[];
 }
 
 export interface Refusal {
@@ -249,6 +249,8 @@ export interface RecommendResponse extends StreamMessage {
   tensor_parallel_degrees?: Int64[];
   tensor_parallel_source?: string;
   speedup_basis?: string;
+  /** What every candidate kept of the baseline, and what vary released. */
+  held?: { name?: string; description?: string; released?: boolean }[];
 }
 
 export interface SweepPoint {

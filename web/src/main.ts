@@ -285,7 +285,7 @@ function restoreUrl(): boolean {
   }
   if (q.get("gpus")) setSelectedGpus((q.get("gpus") ?? "").split(","));
   const vary = new Set((q.get("vary") ?? "").split(","));
-  for (const b of document.querySelectorAll<HTMLInputElement>("#rec-vary input")) b.checked = vary.has(b.value);
+  for (const b of document.querySelectorAll<HTMLInputElement>("#rec-vary input, #rec-release input")) b.checked = vary.has(b.value);
   for (const id of URL_FIELDS) {
     const v = q.get(id);
     if (v !== null) setFieldValue(id, v);
@@ -711,7 +711,9 @@ function intList(id: string, label: string): number[] {
 }
 
 function varied(): string[] {
-  return Array.from(document.querySelectorAll<HTMLInputElement>("#rec-vary input:checked")).map((b) => b.value);
+  return Array.from(document.querySelectorAll<HTMLInputElement>("#rec-vary input:checked, #rec-release input:checked")).map(
+    (b) => b.value,
+  );
 }
 
 /** The request fields the constraint controls set ({} for what is left as the model gives it). */
@@ -754,6 +756,10 @@ const LOOSENS: Record<string, string> = {
   head_dim_multiple: "rec-head-multiple",
   param_tolerance: "rec-tolerance",
   layers_divisible_by_pp: "knob-pp",
+  head_dim_floor: "rec-release",
+  kv_group: "rec-release",
+  kv_cache: "rec-release",
+  total_params: "rec-release",
 };
 
 function loosenButton(rule: string): HTMLElement | undefined {
@@ -853,6 +859,18 @@ async function recommend() {
     if (tps.length > 0) {
       const from = r.tensor_parallel_source ? ` (${r.tensor_parallel_source})` : "";
       notes.appendChild(node("li", `every candidate is legal for tensor parallelism ${tps.join(", ")}${from}`));
+    }
+    const held = (r.held ?? []).filter((h) => !h.released).map((h) => `${h.name} (${h.description ?? ""})`);
+    const released = (r.held ?? []).filter((h) => h.released).map((h) => `${h.name} (${h.description ?? ""})`);
+    if (held.length > 0) {
+      const li = node("li", `held (the same model): ${held.join("; ")}`);
+      li.id = "rec-held";
+      notes.appendChild(li);
+    }
+    if (released.length > 0) {
+      const li = node("li", `released: ${released.join("; ")}`);
+      li.id = "rec-released";
+      notes.appendChild(li);
     }
     for (const x of r.refusals ?? []) {
       const li = node("li", `refused ${int(x.count)} ${x.unit ?? ""}: ${x.description ?? ""} (loosen with ${x.loosen_with ?? ""})`);

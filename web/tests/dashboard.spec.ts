@@ -458,6 +458,23 @@ test("the recommendation's constraints reach the request, and a refusal's contro
   await expect(page.locator("#rec-error")).toContainText("parameter tolerance");
 });
 
+test("what every candidate holds is said, and a release reaches the request", async ({ page }) => {
+  await open(page, "hf/qwen2-7b.json");
+  const sent: Record<string, unknown>[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
+  });
+  await page.click("#rec-constraints summary");
+  await page.check('#rec-release input[value="KNOB_KV_GROUP"]');
+  await page.click("#recommend-button");
+  await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
+  expect(sent).toHaveLength(1);
+  expect(sent[0].vary).toEqual(["KNOB_KV_GROUP"]);
+  await expect(page.locator("#rec-held")).toContainText("kv_cache (KV cache");
+  await expect(page.locator("#rec-released")).toContainText("kv_group (7 query heads per KV head)");
+  await expect(page.locator("#rec-notes")).toContainText("TP 1 is the smallest");
+});
+
 test("nothing to compare is its own verdict, naming what to loosen", async ({ page }) => {
   await open(page, "hf/llama-3-8b.json");
   await page.click("#rec-constraints summary");

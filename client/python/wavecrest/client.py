@@ -186,11 +186,25 @@ class Recommendation:
                 return candidate
         return None
 
+    @property
+    def held(self) -> Dict[str, str]:
+        """What every candidate kept of the baseline (the same model), by the name `vary`
+        releases it with: {"kv_group": "7 query heads per KV head", ...}."""
+        return {h.name: h.description for h in self.response.held if not h.released}
+
+    @property
+    def released(self) -> Dict[str, str]:
+        """What the request's `vary` released (kv_group, kv_cache, head_dim, total_params), by
+        name, with the baseline's figure."""
+        return {h.name: h.description for h in self.response.held if h.released}
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.response, name)
 
     def __repr__(self) -> str:
-        return f"Recommendation(verdict={self.verdict!r}, candidates={len(self.response.candidates)})"
+        return (f"Recommendation(verdict={self.verdict!r}, "
+                f"candidates={len(self.response.candidates)}, held={sorted(self.held)}, "
+                f"released={sorted(self.released)})")
 
 
 # ---- the client --------------------------------------------------------------------------------
@@ -351,8 +365,10 @@ class AdvisorClient:
                   on_progress: Optional[ProgressCallback] = None,
                   model_overrides: Optional[Mapping[str, Any]] = None,
                   **fields: Any) -> "Recommendation":
-        """Ranked candidates, with the verdict by name. `vary` as the CLI spells it
-        (["heads", "hidden"]); keyword `fields` are RecommendRequest fields (param_tolerance=0.02,
+        """Ranked candidates, with the verdict by name, and what they held of the baseline
+        (`held`, `released`). `vary` as the CLI spells it (["heads", "hidden"], and the held
+        properties to release: "kv_group", "kv_cache", "head_dim", "total_params"); keyword
+        `fields` are RecommendRequest fields (param_tolerance=0.02,
         top=5, keep_layers=True, tensor_parallel_options=[1, 2, 4, 8]) or, as in analyze(),
         ModelSpec fields (seq_length=4096, tensor_parallel=2, workload="decode")."""
         constraints, overrides = _split_fields(advisor_pb2.RecommendRequest, fields)

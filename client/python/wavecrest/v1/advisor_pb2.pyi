@@ -13,9 +13,13 @@ DESCRIPTOR: _descriptor.FileDescriptor
 KNOB_EXPERTS: Knob
 KNOB_FFN: Knob
 KNOB_HEADS: Knob
+KNOB_HEAD_DIM: Knob
 KNOB_HIDDEN: Knob
+KNOB_KV_CACHE: Knob
+KNOB_KV_GROUP: Knob
 KNOB_KV_HEADS: Knob
 KNOB_LAYERS: Knob
+KNOB_TOTAL_PARAMS: Knob
 KNOB_UNSPECIFIED: Knob
 KNOB_VOCAB: Knob
 LAYER_KIND_FUSED_ATTENTION: LayerKind
@@ -287,6 +291,16 @@ class GemmTiming(_message.Message):
     used_by: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, shape: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., time_s: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., used_by: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class HeldProperty(_message.Message):
+    __slots__ = ["description", "name", "released"]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    description: str
+    name: str
+    released: bool
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., released: bool = ...) -> None: ...
+
 class KernelStep(_message.Message):
     __slots__ = ["memory", "mfu", "step_time_s", "tokens_per_second_per_gpu"]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
@@ -300,14 +314,16 @@ class KernelStep(_message.Message):
     def __init__(self, step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class KnobGain(_message.Message):
-    __slots__ = ["change", "gain", "uncertainty"]
+    __slots__ = ["change", "gain", "parts", "uncertainty"]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     GAIN_FIELD_NUMBER: _ClassVar[int]
+    PARTS_FIELD_NUMBER: _ClassVar[int]
     UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
     change: str
     gain: float
+    parts: _containers.RepeatedScalarFieldContainer[str]
     uncertainty: float
-    def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ...) -> None: ...
+    def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ..., parts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LayerShape(_message.Message):
     __slots__ = ["kind", "layer"]
@@ -528,7 +544,7 @@ class RecommendRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ..., kv_heads_divisible_by_tp: bool = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "speedup_basis", "tensor_parallel_degrees", "tensor_parallel_source", "verdict", "verdict_reason"]
+    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "held", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "speedup_basis", "tensor_parallel_degrees", "tensor_parallel_source", "verdict", "verdict_reason"]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -536,6 +552,7 @@ class RecommendResponse(_message.Message):
     GEMMS_MEASURED_FIELD_NUMBER: _ClassVar[int]
     GEMMS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
     LAYERS_CACHED_FIELD_NUMBER: _ClassVar[int]
     LAYERS_MEASURED_FIELD_NUMBER: _ClassVar[int]
     LAYERS_PREDICTED_FIELD_NUMBER: _ClassVar[int]
@@ -556,6 +573,7 @@ class RecommendResponse(_message.Message):
     gemms_measured: int
     gemms_predicted: int
     gpu: str
+    held: _containers.RepeatedCompositeFieldContainer[HeldProperty]
     layers_cached: int
     layers_measured: int
     layers_predicted: int
@@ -569,7 +587,7 @@ class RecommendResponse(_message.Message):
     tensor_parallel_source: str
     verdict: Verdict
     verdict_reason: str
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., tensor_parallel_source: _Optional[str] = ..., speedup_basis: _Optional[str] = ..., shapes_examined: _Optional[int] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., tensor_parallel_source: _Optional[str] = ..., speedup_basis: _Optional[str] = ..., shapes_examined: _Optional[int] = ..., held: _Optional[_Iterable[_Union[HeldProperty, _Mapping]]] = ...) -> None: ...
 
 class Refusal(_message.Message):
     __slots__ = ["count", "description", "loosen_with", "rule", "unit"]
