@@ -34,20 +34,21 @@ namespace wavecrest {
 // Every Advisor method registered raw: gRPC hands over the request's bytes, and each handler
 // admits the caller (its token) before it parses them (server/request_gate.h).
 // clang-format off
+// (In two parts: twelve '>' in a row would read as a merge conflict's marker.)
+using RawAdvisorLastSix =
+    v1::Advisor::WithRawCallbackMethod_ClearQuarantine<
+    v1::Advisor::WithRawCallbackMethod_Sweep<
+    v1::Advisor::WithRawCallbackMethod_TimeLayers<
+    v1::Advisor::WithRawCallbackMethod_ParseModel<
+    v1::Advisor::WithRawCallbackMethod_ExportModel<
+    v1::Advisor::WithRawCallbackMethod_ListModels<v1::Advisor::Service>>>>>>;
 using RawAdvisorService =
     v1::Advisor::WithRawCallbackMethod_Analyze<
     v1::Advisor::WithRawCallbackMethod_Recommend<
     v1::Advisor::WithRawCallbackMethod_TimeGemms<
     v1::Advisor::WithRawCallbackMethod_ListDevices<
     v1::Advisor::WithRawCallbackMethod_Recalibrate<
-    v1::Advisor::WithRawCallbackMethod_ExportMeasurements<
-    v1::Advisor::WithRawCallbackMethod_ClearQuarantine<
-    v1::Advisor::WithRawCallbackMethod_Sweep<
-    v1::Advisor::WithRawCallbackMethod_TimeLayers<
-    v1::Advisor::WithRawCallbackMethod_ParseModel<
-    v1::Advisor::WithRawCallbackMethod_ExportModel<
-    v1::Advisor::WithRawCallbackMethod_ListModels<
-    v1::Advisor::Service>>>>>>>>>>>>;
+    v1::Advisor::WithRawCallbackMethod_ExportMeasurements<RawAdvisorLastSix>>>>>>;
 // clang-format on
 
 class AdvisorService final : public RawAdvisorService {
