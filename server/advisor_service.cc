@@ -11,7 +11,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/status_macros.h"
 #include "server/stream_reactor.h"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
@@ -257,7 +256,9 @@ AdvisorService::Unary AdvisorService::ListDevices(Ctx* ctx, const Bytes* in, Byt
   return Inline<v1::ListDevicesRequest>(
       "ListDevices", ctx, in, out, Role::kClient,
       [&](const v1::ListDevicesRequest& request) -> absl::StatusOr<v1::ListDevicesResponse> {
-        if (request.include_internal()) RETURN_IF_ERROR(Admit(ctx, Role::kAdmin));
+        if (request.include_internal()) {
+          if (absl::Status st = Admit(ctx, Role::kAdmin); !st.ok()) return st;
+        }
         v1::ListDevicesResponse response = CatalogDevices();
         if (workers_) workers_->AddWorkers(&response, request.include_internal());
         if (store_ != nullptr) {
@@ -273,7 +274,9 @@ AdvisorService::Unary AdvisorService::ClearQuarantine(Ctx* ctx, const Bytes* in,
       "ClearQuarantine", ctx, in, out, Role::kAdmin,
       [&](const v1::ClearQuarantineRequest& request)
           -> absl::StatusOr<v1::ClearQuarantineResponse> {
-        if (!request.gpu().empty()) RETURN_IF_ERROR(FindGpu(request.gpu()).status());
+        if (!request.gpu().empty()) {
+          if (absl::Status st = FindGpu(request.gpu()).status(); !st.ok()) return st;
+        }
         v1::ClearQuarantineResponse response;
         response.set_cleared(workers_ ? workers_->ClearQuarantine(request.gpu()) : 0);
         return response;

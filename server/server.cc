@@ -292,15 +292,21 @@ void SetServing(grpc::HealthCheckServiceInterface* health, bool serving) {
   if (!serving) health->SetServingStatus(kMeasureHealthName, false);
 }
 
-}  // namespace
-
-absl::Status RunServer(const ServerOptions& options) {
-  // Block the shutdown signals in every thread; the main thread waits for them with sigwait.
+// Blocks the shutdown signals in every thread (threads started later inherit the mask); the
+// main thread waits for them with sigwait.
+sigset_t BlockShutdownSignals() {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
+}
+
+}  // namespace
+
+absl::Status RunServer(const ServerOptions& options) {
+  const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentialsFor(options.tls);
