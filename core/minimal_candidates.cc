@@ -56,8 +56,8 @@ class Undoer {
       case kOwnFfn:
         // A width kept while the hidden size moved is a change of its own too.
         return c_.ffn_hidden_size == b_.ffn_hidden_size
-                   ? absl::StrCat(c_.num_experts > 0 ? "expert width f " : "f ",
-                                  c_.ffn_hidden_size, " kept (not scaled with h to ",
+                   ? absl::StrCat(c_.num_experts > 0 ? "expert width f " : "f ", c_.ffn_hidden_size,
+                                  " kept (not scaled with h to ",
                                   Ffn(c_.hidden_size, c_.num_experts), ")")
                    : Arrow(c_.num_experts > 0 ? "expert width f" : "f", b_.ffn_hidden_size,
                            c_.ffn_hidden_size);
@@ -80,8 +80,7 @@ class Undoer {
     w.vocab_size = off(kVocab) ? b_.vocab_size : c_.vocab_size;
     w.hidden_size = off(kHidden) ? b_.hidden_size : c_.hidden_size;
     // The attention width follows the hidden size, unless the head dim is the model's own.
-    const int64_t width =
-        explicit_ ? c_.num_attention_heads * c_.head_dim : w.hidden_size;
+    const int64_t width = explicit_ ? c_.num_attention_heads * c_.head_dim : w.hidden_size;
     const int64_t d = off(kHeadDim) ? b_.head_dim : c_.head_dim;
     const int64_t group = off(kKvGroup) ? Group(b_) : Group(c_);
     if (d <= 0 || width % d != 0 || (width / d) % group != 0) {
@@ -107,8 +106,7 @@ class Undoer {
     // Shared experts that are whole experts follow the expert width (as the generator makes them).
     if (c_.num_experts > 0 && c_.shared_expert_ffn_hidden_size > 0 && c_.ffn_hidden_size > 0 &&
         c_.shared_expert_ffn_hidden_size % c_.ffn_hidden_size == 0) {
-      w.shared_expert_ffn_hidden_size =
-          c_.shared_expert_ffn_hidden_size / c_.ffn_hidden_size * f;
+      w.shared_expert_ffn_hidden_size = c_.shared_expert_ffn_hidden_size / c_.ffn_hidden_size * f;
     }
     w.ffn_hidden_size = f;
     if (off(kLayers)) {
@@ -214,9 +212,7 @@ std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const Candida
   return out;
 }
 
-bool EarnsItsKeep(double gain, double sigma) {
-  return gain - 1 > std::max(sigma, kMinKnobGain);
-}
+bool EarnsItsKeep(double gain, double sigma) { return gain - 1 > std::max(sigma, kMinKnobGain); }
 
 namespace {
 
@@ -232,9 +228,8 @@ void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn
     double undo_gain = 0;
     for (CandidateChange& ch : ChangesOf(c.spec, rules)) {
       // Every change undone at once is the baseline, scored already.
-      CandidateScore ws = baseline != nullptr && ch.without == rules.base()
-                              ? *baseline
-                              : score(ch.without);
+      CandidateScore ws =
+          baseline != nullptr && ch.without == rules.base() ? *baseline : score(ch.without);
       const double m = Merit(ws);
       const double gain = m > 0 ? Merit(c) / m : 1;
       const double sigma = RatioUncertainty(ws, c);
@@ -265,6 +260,32 @@ bool SameShape(const ModelSpec& a, const ModelSpec& b) {
          a.shared_expert_ffn_hidden_size == b.shared_expert_ffn_hidden_size;
 }
 
+// Rounds of minimizing the first `shown` of `top` until all of them are minimized: minimizing
+// makes a candidate slower, so another may rise among them. A shape that became the baseline's is
+// not a candidate; others that met are one (ranking drops the repeats).
+void MinimizeShown(std::vector<CandidateScore>& top, const CandidateRules& rules,
+                   const ShapeScoreFn& score, const CandidateScore* baseline, size_t shown,
+                   size_t explain) {
+  for (size_t round = 0; round <= top.size(); ++round) {
+    bool changed = false;
+    size_t seen = 0;
+    for (size_t i = 0; i < top.size() && seen < shown; ++i) {
+      if (top[i].baseline) continue;
+      ++seen;
+      if (top[i].minimized) continue;
+      Minimize(top[i], rules, score, baseline);
+      changed = true;
+    }
+    if (!changed) return;
+    top.erase(std::remove_if(top.begin(), top.end(),
+                             [&](const CandidateScore& s) {
+                               return !s.baseline && SameShape(s.spec, rules.base());
+                             }),
+              top.end());
+    RankCandidates(top, explain);
+  }
+}
+
 }  // namespace
 
 void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRules& rules,
@@ -279,40 +300,34 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
     std::rotate(ranked.begin() + static_cast<std::ptrdiff_t>(head), base, base + 1);
   }
   const size_t take = std::min(ranked.size(), head + (base != ranked.end() ? 1 : 0));
-  std::vector<CandidateScore> top(std::make_move_iterator(ranked.begin()),
-                                  std::make_move_iterator(ranked.begin() +
-                                                          static_cast<std::ptrdiff_t>(take)));
+  std::vector<CandidateScore> top(
+      std::make_move_iterator(ranked.begin()),
+      std::make_move_iterator(ranked.begin() + static_cast<std::ptrdiff_t>(take)));
   std::optional<CandidateScore> baseline;
   for (const CandidateScore& s : top) {
     if (s.baseline) baseline = s;
   }
   if (baseline) baseline->baseline = false;  // what an undone candidate is scored as
   // Minimizing makes a candidate slower, so another may rise into the first `shown`: rounds until
-  // every one shown is minimized (each round minimizes at least one; `top` is finite).
-  for (size_t round = 0; round <= top.size(); ++round) {
-    bool changed = false;
-    size_t seen = 0;
-    for (size_t i = 0; i < top.size() && seen < shown; ++i) {
-      if (top[i].baseline) continue;
-      ++seen;
-      if (top[i].minimized) continue;
-      Minimize(top[i], rules, score, baseline ? &*baseline : nullptr);
-      changed = true;
-    }
-    if (!changed) break;
-    // A shape that became the baseline's is not a candidate; others that met are one (ranking
-    // drops the repeats).
-    top.erase(std::remove_if(top.begin(), top.end(),
-                             [&](const CandidateScore& s) {
-                               return !s.baseline && SameShape(s.spec, rules.base());
-                             }),
-              top.end());
-    RankCandidates(top, explain);
+  // every one shown is minimized (each round minimizes at least one; `top` is finite). Minimized
+  // candidates that meet are one, so the head can run short of `shown`: then the next of the
+  // ranking come in and the rounds go on (granite-3.0-8b's many vocabulary pads meet this way).
+  size_t next = take;  // the first of `ranked` not in `top`
+  while (true) {
+    MinimizeShown(top, rules, score, baseline ? &*baseline : nullptr, shown, explain);
+    const size_t candidates = static_cast<size_t>(
+        std::count_if(top.begin(), top.end(), [](const CandidateScore& s) { return !s.baseline; }));
+    if (candidates >= shown || next >= ranked.size()) break;
+    const size_t more = std::min(ranked.size(), next + shown + 8);
+    top.insert(top.end(),
+               std::make_move_iterator(ranked.begin() + static_cast<std::ptrdiff_t>(next)),
+               std::make_move_iterator(ranked.begin() + static_cast<std::ptrdiff_t>(more)));
+    next = more;
   }
   // Back in place (top is never longer than what it came from): no second copy of a wide search.
   std::move(top.begin(), top.end(), ranked.begin());
   ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(top.size()),
-               ranked.begin() + static_cast<std::ptrdiff_t>(take));
+               ranked.begin() + static_cast<std::ptrdiff_t>(next));
 }
 
 }  // namespace wavecrest

@@ -37,7 +37,9 @@ std::string MemoryReason(const MemoryEstimate& m, const GpuSpec& gpu) {
                                                      : "");
 }
 
-v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
+// `say_fit`: a row that does not fit says so (not when the baseline does not fit either: the
+// answer says that once, AnswerFit).
+v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu, bool say_fit) {
   v1::Candidate c;
   c.set_rank(rank);
   c.set_baseline(s.baseline);
@@ -53,7 +55,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
   for (const auto& r : s.reasons) c.add_reasons(r);
   const MemoryEstimate memory = EstimateMemory(s.spec, gpu);
   *c.mutable_memory() = wavecrest::ToProto(memory);
-  if (std::string why = MemoryReason(memory, gpu); !why.empty()) c.add_reasons(why);
+  if (std::string why = MemoryReason(memory, gpu); say_fit && !why.empty()) c.add_reasons(why);
   c.set_elementwise_share(s.step_time_s > 0 ? s.elementwise_time_s / s.step_time_s : 0);
   c.set_layer_measured_share(s.layer_share);
   c.set_measured_share(s.measured_share);
@@ -486,10 +488,29 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
   return absl::OkStatus();
 }
 
+// When the baseline itself does not fit one GPU as given, every row is told once, not per row
+// (each would say "does not fit"): what it needs, and where a layout that fits comes from.
+bool BaselineFits(Ranking& r) {
+  auto base = std::find_if(r.scores.begin(), r.scores.end(),
+                           [](const CandidateScore& s) { return s.baseline; });
+  if (base == r.scores.end()) return true;
+  const ModelSpec& b = base->spec;
+  const MemoryEstimate m = EstimateMemory(b, *r.gpu.spec);
+  if (m.fits) return true;
+  r.response.add_notes(absl::StrCat(
+      "the baseline as given (TP ", b.tensor_parallel, ", PP ", b.pipeline_parallel,
+      ", micro-batch ", b.micro_batch_size, ", without ZeRO, offload or recomputation) ",
+      MemoryReason(m, *r.gpu.spec),
+      ". The rows need about as much: the speed-ups compare shapes, not a run; `wavecrest "
+      "analyze --plan --gpus N` finds a layout that fits"));
+  return false;
+}
+
 // The answer: the measured group first, then the predicted ones; the top N plus the baseline,
 // the verdict, and a note when the leaders cannot be told apart.
 void Answer(Ranking& r) {
   const bool base_measured = !r.measured_group.empty();
+  const bool say_fit = BaselineFits(r);
   const int top = r.constraints.top;
   int rank = 0;
   bool base_shown = false;
@@ -498,7 +519,7 @@ void Answer(Ranking& r) {
     if (rank > top && !s.baseline) return;
     if (rank > top && base_shown) return;
     base_shown |= s.baseline;
-    *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec);
+    *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec, say_fit);
   };
   for (const CandidateScore& s : r.measured_group) show(s);
   for (const CandidateScore& s : r.scores) {

@@ -170,8 +170,10 @@ TEST(StoreAvailabilityTest, AnExportDuringAFreezeDelaysNeitherHealthNorAnalyze) 
   ServerUnderTest server({"--store=" + uri, "--store_timeout_ms=1000", "--threads=2"});
   ASSERT_TRUE(server.WaitReady()) << server.Log();
   pg.Freeze();
+  // Either end is right: the store found down (about 2 s), or the call's own deadline (8 s) when
+  // a loaded machine delays the probe that finds it down.
   auto export_call = std::async(std::launch::async, [&] {
-    AdvisorClient admin(server.address(), absl::Seconds(20));
+    AdvisorClient admin(server.address(), absl::Seconds(8));
     const auto t0 = std::chrono::steady_clock::now();
     absl::StatusOr<std::string> csv = admin.ExportMeasurements(v1::ExportMeasurementsRequest());
     return std::make_pair(csv.status(), SecondsSince(t0));
@@ -198,7 +200,7 @@ TEST(StoreAvailabilityTest, AnExportDuringAFreezeDelaysNeitherHealthNorAnalyze) 
               worst, export_s, status.ToString().c_str());
   EXPECT_LT(worst, 1.0);
   EXPECT_FALSE(status.ok()) << "an export of a frozen database cannot have read it";
-  EXPECT_LT(export_s, 15.0);
+  EXPECT_LT(export_s, 12.0);
 }
 
 }  // namespace
