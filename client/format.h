@@ -33,6 +33,8 @@ std::string FormatError(const absl::Status& status);
 
 // "1.23 ms", "45.6 us", "2.00 s"
 std::string HumanSeconds(double s);
+// "MEASURED", "CACHED", "PREDICTED".
+std::string SourceName(v1::Source s);
 // "6.74B", "124.4M"
 std::string HumanCount(double n);
 

@@ -124,6 +124,14 @@ absl::Status CublasLtBackend::PlanLayer(const LayerKey& key, const EngineOptions
   run.key = key;
   run.name = LayerKeyString(key);
   ASSIGN_OR_RETURN(run.program, PlanLayerProgram(key));
+  // What the engine does not run yet (refused here, so the server predicts it and says why).
+  for (const LayerOp& op : run.program.ops) {
+    if (op.kind > LayerOpKind::kFusedAttentionBackward || op.window > 0 ||
+        (op.v_head_dim > 0 && op.v_head_dim != op.head_dim) || op.x_stride > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          run.name, ": the GPU layer engine does not run ", OpName(op), " yet"));
+    }
+  }
   run.ty = Types(key.layer.dtype);
   for (const LayerOp& op : run.program.ops) {
     if (op.kind != LayerOpKind::kFusedAttention || run.sdpa) continue;
@@ -252,6 +260,9 @@ absl::Status CublasLtBackend::EnqueueProgram(const LayerRun& run) {
       case LayerOpKind::kFusedAttentionBackward:
         RETURN_IF_ERROR(run.sdpa->Backward(ptr(op.a), ptr(op.b), ptr(op.c), ptr(op.d), ptr(op.e)));
         continue;
+      default:
+        return absl::FailedPreconditionError(
+            absl::StrCat("the GPU layer engine does not run ", OpName(op), " yet"));
     }
     RETURN_IF_ERROR(Cuda(err, OpName(op)));
   }
