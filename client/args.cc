@@ -49,7 +49,7 @@ std::vector<CommandInfo> BuildCommands() {
        "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE [--layers]) [flags]",
        Join({kConnection,
              kModel,
-             {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2", "layers", "layer_kinds"}})},
+             {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2", "layers", "layer_kinds", "routing"}})},
       {"devices", "the worker devices a server measures on and the GPUs it can predict for",
        "wavecrest devices --server ADDR [--internal]", Join({kConnection, {"internal"}})},
       {"recommend",

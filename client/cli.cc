@@ -25,6 +25,7 @@
 #include "core/cost_model.h"
 #include "core/gemm.h"
 #include "core/model_spec.h"
+#include "core/moe_routing.h"
 #include "core/recommend.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -455,6 +456,10 @@ int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
   v1::TimeLayersRequest request;
   request.set_gpu(o.gpu);
   request.set_warm_l2(o.warm_l2);
+  if (absl::StatusOr<MoeRouting> r = ParseRouting(o.routing, ""); !r.ok()) {
+    return Fail(err, FieldError("--routing", r.status().message()));
+  }
+  request.set_routing(o.routing);
   absl::StatusOr<v1::Mode> mode = ParseMode(o.mode);
   if (!mode.ok()) return Fail(err, mode.status());
   request.set_mode(*mode);
@@ -490,6 +495,7 @@ int DoTimeLayers(const CliOptions& o, std::ostream& out, std::ostream& err) {
 int DoTime(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
   if (o.layers) return DoTimeLayers(o, out, err);
+  if (!o.routing.empty()) return Fail(err, FieldError("--routing", "only with --layers"));
   if (!o.layer_kinds.empty()) {
     return Fail(err, FieldError("--layer_kinds", "only with --layers"));
   }

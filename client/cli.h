@@ -68,6 +68,7 @@ struct CliOptions {
   // = the model's attention and the whole layer)
   bool layers = false;
   std::string layer_kinds;
+  std::string routing;  // time --layers: a MoE layer's routing
   // recommend
   double param_tolerance = 0;  // 0 = 0.02
   std::string vary;            // "heads,hidden,ffn,vocab"

@@ -11,46 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "client/table.h"
 #include "service/errors.h"
 
 namespace wavecrest {
 namespace {
-
-// A plain left/right aligned text table.
-class Table {
- public:
-  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
-  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  std::string Render() const {
-    std::vector<size_t> width(rows_[0].size(), 0);
-    for (const auto& r : rows_) {
-      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    }
-    std::string out;
-    for (size_t ri = 0; ri < rows_.size(); ++ri) {
-      const auto& r = rows_[ri];
-      std::string line;
-      for (size_t i = 0; i < r.size(); ++i) {
-        const size_t pad = width[i] - r[i].size();
-        if (i == 0) {
-          absl::StrAppend(&line, r[i], std::string(pad, ' '));
-        } else {
-          absl::StrAppend(&line, "  ", std::string(pad, ' '), r[i]);
-        }
-      }
-      absl::StrAppend(&out, line, "\n");
-      if (ri == 0) {
-        size_t total = 0;
-        for (size_t w : width) total += w + 2;
-        absl::StrAppend(&out, std::string(total - 2, '-'), "\n");
-      }
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
 
 std::string PassShort(v1::Pass p) {
   switch (p) {
@@ -110,18 +75,6 @@ std::string BoundShort(v1::Bound b) {
   }
 }
 
-std::string SourceName(v1::Source s) {
-  switch (s) {
-    case v1::SOURCE_MEASURED:
-      return "MEASURED";
-    case v1::SOURCE_CACHED:
-      return "CACHED";
-    case v1::SOURCE_PREDICTED:
-      return "PREDICTED";
-    default:
-      return "?";
-  }
-}
 
 // "64" when the dimension meets the alignment rule, "16!" when it does not.
 std::string Align(const v1::DimAlignment& a) {
@@ -136,6 +89,19 @@ std::string Shape(const v1::GemmShape& s) {
 }
 
 }  // namespace
+
+std::string SourceName(v1::Source s) {
+  switch (s) {
+    case v1::SOURCE_MEASURED:
+      return "MEASURED";
+    case v1::SOURCE_CACHED:
+      return "CACHED";
+    case v1::SOURCE_PREDICTED:
+      return "PREDICTED";
+    default:
+      return "?";
+  }
+}
 
 std::string ToJson(const google::protobuf::Message& message) {
   std::string out;
@@ -495,9 +461,6 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
   return out;
 }
 
-namespace {
-
-// After a fresh result's source: where it was not kept ("" when stored, or not fresh).
 absl::string_view StorageNote(v1::StorageFate f) {
   switch (f) {
     case v1::STORAGE_FATE_SPOOLED:
@@ -508,8 +471,6 @@ absl::string_view StorageNote(v1::StorageFate f) {
       return "";
   }
 }
-
-}  // namespace
 
 std::string FormatTimingHeader() {
   return absl::StrFormat("%-5s %-28s %-6s %-5s %12s %9s %7s %7s %6s %7s  %s\n", "#", "shape",
@@ -533,31 +494,6 @@ std::string FormatTiming(const v1::GemmTiming& t) {
                    StorageNote(t.provenance().storage())));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
-}
-
-std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
-  Table t({"#", "time", "TFLOP/s", "sum of parts", "layer/sum", "samples", "spread", "source",
-           "layer"});
-  for (const v1::LayerTiming& l : layers) {
-    const v1::TimingStats& s = l.stats();
-    const v1::Provenance& p = l.provenance();
-    std::string source(SourceName(p.source()));
-    if (p.source() == v1::SOURCE_PREDICTED && p.error_band_p90() > p.error_band_p10()) {
-      absl::StrAppend(&source, absl::StrFormat(" (%+.0f%%..%+.0f%%)", 100 * p.error_band_p10(),
-                                               100 * p.error_band_p90()));
-    }
-    absl::StrAppend(&source, StorageNote(p.storage()));
-    t.Add(
-        {absl::StrCat(l.index()), HumanSeconds(l.time_s()), absl::StrFormat("%.1f", l.tflops()),
-         HumanSeconds(l.predicted_sum_s()),
-         l.predicted_sum_s() > 0 ? absl::StrFormat("%.3f", l.time_s() / l.predicted_sum_s()) : "-",
-         s.samples() > 0 ? absl::StrCat(s.samples()) : "-",
-         s.samples() > 0 ? absl::StrFormat("%.2f%%", 100 * s.relative_spread()) : "-", source,
-         l.key()});
-  }
-  return t.Render() +
-         "sum of parts: the analytic model's GEMMs, fused attention and elementwise estimate of "
-         "the layer; layer/sum < 1 means the layer ran faster whole than predicted in parts\n";
 }
 
 absl::string_view VerdictName(v1::Verdict v) {

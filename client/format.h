@@ -37,6 +37,11 @@ std::string FormatError(const absl::Status& status);
 
 // "1.23 ms", "45.6 us", "2.00 s"
 std::string HumanSeconds(double s);
+// "MEASURED", "CACHED", "PREDICTED".
+std::string SourceName(v1::Source s);
+// After a fresh result's source: where it was not kept, " (spooled)" or " (not stored)" ("" when
+// stored, or not fresh).
+absl::string_view StorageNote(v1::StorageFate f);
 // "6.74B", "124.4M"
 std::string HumanCount(double n);
 

@@ -185,11 +185,15 @@ ABSL_FLAG(std::string, svg, "", "sweep: also write the plot to this SVG file");
 ABSL_FLAG(bool, autotune, false, "time: also try the heuristic's top algorithms, report the best");
 ABSL_FLAG(bool, warm_l2, false, "time: time with inputs resident in L2 (default: cold L2)");
 ABSL_FLAG(bool, layers, false,
-          "time: time --model's layers whole (its attention and the whole layer) beside the sum of "
-          "their parts, instead of its GEMMs");
+          "time: time --model's layers whole (its attention and the whole layer, each kind: local "
+          "and global, MoE and dense) beside the sum of their parts, instead of its GEMMs");
 ABSL_FLAG(std::string, layer_kinds, "",
           "time --layers: which layers, comma-separated: fused_attention, unfused_attention, "
           "transformer_layer (empty = the model's attention and the whole layer)");
+ABSL_FLAG(std::string, routing, "",
+          "time --layers: a MoE layer's routing, the per-expert rows of its grouped expert GEMMs: "
+          "balanced (default), zipf:S (expert i by load gets 1/(i+1)^S), counts:N,N,... (one per "
+          "expert)");
 // The calibration data files: their defaults are CliOptions's (client/cli.h), written once.
 ABSL_FLAG(std::string, fit, wavecrest::CliOptions().fit,
           "calibrate: measurement CSVs to fit the cost model to, comma-separated");
@@ -287,6 +291,7 @@ void SearchFlags(wavecrest::CliOptions& o) {
   o.warm_l2 = absl::GetFlag(FLAGS_warm_l2);
   o.layers = absl::GetFlag(FLAGS_layers);
   o.layer_kinds = absl::GetFlag(FLAGS_layer_kinds);
+  o.routing = absl::GetFlag(FLAGS_routing);
   o.param_tolerance = absl::GetFlag(FLAGS_param_tolerance);
   o.vary = absl::GetFlag(FLAGS_vary);
   o.from = absl::GetFlag(FLAGS_from);

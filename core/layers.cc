@@ -1,6 +1,7 @@
 #include "core/layers.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -27,7 +28,8 @@ bool IsAttention(LayerKind kind) { return kind != LayerKind::kTransformerLayer; 
 std::string LayerTimingMethod(absl::string_view backend, bool warm_l2) {
   const bool analytic = backend == "analytic";
   return absl::StrCat(
-      analytic ? absl::StrCat(kCostModelName, " emulated layer") : std::string(kLayerTimingMethod),
+      analytic ? absl::StrCat(kCostModelName, " emulated layer program")
+               : std::string(kLayerTimingMethod),
       warm_l2 ? " warm-L2" : " cold-L2");
 }
 
@@ -48,7 +50,16 @@ absl::StatusOr<LayerKind> ParseLayerKind(absl::string_view name) {
       absl::StrCat("unknown layer kind \"", name, "\"; allowed: ", allowed));
 }
 
-absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
+namespace {
+
+// Whether the model's window leaves out keys: local attention that is not global in effect.
+bool WindowApplies(const ModelSpec& model) {
+  const int64_t kv_len =
+      model.workload == Workload::kDecode ? model.kv_cache_length : model.seq_length;
+  return model.sliding_window > 0 && model.sliding_window < kv_len;
+}
+
+absl::Status CheckKeyKind(LayerKind kind, const ModelSpec& model) {
   if (IsNamedFusedKernel(model.attention)) {
     return absl::InvalidArgumentError(absl::StrCat(
         LayerKindName(kind), ": the model's attention is ", AttentionName(model.attention),
@@ -65,24 +76,13 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
         "unfused_attention: the model's attention is flash (set attention to unfused to time "
         "the unfused path, or ask for fused_attention)");
   }
-  // What the layer engine does not build yet: its answer would not be this model's layer.
-  std::vector<std::string> missing;
-  if (model.kv_lora_rank > 0) missing.push_back("multi-head latent attention");
-  if (model.sliding_window > 0) missing.push_back("local (sliding-window) attention");
-  if (model.context_parallel > 1) missing.push_back("context parallelism (ring attention)");
-  if (model.expert_parallel > 1 || ExpertTensorParallel(model) != model.tensor_parallel) {
-    missing.push_back("expert parallelism (a rank's share of experts)");
-  }
-  if (model.num_experts > 0 && Derive(model).dense_layers > 0) {
-    missing.push_back("a mix of dense and MoE layers");
-  }
-  if (!missing.empty()) {
-    return absl::UnimplementedError(absl::StrCat(
-        "layer benchmarks do not cover ", absl::StrJoin(missing, ", "),
-        " yet: the step is summed from this model's GEMMs and attention kernels instead"));
-  }
-  const DerivedShape d = Derive(model);
-  ModelSpec s;
+  return absl::OkStatus();
+}
+
+// Attention's fields of the one-layer spec: the heads per rank, the window of a local layer, the
+// ring of context parallelism, multi-head latent attention's dims.
+void SetAttentionFields(const ModelSpec& model, const DerivedShape& d, bool local, bool core_only,
+                        ModelSpec& s) {
   s.num_layers = 1;
   s.tensor_parallel = 1;
   s.num_attention_heads = d.heads_per_rank;
@@ -91,42 +91,177 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
   s.seq_length = model.seq_length;
   s.micro_batch_size = model.micro_batch_size;
   s.kv_cache_length = model.kv_cache_length;
+  s.context_parallel = model.context_parallel;
   s.dtype = model.dtype;
   s.workload = model.workload;
   s.attention = model.attention;
   s.vocab_size = 1;  // no logits in a layer
+  if (local && WindowApplies(model)) s.sliding_window = model.sliding_window;
+  if (model.kv_lora_rank > 0) {
+    // The attention core sees only the head dims: its key keeps a fixed latent (the projections
+    // are the whole layer's).
+    s.kv_lora_rank = core_only ? 1 : model.kv_lora_rank;
+    s.q_lora_rank = core_only ? 0 : model.q_lora_rank;
+    s.qk_rope_head_dim = core_only ? 0 : model.qk_rope_head_dim;
+    s.v_head_dim = d.v_head_dim;
+  }
+}
+
+// The MLP's fields of a whole layer's spec: a rank's share of the experts, or the dense MLP.
+absl::Status SetMlpFields(const ModelSpec& model, const DerivedShape& d, bool moe, ModelSpec& s) {
+  s.hidden_size = model.hidden_size;
+  s.mlp = model.mlp;
+  s.fused_gate_up = model.fused_gate_up;
+  s.norm = model.norm;
+  if (!moe) {
+    s.ffn_hidden_size = d.dense_ffn_per_rank;
+    return absl::OkStatus();
+  }
+  if (ExpertTensorParallel(model) != model.tensor_parallel) {
+    return absl::UnimplementedError(absl::StrCat(
+        "whole experts (expert_tensor_parallel 1) under tensor_parallel ", model.tensor_parallel,
+        " route a rank's 1/", model.tensor_parallel,
+        " of the tokens: no one-rank layer stands for that yet"));
+  }
+  s.ffn_hidden_size = d.expert_ffn_per_rank;
+  s.num_experts = model.num_experts;
+  s.experts_per_token = model.experts_per_token;
+  s.expert_parallel = model.expert_parallel;
+  s.moe_capacity_factor = model.moe_capacity_factor;
+  s.shared_expert_ffn_hidden_size = d.shared_ffn_per_rank;
+  s.shared_expert_gate = model.shared_expert_gate;
+  return absl::OkStatus();
+}
+
+// Layers of each role: MoE (and dense) and local (and global) counts, local spread evenly over
+// MoE and dense layers where both mix.
+int64_t LayersOfRole(const ModelSpec& model, LayerRole role) {
+  const DerivedShape d = Derive(model);
+  const int64_t L = model.num_layers;
+  const int64_t moe = d.moe_layers;
+  const int64_t local = WindowApplies(model) ? d.window_layers : 0;
+  const int64_t local_moe =
+      L > 0 ? static_cast<int64_t>(std::llround(static_cast<double>(moe * local) / L)) : 0;
+  const int64_t mlp_layers = role.moe ? moe : L - moe;
+  const int64_t local_here = role.moe ? local_moe : local - local_moe;
+  return role.local ? local_here : mlp_layers - local_here;
+}
+
+std::string RoleName(const ModelSpec& model, LayerRole role, bool attention) {
+  const DerivedShape d = Derive(model);
+  const bool mixed_mlp = !attention && d.moe_layers > 0 && d.dense_layers > 0;
+  const bool mixed_attention = WindowApplies(model) && d.window_layers < model.num_layers;
+  std::vector<std::string> words;
+  if (mixed_mlp) words.push_back(role.moe ? "MoE" : "dense");
+  if (mixed_attention) words.push_back(role.local ? "local" : "global");
+  return absl::StrJoin(words, " ");
+}
+
+}  // namespace
+
+LayerRole DefaultRole(const ModelSpec& model) {
+  const DerivedShape d = Derive(model);
+  return {d.moe_layers > 0, WindowApplies(model) && d.window_layers > 0};
+}
+
+absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
+  // One key stands for every layer only where they are alike.
+  int roles = 0;
+  for (bool moe : {true, false}) {
+    for (bool local : {true, false}) {
+      if (IsAttention(kind) && moe) continue;
+      const int64_t n = IsAttention(kind) ? LayersOfRole(model, {true, local}) +
+                                                LayersOfRole(model, {false, local})
+                                          : LayersOfRole(model, {moe, local});
+      roles += n > 0 ? 1 : 0;
+    }
+  }
+  if (roles > 1) {
+    const DerivedShape d = Derive(model);
+    std::vector<std::string> differ;
+    if (!IsAttention(kind) && d.moe_layers > 0 && d.dense_layers > 0) differ.push_back("MoE and dense");
+    if (WindowApplies(model) && d.window_layers < model.num_layers) {
+      differ.push_back("local and global");
+    }
+    return absl::UnimplementedError(absl::StrCat(
+        LayerKindName(kind), ": the model's layers differ (", absl::StrJoin(differ, "; "),
+        "): one key does not stand for all of them (time --layers gives each its own)"));
+  }
+  return MakeLayerKey(kind, model, DefaultRole(model));
+}
+
+absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model, LayerRole role,
+                                      const MoeRouting& routing) {
+  if (absl::Status st = CheckKeyKind(kind, model); !st.ok()) return st;
+  const DerivedShape d = Derive(model);
+  ModelSpec s;
+  SetAttentionFields(model, d, role.local, IsAttention(kind), s);
   if (IsAttention(kind)) {
     // Attention alone: no hidden size, MLP or norm of its own (fixed values keep keys equal).
     s.hidden_size = d.heads_per_rank * d.head_dim;
     s.ffn_hidden_size = s.hidden_size;
     s.mlp = Mlp::kGelu;
     s.norm = Norm::kLayerNorm;
-  } else {
-    s.hidden_size = model.hidden_size;
-    s.ffn_hidden_size = d.ffn_per_rank;
-    s.mlp = model.mlp;
-    s.fused_gate_up = model.fused_gate_up;
-    s.norm = model.norm;
-    s.num_experts = model.num_experts;
-    s.experts_per_token = model.experts_per_token;
-    s.shared_expert_ffn_hidden_size = d.shared_ffn_per_rank;
-    s.shared_expert_gate = model.shared_expert_gate;
+  } else if (absl::Status st = SetMlpFields(model, d, role.moe && d.moe_layers > 0, s); !st.ok()) {
+    return st;
   }
   auto normalized = NormalizeSpec(s);
   if (!normalized.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the one-layer spec of this model is not valid: ", normalized.status().message()));
   }
-  return LayerKey{kind, *std::move(normalized)};
+  LayerKey key{kind, *std::move(normalized), {}};
+  if (key.layer.num_experts > 0) {
+    if (absl::Status st = CheckRouting(routing, key.layer.num_experts, "routing"); !st.ok()) {
+      return st;
+    }
+    key.routing = routing;
+  }
+  return key;
+}
+
+absl::StatusOr<std::vector<LayerUse>> LayerStackOf(const ModelSpec& model,
+                                                   const MoeRouting& routing) {
+  const LayerKind attention =
+      IsFused(model.attention) ? LayerKind::kFusedAttention : LayerKind::kUnfusedAttention;
+  std::vector<LayerUse> stack;
+  std::string why;
+  auto add = [&](LayerKind kind, LayerRole role, int64_t layers) {
+    if (layers <= 0) return;
+    absl::StatusOr<LayerKey> key = MakeLayerKey(kind, model, role, routing);
+    if (!key.ok()) {
+      if (why.empty()) why = std::string(key.status().message());
+      return;
+    }
+    for (LayerUse& u : stack) {
+      if (u.key == *key) {
+        u.layers += layers;
+        return;
+      }
+    }
+    stack.push_back({*std::move(key), layers, RoleName(model, role, IsAttention(kind))});
+  };
+  for (bool local : {true, false}) {
+    add(attention, {false, local},
+        LayersOfRole(model, {true, local}) + LayersOfRole(model, {false, local}));
+  }
+  for (bool moe : {true, false}) {
+    for (bool local : {true, false}) {
+      add(LayerKind::kTransformerLayer, {moe, local}, LayersOfRole(model, {moe, local}));
+    }
+  }
+  if (stack.empty()) {
+    return absl::FailedPreconditionError(
+        why.empty() ? std::string("the model has no layer to time") : why);
+  }
+  return stack;
 }
 
 std::vector<LayerKey> LayerKeysOf(const ModelSpec& model) {
   std::vector<LayerKey> keys;
-  const LayerKind attention =
-      IsFused(model.attention) ? LayerKind::kFusedAttention : LayerKind::kUnfusedAttention;
-  for (LayerKind kind : {attention, LayerKind::kTransformerLayer}) {
-    if (auto k = MakeLayerKey(kind, model); k.ok()) keys.push_back(*std::move(k));
-  }
+  absl::StatusOr<std::vector<LayerUse>> stack = LayerStackOf(model);
+  if (!stack.ok()) return keys;
+  for (LayerUse& u : *stack) keys.push_back(std::move(u.key));
   return keys;
 }
 
@@ -140,6 +275,16 @@ std::string LayerKeyString(const LayerKey& key) {
   if (!IsAttention(key.kind)) absl::StrAppend(&out, " h", s.hidden_size);
   absl::StrAppend(&out, " heads", s.num_attention_heads, "/", s.num_kv_heads, " d", s.head_dim,
                   " causal");
+  if (s.sliding_window > 0) absl::StrAppend(&out, " window", s.sliding_window);
+  if (s.context_parallel > 1) absl::StrAppend(&out, " cp", s.context_parallel);
+  if (s.kv_lora_rank > 0) {
+    absl::StrAppend(&out, " mla");
+    if (!IsAttention(key.kind)) {
+      absl::StrAppend(&out, " q", s.q_lora_rank, " kv", s.kv_lora_rank, " rope",
+                      s.qk_rope_head_dim);
+    }
+    absl::StrAppend(&out, " dv", Derive(s).v_head_dim);
+  }
   if (IsAttention(key.kind)) return out;
   absl::StrAppend(&out, " ffn", s.ffn_hidden_size, " ", MlpName(s.mlp),
                   s.mlp == Mlp::kSwiglu && !s.fused_gate_up ? "-split" : "",
@@ -147,10 +292,13 @@ std::string LayerKeyString(const LayerKey& key) {
                   AttentionName(s.attention));
   if (s.num_experts > 0) {
     absl::StrAppend(&out, " moe", s.num_experts, "x", s.experts_per_token);
+    if (s.expert_parallel > 1) absl::StrAppend(&out, " ep", s.expert_parallel);
+    if (s.moe_capacity_factor > 0) absl::StrAppend(&out, " capacity", s.moe_capacity_factor);
     if (s.shared_expert_ffn_hidden_size > 0) {
       absl::StrAppend(&out, " shared", s.shared_expert_ffn_hidden_size,
                       s.shared_expert_gate ? "-gated" : "");
     }
+    if (!key.routing.balanced()) absl::StrAppend(&out, " ", RoutingName(key.routing));
   }
   return out;
 }

@@ -100,6 +100,33 @@ class Builder {
                      Like(s, "S masked", SdpaType::kFloat));
   }
 
+  // The sliding window on scores `s`: keys at least `window` behind the query row get the lowest
+  // float (kept where col + window > row, the window a float added to the column index).
+  int64_t WindowMask(int64_t s, int64_t window) {
+    const int64_t row = Pointwise(SdpaMode::kGenIndex, "window row index", {s},
+                                  Like(s, "window row", SdpaType::kInt32), SdpaType::kInt32);
+    g_.ops.back().axis = 2;
+    const int64_t col = Pointwise(SdpaMode::kGenIndex, "window col index", {s},
+                                  Like(s, "window col", SdpaType::kInt32), SdpaType::kInt32);
+    g_.ops.back().axis = 3;
+    const int64_t reach =
+        Pointwise(SdpaMode::kAdd, "col + window", {col, Scalar("window", static_cast<float>(window))},
+                  Like(s, "col + window", SdpaType::kFloat));
+    g_.ops.back().axis = 3;
+    const int64_t keep = Pointwise(SdpaMode::kCmpGt, "col + window > row", {reach, row},
+                                   Like(s, "in window", SdpaType::kBool), SdpaType::kBool);
+    const int64_t lowest = Scalar("window lowest", std::numeric_limits<float>::lowest());
+    return Pointwise(SdpaMode::kBinarySelect, "window mask", {s, lowest, keep},
+                     Like(s, "S windowed", SdpaType::kFloat));
+  }
+
+  // The masks of `shape` on scores `s`.
+  int64_t Masks(int64_t s, const SdpaShape& shape) {
+    if (shape.causal) s = CausalMask(s);
+    if (shape.window > 0) s = WindowMask(s, shape.window);
+    return s;
+  }
+
   SdpaGraph& graph() { return g_; }
 
  private:
@@ -109,7 +136,7 @@ class Builder {
 
 // The per-shape layout facts both graphs share.
 struct Geometry {
-  int64_t b, H, Hkv, sq, skv, d, width, io;
+  int64_t b, H, Hkv, sq, skv, d, dv, width, io;
   Dims scores, scores_strides, rows, rows_strides;
   explicit Geometry(const SdpaShape& s)
       : b(s.batch),
@@ -118,17 +145,22 @@ struct Geometry {
         sq(s.q_len),
         skv(s.kv_len),
         d(s.head_dim),
-        width((s.heads + 2 * s.kv_heads) * s.head_dim),
+        dv(SdpaValueDim(s)),
+        width((s.heads + s.kv_heads) * s.head_dim + s.kv_heads * SdpaValueDim(s)),
         io(2) {
     scores = {b, H, sq, skv};
     scores_strides = {H * sq * skv, sq * skv, skv, 1};
     rows = {b, H, sq, 1};
     rows_strides = {H * sq, sq, 1, 1};
   }
-  // Heads of `heads` × `len` rows inside QKV-like rows of `row_width` elements.
-  Dims InRows(int64_t len, int64_t row_width) const { return {len * row_width, d, row_width, 1}; }
-  Dims OutDims() const { return {b, H, sq, d}; }
-  Dims OutStrides() const { return InRows(sq, H * d); }
+  // Heads of `dim` × `len` rows inside QKV-like rows of `row_width` elements.
+  static Dims InRows(int64_t len, int64_t row_width, int64_t dim) {
+    return {len * row_width, dim, row_width, 1};
+  }
+  Dims InRows(int64_t len, int64_t row_width) const { return InRows(len, row_width, d); }
+  int64_t VAt() const { return (H + Hkv) * d * io; }  // V's byte offset in the QKV rows
+  Dims OutDims() const { return {b, H, sq, dv}; }
+  Dims OutStrides() const { return InRows(sq, H * dv, dv); }
 };
 
 }  // namespace
@@ -167,6 +199,8 @@ SdpaShape SdpaShapeOf(const LayerOp& op, DType dtype) {
   s.q_len = op.q_len;
   s.kv_len = op.kv_len;
   s.head_dim = op.head_dim;
+  s.v_head_dim = op.v_head_dim == op.head_dim ? 0 : op.v_head_dim;
+  s.window = op.window;
   s.causal = op.causal;
   s.scale = op.scale;
   s.dtype = dtype;
@@ -177,9 +211,15 @@ absl::Status CheckSdpaShape(const SdpaShape& s) {
   if (s.dtype != DType::kBf16 && s.dtype != DType::kFp16) {
     return absl::InvalidArgumentError("dtype: cuDNN's fused attention here runs bf16 or fp16");
   }
-  if (s.head_dim < 8 || s.head_dim > 256 || s.head_dim % 8 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "head_dim ", s.head_dim, ": cuDNN's fused attention takes multiples of 8 up to 256"));
+  for (int64_t d : {s.head_dim, SdpaValueDim(s)}) {
+    if (d < 8 || d > 256 || d % 8 != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "head_dim ", d, ": cuDNN's fused attention takes multiples of 8 up to 256"));
+    }
+  }
+  if (s.window < 0 || (s.window > 0 && !s.causal)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window ", s.window, ": a sliding window goes with the causal mask"));
   }
   if (s.batch < 1 || s.heads < 1 || s.kv_heads < 1 || s.q_len < 1 || s.kv_len < 1) {
     return absl::InvalidArgumentError("batch, heads, kv_heads, q_len and kv_len must be positive");
@@ -208,26 +248,28 @@ absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training
                              SdpaSlot::kQkvRows, 0);
   int64_t kt = 0, v = 0;
   if (SdpaDecode(shape)) {
-    // The caches, [b, Hkv, kv_len, d] each, K read transposed.
+    // The caches, [b, Hkv, kv_len, d] and [b, Hkv, kv_len, d_v], K read transposed.
     const Dims cache = {l.b, l.Hkv, l.skv, l.d};
     const Dims cache_strides = {l.Hkv * l.skv * l.d, l.skv * l.d, l.d, 1};
-    const int64_t cache_bytes = l.b * l.Hkv * l.skv * l.d * l.io;
-    const int64_t k_at = g.Own(cache_bytes), v_at = g.Own(cache_bytes);
+    const Dims v_cache = {l.b, l.Hkv, l.skv, l.dv};
+    const Dims v_cache_strides = {l.Hkv * l.skv * l.dv, l.skv * l.dv, l.dv, 1};
+    const int64_t k_at = g.Own(l.b * l.Hkv * l.skv * l.d * l.io);
+    const int64_t v_at = g.Own(l.b * l.Hkv * l.skv * l.dv * l.io);
     g.graph().own_random_bytes = g.graph().own_bytes;
     kt = g.Tensor("K cache", SdpaType::kIo, Transposed(cache), Transposed(cache_strides),
                   SdpaSlot::kOwn, k_at);
-    v = g.Tensor("V cache", SdpaType::kIo, cache, cache_strides, SdpaSlot::kOwn, v_at);
+    v = g.Tensor("V cache", SdpaType::kIo, v_cache, v_cache_strides, SdpaSlot::kOwn, v_at);
   } else {
     const Dims kv = {l.b, l.Hkv, l.skv, l.d};
     kt = g.Tensor("K", SdpaType::kIo, Transposed(kv), Transposed(l.InRows(l.skv, l.width)),
                   SdpaSlot::kQkvRows, l.H * l.d * l.io);
-    v = g.Tensor("V", SdpaType::kIo, kv, l.InRows(l.skv, l.width), SdpaSlot::kQkvRows,
-                 (l.H + l.Hkv) * l.d * l.io);
+    v = g.Tensor("V", SdpaType::kIo, {l.b, l.Hkv, l.skv, l.dv},
+                 Geometry::InRows(l.skv, l.width, l.dv), SdpaSlot::kQkvRows, l.VAt());
   }
   int64_t s = g.Matmul("Q·Kᵀ", q, kt, g.Tensor("S", SdpaType::kFloat, l.scores, l.scores_strides));
   s = g.Pointwise(SdpaMode::kMul, "scale", {s, g.Scalar("scale", shape.scale)},
                   g.Like(s, "S scaled", SdpaType::kFloat));
-  if (shape.causal) s = g.CausalMask(s);
+  s = g.Masks(s, shape);
   // Softmax, keeping its log-sum-exp for the backward.
   const int64_t m = g.Reduce(SdpaMode::kMax, "row max", s,
                              g.Tensor("M", SdpaType::kFloat, l.rows, l.rows_strides));
@@ -262,7 +304,7 @@ namespace {
 int64_t RowSumOfDoO(Builder& g, const Geometry& l, int64_t d_o, int64_t o, int64_t sum_at) {
   const int64_t prod = g.Pointwise(SdpaMode::kMul, "dO * O", {d_o, o},
                                    g.Tensor("dO * O", SdpaType::kFloat, l.OutDims(),
-                                            {l.H * l.sq * l.d, l.sq * l.d, l.H * l.d, 1}));
+                                            {l.H * l.sq * l.dv, l.sq * l.dv, l.H * l.dv, 1}));
   const int64_t row_sum =
       g.Reduce(SdpaMode::kSum, "row sum dO * O", prod,
                g.Tensor("sum dO * O", SdpaType::kFloat, l.rows, l.rows_strides));
@@ -276,7 +318,7 @@ int64_t RecomputeP(Builder& g, const Geometry& l, const SdpaShape& shape, int64_
   int64_t s = g.Matmul("Q·Kᵀ", q, kt, g.Tensor("S", SdpaType::kFloat, l.scores, l.scores_strides));
   s = g.Pointwise(SdpaMode::kMul, "scale", {s, g.Scalar("scale", shape.scale)},
                   g.Like(s, "S scaled", SdpaType::kFloat));
-  if (shape.causal) s = g.CausalMask(s);
+  s = g.Masks(s, shape);
   s = g.Pointwise(SdpaMode::kSub, "S - stats", {s, stats},
                   g.Like(s, "S - stats", SdpaType::kFloat));
   *scores = s;
@@ -292,12 +334,14 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   Builder g(shape, "sdpa backward");
   const Dims kv = {l.b, l.Hkv, l.skv, l.d};
   const Dims kv_strides = l.InRows(l.skv, l.width);
-  const int64_t k_at = l.H * l.d * l.io, v_at = (l.H + l.Hkv) * l.d * l.io;
+  const Dims vv = {l.b, l.Hkv, l.skv, l.dv};
+  const Dims vv_strides = Geometry::InRows(l.skv, l.width, l.dv);
+  const int64_t k_at = l.H * l.d * l.io, v_at = l.VAt();
   const int64_t q = g.Tensor("Q", SdpaType::kIo, {l.b, l.H, l.sq, l.d}, l.InRows(l.sq, l.width),
                              SdpaSlot::kQkvRows, 0);
   const int64_t kt = g.Tensor("K", SdpaType::kIo, Transposed(kv), Transposed(kv_strides),
                               SdpaSlot::kQkvRows, k_at);
-  const int64_t vt = g.Tensor("V", SdpaType::kIo, Transposed(kv), Transposed(kv_strides),
+  const int64_t vt = g.Tensor("V", SdpaType::kIo, Transposed(vv), Transposed(vv_strides),
                               SdpaSlot::kQkvRows, v_at);
   const int64_t o = g.Tensor("O", SdpaType::kIo, l.OutDims(), l.OutStrides(), SdpaSlot::kORows, 0);
   const int64_t d_o =
@@ -319,19 +363,20 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   const Dims scores_t_strides = {l.H * l.sq * l.skv, l.sq * l.skv, 1, l.skv};
   // dX of the KV heads: straight into the rows, or (grouped heads) summed over each group.
   const bool grouped = l.H != l.Hkv;
-  auto kv_grad = [&](const std::string& name, int64_t a, int64_t b_op, int64_t at) {
-    const int64_t out = g.Tensor(name, SdpaType::kIo, kv, kv_strides, SdpaSlot::kDqkvRows, at);
+  auto kv_grad = [&](const std::string& name, int64_t a, int64_t b_op, int64_t at, int64_t dim) {
+    const int64_t out = g.Tensor(name, SdpaType::kIo, {l.b, l.Hkv, l.skv, dim},
+                                 Geometry::InRows(l.skv, l.width, dim), SdpaSlot::kDqkvRows, at);
     if (!grouped) {
       g.Matmul(name + " matmul", a, b_op, out);
       return;
     }
-    const int64_t full = g.Tensor(name + " per query head", SdpaType::kIo, {l.b, l.H, l.skv, l.d},
-                                  {l.H * l.skv * l.d, l.skv * l.d, l.d, 1});
+    const int64_t full = g.Tensor(name + " per query head", SdpaType::kIo, {l.b, l.H, l.skv, dim},
+                                  {l.H * l.skv * dim, l.skv * dim, dim, 1});
     g.Matmul(name + " matmul", a, b_op, full);
     g.Reduce(SdpaMode::kSum, name + " over the group", full, out);
   };
   const int64_t p_t = g.Reshape("Pᵀ", p, g.Tensor("Pᵀ", SdpaType::kIo, scores_t, scores_t_strides));
-  kv_grad("dV", p_t, d_o, v_at);
+  kv_grad("dV", p_t, d_o, v_at, l.dv);
 
   // dS = P ∘ (dO·Vᵀ − D) · scale.
   int64_t dp = g.Matmul("dO·Vᵀ", d_o, vt, g.Like(s, "dP", SdpaType::kFloat));
@@ -342,7 +387,7 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
                                  g.Like(s, "dS", SdpaType::kFloat));
   const int64_t ds_t =
       g.Reshape("dSᵀ", ds, g.Tensor("dSᵀ", SdpaType::kIo, scores_t, scores_t_strides));
-  kv_grad("dK", ds_t, q, k_at);
+  kv_grad("dK", ds_t, q, k_at, l.d);
 
   // dQ = dS·K through an FP32 accumulator (K back in its own orientation).
   // (A virtual tensor of the intermediate type, FP32, as cuDNN's frontend leaves it.)
@@ -414,7 +459,8 @@ std::string CheckOpShapes(const SdpaOp& op, const std::vector<const SdpaTensor*>
       if (op.mode == SdpaMode::kGenIndex && op.axis != 2 && op.axis != 3) {
         return op.name + ": index axis";
       }
-      if ((op.mode == SdpaMode::kCmpGe) != (out.type == SdpaType::kBool)) {
+      if ((op.mode == SdpaMode::kCmpGe || op.mode == SdpaMode::kCmpGt) !=
+          (out.type == SdpaType::kBool)) {
         return op.name + ": only comparisons give booleans";
       }
       if (op.mode == SdpaMode::kBinarySelect && in[2]->type != SdpaType::kBool) {

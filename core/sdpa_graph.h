@@ -8,17 +8,21 @@
 // github.com/NVIDIA/cudnn-frontend,
 // include/cudnn_frontend/node/scaled_dot_product_flash_attention.h and softmax.h). The graphs here
 // are that pattern for the one case a layer runs: no dropout, no bias, no padding, causal
-// (top-left) or not, grouped-query heads, BF16 or FP16 in and out, FP32 inside:
+// (top-left) or not, a sliding window (cudnn-frontend's sliding_window_length before its
+// diagonal-band node: col + window > row, a float window added to the column index), grouped-query
+// heads, a value head dim other than the query's (multi-head latent attention), BF16 or FP16 in and
+// out, FP32 inside:
 //
-//   forward   S = Q·Kᵀ · scale; causal: S = row ≥ col ? S : lowest; M = max S; E = exp(S − M);
+//   forward   S = Q·Kᵀ · scale; causal: S = row ≥ col ? S : lowest; window: S = col + window > row
+//             ? S : lowest; M = max S; E = exp(S − M);
 //             Z = Σ E; [training: stats = M + log Z]; P = E / Z; O = P·V
 //   backward  D = Σ (dO ∘ O) per row; P = exp(mask(Q·Kᵀ · scale) − stats); dV = Pᵀ·dO;
 //             dS = P ∘ (dO·Vᵀ − D) · scale; dQ = dS·K (FP32 accumulator); dK = dSᵀ·Q; grouped KV
 //             heads: dK and dV summed over the query heads that share them.
 //
 // Tensors are 4-D [batch, heads, rows, cols] with strides; Q, K, V are read in place from the
-// layer's QKV rows ([tokens, (H + 2·Hkv)·d], Megatron's layout: the query heads, then K, then V),
-// the output and its gradient are rows [tokens, H·d], the statistics FP32 [b, H, s_q, 1]. Decode
+// layer's QKV rows ([tokens, H·d + Hkv·d + Hkv·d_v], Megatron's layout: the query heads, then K,
+// then V), the output and its gradient are rows [tokens, H·d_v], the statistics FP32 [b, H, s_q, 1]. Decode
 // (one query row against a cache) reads K and V from caches the runner owns.
 #ifndef WAVECREST_CORE_SDPA_GRAPH_H_
 #define WAVECREST_CORE_SDPA_GRAPH_H_
@@ -64,6 +68,7 @@ enum class SdpaMode {
   kIdentity,
   kGenIndex,      // the index along `axis` of each element of the input
   kCmpGe,         // x ≥ b
+  kCmpGt,         // x > b
   kBinarySelect,  // t ? x : b
   kMax,           // reductions: to the output's shape (dims of 1, or grouped heads)
   kSum,
@@ -81,6 +86,8 @@ struct SdpaOp {
 
 struct SdpaShape {
   int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  int64_t v_head_dim = 0;  // 0 = head_dim
+  int64_t window = 0;      // keys more than window − 1 behind the query masked (0 = none)
   bool causal = true;
   float scale = 1.0f;
   DType dtype = DType::kBf16;
@@ -103,12 +110,16 @@ struct SdpaGraph {
 // The attention of a kFusedAttention or kFusedAttentionBackward op of a layer program.
 SdpaShape SdpaShapeOf(const LayerOp& op, DType dtype);
 
-// What the graphs cover: BF16/FP16, head dims multiples of 8 up to 256, query heads a multiple of
-// the KV heads. INVALID_ARGUMENT naming the field otherwise.
+// What the graphs cover: BF16/FP16, head dims (query and value) multiples of 8 up to 256, query
+// heads a multiple of the KV heads, a window only under the causal mask. INVALID_ARGUMENT naming
+// the field otherwise.
 absl::Status CheckSdpaShape(const SdpaShape& shape);
 
 // Decode: one query row per sequence against a KV cache of kv_len.
 inline bool SdpaDecode(const SdpaShape& s) { return s.q_len != s.kv_len; }
+inline int64_t SdpaValueDim(const SdpaShape& s) {
+  return s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
+}
 
 absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training);
 absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape);

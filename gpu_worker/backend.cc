@@ -4,6 +4,7 @@
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
+#include "core/layer_emulation.h"
 #include "core/layer_program.h"
 #include "service/convert.h"
 
@@ -81,9 +82,9 @@ class AnalyticBackend final : public TimingBackend {
     return t;
   }
 
-  // The layer's predicted sum of parts, labelled as this emulating worker's answer. What the GPU
-  // engine would refuse (its program: mixtures of experts, FP8, a size beyond memory), this one
-  // refuses too.
+  // The layer's program priced kernel by kernel (core/layer_emulation.h), labelled as this
+  // emulating worker's answer, beside the planner's sum of parts. What the GPU engine would refuse
+  // (no program: FP8, unfused latent attention; a size beyond memory), this one refuses too.
   absl::StatusOr<v1::LayerTiming> TimeLayer(const LayerKey& key,
                                             const TimingParams& params) override {
     if (!gpu_->Supports(key.layer.dtype)) {
@@ -102,7 +103,13 @@ class AnalyticBackend final : public TimingBackend {
                        gpu_->memory_bytes >> 20, " MiB"));
     }
     v1::LayerTiming t = PredictedLayerTiming(*gpu_, key);
+    const LayerEmulation e = EmulateLayerProgram(*gpu_, key, *program);
+    t.set_time_s(e.time_s);
+    t.set_tflops(e.time_s > 0 ? t.flops() / e.time_s / 1e12 : 0);
+    t.set_predicted_program_s(e.time_s);
     v1::Provenance* prov = t.mutable_provenance();
+    prov->set_error_band_p10(e.band_p10);
+    prov->set_error_band_p90(e.band_p90);
     prov->set_method(LayerTimingMethod("analytic", params.warm_l2));
     *prov->mutable_device() = fp_;
     prov->mutable_measured_at()->set_seconds(absl::ToUnixSeconds(absl::Now()));

@@ -59,7 +59,9 @@ struct TimingService::GemmUnit {
                               const std::function<bool()>& cancelled) {
     return w.Measure(kind, keys, o, cb, cancelled);
   }
-  static Timing Predict(const GpuSpec& gpu, const Key& k) { return Predicted(gpu, k); }
+  static Timing Predict(const GpuSpec& gpu, const Key& k, const absl::Status&, absl::string_view) {
+    return Predicted(gpu, k);
+  }
   static void Count(Metrics& m, const Key& k, const Timing& t) {
     m.GemmTimed(DTypeName(k.dtype), v1::Source_Name(t.provenance().source()).substr(7));
   }
@@ -87,7 +89,17 @@ struct TimingService::LayerUnit {
                               const std::function<bool()>& cancelled) {
     return w.MeasureLayers(kind, keys, o, cb, cancelled);
   }
-  static Timing Predict(const GpuSpec& gpu, const Key& k) { return PredictedLayerTiming(gpu, k); }
+  // The predicted sum of parts, saying why the layer was not timed whole (the engine does not
+  // build it, the worker refused it, or `otherwise`).
+  static Timing Predict(const GpuSpec& gpu, const Key& k, const absl::Status& refused,
+                        absl::string_view otherwise) {
+    Timing t = PredictedLayerTiming(gpu, k);
+    if (t.sum_of_parts_reason().empty()) {
+      t.set_sum_of_parts_reason(refused.ok() ? std::string(otherwise)
+                                             : std::string(refused.message()));
+    }
+    return t;
+  }
   static void Count(Metrics&, const Key&, const Timing&) {}  // GEMMs timed counts GEMMs only
 };
 
@@ -511,7 +523,10 @@ class TimingService::UnitRun {
         return absl::UnavailableError(absl::StrCat(Unit::Name(keys_[i]), " could not be measured"));
       }
       ++summary_.predicted;
-      Deliver(i, Unit::Predict(*task_.gpu, keys_[i]), "predicted");
+      const char* otherwise = task_.mode == v1::MODE_PREDICTED ? "predicted, as asked"
+                              : budget_spent_ ? "the measuring budget ran out before it"
+                                              : "no GPU worker of this kind measured it";
+      Deliver(i, Unit::Predict(*task_.gpu, keys_[i], key_errors_[i], otherwise), "predicted");
     }
     return absl::OkStatus();
   }

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cost_model.h"
+#include "core/layer_emulation.h"
+#include "core/layer_program.h"
 #include "core/memory.h"
 #include "service/errors.h"
 
@@ -457,7 +459,10 @@ absl::StatusOr<LayerKey> LayerKeyFromProto(const v1::LayerShape& shape, absl::st
   if (!violations.empty()) {
     return ViolationsToStatus(violations, absl::StrCat(field, ".layer."));
   }
-  absl::StatusOr<LayerKey> key = MakeLayerKey(*kind, spec);
+  absl::StatusOr<MoeRouting> routing =
+      ParseRouting(shape.routing(), absl::StrCat(field, ".routing"));
+  if (!routing.ok()) return routing.status();
+  absl::StatusOr<LayerKey> key = MakeLayerKey(*kind, spec, DefaultRole(spec), *routing);
   if (!key.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".kind: ", key.status().message()));
   }
@@ -468,6 +473,7 @@ v1::LayerShape ToProto(const LayerKey& key) {
   v1::LayerShape s;
   s.set_kind(ToProto(key.kind));
   *s.mutable_layer() = ToProto(key.layer);
+  if (!key.routing.balanced()) s.set_routing(RoutingName(key.routing));
   return s;
 }
 
@@ -479,6 +485,9 @@ v1::LayerTiming LayerTimingOf(const GpuSpec& gpu, const LayerKey& key) {
   t.set_flops(p.flops);
   t.set_predicted_sum_s(p.time_s);
   t.set_predicted_elementwise_s(p.elementwise_time_s);
+  if (absl::StatusOr<LayerProgram> program = PlanLayerProgram(key); program.ok()) {
+    t.set_predicted_program_s(EmulateLayerProgram(gpu, key, *program).time_s);
+  }
   return t;
 }
 
@@ -491,6 +500,9 @@ v1::LayerTiming PredictedLayerTiming(const GpuSpec& gpu, const LayerKey& key) {
   *prov = PredictedProvenance(gpu, key.layer.dtype, 0);
   prov->set_error_band_p10(p.band_p10);
   prov->set_error_band_p90(p.band_p90);
+  if (absl::StatusOr<LayerProgram> program = PlanLayerProgram(key); !program.ok()) {
+    t.set_sum_of_parts_reason(std::string(program.status().message()));
+  }
   return t;
 }
 

@@ -62,6 +62,11 @@ struct TimingTask : TimingTaskBase {
 };
 struct LayerTask : TimingTaskBase {
   std::vector<LayerKey> layers;  // distinct
+  // Per layer, when asked of a model (TimeLayers): how many of its layers run it, and its role
+  // where they differ (core/layers.h, LayerUse). Empty otherwise.
+  std::vector<int64_t> model_layers;
+  std::vector<std::string> roles;
+  std::vector<std::string> notes;  // for the answer: the model's layers no key stands for
 };
 
 // Where a task's or an answer's timings came from (distinct GEMMs or layers), and notes for the

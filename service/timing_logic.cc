@@ -122,20 +122,34 @@ std::vector<LayerKind> KindsOf(const v1::TimeLayersRequest& request,
   return kinds;
 }
 
-// The layers of `kinds` (every layer of the model when none), distinct, in the request's order.
-std::vector<LayerKey> LayersOf(const std::vector<LayerKind>& kinds, const ModelSpec& spec,
-                               std::vector<FieldViolation>* v) {
-  if (kinds.empty()) return LayerKeysOf(spec);
-  std::vector<LayerKey> keys;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    absl::StatusOr<LayerKey> key = MakeLayerKey(kinds[i], spec);
-    if (!key.ok()) {
-      v->push_back({absl::StrCat("kinds[", i, "]"), std::string(key.status().message())});
-    } else if (std::find(keys.begin(), keys.end(), *key) == keys.end()) {
-      keys.push_back(*std::move(key));
-    }
+// The layers of `kinds` (every kind of the model's layers when none), distinct, in the request's
+// order, each with how many of the model's layers run it: the model's stack (LayerStackOf), local
+// and global, MoE and dense layers each their own.
+std::vector<LayerUse> LayersOf(const std::vector<LayerKind>& kinds, const ModelSpec& spec,
+                               const MoeRouting& routing, std::vector<FieldViolation>* v) {
+  absl::StatusOr<std::vector<LayerUse>> stack = LayerStackOf(spec, routing);
+  if (kinds.empty()) {
+    if (!stack.ok()) v->push_back({"model", std::string(stack.status().message())});
+    return stack.ok() ? *std::move(stack) : std::vector<LayerUse>();
   }
-  return keys;
+  std::vector<LayerUse> uses;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    bool found = false;
+    for (const LayerUse& u : stack.ok() ? *stack : std::vector<LayerUse>()) {
+      if (u.key.kind != kinds[i]) continue;
+      found = true;
+      if (std::find_if(uses.begin(), uses.end(), [&](const LayerUse& x) {
+            return x.key == u.key;
+          }) == uses.end()) {
+        uses.push_back(u);
+      }
+    }
+    if (found) continue;
+    absl::StatusOr<LayerKey> key = MakeLayerKey(kinds[i], spec, DefaultRole(spec), routing);
+    v->push_back({absl::StrCat("kinds[", i, "]"),
+                  std::string(!key.ok() ? key.status().message() : stack.status().message())});
+  }
+  return uses;
 }
 
 // A progress message of a stream whose responses have a `progress` field.
@@ -240,7 +254,15 @@ absl::StatusOr<LayerTask> AcceptTimeLayers(v1::TimeLayersRequest request, const 
     spec = CheckModel(request.model(), &v);
   }
   absl::StatusOr<GpuTarget> gpu = CheckGpu(measurer, request.gpu(), &v);
-  std::vector<LayerKey> keys = v.empty() ? LayersOf(kinds, spec, &v) : std::vector<LayerKey>();
+  absl::StatusOr<MoeRouting> routing = ParseRouting(request.routing(), "");
+  if (!routing.ok()) {
+    v.push_back({"routing", std::string(routing.status().message())});
+  } else if (absl::Status st = CheckRouting(*routing, spec.num_experts, "");
+             !st.ok() && spec.num_experts > 0) {
+    v.push_back({"routing", std::string(st.message())});
+  }
+  std::vector<LayerUse> uses =
+      v.empty() ? LayersOf(kinds, spec, *routing, &v) : std::vector<LayerUse>();
   if (!v.empty()) return InvalidArgumentWithViolations(v);
   if (!gpu.ok()) return gpu.status();
   RETURN_IF_ERROR(CheckDtypeSupported(spec.dtype, *gpu->spec));
@@ -249,7 +271,21 @@ absl::StatusOr<LayerTask> AcceptTimeLayers(v1::TimeLayersRequest request, const 
   task.gpu = gpu->spec;
   task.mode = ModeOrAuto(request.mode());
   task.warm_l2 = request.warm_l2();
-  task.layers = std::move(keys);
+  bool whole_layer = false;
+  for (LayerUse& u : uses) {
+    whole_layer |= u.key.kind == LayerKind::kTransformerLayer;
+    task.layers.push_back(std::move(u.key));
+    task.model_layers.push_back(u.layers);
+    task.roles.push_back(std::move(u.role));
+  }
+  if (!whole_layer && kinds.empty()) {
+    absl::StatusOr<LayerKey> layer =
+        MakeLayerKey(LayerKind::kTransformerLayer, spec, DefaultRole(spec), *routing);
+    task.notes.push_back(absl::StrCat(
+        "the whole layer is not timed: ",
+        layer.ok() ? "no key" : layer.status().message(),
+        "; analyze prices it (its GEMMs and attention kernels summed)"));
+  }
   if (task.mode != v1::MODE_PREDICTED && measurer.MightMeasure(task.kind)) {
     double seconds = 0;
     for (const LayerKey& k : task.layers) seconds += PredictLayer(*task.gpu, k).time_s;
@@ -273,12 +309,15 @@ absl::StatusOr<MeasureCounts> StreamTimeLayers(const LayerTask& plan, const Call
       task,
       [&](size_t i, v1::LayerTiming t) {
         t.set_index(static_cast<int32_t>(i));
+        if (i < task.model_layers.size()) t.set_model_layers(task.model_layers[i]);
+        if (i < task.roles.size()) t.set_role(task.roles[i]);
         v1::TimeLayersResponse msg;
         *msg.mutable_timing() = std::move(t);
         send(std::move(msg));
       },
       progress, ctx.cancelled);
   if (!summary.ok()) return summary.status();
+  summary->notes.insert(summary->notes.begin(), task.notes.begin(), task.notes.end());
   if (!summary->notes.empty()) {
     v1::TimeLayersResponse msg;
     msg.mutable_progress()->set_message("notes");

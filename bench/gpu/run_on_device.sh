@@ -3,6 +3,18 @@
 # there with .devbundle carried). PARTs, in order (default: all of them, in one call):
 #   tests      the `gpu` tests (cuBLASLt engine and cuDNN attention behaviour, with the device's
 #              own libcudnn.so.9 from its PyTorch wheels on the library path), cudnn_sdpa_test;
+#   families   today's layers whole, first (issue 51): MoE blocks (Mixtral with balanced and
+#              Zipf-skewed routing, Qwen3-30B-A3B's 128 experts: router, top-k, dispatch, grouped
+#              experts, combine), local attention (Mistral-7B at 8192 tokens under its 4096 window,
+#              Gemma-3-1B's local/global stack) and latent attention (DeepSeek-V2-Lite: MLA and its
+#              MoE), each twice through a cache-less server (`wavecrest time --layers`), judged
+#              by compare_families.py (families.txt: every layer MEASURED, re-run within 2%, and
+#              the planner's price against each); torch's MoE block (torch_moe_block.py, the moe
+#              part) runs right after it as the MoE reference. No PyTorch reference of windowed
+#              or latent attention is in the plan yet (torch's SDPA takes a window only as a mask,
+#              off its flash kernels);
+#              These engine paths (grouped expert GEMMs, the routing kernels, cuDNN's windowed and
+#              latent attention graphs) are compiled and host-tested but have not run on a GPU yet;
 #   gemms      compare_torch.sh (the whole list in one process per run: wavecrest-worker bench,
 #              torch.matmul in a CUDA graph, the worker again; same device, same method; raw
 #              sample streams kept), then the sweeps part;
@@ -50,9 +62,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|gemms|sweeps|attention|fp8|moe|layers|recommend|summary) ;;
-    *) echo "run_on_device.sh: unknown part '$p': all, tests, gemms, sweeps, attention, fp8," \
-         "moe, layers, recommend, summary" >&2
+    all|tests|families|gemms|sweeps|attention|fp8|moe|layers|recommend|summary) ;;
+    *) echo "run_on_device.sh: unknown part '$p': all, tests, families, gemms, sweeps," \
+         "attention, fp8, moe, layers, recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -86,6 +98,49 @@ if want tests; then
   echo "gpu_test exit $?" >> "$out/gpu_test.txt"
   "$R" cudnn_sdpa_test >> "$out/cudnn.txt" 2>&1
   echo "cudnn_sdpa_test exit $?" >> "$out/cudnn.txt"
+fi
+
+# Starts a server (flags after the port file); sets $server and $port once it measures. The
+# port file is removed first: a previous part's file named a server that is gone.
+start_server() {
+  local ports=$1
+  shift
+  rm -f "$ports"
+  "$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --port_file="$ports" \
+    --workers=auto "$@" 2>> "$out/server.log" &
+  server=$!
+  for _ in $(seq 600); do
+    [[ -s $ports ]] && break
+    kill -0 $server 2>/dev/null || { echo "start_server: the server exited (server.log)" >&2; return 1; }
+    sleep 0.1
+  done
+  port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$ports")
+  for _ in $(seq 600); do
+    "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break
+    sleep 0.1
+  done
+}
+
+# Today's layers first: MoE blocks, local and latent attention, twice each (no cache), then
+# torch's MoE block (the moe part) as their reference.
+families=("mixtral-8x7b" "mixtral-8x7b --routing zipf:1.2" "qwen3-30b-a3b" "mistral-7b --seq 8192"
+          "gemma-3-1b" "deepseek-v2-lite")
+if want families; then
+start_server "$out/ports-families.json"
+for m in "${families[@]}"; do
+  name=${m%% *}
+  tag=$(echo "$m" | tr -c 'a-zA-Z0-9.\n-' '_')
+  for run in 1 2; do
+    "$R" wavecrest time --server=127.0.0.1:$port --gpu "$kind" --layers --format json \
+      --model "examples/models/hf/$name.json" ${m#"$name"} --deadline 300 \
+      > "$out/families-$tag-$run.json" 2> "$out/families-$tag-$run.log"
+  done
+done
+kill -TERM $server; wait $server
+python3 bench/gpu/compare_families.py "$out" > "$out/families.txt" 2>&1
+fi
+if want families || want moe; then
+  python3 bench/gpu/torch_moe_block.py "$out/moe-block.csv" > "$out/moe-block.txt" 2>&1
 fi
 
 if want gemms; then
@@ -146,30 +201,6 @@ if want fp8; then
   python3 bench/gpu/torch_fp8_accum.py bench/gpu/shapes.csv "$out/fp8-accum.csv" \
     > "$out/fp8-accum.txt" 2>&1
 fi
-if want moe; then
-  python3 bench/gpu/torch_moe_block.py "$out/moe-block.csv" > "$out/moe-block.txt" 2>&1
-fi
-
-# Starts a server (flags after the port file); sets $server and $port once it measures. The
-# port file is removed first: a previous part's file named a server that is gone.
-start_server() {
-  local ports=$1
-  shift
-  rm -f "$ports"
-  "$R" wavecrest-server --listen=127.0.0.1:0 --metrics_listen=127.0.0.1:0 --port_file="$ports" \
-    --workers=auto "$@" 2>> "$out/server.log" &
-  server=$!
-  for _ in $(seq 600); do
-    [[ -s $ports ]] && break
-    kill -0 $server 2>/dev/null || { echo "start_server: the server exited (server.log)" >&2; return 1; }
-    sleep 0.1
-  done
-  port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$ports")
-  for _ in $(seq 600); do
-    "$R" wavecrest health --server=127.0.0.1:$port 2>/dev/null | grep -q "measure: SERVING" && break
-    sleep 0.1
-  done
-}
 
 # Layers whole, twice, with torch between (no cache: the second run measures again).
 if want layers; then
@@ -246,6 +277,8 @@ if ! want summary; then
 fi
 echo "== device"; head -n 12 "$out/nvidia-smi.txt"
 echo "== gpu tests"; grep -E "PASSED|FAILED|SKIPPED|exit" "$out/gpu_test.txt" | tail -n 8
+echo "== today's layers whole (MoE, local, latent attention)"; cat "$out/families.txt" 2>/dev/null
+tail -n 6 "$out/moe-block.txt" 2>/dev/null
 echo "== cudnn"; grep -E "cudnn from|PASSED|FAILED|SKIPPED|exit" "$out/cudnn.txt" | tail -n 4
 echo "== compare"; tail -n 8 "$out/compare/compare.txt" 2>/dev/null || tail -n 20 "$out/compare.log"
 echo "== sweeps (default, a quarter of its budget, a plain torch loop)"

@@ -256,6 +256,9 @@ struct SmClock {
   std::string source;
 };
 
+// One GEMM of a layer program, ready to launch (layer_engine.cc).
+struct LayerGemm;
+
 class CublasLtBackend final : public TimingBackend {
  public:
   // engine_setup.cc
@@ -416,6 +419,12 @@ class CublasLtBackend final : public TimingBackend {
                          const TimingParams& params, LayerRun& run);
   absl::Status AllocateBuffers(LayerRun& run);
   absl::Status MakeLayerGemms(const EngineOptions& options, LayerRun& run);
+  // One GEMM's descriptors and algorithm (shared by equal keys): its index in the run's GEMMs.
+  absl::StatusOr<int> MakeLayerGemm(const GemmKey& key, const std::string& name,
+                                    const EngineOptions& options, LayerRun& run);
+  absl::Status EnqueueGemm(const LayerRun& run, const LayerGemm& g, const void* a, const void* b,
+                           void* c, const std::string& what);
+  absl::Status EnqueueGroupedGemm(const LayerRun& run, size_t op);
   // The program, enqueued once on the stream (also while capturing).
   absl::Status EnqueueProgram(const LayerRun& run);
   // One run, timed, into NaN-poisoned outputs that must come out finite. Seconds.

@@ -190,6 +190,8 @@ cudnnPointwiseMode_t PointwiseMode(SdpaMode mode) {
       return CUDNN_POINTWISE_GEN_INDEX;
     case SdpaMode::kCmpGe:
       return CUDNN_POINTWISE_CMP_GE;
+    case SdpaMode::kCmpGt:
+      return CUDNN_POINTWISE_CMP_GT;
     case SdpaMode::kBinarySelect:
       return CUDNN_POINTWISE_BINARY_SELECT;
     default:
@@ -244,7 +246,7 @@ absl::StatusOr<Operations> BuildOperations(const SdpaGraph& g) {
             part.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode, 1, what));
         RETURN_IF_ERROR(
             part.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec, 1, what));
-        if (op.mode == SdpaMode::kGenIndex) {
+        if (op.axis >= 0) {  // the index's axis (and the window's add, as cudnn-frontend sets it)
           const int64_t axis = op.axis;
           RETURN_IF_ERROR(part.Set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, &axis, 1, what));
         }

@@ -17,6 +17,12 @@
 //     achieved: a layer whose buffers span at least twice L2 is timed cold, a smaller one warm,
 //     and the method says which.
 //  6. The SM clock: NVML's during the samples, else the probes'.
+// Grouped GEMMs (a mixture of experts' experts, each with its own rows) run as one cuBLASLt matmul
+// per expert with rows, back to back on the stream inside the graph (the heuristic's algorithm for
+// each distinct shape, descriptors shared between experts of equal rows), as Transformer Engine's
+// grouped linear layer runs them on one stream. The MoE routing kernels, MLA's assembly and the
+// norms of strided rows are gpu_worker/cuda/moe_kernels.h's and layer_kernels.h's (layer_ops.h).
+// These paths are compiled and their plans host-tested; they have not yet run on a GPU.
 // Fused attention runs through cuDNN's scaled-dot-product attention when this build and device
 // have it (gpu_worker/cuda/cudnn_sdpa.h: core/sdpa_graph.h's graphs, executed inside the layer's
 // CUDA graph); otherwise the layer is refused with FAILED_PRECONDITION and the server predicts
@@ -30,6 +36,8 @@
 #include "gpu_worker/cuda/cublaslt_engine.h"
 #include "gpu_worker/cuda/cudnn_sdpa.h"
 #include "gpu_worker/cuda/layer_kernels.h"
+#include "gpu_worker/cuda/layer_ops.h"
+#include "gpu_worker/cuda/moe_kernels.h"
 
 namespace wavecrest::engine {
 namespace {
@@ -37,8 +45,10 @@ namespace {
 // A buffer's initial values: weights at the scale of their fan-in, the rest in ±1.
 float InitScale(const LayerProgram& program, int buffer) {
   for (const LayerOp& op : program.ops) {
-    if (op.kind == LayerOpKind::kGemm && op.b == buffer && op.name.ends_with(" forward") &&
-        op.gemm.layout == Layout::kTN && op.gemm.shape.batch == 1) {
+    const bool grouped = op.kind == LayerOpKind::kGroupedGemm;
+    if ((op.kind == LayerOpKind::kGemm || grouped) && op.b == buffer &&
+        op.name.ends_with(" forward") && op.gemm.layout == Layout::kTN &&
+        (grouped || op.gemm.shape.batch == 1)) {
       return 1.0f / std::sqrt(static_cast<float>(op.gemm.shape.k));
     }
   }
@@ -53,6 +63,7 @@ std::string OpName(const LayerOp& op) {
 
 // One GEMM of the program, ready to launch: its descriptors and the heuristic's algorithm.
 struct LayerGemm {
+  GemmKey key;
   GemmPlan plan;
   MatmulDescriptors desc;
   cublasLtMatmulAlgo_t algo{};
@@ -67,6 +78,9 @@ struct CublasLtBackend::LayerRun {
   std::vector<DeviceBuffer> buffers;
   std::vector<std::unique_ptr<LayerGemm>> gemms;
   std::vector<int> gemm_of;  // per op: its index in `gemms`, or -1
+  // Per op: a grouped GEMM's group indices in `gemms` (-1 for an expert without rows).
+  std::vector<std::vector<int>> groups_of;
+  std::vector<void*> pointers;  // the buffers' device pointers, by index
   void* ptr(int i) const { return i >= 0 ? buffers[i].get() : nullptr; }
 };
 
@@ -124,6 +138,12 @@ absl::Status CublasLtBackend::PlanLayer(const LayerKey& key, const EngineOptions
   run.key = key;
   run.name = LayerKeyString(key);
   ASSIGN_OR_RETURN(run.program, PlanLayerProgram(key));
+  for (const LayerOp& op : run.program.ops) {
+    if (op.kind == LayerOpKind::kRouterTopK && op.top_k > cuda::kMaxTopK) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          run.name, ": the router's top-k kernel selects at most ", cuda::kMaxTopK, " experts"));
+    }
+  }
   run.ty = Types(key.layer.dtype);
   for (const LayerOp& op : run.program.ops) {
     if (op.kind != LayerOpKind::kFusedAttention || run.sdpa) continue;
@@ -153,11 +173,13 @@ absl::Status CublasLtBackend::PlanLayer(const LayerKey& key, const EngineOptions
 
 absl::Status CublasLtBackend::AllocateBuffers(LayerRun& run) {
   run.buffers = std::vector<DeviceBuffer>(run.program.buffers.size());
+  run.pointers.assign(run.program.buffers.size(), nullptr);
   const uint64_t seed = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()));
   for (size_t i = 0; i < run.program.buffers.size(); ++i) {
     const LayerBuffer& b = run.program.buffers[i];
     RETURN_IF_ERROR(Cuda(run.buffers[i].Allocate(static_cast<size_t>(b.elements) * b.element_bytes),
                          absl::StrCat("cudaMalloc ", b.name)));
+    run.pointers[i] = run.buffers[i].get();
     const Elem elem = b.element_bytes == 4 ? Elem::kFp32 : run.ty.ab_elem;
     RETURN_IF_ERROR(Cuda(cuda::FillRandom(run.buffers[i].get(), b.elements, elem, seed + i, stream_,
                                           InitScale(run.program, static_cast<int>(i))),
@@ -166,7 +188,11 @@ absl::Status CublasLtBackend::AllocateBuffers(LayerRun& run) {
   return absl::OkStatus();
 }
 
-absl::Status CublasLtBackend::MakeLayerGemms(const EngineOptions& options, LayerRun& run) {
+absl::StatusOr<int> CublasLtBackend::MakeLayerGemm(const GemmKey& key, const std::string& name,
+                                                   const EngineOptions& options, LayerRun& run) {
+  for (size_t i = 0; i < run.gemms.size(); ++i) {  // experts of equal rows share descriptors
+    if (run.gemms[i]->key == key) return static_cast<int>(i);
+  }
   DeviceLimits limits;
   limits.compute_capability = cc_;
   limits.l2_bytes = l2_bytes_;
@@ -174,86 +200,93 @@ absl::Status CublasLtBackend::MakeLayerGemms(const EngineOptions& options, Layer
   limits.margin_bytes = 0;
   EngineOptions one_set = options;
   one_set.warm_l2 = true;  // no input sets: the layer's own buffers are its working set
+  auto g = std::make_unique<LayerGemm>();
+  g->key = key;
+  ASSIGN_OR_RETURN(g->plan, PlanGemm(key, limits, one_set));
+  RETURN_IF_ERROR(MakeDescriptors(g->plan, run.ty, run.ty.ab, &g->desc));
+  // The heuristic's first algorithm with the framework's workspace: what PyTorch gets.
+  ASSIGN_OR_RETURN(const std::vector<cublasLtMatmulHeuristicResult_t> heur,
+                   Heuristics(g->desc, workspace_bytes_, 1,
+                              absl::StrCat(GemmKeyString(key), " (", name, ")")));
+  if (heur[0].state != CUBLAS_STATUS_SUCCESS) {
+    return absl::FailedPreconditionError(absl::StrCat("cuBLASLt's heuristic has no algorithm for ",
+                                                      GemmKeyString(key), " (", name, ") on ",
+                                                      fp_.name()));
+  }
+  g->algo = heur[0].algo;
+  run.gemms.push_back(std::move(g));
+  return static_cast<int>(run.gemms.size()) - 1;
+}
+
+absl::Status CublasLtBackend::MakeLayerGemms(const EngineOptions& options, LayerRun& run) {
   run.gemm_of.assign(run.program.ops.size(), -1);
+  run.groups_of.assign(run.program.ops.size(), {});
   for (size_t i = 0; i < run.program.ops.size(); ++i) {
     const LayerOp& op = run.program.ops[i];
-    if (op.kind != LayerOpKind::kGemm) continue;
-    auto g = std::make_unique<LayerGemm>();
-    ASSIGN_OR_RETURN(g->plan, PlanGemm(op.gemm, limits, one_set));
-    RETURN_IF_ERROR(MakeDescriptors(g->plan, run.ty, run.ty.ab, &g->desc));
-    // The heuristic's first algorithm with the framework's workspace: what PyTorch gets.
-    ASSIGN_OR_RETURN(const std::vector<cublasLtMatmulHeuristicResult_t> heur,
-                     Heuristics(g->desc, workspace_bytes_, 1,
-                                absl::StrCat(GemmKeyString(op.gemm), " (", op.name, ")")));
-    if (heur[0].state != CUBLAS_STATUS_SUCCESS) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("cuBLASLt's heuristic has no algorithm for ", GemmKeyString(op.gemm), " (",
-                       op.name, ") on ", fp_.name()));
+    if (op.kind == LayerOpKind::kGemm) {
+      ASSIGN_OR_RETURN(run.gemm_of[i], MakeLayerGemm(op.gemm, op.name, options, run));
     }
-    g->algo = heur[0].algo;
-    run.gemm_of[i] = static_cast<int>(run.gemms.size());
-    run.gemms.push_back(std::move(g));
+    if (op.kind != LayerOpKind::kGroupedGemm) continue;
+    for (size_t j = 0; j < op.groups.size(); ++j) {
+      int index = -1;
+      if (op.groups[j] > 0) {
+        ASSIGN_OR_RETURN(index, MakeLayerGemm(GroupGemm(op, j), op.name, options, run));
+      }
+      run.groups_of[i].push_back(index);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CublasLtBackend::EnqueueGemm(const LayerRun& run, const LayerGemm& g, const void* a,
+                                          const void* b, void* c, const std::string& what) {
+  const float alpha = 1.0f, beta = 0.0f;
+  // cuBLAS's A is the row-major right operand, its B the left one (core/gemm.h).
+  return Blas(cublasLtMatmul(handle_, g.desc.op, &alpha, b, g.desc.la, a, g.desc.lb, &beta, c,
+                             g.desc.ld, c, g.desc.ld, &g.algo, workspace_,
+                             static_cast<size_t>(workspace_bytes_), stream_),
+              what);
+}
+
+// One matmul per expert with rows, each at its group's offsets (core/layer_program.h).
+absl::Status CublasLtBackend::EnqueueGroupedGemm(const LayerRun& run, size_t i) {
+  const LayerOp& op = run.program.ops[i];
+  const int64_t bytes = DTypeBytes(op.gemm.dtype);
+  auto at = [&](int buffer, int64_t elements) {
+    return static_cast<char*>(run.ptr(buffer)) + elements * bytes;
+  };
+  for (size_t j = 0; j < op.groups.size(); ++j) {
+    const int g = run.groups_of[i][j];
+    if (g < 0) continue;
+    const GroupOffsets o = GroupGemmOffsets(op, j);
+    RETURN_IF_ERROR(EnqueueGemm(run, *run.gemms[g], at(op.a, o.a), at(op.b, o.b), at(op.c, o.c),
+                                absl::StrCat(OpName(op), " expert ", j)));
   }
   return absl::OkStatus();
 }
 
 absl::Status CublasLtBackend::EnqueueProgram(const LayerRun& run) {
-  const float alpha = 1.0f, beta = 0.0f;
-  const Elem e = run.ty.ab_elem;
-  auto ptr = [&](int i) { return run.ptr(i); };
   for (size_t i = 0; i < run.program.ops.size(); ++i) {
     const LayerOp& op = run.program.ops[i];
-    const cuda::HeadShape hs{op.batch, op.q_len, op.heads, op.kv_heads, op.head_dim};
-    cudaError_t err = cudaSuccess;
     switch (op.kind) {
-      case LayerOpKind::kGemm: {
-        const LayerGemm& g = *run.gemms[run.gemm_of[i]];
-        // cuBLAS's A is the row-major right operand, its B the left one (core/gemm.h).
-        RETURN_IF_ERROR(Blas(
-            cublasLtMatmul(handle_, g.desc.op, &alpha, ptr(op.b), g.desc.la, ptr(op.a), g.desc.lb,
-                           &beta, ptr(op.c), g.desc.ld, ptr(op.c), g.desc.ld, &g.algo, workspace_,
-                           static_cast<size_t>(workspace_bytes_), stream_),
-            OpName(op)));
-        continue;
-      }
-      case LayerOpKind::kNorm:
-        err = cuda::Norm(ptr(op.a), ptr(op.b), ptr(op.c), op.rows, op.cols, op.rms, e, stream_);
+      case LayerOpKind::kGemm:
+        RETURN_IF_ERROR(EnqueueGemm(run, *run.gemms[run.gemm_of[i]], run.ptr(op.a), run.ptr(op.b),
+                                    run.ptr(op.c), OpName(op)));
         break;
-      case LayerOpKind::kNormBackward:
-        err = cuda::NormBackward(ptr(op.a), ptr(op.b), ptr(op.d), ptr(op.c), op.rows, op.cols,
-                                 op.rms, e, stream_);
-        break;
-      case LayerOpKind::kActivation:
-        err = cuda::Activation(ptr(op.a), ptr(op.b), op.a_stride, ptr(op.c), op.rows, op.cols,
-                               op.swiglu, e, stream_);
-        break;
-      case LayerOpKind::kActivationBackward:
-        err = cuda::ActivationBackward(ptr(op.a), ptr(op.b), ptr(op.d), op.a_stride, ptr(op.c),
-                                       ptr(op.e), op.rows, op.cols, op.swiglu, e, stream_);
-        break;
-      case LayerOpKind::kAdd:
-        err = cuda::Add(ptr(op.a), ptr(op.b), ptr(op.c), op.rows * op.cols, e, stream_);
-        break;
-      case LayerOpKind::kSplitHeads:
-        err = cuda::SplitHeads(ptr(op.a), ptr(op.c), ptr(op.d), ptr(op.e), hs, e, stream_);
-        break;
-      case LayerOpKind::kMergeHeads:
-        err = cuda::MergeHeads(ptr(op.a), ptr(op.d), ptr(op.e), ptr(op.c), hs, e, stream_);
-        break;
-      case LayerOpKind::kSoftmax:
-        err = cuda::Softmax(ptr(op.a), op.rows, op.cols, op.q_len, op.causal, op.scale, e, stream_);
-        break;
-      case LayerOpKind::kSoftmaxBackward:
-        err = cuda::SoftmaxBackward(ptr(op.a), ptr(op.b), op.rows, op.cols, op.scale, e, stream_);
+      case LayerOpKind::kGroupedGemm:
+        RETURN_IF_ERROR(EnqueueGroupedGemm(run, i));
         break;
       case LayerOpKind::kFusedAttention:
-        RETURN_IF_ERROR(run.sdpa->Forward(ptr(op.a), ptr(op.c), ptr(op.d)));
-        continue;
+        RETURN_IF_ERROR(run.sdpa->Forward(run.ptr(op.a), run.ptr(op.c), run.ptr(op.d)));
+        break;
       case LayerOpKind::kFusedAttentionBackward:
-        RETURN_IF_ERROR(run.sdpa->Backward(ptr(op.a), ptr(op.b), ptr(op.c), ptr(op.d), ptr(op.e)));
-        continue;
+        RETURN_IF_ERROR(run.sdpa->Backward(run.ptr(op.a), run.ptr(op.b), run.ptr(op.c),
+                                           run.ptr(op.d), run.ptr(op.e)));
+        break;
+      default:
+        RETURN_IF_ERROR(
+            Cuda(EnqueueLayerKernel(op, run.pointers, run.ty.ab_elem, stream_), OpName(op)));
     }
-    RETURN_IF_ERROR(Cuda(err, OpName(op)));
   }
   return absl::OkStatus();
 }

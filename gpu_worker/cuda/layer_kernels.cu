@@ -3,56 +3,18 @@
 
 #include "gpu_worker/cuda/layer_kernels.h"
 
+#include "gpu_worker/cuda/kernel_util.cuh"
+
 namespace wavecrest::cuda {
 namespace {
 
-constexpr int kThreads = 256;
-
-__device__ __forceinline__ float ToF(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float ToF(__half v) { return __half2float(v); }
-__device__ __forceinline__ float ToF(float v) { return v; }
-template <typename T>
-__device__ __forceinline__ T FromF(float v);
-template <>
-__device__ __forceinline__ __nv_bfloat16 FromF<__nv_bfloat16>(float v) {
-  return __float2bfloat16(v);
-}
-template <>
-__device__ __forceinline__ __half FromF<__half>(float v) {
-  return __float2half(v);
-}
-template <>
-__device__ __forceinline__ float FromF<float>(float v) {
-  return v;
-}
-
-// Sum over the block (kThreads threads); every thread gets the result.
-__device__ float BlockSum(float v, float* shared) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float t = lane < kThreads / 32 ? shared[lane] : 0.0f;
-  for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-  return t;
-}
-
-__device__ float BlockMax(float v, float* shared) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  float t = lane < kThreads / 32 ? shared[lane] : -INFINITY;
-  for (int o = 16; o > 0; o >>= 1) t = fmaxf(t, __shfl_xor_sync(0xffffffffu, t, o));
-  return t;
-}
+using namespace kernel_util;  // NOLINT: the kernels' element helpers
 
 template <typename T>
-__global__ void NormKernel(const T* x, const T* scale, T* y, int64_t cols, bool rms) {
+__global__ void NormKernel(const T* x, const T* scale, T* y, int64_t cols, int64_t x_stride,
+                           bool rms) {
   __shared__ float shared[32];
-  const T* row = x + blockIdx.x * cols;
+  const T* row = x + blockIdx.x * x_stride;
   T* out = y + blockIdx.x * cols;
   float sum = 0, sq = 0;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
@@ -73,9 +35,9 @@ __global__ void NormKernel(const T* x, const T* scale, T* y, int64_t cols, bool 
 
 template <typename T>
 __global__ void NormBackwardKernel(const T* dy, const T* x, const T* scale, T* dx, int64_t cols,
-                                   bool rms) {
+                                   int64_t x_stride, bool rms) {
   __shared__ float shared[32];
-  const int64_t base = blockIdx.x * cols;
+  const int64_t base = blockIdx.x * x_stride, dy_base = blockIdx.x * cols;
   float sum = 0, sq = 0;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
     const float v = ToF(x[base + j]);
@@ -89,7 +51,7 @@ __global__ void NormBackwardKernel(const T* dy, const T* x, const T* scale, T* d
   const float rstd = rsqrtf((rms ? sq / n : fmaxf(sq / n - mean * mean, 0.0f)) + 1e-5f);
   float g_sum = 0, gx_sum = 0;  // Σ g·dy and Σ g·dy·x̂
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-    const float g = ToF(scale[j]) * ToF(dy[base + j]);
+    const float g = ToF(scale[j]) * ToF(dy[dy_base + j]);
     const float xhat = (ToF(x[base + j]) - mean) * rstd;
     g_sum += g;
     gx_sum += g * xhat;
@@ -97,7 +59,7 @@ __global__ void NormBackwardKernel(const T* dy, const T* x, const T* scale, T* d
   g_sum = BlockSum(g_sum, shared) / n;
   gx_sum = BlockSum(gx_sum, shared) / n;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-    const float g = ToF(scale[j]) * ToF(dy[base + j]);
+    const float g = ToF(scale[j]) * ToF(dy[dy_base + j]);
     const float xhat = (ToF(x[base + j]) - mean) * rstd;
     dx[base + j] = FromF<T>(rstd * (g - (rms ? 0.0f : g_sum) - xhat * gx_sum));
   }
@@ -163,20 +125,27 @@ __global__ void AddKernel(const T* a, const T* b, T* c, int64_t count) {
 }
 
 template <typename T>
-__global__ void SoftmaxKernel(T* s, int64_t cols, int64_t q_len, bool causal, float scale) {
+__global__ void SoftmaxKernel(T* s, int64_t cols, int64_t q_len, bool causal, int64_t window,
+                              float scale) {
   __shared__ float shared[32];
   T* row = s + blockIdx.x * cols;
-  // Query i (of its block of q_len rows) sees keys 0 .. i + cols − q_len.
+  // Query i (of its block of q_len rows) sees keys 0 .. i + cols − q_len; under a window, only
+  // the last `window` of them.
   const int64_t last = causal ? (blockIdx.x % q_len) + cols - q_len : cols - 1;
+  const int64_t first = window > 0 && last - window + 1 > 0 ? last - window + 1 : 0;
   float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j <= last; j += kThreads) m = fmaxf(m, ToF(row[j]) * scale);
+  for (int64_t j = first + threadIdx.x; j <= last; j += kThreads) {
+    m = fmaxf(m, ToF(row[j]) * scale);
+  }
   m = BlockMax(m, shared);
   float sum = 0;
-  for (int64_t j = threadIdx.x; j <= last; j += kThreads) sum += __expf(ToF(row[j]) * scale - m);
+  for (int64_t j = first + threadIdx.x; j <= last; j += kThreads) {
+    sum += __expf(ToF(row[j]) * scale - m);
+  }
   sum = BlockSum(sum, shared);
   const float inv = 1.0f / sum;
   for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-    row[j] = FromF<T>(j <= last ? __expf(ToF(row[j]) * scale - m) * inv : 0.0f);
+    row[j] = FromF<T>(j >= first && j <= last ? __expf(ToF(row[j]) * scale - m) * inv : 0.0f);
   }
 }
 
@@ -238,48 +207,26 @@ __global__ void MergeHeadsKernel(const T* q, const T* dk, const T* dv, T* rows, 
   }
 }
 
-int Blocks(int64_t count) {
-  const int64_t b = (count + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 65536 ? (b < 1 ? 1 : b) : 65536);
-}
-
-// Runs `launch` with the element type of `elem` (FP8 is not a layer storage type).
-template <typename F>
-cudaError_t Dispatch(Elem elem, const F& launch) {
-  switch (elem) {
-    case Elem::kBf16:
-      launch(__nv_bfloat16{});
-      break;
-    case Elem::kFp16:
-      launch(__half{});
-      break;
-    case Elem::kFp32:
-      launch(float{});
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
-}
-
 }  // namespace
 
-cudaError_t Norm(const void* x, const void* scale, void* y, int64_t rows, int64_t cols, bool rms,
-                 Elem elem, cudaStream_t stream) {
+cudaError_t Norm(const void* x, const void* scale, void* y, int64_t rows, int64_t cols,
+                 int64_t x_stride, bool rms, Elem elem, cudaStream_t stream) {
   return Dispatch(elem, [&](auto t) {
     using T = decltype(t);
     NormKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<T*>(y), cols, rms);
+        static_cast<const T*>(x), static_cast<const T*>(scale), static_cast<T*>(y), cols,
+        x_stride > 0 ? x_stride : cols, rms);
   });
 }
 
 cudaError_t NormBackward(const void* dy, const void* x, const void* scale, void* dx, int64_t rows,
-                         int64_t cols, bool rms, Elem elem, cudaStream_t stream) {
+                         int64_t cols, int64_t x_stride, bool rms, Elem elem,
+                         cudaStream_t stream) {
   return Dispatch(elem, [&](auto t) {
     using T = decltype(t);
     NormBackwardKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(scale),
-        static_cast<T*>(dx), cols, rms);
+        static_cast<T*>(dx), cols, x_stride > 0 ? x_stride : cols, rms);
   });
 }
 
@@ -314,11 +261,11 @@ cudaError_t Add(const void* a, const void* b, void* c, int64_t count, Elem elem,
 }
 
 cudaError_t Softmax(void* scores, int64_t rows, int64_t cols, int64_t q_len, bool causal,
-                    float scale, Elem elem, cudaStream_t stream) {
+                    int64_t window, float scale, Elem elem, cudaStream_t stream) {
   return Dispatch(elem, [&](auto t) {
     using T = decltype(t);
     SoftmaxKernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
-        static_cast<T*>(scores), cols, q_len, causal, scale);
+        static_cast<T*>(scores), cols, q_len, causal, window, scale);
   });
 }
 

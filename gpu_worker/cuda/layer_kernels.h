@@ -13,12 +13,15 @@
 
 namespace wavecrest::cuda {
 
-// y = norm(x)·scale over each of `rows` rows of `cols`; RMSNorm when `rms`, else LayerNorm.
-cudaError_t Norm(const void* x, const void* scale, void* y, int64_t rows, int64_t cols, bool rms,
-                 Elem elem, cudaStream_t stream);
-// dx from dy and x (statistics recomputed), scale's gradient not formed.
+// y = norm(x)·scale over each of `rows` rows of `cols`; RMSNorm when `rms`, else LayerNorm. x's
+// rows are `x_stride` elements apart (0 = cols; MLA's latent sits in wider rows); y is dense.
+cudaError_t Norm(const void* x, const void* scale, void* y, int64_t rows, int64_t cols,
+                 int64_t x_stride, bool rms, Elem elem, cudaStream_t stream);
+// dx from dy and x (statistics recomputed), scale's gradient not formed; x and dx rows
+// `x_stride` apart, dy dense.
 cudaError_t NormBackward(const void* dy, const void* x, const void* scale, void* dx, int64_t rows,
-                         int64_t cols, bool rms, Elem elem, cudaStream_t stream);
+                         int64_t cols, int64_t x_stride, bool rms, Elem elem,
+                         cudaStream_t stream);
 
 // y[rows × cols] = GELU(x) (tanh form), or SwiGLU: silu(gate)·up with the gate at x[r·stride + j]
 // and the up half at up[r·cols + j] when `up` is given, else at x[r·stride + cols + j].
@@ -35,9 +38,10 @@ cudaError_t Add(const void* a, const void* b, void* c, int64_t count, Elem elem,
                 cudaStream_t stream);
 
 // In place over rows of `cols` scores: scale, causal mask (query i of a block of q_len rows sees
-// keys up to i + cols − q_len), softmax.
+// keys up to i + cols − q_len), a sliding window (only the last `window` of those; 0 = all),
+// softmax.
 cudaError_t Softmax(void* scores, int64_t rows, int64_t cols, int64_t q_len, bool causal,
-                    float scale, Elem elem, cudaStream_t stream);
+                    int64_t window, float scale, Elem elem, cudaStream_t stream);
 // In place: dP → dS = scale · P ⊙ (dP − Σ_j P·dP).
 cudaError_t SoftmaxBackward(void* dp, const void* p, int64_t rows, int64_t cols, float scale,
                             Elem elem, cudaStream_t stream);

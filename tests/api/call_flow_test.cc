@@ -3,6 +3,7 @@
 // results, the answer, where its times came from) and that the call keeps to its deadline and
 // stops when cancelled.
 #include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,52 @@ TEST(CallFlowTest, TimeLayersStreamsLayersAndTheirNotes) {
   EXPECT_EQ(counts->measured, 0);
   ASSERT_TRUE(s2.messages.back().notes_size() > 0);
   EXPECT_THAT(s2.messages.back().notes(0), HasSubstr("budget"));
+}
+
+// A model whose layers differ answers each kind with how many of its layers run it; a MoE
+// layer's routing is part of its key and a bad one is refused naming the field.
+TEST(CallFlowTest, TimeLayersAnswersEachKindOfLayerWithItsCount) {
+  FakeMeasurer gpu;
+  v1::TimeLayersRequest request;
+  request.set_gpu("h100-sxm");
+  v1::ModelSpec m = SmallModel();
+  m.set_sliding_window(256);
+  m.set_sliding_window_layers(6);  // 6 local, 2 global
+  m.set_num_experts(8);
+  m.set_experts_per_token(2);
+  m.set_first_dense_layers(2);  // 6 MoE, 2 dense
+  *request.mutable_model() = m;
+  request.set_routing("zipf:1.2");
+  absl::StatusOr<LayerTask> task = AcceptTimeLayers(request, gpu);
+  ASSERT_TRUE(task.ok()) << task.status();
+  Stream<v1::TimeLayersResponse> s;
+  ASSERT_TRUE(StreamTimeLayers(*task, s.Context(&gpu), s.send()).ok());
+  std::map<std::string, int64_t> layers_of_role;
+  int64_t whole = 0;
+  for (const auto& msg : s.messages) {
+    if (!msg.has_timing()) continue;
+    const v1::LayerTiming& t = msg.timing();
+    EXPECT_GT(t.model_layers(), 0) << t.key();
+    if (t.shape().kind() != v1::LAYER_KIND_TRANSFORMER) continue;
+    whole += t.model_layers();
+    layers_of_role[t.role()] += t.model_layers();
+    if (t.shape().layer().num_experts() > 0) {
+      EXPECT_EQ(t.shape().routing(), "zipf1.2");
+      EXPECT_THAT(t.key(), HasSubstr("moe8x2 zipf1.2"));
+    }
+  }
+  EXPECT_EQ(whole, 8);
+  // 6 local of 8 spread over 6 MoE and 2 dense layers: round(6·6/8) = 5 local MoE.
+  EXPECT_EQ(layers_of_role["MoE local"], 5);
+  EXPECT_EQ(layers_of_role["MoE global"], 1);
+  EXPECT_EQ(layers_of_role["dense local"], 1);
+  EXPECT_EQ(layers_of_role["dense global"], 1);
+
+  request.set_routing("counts:1,2,3");
+  absl::StatusOr<LayerTask> bad = AcceptTimeLayers(request, gpu);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("routing"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("3 counts for a layer of 8 experts"));
 }
 
 TEST(CallFlowTest, TimeLayersKeepsToTheDeadline) {

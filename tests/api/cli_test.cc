@@ -11,10 +11,12 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "client/format.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
+#include "client/format.h"
 #include "core/hf_import.h"
 #include "nlohmann/json.hpp"
 #include "service/advisor_logic.h"
@@ -669,6 +671,52 @@ TEST(CliTest, TimeLayersFlagErrorsNameTheFlag) {
   r = Cli(o);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("only with --layers"));
+  o.layer_kinds = "";
+  o.routing = "zipf:1";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--routing: only with --layers"));
+  o.layers = true;
+  o.routing = "skewed";
+  r = Cli(o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--routing"));
+  EXPECT_THAT(r.err, HasSubstr("allowed: balanced, zipf:S"));
+}
+
+// The layers table: each kind with its count and role, a layer summed from its parts says why,
+// the stack adds up, and the planner's price of a MoE layer against its program is a number.
+TEST(CliTest, LayerTableSaysWhySumsTheStackAndGivesThePlannersGap) {
+  auto row = [](int index, v1::LayerKind kind, int64_t layers, const std::string& role,
+                double time, double sum, double program) {
+    v1::LayerTiming t;
+    t.set_index(index);
+    t.mutable_shape()->set_kind(kind);
+    t.set_model_layers(layers);
+    t.set_role(role);
+    t.set_time_s(time);
+    t.set_predicted_sum_s(sum);
+    t.set_predicted_program_s(program);
+    t.mutable_provenance()->set_source(v1::SOURCE_PREDICTED);
+    t.set_key(absl::StrCat("key", index));
+    return t;
+  };
+  std::vector<v1::LayerTiming> rows = {
+      row(0, v1::LAYER_KIND_FUSED_ATTENTION, 12, "", 1e-3, 1e-3, 1e-3),
+      row(1, v1::LAYER_KIND_TRANSFORMER, 10, "MoE", 8e-3, 5e-3, 8e-3),
+      row(2, v1::LAYER_KIND_TRANSFORMER, 2, "dense", 4e-3, 4e-3, 0)};
+  rows[1].mutable_shape()->mutable_layer()->set_num_experts(64);
+  rows[2].set_sum_of_parts_reason("FP8 layers are not timed whole yet");
+  const std::string out = FormatLayerTimings(rows);
+  EXPECT_THAT(out, HasSubstr("MoE"));
+  EXPECT_THAT(out, HasSubstr("PREDICTED sum of parts"));
+  EXPECT_THAT(out, HasSubstr("#2 is its predicted sum of parts: FP8 layers are not timed whole"));
+  // 10 × 8 ms + 2 × 4 ms = 88 ms; the planner's 10 × 5 + 2 × 4 = 58 ms.
+  EXPECT_THAT(out, HasSubstr("stack: the model's 12 layers = 10 × #1 + 2 × #2 = 88.000 ms"));
+  EXPECT_THAT(out, HasSubstr("58.000 ms: layers/sum 1.517"));
+  // 5 ms against the program's 8 ms: the planner 37.5% low.
+  EXPECT_THAT(out, HasSubstr("planner gap #1 (MoE layer): the planner prices it 5.000 ms, -37.5%"));
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("planner gap #2")));
 }
 
 // A freshly timed result's fate in the server's store shows in `wavecrest time`'s table (after

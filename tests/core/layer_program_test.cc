@@ -101,13 +101,15 @@ TEST(LayerProgramTest, OpsReferToBuffersLargeEnough) {
 }
 
 TEST(LayerProgramTest, RefusesWhatTheEngineDoesNotRunWhole) {
-  ModelSpec moe = Spec(Mlp::kSwiglu, Attention::kFlash, Workload::kTraining, 1, true);
-  moe.num_experts = 8;
-  moe.experts_per_token = 2;
-  moe = *NormalizeSpec(moe);
-  auto p = PlanLayerProgram(*MakeLayerKey(LayerKind::kTransformerLayer, moe));
+  ModelSpec mla = Spec(Mlp::kSwiglu, Attention::kUnfused, Workload::kTraining, 1, true);
+  mla.num_kv_heads = 16;
+  mla.head_dim = 192;
+  mla.kv_lora_rank = 512;
+  mla.qk_rope_head_dim = 64;
+  mla.v_head_dim = 128;
+  auto p = PlanLayerProgram(*MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(mla)));
   EXPECT_EQ(p.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(p.status().message(), HasSubstr("mixture-of-experts"));
+  EXPECT_THAT(p.status().message(), HasSubstr("unfused multi-head latent attention"));
   ModelSpec fp8 = Spec(Mlp::kGelu, Attention::kFlash, Workload::kTraining, 1, true);
   fp8.dtype = DType::kFp8E4M3;
   p = PlanLayerProgram(*MakeLayerKey(LayerKind::kTransformerLayer, fp8));

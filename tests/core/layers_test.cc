@@ -137,5 +137,72 @@ TEST(LayersTest, AttentionPredictions) {
   EXPECT_LT(f.time_s, u.time_s);
 }
 
+// A model mixing dense and MoE layers (DeepSeek's first dense layers, Llama 4's interleave) has a
+// key for each, with their counts; the stack's FLOPs are the model's.
+TEST(LayersTest, MixedDenseAndMoeStack) {
+  ModelSpec s = testing::LlamaLike(1024, 16, 16, 12, 512, 1000);
+  s.num_experts = 16;
+  s.experts_per_token = 2;
+  s.first_dense_layers = 2;
+  s.dense_ffn_hidden_size = 2816;
+  s.shared_expert_ffn_hidden_size = 512;
+  const ModelSpec m = *NormalizeSpec(s);
+  absl::StatusOr<std::vector<LayerUse>> stack = LayerStackOf(m);
+  ASSERT_TRUE(stack.ok()) << stack.status();
+  ASSERT_EQ(stack->size(), 3u);  // attention, the MoE layer, the dense layer
+  EXPECT_EQ((*stack)[0].key.kind, LayerKind::kFusedAttention);
+  EXPECT_EQ((*stack)[0].layers, 12);
+  EXPECT_EQ((*stack)[0].role, "");
+  EXPECT_EQ((*stack)[1].role, "MoE");
+  EXPECT_EQ((*stack)[1].layers, 10);
+  EXPECT_EQ((*stack)[1].key.layer.num_experts, 16);
+  EXPECT_EQ((*stack)[2].role, "dense");
+  EXPECT_EQ((*stack)[2].layers, 2);
+  EXPECT_EQ((*stack)[2].key.layer.num_experts, 0);
+  EXPECT_EQ((*stack)[2].key.layer.ffn_hidden_size, 2816);
+  double stack_flops = 0;
+  for (const LayerUse& u : *stack) {
+    if (u.key.kind == LayerKind::kTransformerLayer) stack_flops += u.layers * LayerFlops(u.key);
+  }
+  double model_flops = 0;
+  for (const Gemm& g : BuildGemms(m)) model_flops += g.name == kLogits ? 0 : g.step_flops();
+  EXPECT_NEAR(stack_flops, model_flops, 1e-9 * model_flops);
+  auto one = MakeLayerKey(LayerKind::kTransformerLayer, m);
+  EXPECT_EQ(one.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(one.status().message(), HasSubstr("MoE and dense"));
+  EXPECT_EQ(LayerKeysOf(m).size(), 3u);
+}
+
+TEST(LayersTest, ExpertParallelKeyIsTheRanksShareAndRoutingIsPartOfIt) {
+  ModelSpec s = testing::LlamaLike(1024, 16, 16, 4, 512, 1000);
+  s.num_experts = 16;
+  s.experts_per_token = 2;
+  s.expert_parallel = 4;
+  s.tensor_parallel = 2;
+  const ModelSpec m = *NormalizeSpec(s);
+  const LayerKey key = *MakeLayerKey(LayerKind::kTransformerLayer, m);
+  EXPECT_EQ(key.layer.expert_parallel, 4);
+  EXPECT_EQ(key.layer.ffn_hidden_size, 256);  // an expert's width over t = 2
+  EXPECT_EQ(Derive(key.layer).experts_per_rank, 4);
+  EXPECT_EQ(Derive(key.layer).expert_tokens, Derive(m).expert_tokens);
+  EXPECT_THAT(LayerKeyString(key), HasSubstr("moe16x2 ep4"));
+  const LayerKey skewed =
+      *MakeLayerKey(LayerKind::kTransformerLayer, m, DefaultRole(m), MoeRouting{1.5, {}});
+  EXPECT_NE(skewed, key);
+  EXPECT_THAT(LayerKeyString(skewed), HasSubstr("ep4 zipf1.5"));
+  // Counts must fit the experts.
+  auto bad = MakeLayerKey(LayerKind::kTransformerLayer, m, DefaultRole(m), MoeRouting{0, {1, 2}});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  // Whole experts under tensor parallelism: no one-rank key stands for them; the stack says why.
+  s.expert_tensor_parallel = 1;
+  s.expert_parallel = 8;
+  const ModelSpec whole = *NormalizeSpec(s);
+  EXPECT_EQ(MakeLayerKey(LayerKind::kTransformerLayer, whole).status().code(),
+            absl::StatusCode::kUnimplemented);
+  absl::StatusOr<std::vector<LayerUse>> stack = LayerStackOf(whole);
+  ASSERT_TRUE(stack.ok());  // the attention still has its key
+  EXPECT_EQ(stack->size(), 1u);
+}
+
 }  // namespace
 }  // namespace wavecrest

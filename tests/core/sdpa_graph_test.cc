@@ -19,8 +19,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-SdpaShape Small(int64_t heads, int64_t kv_heads, bool causal) {
+SdpaShape Small(int64_t heads, int64_t kv_heads, bool causal, int64_t window = 0,
+                int64_t v_head_dim = 0) {
   SdpaShape s;
+  s.window = window;
+  s.v_head_dim = v_head_dim;
   s.batch = 2;
   s.heads = heads;
   s.kv_heads = kv_heads;
@@ -31,11 +34,16 @@ SdpaShape Small(int64_t heads, int64_t kv_heads, bool causal) {
   return s;
 }
 
-// Attention written out: Q, K, V [b][h][t][c] from the QKV rows (query heads, then K, then V).
+// Attention written out: Q, K, V [b][h][t][c] from the QKV rows (query heads, then K, then V, of
+// the value head dim), a sliding window keeping keys j with i − j < window.
 struct Direct {
   SdpaShape s;
   std::vector<double> qkv, d_o;  // rows
-  int64_t W() const { return (s.heads + 2 * s.kv_heads) * s.head_dim; }
+  int64_t Dv() const { return SdpaValueDim(s); }
+  int64_t W() const { return (s.heads + s.kv_heads) * s.head_dim + s.kv_heads * Dv(); }
+  bool Masked(int64_t i, int64_t j) const {
+    return (s.causal && j > i) || (s.window > 0 && i - j >= s.window);
+  }
   double& At(std::vector<double>& rows, int64_t w, int64_t b, int64_t t, int64_t col) {
     return rows[(b * s.q_len + t) * w + col];
   }
@@ -48,7 +56,7 @@ struct Direct {
   }
   double V(int64_t b, int64_t h, int64_t t, int64_t c) {
     const int64_t g = s.heads / s.kv_heads;
-    return At(qkv, W(), b, t, (s.heads + s.kv_heads + h / g) * s.head_dim + c);
+    return At(qkv, W(), b, t, (s.heads + s.kv_heads) * s.head_dim + (h / g) * Dv() + c);
   }
   // P[i][j] of one (b, h), and the log-sum-exp of each row.
   std::vector<std::vector<double>> Probs(int64_t b, int64_t h, std::vector<double>* lse) {
@@ -58,7 +66,7 @@ struct Direct {
     for (int64_t i = 0; i < n; ++i) {
       double m = -1e300;
       for (int64_t j = 0; j < n; ++j) {
-        if (s.causal && j > i) continue;
+        if (Masked(i, j)) continue;
         double dot = 0;
         for (int64_t c = 0; c < s.head_dim; ++c) dot += Q(b, h, i, c) * K(b, h, j, c);
         p[i][j] = dot * s.scale;
@@ -66,7 +74,7 @@ struct Direct {
       }
       double z = 0;
       for (int64_t j = 0; j < n; ++j) {
-        if (s.causal && j > i) continue;
+        if (Masked(i, j)) continue;
         p[i][j] = std::exp(p[i][j] - m);
         z += p[i][j];
       }
@@ -90,15 +98,15 @@ std::vector<double> Random(size_t n, uint32_t seed) {
   return v;
 }
 
-class SdpaGraphMath : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+class SdpaGraphMath : public ::testing::TestWithParam<std::tuple<int, bool, int, int>> {};
 
 TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
-  const auto [kv_heads, causal] = GetParam();
-  Direct x{Small(4, kv_heads, causal), {}, {}};
+  const auto [kv_heads, causal, window, v_dim] = GetParam();
+  Direct x{Small(4, kv_heads, causal, window, v_dim), {}, {}};
   const SdpaShape& s = x.s;
-  const int64_t T = s.batch * s.q_len, W = x.W(), hd = s.head_dim;
+  const int64_t T = s.batch * s.q_len, W = x.W(), hd = s.head_dim, dv = x.Dv();
   x.qkv = Random(T * W, 1);
-  x.d_o = Random(T * s.heads * hd, 2);
+  x.d_o = Random(T * s.heads * dv, 2);
   absl::StatusOr<SdpaGraph> fwd = SdpaForwardGraph(s, /*training=*/true);
   absl::StatusOr<SdpaGraph> bwd = SdpaBackwardGraph(s);
   ASSERT_TRUE(fwd.ok()) << fwd.status();
@@ -115,20 +123,21 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
 
   // Direct forward and backward of every (b, h).
   const int64_t n = s.q_len, g = s.heads / s.kv_heads;
-  std::vector<double> dq(T * s.heads * hd, 0), dkv(T * 2 * s.kv_heads * hd, 0);
+  const int64_t kv_w = s.kv_heads * (hd + dv);  // the K and V part of a row
+  std::vector<double> dq(T * s.heads * hd, 0), dkv(T * kv_w, 0);
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       std::vector<double> lse;
       const auto p = x.Probs(b, h, &lse);
       auto d_o = [&](int64_t t, int64_t c) {
-        return x.d_o[(b * n + t) * s.heads * hd + h * hd + c];
+        return x.d_o[(b * n + t) * s.heads * dv + h * dv + c];
       };
       for (int64_t i = 0; i < n; ++i) {
         EXPECT_NEAR(mem[SdpaSlot::kStats].at(((b * s.heads + h) * n + i) * 4), lse[i], 1e-9);
-        for (int64_t c = 0; c < hd; ++c) {
+        for (int64_t c = 0; c < dv; ++c) {
           double o = 0;
           for (int64_t j = 0; j < n; ++j) o += p[i][j] * x.V(b, h, j, c);
-          EXPECT_NEAR(mem[SdpaSlot::kORows].at(((b * n + i) * s.heads * hd + h * hd + c) * 2), o,
+          EXPECT_NEAR(mem[SdpaSlot::kORows].at(((b * n + i) * s.heads * dv + h * dv + c) * 2), o,
                       1e-9)
               << "O b" << b << " h" << h << " t" << i << " c" << c;
         }
@@ -139,7 +148,7 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
         std::vector<double> dp(n, 0);
         double row = 0;
         for (int64_t j = 0; j < n; ++j) {
-          for (int64_t c = 0; c < hd; ++c) dp[j] += d_o(i, c) * x.V(b, h, j, c);
+          for (int64_t c = 0; c < dv; ++c) dp[j] += d_o(i, c) * x.V(b, h, j, c);
           row += p[i][j] * dp[j];
         }
         for (int64_t j = 0; j < n; ++j) ds[i][j] = p[i][j] * (dp[j] - row) * s.scale;
@@ -147,15 +156,18 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
       const int64_t kvh = h / g;
       for (int64_t t = 0; t < n; ++t) {
         for (int64_t c = 0; c < hd; ++c) {
-          double q_grad = 0, k_grad = 0, v_grad = 0;
+          double q_grad = 0, k_grad = 0;
           for (int64_t j = 0; j < n; ++j) {
             q_grad += ds[t][j] * x.K(b, h, j, c);
             k_grad += ds[j][t] * x.Q(b, h, j, c);
-            v_grad += p[j][t] * d_o(j, c);
           }
           dq[(b * n + t) * s.heads * hd + h * hd + c] = q_grad;
-          dkv[(b * n + t) * 2 * s.kv_heads * hd + kvh * hd + c] += k_grad;
-          dkv[(b * n + t) * 2 * s.kv_heads * hd + (s.kv_heads + kvh) * hd + c] += v_grad;
+          dkv[(b * n + t) * kv_w + kvh * hd + c] += k_grad;
+        }
+        for (int64_t c = 0; c < dv; ++c) {
+          double v_grad = 0;
+          for (int64_t j = 0; j < n; ++j) v_grad += p[j][t] * d_o(j, c);
+          dkv[(b * n + t) * kv_w + s.kv_heads * hd + kvh * dv + c] += v_grad;
         }
       }
     }
@@ -164,7 +176,7 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
   for (int64_t t = 0; t < T; ++t) {
     for (int64_t col = 0; col < W; ++col) {
       const double want = col < s.heads * hd ? dq[t * s.heads * hd + col]
-                                             : dkv[t * 2 * s.kv_heads * hd + col - s.heads * hd];
+                                             : dkv[t * kv_w + col - s.heads * hd];
       EXPECT_NEAR(dqkv.at((t * W + col) * 2), want, 1e-9) << "dQKV row " << t << " col " << col;
     }
   }
@@ -178,7 +190,15 @@ TEST_P(SdpaGraphMath, ForwardAndBackwardMatchAttentionWrittenOut) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HeadsAndMasks, SdpaGraphMath,
-                         ::testing::Combine(::testing::Values(4, 2, 1), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(4, 2, 1), ::testing::Bool(),
+                                            ::testing::Values(0), ::testing::Values(0)));
+// Sliding windows (local attention) and a value head dim other than the query's (MLA).
+INSTANTIATE_TEST_SUITE_P(WindowsAndValueDims, SdpaGraphMath,
+                         ::testing::Values(std::make_tuple(2, true, 3, 0),
+                                           std::make_tuple(4, true, 1, 0),
+                                           std::make_tuple(4, true, 0, 16),
+                                           std::make_tuple(1, true, 2, 16),
+                                           std::make_tuple(4, false, 0, 16)));
 
 // The inference forward (prefill, decode) keeps the softmax's log-sum-exp as cuDNN's fused engines
 // expect it (cudnn-frontend's composite softmax before 9.21: log of the row sum plus the row max,

@@ -91,6 +91,9 @@ class SdpaInterpreter {
               case SdpaMode::kCmpGe:
                 v = arg(0) >= arg(1) ? 1 : 0;
                 break;
+              case SdpaMode::kCmpGt:
+                v = arg(0) > arg(1) ? 1 : 0;
+                break;
               case SdpaMode::kBinarySelect:
                 v = arg(2) != 0 ? arg(0) : arg(1);
                 break;

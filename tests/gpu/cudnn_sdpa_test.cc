@@ -58,6 +58,45 @@ TEST_F(CudnnSdpaOperations, EveryGraphAWorkerBuildsIsAcceptedOperationByOperatio
   EXPECT_EQ(graphs, 2 * 3 * 3 * (2 * 3 + 1));
 }
 
+// Local attention (a sliding window under the causal mask) and multi-head latent attention's value
+// head dim other than the query's: the graphs the layer engine builds for Gemma, Mistral, GPT-OSS
+// and DeepSeek, accepted by cuDNN operation by operation.
+TEST_F(CudnnSdpaOperations, WindowAndLatentAttentionGraphsAreAccepted) {
+  int graphs = 0;
+  for (DType dtype : {DType::kBf16, DType::kFp16}) {
+    for (auto [d, dv, window] : {std::make_tuple(128, 0, 4096), std::make_tuple(64, 0, 128),
+                                 std::make_tuple(192, 128, 0), std::make_tuple(192, 128, 512)}) {
+      SdpaShape s;
+      s.batch = 1;
+      s.heads = 16;
+      s.kv_heads = dv > 0 ? 16 : 4;
+      s.q_len = s.kv_len = 8192;
+      s.head_dim = d;
+      s.v_head_dim = dv;
+      s.window = window;
+      s.scale = 0.1f;
+      s.dtype = dtype;
+      for (absl::StatusOr<SdpaGraph> g :
+           {SdpaForwardGraph(s, true), SdpaForwardGraph(s, false), SdpaBackwardGraph(s)}) {
+        ASSERT_TRUE(g.ok()) << g.status();
+        ASSERT_TRUE(ValidateSdpaGraph(*g).ok());
+        const absl::Status st = engine::FinalizeSdpaOperations(*g);
+        EXPECT_TRUE(st.ok()) << g->name << " d" << d << " dv" << dv << " window" << window << ": "
+                             << st;
+        ++graphs;
+      }
+      if (window == 0) {  // decode against caches of both head dims
+        s.causal = false;
+        s.q_len = 1;
+        const absl::Status st = engine::FinalizeSdpaOperations(*SdpaForwardGraph(s, false));
+        EXPECT_TRUE(st.ok()) << "decode d" << d << " dv" << dv << ": " << st;
+        ++graphs;
+      }
+    }
+  }
+  EXPECT_EQ(graphs, 2 * (4 * 3 + 1));
+}
+
 // cuDNN does check: a matmul whose inner dimensions disagree is refused, with cuDNN's reason.
 TEST_F(CudnnSdpaOperations, ABrokenGraphIsRefusedWithCudnnsReason) {
   SdpaShape s;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/cost_model.h"
+#include "core/layer_emulation.h"
 #include "core/layer_program.h"
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
@@ -202,7 +203,7 @@ TEST(AnalyticBackend, RefusesWhatTheGpuEngineWouldRefuse) {
 
 // NVML is optional: without it (or without its entry points) the sampler says why and the engine
 // falls back to its clock probe.
-TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
+TEST(AnalyticBackend, TimesLayersAsTheirProgramAndRefusesWhatCannotFit) {
   auto b = MakeAnalyticBackend("h100-sxm");
   ASSERT_TRUE(b.ok());
   ModelSpec m;
@@ -217,9 +218,15 @@ TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
   absl::StatusOr<v1::LayerTiming> t = (*b)->TimeLayer(*key, params);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->provenance().source(), v1::SOURCE_PREDICTED);
-  EXPECT_EQ(t->provenance().method(), absl::StrCat(kCostModelName, " emulated layer cold-L2"));
-  EXPECT_DOUBLE_EQ(t->time_s(), PredictLayer(**FindGpu("h100-sxm"), *key).time_s);
+  EXPECT_EQ(t->provenance().method(),
+            absl::StrCat(kCostModelName, " emulated layer program cold-L2"));
+  // The program priced kernel by kernel, beside the planner's sum of parts.
+  const GpuSpec& h100 = **FindGpu("h100-sxm");
+  EXPECT_DOUBLE_EQ(t->time_s(), EmulateLayerProgram(h100, *key, *PlanLayerProgram(*key)).time_s);
+  EXPECT_DOUBLE_EQ(t->predicted_program_s(), t->time_s());
+  EXPECT_DOUBLE_EQ(t->predicted_sum_s(), PredictLayer(h100, *key).time_s);
   EXPECT_GT(t->predicted_elementwise_s(), 0);  // the softmax
+  EXPECT_TRUE(t->sum_of_parts_reason().empty());
   EXPECT_EQ(t->key(), LayerKeyString(*key));
   // Unfused attention at s = 65536 holds b·a·s² scores: far beyond 80 GB.
   m.seq_length = 65536;
@@ -236,14 +243,17 @@ TEST(AnalyticBackend, TimesLayersAsTheSumOfTheirPartsAndRefusesWhatCannotFit) {
   key = MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(m));
   EXPECT_EQ((*a100)->TimeLayer(*key, params).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  // A mixture of experts is not run whole by the GPU engine: refused here too, with the reason.
+  // A mixture of experts runs whole: its program, grouped experts included; slower than the
+  // planner's batched experts under a skewed routing.
   m.dtype = DType::kBf16;
   m.num_experts = 8;
   m.experts_per_token = 2;
-  key = MakeLayerKey(LayerKind::kTransformerLayer, *NormalizeSpec(m));
+  const ModelSpec moe = *NormalizeSpec(m);
+  key = MakeLayerKey(LayerKind::kTransformerLayer, moe, DefaultRole(moe), MoeRouting{1.5, {}});
   t = (*b)->TimeLayer(*key, params);
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(t.status().message(), ::testing::HasSubstr("mixture-of-experts"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(t->key(), ::testing::HasSubstr("moe8x2 zipf1.5"));
+  EXPECT_GT(t->time_s(), t->predicted_sum_s());
 }
 
 TEST(ClockSampler, OpensOnlyARealNvmlAndSaysWhyNot) {

@@ -326,36 +326,46 @@ class KnobGain(_message.Message):
     def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ..., parts: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class LayerShape(_message.Message):
-    __slots__ = ["kind", "layer"]
+    __slots__ = ["kind", "layer", "routing"]
     KIND_FIELD_NUMBER: _ClassVar[int]
     LAYER_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_FIELD_NUMBER: _ClassVar[int]
     kind: LayerKind
     layer: _model_pb2.ModelSpec
-    def __init__(self, kind: _Optional[_Union[LayerKind, str]] = ..., layer: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ...) -> None: ...
+    routing: str
+    def __init__(self, kind: _Optional[_Union[LayerKind, str]] = ..., layer: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., routing: _Optional[str] = ...) -> None: ...
 
 class LayerTiming(_message.Message):
-    __slots__ = ["flops", "index", "key", "predicted_elementwise_s", "predicted_sum_s", "provenance", "shape", "stats", "tflops", "time_s"]
+    __slots__ = ["flops", "index", "key", "model_layers", "predicted_elementwise_s", "predicted_program_s", "predicted_sum_s", "provenance", "role", "shape", "stats", "sum_of_parts_reason", "tflops", "time_s"]
     FLOPS_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     KEY_FIELD_NUMBER: _ClassVar[int]
+    MODEL_LAYERS_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_ELEMENTWISE_S_FIELD_NUMBER: _ClassVar[int]
+    PREDICTED_PROGRAM_S_FIELD_NUMBER: _ClassVar[int]
     PREDICTED_SUM_S_FIELD_NUMBER: _ClassVar[int]
     PROVENANCE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     STATS_FIELD_NUMBER: _ClassVar[int]
+    SUM_OF_PARTS_REASON_FIELD_NUMBER: _ClassVar[int]
     TFLOPS_FIELD_NUMBER: _ClassVar[int]
     TIME_S_FIELD_NUMBER: _ClassVar[int]
     flops: float
     index: int
     key: str
+    model_layers: int
     predicted_elementwise_s: float
+    predicted_program_s: float
     predicted_sum_s: float
     provenance: _model_pb2.Provenance
+    role: str
     shape: LayerShape
     stats: TimingStats
+    sum_of_parts_reason: str
     tflops: float
     time_s: float
-    def __init__(self, shape: _Optional[_Union[LayerShape, _Mapping]] = ..., key: _Optional[str] = ..., time_s: _Optional[float] = ..., flops: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., predicted_sum_s: _Optional[float] = ..., predicted_elementwise_s: _Optional[float] = ...) -> None: ...
+    def __init__(self, shape: _Optional[_Union[LayerShape, _Mapping]] = ..., key: _Optional[str] = ..., time_s: _Optional[float] = ..., flops: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., predicted_sum_s: _Optional[float] = ..., predicted_elementwise_s: _Optional[float] = ..., model_layers: _Optional[int] = ..., role: _Optional[str] = ..., sum_of_parts_reason: _Optional[str] = ..., predicted_program_s: _Optional[float] = ...) -> None: ...
 
 class ListDevicesRequest(_message.Message):
     __slots__ = ["include_internal"]
@@ -861,20 +871,22 @@ class TimeGemmsResponse(_message.Message):
     def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., timing: _Optional[_Union[GemmTiming, _Mapping]] = ...) -> None: ...
 
 class TimeLayersRequest(_message.Message):
-    __slots__ = ["gpu", "hf_config_json", "kinds", "mode", "model", "warm_l2"]
+    __slots__ = ["gpu", "hf_config_json", "kinds", "mode", "model", "routing", "warm_l2"]
     GPU_FIELD_NUMBER: _ClassVar[int]
     HF_CONFIG_JSON_FIELD_NUMBER: _ClassVar[int]
     KINDS_FIELD_NUMBER: _ClassVar[int]
     MODEL_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
+    ROUTING_FIELD_NUMBER: _ClassVar[int]
     WARM_L2_FIELD_NUMBER: _ClassVar[int]
     gpu: str
     hf_config_json: str
     kinds: _containers.RepeatedScalarFieldContainer[LayerKind]
     mode: Mode
     model: _model_pb2.ModelSpec
+    routing: str
     warm_l2: bool
-    def __init__(self, gpu: _Optional[str] = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., hf_config_json: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[LayerKind, str]]] = ..., mode: _Optional[_Union[Mode, str]] = ..., warm_l2: bool = ...) -> None: ...
+    def __init__(self, gpu: _Optional[str] = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., hf_config_json: _Optional[str] = ..., kinds: _Optional[_Iterable[_Union[LayerKind, str]]] = ..., mode: _Optional[_Union[Mode, str]] = ..., warm_l2: bool = ..., routing: _Optional[str] = ...) -> None: ...
 
 class TimeLayersResponse(_message.Message):
     __slots__ = ["notes", "progress", "timing"]
