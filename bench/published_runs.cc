@@ -220,6 +220,20 @@ void MetaLlama3Recipe(RunConfig& run) {
   run.plan = true;
 }
 
+// How a publisher's MFU and TFLOP/s count attention's s × s products, where the planner's model
+// FLOPs stand for its count (the sources without a formula of their own here; see Price):
+// - nemo: NeMo 24.03-24.07 counted the whole product (nemo/utils/flops_formulas.py halves it for
+//   causal masks only from 6251117f4c, 2025-08-09; published-runs-nemo-h100.md).
+// - mbridge: Megatron-Bridge counts the causal half (its flop_utils: "only half of the attention
+//   matrix is non-zero", seq_length / hidden_size / 2, as Megatron-LM's training.py does since
+//   2025); its rows are tokens/s, which no count changes.
+// - automodel: step times, which no count changes.
+// - llama3: the Llama 3 paper does not say; the whole product, the planner's default
+//   (published-runs-llama3-h100.md: at 8k tokens the two differ by 1.4% on these rows).
+FlopCount PublisherFlopCount(const std::string& source) {
+  return source == "mbridge" ? FlopCount::kCausal : FlopCount::kFull;
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -344,6 +358,7 @@ Priced Describe(const Row& r, const std::string& root) {
   }
   if (source == "automodel") AutoModelRecipe(r, s, run);
   if (source == "llama3") MetaLlama3Recipe(run);
+  run.flop_count = PublisherFlopCount(source);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
@@ -400,7 +415,8 @@ Outcome Price(const Row& r, const std::string& root) {
   if (metric == "step_time_s") return {b->step_s, ""};
   if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
   // Sources without a FLOP count of their own here (today's MFU definitions count the model's
-  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs.
+  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs, attention counted as the
+  // publisher counts it (PublisherFlopCount).
   const std::string source = SourceOf(r);
   const bool own_count =
       source == "mpt" || source == "kort22" || source == "nar21" || source == "mlm2407";

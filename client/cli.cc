@@ -111,6 +111,11 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   v1::AnalyzeRequest request;
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
+  if (!o.flop_count.empty() && o.flop_count != "full" && o.flop_count != "causal") {
+    return FieldError("--flop-count",
+                      absl::StrCat("\"", o.flop_count, "\" is not one of: full, causal"));
+  }
+  request.set_flop_count(o.flop_count);
   if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
       !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
       o.overlap_grad_reduce || o.zero3_prefetch || o.ep_overlap || !o.network.empty() ||

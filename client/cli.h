@@ -42,6 +42,7 @@ struct CliOptions {
   std::string network;
   std::string ep_dispatcher;
   bool fp8_param_gather = false;
+  std::string flop_count;  // full (default) or causal
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

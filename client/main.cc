@@ -74,6 +74,10 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
           "token once to every node and rank holding one of its experts)");
+ABSL_FLAG(std::string, flop_count, "",
+          "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
+          "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "
+          "(half of it, as Megatron-Core counts a causal mask); times do not change");
 ABSL_FLAG(bool, fp8_param_gather, false,
           "analyze: FP8 training with the weights kept and all-gathered in FP8, 1 byte each "
           "(Megatron-Core's --fp8-param-gather, on in Megatron-Bridge's FP8 recipes); needs "
@@ -243,6 +247,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.network = absl::GetFlag(FLAGS_network);
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
+  o.flop_count = absl::GetFlag(FLAGS_flop_count);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

@@ -605,6 +605,18 @@ std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
       100 * fwd.rate, 100 * bwd.rate);
 }
 
+// How MFU and TFLOP/s count attention.
+std::string FlopCountAssumption(FlopCount count) {
+  return count == FlopCount::kCausal
+             ? "MFU and TFLOP/s count the model's FLOPs with attention's s × s products halved "
+               "for the causal mask (--flop-count causal: Megatron-Core's count; NeMo's since "
+               "2025-08); times are the same either way"
+             : "MFU and TFLOP/s count the model's FLOPs with attention's whole s × s product "
+               "(--flop-count full, the default: PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, "
+               "MosaicML's; Megatron-Core halves it for a causal mask: --flop-count causal); "
+               "times are the same either way";
+}
+
 // What the step assumed of expert parallelism: the dispatcher, the overlap, balanced routing and
 // the MoE block as fused kernels run it.
 std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
@@ -700,6 +712,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
         100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
   }
+  out.push_back(FlopCountAssumption(run.flop_count));
   if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
   if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
     out.push_back(
@@ -762,9 +775,11 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.micro_batch_size = s.micro_batch_size;
   r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
              r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
-  r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
-  r.mfu = r.model_flops_per_step /
-          (r.step_s * static_cast<double>(r.gpus) * a.gpu->PeakFlops(s.dtype));
+  r.flop_count = run.flop_count;
+  r.model_flops_per_step =
+      a.flops.ModelFlops(run.flop_count) * m * static_cast<double>(r.data_parallel);
+  r.tflops_per_gpu = r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus)) / 1e12;
+  r.mfu = r.tflops_per_gpu * 1e12 / a.gpu->PeakFlops(s.dtype);
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);
@@ -868,7 +883,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.067, 0.168, 282},
       {kBandExpertParallel, -0.070, 0.988, 25},
-      {kBandContextParallel, 0.054, 0.636, 14},
+      {kBandContextParallel, 0.054, 0.424, 14},
   };
   return kBands;
 }

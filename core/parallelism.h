@@ -123,6 +123,9 @@ struct RunConfig {
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;
+  // How MFU and TFLOP/s count attention's s × s products (core/model_stats.h): the whole product
+  // (the default) or the causal half, as the user's framework counts them. Times do not change.
+  FlopCount flop_count = FlopCount::kFull;
 };
 
 struct StepBreakdown {
@@ -146,7 +149,9 @@ struct StepBreakdown {
   double step_s = 0;
   double mfu = 0;  // model FLOPs per step / (step × GPUs × dense peak)
   double tokens_per_s_per_gpu = 0;
-  double model_flops_per_step = 0;
+  double model_flops_per_step = 0;  // counted as flop_count says
+  double tflops_per_gpu = 0;        // model FLOPs per step / step / GPUs, in TFLOP/s
+  FlopCount flop_count = FlopCount::kFull;
   MemoryEstimate memory;  // per GPU of the first stage, under this run's layout
   // The layout (as given, or as PlanLayout chose it).
   bool sequence_parallel = false;
