@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/analysis.h"
+#include "core/expert_parallel.h"
 #include "core/memory.h"
 
 namespace wavecrest {
@@ -55,17 +56,6 @@ inline constexpr double kAdamBytesPerParam = 30;
 // measurements: NVIDIA's nvbandwidth host_to_device_memcpy_ce example reports 55.6 GB/s on a
 // PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
 inline constexpr double kHostCopyEfficiency = 0.80;
-
-// Megatron-Core's token dispatchers for expert parallelism. kAllToAll ("alltoall"): NCCL
-// all-to-all of one copy per routed expert, as the router's k choices lay them out. kFlex ("flex",
-// the DeepEP and HybridEP backends): each token crosses the network once per destination node and
-// NVLink once per destination rank, whatever the number of its experts there (DeepEP's
-// dispatch and combine: RDMA to the GPU of the same index in the node, which forwards over
-// NVLink; arXiv:2412.19437 sec. 3.2.2).
-enum class EpDispatcher { kAllToAll, kFlex };
-// "alltoall" or "" (the default) and "flex" (also "deepep", "hybridep", its backends); otherwise
-// InvalidArgument naming the allowed values (the caller names the field).
-absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name);
 
 struct RunConfig {
   int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
