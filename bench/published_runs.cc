@@ -1,10 +1,12 @@
 // Prices published training runs with the planner (core/parallelism.h) and reports how far each
 // prediction is from what its publisher measured: median and p90 |error| by source and metric,
-// the signed median (bias), the rows refused and why, and one line per row with --rows; with
+// the signed median (bias), the rows refused and why, and one line per row with --rows (and the
+// predicted step's parts under it with --components); with
 // several files, their rows together (the "all:" line is the whole, a figure per row; the "runs:"
 // line counts each run once, where its publisher gave one measurement as several figures).
 //
-//   published_runs [--rows] [--max-median F --max-p90 F [--by-run]] FILE.csv...
+//   published_runs [--rows | --components] [--moe-host-ms MS] [--max-median F --max-p90 F
+//                  [--by-run]] FILE.csv...
 //   published_runs --bands [--check] FILE.csv...
 //
 // --bands: the planner's error band by kind of run (core/parallelism.h PlannerBands): measured
@@ -34,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +45,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
@@ -393,12 +397,56 @@ double PublishedFlopsPerToken(const Row& r, const ModelSpec& s, const ParamCount
 }
 
 struct Outcome {
+  Outcome(double p = 0, std::string why = "") : predicted(p), why_not(std::move(why)) {}
   double predicted = 0;
   std::string why_not;
+  std::string components;  // the step's parts, seconds (--components)
 };
+
+// The predicted step's parts in one line: what --components prints beside a row.
+std::string Components(const StepBreakdown& b) {
+  return absl::StrFormat(
+      "step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f cp %.3f offload %.3f bubble %.3f "
+      "pp %.3f dp %.3f optimizer %.3f; m %d",
+      b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.ep_comm_s, b.cp_comm_s, b.offload_s,
+      b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches);
+}
+
+// The row's metric from the priced step.
+Outcome PriceMetric(const Row& r, const ModelSpec& spec, const GpuSpec& gpu, const Analysis& a,
+                    const StepBreakdown& step) {
+  const StepBreakdown* b = &step;
+  const std::string metric = r.at("metric");
+  const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, spec, a.params);
+  if (metric == "step_time_s") return {b->step_s, ""};
+  if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
+  // Sources without a FLOP count of their own here (today's MFU definitions count the model's
+  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs, attention counted as the
+  // publisher counts it (PublisherFlopCount).
+  const std::string source = SourceOf(r);
+  const bool own_count =
+      source == "mpt" || source == "kort22" || source == "nar21" || source == "mlm2407";
+  const double per_gpu_rate = own_count ? rate : b->mfu * gpu.PeakFlops(spec.dtype);
+  if (metric == "mfu") return {100 * per_gpu_rate / gpu.PeakFlops(spec.dtype), ""};
+  if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
+  if (metric == "memory_gib") {
+    const MemoryEstimate& m = b->memory;
+    const double bytes = absl::StrContains(r.at("id"), "param_opt")
+                             ? m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
+                             : m.activations_bytes;
+    return {bytes / (1024.0 * 1024 * 1024), ""};
+  }
+  return {0, "unknown metric " + metric};
+}
+
+// --moe-host-ms: a host wait per MoE layer and micro-batch for every MoE row (RunConfig::
+// moe_host_s), to see what one value does across the sets (how kMoeHostWaitS was fitted and
+// cross-validated); unset, the planner's default.
+std::optional<double> g_moe_host_s;
 
 Outcome Price(const Row& r, const std::string& root) {
   Priced p = Describe(r, root);
+  if (g_moe_host_s) p.run.moe_host_s = g_moe_host_s;
   if (!p.why_not.empty()) return {0, p.why_not};
   const std::string gpu_name = GpuOf(r);
   if (gpu_name.empty()) return {0, "no catalog GPU for \"" + r.at("gpu") + "\""};
@@ -410,27 +458,9 @@ Outcome Price(const Row& r, const std::string& root) {
   if (!a.ok()) return {0, std::string(a.status().message())};
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
-  const std::string metric = r.at("metric");
-  const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
-  if (metric == "step_time_s") return {b->step_s, ""};
-  if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
-  // Sources without a FLOP count of their own here (today's MFU definitions count the model's
-  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs, attention counted as the
-  // publisher counts it (PublisherFlopCount).
-  const std::string source = SourceOf(r);
-  const bool own_count =
-      source == "mpt" || source == "kort22" || source == "nar21" || source == "mlm2407";
-  const double per_gpu_rate = own_count ? rate : b->mfu * (*gpu)->PeakFlops(spec->dtype);
-  if (metric == "mfu") return {100 * per_gpu_rate / (*gpu)->PeakFlops(spec->dtype), ""};
-  if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
-  if (metric == "memory_gib") {
-    const MemoryEstimate& m = b->memory;
-    const double bytes = absl::StrContains(r.at("id"), "param_opt")
-                             ? m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
-                             : m.activations_bytes;
-    return {bytes / (1024.0 * 1024 * 1024), ""};
-  }
-  return {0, "unknown metric " + metric};
+  Outcome out = PriceMetric(r, *spec, **gpu, *a, *b);
+  out.components = Components(*b);
+  return out;
 }
 
 double Quantile(std::vector<double> v, double q) {
@@ -542,6 +572,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
 int main(int argc, char** argv) {
   using namespace wavecrest;
   bool rows_wanted = false;
+  bool components_wanted = false;  // --components: each row's step parts under it
   std::vector<std::string> files;
   if (argc > 1 && std::string(argv[1]) == "--bands") {
     bool check = false;
@@ -563,6 +594,12 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--rows") {
       rows_wanted = true;
+    } else if (arg == "--moe-host-ms" && i + 1 < argc) {
+      double ms = 0;
+      (void)absl::SimpleAtod(argv[++i], &ms);
+      g_moe_host_s = ms / 1000;
+    } else if (arg == "--components") {
+      rows_wanted = components_wanted = true;
     } else if (arg == "--by-run") {
       by_run = true;
     } else if ((arg == "--max-median" || arg == "--max-p90") && i + 1 < argc) {
@@ -615,6 +652,7 @@ int main(int argc, char** argv) {
     if (rows_wanted) {
       std::printf("%-48s %-20s published %10.3f predicted %10.3f %+7.1f%%\n", r["id"].c_str(),
                   r["metric"].c_str(), value, o.predicted, 100 * e);
+      if (components_wanted) std::printf("    %s\n", o.components.c_str());
     }
   }
   std::printf("Published runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",

@@ -119,7 +119,7 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
       !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
       o.overlap_grad_reduce || o.zero3_prefetch || o.ep_overlap || !o.network.empty() ||
-      !o.ep_dispatcher.empty() || o.fp8_param_gather ||
+      !o.ep_dispatcher.empty() || o.fp8_param_gather || o.moe_host_ms >= 0 ||
       o.zero_stage != 0 ||
       o.plan || o.offload_activations || o.gradient_bytes != 0) {
     v1::RunConfig* run = request.mutable_run();
@@ -136,6 +136,7 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
     run->set_network(o.network);
     run->set_ep_dispatcher(o.ep_dispatcher);
     run->set_fp8_param_gather(o.fp8_param_gather);
+    if (o.moe_host_ms >= 0) run->set_moe_host_s(o.moe_host_ms / 1000);
     run->set_zero_stage(o.zero_stage);
     run->set_plan(o.plan);
     run->set_offload_activations(o.offload_activations);

@@ -43,6 +43,7 @@ struct CliOptions {
   std::string ep_dispatcher;
   bool fp8_param_gather = false;
   std::string flop_count;  // full (default) or causal
+  double moe_host_ms = -1;  // < 0: the planner's default
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

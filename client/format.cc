@@ -205,6 +205,7 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
       {"recomputation", b.recompute_s(), true},
       {"TP communication", b.tp_comm_s(), true},
       {"EP all-to-all", b.ep_comm_s(), ep},
+      {"MoE host waits", b.moe_host_s(), b.moe_host_s() > 0},
       {"CP communication", b.cp_comm_s(), cp},
       {"activation offload", b.offload_s(), offload},
       {"pipeline bubble", b.pp_bubble_s(), true},

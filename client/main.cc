@@ -74,6 +74,12 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
           "token once to every node and rank holding one of its experts)");
+ABSL_FLAG(double, moe_host_ms, -1,
+          "analyze: milliseconds the GPU waits on the host per MoE layer and micro-batch (forward "
+          "and backward): the dropless dispatchers read each layer's token counts back to the CPU "
+          "before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
+          "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
+          "over a static-shaped MoE block)");
 ABSL_FLAG(std::string, flop_count, "",
           "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
           "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "
@@ -248,6 +254,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
   o.flop_count = absl::GetFlag(FLAGS_flop_count);
+  o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

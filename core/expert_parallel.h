@@ -37,6 +37,34 @@ int64_t ExpertPool(const ModelSpec& s, int64_t d);
 // (dispatch and combine, forward and backward), seconds; 0 without expert parallelism.
 double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layers);
 
+// The fraction of a link the flex dispatcher's kernels reach (DeepEP's measured normal kernels;
+// expert_parallel.cc cites them): NVLink's, or the network's with e ranks.
+double FlexLinkEfficiency(bool network, int64_t e);
+
+// The shortest a dispatch and a combine over e ranks across nodes take (DeepEP's low-latency
+// kernels of that EP size), at a NIC of `nic_bytes_per_s`.
+struct EpCallFloor {
+  double dispatch_s = 0, combine_s = 0;
+};
+EpCallFloor CallFloor(int64_t e, double nic_bytes_per_s);
+
+// SMs the expert-parallel dispatch kernels hold while they run beside compute (Megatron-Core's
+// --overlap-moe-expert-parallel-comm): Megatron-Core's default for DeepEP,
+// TransformerConfig.moe_deepep_num_sms = 20 (megatron/core/transformer/transformer_config.py;
+// DeepEP's own example sets 24 of an H800's 132, its V2 4-6), taken for NCCL's all-to-all too.
+inline constexpr double kEpOverlapSms = 20;
+
+// The expert-parallel all-to-alls of a step's `microbatches` (each `ep_comm` seconds through the
+// stage, beside `moe_compute` seconds of its MoE layers), exposed: all of them, or with
+// RunConfig::ep_overlap all but what another micro-batch's MoE layers hide, plus the slowdown of
+// that compute while the dispatch kernels hold kEpOverlapSms of the SMs.
+double EpOverlapS(const Analysis& a, const RunConfig& run, double ep_comm, double moe_compute,
+                  double microbatches);
+
+// The host wait of one MoE layer and micro-batch (RunConfig::moe_host_s, else kMoeHostWaitS for
+// dropless experts, 0 with a capacity factor).
+double MoeHostWaitS(const ModelSpec& s, const RunConfig& run);
+
 // What a step assumed of expert parallelism, in words.
 std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
                                      const StepBreakdown& r);

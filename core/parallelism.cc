@@ -163,6 +163,10 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
     return absl::InvalidArgumentError(
         absl::StrCat("run.tp_overlap: must be in [0, 1]; got ", run.tp_overlap));
   }
+  if (run.moe_host_s && !(*run.moe_host_s >= 0 && *run.moe_host_s <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
@@ -317,8 +321,8 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.offload_activations = run.offload_activations;
   r.interleave = std::max<int64_t>(run.interleave, 1);
   r.micro_batch_size = s.micro_batch_size;
-  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
-             r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.moe_host_s + r.cp_comm_s +
+             r.offload_s + r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
   r.flop_count = run.flop_count;
   r.model_flops_per_step =
       a.flops.ModelFlops(run.flop_count) * m * static_cast<double>(r.data_parallel);
@@ -389,15 +393,12 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
       OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
                mb.layers_s / layers - forward_layer);
   const double ep_comm = ExpertParallelS(a, run, stage_moe_layers);
-  const double stage = compute + recompute + tp_comm + ep_comm + cp_comm + offload;
+  const double host_wait = stage_moe_layers * MoeHostWaitS(s, run);
+  const double stage =
+      compute + recompute + tp_comm + ep_comm + cp_comm + offload + host_wait;
   r.compute_s = m * compute;
-  r.ep_comm_s = m * ep_comm;
-  if (run.ep_overlap) {
-    // Paired micro-batches hide their all-to-alls under the other's MoE layers; one micro-batch's
-    // worth (the unpaired first forward and last backward) stays.
-    const double hidden = std::max(0.0, ep_comm - stage_moe_layers * per_layer);
-    r.ep_comm_s = ep_comm + (m - 1) * hidden;
-  }
+  r.ep_comm_s = EpOverlapS(a, run, ep_comm, stage_moe_layers * per_layer, m);
+  r.moe_host_s = m * host_wait;
   r.recompute_s = m * recompute;
   r.tp_comm_s = m * tp_comm;
   r.cp_comm_s = m * cp_comm;
@@ -418,7 +419,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // bench/results/planner_bands.txt.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.067, 0.168, 282},
-      {kBandExpertParallel, -0.070, 0.988, 25},
+      {kBandExpertParallel, -0.107, 0.401, 25},
       {kBandContextParallel, 0.054, 0.424, 14},
   };
   return kBands;

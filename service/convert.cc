@@ -633,6 +633,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.ep_overlap = r.ep_overlap();
   c.fp8_param_gather = r.fp8_param_gather();
+  if (r.has_moe_host_s()) c.moe_host_s = r.moe_host_s();
   c.network = r.network();
   if (absl::StatusOr<EpDispatcher> d = ParseEpDispatcher(r.ep_dispatcher()); d.ok()) {
     c.ep_dispatcher = *d;
@@ -716,6 +717,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_micro_batch_size(b.micro_batch_size);
   p.set_cp_comm_s(b.cp_comm_s);
   p.set_ep_comm_s(b.ep_comm_s);
+  p.set_moe_host_s(b.moe_host_s);
   p.set_offload_s(b.offload_s);
   p.set_context_parallel(b.context_parallel);
   p.set_expert_parallel(b.expert_parallel);

@@ -48,8 +48,8 @@ bool Says(const StepBreakdown& b, const std::string& text) {
 }
 
 double Sum(const StepBreakdown& b) {
-  return b.compute_s + b.recompute_s + b.tp_comm_s + b.ep_comm_s + b.cp_comm_s + b.offload_s +
-         b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
+  return b.compute_s + b.recompute_s + b.tp_comm_s + b.ep_comm_s + b.moe_host_s + b.cp_comm_s +
+         b.offload_s + b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
 }
 
 // The case: tensor parallelism alone and with a pipeline no longer predict the same step,

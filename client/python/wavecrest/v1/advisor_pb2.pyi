@@ -604,7 +604,7 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "global_batch", "gradient_bytes", "interleave", "network", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero3_prefetch", "zero_stage"]
+    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "global_batch", "gradient_bytes", "interleave", "moe_host_s", "network", "no_pp_overlap", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero3_prefetch", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     EP_DISPATCHER_FIELD_NUMBER: _ClassVar[int]
     EP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
@@ -612,6 +612,7 @@ class RunConfig(_message.Message):
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GRADIENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
+    MOE_HOST_S_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NO_PP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     NO_ZERO3_PREFETCH_FIELD_NUMBER: _ClassVar[int]
@@ -631,6 +632,7 @@ class RunConfig(_message.Message):
     global_batch: int
     gradient_bytes: int
     interleave: int
+    moe_host_s: float
     network: str
     no_pp_overlap: bool
     no_zero3_prefetch: bool
@@ -643,10 +645,10 @@ class RunConfig(_message.Message):
     tp_overlap: float
     zero3_prefetch: bool
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
+    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -666,6 +668,7 @@ class StepBreakdown(_message.Message):
     MFU_FIELD_NUMBER: _ClassVar[int]
     MICROBATCHES_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MOE_HOST_S_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_ACTIVATIONS_FIELD_NUMBER: _ClassVar[int]
     OFFLOAD_S_FIELD_NUMBER: _ClassVar[int]
@@ -701,6 +704,7 @@ class StepBreakdown(_message.Message):
     mfu: float
     micro_batch_size: int
     microbatches: int
+    moe_host_s: float
     nodes: int
     offload_activations: bool
     offload_s: float
@@ -717,7 +721,7 @@ class StepBreakdown(_message.Message):
     tokens_per_second_per_gpu: float
     tp_comm_s: float
     zero_stage: int
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ...) -> None: ...
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ..., moe_host_s: _Optional[float] = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
