@@ -473,6 +473,28 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
   return out;
 }
 
+namespace {
+
+// A layout in words, for the plan's assumption line.
+std::string LayoutName(const StepBreakdown& b) {
+  return absl::StrCat(b.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
+                      b.recompute == Recompute::kNone ? "no" : RecomputeName(b.recompute),
+                      " recomputation, ZeRO stage ", b.zero_stage,
+                      b.offload_activations ? ", activations offloaded" : "",
+                      b.interleave > 1
+                          ? absl::StrCat(", ", b.interleave, " interleaved stages per rank")
+                          : "");
+}
+
+// What the plan says of the layout as given (the run's own flags), when that one fits.
+std::string GivenLayoutNote(const StepBreakdown& given, const StepBreakdown& chosen) {
+  if (given.step_s <= chosen.step_s) return "; the layout as given is that one";
+  return absl::StrFormat("; the layout as given (%s) fits too and takes %.1f%% longer",
+                         LayoutName(given), 100 * (given.step_s / chosen.step_s - 1));
+}
+
+}  // namespace
+
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
   std::optional<StepBreakdown> best, smallest;
   int fit = 0, tried = 0;
@@ -489,19 +511,30 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
     ++fit;
     if (!best || b->step_s < best->step_s) best = *b;
   }
+  if (!smallest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.global_batch: the interleaved schedule (run.interleave ", run.interleave,
+        ") runs whole rounds of pipeline_parallel micro-batches; this batch gives a number of "
+        "micro-batches per data-parallel rank that is not a multiple of ",
+        a.spec.pipeline_parallel));
+  }
+  // Never worse than the layout as given, when that one fits (issue 50): it is among the
+  // candidates, and kept explicitly where a filter above left it out.
+  RunConfig as_given = run;
+  as_given.plan = false;
+  absl::StatusOr<StepBreakdown> given = PlanStep(a, as_given);
+  const bool given_fits = given.ok() && given->memory.fits;
+  if (given_fits && (!best || given->step_s < best->step_s)) {
+    if (!best) ++fit;
+    best = *given;
+  }
   StepBreakdown out = best ? *best : *smallest;
-  const std::string layout =
-      absl::StrCat(out.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
-                   out.recompute == Recompute::kNone ? "no" : RecomputeName(out.recompute),
-                   " recomputation, ZeRO stage ", out.zero_stage,
-                   out.offload_activations ? ", activations offloaded" : "",
-                   out.interleave > 1
-                       ? absl::StrCat(", ", out.interleave, " interleaved stages per rank")
-                       : "");
+  const std::string layout = LayoutName(out);
   out.assumptions.insert(
       out.assumptions.begin(),
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,
-                          " that fit in memory")
+                          " that fit in memory",
+                          given_fits ? GivenLayoutNote(*given, out) : "")
            : absl::StrCat("planned: none of the ", tried,
                           " layouts fits in memory; the one needing the least is ", layout,
                           ": more GPUs (pipeline or tensor parallelism) are needed"));

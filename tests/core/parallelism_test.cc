@@ -629,6 +629,36 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   EXPECT_THAT(Plan(huge, run).assumptions.front(), HasSubstr("none of the"));
 }
 
+// --plan on a layout a run states (issue 50): whenever that layout fits, the plan is never slower
+// than it, and its first assumption says how the given one compares; an interleave whose rounds
+// of p micro-batches the batch cannot fill is refused naming the field, not planned from nothing.
+TEST(ParallelismTest, ThePlanIsNeverWorseThanTheLayoutAsGiven) {
+  const Analysis a = *Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm"));
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 1024;
+  int fitting = 0, kept = 0;
+  for (const RunConfig& c : CandidateLayouts(a.spec, run)) {
+    const StepBreakdown given = *PlanStep(a, c);
+    if (!given.memory.fits) continue;
+    ++fitting;
+    RunConfig planned_run = c;
+    planned_run.plan = true;
+    const StepBreakdown planned = *PlanStep(a, planned_run);
+    EXPECT_LE(planned.step_s, given.step_s);
+    EXPECT_THAT(planned.assumptions.front(), HasSubstr("the layout as given"));
+    kept += planned.step_s == given.step_s;
+  }
+  EXPECT_GT(fitting, 10);
+  EXPECT_GE(kept, 1);  // the fastest layout, given, is kept
+  run.interleave = 2;
+  run.global_batch = 6;  // 3 micro-batches per data-parallel rank on 4 stages
+  run.plan = true;
+  const absl::StatusOr<StepBreakdown> refused = PlanStep(a, run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("run.global_batch"));
+}
+
 // With pipeline stages and no interleave given, the plan weighs Megatron-Core's virtual stages
 // too (divisors of a stage's layers, up to 8, where the micro-batches make whole rounds of p):
 // Llama 3 70B on 4 stages of 20 layers picks one above 1, a smaller bubble, and says it; an
