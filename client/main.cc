@@ -25,9 +25,9 @@ ABSL_FLAG(std::string, model, "",
           "Model spec file: wavecrest JSON (examples/models/*.json) or a Hugging Face config.json");
 ABSL_FLAG(std::string, gpu, "h100-sxm",
           "Target GPU: a catalog name (v100-sxm2, a100-sxm-40gb, a100-sxm-80gb, a100-pcie-40gb, "
-          "a100-pcie-80gb, a10, l4, l40s, h100-sxm, h100-pcie, h200, b200), the name nvidia-smi "
-          "prints (\"NVIDIA A100-SXM4-80GB\"), or an unambiguous alias (h200-sxm, v100); "
-          "an ambiguous one (a100, h100) is refused with the candidates");
+          "a100-pcie-80gb, a10, l4, l40s, h100-sxm, h100-pcie, h100-sxm-96gb, h200, b200), the "
+          "name nvidia-smi prints (\"NVIDIA A100-SXM4-80GB\"), or an unambiguous alias (h200-sxm, "
+          "v100); an ambiguous one (a100, h100) is refused with the candidates");
 ABSL_FLAG(int64_t, seq, 0, "Override seq_length (tokens per sequence); 0 = keep (default 2048)");
 ABSL_FLAG(int64_t, micro_batch, 0, "Override micro_batch_size; 0 = keep (default 1)");
 ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)");
