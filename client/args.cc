@@ -39,7 +39,7 @@ std::vector<CommandInfo> BuildCommands() {
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
               "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
-              "network", "zero_stage", "zero3_prefetch", "ep_overlap", "ep_dispatcher",
+              "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap", "ep_dispatcher",
               "fp8_param_gather", "flop_count", "moe_host_ms",
               "plan", "offload_activations", "gradient_bytes"}})},
       {"time",

@@ -38,6 +38,7 @@ struct CliOptions {
   bool no_pp_overlap = false;
   bool overlap_grad_reduce = false;
   bool zero3_prefetch = false;
+  bool no_reshard_after_forward = false;
   bool ep_overlap = false;
   std::string network;
   std::string ep_dispatcher;

@@ -88,6 +88,10 @@ ABSL_FLAG(bool, fp8_param_gather, false,
           "analyze: FP8 training with the weights kept and all-gathered in FP8, 1 byte each "
           "(Megatron-Core's --fp8-param-gather, on in Megatron-Bridge's FP8 recipes); needs "
           "--dtype fp8_e4m3 and --zero-stage >= 1");
+ABSL_FLAG(bool, no_reshard_after_forward, false,
+          "analyze: ZeRO-3 (FSDP2) keeps each layer's gathered weights from forward to backward "
+          "(reshard_after_forward=False, TorchTitan's default with pipeline parallelism): one "
+          "gather per layer and micro-batch, the stage's weights held");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
@@ -249,6 +253,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
+  o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);

@@ -192,6 +192,12 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
       const double unit =
           std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) / t);
       m.gathered_bytes = 2 * weight_bytes * unit;
+      // Not resharded after forward: the stage's layers stay gathered until their backward.
+      if (!layout.reshard_after_forward) {
+        const double stage_layers =
+            static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
+        m.gathered_bytes = weight_bytes * (layer * stage_layers + unit);
+      }
     }
     m.optimizer_bytes = held(1) * kOptimizerBytes;
     TrainingActivations(spec, layout, m);

@@ -194,6 +194,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.offload_activations = run.offload_activations;
   layout.gradient_bytes = run.gradient_bytes;
   layout.fp8_params = run.fp8_param_gather;
+  layout.reshard_after_forward = run.reshard_after_forward;
   return layout;
 }
 
@@ -221,13 +222,16 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
 // first gather of each pass, the last reduce-scatter, and for the other layers what the
 // collectives take beyond a layer's compute (forward_s, backward_s per layer and micro-batch).
 double Zero3PrefetchS(double layer_weights, double layer_grads, int64_t layers, int64_t replicas,
-                      const Path& path, double forward_s, double backward_s, double microbatches) {
+                      const Path& path, double forward_s, double backward_s, double microbatches,
+                      bool regather) {
   const double gather = GatherS(layer_weights, replicas, path);
   const double scatter = GatherS(layer_grads, replicas, path);
   const double overlapped = static_cast<double>(std::max<int64_t>(0, layers - 1));
   const double forward = gather + overlapped * std::max(0.0, gather - forward_s);
+  // Without resharding after forward the backward has no gathers: its reduce-scatters only.
+  const double again = regather ? gather : 0;
   const double backward =
-      gather + overlapped * std::max(0.0, gather + scatter - backward_s) + scatter;
+      again + overlapped * std::max(0.0, again + scatter - backward_s) + scatter;
   return microbatches * (forward + backward);
 }
 
@@ -250,10 +254,11 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
     if (run.zero3_prefetch) {
       return Zero3PrefetchS(weights / n, grads / n, layers, replicas, path, layer_forward_s,
-                            layer_backward_s, microbatches);
+                            layer_backward_s, microbatches, run.reshard_after_forward);
     }
+    const double gathers = run.reshard_after_forward ? 2 : 1;
     return microbatches * n *
-           (2 * GatherS(weights / n, replicas, path) + GatherS(grads / n, replicas, path));
+           (gathers * GatherS(weights / n, replicas, path) + GatherS(grads / n, replicas, path));
   }
   double reduce = 0;
   if (run.zero_stage == 2) {

@@ -118,6 +118,12 @@ struct RunConfig {
   // H100, and DeepSpeed's ZeRO-3 in Narayanan et al. 2021: bench/results/published_runs_*.txt);
   // NCCL's kernels share the SMs and HBM with the layers they run beside.
   bool zero3_prefetch = false;
+  // ZeRO-3 (FSDP2's reshard_after_forward): each layer's gathered weights freed after its forward
+  // and gathered again for its backward (true, FSDP2's default), or kept from forward to backward
+  // (false: one gather per layer and micro-batch, the stage's gathered weights held; TorchTitan's
+  // default with pipeline parallelism, its "default" reshard_after_forward_policy = not
+  // pp_enabled in torchtitan/models/llama3/infra/parallelize.py).
+  bool reshard_after_forward = true;
   // Pipeline sends overlapped with the next chunk's compute where the schedule allows it: the
   // interleaved schedule, as Megatron-LM runs it by default (overlap_p2p_comm, on since 2023-10;
   // --no-overlap-p2p-communication turns it off; the plain 1F1B schedule cannot). The warm-up's

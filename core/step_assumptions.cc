@@ -153,6 +153,13 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
               "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
               "(their collectives share the SMs and memory with the compute); zero3_prefetch "
               "prices them hidden");
+    out.push_back(run.reshard_after_forward
+                      ? "each layer's weights freed after its forward and gathered again for its "
+                        "backward (FSDP2's reshard_after_forward, its default)"
+                      : "each layer's weights kept gathered from its forward to its backward: one "
+                        "gather per layer and micro-batch, the stage's weights held (FSDP2's "
+                        "reshard_after_forward=False, TorchTitan's default with pipeline "
+                        "parallelism)");
   }
   if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
   if (s.context_parallel > 1) {

@@ -629,6 +629,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();
   c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();
+  c.reshard_after_forward = !r.no_reshard_after_forward();
   c.pp_overlap = !r.no_pp_overlap();
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.ep_overlap = r.ep_overlap();

@@ -414,6 +414,26 @@ TEST(ParallelismTest, ZeroThreeExposedUnlessPrefetchIsSaidToHide) {
   EXPECT_LT(node.dp_comm_s, node_exposed.dp_comm_s / 2);
 }
 
+// FSDP2's reshard_after_forward=False (TorchTitan's default with pipeline stages): each layer's
+// weights stay gathered from forward to backward, so the exposed gathers halve (one per layer and
+// micro-batch, the reduce-scatters unchanged) and the memory holds the stage's gathered weights;
+// the assumptions say which.
+TEST(ParallelismTest, KeepingWeightsGatheredAfterForwardHalvesTheGathers) {
+  const ModelSpec s = EightLayers70B(1, 2048);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 128;
+  run.zero_stage = 3;
+  run.gradient_bytes = 2;  // gathers and reduce-scatters of the same bytes
+  const StepBreakdown resharded = Plan(s, run);
+  run.reshard_after_forward = false;
+  const StepBreakdown kept = Plan(s, run);
+  EXPECT_NEAR(kept.dp_comm_s, resharded.dp_comm_s * 2 / 3, 1e-9 * resharded.dp_comm_s);
+  EXPECT_GT(kept.memory.gathered_bytes, 3 * resharded.memory.gathered_bytes);  // 8 layers
+  EXPECT_TRUE(Says(kept, "kept gathered from its forward to its backward"));
+  EXPECT_TRUE(Says(resharded, "gathered again for its backward"));
+}
+
 // Across nodes a collective's ranks that share a node send through as many NICs at once (NCCL
 // runs a ring per NIC): FSDP over whole nodes (8 ranks a node) moves its bytes 8 NICs wide, capped
 // by NVLink, so two nodes cost about what one does; a data-parallel group of one rank per node
