@@ -238,6 +238,29 @@ FlopCount PublisherFlopCount(const std::string& source) {
   return source == "mbridge" ? FlopCount::kCausal : FlopCount::kFull;
 }
 
+// How TorchTitan ran its Llama 3.1 H100 benchmarks (github.com/pytorch/torchtitan at 9dec370,
+// benchmarks/llama3_h100_202412_torchtitan.md; bench/data/published-runs-torchtitan-h100.md):
+// FSDP2 over the FSDP and context-parallel ranks (ZeRO 3), each layer's all-gather issued ahead of
+// its compute on its own stream (FSDP2's implicit prefetch: zero3_prefetch), weights resharded
+// after forward unless pipelined (its "default" reshard_after_forward_policy = not pp_enabled),
+// gradients reduced in FP32 (training.mixed_precision_reduce); PyTorch's SDPA, whose backend
+// order puts FlashAttention-2 first (FlashAttention-2's class); Float8 as FP8 linears, the 405B's
+// weights gathered in float8 (its train_configs/llama3_405b.toml: enable_fsdp_float8_all_gather);
+// AsyncTP as the tensor-parallel collectives hidden under their GEMMs; the interleaved schedule's
+// two stages per rank; 400 Gb/s of RDMA per GPU (RoCE).
+void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
+  run.zero_stage = 3;
+  run.zero3_prefetch = true;
+  run.reshard_after_forward = s.pipeline_parallel <= 1;
+  s.attention = Attention::kFlash2;
+  const std::string& src = r.at("source");
+  if (absl::StrContains(src, "AsyncTP") && s.tensor_parallel > 1) run.tp_overlap = 1;
+  if (s.dtype == DType::kFp8E4M3 && absl::StrContains(r.at("model"), "405B")) {
+    run.fp8_param_gather = true;
+  }
+  run.network = "roce-400g";
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -362,6 +385,7 @@ Priced Describe(const Row& r, const std::string& root) {
   }
   if (source == "automodel") AutoModelRecipe(r, s, run);
   if (source == "llama3") MetaLlama3Recipe(run);
+  if (source == "torchtitan") TorchTitanRecipe(r, s, run);
   run.flop_count = PublisherFlopCount(source);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
@@ -377,7 +401,9 @@ std::string GpuOf(const Row& r) {
   if (absl::StrContains(gpu, "A100")) {
     return absl::StrContains(gpu, "40GB") ? "a100-sxm-40gb" : "a100-sxm-80gb";
   }
-  if (absl::StrContains(gpu, "H100")) return "h100-sxm";
+  if (absl::StrContains(gpu, "H100")) {
+    return absl::StrContains(gpu, "96GB") ? "h100-sxm-96gb" : "h100-sxm";
+  }
   if (absl::StrContains(gpu, "H200")) return "h200";
   return "";
 }
