@@ -118,8 +118,8 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   request.set_flop_count(o.flop_count);
   if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
       !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
-      o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap || !o.network.empty() ||
-      !o.ep_dispatcher.empty() || o.fp8_param_gather || o.moe_host_ms >= 0 ||
+      o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
+      !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || o.moe_host_ms >= 0 ||
       o.zero_stage != 0 ||
       o.plan || o.offload_activations || o.gradient_bytes != 0) {
     v1::RunConfig* run = request.mutable_run();

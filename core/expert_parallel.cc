@@ -84,8 +84,8 @@ struct EpCopies {
 // rank forwards for the others equals what is forwarded for it). With group-limited routing
 // (`groups` > 1 and `groups_per_token`: DeepSeek's n_group and topk_group; 0 groups when the
 // routing is not group-limited) P(rank) and P(node) are GroupedHitProbability's; when a node
-// holds whole groups, a token reaches at most groups_per_token nodes. The alltoall dispatcher's are k copies spread over the e ranks:
-// k·(local-1)/e and k·(e-local)/e, whatever the groups.
+// holds whole groups, a token reaches at most groups_per_token nodes. The alltoall dispatcher's
+// are k copies spread over the e ranks: k·(local-1)/e and k·(e-local)/e, whatever the groups.
 EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t groups,
                    int64_t groups_per_token) {
   const int64_t per_rank = std::max<int64_t>(n / e, 1);

@@ -61,6 +61,15 @@ PlannedMicroBatch PlanRequestedMicroBatch(const v1::ModelSpec& requested, const 
   return planned;
 }
 
+// The model's FLOPs, the kernels' MFU and TFLOP/s as the request counts attention's FLOPs.
+void SetFlopCount(const Analysis& analysis, FlopCount count, v1::AnalyzeResponse& response) {
+  response.set_flop_count(std::string(FlopCountName(count)));
+  response.set_model_flops(analysis.flops.ModelFlops(count));
+  response.set_mfu(KernelMfu(analysis, count));
+  response.set_tflops_per_gpu(response.mfu() * analysis.gpu->PeakFlops(analysis.spec.dtype) /
+                              1e12);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
@@ -92,12 +101,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
-  // The model's FLOPs and the kernels' MFU as the request counts them.
-  const double peak = gpu->PeakFlops(analysis.spec.dtype);
-  response.set_flop_count(std::string(FlopCountName(*flop_count)));
-  response.set_model_flops(analysis.flops.ModelFlops(*flop_count));
-  response.set_mfu(KernelMfu(analysis, *flop_count));
-  response.set_tflops_per_gpu(response.mfu() * peak / 1e12);
+  SetFlopCount(analysis, *flop_count, response);
   v1::KernelStep* kernels = response.mutable_kernels();
   kernels->set_step_time_s(response.step_time_s());
   kernels->set_mfu(response.mfu());
