@@ -1,10 +1,12 @@
 // Prices published training runs with the planner (core/parallelism.h) and reports how far each
 // prediction is from what its publisher measured: median and p90 |error| by source and metric,
-// the signed median (bias), the rows refused and why, and one line per row with --rows; with
+// the signed median (bias), the rows refused and why, and one line per row with --rows (and the
+// predicted step's parts under it with --components); with
 // several files, their rows together (the "all:" line is the whole, a figure per row; the "runs:"
 // line counts each run once, where its publisher gave one measurement as several figures).
 //
-//   published_runs [--rows] [--max-median F --max-p90 F [--by-run]] FILE.csv...
+//   published_runs [--rows | --components] [--moe-host-ms MS] [--max-median F --max-p90 F
+//                  [--by-run]] FILE.csv...
 //   published_runs --bands [--check] FILE.csv...
 //
 // --bands: the planner's error band by kind of run (core/parallelism.h PlannerBands): measured
@@ -34,6 +36,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -42,6 +45,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
@@ -220,6 +224,43 @@ void MetaLlama3Recipe(RunConfig& run) {
   run.plan = true;
 }
 
+// How a publisher's MFU and TFLOP/s count attention's s × s products, where the planner's model
+// FLOPs stand for its count (the sources without a formula of their own here; see Price):
+// - nemo: NeMo 24.03-24.07 counted the whole product (nemo/utils/flops_formulas.py halves it for
+//   causal masks only from 6251117f4c, 2025-08-09; published-runs-nemo-h100.md).
+// - mbridge: Megatron-Bridge counts the causal half (its flop_utils: "only half of the attention
+//   matrix is non-zero", seq_length / hidden_size / 2, as Megatron-LM's training.py does since
+//   2025); its rows are tokens/s, which no count changes.
+// - automodel: step times, which no count changes.
+// - llama3: the Llama 3 paper does not say; the whole product, the planner's default
+//   (published-runs-llama3-h100.md: at 8k tokens the two differ by 1.4% on these rows).
+FlopCount PublisherFlopCount(const std::string& source) {
+  return source == "mbridge" ? FlopCount::kCausal : FlopCount::kFull;
+}
+
+// How TorchTitan ran its Llama 3.1 H100 benchmarks (github.com/pytorch/torchtitan at 9dec370,
+// benchmarks/llama3_h100_202412_torchtitan.md; bench/data/published-runs-torchtitan-h100.md):
+// FSDP2 over the FSDP and context-parallel ranks (ZeRO 3), each layer's all-gather issued ahead of
+// its compute on its own stream (FSDP2's implicit prefetch: zero3_prefetch), weights resharded
+// after forward unless pipelined (its "default" reshard_after_forward_policy = not pp_enabled),
+// gradients reduced in FP32 (training.mixed_precision_reduce); PyTorch's SDPA, whose backend
+// order puts FlashAttention-2 first (FlashAttention-2's class); Float8 as FP8 linears, the 405B's
+// weights gathered in float8 (its train_configs/llama3_405b.toml: enable_fsdp_float8_all_gather);
+// AsyncTP as the tensor-parallel collectives hidden under their GEMMs; the interleaved schedule's
+// two stages per rank; 400 Gb/s of RDMA per GPU (RoCE).
+void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
+  run.zero_stage = 3;
+  run.zero3_prefetch = true;
+  run.reshard_after_forward = s.pipeline_parallel <= 1;
+  s.attention = Attention::kFlash2;
+  const std::string& src = r.at("source");
+  if (absl::StrContains(src, "AsyncTP") && s.tensor_parallel > 1) run.tp_overlap = 1;
+  if (s.dtype == DType::kFp8E4M3 && absl::StrContains(r.at("model"), "405B")) {
+    run.fp8_param_gather = true;
+  }
+  run.network = "roce-400g";
+}
+
 Priced Describe(const Row& r, const std::string& root) {
   Priced p;
   const std::string source = SourceOf(r);
@@ -344,6 +385,8 @@ Priced Describe(const Row& r, const std::string& root) {
   }
   if (source == "automodel") AutoModelRecipe(r, s, run);
   if (source == "llama3") MetaLlama3Recipe(run);
+  if (source == "torchtitan") TorchTitanRecipe(r, s, run);
+  run.flop_count = PublisherFlopCount(source);
   if (absl::StrContains(src, "FULL_SHARD") || absl::StrContains(src, "ZeRO-3")) {
     run.zero_stage = 3;
   } else if (absl::StrContains(src, "SHARD_GRAD_OP")) {
@@ -358,7 +401,9 @@ std::string GpuOf(const Row& r) {
   if (absl::StrContains(gpu, "A100")) {
     return absl::StrContains(gpu, "40GB") ? "a100-sxm-40gb" : "a100-sxm-80gb";
   }
-  if (absl::StrContains(gpu, "H100")) return "h100-sxm";
+  if (absl::StrContains(gpu, "H100")) {
+    return absl::StrContains(gpu, "96GB") ? "h100-sxm-96gb" : "h100-sxm";
+  }
   if (absl::StrContains(gpu, "H200")) return "h200";
   return "";
 }
@@ -378,12 +423,56 @@ double PublishedFlopsPerToken(const Row& r, const ModelSpec& s, const ParamCount
 }
 
 struct Outcome {
+  Outcome(double p = 0, std::string why = "") : predicted(p), why_not(std::move(why)) {}
   double predicted = 0;
   std::string why_not;
+  std::string components;  // the step's parts, seconds (--components)
 };
+
+// The predicted step's parts in one line: what --components prints beside a row.
+std::string Components(const StepBreakdown& b) {
+  return absl::StrFormat(
+      "step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f cp %.3f offload %.3f bubble %.3f "
+      "pp %.3f dp %.3f optimizer %.3f; m %d",
+      b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.ep_comm_s, b.cp_comm_s, b.offload_s,
+      b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches);
+}
+
+// The row's metric from the priced step.
+Outcome PriceMetric(const Row& r, const ModelSpec& spec, const GpuSpec& gpu, const Analysis& a,
+                    const StepBreakdown& step) {
+  const StepBreakdown* b = &step;
+  const std::string metric = r.at("metric");
+  const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, spec, a.params);
+  if (metric == "step_time_s") return {b->step_s, ""};
+  if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
+  // Sources without a FLOP count of their own here (today's MFU definitions count the model's
+  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs, attention counted as the
+  // publisher counts it (PublisherFlopCount).
+  const std::string source = SourceOf(r);
+  const bool own_count =
+      source == "mpt" || source == "kort22" || source == "nar21" || source == "mlm2407";
+  const double per_gpu_rate = own_count ? rate : b->mfu * gpu.PeakFlops(spec.dtype);
+  if (metric == "mfu") return {100 * per_gpu_rate / gpu.PeakFlops(spec.dtype), ""};
+  if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
+  if (metric == "memory_gib") {
+    const MemoryEstimate& m = b->memory;
+    const double bytes = absl::StrContains(r.at("id"), "param_opt")
+                             ? m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
+                             : m.activations_bytes;
+    return {bytes / (1024.0 * 1024 * 1024), ""};
+  }
+  return {0, "unknown metric " + metric};
+}
+
+// --moe-host-ms: a host wait per MoE layer and micro-batch for every MoE row (RunConfig::
+// moe_host_s), to see what one value does across the sets (how kMoeHostWaitS was fitted and
+// cross-validated); unset, the planner's default.
+std::optional<double> g_moe_host_s;
 
 Outcome Price(const Row& r, const std::string& root) {
   Priced p = Describe(r, root);
+  if (g_moe_host_s) p.run.moe_host_s = g_moe_host_s;
   if (!p.why_not.empty()) return {0, p.why_not};
   const std::string gpu_name = GpuOf(r);
   if (gpu_name.empty()) return {0, "no catalog GPU for \"" + r.at("gpu") + "\""};
@@ -395,26 +484,9 @@ Outcome Price(const Row& r, const std::string& root) {
   if (!a.ok()) return {0, std::string(a.status().message())};
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
-  const std::string metric = r.at("metric");
-  const double rate = b->tokens_per_s_per_gpu * PublishedFlopsPerToken(r, *spec, a->params);
-  if (metric == "step_time_s") return {b->step_s, ""};
-  if (metric == "tokens_per_s_per_gpu") return {b->tokens_per_s_per_gpu, ""};
-  // Sources without a FLOP count of their own here (today's MFU definitions count the model's
-  // FLOPs, GQA and gated MLPs included): the planner's model FLOPs.
-  const std::string source = SourceOf(r);
-  const bool own_count =
-      source == "mpt" || source == "kort22" || source == "nar21" || source == "mlm2407";
-  const double per_gpu_rate = own_count ? rate : b->mfu * (*gpu)->PeakFlops(spec->dtype);
-  if (metric == "mfu") return {100 * per_gpu_rate / (*gpu)->PeakFlops(spec->dtype), ""};
-  if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
-  if (metric == "memory_gib") {
-    const MemoryEstimate& m = b->memory;
-    const double bytes = absl::StrContains(r.at("id"), "param_opt")
-                             ? m.weights_bytes + m.gradients_bytes + m.optimizer_bytes
-                             : m.activations_bytes;
-    return {bytes / (1024.0 * 1024 * 1024), ""};
-  }
-  return {0, "unknown metric " + metric};
+  Outcome out = PriceMetric(r, *spec, **gpu, *a, *b);
+  out.components = Components(*b);
+  return out;
 }
 
 double Quantile(std::vector<double> v, double q) {
@@ -526,6 +598,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
 int main(int argc, char** argv) {
   using namespace wavecrest;
   bool rows_wanted = false;
+  bool components_wanted = false;  // --components: each row's step parts under it
   std::vector<std::string> files;
   if (argc > 1 && std::string(argv[1]) == "--bands") {
     bool check = false;
@@ -547,6 +620,12 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--rows") {
       rows_wanted = true;
+    } else if (arg == "--moe-host-ms" && i + 1 < argc) {
+      double ms = 0;
+      (void)absl::SimpleAtod(argv[++i], &ms);
+      g_moe_host_s = ms / 1000;
+    } else if (arg == "--components") {
+      rows_wanted = components_wanted = true;
     } else if (arg == "--by-run") {
       by_run = true;
     } else if ((arg == "--max-median" || arg == "--max-p90") && i + 1 < argc) {
@@ -599,6 +678,7 @@ int main(int argc, char** argv) {
     if (rows_wanted) {
       std::printf("%-48s %-20s published %10.3f predicted %10.3f %+7.1f%%\n", r["id"].c_str(),
                   r["metric"].c_str(), value, o.predicted, 100 * e);
+      if (components_wanted) std::printf("    %s\n", o.components.c_str());
     }
   }
   std::printf("Published runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",

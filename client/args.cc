@@ -39,8 +39,8 @@ std::vector<CommandInfo> BuildCommands() {
              kModel,
              {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
               "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
-              "network", "zero_stage", "zero3_prefetch", "ep_overlap", "ep_dispatcher",
-              "fp8_param_gather",
+              "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
+              "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
               "plan", "offload_activations", "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "

@@ -113,10 +113,15 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
   v1::AnalyzeRequest request;
   ASSIGN_OR_RETURN(*request.mutable_model(), LoadSpecWithOverrides(o));
   request.set_gpu(o.gpu);
+  if (!o.flop_count.empty() && o.flop_count != "full" && o.flop_count != "causal") {
+    return FieldError("--flop-count",
+                      absl::StrCat("\"", o.flop_count, "\" is not one of: full, causal"));
+  }
+  request.set_flop_count(o.flop_count);
   if (o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
       !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
-      o.overlap_grad_reduce || o.zero3_prefetch || o.ep_overlap || !o.network.empty() ||
-      !o.ep_dispatcher.empty() || o.fp8_param_gather ||
+      o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
+      !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || o.moe_host_ms >= 0 ||
       o.zero_stage != 0 ||
       o.plan || o.offload_activations || o.gradient_bytes != 0) {
     v1::RunConfig* run = request.mutable_run();
@@ -129,10 +134,12 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
     run->set_no_pp_overlap(o.no_pp_overlap);
     run->set_overlap_grad_reduce(o.overlap_grad_reduce);
     run->set_zero3_prefetch(o.zero3_prefetch);
+    run->set_no_reshard_after_forward(o.no_reshard_after_forward);
     run->set_ep_overlap(o.ep_overlap);
     run->set_network(o.network);
     run->set_ep_dispatcher(o.ep_dispatcher);
     run->set_fp8_param_gather(o.fp8_param_gather);
+    if (o.moe_host_ms >= 0) run->set_moe_host_s(o.moe_host_ms / 1000);
     run->set_zero_stage(o.zero_stage);
     run->set_plan(o.plan);
     run->set_offload_activations(o.offload_activations);

@@ -39,10 +39,13 @@ struct CliOptions {
   bool no_pp_overlap = false;
   bool overlap_grad_reduce = false;
   bool zero3_prefetch = false;
+  bool no_reshard_after_forward = false;
   bool ep_overlap = false;
   std::string network;
   std::string ep_dispatcher;
   bool fp8_param_gather = false;
+  std::string flop_count;  // full (default) or causal
+  double moe_host_ms = -1;  // < 0: the planner's default
   int zero_stage = 0;
   bool plan = false;
   bool offload_activations = false;

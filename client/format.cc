@@ -171,6 +171,7 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
       {"recomputation", b.recompute_s(), true},
       {"TP communication", b.tp_comm_s(), true},
       {"EP all-to-all", b.ep_comm_s(), ep},
+      {"MoE host waits", b.moe_host_s(), b.moe_host_s() > 0},
       {"CP communication", b.cp_comm_s(), cp},
       {"activation offload", b.offload_s(), offload},
       {"pipeline bubble", b.pp_bubble_s(), true},
@@ -185,7 +186,8 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   }
   t.Add({"step", HumanSeconds(b.step_time_s()), "100%"});
   absl::StrAppend(&out, t.Render());
-  absl::StrAppendFormat(&out, "MFU %.1f%%, %s tokens/s per GPU\n", 100 * b.mfu(),
+  absl::StrAppendFormat(&out, "MFU %.1f%%, %.0f TFLOP/s per GPU, %s tokens/s per GPU\n",
+                        100 * b.mfu(), b.tflops_per_gpu(),
                         HumanCount(b.tokens_per_second_per_gpu()));
   if (b.error_band_runs() > 0) {
     absl::StrAppendFormat(&out,
@@ -346,9 +348,11 @@ std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
 // and with a run the run's breakdown and answer.
 std::string StepLines(const v1::AnalyzeResponse& r) {
   std::string out;
-  absl::StrAppendFormat(&out, "step            %s FLOP per GPU (%s for the model), %d tokens\n",
+  absl::StrAppendFormat(&out,
+                        "step            %s FLOP per GPU (%s for the model, attention counted %s), "
+                        "%d tokens\n",
                         HumanCount(r.step_flops()), HumanCount(r.model_flops()),
-                        r.tokens_per_step());
+                        r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
   // With a run the step is the run's (below); these lines are one rank's kernels.
   const bool run = r.has_step();
   const v1::KernelStep& k = r.kernels();
@@ -388,8 +392,11 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
   }
   if (run) {
     absl::StrAppend(&out, FormatStepBreakdown(r.step()));
-    absl::StrAppendFormat(&out, "the answer      %s per step, MFU %.1f%%, %s tokens/s per GPU (the run)\n",
-                          HumanSeconds(r.step_time_s()), 100 * r.mfu(),
+    absl::StrAppendFormat(&out,
+                          "the answer      %s per step, MFU %.1f%%, %.0f TFLOP/s per GPU (%s "
+                          "attention FLOPs), %s tokens/s per GPU (the run)\n",
+                          HumanSeconds(r.step_time_s()), 100 * r.mfu(), r.tflops_per_gpu(),
+                          r.flop_count().empty() ? "full" : r.flop_count(),
                           HumanCount(r.tokens_per_second_per_gpu()));
   }
   return out;

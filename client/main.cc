@@ -25,9 +25,9 @@ ABSL_FLAG(std::string, model, "",
           "Model spec file: wavecrest JSON (examples/models/*.json) or a Hugging Face config.json");
 ABSL_FLAG(std::string, gpu, "h100-sxm",
           "Target GPU: a catalog name (v100-sxm2, a100-sxm-40gb, a100-sxm-80gb, a100-pcie-40gb, "
-          "a100-pcie-80gb, a10, l4, l40s, h100-sxm, h100-pcie, h200, b200), the name nvidia-smi "
-          "prints (\"NVIDIA A100-SXM4-80GB\"), or an unambiguous alias (h200-sxm, v100); "
-          "an ambiguous one (a100, h100) is refused with the candidates");
+          "a100-pcie-80gb, a10, l4, l40s, h100-sxm, h100-pcie, h100-sxm-96gb, h200, b200), the "
+          "name nvidia-smi prints (\"NVIDIA A100-SXM4-80GB\"), or an unambiguous alias (h200-sxm, "
+          "v100); an ambiguous one (a100, h100) is refused with the candidates");
 ABSL_FLAG(int64_t, seq, 0, "Override seq_length (tokens per sequence); 0 = keep (default 2048)");
 ABSL_FLAG(int64_t, micro_batch, 0, "Override micro_batch_size; 0 = keep (default 1)");
 ABSL_FLAG(int64_t, tp, 0, "Override tensor_parallel degree; 0 = keep (default 1)");
@@ -78,10 +78,24 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
           "token once to every node and rank holding one of its experts)");
+ABSL_FLAG(double, moe_host_ms, -1,
+          "analyze: milliseconds the GPU waits on the host per MoE layer and micro-batch (forward "
+          "and backward): the dropless dispatchers read each layer's token counts back to the CPU "
+          "before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
+          "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
+          "over a static-shaped MoE block)");
+ABSL_FLAG(std::string, flop_count, "",
+          "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
+          "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "
+          "(half of it, as Megatron-Core counts a causal mask); times do not change");
 ABSL_FLAG(bool, fp8_param_gather, false,
           "analyze: FP8 training with the weights kept and all-gathered in FP8, 1 byte each "
           "(Megatron-Core's --fp8-param-gather, on in Megatron-Bridge's FP8 recipes); needs "
           "--dtype fp8_e4m3 and --zero-stage >= 1");
+ABSL_FLAG(bool, no_reshard_after_forward, false,
+          "analyze: ZeRO-3 (FSDP2) keeps each layer's gathered weights from forward to backward "
+          "(reshard_after_forward=False, TorchTitan's default with pipeline parallelism): one "
+          "gather per layer and micro-batch, the stage's weights held");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
@@ -254,10 +268,13 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
+  o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
+  o.flop_count = absl::GetFlag(FLAGS_flop_count);
+  o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);

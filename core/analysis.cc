@@ -1,5 +1,6 @@
 #include "core/analysis.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,12 @@ absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu) {
   return absl::FailedPreconditionError(absl::StrCat("dtype: ", gpu.name, " cannot run ",
                                                     DTypeName(dtype), "; it supports ",
                                                     absl::StrJoin(ok, ", ")));
+}
+
+double KernelMfu(const Analysis& a, FlopCount count) {
+  const double ranks = static_cast<double>(a.spec.tensor_parallel) *
+                       static_cast<double>(std::max<int64_t>(a.spec.context_parallel, 1));
+  return a.flops.ModelFlops(count) / ranks / (a.step_time_s * a.gpu->PeakFlops(a.spec.dtype));
 }
 
 absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu, PredictionMemo* memo) {
@@ -44,8 +51,7 @@ absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu, Predi
   }
   a.elementwise = EstimateElementwise(spec, gpu);
   a.step_time_s = a.gemm_time_s + a.elementwise.time_s;
-  const double peak = gpu.PeakFlops(spec.dtype);
-  a.mfu = a.flops.step_flops / (a.step_time_s * peak);
+  a.mfu = KernelMfu(a, FlopCount::kFull);
   a.tokens_per_s_per_gpu = static_cast<double>(a.flops.tokens_per_step) / a.step_time_s /
                            static_cast<double>(spec.tensor_parallel);
   return a;

@@ -33,7 +33,9 @@ struct Analysis {
   double gemm_time_s = 0;  // Σ count × predicted time
   ElementwiseEstimate elementwise;
   double step_time_s = 0;  // gemm_time_s + elementwise.time_s
-  double mfu = 0;          // step FLOPs / (step time × dense peak), per GPU
+  // The model's FLOPs per rank (FlopCounts::model_flops / (t·c), attention counted whole) /
+  // (step time × dense peak); KernelMfu counts them another way.
+  double mfu = 0;
   double tokens_per_s_per_gpu = 0;
   std::vector<RuleViolation> rules;
 };
@@ -44,6 +46,9 @@ struct Analysis {
 // live as long as the memo, as the catalog's GPUs do).
 absl::StatusOr<Analysis> Analyze(const ModelSpec& spec, const GpuSpec& gpu,
                                  PredictionMemo* memo = nullptr);
+
+// One rank's kernels' MFU with the model's FLOPs counted by `count`.
+double KernelMfu(const Analysis& a, FlopCount count);
 
 // FAILED_PRECONDITION naming the GPU and the dtypes it can run, or OK.
 absl::Status CheckDtypeSupported(DType dtype, const GpuSpec& gpu);

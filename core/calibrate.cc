@@ -491,7 +491,9 @@ class CalibrationRun {
   // where there is one, and the transfer error as their band.
   void AddUnfittedGpus() {
     for (GpuSpec& g : catalog_) {
-      if (fitted_gpus_.count(g.name) || g.name == "h200") continue;
+      // (A variant that takes another GPU's calibration, GpuSpec::calibrated_as, gets it from
+      // that GPU's entries.)
+      if (fitted_gpus_.count(g.name) || g.name == "h200" || !g.calibrated_as.empty()) continue;
       const std::string src = StructureSource(g, fitted_gpus_);
       if (src.empty()) break;
       for (DType d : {DType::kBf16, DType::kTf32, DType::kFp8E4M3}) {

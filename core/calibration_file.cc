@@ -169,11 +169,15 @@ absl::Status ApplyCalibration(const CalibrationFile& file, std::vector<GpuSpec>&
     if (it == catalog.end()) {
       return absl::NotFoundError(absl::StrCat("calibration: unknown gpu \"", e.gpu, "\""));
     }
-    for (DType d : e.dtypes) {
-      CostModelParams& p = it->Model(d);
-      for (const FileField& f : FileFields()) p.*(f.field) = e.params.*(f.field);
-      p.k_tile_bytes = e.params.k_tile_bytes;
-      it->Calibration(d) = e.info;
+    // The GPU itself, and its variants that take its calibration (GpuSpec::calibrated_as).
+    for (GpuSpec& g : catalog) {
+      if (g.name != e.gpu && g.calibrated_as != e.gpu) continue;
+      for (DType d : e.dtypes) {
+        CostModelParams& p = g.Model(d);
+        for (const FileField& f : FileFields()) p.*(f.field) = e.params.*(f.field);
+        p.k_tile_bytes = e.params.k_tile_bytes;
+        g.Calibration(d) = e.info;
+      }
     }
   }
   return absl::OkStatus();

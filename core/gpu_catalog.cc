@@ -284,6 +284,28 @@ std::vector<GpuSpec> MakeCatalog() {
     g.link = PcieLink(64);  // PCIe 5.0 x16
     c.push_back(g);
   }
+  {
+    // Meta's Grand Teton H100 that TorchTitan's H100 benchmarks ran on
+    // (github.com/pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md at 31a17bfd):
+    // "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", 8 per host "fully connected with
+    // NVLink", "400 Gb/s per GPU" of RDMA network, "the default 500W power limit"; its footnote:
+    // "HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and NVL,
+    // and we don't know its exact value". So the SXM's die and kernels (the H100 SXM's
+    // calibration) with the SXM's datasheet peak, an UPPER BOUND on compute: its clocks under
+    // 500 W are published nowhere.
+    GpuSpec g = hopper("h100-sxm-96gb", "NVIDIA H100 SXM 96GB HBM2e (500 W)", 132, 1980,
+                       989.4 * kTera, 2400 * kGiga, 96, 0.80);
+    g.calibrated_as = "h100-sxm";
+    g.sources =
+        "TorchTitan's H100 benchmark page (pytorch/torchtitan benchmarks/"
+        "llama3_h100_202412_torchtitan.md: 96 GB HBM2e, 2.4 TB/s, 500 W); compute as the H100 "
+        "SXM5 datasheet's, an upper bound at 500 W";
+    g.link = DgxHopperLink();
+    g.link.source =
+        "Grand Teton (TorchTitan's benchmark page: 8 GPUs fully connected with NVLink, 400 Gb/s "
+        "of RDMA per GPU); NVLink 4 as DGX H100's";
+    c.push_back(g);
+  }
   c.push_back(
       hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141, 0.80));
   c.push_back(B200());
@@ -371,6 +393,8 @@ const std::map<std::string, std::string>& GpuAliases() {
       {"h100-sxm-80gb", "h100-sxm"},
       {"h100-pcie-80gb", "h100-pcie"},
       {"h100-80gb-pcie", "h100-pcie"},
+      {"h100-96gb", "h100-sxm-96gb"},
+      {"h100-hbm2e-96gb", "h100-sxm-96gb"},
       {"h200-sxm", "h200"},
       {"h200-141gb", "h200"},
       {"h200-sxm-141gb", "h200"},
@@ -389,7 +413,7 @@ const std::map<std::string, std::vector<std::string>>& AmbiguousGpuNames() {
       {"a100-sxm", {"a100-sxm-40gb", "a100-sxm-80gb"}},
       {"a100-sxm4", {"a100-sxm-40gb", "a100-sxm-80gb"}},
       {"a100-pcie", {"a100-pcie-40gb", "a100-pcie-80gb"}},
-      {"h100", {"h100-sxm", "h100-pcie"}},
+      {"h100", {"h100-sxm", "h100-pcie", "h100-sxm-96gb"}},
       {"h100-80gb", {"h100-sxm", "h100-pcie"}},
   };
   return *m;
@@ -454,7 +478,9 @@ std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count
   if (has("H100")) {
     if (has("NVL")) return "";
     if (pcie) return "h100-pcie";
-    return sm_count == 132 ? "h100-sxm" : "";
+    if (sm_count != 132) return "";
+    // Meta's 96 GB HBM2e part (TorchTitan's Grand Teton hosts) by its memory.
+    return gib > 88 ? "h100-sxm-96gb" : "h100-sxm";
   }
   if (has("A100")) {
     const bool big = gib > 48;

@@ -220,6 +220,9 @@ struct GpuSpec {
   std::array<CostModelParams, kDTypeCount> models;
   std::array<CalibrationInfo, kDTypeCount> calibration;
   std::string sources;  // where the figures come from
+  // A variant of another catalogued GPU (same die, same kernels) that takes that GPU's calibration
+  // (ApplyCalibration) instead of its own; empty for most.
+  std::string calibrated_as;
   Interconnect link;
 
   double PeakFlops(DType dtype) const;

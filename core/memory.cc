@@ -103,10 +103,21 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
   const double q_w = static_cast<double>(d.q_width);
   const double kv_w = static_cast<double>(d.kv_width);
   const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width
-  const double mlp_interior = (spec.mlp == Mlp::kGelu ? 4 : 6) * f_active;
-  const double outside = layout.sequence_parallel ? 10 * h / t : 10 * h;
-  double per_layer =
-      s * b * (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + 2 * q_w + mlp_interior) / t);
+  // FP8 (Transformer Engine's recipe): a linear layer keeps its input for the weight gradient as
+  // its FP8 cast, 1 byte: the QKV's and the MLP's (the norms' outputs, part of the 10·h) and the
+  // second MLP GEMM's (the activation's output) instead of their 16-bit copies; the projection's
+  // FP8 cast is kept beside the attention kernel's 16-bit output, which the kernel keeps for its
+  // own backward: 1.5 times that tensor (Megatron-LM's DeepSeek-V3 GB200 guide,
+  // docs/discussions/deepseek-v3-gb200-optimization, sec. 2.2.2: "SDPA saves a BF16 output tensor,
+  // while Projection Linear saves an FP8 tensor quantized from the input tensor").
+  const bool fp8 = spec.dtype == DType::kFp8E4M3;
+  const double mlp_interior = ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active;
+  const double outside_h = fp8 ? 8 : 10;
+  const double outside = layout.sequence_parallel ? outside_h * h / t : outside_h * h;
+  const double projection_input = (fp8 ? 3 : 2) * q_w;
+  double per_layer = s * b *
+                     (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + projection_input + mlp_interior) /
+                                    t);
   if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
     // (The rank's s/c query rows against all s keys under context parallelism.)
     per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
@@ -198,6 +209,12 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
       const double unit =
           std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) / t);
       m.gathered_bytes = 2 * weight_bytes * unit;
+      // Not resharded after forward: the stage's layers stay gathered until their backward.
+      if (!layout.reshard_after_forward) {
+        const double stage_layers =
+            static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
+        m.gathered_bytes = weight_bytes * (layer * stage_layers + unit);
+      }
     }
     m.optimizer_bytes = held(1) * kOptimizerBytes;
     TrainingActivations(spec, layout, m);

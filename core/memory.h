@@ -66,6 +66,9 @@ struct MemoryLayout {
   // Engine's FP8 primary weights; the FP32 master copy stays in the optimizer): 1 byte per
   // weight, gathered in FP8 under ZeRO-3. Ignored for other dtypes.
   bool fp8_params = false;
+  // ZeRO-3 (FSDP2's reshard_after_forward): false keeps every layer's gathered weights of the
+  // stage from forward to backward instead of the largest unit at a time.
+  bool reshard_after_forward = true;
 };
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches

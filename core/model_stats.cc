@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace wavecrest {
 
 namespace {
@@ -68,20 +70,46 @@ ParamCounts CountParams(const ModelSpec& s) {
   return c;
 }
 
+absl::StatusOr<FlopCount> ParseFlopCount(absl::string_view name) {
+  if (name.empty() || name == "full") return FlopCount::kFull;
+  if (name == "causal") return FlopCount::kCausal;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown value \"", name,
+                   "\"; allowed: full (the default: attention's whole s² product), causal (half "
+                   "of it, as Megatron-Core counts a causal mask)"));
+}
+
+absl::string_view FlopCountName(FlopCount c) {
+  return c == FlopCount::kCausal ? "causal" : "full";
+}
+
 FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms) {
   FlopCounts c;
   // The experts' padding to their capacity is work done, not the model's.
   const double padding = Derive(spec).expert_padding;
-  double useful = 0;
+  const bool training = spec.workload == Workload::kTraining;
+  // A causal mask halves the s × s products of training and prefill, not decode's one row.
+  const double causal = spec.workload == Workload::kDecode ? 1.0 : 0.5;
+  double full = 0, halved = 0;
   for (const Gemm& g : gemms) {
     c.step_flops += g.step_flops();
     if (g.pass == Pass::kForward) c.forward_flops += g.step_flops();
     const bool expert = g.name == kMoeUp || g.name == kMoeGateUp || g.name == kMoeDown;
-    useful += expert ? g.step_flops() / padding : g.step_flops();
+    const bool scores = g.name == kAttnScore || g.name == kAttnOverValue;
+    double model = expert ? g.step_flops() / padding : g.step_flops();
+    if (g.fused_attention) {
+      // The model's attention is the forward's two products and twice them backward; the fused
+      // backward's own count (five products, one recomputing the scores) is the kernel's work.
+      model = g.pass == Pass::kForward ? g.step_flops() * (training ? 3 : 1) : 0;
+    }
+    full += model;
+    halved += g.fused_attention || scores ? causal * model : model;
   }
   // The model's FLOPs for one micro-batch: every tensor- and context-parallel rank's share.
-  c.model_flops = useful * static_cast<double>(spec.tensor_parallel) *
-                  static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
+  const double ranks = static_cast<double>(spec.tensor_parallel) *
+                       static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
+  c.model_flops = full * ranks;
+  c.causal_model_flops = halved * ranks;
   c.tokens_per_step = Derive(spec).tokens;
   return c;
 }

@@ -8,109 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/collectives.h"
+#include "core/expert_parallel.h"
 #include "core/network.h"
+#include "core/step_assumptions.h"
 #include "core/status_macros.h"
 
 namespace wavecrest {
 namespace {
-
-// A link a group of GPUs talks over: NVLink when the whole group (`span` consecutive ranks) fits
-// in one NVLink domain, the network otherwise: the run's named network (`run.network`) or the
-// GPU's reference system's.
-struct Path {
-  double bw = 0;
-  double latency = 0;  // one point-to-point send's
-  bool network = false;
-  bool in_network_reduction = false;  // SHARP: the switches reduce all-reduces across nodes
-  int64_t nodes = 1;                  // the nodes a collective's ranks span
-  int64_t per_node = 1;               // its ranks in each node
-  double nvls_bw = 0;                 // NVLink SHARP all-reduce bandwidth inside the domain
-};
-Path PathFor(const GpuSpec& gpu, const RunConfig& run, int64_t span) {
-  const Interconnect& l = gpu.link;
-  if (span <= l.domain_gpus && l.nvlink_bytes_per_s > 0) {
-    Path nvlink{l.nvlink_bytes_per_s * kCollectiveEfficiency, l.nvlink_latency_s, false, false};
-    nvlink.nvls_bw = l.nvls_allreduce_bytes_per_s;
-    return nvlink;
-  }
-  const int64_t nodes = (span + l.domain_gpus - 1) / std::max<int64_t>(1, l.domain_gpus);
-  if (!run.network.empty()) {
-    if (absl::StatusOr<const NetworkProfile*> n = FindNetwork(run.network); n.ok()) {
-      return {(*n)->gbits_per_gpu / 8 * 1e9 * kCollectiveEfficiency, l.network_latency_s, true,
-              (*n)->in_network_reduction, nodes, 1};
-    }
-  }
-  return {l.network_bytes_per_s * kCollectiveEfficiency, l.network_latency_s, true, false, nodes,
-          1};
-}
-
-// A ring collective as NCCL prices it (src/graph/tuning.cc, NVIDIA/nccl @5067397, its tuner's
-// default constants, microseconds): each rank moves `factor`·(n-1)/n of `bytes` (factor 2 for an
-// all-reduce, 1 for an all-gather or a reduce-scatter) in factor·(n-1) steps, of which
-// factor·(nodes-1) cross the network. NCCL takes the faster of two protocols for the message:
-// Simple (full bandwidth; 8.4 base, 3.4 per NVLink step, 14 per network step) and LL128 (120/128
-// of it; 14 base, 1.9 per NVLink step, 4 per network step, 8.5 with one rank per node).
-struct RingProtocol {
-  double base_us, nvlink_step_us, network_step_us, one_per_node_step_us, bw_fraction;
-};
-constexpr RingProtocol kSimple{8.4, 3.4, 14.0, 14.0, 1.0};
-constexpr RingProtocol kLl128{14.0, 1.9, 4.0, 8.5, 120.0 / 128.0};
-
-double RingS(double bytes, int64_t n, const Path& path, int factor) {
-  if (n <= 1) return 0;
-  const double steps = static_cast<double>(factor * (n - 1));
-  const double across = static_cast<double>(factor * (std::min(path.nodes, n) - 1));
-  const double moved = factor * static_cast<double>(n - 1) / static_cast<double>(n) * bytes;
-  double best = 0;
-  for (const RingProtocol& p : {kSimple, kLl128}) {
-    const double step_us = path.per_node == 1 ? p.one_per_node_step_us : p.network_step_us;
-    const double latency =
-        1e-6 * (p.base_us + (steps - across) * p.nvlink_step_us + across * step_us);
-    const double t = latency + moved / (path.bw * p.bw_fraction);
-    if (best == 0 || t < best) best = t;
-  }
-  return best;
-}
-double AllReduceS(double bytes, int64_t n, const Path& path) { return RingS(bytes, n, path, 2); }
-double GatherS(double bytes, int64_t n, const Path& path) { return RingS(bytes, n, path, 1); }
-
-// The link of a collective over `n` ranks `stride` apart (a data-parallel group is every t-th
-// rank). Inside one NVLink domain it is NVLink. Across domains NCCL runs one ring (or tree) per
-// NIC, so the g ranks of the group that share a node send their share of the data out of g NICs
-// at once: the group's bandwidth per rank is g NICs' (NVLink's at most). A tensor-parallel group
-// of 8 with one data-parallel rank per node has g = 1, FSDP over whole nodes g = 8. NCCL's
-// maintainers measure 192 GB/s of all-reduce bus bandwidth across DGX A100 nodes with 8 x 200
-// Gb/s NICs (github.com/NVIDIA/nccl/issues/1576, quoting #812), 8 NICs' worth, not one's.
-Path GroupPath(const GpuSpec& gpu, const RunConfig& run, int64_t n, int64_t stride) {
-  Path path = PathFor(gpu, run, n * stride);
-  if (!path.network) return path;
-  const int64_t per_node =
-      std::clamp<int64_t>(gpu.link.domain_gpus / std::max<int64_t>(1, stride), 1, n);
-  const Path nvlink = PathFor(gpu, run, 1);
-  const double bw = path.bw * static_cast<double>(per_node);
-  path.bw = nvlink.bw > 0 ? std::min(bw, nvlink.bw) : bw;
-  path.per_node = per_node;
-  path.nodes = (n + per_node - 1) / per_node;
-  return path;
-}
-
-// An all-reduce over a path: the ring's, or with in-network reduction each GPU sends its data once
-// and receives the reduced result once (the switches add; NCCL's CollNet/SHARP), two steps.
-double AllReduceOver(double bytes, int64_t n, const Path& path) {
-  if (n <= 1) return 0;
-  if (path.in_network_reduction) return bytes / path.bw + 2 * path.latency;
-  const double ring = AllReduceS(bytes, n, path);
-  // Inside an NVSwitch domain that reduces (NVLS), NCCL takes the faster of it (25 us of NVLink
-  // latency in its tuner, src/graph/tuning.cc) and the ring.
-  if (path.nvls_bw > 0) return std::min(ring, bytes / path.nvls_bw + 25e-6);
-  return ring;
-}
-
-// One micro-batch's hidden states on one rank: b·s/c tokens × h, 16-bit (what the tensor-parallel
-// collectives and the pipeline sends move).
-double HiddenStatesBytes(const ModelSpec& s) {
-  return static_cast<double>(Derive(s).tokens * s.hidden_size) * 2;
-}
 
 // One micro-batch on one tensor-parallel rank, split the way the pipeline and recomputation need.
 struct MicroBatch {
@@ -200,158 +105,6 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   return layers * per_layer;
 }
 
-// The ranks an expert-parallel group is drawn from with d data-parallel ranks: d·c, times t with
-// whole experts (expert_tensor_parallel 1); e of them form a group, pool/e hold the same experts.
-int64_t ExpertPool(const ModelSpec& s, int64_t d) {
-  return d * s.context_parallel * s.tensor_parallel / ExpertTensorParallel(s);
-}
-
-// The chance that a token's k experts, drawn without replacement and uniformly from n (as routing
-// balanced across the experts draws them), include one of `held` given experts: 1 - C(n-held,
-// k) / C(n, k).
-double HitProbability(int64_t n, int64_t held, int64_t k) {
-  double miss = 1;
-  for (int64_t i = 0; i < k && miss > 0; ++i) {
-    miss *= std::max<double>(0, static_cast<double>(n - held - i)) / static_cast<double>(n - i);
-  }
-  return 1 - miss;
-}
-
-// The chance that a token's k experts include one of the `len` consecutive experts from
-// `first`, under group-limited routing balanced across the experts (DeepSeek's n_group and
-// topk_group): M of the G groups of n/G consecutive experts drawn uniformly, then k experts
-// uniformly among their M·n/G. Sums over which of the groups the range touches are drawn (a count
-// of subsets by size and by the experts of the range they hold); without groups, or where that
-// count would be too large to take, HitProbability(n, len, k).
-double GroupedHitProbability(int64_t n, int64_t first, int64_t len, int64_t k, int64_t groups,
-                             int64_t per_token) {
-  if (groups <= 1 || per_token <= 0 || per_token >= groups || n % groups != 0) {
-    return HitProbability(n, len, k);
-  }
-  const int64_t g = n / groups, drawn = per_token * g;
-  std::vector<int64_t> overlap;
-  for (int64_t grp = first / g; grp * g < first + len && grp < groups; ++grp) {
-    overlap.push_back(std::min(first + len, (grp + 1) * g) - std::max(first, grp * g));
-  }
-  const int64_t touched = static_cast<int64_t>(overlap.size());
-  const int64_t most = std::min(touched, per_token);
-  if (touched * (most + 1) * (len + 1) > 4'000'000) return HitProbability(n, len, k);
-  // ways[j][x]: subsets of j touched groups holding x experts of the range.
-  std::vector<std::vector<double>> ways(most + 1, std::vector<double>(len + 1, 0));
-  ways[0][0] = 1;
-  for (int64_t o : overlap) {
-    for (int64_t j = most; j >= 1; --j) {
-      for (int64_t x = len; x >= o; --x) ways[j][x] += ways[j - 1][x - o];
-    }
-  }
-  const auto lchoose = [](int64_t a, int64_t b) {
-    return std::lgamma(static_cast<double>(a) + 1) - std::lgamma(static_cast<double>(b) + 1) -
-           std::lgamma(static_cast<double>(a - b) + 1);
-  };
-  double miss = 0;
-  for (int64_t j = 0; j <= most; ++j) {
-    if (per_token - j > groups - touched) continue;  // the other groups cannot fill the draw
-    // One given subset of j touched groups with the rest of the M from the untouched.
-    const double subset = std::exp(lchoose(groups - touched, per_token - j) -
-                                   lchoose(groups, per_token));
-    for (int64_t x = 0; x <= len; ++x) {
-      if (ways[j][x] == 0) continue;
-      miss += ways[j][x] * subset * (1 - HitProbability(drawn, x, k));
-    }
-  }
-  return 1 - miss;
-}
-
-// How many copies of one token a rank sends per all-to-all: to the other ranks of its NVLink
-// domain and across the network.
-struct EpCopies {
-  double nvlink = 0;
-  double network = 0;
-};
-
-// The flex dispatcher's copies per token, for e expert-parallel ranks of n experts, `local` of
-// them in a node (N = e / local nodes), k experts per token: across the network one per other
-// node holding one of its experts, (N-1)·P(node); over NVLink one per other rank of its own node
-// holding one, (local-1)·P(rank), and in each destination node the forwards from the receiving
-// GPU to the other ranks it reaches there, local·P(rank) - P(node) per node (by symmetry, what a
-// rank forwards for the others equals what is forwarded for it). With group-limited routing
-// (`groups` > 1 and `groups_per_token`: DeepSeek's n_group and topk_group; 0 groups when the
-// routing is not group-limited) P(rank) and P(node) are GroupedHitProbability's; when a node
-// holds whole groups, a token reaches at most groups_per_token nodes. The alltoall dispatcher's are k copies spread over the e ranks:
-// k·(local-1)/e and k·(e-local)/e, whatever the groups.
-EpCopies FlexCopies(int64_t n, int64_t k, int64_t e, int64_t local, int64_t groups,
-                   int64_t groups_per_token) {
-  const int64_t per_rank = std::max<int64_t>(n / e, 1);
-  // Each rank holds consecutive experts (Megatron-Core's local experts); with groups the chance
-  // depends on where a rank's or a node's experts fall among them: averaged over the ranks and
-  // the nodes (without, every rank and node alike: the first).
-  const bool grouped = groups > 1;
-  const int64_t ranks = grouped ? e : 1, nodes_n = grouped ? std::max<int64_t>(e / local, 1) : 1;
-  double rank_hit = 0, node_hit = 0;
-  for (int64_t r = 0; r < ranks; ++r) {
-    rank_hit += GroupedHitProbability(n, r * per_rank, per_rank, k, groups, groups_per_token);
-  }
-  for (int64_t m = 0; m < nodes_n; ++m) {
-    node_hit += GroupedHitProbability(n, m * per_rank * local, per_rank * local, k, groups,
-                                      groups_per_token);
-  }
-  rank_hit /= static_cast<double>(ranks);
-  node_hit /= static_cast<double>(nodes_n);
-  const double nodes = static_cast<double>(e) / static_cast<double>(local);
-  const double l = static_cast<double>(local);
-  return {(l - 1) * rank_hit + (nodes - 1) * (l * rank_hit - node_hit), (nodes - 1) * node_hit};
-}
-
-// Expert parallelism's all-to-alls of one micro-batch through `moe_layers` MoE layers of one
-// stage: each sends the rank's routed token copies to the experts' ranks (dispatch) and brings
-// the results back (combine), forward and again backward (the gradients), and once more forward
-// under full recomputation; T·k/t tokens of h 16-bit values per GPU (T = b·s/c; with tensor
-// parallelism the tokens are split over its ranks, as the sequence-parallel region leaves them),
-// (e-1)/e of them to other ranks (the flex dispatcher sends fewer: FlexCopies). The EP group is
-// every et-th rank (the experts' tensor-parallel degree; Megatron-Core's etp-ep-dp-pp order): the
-// peers in the same NVLink domain over NVLink, the others over the network, both at once; one
-// latency per all-to-all (the sends to all peers are posted together). With experts split over the
-// t ranks too, the expert MLP's collectives carry the k copies of each token instead of one: (k-1)
-// more of the four per layer (all-gather and reduce-scatter, forward and backward); whole experts
-// (et = 1) have none (TensorParallelS's MLP half is taken off their layers). Not overlapped with
-// compute (Megatron-Core's default; RunConfig::ep_overlap hides part of it in PlanStep).
-double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layers) {
-  const ModelSpec& s = a.spec;
-  const int64_t e = s.expert_parallel;
-  if (e <= 1 || moe_layers <= 0) return 0;
-  const GpuSpec& gpu = *a.gpu;
-  const int64_t t = s.tensor_parallel, et = ExpertTensorParallel(s);
-  const double k = static_cast<double>(s.experts_per_token);
-  // One copy of each of the rank's tokens (padded to the experts' capacity when there is one).
-  const double token_bytes =
-      HiddenStatesBytes(s) * Derive(s).expert_padding / static_cast<double>(t);
-  // Megatron-Core lays expert groups out etp-ep-dp-pp: e ranks of stride et.
-  const int64_t stride = et;
-  const int64_t local = std::clamp<int64_t>(gpu.link.domain_gpus / stride, 1, e);
-  const EpCopies copies = run.ep_dispatcher == EpDispatcher::kFlex
-                              ? FlexCopies(s.num_experts, s.experts_per_token, e, local,
-                                           GroupLimitedRouting(s) ? s.expert_groups : 0,
-                                           s.expert_groups_per_token)
-                              : EpCopies{k * static_cast<double>(local - 1) / e,
-                                         k * static_cast<double>(e - local) / e};
-  const Path nvlink = PathFor(gpu, run, 1);
-  double per = 0;
-  if (stride * e <= gpu.link.domain_gpus) {
-    per = token_bytes * copies.nvlink / nvlink.bw + nvlink.latency;
-  } else {
-    const Path net = PathFor(gpu, run, gpu.link.domain_gpus + 1);
-    per = std::max(token_bytes * copies.nvlink / nvlink.bw, token_bytes * copies.network / net.bw) +
-          net.latency;
-  }
-  const double all_to_alls = 2 * (2 + (run.recompute == Recompute::kFull ? 1 : 0));
-  double tp_extra = 0;
-  if (t > 1 && et == t) {
-    const Path tp_path = PathFor(gpu, run, t);
-    tp_extra = (k - 1) * 4 * GatherS(HiddenStatesBytes(s), t, tp_path);
-  }
-  return moe_layers * (all_to_alls * per + tp_extra);
-}
-
 absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int64_t* d,
                       int64_t* m) {
   const int64_t b = s.micro_batch_size;
@@ -410,6 +163,10 @@ absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int6
     return absl::InvalidArgumentError(
         absl::StrCat("run.tp_overlap: must be in [0, 1]; got ", run.tp_overlap));
   }
+  if (run.moe_host_s && !(*run.moe_host_s >= 0 && *run.moe_host_s <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
@@ -437,12 +194,9 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.offload_activations = run.offload_activations;
   layout.gradient_bytes = run.gradient_bytes;
   layout.fp8_params = run.fp8_param_gather;
+  layout.reshard_after_forward = run.reshard_after_forward;
   return layout;
 }
-
-// Whether the pipeline sends run under compute: Megatron-LM overlaps them in the interleaved
-// schedule unless told not to, and cannot in plain 1F1B.
-bool PipelineSendsOverlapped(const RunConfig& run) { return run.pp_overlap && run.interleave > 1; }
 
 // Activations forward and gradients backward between pipeline stages for one step: per
 // micro-batch and virtual stage, b·s·h/(t·c) each (Megatron's scatter-gather optimisation splits
@@ -468,13 +222,16 @@ double PipelineSendsS(const Analysis& a, const RunConfig& run, double microbatch
 // first gather of each pass, the last reduce-scatter, and for the other layers what the
 // collectives take beyond a layer's compute (forward_s, backward_s per layer and micro-batch).
 double Zero3PrefetchS(double layer_weights, double layer_grads, int64_t layers, int64_t replicas,
-                      const Path& path, double forward_s, double backward_s, double microbatches) {
+                      const Path& path, double forward_s, double backward_s, double microbatches,
+                      bool regather) {
   const double gather = GatherS(layer_weights, replicas, path);
   const double scatter = GatherS(layer_grads, replicas, path);
   const double overlapped = static_cast<double>(std::max<int64_t>(0, layers - 1));
   const double forward = gather + overlapped * std::max(0.0, gather - forward_s);
+  // Without resharding after forward the backward has no gathers: its reduce-scatters only.
+  const double again = regather ? gather : 0;
   const double backward =
-      gather + overlapped * std::max(0.0, gather + scatter - backward_s) + scatter;
+      again + overlapped * std::max(0.0, again + scatter - backward_s) + scatter;
   return microbatches * (forward + backward);
 }
 
@@ -497,10 +254,11 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
     if (run.zero3_prefetch) {
       return Zero3PrefetchS(weights / n, grads / n, layers, replicas, path, layer_forward_s,
-                            layer_backward_s, microbatches);
+                            layer_backward_s, microbatches, run.reshard_after_forward);
     }
+    const double gathers = run.reshard_after_forward ? 2 : 1;
     return microbatches * n *
-           (2 * GatherS(weights / n, replicas, path) + GatherS(grads / n, replicas, path));
+           (gathers * GatherS(weights / n, replicas, path) + GatherS(grads / n, replicas, path));
   }
   double reduce = 0;
   if (run.zero_stage == 2) {
@@ -515,199 +273,6 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
                  : AllReduceOver(grads, replicas, path);
   }
   return reduce * (1 - run.dp_overlap);
-}
-
-constexpr char kNicsPerNode[] =
-    "a collective's ranks in one node cross the network through as many NICs at once (NCCL's "
-    "ring per NIC; NVLink's bandwidth at most), point-to-point sends and all-to-alls through "
-    "their own NIC; a ring's latency is NCCL's tuning model (a base, a step per rank, the node "
-    "crossings at the network's latency; the faster of its Simple and LL128 protocols)";
-
-// The links collectives run over, and the network's source.
-std::string NetworkAssumption(const GpuSpec& gpu, const RunConfig& run) {
-  using Network = absl::StatusOr<const NetworkProfile*>;
-  const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
-  if (network.ok() && *network != nullptr) {
-    return absl::StrFormat(
-        "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
-        "the network %s across nodes: %s%s; %s",
-        100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
-        (*network)->in_network_reduction
-            ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
-            : "",
-        kNicsPerNode);
-  }
-  return absl::StrFormat("collectives by the ring model at %.0f%% of %s bandwidth (%s)%s",
-                         100 * kCollectiveEfficiency,
-                         gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link",
-                         gpu.link.source,
-                         gpu.link.network_bytes_per_s > 0 ? absl::StrCat("; ", kNicsPerNode) : "");
-}
-
-// ... and NVLink SHARP's all-reduces inside a node where the switch has it.
-std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
-  return absl::StrCat(
-      NetworkAssumption(gpu, run),
-      gpu.link.nvls_allreduce_bytes_per_s > 0
-          ? absl::StrFormat("; all-reduces inside a node by NVLink SHARP where faster (%.0f GB/s, "
-                            "NCCL's NVLS on this NVSwitch)",
-                            gpu.link.nvls_allreduce_bytes_per_s / 1e9)
-          : "");
-}
-
-// What runs under compute: tensor-parallel collectives, pipeline sends; and the optimizer.
-std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
-  return absl::StrCat(
-      s.tensor_parallel <= 1 ? "" :
-      run.tp_overlap > 0
-          ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
-                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
-                            100 * run.tp_overlap)
-          : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
-            "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
-      s.pipeline_parallel <= 1 ? ""
-      : PipelineSendsOverlapped(run)
-          ? "pipeline sends overlapped with the next chunk's compute, the warm-up's and the "
-            "flush's 2(p-1) exposed (Megatron-LM's overlap_p2p_comm, its default for interleaved "
-            "schedules); "
-          : run.interleave > 1
-              ? "pipeline sends not overlapped (overlap_p2p_comm off); "
-              : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
-      run.overlap_grad_reduce && run.zero_stage < 3
-          ? "the gradient reduction and the weights' all-gather overlapped with the last "
-            "micro-batch's backward and the first's forward, up to one micro-batch's compute of "
-            "the stage hidden (Megatron-Core's overlap_grad_reduce / overlap_param_gather); "
-          : "",
-      "the optimizer step is memory-bound (Adam, FP32 master weights and moments)");
-}
-
-// A named fused attention kernel: where its rate comes from on this GPU.
-std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
-  const DType dtype = ComputeDType(s.dtype, kAttnFused);
-  const FusedKernelRate fwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kForward);
-  const FusedKernelRate bwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kBackward);
-  const char* basis =
-      gpu.compute_capability < 90
-          ? "FlashAttention-2 up to 73% of peak forward and 63% backward on an A100"
-          : gpu.compute_capability < 100
-                ? "FlashAttention-2 up to 335 TFLOP/s forward and backward on an H100 without "
-                  "Hopper's new instructions"
-                : "FlashAttention-2 as on Hopper (no published figure for this architecture)";
-  return absl::StrFormat(
-      "attention %s, priced from the FlashAttention-2 paper (arXiv:2307.08691): %s%s; %.0f%% "
-      "of the calibrated fused kernel's forward rate and %.0f%% of its backward",
-      AttentionName(s.attention), basis,
-      s.attention == Attention::kFlash2
-          ? ""
-          : s.attention == Attention::kFlash1
-                ? ", FlashAttention 1 half of that (A100)"
-                : ", flash-attn 1.0's Triton kernel 1/1.4 of it forward and 1/2 backward (A100)",
-      100 * fwd.rate, 100 * bwd.rate);
-}
-
-// What the step assumed of expert parallelism: the dispatcher, the overlap, balanced routing and
-// the MoE block as fused kernels run it.
-std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
-                                     const StepBreakdown& r) {
-  return absl::StrFormat(
-      "expert parallelism over %d ranks: %d of %d experts per rank, tokens to their experts and "
-      "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s) %s, routing "
-      "as the experts' line says%s (the busiest rank sets the pace); expert gradients reduce "
-      "over the %d ranks holding "
-      "the same experts%s; the MoE block as fused, sync-free kernels run it (Megatron-Core's "
-      "published runs at micro-batch 1 measured slower, PyTorch's with DeepEP at micro-batches "
-      "2-4 faster: the band)",
-      s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
-      run.ep_dispatcher == EpDispatcher::kFlex
-          ? "the flex dispatcher (DeepEP, HybridEP): each token once to every node and every "
-            "rank holding one of its experts, across nodes to the GPU of the same index, which "
-            "forwards it over NVLink"
-          : "Megatron-Core's alltoall dispatcher: one copy per routed expert; ep_dispatcher "
-            "flex prices DeepEP's",
-      run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
-                       "--overlap-moe-expert-parallel-comm; the first forward's and the last "
-                       "backward's exposed)"
-                     : "not overlapped with compute (Megatron-Core's default)",
-      GroupLimitedRouting(s)
-          ? absl::StrFormat(" within %d of %d groups of experts per token (group-limited "
-                            "routing)",
-                            s.expert_groups_per_token, s.expert_groups)
-          : "",
-      std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
-      ExpertTensorParallel(s) < s.tensor_parallel
-          ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
-            "own share of the tokens"
-          : "");
-}
-
-// What the figures take for granted, in words.
-std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
-                                     const StepBreakdown& r) {
-  const ModelSpec& s = a.spec;
-  const GpuSpec& gpu = *a.gpu;
-  const double p = static_cast<double>(s.pipeline_parallel);
-  const double v = static_cast<double>(run.interleave);
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
-  std::vector<std::string> out;
-  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
-  out.push_back(absl::StrFormat(
-      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
-      "layers, the logits and the loss) is the slowest%s",
-      v > 1 ? " (interleaved)" : "", (p - 1) / v,
-      split.even ? ""
-                 : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
-                                   "last (Megatron's uneven split)",
-                                   split.first, split.middle, split.last)));
-  out.push_back(LinkAssumption(gpu, run));
-  out.push_back(OverlapAssumption(s, run));
-  if (s.dtype == DType::kFp8E4M3) {
-    out.push_back(absl::StrCat(
-        "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
-        "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
-        "input cast alone, every input transposed for wgrad, every output gradient cast and "
-        "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
-        "weights' casts (once per step) not",
-        run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
-                               "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
-                             : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
-                               "gathers them in FP8)"));
-  }
-  if (run.zero_stage >= 3) {
-    out.push_back(
-        run.zero3_prefetch
-            ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "
-              "gathered under the previous layer's compute, its gradients reduce-scattered under "
-              "the next layer's backward; exposed are the first gather, the last reduce-scatter "
-              "and what exceeds a layer's compute"
-            : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
-              "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
-              "(their collectives share the SMs and memory with the compute); zero3_prefetch "
-              "prices them hidden");
-  }
-  if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
-  if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
-  if (s.context_parallel > 1) {
-    out.push_back(absl::StrFormat(
-        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
-        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
-        "ranks (%d)",
-        s.context_parallel, r.data_parallel * s.context_parallel));
-  }
-  if (run.offload_activations) {
-    out.push_back(absl::StrFormat(
-        "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
-        "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
-        "host memory per GPU",
-        r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
-        100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
-  }
-  if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
-  if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
-    out.push_back(
-        "selective recomputation adds nothing with fused attention: its backward already "
-        "recomputes the attention scores");
-  }
-  return out;
 }
 
 // The gradient reduction and the optimizer step of one step (r.dp_comm_s, r.optimizer_s):
@@ -761,11 +326,13 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.offload_activations = run.offload_activations;
   r.interleave = std::max<int64_t>(run.interleave, 1);
   r.micro_batch_size = s.micro_batch_size;
-  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.cp_comm_s + r.offload_s +
-             r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
-  r.model_flops_per_step = a.flops.model_flops * m * static_cast<double>(r.data_parallel);
-  r.mfu = r.model_flops_per_step /
-          (r.step_s * static_cast<double>(r.gpus) * a.gpu->PeakFlops(s.dtype));
+  r.step_s = r.compute_s + r.recompute_s + r.tp_comm_s + r.ep_comm_s + r.moe_host_s + r.cp_comm_s +
+             r.offload_s + r.pp_bubble_s + r.pp_comm_s + r.dp_comm_s + r.optimizer_s;
+  r.flop_count = run.flop_count;
+  r.model_flops_per_step =
+      a.flops.ModelFlops(run.flop_count) * m * static_cast<double>(r.data_parallel);
+  r.tflops_per_gpu = r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus)) / 1e12;
+  r.mfu = r.tflops_per_gpu * 1e12 / a.gpu->PeakFlops(s.dtype);
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);
@@ -777,14 +344,6 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
 }
 
 }  // namespace
-
-absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name) {
-  if (name.empty() || name == "alltoall") return EpDispatcher::kAllToAll;
-  if (name == "flex" || name == "deepep" || name == "hybridep") return EpDispatcher::kFlex;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown value \"", name,
-      "\"; allowed: alltoall (the default), flex (also deepep, hybridep: its backends)"));
-}
 
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
   if (run.plan) return PlanLayout(a, run);
@@ -839,15 +398,12 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
       OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
                mb.layers_s / layers - forward_layer);
   const double ep_comm = ExpertParallelS(a, run, stage_moe_layers);
-  const double stage = compute + recompute + tp_comm + ep_comm + cp_comm + offload;
+  const double host_wait = stage_moe_layers * MoeHostWaitS(s, run);
+  const double stage =
+      compute + recompute + tp_comm + ep_comm + cp_comm + offload + host_wait;
   r.compute_s = m * compute;
-  r.ep_comm_s = m * ep_comm;
-  if (run.ep_overlap) {
-    // Paired micro-batches hide their all-to-alls under the other's MoE layers; one micro-batch's
-    // worth (the unpaired first forward and last backward) stays.
-    const double hidden = std::max(0.0, ep_comm - stage_moe_layers * per_layer);
-    r.ep_comm_s = ep_comm + (m - 1) * hidden;
-  }
+  r.ep_comm_s = EpOverlapS(a, run, ep_comm, stage_moe_layers * per_layer, m);
+  r.moe_host_s = m * host_wait;
   r.recompute_s = m * recompute;
   r.tp_comm_s = m * tp_comm;
   r.cp_comm_s = m * cp_comm;
@@ -868,8 +424,8 @@ const std::vector<PlannerBand>& PlannerBands() {
   // bench/results/planner_bands.txt.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.067, 0.168, 282},
-      {kBandExpertParallel, -0.070, 0.988, 25},
-      {kBandContextParallel, 0.054, 0.636, 14},
+      {kBandExpertParallel, -0.107, 0.401, 25},
+      {kBandContextParallel, 0.054, 0.424, 14},
   };
   return kBands;
 }
@@ -922,6 +478,28 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
   return out;
 }
 
+namespace {
+
+// A layout in words, for the plan's assumption line.
+std::string LayoutName(const StepBreakdown& b) {
+  return absl::StrCat(b.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
+                      b.recompute == Recompute::kNone ? "no" : RecomputeName(b.recompute),
+                      " recomputation, ZeRO stage ", b.zero_stage,
+                      b.offload_activations ? ", activations offloaded" : "",
+                      b.interleave > 1
+                          ? absl::StrCat(", ", b.interleave, " interleaved stages per rank")
+                          : "");
+}
+
+// What the plan says of the layout as given (the run's own flags), when that one fits.
+std::string GivenLayoutNote(const StepBreakdown& given, const StepBreakdown& chosen) {
+  if (given.step_s <= chosen.step_s) return "; the layout as given is that one";
+  return absl::StrFormat("; the layout as given (%s) fits too and takes %.1f%% longer",
+                         LayoutName(given), 100 * (given.step_s / chosen.step_s - 1));
+}
+
+}  // namespace
+
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run) {
   std::optional<StepBreakdown> best, smallest;
   int fit = 0, tried = 0;
@@ -938,19 +516,30 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
     ++fit;
     if (!best || b->step_s < best->step_s) best = *b;
   }
+  if (!smallest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.global_batch: the interleaved schedule (run.interleave ", run.interleave,
+        ") runs whole rounds of pipeline_parallel micro-batches; this batch gives a number of "
+        "micro-batches per data-parallel rank that is not a multiple of ",
+        a.spec.pipeline_parallel));
+  }
+  // Never worse than the layout as given, when that one fits (issue 50): it is among the
+  // candidates, and kept explicitly where a filter above left it out.
+  RunConfig as_given = run;
+  as_given.plan = false;
+  absl::StatusOr<StepBreakdown> given = PlanStep(a, as_given);
+  const bool given_fits = given.ok() && given->memory.fits;
+  if (given_fits && (!best || given->step_s < best->step_s)) {
+    if (!best) ++fit;
+    best = *given;
+  }
   StepBreakdown out = best ? *best : *smallest;
-  const std::string layout =
-      absl::StrCat(out.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
-                   out.recompute == Recompute::kNone ? "no" : RecomputeName(out.recompute),
-                   " recomputation, ZeRO stage ", out.zero_stage,
-                   out.offload_activations ? ", activations offloaded" : "",
-                   out.interleave > 1
-                       ? absl::StrCat(", ", out.interleave, " interleaved stages per rank")
-                       : "");
+  const std::string layout = LayoutName(out);
   out.assumptions.insert(
       out.assumptions.begin(),
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,
-                          " that fit in memory")
+                          " that fit in memory",
+                          given_fits ? GivenLayoutNote(*given, out) : "")
            : absl::StrCat("planned: none of the ", tried,
                           " layouts fits in memory; the one needing the least is ", layout,
                           ": more GPUs (pipeline or tensor parallelism) are needed"));

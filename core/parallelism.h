@@ -37,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/analysis.h"
+#include "core/expert_parallel.h"
 #include "core/memory.h"
 
 namespace wavecrest {
@@ -51,21 +52,22 @@ inline constexpr double kCollectiveEfficiency = 0.80;
 // first and second moments (read and written: 24), the FP32 gradient (read: 4) and the 16-bit
 // weights (written: 2). Megatron keeps FP32 main gradients (bf16 always; fp16 too).
 inline constexpr double kAdamBytesPerParam = 30;
+// What a dropless MoE layer waits on the host per micro-batch, forward and backward together: the
+// dispatcher reads the layer's tokens per expert back to the CPU (DeepEP: "the CPU will wait for
+// GPU's signal", its V1 README; Megatron-Core: "the device-host sync in the MoE model ... to get
+// the tokens per expert information"), and the routed experts' kernels, of dynamic shapes, are
+// launched one by one outside any CUDA graph (Megatron-Core's DeepSeek-V3 GB200 tuning log,
+// docs/discussions/deepseek-v3-gb200-optimization, sec. 2.3 and 3.1). FITTED, 3 ms: the value of
+// 0-8 ms in steps of 0.5 that minimises the median |error| of NVIDIA's 19 Megatron-Bridge MoE
+// runs (bench/data/published-runs-nemo-h100.csv: 68.1% -> 13.8%), held out on NeMo AutoModel's 6
+// PyTorch MoE runs (2.1% -> 10.6% median, 9.6% -> 15.4% p90); fitted on those 6 instead it is 0
+// (their misses lie elsewhere: docs/cost-model.md). The tuning log's own figures put what CUDA
+// graphs and CPU-side work removed at about 2.1 ms each per layer and micro-batch on GB200.
+inline constexpr double kMoeHostWaitS = 3e-3;
 // Fraction of the PCIe link a pinned device-host copy reaches. PRIOR, not fitted to our own
 // measurements: NVIDIA's nvbandwidth host_to_device_memcpy_ce example reports 55.6 GB/s on a
 // PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
 inline constexpr double kHostCopyEfficiency = 0.80;
-
-// Megatron-Core's token dispatchers for expert parallelism. kAllToAll ("alltoall"): NCCL
-// all-to-all of one copy per routed expert, as the router's k choices lay them out. kFlex ("flex",
-// the DeepEP and HybridEP backends): each token crosses the network once per destination node and
-// NVLink once per destination rank, whatever the number of its experts there (DeepEP's
-// dispatch and combine: RDMA to the GPU of the same index in the node, which forwards over
-// NVLink; arXiv:2412.19437 sec. 3.2.2).
-enum class EpDispatcher { kAllToAll, kFlex };
-// "alltoall" or "" (the default) and "flex" (also "deepep", "hybridep", its backends); otherwise
-// InvalidArgument naming the allowed values (the caller names the field).
-absl::StatusOr<EpDispatcher> ParseEpDispatcher(absl::string_view name);
 
 struct RunConfig {
   int64_t num_gpus = 0;      // 0: t·p·d, d = the spec's data_parallel (0 = 1)
@@ -88,6 +90,11 @@ struct RunConfig {
   bool ep_overlap = false;
   // How the expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type).
   EpDispatcher ep_dispatcher = EpDispatcher::kAllToAll;
+  // Seconds the GPU waits on the host per MoE layer and micro-batch (forward and backward
+  // together): unset, kMoeHostWaitS for dropless experts (their token counts are read back to the
+  // CPU every layer, and their kernels cannot be captured in CUDA graphs), 0 with a capacity
+  // factor (static shapes); set, that.
+  std::optional<double> moe_host_s;
   // FP8 training with the weights kept and all-gathered in FP8 (Megatron-Core's
   // --fp8-param-gather, on in Megatron-Bridge's FP8 recipes; torchao's FSDP float8 all-gather):
   // the distributed optimizer's and FSDP's weight all-gathers move 1 byte per weight instead of
@@ -111,6 +118,12 @@ struct RunConfig {
   // H100, and DeepSpeed's ZeRO-3 in Narayanan et al. 2021: bench/results/published_runs_*.txt);
   // NCCL's kernels share the SMs and HBM with the layers they run beside.
   bool zero3_prefetch = false;
+  // ZeRO-3 (FSDP2's reshard_after_forward): each layer's gathered weights freed after its forward
+  // and gathered again for its backward (true, FSDP2's default), or kept from forward to backward
+  // (false: one gather per layer and micro-batch, the stage's gathered weights held; TorchTitan's
+  // default with pipeline parallelism, its "default" reshard_after_forward_policy = not
+  // pp_enabled in torchtitan/models/llama3/infra/parallelize.py).
+  bool reshard_after_forward = true;
   // Pipeline sends overlapped with the next chunk's compute where the schedule allows it: the
   // interleaved schedule, as Megatron-LM runs it by default (overlap_p2p_comm, on since 2023-10;
   // --no-overlap-p2p-communication turns it off; the plain 1F1B schedule cannot). The warm-up's
@@ -123,6 +136,9 @@ struct RunConfig {
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;
+  // How MFU and TFLOP/s count attention's s × s products (core/model_stats.h): the whole product
+  // (the default) or the causal half, as the user's framework counts them. Times do not change.
+  FlopCount flop_count = FlopCount::kFull;
 };
 
 struct StepBreakdown {
@@ -137,6 +153,7 @@ struct StepBreakdown {
   double recompute_s = 0;  // m × its activation recomputation
   double tp_comm_s = 0;    // m × its tensor-parallel collectives
   double ep_comm_s = 0;    // m × its expert-parallel all-to-alls (dispatch and combine)
+  double moe_host_s = 0;   // m × its MoE layers' waits on the host (RunConfig::moe_host_s)
   double cp_comm_s = 0;    // m × its context-parallel K/V ring sends not hidden under attention
   double offload_s = 0;    // m × its activation copies to and from the host not hidden
   double pp_bubble_s = 0;  // (p-1)/v stage micro-batch times idle
@@ -146,7 +163,9 @@ struct StepBreakdown {
   double step_s = 0;
   double mfu = 0;  // model FLOPs per step / (step × GPUs × dense peak)
   double tokens_per_s_per_gpu = 0;
-  double model_flops_per_step = 0;
+  double model_flops_per_step = 0;  // counted as flop_count says
+  double tflops_per_gpu = 0;        // model FLOPs per step / step / GPUs, in TFLOP/s
+  FlopCount flop_count = FlopCount::kFull;
   MemoryEstimate memory;  // per GPU of the first stage, under this run's layout
   // The layout (as given, or as PlanLayout chose it).
   bool sequence_parallel = false;

@@ -42,6 +42,11 @@ megatron_runs=bench/data/published-runs-megatron-h100.csv
 # ... and against Meta's Llama 3 405B runs (126 layers on 16 stages; bench/data).
 { bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-llama3-h100.csv; } \
   2>&1 | tee bench/results/published_runs_llama3_h100.txt
+# ... and against TorchTitan's Llama 3.1 runs (FSDP2, TP, PP, CP, Float8 on Meta's 96 GB H100 at
+# 500 W; bench/data), kept out of the combined check and the bands: its GPU's compute is an upper
+# bound (the data set's .md).
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-torchtitan-h100.csv; } \
+  2>&1 | tee bench/results/published_runs_torchtitan_h100.txt
 # ... and the five H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
 # p90 <= 25%; the "runs:" line counts each run once).
 h100_sets=(bench/data/published-runs-h100.csv bench/data/published-runs-nemo-h100.csv

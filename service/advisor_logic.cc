@@ -61,6 +61,15 @@ PlannedMicroBatch PlanRequestedMicroBatch(const v1::ModelSpec& requested, const 
   return planned;
 }
 
+// The model's FLOPs, the kernels' MFU and TFLOP/s as the request counts attention's FLOPs.
+void SetFlopCount(const Analysis& analysis, FlopCount count, v1::AnalyzeResponse& response) {
+  response.set_flop_count(std::string(FlopCountName(count)));
+  response.set_model_flops(analysis.flops.ModelFlops(count));
+  response.set_mfu(KernelMfu(analysis, count));
+  response.set_tflops_per_gpu(response.mfu() * analysis.gpu->PeakFlops(analysis.spec.dtype) /
+                              1e12);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
@@ -73,6 +82,8 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   std::vector<FieldViolation> all;
   ModelSpec spec = ConvertAndCheck(request.model(), "model.", &all);
   if (request.gpu().empty()) all.push_back({"gpu", GpuRequired()});
+  const absl::StatusOr<FlopCount> flop_count = ParseFlopCount(request.flop_count());
+  if (!flop_count.ok()) all.push_back({"flop_count", std::string(flop_count.status().message())});
   if (!all.empty()) return InvalidArgumentWithViolations(all);
   ASSIGN_OR_RETURN(const GpuSpec* gpu, FindGpu(request.gpu()));
   // A run is the answer whenever one is described: `run`, or parallelism beyond TP in the model
@@ -84,11 +95,13 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   PlannedMicroBatch planned;
   if (run_given) {
     ASSIGN_OR_RETURN(run, FromProto(request.run(), "run."));
+    run.flop_count = *flop_count;
     planned = PlanRequestedMicroBatch(request.model(), *gpu, run, spec);
   }
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
+  SetFlopCount(analysis, *flop_count, response);
   v1::KernelStep* kernels = response.mutable_kernels();
   kernels->set_step_time_s(response.step_time_s());
   kernels->set_mfu(response.mfu());
@@ -113,6 +126,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
     *response.mutable_step() = ToProto(*step);
     response.set_step_time_s(response.step().step_time_s());
     response.set_mfu(response.step().mfu());
+    response.set_tflops_per_gpu(response.step().tflops_per_gpu());
     response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
     if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
   }
@@ -133,7 +147,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   v1::MeasuredStep* m = response.mutable_measured_step();
   m->set_step_time_s(layers_s + outside_s + analysis.elementwise.loss_time_s);
   m->set_measured_share(layers_s / m->step_time_s());
-  m->set_mfu(analysis.flops.step_flops / (m->step_time_s() * gpu->PeakFlops(analysis.spec.dtype)));
+  m->set_mfu(KernelMfu(analysis, *flop_count) * analysis.step_time_s / m->step_time_s());
   m->set_tokens_per_second_per_gpu(static_cast<double>(analysis.flops.tokens_per_step) /
                                    m->step_time_s() /
                                    static_cast<double>(analysis.spec.tensor_parallel));

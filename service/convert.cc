@@ -662,10 +662,12 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();
   c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();
+  c.reshard_after_forward = !r.no_reshard_after_forward();
   c.pp_overlap = !r.no_pp_overlap();
   c.overlap_grad_reduce = r.overlap_grad_reduce();
   c.ep_overlap = r.ep_overlap();
   c.fp8_param_gather = r.fp8_param_gather();
+  if (r.has_moe_host_s()) c.moe_host_s = r.moe_host_s();
   c.network = r.network();
   if (absl::StatusOr<EpDispatcher> d = ParseEpDispatcher(r.ep_dispatcher()); d.ok()) {
     c.ep_dispatcher = *d;
@@ -735,6 +737,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_optimizer_s(b.optimizer_s);
   p.set_step_time_s(b.step_s);
   p.set_mfu(b.mfu);
+  p.set_tflops_per_gpu(b.tflops_per_gpu);
   p.set_tokens_per_second_per_gpu(b.tokens_per_s_per_gpu);
   for (const std::string& a : b.assumptions) p.add_assumptions(a);
   *p.mutable_memory() = ToProto(b.memory);
@@ -748,6 +751,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_micro_batch_size(b.micro_batch_size);
   p.set_cp_comm_s(b.cp_comm_s);
   p.set_ep_comm_s(b.ep_comm_s);
+  p.set_moe_host_s(b.moe_host_s);
   p.set_offload_s(b.offload_s);
   p.set_context_parallel(b.context_parallel);
   p.set_expert_parallel(b.expert_parallel);

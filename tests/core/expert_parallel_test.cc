@@ -81,7 +81,7 @@ TEST(ExpertParallelTest, AllToAllsCostMoreAcrossNodes) {
   EXPECT_EQ(node->expert_parallel, 8);
   EXPECT_NEAR(node->step_s,
               node->compute_s + node->recompute_s + node->tp_comm_s + node->ep_comm_s +
-                  node->cp_comm_s + node->offload_s + node->pp_bubble_s + node->pp_comm_s +
+                  node->moe_host_s + node->cp_comm_s + node->offload_s + node->pp_bubble_s + node->pp_comm_s +
                   node->dp_comm_s + node->optimizer_s,
               1e-9 * node->step_s);
   // Experts split over two ranks of tensor parallelism put the 8 expert-parallel ranks on two
@@ -287,13 +287,16 @@ double Hit(int n, int held, int k) {
 // the 8) = 1 - C(112,8)/C(128,8), about 0.66, against the alltoall dispatcher's 8 copies spread
 // over 8 ranks. Across two nodes the network carries one copy per other node holding one
 // (P = 1 - C(64,8)/C(128,8), nearly 1) instead of 4: the network-bound all-to-all about 4x
-// shorter. The names deepep and hybridep are the same dispatcher; others are refused.
+// shorter. Its kernels reach the link fractions DeepEP measured, NCCL's kCollectiveEfficiency.
+// The names deepep and hybridep are the same dispatcher; others are refused.
 TEST(ExpertParallelTest, FlexDispatcherSendsATokenOncePerRankAndNode) {
   RunConfig run;
   run.num_gpus = 16;
   run.global_batch = 16 * 4;
-  for (const auto& [ep, expected] :
-       {std::pair<int64_t, double>{8, Hit(128, 16, 8)}, {16, Hit(128, 64, 8) / 4}}) {
+  const double nvlink = kCollectiveEfficiency / FlexLinkEfficiency(false, 8);
+  const double network = kCollectiveEfficiency / FlexLinkEfficiency(true, 16);
+  for (const auto& [ep, expected] : {std::pair<int64_t, double>{8, Hit(128, 16, 8) * nvlink},
+                                     {16, Hit(128, 64, 8) / 4 * network}}) {
     const ModelSpec s = FineGrained(ep);
     run.ep_dispatcher = EpDispatcher::kAllToAll;
     const StepBreakdown alltoall = *Step(s, run);
@@ -345,6 +348,86 @@ TEST(ExpertParallelTest, GroupLimitedRoutingSendsATokenToFewerNodes) {
   bad.expert_groups = 64;  // 4 experts a group: one group cannot hold a token's 8
   bad.expert_groups_per_token = 1;
   EXPECT_THAT(NormalizeSpec(bad).status().message(), HasSubstr("expert_groups_per_token"));
+}
+
+// DeepEP's tables (docs/legacy.md at 0297fc80): over NVLink 153 and 158 GB/s of ~160; over RDMA
+// 43 GB/s of ~50 at EP 16, the whole NIC from EP 32; no call across nodes shorter than its
+// low-latency kernels (77 us dispatch and 114 combine at EP 8, 194 and 360 at EP 256), twice that
+// at a NIC of half the rate.
+TEST(ExpertParallelTest, DeepEpTablesGiveTheLinkFractionsAndCallFloors) {
+  EXPECT_NEAR(FlexLinkEfficiency(false, 8), 155.5 / 160, 1e-12);
+  EXPECT_NEAR(FlexLinkEfficiency(true, 16), 0.86, 1e-12);
+  EXPECT_NEAR(FlexLinkEfficiency(true, 8), 0.86, 1e-12);
+  EXPECT_DOUBLE_EQ(FlexLinkEfficiency(true, 64), 1.0);
+  EXPECT_NEAR(CallFloor(8, 50e9).dispatch_s, 77e-6, 1e-12);
+  EXPECT_NEAR(CallFloor(48, 50e9).combine_s, 273e-6, 1e-12);  // EP 32's row
+  EXPECT_NEAR(CallFloor(1024, 50e9).combine_s, 360e-6, 1e-12);
+  EXPECT_NEAR(CallFloor(16, 25e9).dispatch_s, 2 * 118e-6, 1e-12);
+}
+
+// A short micro-batch across nodes: its all-to-alls move little, and each call still takes
+// DeepEP's floor: every MoE layer's two dispatches and two combines at least (forward and
+// backward), the alltoall dispatcher's and the flex one's alike.
+TEST(ExpertParallelTest, CallsAcrossNodesTakeAtLeastTheFloor) {
+  ModelSpec s = FineGrained(16);
+  s.seq_length = 128;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.num_gpus = 16;
+  run.global_batch = 16;
+  const EpCallFloor floor = CallFloor(16, (**FindGpu("h100-sxm")).link.network_bytes_per_s);
+  for (EpDispatcher d : {EpDispatcher::kAllToAll, EpDispatcher::kFlex}) {
+    run.ep_dispatcher = d;
+    const StepBreakdown b = *Step(s, run);
+    EXPECT_NEAR(b.ep_comm_s, 48 * 2 * (floor.dispatch_s + floor.combine_s),
+                1e-9 * b.ep_comm_s);
+  }
+}
+
+// Hidden all-to-alls are not free: while the dispatch kernels hold kEpOverlapSms of the 132 SMs
+// the compute beside them runs on the rest, so each hidden second costs 20/112 of a second.
+TEST(ExpertParallelTest, OverlapCostsTheSmsTheDispatchHolds) {
+  const ModelSpec s = Mixtral(8);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64 * 8;
+  const StepBreakdown plain = *Step(s, run);
+  run.ep_overlap = true;
+  const StepBreakdown overlapped = *Step(s, run);
+  const double m = static_cast<double>(plain.microbatches);
+  const double per = plain.ep_comm_s / m;
+  // Mixtral's MoE layers outlast their all-to-alls: every paired one hidden.
+  EXPECT_NEAR(overlapped.ep_comm_s, per + (m - 1) * per * 20 / 112, 1e-9 * plain.ep_comm_s);
+}
+
+// Dropless experts wait on the host at every MoE layer (kMoeHostWaitS unless the run says how
+// long): the waits add up over the stage's MoE layers and micro-batches, as their own component of
+// the step. A capacity factor's static shapes wait for nothing; out of range is refused naming
+// the field.
+TEST(ExpertParallelTest, HostWaitsPerMoeLayerAddUp) {
+  const ModelSpec s = Mixtral(8);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64 * 8;
+  run.moe_host_s = 0;
+  const StepBreakdown none = *Step(s, run);
+  run.moe_host_s = 2e-3;
+  const StepBreakdown two = *Step(s, run);
+  run.moe_host_s.reset();
+  const StepBreakdown planner = *Step(s, run);
+  const double m = static_cast<double>(none.microbatches);
+  EXPECT_EQ(none.moe_host_s, 0);
+  EXPECT_NEAR(two.moe_host_s, m * 32 * 2e-3, 1e-12);
+  EXPECT_NEAR(two.step_s - none.step_s, two.moe_host_s, 1e-9 * two.step_s);
+  EXPECT_NEAR(planner.moe_host_s, m * 32 * kMoeHostWaitS, 1e-12);
+  bool said = false;
+  for (const std::string& x : planner.assumptions) said |= absl::StrContains(x, "on the host");
+  EXPECT_TRUE(said);
+  ModelSpec padded = s;
+  padded.moe_capacity_factor = 1.25;
+  EXPECT_EQ(Step(*NormalizeSpec(padded), run)->moe_host_s, 0);
+  run.moe_host_s = -1;
+  EXPECT_THAT(std::string(Step(s, run).status().message()), HasSubstr("run.moe_host_s"));
 }
 
 }  // namespace

@@ -40,6 +40,21 @@ TEST(MemoryTest, ActivationsFollowKorthikantiForAGptLayer) {
   EXPECT_DOUBLE_EQ(m.activations_full_recompute_bytes - logits, 2 * sbh + 34 * sbh);
 }
 
+// FP8 (Transformer Engine): the QKV's, the MLP's and the second MLP GEMM's inputs kept as 1-byte
+// casts, the projection's cast beside the attention kernel's 16-bit output: a GPT layer (4h GELU
+// MLP) stores 34 - 1 - 1 - 4 + 1 = 29 s·b·h at t = 1.
+TEST(MemoryTest, Fp8KeepsTheLinearInputsAsOneByteCasts) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec s = GptLayer();
+  s.dtype = DType::kFp8E4M3;
+  s = *NormalizeSpec(s);
+  const double sbh = 2048.0 * 2 * 4096;
+  const double logits = 4.0 * 2048 * 2 * 1024;
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu).activations_bytes - logits, 29 * sbh);
+  EXPECT_LT(EstimateMemory(s, gpu).activations_bytes,
+            EstimateMemory(GptLayer(), gpu).activations_bytes);
+}
+
 // 18 bytes per parameter (BF16 weights, FP32 gradients, FP32 master + Adam), 6 + 12/d with the
 // optimizer sharded over d replicas (Megatron-LM's distributed optimizer guide).
 TEST(MemoryTest, ModelStateIsEighteenBytesAParameterOrShardedOverDataParallel) {

@@ -48,8 +48,8 @@ bool Says(const StepBreakdown& b, const std::string& text) {
 }
 
 double Sum(const StepBreakdown& b) {
-  return b.compute_s + b.recompute_s + b.tp_comm_s + b.ep_comm_s + b.cp_comm_s + b.offload_s +
-         b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
+  return b.compute_s + b.recompute_s + b.tp_comm_s + b.ep_comm_s + b.moe_host_s + b.cp_comm_s +
+         b.offload_s + b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s + b.optimizer_s;
 }
 
 // The issue's case: tensor parallelism alone and with a pipeline no longer predict the same step,
@@ -414,6 +414,26 @@ TEST(ParallelismTest, ZeroThreeExposedUnlessPrefetchIsSaidToHide) {
   EXPECT_LT(node.dp_comm_s, node_exposed.dp_comm_s / 2);
 }
 
+// FSDP2's reshard_after_forward=False (TorchTitan's default with pipeline stages): each layer's
+// weights stay gathered from forward to backward, so the exposed gathers halve (one per layer and
+// micro-batch, the reduce-scatters unchanged) and the memory holds the stage's gathered weights;
+// the assumptions say which.
+TEST(ParallelismTest, KeepingWeightsGatheredAfterForwardHalvesTheGathers) {
+  const ModelSpec s = EightLayers70B(1, 2048);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 128;
+  run.zero_stage = 3;
+  run.gradient_bytes = 2;  // gathers and reduce-scatters of the same bytes
+  const StepBreakdown resharded = Plan(s, run);
+  run.reshard_after_forward = false;
+  const StepBreakdown kept = Plan(s, run);
+  EXPECT_NEAR(kept.dp_comm_s, resharded.dp_comm_s * 2 / 3, 1e-9 * resharded.dp_comm_s);
+  EXPECT_GT(kept.memory.gathered_bytes, 3 * resharded.memory.gathered_bytes);  // 8 layers
+  EXPECT_TRUE(Says(kept, "kept gathered from its forward to its backward"));
+  EXPECT_TRUE(Says(resharded, "gathered again for its backward"));
+}
+
 // Across nodes a collective's ranks that share a node send through as many NICs at once (NCCL
 // runs a ring per NIC): FSDP over whole nodes (8 ranks a node) moves its bytes 8 NICs wide, capped
 // by NVLink, so two nodes cost about what one does; a data-parallel group of one rank per node
@@ -627,6 +647,36 @@ TEST(ParallelismTest, ZeroStagesShardAndThePlanFindsALayoutThatFits) {
   run.num_gpus = 1;
   run.global_batch = 1;
   EXPECT_THAT(Plan(huge, run).assumptions.front(), HasSubstr("none of the"));
+}
+
+// --plan on a layout a run states (issue 50): whenever that layout fits, the plan is never slower
+// than it, and its first assumption says how the given one compares; an interleave whose rounds
+// of p micro-batches the batch cannot fill is refused naming the field, not planned from nothing.
+TEST(ParallelismTest, ThePlanIsNeverWorseThanTheLayoutAsGiven) {
+  const Analysis a = *Analyze(*NormalizeSpec(Llama70B(8, 4)), **FindGpu("h100-sxm"));
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 1024;
+  int fitting = 0, kept = 0;
+  for (const RunConfig& c : CandidateLayouts(a.spec, run)) {
+    const StepBreakdown given = *PlanStep(a, c);
+    if (!given.memory.fits) continue;
+    ++fitting;
+    RunConfig planned_run = c;
+    planned_run.plan = true;
+    const StepBreakdown planned = *PlanStep(a, planned_run);
+    EXPECT_LE(planned.step_s, given.step_s);
+    EXPECT_THAT(planned.assumptions.front(), HasSubstr("the layout as given"));
+    kept += planned.step_s == given.step_s;
+  }
+  EXPECT_GT(fitting, 10);
+  EXPECT_GE(kept, 1);  // the fastest layout, given, is kept
+  run.interleave = 2;
+  run.global_batch = 6;  // 3 micro-batches per data-parallel rank on 4 stages
+  run.plan = true;
+  const absl::StatusOr<StepBreakdown> refused = PlanStep(a, run);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("run.global_batch"));
 }
 
 // With pipeline stages and no interleave given, the plan weighs Megatron-Core's virtual stages

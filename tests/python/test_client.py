@@ -198,6 +198,15 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(run.step_time_s, run.step.step_time_s)
         self.assertEqual(run.mfu, run.step.mfu)
         self.assertLess(run.kernels.step_time_s, run.step_time_s)
+        self.assertEqual(run.flop_count, "full")
+        # Counted as Megatron-Core counts a causal mask: the same step, fewer model FLOPs.
+        causal = self.client.analyze(hf, "h100-sxm", tensor_parallel=2, pipeline_parallel=2,
+                                     data_parallel=2, flop_count="causal")
+        self.assertEqual(causal.flop_count, "causal")
+        self.assertEqual(causal.step_time_s, run.step_time_s)
+        self.assertLess(causal.tflops_per_gpu, run.tflops_per_gpu)
+        with self.assertRaises(ValueError):
+            self.client.analyze(hf, "h100-sxm", flop_count="half")
         # The run's own knobs, as the CLI spells them: hiding tensor-parallel collectives
         # shortens the step by what they took, and the assumptions say how much was hidden.
         plain = self.client.analyze(hf, "h100-sxm", tensor_parallel=8,

@@ -128,6 +128,10 @@ export interface AnalyzeResponse {
   gemm_time_s?: number;
   elementwise_time_s?: number;
   mfu?: number;
+  /** Model TFLOP/s per GPU of the answer's step, counted as flop_count says. */
+  tflops_per_gpu?: number;
+  /** How MFU and TFLOP/s count attention: "full" (the whole s x s product) or "causal" (half). */
+  flop_count?: string;
   tokens_per_second_per_gpu?: number;
   rules?: RuleViolation[];
   provenance?: Provenance;
@@ -176,6 +180,8 @@ export interface StepBreakdown {
   error_band_p90?: number;
   error_band_kind?: string;
   error_band_runs?: number;
+  /** Model TFLOP/s per GPU, counted as the answer's flop_count says. */
+  tflops_per_gpu?: number;
 }
 
 export interface RunConfig {

@@ -169,7 +169,7 @@ const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
                     "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-epdisp", "run-network", "run-sp",
-                    "run-offload", "run-plan", "run-fp8pg"];
+                    "run-offload", "run-plan", "run-fp8pg", "run-flops"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -474,7 +474,10 @@ async function analyze() {
     const run = runConfig();
     const gpus = selectedGpus();
     const results = await Promise.all(
-      gpus.map((gpu) => postJson<AnalyzeResponse>("/v1/analyze", run ? { model, gpu, run } : { model, gpu })),
+      gpus.map((gpu) => {
+        const flop_count = fieldValue("run-flops");
+        return postJson<AnalyzeResponse>("/v1/analyze", run ? { model, gpu, run, flop_count } : { model, gpu, flop_count });
+      }),
     );
     state.analyses = new Map(results.map((r) => [r.gpu, r]));
     $("analysis-panel").hidden = false;
@@ -559,7 +562,8 @@ function renderStepBars(results: AnalyzeResponse[]) {
     const title = r.step
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
         `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
-        `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)}; ` +
+        `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)} ` +
+        `(${(r.step.tflops_per_gpu ?? 0).toFixed(0)} TFLOP/s per GPU, attention counted ${r.flop_count || "full"}); ` +
         (r.step.error_band_runs
           ? `PREDICTED ${band(r.step.error_band_p10, r.step.error_band_p90)} (p10..p90 of ${r.step.error_band_runs} ` +
             `published ${r.step.error_band_kind} runs); `

@@ -341,13 +341,19 @@ class AdvisorClient:
     def analyze(self, model: Optional[ModelLike] = None, gpu: str = "h100-sxm", *,
                 hf_config: Optional[Union[str, "os.PathLike[str]"]] = None,
                 run: Optional[Union[advisor_pb2.RunConfig, Mapping[str, Any]]] = None,
+                flop_count: str = "",
                 **overrides: Any) -> advisor_pb2.AnalyzeResponse:
         """The GEMMs of one step, their predicted cost and the paper's rules broken.
         `overrides` are ModelSpec fields (seq_length=4096, tensor_parallel=2, dtype="fp8-e4m3");
         `run` a training run's RunConfig, or its fields as the CLI's flags say them
         ({"num_gpus": 64, "global_batch": 512, "recompute": "full", "tp_overlap": 0.5}): the
-        answer is then the run's."""
-        request = advisor_pb2.AnalyzeRequest(gpu=gpu, **_model_fields(model, hf_config, overrides))
+        answer is then the run's. `flop_count` is how MFU and TFLOP/s count attention: "full"
+        (the default, the whole s x s product) or "causal" (half, as Megatron-Core counts it);
+        the answer's flop_count says which."""
+        if flop_count not in ("", "full", "causal"):
+            raise ValueError(f"flop_count: unknown value {flop_count!r}; allowed: full, causal")
+        request = advisor_pb2.AnalyzeRequest(gpu=gpu, flop_count=flop_count,
+                                             **_model_fields(model, hf_config, overrides))
         if isinstance(run, advisor_pb2.RunConfig):
             request.run.CopyFrom(run)
         elif run is not None:

@@ -1,0 +1,193 @@
+#include "core/step_assumptions.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/expert_parallel.h"
+#include "core/gemm.h"
+#include "core/network.h"
+
+namespace wavecrest {
+namespace {
+
+constexpr char kNicsPerNode[] =
+    "a collective's ranks in one node cross the network through as many NICs at once (NCCL's "
+    "ring per NIC; NVLink's bandwidth at most), point-to-point sends and all-to-alls through "
+    "their own NIC; a ring's latency is NCCL's tuning model (a base, a step per rank, the node "
+    "crossings at the network's latency; the faster of its Simple and LL128 protocols)";
+
+// The links collectives run over, and the network's source.
+std::string NetworkAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  using Network = absl::StatusOr<const NetworkProfile*>;
+  const Network network = run.network.empty() ? Network(nullptr) : FindNetwork(run.network);
+  if (network.ok() && *network != nullptr) {
+    return absl::StrFormat(
+        "collectives by the ring model at %.0f%% of NVLink bandwidth inside a node (%s) and of "
+        "the network %s across nodes: %s%s; %s",
+        100 * kCollectiveEfficiency, gpu.link.source, (*network)->name, (*network)->source,
+        (*network)->in_network_reduction
+            ? "; all-reduces across nodes reduced in the network (each GPU sends once)"
+            : "",
+        kNicsPerNode);
+  }
+  return absl::StrFormat("collectives by the ring model at %.0f%% of %s bandwidth (%s)%s",
+                         100 * kCollectiveEfficiency,
+                         gpu.link.network_bytes_per_s > 0 ? "NVLink/network" : "link",
+                         gpu.link.source,
+                         gpu.link.network_bytes_per_s > 0 ? absl::StrCat("; ", kNicsPerNode) : "");
+}
+
+// ... and NVLink SHARP's all-reduces inside a node where the switch has it.
+std::string LinkAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  return absl::StrCat(
+      NetworkAssumption(gpu, run),
+      gpu.link.nvls_allreduce_bytes_per_s > 0
+          ? absl::StrFormat("; all-reduces inside a node by NVLink SHARP where faster (%.0f GB/s, "
+                            "NCCL's NVLS on this NVSwitch)",
+                            gpu.link.nvls_allreduce_bytes_per_s / 1e9)
+          : "");
+}
+
+// What runs under compute: tensor-parallel collectives, pipeline sends; and the optimizer.
+std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
+  return absl::StrCat(
+      s.tensor_parallel <= 1 ? "" :
+      run.tp_overlap > 0
+          ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
+                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
+                            100 * run.tp_overlap)
+          : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
+            "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
+      s.pipeline_parallel <= 1 ? ""
+      : PipelineSendsOverlapped(run)
+          ? "pipeline sends overlapped with the next chunk's compute, the warm-up's and the "
+            "flush's 2(p-1) exposed (Megatron-LM's overlap_p2p_comm, its default for interleaved "
+            "schedules); "
+          : run.interleave > 1
+              ? "pipeline sends not overlapped (overlap_p2p_comm off); "
+              : "pipeline sends not overlapped (1F1B without interleaving cannot); ",
+      run.overlap_grad_reduce && run.zero_stage < 3
+          ? "the gradient reduction and the weights' all-gather overlapped with the last "
+            "micro-batch's backward and the first's forward, up to one micro-batch's compute of "
+            "the stage hidden (Megatron-Core's overlap_grad_reduce / overlap_param_gather); "
+          : "",
+      "the optimizer step is memory-bound (Adam, FP32 master weights and moments)");
+}
+
+// A named fused attention kernel: where its rate comes from on this GPU.
+std::string AttentionKernelAssumption(const GpuSpec& gpu, const ModelSpec& s) {
+  const DType dtype = ComputeDType(s.dtype, kAttnFused);
+  const FusedKernelRate fwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kForward);
+  const FusedKernelRate bwd = FusedKernelRateOf(gpu, dtype, s.attention, Pass::kBackward);
+  const char* basis =
+      gpu.compute_capability < 90
+          ? "FlashAttention-2 up to 73% of peak forward and 63% backward on an A100"
+          : gpu.compute_capability < 100
+                ? "FlashAttention-2 up to 335 TFLOP/s forward and backward on an H100 without "
+                  "Hopper's new instructions"
+                : "FlashAttention-2 as on Hopper (no published figure for this architecture)";
+  return absl::StrFormat(
+      "attention %s, priced from the FlashAttention-2 paper (arXiv:2307.08691): %s%s; %.0f%% "
+      "of the calibrated fused kernel's forward rate and %.0f%% of its backward",
+      AttentionName(s.attention), basis,
+      s.attention == Attention::kFlash2
+          ? ""
+          : s.attention == Attention::kFlash1
+                ? ", FlashAttention 1 half of that (A100)"
+                : ", flash-attn 1.0's Triton kernel 1/1.4 of it forward and 1/2 backward (A100)",
+      100 * fwd.rate, 100 * bwd.rate);
+}
+
+// How MFU and TFLOP/s count attention.
+std::string FlopCountAssumption(FlopCount count) {
+  return count == FlopCount::kCausal
+             ? "MFU and TFLOP/s count the model's FLOPs with attention's s × s products halved "
+               "for the causal mask (--flop-count causal: Megatron-Core's count; NeMo's since "
+               "2025-08); times are the same either way"
+             : "MFU and TFLOP/s count the model's FLOPs with attention's whole s × s product "
+               "(--flop-count full, the default: PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, "
+               "MosaicML's; Megatron-Core halves it for a causal mask: --flop-count causal); "
+               "times are the same either way";
+}
+
+}  // namespace
+
+// What the figures take for granted, in words.
+std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
+                                     const StepBreakdown& r) {
+  const ModelSpec& s = a.spec;
+  const GpuSpec& gpu = *a.gpu;
+  const double p = static_cast<double>(s.pipeline_parallel);
+  const double v = static_cast<double>(run.interleave);
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  std::vector<std::string> out;
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  out.push_back(absl::StrFormat(
+      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
+      "layers, the logits and the loss) is the slowest%s",
+      v > 1 ? " (interleaved)" : "", (p - 1) / v,
+      split.even ? ""
+                 : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
+                                   "last (Megatron's uneven split)",
+                                   split.first, split.middle, split.last)));
+  out.push_back(LinkAssumption(gpu, run));
+  out.push_back(OverlapAssumption(s, run));
+  if (s.dtype == DType::kFp8E4M3) {
+    out.push_back(absl::StrCat(
+        "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
+        "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
+        "input cast alone, every input transposed for wgrad, every output gradient cast and "
+        "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
+        "weights' casts (once per step) not",
+        run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
+                               "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
+                             : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
+                               "gathers them in FP8)"));
+  }
+  if (run.zero_stage >= 3) {
+    out.push_back(
+        run.zero3_prefetch
+            ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "
+              "gathered under the previous layer's compute, its gradients reduce-scattered under "
+              "the next layer's backward; exposed are the first gather, the last reduce-scatter "
+              "and what exceeds a layer's compute"
+            : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
+              "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
+              "(their collectives share the SMs and memory with the compute); zero3_prefetch "
+              "prices them hidden");
+    out.push_back(run.reshard_after_forward
+                      ? "each layer's weights freed after its forward and gathered again for its "
+                        "backward (FSDP2's reshard_after_forward, its default)"
+                      : "each layer's weights kept gathered from its forward to its backward: one "
+                        "gather per layer and micro-batch, the stage's weights held (FSDP2's "
+                        "reshard_after_forward=False, TorchTitan's default with pipeline "
+                        "parallelism)");
+  }
+  if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
+  if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
+  if (s.context_parallel > 1) {
+    out.push_back(absl::StrFormat(
+        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
+        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
+        "ranks (%d)",
+        s.context_parallel, r.data_parallel * s.context_parallel));
+  }
+  if (run.offload_activations) {
+    out.push_back(absl::StrFormat(
+        "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
+        "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
+        "host memory per GPU",
+        r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
+        100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
+  }
+  out.push_back(FlopCountAssumption(run.flop_count));
+  if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
+  if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
+    out.push_back(
+        "selective recomputation adds nothing with fused attention: its backward already "
+        "recomputes the attention scores");
+  }
+  return out;
+}
+
+
+}  // namespace wavecrest
