@@ -213,42 +213,44 @@ GpuSpec B200() {
   return g;
 }
 
+// An A100 part: the SXM and PCIe parts share the die and differ in memory and its bandwidth.
+GpuSpec A100(std::string name, std::string display, double bw, int64_t mem_gib, double best) {
+  GpuSpec g;
+  g.name = std::move(name);
+  g.display_name = std::move(display);
+  g.architecture = "Ampere";
+  g.compute_capability = 80;
+  g.sm_count = 108;
+  g.boost_clock_mhz = 1410;
+  g.memory_bytes = mem_gib * kGiB;
+  g.l2_bytes = 40 * kMiB;
+  g.memory_bandwidth_bytes_per_s = bw;
+  g.peak_bf16 = g.peak_fp16 = 312 * kTera;
+  g.peak_tf32 = 156 * kTera;
+  g.peak_fp32 = 19.5 * kTera;
+  g.alignment_bytes = 128;
+  SetPriors(g, best);
+  g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
+  // NVLink 3: 600 GB/s total per GPU (300 each way); DGX A100: 8 GPUs on NVSwitch, 8 x 200 Gb/s
+  // HDR InfiniBand for compute (one per GPU).
+  g.link = Link(8, 300, 200, 32,
+                "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB, PCIe 4.0)");
+  return g;
+}
+
 std::vector<GpuSpec> MakeCatalog() {
   std::vector<GpuSpec> c;
   // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
   // PyTorch (paper notes §5). The others are priors of the same kind (power-limited PCIe and Ada
   // parts lower), to be replaced by calibration against measurements.
   c.push_back(V100());
-  auto a100 = [](std::string name, std::string display, double bw, int64_t mem_gib, double best) {
-    GpuSpec g;
-    g.name = std::move(name);
-    g.display_name = std::move(display);
-    g.architecture = "Ampere";
-    g.compute_capability = 80;
-    g.sm_count = 108;
-    g.boost_clock_mhz = 1410;
-    g.memory_bytes = mem_gib * kGiB;
-    g.l2_bytes = 40 * kMiB;
-    g.memory_bandwidth_bytes_per_s = bw;
-    g.peak_bf16 = g.peak_fp16 = 312 * kTera;
-    g.peak_tf32 = 156 * kTera;
-    g.peak_fp32 = 19.5 * kTera;
-    g.alignment_bytes = 128;
-    SetPriors(g, best);
-    g.sources = "NVIDIA A100 Tensor Core GPU datasheet; Ampere GA100 whitepaper";
-    // NVLink 3: 600 GB/s total per GPU (300 each way); DGX A100: 8 GPUs on NVSwitch, 8 x 200 Gb/s
-    // HDR InfiniBand for compute (one per GPU).
-    g.link = Link(8, 300, 200, 32,
-                  "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB, PCIe 4.0)");
-    return g;
-  };
-  c.push_back(a100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", 1555 * kGiga, 40, 0.87));
-  c.push_back(a100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", 2039 * kGiga, 80, 0.87));
+  c.push_back(A100("a100-sxm-40gb", "NVIDIA A100 SXM4 40GB", 1555 * kGiga, 40, 0.87));
+  c.push_back(A100("a100-sxm-80gb", "NVIDIA A100 SXM4 80GB", 2039 * kGiga, 80, 0.87));
   for (auto [name, display, bw, mem] :
        {std::tuple<const char*, const char*, double, int64_t>{
             "a100-pcie-40gb", "NVIDIA A100 PCIe 40GB", 1555 * kGiga, 40},
         {"a100-pcie-80gb", "NVIDIA A100 PCIe 80GB", 1935 * kGiga, 80}}) {
-    GpuSpec g = a100(name, display, bw, mem, 0.82);
+    GpuSpec g = A100(name, display, bw, mem, 0.82);
     g.link = PcieLink(32);  // PCIe 4.0 x16
     c.push_back(g);
   }

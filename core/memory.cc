@@ -150,6 +150,20 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
   }
 }
 
+// ZeRO 3's gathered weights on a GPU whose one layer holds `layer` parameters: the layer (or the
+// embedding, when larger) being used and the next being gathered; not resharded after forward,
+// the stage's layers stay gathered until their backward.
+double GatheredBytes(const ModelSpec& spec, const MemoryLayout& layout, double layer,
+                     double weight_bytes) {
+  const double unit =
+      std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) /
+                          static_cast<double>(spec.tensor_parallel));
+  if (layout.reshard_after_forward) return 2 * weight_bytes * unit;
+  const double stage_layers =
+      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
+  return weight_bytes * (layer * stage_layers + unit);
+}
+
 }  // namespace
 
 MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
@@ -206,15 +220,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
       // One layer on this GPU: the rest over t, its share of the experts over et·e.
       const double layer = (static_cast<double>(params.per_layer_params) - layer_experts) / t +
                            layer_experts / (et * ep);
-      const double unit =
-          std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) / t);
-      m.gathered_bytes = 2 * weight_bytes * unit;
-      // Not resharded after forward: the stage's layers stay gathered until their backward.
-      if (!layout.reshard_after_forward) {
-        const double stage_layers =
-            static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
-        m.gathered_bytes = weight_bytes * (layer * stage_layers + unit);
-      }
+      m.gathered_bytes = GatheredBytes(spec, layout, layer, weight_bytes);
     }
     m.optimizer_bytes = held(1) * kOptimizerBytes;
     TrainingActivations(spec, layout, m);

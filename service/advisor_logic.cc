@@ -72,6 +72,37 @@ void SetFlopCount(const Analysis& analysis, FlopCount count, v1::AnalyzeResponse
 
 }  // namespace
 
+namespace {
+
+// The step with its layers measured whole, when the store has the layer measured on this GPU:
+// the GEMMs outside the layers stay predicted.
+void AddMeasuredStep(const Analysis& analysis, const GpuSpec& gpu, FlopCount flop_count,
+                     const MeasuredLayerLookup& lookup, v1::AnalyzeResponse* response) {
+  absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);
+  if (!key.ok()) return;
+  std::optional<v1::LayerTiming> layer = lookup(gpu, *key);
+  if (!layer || layer->provenance().source() == v1::SOURCE_PREDICTED || !(layer->time_s() > 0)) {
+    return;
+  }
+  double outside_s = 0;
+  for (const GemmAnalysis& g : analysis.gemms) {
+    if (g.gemm.name == kLogits) {
+      outside_s += g.prediction.time_s * static_cast<double>(g.gemm.count);
+    }
+  }
+  const double layers_s = layer->time_s() * static_cast<double>(analysis.spec.num_layers);
+  v1::MeasuredStep* m = response->mutable_measured_step();
+  m->set_step_time_s(layers_s + outside_s + analysis.elementwise.loss_time_s);
+  m->set_measured_share(layers_s / m->step_time_s());
+  m->set_mfu(KernelMfu(analysis, flop_count) * analysis.step_time_s / m->step_time_s());
+  m->set_tokens_per_second_per_gpu(static_cast<double>(analysis.flops.tokens_per_step) /
+                                   m->step_time_s() /
+                                   static_cast<double>(analysis.spec.tensor_parallel));
+  *m->mutable_layer() = *std::move(layer);
+}
+
+}  // namespace
+
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
                                                   const MeasuredLayerLookup& lookup) {
   if (!request.hf_config_json().empty()) {
@@ -130,28 +161,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
     response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
     if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
   }
-  if (!lookup) return response;
-  absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);
-  if (!key.ok()) return response;
-  std::optional<v1::LayerTiming> layer = lookup(*gpu, *key);
-  if (!layer || layer->provenance().source() == v1::SOURCE_PREDICTED || !(layer->time_s() > 0)) {
-    return response;
-  }
-  // The step with its layers measured whole: the GEMMs outside the layers stay predicted.
-  double outside_s = 0;
-  for (const GemmAnalysis& g : analysis.gemms) {
-    if (g.gemm.name == kLogits)
-      outside_s += g.prediction.time_s * static_cast<double>(g.gemm.count);
-  }
-  const double layers_s = layer->time_s() * static_cast<double>(analysis.spec.num_layers);
-  v1::MeasuredStep* m = response.mutable_measured_step();
-  m->set_step_time_s(layers_s + outside_s + analysis.elementwise.loss_time_s);
-  m->set_measured_share(layers_s / m->step_time_s());
-  m->set_mfu(KernelMfu(analysis, *flop_count) * analysis.step_time_s / m->step_time_s());
-  m->set_tokens_per_second_per_gpu(static_cast<double>(analysis.flops.tokens_per_step) /
-                                   m->step_time_s() /
-                                   static_cast<double>(analysis.spec.tensor_parallel));
-  *m->mutable_layer() = *std::move(layer);
+  if (lookup) AddMeasuredStep(analysis, *gpu, *flop_count, lookup, &response);
   return response;
 }
 
@@ -160,10 +170,6 @@ v1::ListDevicesResponse CatalogDevices() {
   for (const GpuSpec& g : GpuCatalog()) *r.add_catalog() = ToProto(g);
   return r;
 }
-
-}  // namespace wavecrest
-
-namespace wavecrest {
 
 absl::StatusOr<v1::ParseModelResponse> HandleParseModel(const v1::ParseModelRequest& request) {
   if (static_cast<int64_t>(request.text().size()) > kMaxSpecFileBytes) {
