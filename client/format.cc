@@ -287,12 +287,18 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
 
 namespace {
 
+// "assumes: training: micro-batch 1 of 2048-token sequences; TP 1, bf16, flash attention\n", or
+// nothing for an answer without it (an older server).
+std::string AssumedLine(const v1::Assumed& a) {
+  return a.summary().empty() ? "" : absl::StrCat("assumes: ", a.summary(), "\n");
+}
+
 // The model, the GPU and the workload in one line.
 std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   return absl::StrFormat(
       "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d%s %s, %s attention, "
-      "%s%s\n\n",
+      "%s%s\n%s\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
@@ -303,7 +309,7 @@ std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step",
-      ArchitectureNotes(m));
+      ArchitectureNotes(m), AssumedLine(r.assumed()));
 }
 
 // One row per GEMM (and fused attention) of the step, with the provenance line under it.
@@ -376,6 +382,21 @@ std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
   return out;
 }
 
+// Without a run at TP t > 1: the run's MFU beside the kernels' (the same model on t GPUs, with
+// its tensor-parallel communication), or nothing.
+std::string TensorParallelRunLine(const v1::AnalyzeResponse& r) {
+  if (!r.has_tensor_parallel_run()) return "";
+  const v1::StepBreakdown& b = r.tensor_parallel_run();
+  const double step = b.step_time_s() > 0 ? b.step_time_s() : 1;
+  return absl::StrFormat(
+      "run MFU         %.1f%%, %s tokens/s per GPU (the same model as a run on %d GPUs at TP "
+      "%d, global batch %d: %s a step, %.0f%% of it TP communication, %.0f%% the optimizer; "
+      "--gpus %d shows the run)\n",
+      100 * b.mfu(), HumanCount(b.tokens_per_second_per_gpu()), b.gpus(), b.tensor_parallel(),
+      b.global_batch(), HumanSeconds(b.step_time_s()), 100 * b.tp_comm_s() / step,
+      100 * b.optimizer_s() / step, b.gpus());
+}
+
 // The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,
 // and with a run the run's breakdown and answer.
 std::string StepLines(const v1::AnalyzeResponse& r) {
@@ -394,15 +415,23 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
                         run ? "micro-batch" : "step", HumanSeconds(r.gemm_time_s()),
                         HumanSeconds(r.elementwise_time_s()), 100 * r.provenance().error_band_p10(),
                         100 * r.provenance().error_band_p90());
-  absl::StrAppendFormat(&out, "%s %.1f%%, %s tokens/s per GPU\n",
-                        run ? "kernel MFU     " : "predicted MFU  ",
-                        100 * (run ? k.mfu() : r.mfu()),
-                        HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()));
+  // One rank's kernels, named so: at TP t > 1 they leave out the collectives that split them.
+  const int64_t t = std::max<int64_t>(1, r.model().tensor_parallel());
+  absl::StrAppendFormat(
+      &out, "kernel MFU      %.1f%%, %s tokens/s per GPU%s\n", 100 * (run ? k.mfu() : r.mfu()),
+      HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()),
+      t > 1 ? absl::StrCat(" (one rank's kernels: without the TP communication of t=", t, ")")
+            : "");
+  absl::StrAppend(&out, TensorParallelRunLine(r));
   if (r.memory_bandwidth_utilization() > 0) {
     absl::StrAppendFormat(&out,
-                          "decode          %s per output token, memory-bandwidth utilisation "
-                          "(MBU) %.1f%%: decode is bound by reading the weights and the KV cache\n",
-                          HumanSeconds(r.step_time_s()), 100 * r.memory_bandwidth_utilization());
+                          "decode          %s per output token at batch %d with %d tokens of KV "
+                          "cache, memory-bandwidth utilisation (MBU) %.1f%%: decode is bound by "
+                          "reading the weights and the KV cache\n",
+                          HumanSeconds(r.step_time_s()), r.model().micro_batch_size(),
+                          r.model().kv_cache_length() > 0 ? r.model().kv_cache_length()
+                                                          : r.model().seq_length(),
+                          100 * r.memory_bandwidth_utilization());
   }
   // With a run its breakdown lists these among its own assumptions.
   if (!run) {
@@ -607,6 +636,11 @@ std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to) {
 
 namespace {
 
+// The tensor-parallel degrees a row meets, as the table's TP column says them ("1,2,4,8"; "-" none).
+std::string LegalColumn(const v1::Candidate& c) {
+  return c.tensor_parallel_legal().empty() ? "-" : absl::StrJoin(c.tensor_parallel_legal(), ",");
+}
+
 // The candidates' table: the shape, the architecture's own columns when a candidate has them
 // (experts and top-k, the shared experts' width, the layers with local attention: each moves with
 // f or L), the figures.
@@ -624,7 +658,7 @@ std::string CandidateTable(const v1::RecommendResponse& r) {
   if (local) header.push_back("local");
   header.insert(header.end(), {"params", "Δparams", "step", "tok/s/GPU"});
   if (decode) header.insert(header.end(), {"TPOT", "MBU"});
-  header.insert(header.end(), {"speedup", "MFU", "source"});
+  header.insert(header.end(), {"speedup", "MFU", "TP", "source"});
   Table t(header);
   for (const v1::Candidate& c : r.candidates()) {
     const v1::ModelSpec& m = c.model();
@@ -652,7 +686,7 @@ std::string CandidateTable(const v1::RecommendResponse& r) {
                {c.speedup_uncertainty() > 0
                     ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
                     : absl::StrFormat("%.3fx", c.speedup()),
-                absl::StrFormat("%.1f%%", 100 * c.mfu()),
+                absl::StrFormat("%.1f%%", 100 * c.mfu()), LegalColumn(c),
                 // A row the measuring budget reached only in part says how much was measured.
                 c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
                     ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
@@ -680,6 +714,29 @@ std::string HeldLines(const v1::RecommendResponse& r) {
   return out;
 }
 
+// The header's claim of legality, as the rows bear it out: ", each legal for tensor parallelism 1,
+// 2 (why)"; where the baseline breaks degrees the request named, which rows meet which.
+std::string LegalityClaim(const v1::RecommendResponse& r) {
+  if (r.tensor_parallel_degrees().empty()) return "";
+  const std::string degrees = absl::StrJoin(r.tensor_parallel_degrees(), ", ");
+  const std::string why =
+      r.tensor_parallel_source().empty() ? "" : absl::StrCat(" (", r.tensor_parallel_source(), ")");
+  std::vector<std::string> short_rows;
+  bool rows_known = false;  // an older server leaves tensor_parallel_legal empty
+  for (const v1::Candidate& c : r.candidates()) {
+    rows_known |= !c.tensor_parallel_legal().empty();
+    if (c.tensor_parallel_legal_size() < r.tensor_parallel_degrees_size()) {
+      short_rows.push_back(absl::StrCat("#", c.rank(), c.baseline() ? " (the baseline)" : "",
+                                        " only for ", LegalColumn(c)));
+    }
+  }
+  if (!rows_known || short_rows.empty()) {
+    return absl::StrCat(", each legal for tensor parallelism ", degrees, why);
+  }
+  return absl::StrCat(", legal for tensor parallelism ", degrees, why, " except ",
+                      absl::StrJoin(short_rows, ", "), " (the TP column)");
+}
+
 }  // namespace
 
 std::string FormatRecommendation(const v1::RecommendResponse& r) {
@@ -692,14 +749,11 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
     absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
                           r.shapes_examined());
   }
-  if (!r.tensor_parallel_degrees().empty()) {
-    absl::StrAppend(&out, ", each legal for tensor parallelism ",
-                    absl::StrJoin(r.tensor_parallel_degrees(), ", "));
-    if (!r.tensor_parallel_source().empty()) {
-      absl::StrAppend(&out, " (", r.tensor_parallel_source(), ")");
-    }
+  absl::StrAppend(&out, LegalityClaim(r), "\n");
+  if (r.has_assumed()) {
+    absl::StrAppend(&out, "assumes: ", r.assumed().summary(),
+                    " (each row one rank's kernels at that TP)\n");
   }
-  absl::StrAppend(&out, "\n");
   if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
   absl::StrAppend(&out, HeldLines(r));
   absl::StrAppend(&out, "\n");
@@ -723,8 +777,12 @@ std::string FormatRecommendation(const v1::RecommendResponse& r) {
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension) {
   int64_t valid = 0;
   for (const v1::SweepPoint& p : r.points()) valid += p.valid();
-  std::string out = absl::StrFormat("sweep of %s on %s: %d points (%d legal)\n\n", dimension,
+  std::string out = absl::StrFormat("sweep of %s on %s: %d points (%d legal)\n", dimension,
                                     r.gpu(), r.points_size(), valid);
+  if (r.has_assumed()) {
+    absl::StrAppend(&out, "assumes: ", r.assumed().summary(), " (", dimension, " as each row says)\n");
+  }
+  absl::StrAppend(&out, "\n");
   const bool model = r.vary() != v1::SWEEP_DIMENSION_GEMM_M &&
                      r.vary() != v1::SWEEP_DIMENSION_GEMM_N &&
                      r.vary() != v1::SWEEP_DIMENSION_GEMM_K;

@@ -175,42 +175,63 @@ std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const Candida
     }
     return *admitted[i];
   };
-  // The smallest set of changes containing `m` that undoes into an admitted shape (every change:
-  // the baseline, at worst).
-  auto smallest_containing = [&](uint32_t m) {
+  // The smallest set of changes containing `m` and none of `avoid` that undoes into an admitted
+  // shape (every change: the baseline, at worst).
+  auto smallest_containing = [&](uint32_t m, uint32_t avoid = 0) {
     for (size_t i = 0; i < sets.size(); ++i) {
-      if ((sets[i] & m) == m && admit(i)) return i;
+      if ((sets[i] & m) == m && (sets[i] & avoid) == 0 && admit(i)) return i;
     }
-    return sets.size() - 1;  // unreachable: the last set is every change
+    return sets.size() - 1;  // the last set is every change
   };
-  // Each change's smallest bundle; bundles that share a change merge (into the smallest admitted
-  // set holding both), so that every change is in exactly one.
+  // A baseline the rules do not admit (it breaks the tensor-parallel degrees the request named:
+  // StrictTp) cannot be gone back to: a change that only undoes into it is required, a bundle of
+  // its own that stays, its gain against the baseline.
+  uint32_t required = 0;
+  if (!rules.Admit(base)) {
+    for (int p = 0; p < kParts; ++p) {
+      if ((all >> p & 1u) && sets[smallest_containing(1u << p)] == all) required |= 1u << p;
+    }
+  }
+  // Each other change's smallest bundle; bundles that share a change merge (into the smallest
+  // admitted set holding both), so that every change is in exactly one.
   std::vector<size_t> bundles;
   for (int p = 0; p < kParts; ++p) {
-    if (all >> p & 1u) bundles.push_back(smallest_containing(1u << p));
+    if ((all >> p & 1u) && !(required >> p & 1u)) {
+      bundles.push_back(smallest_containing(1u << p, required));
+    }
   }
   for (bool merged = true; merged;) {
     merged = false;
     for (size_t a = 0; a < bundles.size() && !merged; ++a) {
       for (size_t b = a + 1; b < bundles.size() && !merged; ++b) {
         if (!(sets[bundles[a]] & sets[bundles[b]])) continue;
-        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]]);
+        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]], required);
         bundles.erase(bundles.begin() + static_cast<std::ptrdiff_t>(b));
         merged = true;
       }
     }
   }
+  // What no set without a required change undoes into goes with the required ones.
+  for (size_t& i : bundles) {
+    if (sets[i] & required) required |= sets[i];
+  }
+  bundles.erase(std::remove_if(bundles.begin(), bundles.end(),
+                               [&](size_t i) { return (sets[i] & required) != 0; }),
+                bundles.end());
   std::vector<CandidateChange> out;
-  for (size_t i : bundles) {
+  auto add = [&](uint32_t set, ModelSpec without, bool is_required) {
     CandidateChange ch;
     for (int q = 0; q < kParts; ++q) {
-      if (sets[i] >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
+      if (set >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
     }
     ch.words = absl::StrJoin(ch.parts, " + ");
     if (ch.parts.size() == 1) ch.parts.clear();
-    ch.without = *admit(i);
+    ch.without = std::move(without);
+    ch.required = is_required;
     out.push_back(std::move(ch));
-  }
+  };
+  if (required != 0) add(required, base, true);
+  for (size_t i : bundles) add(sets[i], *admit(i), false);
   return out;
 }
 
@@ -222,7 +243,8 @@ namespace {
 
 // One candidate made minimal in place: the change that loses least is undone while one does not
 // earn its keep; then every change's gain is recorded. A candidate that does not beat the
-// baseline is only described (undoing its changes would give the baseline back).
+// baseline is only described (undoing its changes would give the baseline back), unless it has a
+// required change (the baseline breaks the degrees asked): that one stays, the rest earn their keep.
 void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score,
               const CandidateScore* baseline) {
   const bool winner = Beats(c);
@@ -230,7 +252,12 @@ void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn
     std::vector<CandidateScore::KnobGain> gains;
     std::optional<CandidateScore> undo;
     double undo_gain = 0;
-    for (CandidateChange& ch : ChangesOf(c.spec, rules)) {
+    std::vector<CandidateChange> changes = ChangesOf(c.spec, rules);
+    // A shape the degrees asked need (its required change) is what the answer recommends, as a
+    // winner is: its other changes earn their keep too.
+    const bool minimize = winner || std::any_of(changes.begin(), changes.end(),
+                                                [](const CandidateChange& ch) { return ch.required; });
+    for (CandidateChange& ch : changes) {
       // Every change undone at once is the baseline, scored already.
       CandidateScore ws = baseline != nullptr && ch.without == rules.base()
                               ? *baseline
@@ -238,8 +265,9 @@ void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn
       const double m = Merit(ws);
       const double gain = m > 0 ? Merit(c) / m : 1;
       const double sigma = RatioUncertainty(ws, c);
-      gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts)});
-      if (winner && !EarnsItsKeep(gain, sigma) && (!undo || gain < undo_gain)) {
+      gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts), ch.required});
+      if (minimize && !ch.required && !EarnsItsKeep(gain, sigma) &&
+          (!undo || gain < undo_gain)) {
         undo = std::move(ws);
         undo_gain = gain;
       }
@@ -265,10 +293,9 @@ bool SameShape(const ModelSpec& a, const ModelSpec& b) {
          a.shared_expert_ffn_hidden_size == b.shared_expert_ffn_hidden_size;
 }
 
-}  // namespace
-
-void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRules& rules,
-                        const ShapeScoreFn& score, size_t shown, size_t explain) {
+// One pass of MinimizeCandidates over the head of the ranking.
+void MinimizeHead(std::vector<CandidateScore>& ranked, const CandidateRules& rules,
+                  const ShapeScoreFn& score, size_t shown, size_t explain) {
   // Only the head of the ranking can change: minimizing makes a candidate slower, never faster,
   // and what is shown is the first `shown`. Re-ranking that head (with the baseline, which the
   // speed-ups are ratios to) instead of every candidate keeps a wide search's cost flat.
@@ -313,6 +340,27 @@ void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRule
   std::move(top.begin(), top.end(), ranked.begin());
   ranked.erase(ranked.begin() + static_cast<std::ptrdiff_t>(top.size()),
                ranked.begin() + static_cast<std::ptrdiff_t>(take));
+}
+
+}  // namespace
+
+void MinimizeCandidates(std::vector<CandidateScore>& ranked, const CandidateRules& rules,
+                        const ShapeScoreFn& score, size_t shown, size_t explain) {
+  // Candidates minimized into one shape leave the head short: those behind it (unminimized, and
+  // ranked behind the baseline they may beat) then rise into the first `shown`. Again, until
+  // every one shown is minimized.
+  for (int pass = 0; pass < 8; ++pass) {
+    MinimizeHead(ranked, rules, score, shown, explain);
+    size_t seen = 0;
+    bool done = true;
+    for (const CandidateScore& s : ranked) {
+      if (seen >= shown) break;
+      if (s.baseline) continue;
+      ++seen;
+      done &= s.minimized;
+    }
+    if (done) return;
+  }
 }
 
 }  // namespace wavecrest

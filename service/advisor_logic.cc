@@ -6,6 +6,7 @@
 #include "core/hf_import.h"
 #include "core/parallelism.h"
 #include "core/status_macros.h"
+#include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/spec_io.h"
@@ -61,6 +62,15 @@ PlannedMicroBatch PlanRequestedMicroBatch(const v1::ModelSpec& requested, const 
   return planned;
 }
 
+// One rank's kernels at TP t > 1 leave out the collectives that split them: beside them, the
+// same model as a run on t GPUs (one replica, the run's defaults), so that the MFU a layout
+// achieves is never read off the kernels alone. Training only (the planner prices training).
+void AddTensorParallelRun(const Analysis& analysis, v1::AnalyzeResponse& response) {
+  if (analysis.spec.tensor_parallel <= 1 || analysis.spec.workload != Workload::kTraining) return;
+  absl::StatusOr<StepBreakdown> step = PlanStep(analysis, RunConfig());
+  if (step.ok()) *response.mutable_tensor_parallel_run() = ToProto(*step);
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
@@ -89,11 +99,13 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
+  *response.mutable_assumed() = AssumedOf(analysis.spec);
   v1::KernelStep* kernels = response.mutable_kernels();
   kernels->set_step_time_s(response.step_time_s());
   kernels->set_mfu(response.mfu());
   kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
   *kernels->mutable_memory() = response.memory();
+  if (!run_given) AddTensorParallelRun(analysis, response);
   if (run_given) {
     // A planned micro-batch comes with its step: not planned again.
     absl::StatusOr<StepBreakdown> step =

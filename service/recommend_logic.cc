@@ -18,6 +18,7 @@
 #include "core/run_tp.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
+#include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/spec_io.h"
@@ -64,6 +65,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
     k->set_gain(g.gain);
     k->set_uncertainty(g.gain * g.sigma);
     for (const std::string& p : g.parts) k->add_parts(p);
+    k->set_required(g.required);
   }
   if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
     c.set_time_per_output_token_s(s.step_time_s);
@@ -71,6 +73,22 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu) {
                                        (s.step_time_s * gpu.memory_bandwidth_bytes_per_s));
   }
   return c;
+}
+
+// The degrees the candidates were made legal for that the baseline's row is not (only when the
+// request named them: StrictTp).
+std::vector<int64_t> BaselineBreaksTp(const v1::RecommendResponse& r) {
+  std::vector<int64_t> out;
+  for (const v1::Candidate& c : r.candidates()) {
+    if (!c.baseline()) continue;
+    for (int64_t t : r.tensor_parallel_degrees()) {
+      if (std::find(c.tensor_parallel_legal().begin(), c.tensor_parallel_legal().end(), t) ==
+          c.tensor_parallel_legal().end()) {
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
 }
 
 // The verdict from the ranking (RankCandidates puts those that beat the baseline before it), in
@@ -86,6 +104,21 @@ void SetVerdict(v1::RecommendResponse& r) {
   const char* what = first.model().workload() == v1::WORKLOAD_DECODE
                          ? "decode tokens/s at equal parameters"
                          : "MFU";
+  if (const std::vector<int64_t> broken = BaselineBreaksTp(r);
+      !first.baseline() && !first.beats_baseline() && !broken.empty()) {
+    // The request named degrees the baseline cannot run at: the answer is the best shape that
+    // can, however it compares.
+    r.set_verdict(v1::VERDICT_CHANGE);
+    r.set_verdict_reason(absl::StrFormat(
+        "change the shape: the baseline is not legal for tensor parallelism %s, which the "
+        "request asks for; #1 is the best shape legal for %s, at %.3fx ± %.3f the baseline's %s "
+        "(%s)",
+        absl::StrJoin(broken, ", "), absl::StrJoin(r.tensor_parallel_degrees(), ", "),
+        first.speedup(),
+        first.speedup_uncertainty(), what,
+        first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured"));
+    return;
+  }
   if (!first.baseline() && first.beats_baseline()) {
     r.set_verdict(v1::VERDICT_CHANGE);
     r.set_verdict_reason(absl::StrFormat(
@@ -317,9 +350,11 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
     r.response.add_notes(absl::StrCat(
         "the baseline itself is not legal for the tensor_parallel_options asked (",
         absl::StrJoin(tp.baseline_breaks, "; "),
-        "): candidates keeping those dimensions unchanged are not refused for them"));
+        "): every candidate is (heads, KV heads, hidden size and MLP width moved to counts that "
+        "divide), the baseline's row says which degrees it meets, and it is ranked after them"));
   }
   r.response.set_speedup_basis(MeritBasis(base));
+  *r.response.mutable_assumed() = AssumedOf(base);
   if (base.kv_lora_rank > 0 && EffectiveKnobs(r.constraints).count(Knob::kHeads)) {
     r.response.add_notes(
         "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
@@ -491,6 +526,8 @@ absl::Status MeasureBest(const CallContext& ctx, const v1::RecommendRequest& req
 void Answer(Ranking& r) {
   const bool base_measured = !r.measured_group.empty();
   const int top = r.constraints.top;
+  const std::vector<int64_t> degrees(r.response.tensor_parallel_degrees().begin(),
+                                     r.response.tensor_parallel_degrees().end());
   int rank = 0;
   bool base_shown = false;
   auto show = [&](const CandidateScore& s) {
@@ -498,13 +535,29 @@ void Answer(Ranking& r) {
     if (rank > top && !s.baseline) return;
     if (rank > top && base_shown) return;
     base_shown |= s.baseline;
-    *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec);
+    v1::Candidate* c = r.response.add_candidates();
+    *c = ToProto(s, rank, *r.gpu.spec);
+    for (int64_t t : LegalTp(s.spec, degrees, r.constraints.kv_divisible)) {
+      c->add_tensor_parallel_legal(t);
+    }
   };
-  for (const CandidateScore& s : r.measured_group) show(s);
+  // A baseline that breaks the degrees the request named is ranked after every candidate (each
+  // of which meets them): what was asked for comes first.
+  const CandidateScore* base_last = nullptr;
+  auto show_or_defer = [&](const CandidateScore& s) {
+    if (s.baseline && LegalTp(s.spec, degrees, r.constraints.kv_divisible).size() <
+                          degrees.size()) {
+      base_last = &s;
+      return;
+    }
+    show(s);
+  };
+  for (const CandidateScore& s : r.measured_group) show_or_defer(s);
   for (const CandidateScore& s : r.scores) {
     if (base_measured && s.baseline) continue;  // the baseline is in the measured group
-    show(s);
+    show_or_defer(s);
   }
+  if (base_last != nullptr) show(*base_last);
   SetVerdict(r.response);
   // Which of several winners to pick matters only when there is a change to make.
   if (r.response.verdict() == v1::VERDICT_CHANGE) {
