@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import keyword
 import re
 from typing import Any, Dict, Type
 
@@ -56,7 +57,7 @@ def from_message(message: Message, cls: Any = None) -> Any:
     cls = cls or results.MESSAGES[message.DESCRIPTOR.full_name]
     values: Dict[str, Any] = {}
     for f in message.DESCRIPTOR.fields:
-        name = f.name + "_" if f.name in ("from", "class", "import", "global") else f.name
+        name = f.name + "_" if keyword.iskeyword(f.name) else f.name  # GemmReport.pass_
         value = getattr(message, f.name)
         if f.label == FieldDescriptor.LABEL_REPEATED:
             if f.message_type is not None:
