@@ -11,46 +11,11 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
+#include "client/text_table.h"
 #include "service/errors.h"
 
 namespace wavecrest {
 namespace {
-
-// A plain left/right aligned text table.
-class Table {
- public:
-  explicit Table(std::vector<std::string> header) : rows_{std::move(header)} {}
-  void Add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  std::string Render() const {
-    std::vector<size_t> width(rows_[0].size(), 0);
-    for (const auto& r : rows_) {
-      for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    }
-    std::string out;
-    for (size_t ri = 0; ri < rows_.size(); ++ri) {
-      const auto& r = rows_[ri];
-      std::string line;
-      for (size_t i = 0; i < r.size(); ++i) {
-        const size_t pad = width[i] - r[i].size();
-        if (i == 0) {
-          absl::StrAppend(&line, r[i], std::string(pad, ' '));
-        } else {
-          absl::StrAppend(&line, "  ", std::string(pad, ' '), r[i]);
-        }
-      }
-      absl::StrAppend(&out, line, "\n");
-      if (ri == 0) {
-        size_t total = 0;
-        for (size_t w : width) total += w + 2;
-        absl::StrAppend(&out, std::string(total - 2, '-'), "\n");
-      }
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
 
 std::string PassShort(v1::Pass p) {
   switch (p) {
@@ -110,19 +75,6 @@ std::string BoundShort(v1::Bound b) {
   }
 }
 
-std::string SourceName(v1::Source s) {
-  switch (s) {
-    case v1::SOURCE_MEASURED:
-      return "MEASURED";
-    case v1::SOURCE_CACHED:
-      return "CACHED";
-    case v1::SOURCE_PREDICTED:
-      return "PREDICTED";
-    default:
-      return "?";
-  }
-}
-
 // "64" when the dimension meets the alignment rule, "16!" when it does not.
 std::string Align(const v1::DimAlignment& a) {
   const int64_t p = a.largest_pow2();
@@ -136,6 +88,19 @@ std::string Shape(const v1::GemmShape& s) {
 }
 
 }  // namespace
+
+std::string SourceName(v1::Source s) {
+  switch (s) {
+    case v1::SOURCE_MEASURED:
+      return "MEASURED";
+    case v1::SOURCE_CACHED:
+      return "CACHED";
+    case v1::SOURCE_PREDICTED:
+      return "PREDICTED";
+    default:
+      return "?";
+  }
+}
 
 std::string ToJson(const google::protobuf::Message& message) {
   std::string out;
@@ -211,7 +176,7 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
       {"pipeline sends", b.pp_comm_s(), true},
       {"DP communication", b.dp_comm_s(), true},
       {"optimizer", b.optimizer_s(), true}};
-  Table t({"component", "time", "share"});
+  TextTable t({"component", "time", "share"});
   for (const auto& [name, s, shown] : parts) {
     if (!shown) continue;
     t.Add({name, HumanSeconds(s),
@@ -315,7 +280,7 @@ std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
 // One row per GEMM (and fused attention) of the step, with the provenance line under it.
 std::string GemmTable(const v1::AnalyzeResponse& r) {
   std::string out;
-  Table t({"gemm",   "pass",     "count", "batch",    "M",      "N",       "K",
+  TextTable t({"gemm",   "pass",     "count", "batch",    "M",      "N",       "K",
            "layout", "dtype",    "GFLOP", "share",    "alignM", "alignN",  "alignK",
            "tile",   "tile_eff", "waves", "wave_eff", "time",   "TFLOP/s", "bound"});
   for (const v1::GemmAnalysis& g : r.gemms()) {
@@ -500,7 +465,7 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
   if (r.workers().empty()) {
     absl::StrAppend(&out, "workers: none (measurements unavailable; predictions only)\n\n");
   } else {
-    Table w({"worker", "kind", "device", "backend", "cc", "SMs", "up", "pid", "restarts",
+    TextTable w({"worker", "kind", "device", "backend", "cc", "SMs", "up", "pid", "restarts",
              "last reason"});
     for (const auto& d : r.workers()) {
       w.Add({d.id(), d.device().catalog_name(), d.device().name(), d.device().backend(),
@@ -511,7 +476,7 @@ std::string FormatDevices(const v1::ListDevicesResponse& r) {
     }
     absl::StrAppend(&out, w.Render(), "\n");
   }
-  Table c({"gpu", "name", "arch", "SMs", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB/s", "L2 MiB",
+  TextTable c({"gpu", "name", "arch", "SMs", "bf16 TFLOP/s", "fp8 TFLOP/s", "HBM GB/s", "L2 MiB",
            "align B"});
   for (const auto& g : r.catalog()) {
     c.Add({g.name(), g.display_name(), g.architecture(), absl::StrCat(g.sm_count()),
@@ -565,7 +530,7 @@ std::string FormatTiming(const v1::GemmTiming& t) {
 }
 
 std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
-  Table t({"#", "time", "TFLOP/s", "sum of parts", "layer/sum", "samples", "spread", "source",
+  TextTable t({"#", "time", "TFLOP/s", "sum of parts", "layer/sum", "samples", "spread", "source",
            "layer"});
   for (const v1::LayerTiming& l : layers) {
     const v1::TimingStats& s = l.stats();
@@ -589,191 +554,6 @@ std::string FormatLayerTimings(const std::vector<v1::LayerTiming>& layers) {
          "the layer; layer/sum < 1 means the layer ran faster whole than predicted in parts\n";
 }
 
-absl::string_view VerdictName(v1::Verdict v) {
-  switch (v) {
-    case v1::VERDICT_KEEP:
-      return "KEEP";
-    case v1::VERDICT_CHANGE:
-      return "CHANGE";
-    case v1::VERDICT_NO_CANDIDATES:
-      return "NO CANDIDATES";
-    default:
-      return "UNKNOWN";
-  }
-}
-
-namespace {
-// Layers with local attention: sliding_window_layers, 0 meaning all of them when there is a
-// window.
-int64_t LocalLayers(const v1::ModelSpec& m) {
-  if (m.sliding_window() == 0) return 0;
-  return m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers();
-}
-}  // namespace
-
-std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to) {
-  std::vector<std::string> out;
-  auto arrow = [&](absl::string_view what, int64_t a, int64_t b) {
-    if (a != b) out.push_back(absl::StrCat(what, " ", a, " → ", b));
-  };
-  const bool moe = to.num_experts() > 0;
-  arrow("h", from.hidden_size(), to.hidden_size());
-  arrow("heads", from.num_attention_heads(), to.num_attention_heads());
-  arrow("kv heads", from.num_kv_heads(), to.num_kv_heads());
-  arrow("head dim", from.head_dim(), to.head_dim());
-  arrow(moe ? "expert width f" : "f", from.ffn_hidden_size(), to.ffn_hidden_size());
-  arrow("shared expert width", from.shared_expert_ffn_hidden_size(),
-        to.shared_expert_ffn_hidden_size());
-  arrow("dense MLP width", from.dense_ffn_hidden_size(), to.dense_ffn_hidden_size());
-  arrow("experts", from.num_experts(), to.num_experts());
-  arrow("top-k", from.experts_per_token(), to.experts_per_token());
-  arrow("v", from.vocab_size(), to.vocab_size());
-  arrow("L", from.num_layers(), to.num_layers());
-  arrow("local-attention layers", LocalLayers(from), LocalLayers(to));
-  arrow("first dense layers", from.first_dense_layers(), to.first_dense_layers());
-  return absl::StrJoin(out, ", ");
-}
-
-namespace {
-
-// The tensor-parallel degrees a row meets, as the table's TP column says them ("1,2,4,8"; "-" none).
-std::string LegalColumn(const v1::Candidate& c) {
-  return c.tensor_parallel_legal().empty() ? "-" : absl::StrJoin(c.tensor_parallel_legal(), ",");
-}
-
-// The candidates' table: the shape, the architecture's own columns when a candidate has them
-// (experts and top-k, the shared experts' width, the layers with local attention: each moves with
-// f or L), the figures.
-std::string CandidateTable(const v1::RecommendResponse& r) {
-  bool decode = false, experts = false, shared = false, local = false;
-  for (const v1::Candidate& c : r.candidates()) {
-    decode |= c.time_per_output_token_s() > 0;
-    experts |= c.model().num_experts() > 0;
-    shared |= c.model().shared_expert_ffn_hidden_size() > 0;
-    local |= c.model().sliding_window() > 0;
-  }
-  std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L"};
-  if (experts) header.push_back("E/k");
-  if (shared) header.push_back("shared");
-  if (local) header.push_back("local");
-  header.insert(header.end(), {"params", "Δparams", "step", "tok/s/GPU"});
-  if (decode) header.insert(header.end(), {"TPOT", "MBU"});
-  header.insert(header.end(), {"speedup", "MFU", "TP", "source"});
-  Table t(header);
-  for (const v1::Candidate& c : r.candidates()) {
-    const v1::ModelSpec& m = c.model();
-    std::vector<std::string> row = {absl::StrCat(c.rank()),
-                                    c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
-                                    absl::StrCat(m.hidden_size()),
-                                    absl::StrCat(m.num_attention_heads()),
-                                    absl::StrCat(m.num_kv_heads()),
-                                    absl::StrCat(m.head_dim()),
-                                    absl::StrCat(m.ffn_hidden_size()),
-                                    absl::StrCat(m.vocab_size()),
-                                    absl::StrCat(m.num_layers())};
-    if (experts) row.push_back(absl::StrCat(m.num_experts(), "/", m.experts_per_token()));
-    if (shared) row.push_back(absl::StrCat(m.shared_expert_ffn_hidden_size()));
-    if (local) row.push_back(absl::StrCat(LocalLayers(m)));
-    row.insert(row.end(), {HumanCount(c.params().total_params()),
-                           absl::StrFormat("%+.2f%%", 100 * c.param_change()),
-                           HumanSeconds(c.step_time_s()),
-                           HumanCount(c.tokens_per_second_per_gpu())});
-    if (decode) {
-      row.push_back(HumanSeconds(c.time_per_output_token_s()));
-      row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
-    }
-    row.insert(row.end(),
-               {c.speedup_uncertainty() > 0
-                    ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
-                    : absl::StrFormat("%.3fx", c.speedup()),
-                absl::StrFormat("%.1f%%", 100 * c.mfu()), LegalColumn(c),
-                // A row the measuring budget reached only in part says how much was measured.
-                c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
-                    ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
-                    : std::string(SourceName(c.source()))});
-    t.Add(std::move(row));
-  }
-  return t.Render();
-}
-
-// What every candidate held of the baseline (the same model) and what --vary released, as two
-// lines, or none for an answer without them (an older server).
-std::string HeldLines(const v1::RecommendResponse& r) {
-  std::vector<std::string> held, released;
-  for (const v1::HeldProperty& h : r.held()) {
-    (h.released() ? released : held).push_back(absl::StrCat(h.name(), " (", h.description(), ")"));
-  }
-  std::string out;
-  if (!held.empty()) {
-    absl::StrAppend(&out, "held (the same model; --vary NAME releases one): ",
-                    absl::StrJoin(held, "; "), "\n");
-  }
-  if (!released.empty()) {
-    absl::StrAppend(&out, "released by --vary: ", absl::StrJoin(released, "; "), "\n");
-  }
-  return out;
-}
-
-// The header's claim of legality, as the rows bear it out: ", each legal for tensor parallelism 1,
-// 2 (why)"; where the baseline breaks degrees the request named, which rows meet which.
-std::string LegalityClaim(const v1::RecommendResponse& r) {
-  if (r.tensor_parallel_degrees().empty()) return "";
-  const std::string degrees = absl::StrJoin(r.tensor_parallel_degrees(), ", ");
-  const std::string why =
-      r.tensor_parallel_source().empty() ? "" : absl::StrCat(" (", r.tensor_parallel_source(), ")");
-  std::vector<std::string> short_rows;
-  bool rows_known = false;  // an older server leaves tensor_parallel_legal empty
-  for (const v1::Candidate& c : r.candidates()) {
-    rows_known |= !c.tensor_parallel_legal().empty();
-    if (c.tensor_parallel_legal_size() < r.tensor_parallel_degrees_size()) {
-      short_rows.push_back(absl::StrCat("#", c.rank(), c.baseline() ? " (the baseline)" : "",
-                                        " only for ", LegalColumn(c)));
-    }
-  }
-  if (!rows_known || short_rows.empty()) {
-    return absl::StrCat(", each legal for tensor parallelism ", degrees, why);
-  }
-  return absl::StrCat(", legal for tensor parallelism ", degrees, why, " except ",
-                      absl::StrJoin(short_rows, ", "), " (the TP column)");
-}
-
-}  // namespace
-
-std::string FormatRecommendation(const v1::RecommendResponse& r) {
-  std::string out;
-  if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
-    absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
-  }
-  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(), r.gpu());
-  if (r.shapes_examined() > r.candidates_considered()) {
-    absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
-                          r.shapes_examined());
-  }
-  absl::StrAppend(&out, LegalityClaim(r), "\n");
-  if (r.has_assumed()) {
-    absl::StrAppend(&out, "assumes: ", r.assumed().summary(),
-                    " (each row one rank's kernels at that TP)\n");
-  }
-  if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
-  absl::StrAppend(&out, HeldLines(r));
-  absl::StrAppend(&out, "\n");
-  absl::StrAppend(&out, CandidateTable(r), "\nwhy:\n");
-  for (const v1::Candidate& c : r.candidates()) {
-    if (c.reasons().empty()) continue;
-    absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",
-                    absl::StrJoin(c.reasons(), "; "), "\n");
-  }
-  if (!r.refusals().empty()) {
-    absl::StrAppend(&out, "refused while generating candidates:\n");
-    for (const v1::Refusal& x : r.refusals()) {
-      absl::StrAppend(&out, "  ", x.count(), " ", x.unit(), ": ", x.description(), " (loosen with ",
-                      x.loosen_with(), ")\n");
-    }
-  }
-  for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");
-  return out;
-}
-
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension) {
   int64_t valid = 0;
   for (const v1::SweepPoint& p : r.points()) valid += p.valid();
@@ -790,7 +570,7 @@ std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension)
                                      "TFLOP/s", "MFU"};
   if (model) header.insert(header.end(), {"tok/s/GPU", "params"});
   header.insert(header.end(), {"band", "source", "rules broken"});
-  Table t(header);
+  TextTable t(header);
   for (const v1::SweepPoint& p : r.points()) {
     if (!p.valid()) {
       std::vector<std::string> row = {absl::StrCat(p.value()), "-", "-", "-"};

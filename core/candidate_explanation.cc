@@ -48,8 +48,8 @@ void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
       }
       if (g.required) {
         note = absl::StrFormat(
-            ": needed%s for the tensor-parallel degrees asked, which the baseline breaks; %.3f× "
-            "± %.3f against the baseline",
+            ": needed%s for the tensor-parallel degrees asked, which the baseline breaks; alone "
+            "%.3f× ± %.3f against the baseline",
             others.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(others, ", ")), g.gain,
             g.gain * g.sigma);
       } else if (g.parts.empty()) {

@@ -152,52 +152,68 @@ class Undoer {
 
 int Bits(uint32_t m) { return __builtin_popcount(m); }
 
-}  // namespace
+// Every set of a candidate's changes, fewest first, and what each undoes into (once).
+class ChangeSets {
+ public:
+  ChangeSets(const Undoer& u, const CandidateRules& rules) : u_(u), rules_(rules) {
+    const uint32_t all = u.changed();
+    for (uint32_t m = all;; m = (m - 1) & all) {
+      if (m != 0) sets_.push_back(m);
+      if (m == 0) break;
+    }
+    std::stable_sort(sets_.begin(), sets_.end(), [](uint32_t a, uint32_t b) {
+      return Bits(a) != Bits(b) ? Bits(a) < Bits(b) : a < b;
+    });
+    admitted_.resize(sets_.size());
+  }
 
-std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules) {
-  const ModelSpec& base = rules.base();
-  const Undoer u(base, candidate, rules.tp_lcm());
-  const uint32_t all = u.changed();
-  // Every set of changes, fewest first: what each undoes into, once.
-  std::vector<uint32_t> sets;
-  for (uint32_t m = all;; m = (m - 1) & all) {
-    if (m != 0) sets.push_back(m);
-    if (m == 0) break;
+  uint32_t operator[](size_t i) const { return sets_[i]; }
+
+  // The shape with set i undone when the rules admit it. Every change undone is the baseline
+  // itself, whatever rounding would make of it.
+  const std::optional<ModelSpec>& Admitted(size_t i) {
+    if (!admitted_[i]) {
+      admitted_[i] = sets_[i] == u_.changed() ? std::optional<ModelSpec>(rules_.base())
+                                              : rules_.Admit(u_.Undo(sets_[i]));
+    }
+    return *admitted_[i];
   }
-  std::stable_sort(sets.begin(), sets.end(), [](uint32_t a, uint32_t b) {
-    return Bits(a) != Bits(b) ? Bits(a) < Bits(b) : a < b;
-  });
-  std::vector<std::optional<std::optional<ModelSpec>>> admitted(sets.size());
-  auto admit = [&](size_t i) -> const std::optional<ModelSpec>& {
-    if (!admitted[i]) {
-      // Every change undone is the baseline itself, whatever rounding would make of it.
-      admitted[i] = sets[i] == all ? std::optional<ModelSpec>(base) : rules.Admit(u.Undo(sets[i]));
+
+  // The smallest set containing `m` and none of `avoid` that undoes into an admitted shape
+  // (every change: the baseline, at worst).
+  size_t SmallestContaining(uint32_t m, uint32_t avoid = 0) {
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if ((sets_[i] & m) == m && (sets_[i] & avoid) == 0 && Admitted(i)) return i;
     }
-    return *admitted[i];
-  };
-  // The smallest set of changes containing `m` and none of `avoid` that undoes into an admitted
-  // shape (every change: the baseline, at worst).
-  auto smallest_containing = [&](uint32_t m, uint32_t avoid = 0) {
-    for (size_t i = 0; i < sets.size(); ++i) {
-      if ((sets[i] & m) == m && (sets[i] & avoid) == 0 && admit(i)) return i;
-    }
-    return sets.size() - 1;  // the last set is every change
-  };
-  // A baseline the rules do not admit (it breaks the tensor-parallel degrees the request named:
-  // StrictTp) cannot be gone back to: a change that only undoes into it is required, a bundle of
-  // its own that stays, its gain against the baseline.
+    return sets_.size() - 1;  // the last set is every change
+  }
+
+ private:
+  const Undoer& u_;
+  const CandidateRules& rules_;
+  std::vector<uint32_t> sets_;
+  std::vector<std::optional<std::optional<ModelSpec>>> admitted_;
+};
+
+// A baseline the rules do not admit (it breaks the tensor-parallel degrees the request named:
+// StrictTp) cannot be gone back to: the changes that only undo into it are required.
+uint32_t RequiredChanges(ChangeSets& sets, uint32_t all, const CandidateRules& rules) {
   uint32_t required = 0;
-  if (!rules.Admit(base)) {
-    for (int p = 0; p < kParts; ++p) {
-      if ((all >> p & 1u) && sets[smallest_containing(1u << p)] == all) required |= 1u << p;
-    }
+  if (rules.Admit(rules.base())) return required;
+  for (int p = 0; p < kParts; ++p) {
+    if ((all >> p & 1u) && sets[sets.SmallestContaining(1u << p)] == all) required |= 1u << p;
   }
-  // Each other change's smallest bundle; bundles that share a change merge (into the smallest
-  // admitted set holding both), so that every change is in exactly one.
+  return required;
+}
+
+// Each change not in `required`, in its smallest bundle without a required one; bundles that
+// share a change merge (into the smallest admitted set holding both), so that every change is in
+// exactly one. What needs a required change to undo joins `required`.
+std::vector<size_t> Bundles(ChangeSets& sets, uint32_t all, uint32_t& required) {
   std::vector<size_t> bundles;
   for (int p = 0; p < kParts; ++p) {
     if ((all >> p & 1u) && !(required >> p & 1u)) {
-      bundles.push_back(smallest_containing(1u << p, required));
+      bundles.push_back(sets.SmallestContaining(1u << p, required));
     }
   }
   for (bool merged = true; merged;) {
@@ -205,33 +221,50 @@ std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const Candida
     for (size_t a = 0; a < bundles.size() && !merged; ++a) {
       for (size_t b = a + 1; b < bundles.size() && !merged; ++b) {
         if (!(sets[bundles[a]] & sets[bundles[b]])) continue;
-        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]], required);
+        bundles[a] = sets.SmallestContaining(sets[bundles[a]] | sets[bundles[b]], required);
         bundles.erase(bundles.begin() + static_cast<std::ptrdiff_t>(b));
         merged = true;
       }
     }
   }
-  // What no set without a required change undoes into goes with the required ones.
-  for (size_t& i : bundles) {
+  for (size_t i : bundles) {
     if (sets[i] & required) required |= sets[i];
   }
   bundles.erase(std::remove_if(bundles.begin(), bundles.end(),
                                [&](size_t i) { return (sets[i] & required) != 0; }),
                 bundles.end());
+  return bundles;
+}
+
+// The change or bundle `set` in words, with the shape without it.
+CandidateChange Describe(const Undoer& u, uint32_t set, ModelSpec without, bool required) {
+  CandidateChange ch;
+  for (int q = 0; q < kParts; ++q) {
+    if (set >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
+  }
+  ch.words = absl::StrJoin(ch.parts, " + ");
+  if (ch.parts.size() == 1) ch.parts.clear();
+  ch.without = std::move(without);
+  ch.required = required;
+  return ch;
+}
+
+}  // namespace
+
+std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules) {
+  const Undoer u(rules.base(), candidate, rules.tp_lcm());
+  const uint32_t all = u.changed();
+  ChangeSets sets(u, rules);
+  // A required change is a bundle of its own that stays, its gain against the baseline.
+  uint32_t required = RequiredChanges(sets, all, rules);
+  const std::vector<size_t> bundles = Bundles(sets, all, required);
   std::vector<CandidateChange> out;
-  auto add = [&](uint32_t set, ModelSpec without, bool is_required) {
-    CandidateChange ch;
-    for (int q = 0; q < kParts; ++q) {
-      if (set >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
-    }
-    ch.words = absl::StrJoin(ch.parts, " + ");
-    if (ch.parts.size() == 1) ch.parts.clear();
-    ch.without = std::move(without);
-    ch.required = is_required;
-    out.push_back(std::move(ch));
-  };
-  if (required != 0) add(required, base, true);
-  for (size_t i : bundles) add(sets[i], *admit(i), false);
+  if (required != 0) {
+    out.push_back(Describe(u, required, rules.base(), true));
+    // The candidate with only its required changes, when the rules admit it (they need not).
+    if (required != all) out.back().alone = rules.Admit(u.Undo(all & ~required));
+  }
+  for (size_t i : bundles) out.push_back(Describe(u, sets[i], *sets.Admitted(i), false));
   return out;
 }
 
@@ -262,9 +295,12 @@ void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn
       CandidateScore ws = baseline != nullptr && ch.without == rules.base()
                               ? *baseline
                               : score(ch.without);
+      // A required change is worth what it alone does against the baseline (the candidate's
+      // other changes undone), not the whole candidate's gain.
+      const CandidateScore& with = ch.required && ch.alone ? score(*ch.alone) : c;
       const double m = Merit(ws);
-      const double gain = m > 0 ? Merit(c) / m : 1;
-      const double sigma = RatioUncertainty(ws, c);
+      const double gain = m > 0 ? Merit(with) / m : 1;
+      const double sigma = RatioUncertainty(ws, with);
       gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts), ch.required});
       if (minimize && !ch.required && !EarnsItsKeep(gain, sigma) &&
           (!undo || gain < undo_gain)) {

@@ -18,6 +18,7 @@
 #define WAVECREST_CORE_MINIMAL_CANDIDATES_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct CandidateChange {
   // Cannot be undone: every shape without it breaks the tensor-parallel degrees the request named,
   // as the baseline does (StrictTp); `without` is the baseline, and Minimize keeps it.
   bool required = false;
+  // A required change: the candidate with it alone (every other change undone), when the rules
+  // admit that shape; its gain is that shape's over the baseline. Unset when it is the candidate.
+  std::optional<ModelSpec> alone;
 };
 
 // The changes and bundles of `candidate` against `rules.base()`: each single change in exactly

@@ -71,6 +71,32 @@ void AddTensorParallelRun(const Analysis& analysis, v1::AnalyzeResponse& respons
   if (step.ok()) *response.mutable_tensor_parallel_run() = ToProto(*step);
 }
 
+// The run's step as the answer: its time, MFU, tokens/s and memory at the top level. A planned
+// micro-batch comes with its step: not planned again.
+absl::Status AnswerWithTheRun(const Analysis& analysis, const RunConfig& run,
+                              PlannedMicroBatch planned, v1::AnalyzeResponse& response) {
+  absl::StatusOr<StepBreakdown> step =
+      planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
+  if (!step.ok()) {
+    // "run.global_batch: must be ..." names its field.
+    const absl::string_view msg = step.status().message();
+    const size_t colon = msg.find(": ");
+    if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
+      return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
+    }
+    return FieldError("run", msg);
+  }
+  if (!planned.assumption.empty()) {
+    step->assumptions.insert(step->assumptions.begin(), planned.assumption);
+  }
+  *response.mutable_step() = ToProto(*step);
+  response.set_step_time_s(response.step().step_time_s());
+  response.set_mfu(response.step().mfu());
+  response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
+  if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
@@ -106,28 +132,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
   *kernels->mutable_memory() = response.memory();
   if (!run_given) AddTensorParallelRun(analysis, response);
-  if (run_given) {
-    // A planned micro-batch comes with its step: not planned again.
-    absl::StatusOr<StepBreakdown> step =
-        planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
-    if (!step.ok()) {
-      // "run.global_batch: must be ..." names its field.
-      const absl::string_view msg = step.status().message();
-      const size_t colon = msg.find(": ");
-      if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
-        return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
-      }
-      return FieldError("run", msg);
-    }
-    if (!planned.assumption.empty()) {
-      step->assumptions.insert(step->assumptions.begin(), planned.assumption);
-    }
-    *response.mutable_step() = ToProto(*step);
-    response.set_step_time_s(response.step().step_time_s());
-    response.set_mfu(response.step().mfu());
-    response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
-    if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
-  }
+  if (run_given) RETURN_IF_ERROR(AnswerWithTheRun(analysis, run, std::move(planned), response));
   if (!lookup) return response;
   absl::StatusOr<LayerKey> key = MakeLayerKey(LayerKind::kTransformerLayer, analysis.spec);
   if (!key.ok()) return response;

@@ -91,6 +91,22 @@ std::vector<int64_t> BaselineBreaksTp(const v1::RecommendResponse& r) {
   return out;
 }
 
+// The request named degrees the baseline cannot run at, and #1 (which meets them) does not beat
+// it: the answer is still #1, the best shape that can, however it compares. False otherwise.
+bool ChangeForTheDegreesAsked(v1::RecommendResponse& r, const char* what) {
+  const v1::Candidate& first = r.candidates(0);
+  const std::vector<int64_t> broken = BaselineBreaksTp(r);
+  if (first.baseline() || first.beats_baseline() || broken.empty()) return false;
+  r.set_verdict(v1::VERDICT_CHANGE);
+  r.set_verdict_reason(absl::StrFormat(
+      "change the shape: the baseline is not legal for tensor parallelism %s, which the request "
+      "asks for; #1 is the best shape legal for %s, at %.3fx ± %.3f the baseline's %s (%s)",
+      absl::StrJoin(broken, ", "), absl::StrJoin(r.tensor_parallel_degrees(), ", "),
+      first.speedup(), first.speedup_uncertainty(), what,
+      first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured"));
+  return true;
+}
+
 // The verdict from the ranking (RankCandidates puts those that beat the baseline before it), in
 // words with the figures it rests on.
 void SetVerdict(v1::RecommendResponse& r) {
@@ -104,21 +120,7 @@ void SetVerdict(v1::RecommendResponse& r) {
   const char* what = first.model().workload() == v1::WORKLOAD_DECODE
                          ? "decode tokens/s at equal parameters"
                          : "MFU";
-  if (const std::vector<int64_t> broken = BaselineBreaksTp(r);
-      !first.baseline() && !first.beats_baseline() && !broken.empty()) {
-    // The request named degrees the baseline cannot run at: the answer is the best shape that
-    // can, however it compares.
-    r.set_verdict(v1::VERDICT_CHANGE);
-    r.set_verdict_reason(absl::StrFormat(
-        "change the shape: the baseline is not legal for tensor parallelism %s, which the "
-        "request asks for; #1 is the best shape legal for %s, at %.3fx ± %.3f the baseline's %s "
-        "(%s)",
-        absl::StrJoin(broken, ", "), absl::StrJoin(r.tensor_parallel_degrees(), ", "),
-        first.speedup(),
-        first.speedup_uncertainty(), what,
-        first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured"));
-    return;
-  }
+  if (ChangeForTheDegreesAsked(r, what)) return;
   if (!first.baseline() && first.beats_baseline()) {
     r.set_verdict(v1::VERDICT_CHANGE);
     r.set_verdict_reason(absl::StrFormat(
@@ -314,6 +316,44 @@ struct Ranking {
   v1::RecommendResponse response;
 };
 
+// What the answer rests on, before its rows: the rules that refused shapes, the degrees every
+// candidate meets and why, what was held, the workload assumed, and notes where the baseline
+// breaks the degrees asked or keeps its heads.
+void DescribeTheQuestion(const ModelSpec& base, const RecommendConstraints& c,
+                         const std::vector<Refusal>& refusals, v1::RecommendResponse& response) {
+  for (const Refusal& x : refusals) {
+    v1::Refusal* p = response.add_refusals();
+    p->set_rule(x.rule);
+    p->set_count(x.count);
+    p->set_unit(x.unit);
+    p->set_description(x.what);
+    p->set_loosen_with(x.loosen);
+  }
+  const TpRequirement tp = RequiredTp(base, c);
+  for (int64_t t : tp.degrees) response.add_tensor_parallel_degrees(t);
+  for (const HeldProperty& h : HeldProperties(base, c)) {
+    v1::HeldProperty* p = response.add_held();
+    p->set_name(h.name);
+    p->set_description(h.what);
+    p->set_released(h.released);
+  }
+  response.set_tensor_parallel_source(tp.source);
+  if (!tp.baseline_breaks.empty()) {
+    response.add_notes(absl::StrCat(
+        "the baseline itself is not legal for the tensor_parallel_options asked (",
+        absl::StrJoin(tp.baseline_breaks, "; "),
+        "): every candidate is (heads, KV heads, hidden size and MLP width moved to counts that "
+        "divide), the baseline's row says which degrees it meets, and it is ranked after them"));
+  }
+  response.set_speedup_basis(MeritBasis(base));
+  *response.mutable_assumed() = AssumedOf(base);
+  if (base.kv_lora_rank > 0 && EffectiveKnobs(c).count(Knob::kHeads)) {
+    response.add_notes(
+        "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
+        "its KV cache a latent): vary hidden, ffn, vocab or layers for its candidates");
+  }
+}
+
 // Stage 1: every candidate, scored and ranked by the analytic model (`predicted` memoises it).
 absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, ScoreCache& predicted,
                                Ranking& r) {
@@ -329,37 +369,7 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
     return specs.status();
   }
   r.response.set_shapes_examined(generated);
-  for (const Refusal& x : refusals) {
-    v1::Refusal* p = r.response.add_refusals();
-    p->set_rule(x.rule);
-    p->set_count(x.count);
-    p->set_unit(x.unit);
-    p->set_description(x.what);
-    p->set_loosen_with(x.loosen);
-  }
-  const TpRequirement tp = RequiredTp(base, r.constraints);
-  for (int64_t t : tp.degrees) r.response.add_tensor_parallel_degrees(t);
-  for (const HeldProperty& h : HeldProperties(base, r.constraints)) {
-    v1::HeldProperty* p = r.response.add_held();
-    p->set_name(h.name);
-    p->set_description(h.what);
-    p->set_released(h.released);
-  }
-  r.response.set_tensor_parallel_source(tp.source);
-  if (!tp.baseline_breaks.empty()) {
-    r.response.add_notes(absl::StrCat(
-        "the baseline itself is not legal for the tensor_parallel_options asked (",
-        absl::StrJoin(tp.baseline_breaks, "; "),
-        "): every candidate is (heads, KV heads, hidden size and MLP width moved to counts that "
-        "divide), the baseline's row says which degrees it meets, and it is ranked after them"));
-  }
-  r.response.set_speedup_basis(MeritBasis(base));
-  *r.response.mutable_assumed() = AssumedOf(base);
-  if (base.kv_lora_rank > 0 && EffectiveKnobs(r.constraints).count(Knob::kHeads)) {
-    r.response.add_notes(
-        "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
-        "its KV cache a latent): vary hidden, ffn, vocab or layers for its candidates");
-  }
+  DescribeTheQuestion(base, r.constraints, refusals, r.response);
   r.scores.reserve(specs->size());
   for (size_t i = 0; i < specs->size(); ++i) {
     if (i % 256 == 0) {

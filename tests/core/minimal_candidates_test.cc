@@ -126,6 +126,9 @@ TEST(MinimalCandidatesTest, AChangeTheDegreesAskedNeedIsRequired) {
   EXPECT_TRUE(changes[0].required);
   EXPECT_EQ(changes[0].words, "a 32 → 64: h/a 80 → 40");
   EXPECT_EQ(changes[0].without, base);
+  ASSERT_TRUE(changes[0].alone.has_value());  // the head change alone: the width undone
+  EXPECT_EQ(changes[0].alone->num_attention_heads, 64);
+  EXPECT_EQ(changes[0].alone->ffn_hidden_size, 10240);
   EXPECT_FALSE(changes[1].required);
   EXPECT_EQ(changes[1].words, "f 10240 → 10304");
   EXPECT_EQ(changes[1].without.num_attention_heads, 64);

@@ -811,8 +811,8 @@ class KnobGain:
     # + ". Empty for a single change.
     parts: List[str] = field(default_factory=list)
     # Needed for the tensor-parallel degrees the request named, which the baseline breaks: the
-    # shape without it is not legal for them, so it is never undone; `gain` is against the
-    # baseline.
+    # shape without it is not legal for them, so it is never undone; `gain` is what it does alone
+    # (the candidate's other changes undone) against the baseline.
     required: bool = False
 
 
