@@ -75,7 +75,6 @@ std::string BoundShort(v1::Bound b) {
   }
 }
 
-
 // "64" when the dimension meets the alignment rule, "16!" when it does not.
 std::string Align(const v1::DimAlignment& a) {
   const int64_t p = a.largest_pow2();
@@ -255,12 +254,18 @@ std::string ArchitectureNotes(const v1::ModelSpec& m) {
 
 namespace {
 
+// "assumes: training: micro-batch 1 of 2048-token sequences; TP 1, bf16, flash attention\n", or
+// nothing for an answer without it (an older server).
+std::string AssumedLine(const v1::Assumed& a) {
+  return a.summary().empty() ? "" : absl::StrCat("assumes: ", a.summary(), "\n");
+}
+
 // The model, the GPU and the workload in one line.
 std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
   const v1::ModelSpec& m = r.model();
   return absl::StrFormat(
       "%s on %s: h=%d a=%d a_kv=%d d=%d L=%d f=%d (%s) v=%d s=%d b=%d t=%d%s %s, %s attention, "
-      "%s%s\n\n",
+      "%s%s\n%s\n",
       m.name().empty() ? "model" : m.name(), r.gpu(), m.hidden_size(), m.num_attention_heads(),
       m.num_kv_heads(), m.head_dim(), m.num_layers(), m.ffn_hidden_size(),
       m.mlp() == v1::MLP_SWIGLU ? "swiglu" : "gelu", m.vocab_size(), m.seq_length(),
@@ -271,7 +276,7 @@ std::string AnalysisHeader(const v1::AnalyzeResponse& r) {
       m.workload() == v1::WORKLOAD_TRAINING  ? "training step"
       : m.workload() == v1::WORKLOAD_PREFILL ? "prefill step"
                                              : "decode step",
-      ArchitectureNotes(m));
+      ArchitectureNotes(m), AssumedLine(r.assumed()));
 }
 
 // One row per GEMM (and fused attention) of the step, with the provenance line under it.
@@ -344,6 +349,21 @@ std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
   return out;
 }
 
+// Without a run at TP t > 1: the run's MFU beside the kernels' (the same model on t GPUs, with
+// its tensor-parallel communication), or nothing.
+std::string TensorParallelRunLine(const v1::AnalyzeResponse& r) {
+  if (!r.has_tensor_parallel_run()) return "";
+  const v1::StepBreakdown& b = r.tensor_parallel_run();
+  const double step = b.step_time_s() > 0 ? b.step_time_s() : 1;
+  return absl::StrFormat(
+      "run MFU         %.1f%%, %s tokens/s per GPU (the same model as a run on %d GPUs at TP "
+      "%d, global batch %d: %s a step, %.0f%% of it TP communication, %.0f%% the optimizer; "
+      "--gpus %d shows the run)\n",
+      100 * b.mfu(), HumanCount(b.tokens_per_second_per_gpu()), b.gpus(), b.tensor_parallel(),
+      b.global_batch(), HumanSeconds(b.step_time_s()), 100 * b.tp_comm_s() / step,
+      100 * b.optimizer_s() / step, b.gpus());
+}
+
 // The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,
 // and with a run the run's breakdown and answer.
 std::string StepLines(const v1::AnalyzeResponse& r) {
@@ -364,15 +384,23 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
                         run ? "micro-batch" : "step", HumanSeconds(r.gemm_time_s()),
                         HumanSeconds(r.elementwise_time_s()), 100 * r.provenance().error_band_p10(),
                         100 * r.provenance().error_band_p90());
-  absl::StrAppendFormat(&out, "%s %.1f%%, %s tokens/s per GPU\n",
-                        run ? "kernel MFU     " : "predicted MFU  ",
-                        100 * (run ? k.mfu() : r.mfu()),
-                        HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()));
+  // One rank's kernels, named so: at TP t > 1 they leave out the collectives that split them.
+  const int64_t t = std::max<int64_t>(1, r.model().tensor_parallel());
+  absl::StrAppendFormat(
+      &out, "kernel MFU      %.1f%%, %s tokens/s per GPU%s\n", 100 * (run ? k.mfu() : r.mfu()),
+      HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()),
+      t > 1 ? absl::StrCat(" (one rank's kernels: without the TP communication of t=", t, ")")
+            : "");
+  absl::StrAppend(&out, TensorParallelRunLine(r));
   if (r.memory_bandwidth_utilization() > 0) {
     absl::StrAppendFormat(&out,
-                          "decode          %s per output token, memory-bandwidth utilisation "
-                          "(MBU) %.1f%%: decode is bound by reading the weights and the KV cache\n",
-                          HumanSeconds(r.step_time_s()), 100 * r.memory_bandwidth_utilization());
+                          "decode          %s per output token at batch %d with %d tokens of KV "
+                          "cache, memory-bandwidth utilisation (MBU) %.1f%%: decode is bound by "
+                          "reading the weights and the KV cache\n",
+                          HumanSeconds(r.step_time_s()), r.model().micro_batch_size(),
+                          r.model().kv_cache_length() > 0 ? r.model().kv_cache_length()
+                                                          : r.model().seq_length(),
+                          100 * r.memory_bandwidth_utilization());
   }
   // With a run its breakdown lists these among its own assumptions.
   if (!run) {
@@ -503,171 +531,17 @@ std::string FormatTiming(const v1::GemmTiming& t) {
   return line + "\n";
 }
 
-absl::string_view VerdictName(v1::Verdict v) {
-  switch (v) {
-    case v1::VERDICT_KEEP:
-      return "KEEP";
-    case v1::VERDICT_CHANGE:
-      return "CHANGE";
-    case v1::VERDICT_NO_CANDIDATES:
-      return "NO CANDIDATES";
-    default:
-      return "UNKNOWN";
-  }
-}
-
-namespace {
-// Layers with local attention: sliding_window_layers, 0 meaning all of them when there is a
-// window.
-int64_t LocalLayers(const v1::ModelSpec& m) {
-  if (m.sliding_window() == 0) return 0;
-  return m.sliding_window_layers() > 0 ? m.sliding_window_layers() : m.num_layers();
-}
-}  // namespace
-
-std::string ShapeChanges(const v1::ModelSpec& from, const v1::ModelSpec& to) {
-  std::vector<std::string> out;
-  auto arrow = [&](absl::string_view what, int64_t a, int64_t b) {
-    if (a != b) out.push_back(absl::StrCat(what, " ", a, " → ", b));
-  };
-  const bool moe = to.num_experts() > 0;
-  arrow("h", from.hidden_size(), to.hidden_size());
-  arrow("heads", from.num_attention_heads(), to.num_attention_heads());
-  arrow("kv heads", from.num_kv_heads(), to.num_kv_heads());
-  arrow("head dim", from.head_dim(), to.head_dim());
-  arrow(moe ? "expert width f" : "f", from.ffn_hidden_size(), to.ffn_hidden_size());
-  arrow("shared expert width", from.shared_expert_ffn_hidden_size(),
-        to.shared_expert_ffn_hidden_size());
-  arrow("dense MLP width", from.dense_ffn_hidden_size(), to.dense_ffn_hidden_size());
-  arrow("experts", from.num_experts(), to.num_experts());
-  arrow("top-k", from.experts_per_token(), to.experts_per_token());
-  arrow("v", from.vocab_size(), to.vocab_size());
-  arrow("L", from.num_layers(), to.num_layers());
-  arrow("local-attention layers", LocalLayers(from), LocalLayers(to));
-  arrow("first dense layers", from.first_dense_layers(), to.first_dense_layers());
-  return absl::StrJoin(out, ", ");
-}
-
-namespace {
-
-// The candidates' table: the shape, the architecture's own columns when a candidate has them
-// (experts and top-k, the shared experts' width, the layers with local attention: each moves with
-// f or L), the figures.
-std::string CandidateTable(const v1::RecommendResponse& r) {
-  bool decode = false, experts = false, shared = false, local = false;
-  for (const v1::Candidate& c : r.candidates()) {
-    decode |= c.time_per_output_token_s() > 0;
-    experts |= c.model().num_experts() > 0;
-    shared |= c.model().shared_expert_ffn_hidden_size() > 0;
-    local |= c.model().sliding_window() > 0;
-  }
-  std::vector<std::string> header = {"rank", "", "h", "a", "a_kv", "d", "f", "v", "L"};
-  if (experts) header.push_back("E/k");
-  if (shared) header.push_back("shared");
-  if (local) header.push_back("local");
-  header.insert(header.end(), {"params", "Δparams", "step", "tok/s/GPU"});
-  if (decode) header.insert(header.end(), {"TPOT", "MBU"});
-  header.insert(header.end(), {"speedup", "MFU", "source"});
-  Table t(header);
-  for (const v1::Candidate& c : r.candidates()) {
-    const v1::ModelSpec& m = c.model();
-    std::vector<std::string> row = {absl::StrCat(c.rank()),
-                                    c.baseline() ? "base" : (c.beats_baseline() ? "beats" : ""),
-                                    absl::StrCat(m.hidden_size()),
-                                    absl::StrCat(m.num_attention_heads()),
-                                    absl::StrCat(m.num_kv_heads()),
-                                    absl::StrCat(m.head_dim()),
-                                    absl::StrCat(m.ffn_hidden_size()),
-                                    absl::StrCat(m.vocab_size()),
-                                    absl::StrCat(m.num_layers())};
-    if (experts) row.push_back(absl::StrCat(m.num_experts(), "/", m.experts_per_token()));
-    if (shared) row.push_back(absl::StrCat(m.shared_expert_ffn_hidden_size()));
-    if (local) row.push_back(absl::StrCat(LocalLayers(m)));
-    row.insert(row.end(), {HumanCount(c.params().total_params()),
-                           absl::StrFormat("%+.2f%%", 100 * c.param_change()),
-                           HumanSeconds(c.step_time_s()),
-                           HumanCount(c.tokens_per_second_per_gpu())});
-    if (decode) {
-      row.push_back(HumanSeconds(c.time_per_output_token_s()));
-      row.push_back(absl::StrFormat("%.1f%%", 100 * c.memory_bandwidth_utilization()));
-    }
-    row.insert(row.end(),
-               {c.speedup_uncertainty() > 0
-                    ? absl::StrFormat("%.3fx±%.3f", c.speedup(), c.speedup_uncertainty())
-                    : absl::StrFormat("%.3fx", c.speedup()),
-                absl::StrFormat("%.1f%%", 100 * c.mfu()),
-                // A row the measuring budget reached only in part says how much was measured.
-                c.source() == v1::SOURCE_PREDICTED && c.measured_share() > 0
-                    ? absl::StrFormat("%.0f%% measured", 100 * c.measured_share())
-                    : std::string(SourceName(c.source()))});
-    t.Add(std::move(row));
-  }
-  return t.Render();
-}
-
-// What every candidate held of the baseline (the same model) and what --vary released, as two
-// lines, or none for an answer without them (an older server).
-std::string HeldLines(const v1::RecommendResponse& r) {
-  std::vector<std::string> held, released;
-  for (const v1::HeldProperty& h : r.held()) {
-    (h.released() ? released : held).push_back(absl::StrCat(h.name(), " (", h.description(), ")"));
-  }
-  std::string out;
-  if (!held.empty()) {
-    absl::StrAppend(&out, "held (the same model; --vary NAME releases one): ",
-                    absl::StrJoin(held, "; "), "\n");
-  }
-  if (!released.empty()) {
-    absl::StrAppend(&out, "released by --vary: ", absl::StrJoin(released, "; "), "\n");
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string FormatRecommendation(const v1::RecommendResponse& r) {
-  std::string out;
-  if (r.verdict() != v1::VERDICT_UNSPECIFIED) {
-    absl::StrAppend(&out, "verdict: ", VerdictName(r.verdict()), ": ", r.verdict_reason(), "\n");
-  }
-  absl::StrAppendFormat(&out, "%d candidates considered on %s", r.candidates_considered(), r.gpu());
-  if (r.shapes_examined() > r.candidates_considered()) {
-    absl::StrAppendFormat(&out, " (the closest in parameters of %d shapes examined)",
-                          r.shapes_examined());
-  }
-  if (!r.tensor_parallel_degrees().empty()) {
-    absl::StrAppend(&out, ", each legal for tensor parallelism ",
-                    absl::StrJoin(r.tensor_parallel_degrees(), ", "));
-    if (!r.tensor_parallel_source().empty()) {
-      absl::StrAppend(&out, " (", r.tensor_parallel_source(), ")");
-    }
-  }
-  absl::StrAppend(&out, "\n");
-  if (!r.speedup_basis().empty()) absl::StrAppend(&out, "speed-up compares ", r.speedup_basis(), "\n");
-  absl::StrAppend(&out, HeldLines(r));
-  absl::StrAppend(&out, "\n");
-  absl::StrAppend(&out, CandidateTable(r), "\nwhy:\n");
-  for (const v1::Candidate& c : r.candidates()) {
-    if (c.reasons().empty()) continue;
-    absl::StrAppend(&out, "  #", c.rank(), c.baseline() ? " (baseline)" : "", ": ",
-                    absl::StrJoin(c.reasons(), "; "), "\n");
-  }
-  if (!r.refusals().empty()) {
-    absl::StrAppend(&out, "refused while generating candidates:\n");
-    for (const v1::Refusal& x : r.refusals()) {
-      absl::StrAppend(&out, "  ", x.count(), " ", x.unit(), ": ", x.description(), " (loosen with ",
-                      x.loosen_with(), ")\n");
-    }
-  }
-  for (const auto& n : r.notes()) absl::StrAppend(&out, "note: ", n, "\n");
-  return out;
 }
 
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension) {
   int64_t valid = 0;
   for (const v1::SweepPoint& p : r.points()) valid += p.valid();
-  std::string out = absl::StrFormat("sweep of %s on %s: %d points (%d legal)\n\n", dimension,
+  std::string out = absl::StrFormat("sweep of %s on %s: %d points (%d legal)\n", dimension,
                                     r.gpu(), r.points_size(), valid);
+  if (r.has_assumed()) {
+    absl::StrAppend(&out, "assumes: ", r.assumed().summary(), " (", dimension, " as each row says)\n");
+  }
+  absl::StrAppend(&out, "\n");
   const bool model = r.vary() != v1::SWEEP_DIMENSION_GEMM_M &&
                      r.vary() != v1::SWEEP_DIMENSION_GEMM_N &&
                      r.vary() != v1::SWEEP_DIMENSION_GEMM_K;

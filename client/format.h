@@ -35,6 +35,9 @@ std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension)
 // One line for a failed call: "INVALID_ARGUMENT: model.hidden_size: must be in [1, 262144]; got 0"
 std::string FormatError(const absl::Status& status);
 
+// "PREDICTED", "MEASURED", "CACHED" ("?" for an unset source).
+std::string SourceName(v1::Source s);
+
 // "1.23 ms", "45.6 us", "2.00 s"
 std::string HumanSeconds(double s);
 // "MEASURED", "CACHED", "PREDICTED".

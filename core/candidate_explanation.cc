@@ -42,13 +42,19 @@ void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
         g.parts.empty() ? std::vector<std::string>{g.change} : g.parts;
     for (const std::string& part : parts) {
       std::string note;
-      if (g.parts.empty()) {
+      std::vector<std::string> others;
+      for (const std::string& o : g.parts) {
+        if (o != part) others.push_back(o.substr(0, o.find(' ')));  // "h", "a", "L"
+      }
+      if (g.required) {
+        note = absl::StrFormat(
+            ": needed%s for the tensor-parallel degrees asked, which the baseline breaks; alone "
+            "%.3f× ± %.3f against the baseline",
+            others.empty() ? "" : absl::StrCat(" with ", absl::StrJoin(others, ", ")), g.gain,
+            g.gain * g.sigma);
+      } else if (g.parts.empty()) {
         note = absl::StrFormat(": this change %.3f× ± %.3f", g.gain, g.gain * g.sigma);
       } else {
-        std::vector<std::string> others;
-        for (const std::string& o : g.parts) {
-          if (o != part) others.push_back(o.substr(0, o.find(' ')));  // "h", "a", "L"
-        }
         note = absl::StrFormat(": with %s, one bundle %.3f× ± %.3f (none can be undone alone)",
                                absl::StrJoin(others, ", "), g.gain, g.gain * g.sigma);
       }

@@ -121,6 +121,7 @@ class CandidateGenerator {
         base_params_(BudgetParams(base, CountParams(base))),
         explicit_head_dim_(base.head_dim * base.num_attention_heads != base.hidden_size),
         layers_move_(Has(Knob::kLayers) && !c.keep_layers),
+        strict_(StrictTp(c)),
         head_dim_floor_(HeadDimFloor(base, c)) {
     for (int64_t t : tps_) t_all_ = std::lcm(t_all_, t);
   }
@@ -200,8 +201,9 @@ class CandidateGenerator {
       if (count) ++refused_[r];
       return false;
     };
+    // The baseline's own heads, unless the degrees asked are strict (StrictTp) and they break one.
     if (w == base_.num_attention_heads * base_.head_dim && a == base_.num_attention_heads) {
-      return true;
+      return !strict_ || a % t_all_ == 0 || refuse(kHeadsByTp);
     }
     // The baseline's own head dim is always allowed (Gemma's 256, say), its head count too.
     if (d == base_.head_dim) {
@@ -220,7 +222,7 @@ class CandidateGenerator {
     if (a < std::max<int64_t>(1, c_.min_heads) || (c_.max_heads > 0 && a > c_.max_heads)) {
       return refuse(kHeadCount);
     }
-    if (a != base_.num_attention_heads && a % t_all_ != 0) return refuse(kHeadsByTp);
+    if ((strict_ || a != base_.num_attention_heads) && a % t_all_ != 0) return refuse(kHeadsByTp);
     return true;
   }
 
@@ -295,7 +297,9 @@ class CandidateGenerator {
       for (int64_t kv = 1; kv <= a; ++kv) {
         if (a % kv != 0) continue;
         bool ok = true;
-        for (int64_t x : tps_) ok &= kv == kv0 || ValidTpForKv(kv, x, !c_.kv_divisible);
+        for (int64_t x : tps_) {
+          ok &= (!strict_ && kv == kv0) || ValidTpForKv(kv, x, !c_.kv_divisible);
+        }
         if (ok) kvs.push_back(kv);
       }
     } else if (kv0 == a0) {
@@ -420,6 +424,7 @@ class CandidateGenerator {
   const std::vector<int64_t> tps_;
   const int64_t t_, pp_, h0_, base_params_;
   const bool explicit_head_dim_, layers_move_;
+  const bool strict_;  // StrictTp: the baseline's own dimensions meet the degrees too
   const int64_t head_dim_floor_;  // HeadDimFloor: 0 when released
   int64_t t_all_ = 1;  // every dimension sharded by t must divide by each degree asked
   std::array<int64_t, kRefusalRules> refused_{};

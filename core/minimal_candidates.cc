@@ -150,65 +150,119 @@ class Undoer {
 
 int Bits(uint32_t m) { return __builtin_popcount(m); }
 
-}  // namespace
-
-std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules) {
-  const ModelSpec& base = rules.base();
-  const Undoer u(base, candidate, rules.tp_lcm());
-  const uint32_t all = u.changed();
-  // Every set of changes, fewest first: what each undoes into, once.
-  std::vector<uint32_t> sets;
-  for (uint32_t m = all;; m = (m - 1) & all) {
-    if (m != 0) sets.push_back(m);
-    if (m == 0) break;
+// Every set of a candidate's changes, fewest first, and what each undoes into (once).
+class ChangeSets {
+ public:
+  ChangeSets(const Undoer& u, const CandidateRules& rules) : u_(u), rules_(rules) {
+    const uint32_t all = u.changed();
+    for (uint32_t m = all;; m = (m - 1) & all) {
+      if (m != 0) sets_.push_back(m);
+      if (m == 0) break;
+    }
+    std::stable_sort(sets_.begin(), sets_.end(), [](uint32_t a, uint32_t b) {
+      return Bits(a) != Bits(b) ? Bits(a) < Bits(b) : a < b;
+    });
+    admitted_.resize(sets_.size());
   }
-  std::stable_sort(sets.begin(), sets.end(), [](uint32_t a, uint32_t b) {
-    return Bits(a) != Bits(b) ? Bits(a) < Bits(b) : a < b;
-  });
-  std::vector<std::optional<std::optional<ModelSpec>>> admitted(sets.size());
-  auto admit = [&](size_t i) -> const std::optional<ModelSpec>& {
-    if (!admitted[i]) {
-      // Every change undone is the baseline itself, whatever rounding would make of it.
-      admitted[i] = sets[i] == all ? std::optional<ModelSpec>(base) : rules.Admit(u.Undo(sets[i]));
+
+  uint32_t operator[](size_t i) const { return sets_[i]; }
+
+  // The shape with set i undone when the rules admit it. Every change undone is the baseline
+  // itself, whatever rounding would make of it.
+  const std::optional<ModelSpec>& Admitted(size_t i) {
+    if (!admitted_[i]) {
+      admitted_[i] = sets_[i] == u_.changed() ? std::optional<ModelSpec>(rules_.base())
+                                              : rules_.Admit(u_.Undo(sets_[i]));
     }
-    return *admitted[i];
-  };
-  // The smallest set of changes containing `m` that undoes into an admitted shape (every change:
-  // the baseline, at worst).
-  auto smallest_containing = [&](uint32_t m) {
-    for (size_t i = 0; i < sets.size(); ++i) {
-      if ((sets[i] & m) == m && admit(i)) return i;
+    return *admitted_[i];
+  }
+
+  // The smallest set containing `m` and none of `avoid` that undoes into an admitted shape
+  // (every change: the baseline, at worst).
+  size_t SmallestContaining(uint32_t m, uint32_t avoid = 0) {
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      if ((sets_[i] & m) == m && (sets_[i] & avoid) == 0 && Admitted(i)) return i;
     }
-    return sets.size() - 1;  // unreachable: the last set is every change
-  };
-  // Each change's smallest bundle; bundles that share a change merge (into the smallest admitted
-  // set holding both), so that every change is in exactly one.
+    return sets_.size() - 1;  // the last set is every change
+  }
+
+ private:
+  const Undoer& u_;
+  const CandidateRules& rules_;
+  std::vector<uint32_t> sets_;
+  std::vector<std::optional<std::optional<ModelSpec>>> admitted_;
+};
+
+// A baseline the rules do not admit (it breaks the tensor-parallel degrees the request named:
+// StrictTp) cannot be gone back to: the changes that only undo into it are required.
+uint32_t RequiredChanges(ChangeSets& sets, uint32_t all, const CandidateRules& rules) {
+  uint32_t required = 0;
+  if (rules.Admit(rules.base())) return required;
+  for (int p = 0; p < kParts; ++p) {
+    if ((all >> p & 1u) && sets[sets.SmallestContaining(1u << p)] == all) required |= 1u << p;
+  }
+  return required;
+}
+
+// Each change not in `required`, in its smallest bundle without a required one; bundles that
+// share a change merge (into the smallest admitted set holding both), so that every change is in
+// exactly one. What needs a required change to undo joins `required`.
+std::vector<size_t> Bundles(ChangeSets& sets, uint32_t all, uint32_t& required) {
   std::vector<size_t> bundles;
   for (int p = 0; p < kParts; ++p) {
-    if (all >> p & 1u) bundles.push_back(smallest_containing(1u << p));
+    if ((all >> p & 1u) && !(required >> p & 1u)) {
+      bundles.push_back(sets.SmallestContaining(1u << p, required));
+    }
   }
   for (bool merged = true; merged;) {
     merged = false;
     for (size_t a = 0; a < bundles.size() && !merged; ++a) {
       for (size_t b = a + 1; b < bundles.size() && !merged; ++b) {
         if (!(sets[bundles[a]] & sets[bundles[b]])) continue;
-        bundles[a] = smallest_containing(sets[bundles[a]] | sets[bundles[b]]);
+        bundles[a] = sets.SmallestContaining(sets[bundles[a]] | sets[bundles[b]], required);
         bundles.erase(bundles.begin() + static_cast<std::ptrdiff_t>(b));
         merged = true;
       }
     }
   }
-  std::vector<CandidateChange> out;
   for (size_t i : bundles) {
-    CandidateChange ch;
-    for (int q = 0; q < kParts; ++q) {
-      if (sets[i] >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
-    }
-    ch.words = absl::StrJoin(ch.parts, " + ");
-    if (ch.parts.size() == 1) ch.parts.clear();
-    ch.without = *admit(i);
-    out.push_back(std::move(ch));
+    if (sets[i] & required) required |= sets[i];
   }
+  bundles.erase(std::remove_if(bundles.begin(), bundles.end(),
+                               [&](size_t i) { return (sets[i] & required) != 0; }),
+                bundles.end());
+  return bundles;
+}
+
+// The change or bundle `set` in words, with the shape without it.
+CandidateChange Describe(const Undoer& u, uint32_t set, ModelSpec without, bool required) {
+  CandidateChange ch;
+  for (int q = 0; q < kParts; ++q) {
+    if (set >> q & 1u) ch.parts.push_back(u.Words(static_cast<Part>(q)));
+  }
+  ch.words = absl::StrJoin(ch.parts, " + ");
+  if (ch.parts.size() == 1) ch.parts.clear();
+  ch.without = std::move(without);
+  ch.required = required;
+  return ch;
+}
+
+}  // namespace
+
+std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules) {
+  const Undoer u(rules.base(), candidate, rules.tp_lcm());
+  const uint32_t all = u.changed();
+  ChangeSets sets(u, rules);
+  // A required change is a bundle of its own that stays, its gain against the baseline.
+  uint32_t required = RequiredChanges(sets, all, rules);
+  const std::vector<size_t> bundles = Bundles(sets, all, required);
+  std::vector<CandidateChange> out;
+  if (required != 0) {
+    out.push_back(Describe(u, required, rules.base(), true));
+    // The candidate with only its required changes, when the rules admit it (they need not).
+    if (required != all) out.back().alone = rules.Admit(u.Undo(all & ~required));
+  }
+  for (size_t i : bundles) out.push_back(Describe(u, sets[i], *sets.Admitted(i), false));
   return out;
 }
 
@@ -218,7 +272,8 @@ namespace {
 
 // One candidate made minimal in place: the change that loses least is undone while one does not
 // earn its keep; then every change's gain is recorded. A candidate that does not beat the
-// baseline is only described (undoing its changes would give the baseline back).
+// baseline is only described (undoing its changes would give the baseline back), unless it has a
+// required change (the baseline breaks the degrees asked): that one stays, the rest earn their keep.
 void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn& score,
               const CandidateScore* baseline) {
   const bool winner = Beats(c);
@@ -226,15 +281,25 @@ void Minimize(CandidateScore& c, const CandidateRules& rules, const ShapeScoreFn
     std::vector<CandidateScore::KnobGain> gains;
     std::optional<CandidateScore> undo;
     double undo_gain = 0;
-    for (CandidateChange& ch : ChangesOf(c.spec, rules)) {
+    std::vector<CandidateChange> changes = ChangesOf(c.spec, rules);
+    // A shape the degrees asked need (its required change) is what the answer recommends, as a
+    // winner is: its other changes earn their keep too.
+    const bool minimize = winner || std::any_of(changes.begin(), changes.end(),
+                                                [](const CandidateChange& ch) { return ch.required; });
+    for (CandidateChange& ch : changes) {
       // Every change undone at once is the baseline, scored already.
-      CandidateScore ws =
-          baseline != nullptr && ch.without == rules.base() ? *baseline : score(ch.without);
+      CandidateScore ws = baseline != nullptr && ch.without == rules.base()
+                              ? *baseline
+                              : score(ch.without);
+      // A required change is worth what it alone does against the baseline (the candidate's
+      // other changes undone), not the whole candidate's gain.
+      const CandidateScore& with = ch.required && ch.alone ? score(*ch.alone) : c;
       const double m = Merit(ws);
-      const double gain = m > 0 ? Merit(c) / m : 1;
-      const double sigma = RatioUncertainty(ws, c);
-      gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts)});
-      if (winner && !EarnsItsKeep(gain, sigma) && (!undo || gain < undo_gain)) {
+      const double gain = m > 0 ? Merit(with) / m : 1;
+      const double sigma = RatioUncertainty(ws, with);
+      gains.push_back({std::move(ch.words), gain, sigma, std::move(ch.parts), ch.required});
+      if (minimize && !ch.required && !EarnsItsKeep(gain, sigma) &&
+          (!undo || gain < undo_gain)) {
         undo = std::move(ws);
         undo_gain = gain;
       }

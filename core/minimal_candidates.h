@@ -18,6 +18,7 @@
 #define WAVECREST_CORE_MINIMAL_CANDIDATES_H_
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,12 +37,19 @@ struct CandidateChange {
   std::string words;               // "v 50257 → 50304"; a bundle's parts joined by " + "
   std::vector<std::string> parts;  // a bundle's single changes; empty for a single change
   ModelSpec without;
+  // Cannot be undone: every shape without it breaks the tensor-parallel degrees the request named,
+  // as the baseline does (StrictTp); `without` is the baseline, and Minimize keeps it.
+  bool required = false;
+  // A required change: the candidate with it alone (every other change undone), when the rules
+  // admit that shape; its gain is that shape's over the baseline. Unset when it is the candidate.
+  std::optional<ModelSpec> alone;
 };
 
 // The changes and bundles of `candidate` against `rules.base()`: each single change in exactly
 // one, the smallest set of changes that contains it and can be undone into a shape the rules
 // admit (the baseline itself at worst), sets that share a change merged, in the order of the
-// single changes. A hidden size carries what follows it (the head count at the same head dim,
+// single changes. Where the rules do not admit the baseline (it breaks the degrees asked), the
+// changes that undo into nothing else are one required bundle, first. A hidden size carries what follows it (the head count at the same head dim,
 // an MLP width scaled with it).
 std::vector<CandidateChange> ChangesOf(const ModelSpec& candidate, const CandidateRules& rules);
 

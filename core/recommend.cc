@@ -141,20 +141,25 @@ std::set<Knob> EffectiveKnobs(const RecommendConstraints& c) {
 namespace {
 
 
-// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal. A
-// dimension `s` keeps unchanged from `base` is never held against it: a candidate is not
-// stricter than the model as given.
+// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal. Unless
+// `strict`, a dimension `s` keeps unchanged from `base` is never held against it: a candidate is
+// not stricter than the model as given (the default degrees are ones the baseline meets). Strict
+// (the request named the degrees): every dimension is, so that every candidate meets them.
 RefusalRule IllegalFor(const ModelSpec& s, const ModelSpec& base, const std::vector<int64_t>& tps,
-                       bool replication) {
+                       bool replication, bool strict) {
+  auto moved = [strict](int64_t a, int64_t b) { return strict || a != b; };
   for (int64_t t : tps) {
-    if (s.num_attention_heads != base.num_attention_heads && s.num_attention_heads % t != 0) {
+    if (moved(s.num_attention_heads, base.num_attention_heads) && s.num_attention_heads % t != 0) {
       return kHeadsByTp;
     }
-    if (s.num_kv_heads != base.num_kv_heads && !ValidTpForKv(s.num_kv_heads, t, replication)) {
+    if (moved(s.num_kv_heads, base.num_kv_heads) &&
+        !ValidTpForKv(s.num_kv_heads, t, replication)) {
       return kKvHeadsByTp;
     }
-    if (s.hidden_size != base.hidden_size && s.hidden_size % t != 0) return kHiddenByTp;
-    if (s.ffn_hidden_size != base.ffn_hidden_size && s.ffn_hidden_size % t != 0) return kFfnByTp;
+    if (moved(s.hidden_size, base.hidden_size) && s.hidden_size % t != 0) return kHiddenByTp;
+    if (moved(s.ffn_hidden_size, base.ffn_hidden_size) && s.ffn_hidden_size % t != 0) {
+      return kFfnByTp;
+    }
   }
   if (s.num_layers != base.num_layers &&
       s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) {
@@ -232,6 +237,15 @@ std::vector<HeldProperty> HeldProperties(const ModelSpec& spec, const RecommendC
   if (!pattern.empty()) {
     out.push_back({"layer_pattern",
                    absl::StrCat(absl::StrJoin(pattern, "; "), ", the same share at any L"), false});
+  }
+  return out;
+}
+
+std::vector<int64_t> LegalTp(const ModelSpec& s, const std::vector<int64_t>& degrees,
+                             bool kv_divisible) {
+  std::vector<int64_t> out;
+  for (int64_t t : degrees) {
+    if (TpBreaks(s, t, !kv_divisible).empty()) out.push_back(t);
   }
   return out;
 }
@@ -368,7 +382,8 @@ RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const BaseFacts
 RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f,
                        const std::vector<int64_t>& tps, const RecommendConstraints& c,
                        int64_t* params) {
-  if (const RefusalRule r = IllegalFor(n, base, tps, !c.kv_divisible); r != kRefusalRules) {
+  if (const RefusalRule r = IllegalFor(n, base, tps, !c.kv_divisible, StrictTp(c));
+      r != kRefusalRules) {
     return r;
   }
   if (const RefusalRule r = CheckHeld(n, base, f); r != kRefusalRules) return r;

@@ -187,6 +187,17 @@ struct TpRequirement {
   std::string source;
 };
 TpRequirement RequiredTp(const ModelSpec& base, const RecommendConstraints& c);
+// True when the request named the degrees (tensor_parallel_options): every candidate must then
+// meet each of them in every dimension, those it keeps from the baseline included, so that a
+// baseline that breaks them (30 heads at TP 8) gets candidates that do not (heads and KV heads
+// moved to legal counts). Otherwise the degrees are ones the baseline meets, and a dimension a
+// candidate keeps unchanged is never held against it.
+inline bool StrictTp(const RecommendConstraints& c) { return !c.tensor_parallel_options.empty(); }
+// Of `degrees`, those `s` is legal for: heads, hidden size and MLP width divisible by each; KV
+// heads divisible, or (unless kv_divisible) fewer and dividing it (replicated). What each row of
+// an answer says of itself (Candidate.tensor_parallel_legal).
+std::vector<int64_t> LegalTp(const ModelSpec& s, const std::vector<int64_t>& degrees,
+                             bool kv_divisible);
 std::vector<int64_t> TpDegrees(const ModelSpec& base, const RecommendConstraints& c);
 
 // The rules a shape must meet to be a candidate for `base` (tensor and pipeline parallelism, the
@@ -337,6 +348,9 @@ struct CandidateScore {
     double sigma = 0;    // relative standard deviation of gain
     // A coupled bundle: the single changes undone together (none can be undone alone).
     std::vector<std::string> parts;
+    // Needed for the tensor-parallel degrees the request named, which the baseline breaks: never
+    // undone, `gain` against the baseline (CandidateChange::required).
+    bool required = false;
   };
   std::vector<KnobGain> knob_gains;
   bool minimized = false;

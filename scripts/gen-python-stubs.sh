@@ -16,3 +16,7 @@ protoc -I "$here/proto" --python_out="$out" --pyi_out="$out" --grpc_python_out="
 # Only the Advisor's stubs ship; protoc writes no __init__.py.
 rm -f "$out/wavecrest/v1/model_pb2_grpc.py"
 echo "gen-python-stubs: $(ls "$out/wavecrest/v1" | grep -c _pb2) files in $out/wavecrest/v1"
+# The typed answers (wavecrest/results.py) follow the stubs: regenerate them with the package's own.
+if [[ $# -eq 0 ]]; then
+  "$(command -v /usr/bin/python3 || command -v python3)" "$here/scripts/gen-python-results.py"
+fi

@@ -6,6 +6,7 @@
 #include "core/hf_import.h"
 #include "core/parallelism.h"
 #include "core/status_macros.h"
+#include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/spec_io.h"
@@ -101,6 +102,45 @@ void AddMeasuredStep(const Analysis& analysis, const GpuSpec& gpu, FlopCount flo
   *m->mutable_layer() = *std::move(layer);
 }
 
+// One rank's kernels at TP t > 1 leave out the collectives that split them: beside them, the
+// same model as a run on t GPUs (one replica, the run's defaults), so that the MFU a layout
+// achieves is never read off the kernels alone. Training only (the planner prices training).
+void AddTensorParallelRun(const Analysis& analysis, FlopCount flop_count,
+                          v1::AnalyzeResponse& response) {
+  if (analysis.spec.tensor_parallel <= 1 || analysis.spec.workload != Workload::kTraining) return;
+  RunConfig run;
+  run.flop_count = flop_count;
+  absl::StatusOr<StepBreakdown> step = PlanStep(analysis, run);
+  if (step.ok()) *response.mutable_tensor_parallel_run() = ToProto(*step);
+}
+
+// The run's step as the answer: its time, MFU, tokens/s and memory at the top level. A planned
+// micro-batch comes with its step: not planned again.
+absl::Status AnswerWithTheRun(const Analysis& analysis, const RunConfig& run,
+                              PlannedMicroBatch planned, v1::AnalyzeResponse& response) {
+  absl::StatusOr<StepBreakdown> step =
+      planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
+  if (!step.ok()) {
+    // "run.global_batch: must be ..." names its field.
+    const absl::string_view msg = step.status().message();
+    const size_t colon = msg.find(": ");
+    if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
+      return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
+    }
+    return FieldError("run", msg);
+  }
+  if (!planned.assumption.empty()) {
+    step->assumptions.insert(step->assumptions.begin(), planned.assumption);
+  }
+  *response.mutable_step() = ToProto(*step);
+  response.set_step_time_s(response.step().step_time_s());
+  response.set_mfu(response.step().mfu());
+  response.set_tflops_per_gpu(response.step().tflops_per_gpu());
+  response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
+  if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& request,
@@ -133,34 +173,14 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
   v1::AnalyzeResponse response = ToProto(analysis);
   SetFlopCount(analysis, *flop_count, response);
+  *response.mutable_assumed() = AssumedOf(analysis.spec);
   v1::KernelStep* kernels = response.mutable_kernels();
   kernels->set_step_time_s(response.step_time_s());
   kernels->set_mfu(response.mfu());
   kernels->set_tokens_per_second_per_gpu(response.tokens_per_second_per_gpu());
   *kernels->mutable_memory() = response.memory();
-  if (run_given) {
-    // A planned micro-batch comes with its step: not planned again.
-    absl::StatusOr<StepBreakdown> step =
-        planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
-    if (!step.ok()) {
-      // "run.global_batch: must be ..." names its field.
-      const absl::string_view msg = step.status().message();
-      const size_t colon = msg.find(": ");
-      if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
-        return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
-      }
-      return FieldError("run", msg);
-    }
-    if (!planned.assumption.empty()) {
-      step->assumptions.insert(step->assumptions.begin(), planned.assumption);
-    }
-    *response.mutable_step() = ToProto(*step);
-    response.set_step_time_s(response.step().step_time_s());
-    response.set_mfu(response.step().mfu());
-    response.set_tflops_per_gpu(response.step().tflops_per_gpu());
-    response.set_tokens_per_second_per_gpu(response.step().tokens_per_second_per_gpu());
-    if (response.step().has_memory()) *response.mutable_memory() = response.step().memory();
-  }
+  if (!run_given) AddTensorParallelRun(analysis, *flop_count, response);
+  if (run_given) RETURN_IF_ERROR(AnswerWithTheRun(analysis, run, std::move(planned), response));
   if (lookup) AddMeasuredStep(analysis, *gpu, *flop_count, lookup, &response);
   return response;
 }

@@ -18,6 +18,7 @@
 #include "core/run_tp.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
+#include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/spec_io.h"
@@ -66,6 +67,7 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu, boo
     k->set_gain(g.gain);
     k->set_uncertainty(g.gain * g.sigma);
     for (const std::string& p : g.parts) k->add_parts(p);
+    k->set_required(g.required);
   }
   if (s.spec.workload == Workload::kDecode && s.step_time_s > 0) {
     c.set_time_per_output_token_s(s.step_time_s);
@@ -73,6 +75,38 @@ v1::Candidate ToProto(const CandidateScore& s, int rank, const GpuSpec& gpu, boo
                                        (s.step_time_s * gpu.memory_bandwidth_bytes_per_s));
   }
   return c;
+}
+
+// The degrees the candidates were made legal for that the baseline's row is not (only when the
+// request named them: StrictTp).
+std::vector<int64_t> BaselineBreaksTp(const v1::RecommendResponse& r) {
+  std::vector<int64_t> out;
+  for (const v1::Candidate& c : r.candidates()) {
+    if (!c.baseline()) continue;
+    for (int64_t t : r.tensor_parallel_degrees()) {
+      if (std::find(c.tensor_parallel_legal().begin(), c.tensor_parallel_legal().end(), t) ==
+          c.tensor_parallel_legal().end()) {
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
+// The request named degrees the baseline cannot run at, and #1 (which meets them) does not beat
+// it: the answer is still #1, the best shape that can, however it compares. False otherwise.
+bool ChangeForTheDegreesAsked(v1::RecommendResponse& r, const char* what) {
+  const v1::Candidate& first = r.candidates(0);
+  const std::vector<int64_t> broken = BaselineBreaksTp(r);
+  if (first.baseline() || first.beats_baseline() || broken.empty()) return false;
+  r.set_verdict(v1::VERDICT_CHANGE);
+  r.set_verdict_reason(absl::StrFormat(
+      "change the shape: the baseline is not legal for tensor parallelism %s, which the request "
+      "asks for; #1 is the best shape legal for %s, at %.3fx ± %.3f the baseline's %s (%s)",
+      absl::StrJoin(broken, ", "), absl::StrJoin(r.tensor_parallel_degrees(), ", "),
+      first.speedup(), first.speedup_uncertainty(), what,
+      first.source() == v1::SOURCE_PREDICTED ? "predicted" : "measured"));
+  return true;
 }
 
 // The verdict from the ranking (RankCandidates puts those that beat the baseline before it), in
@@ -88,6 +122,7 @@ void SetVerdict(v1::RecommendResponse& r) {
   const char* what = first.model().workload() == v1::WORKLOAD_DECODE
                          ? "decode tokens/s at equal parameters"
                          : "MFU";
+  if (ChangeForTheDegreesAsked(r, what)) return;
   if (!first.baseline() && first.beats_baseline()) {
     r.set_verdict(v1::VERDICT_CHANGE);
     r.set_verdict_reason(absl::StrFormat(
@@ -283,6 +318,44 @@ struct Ranking {
   v1::RecommendResponse response;
 };
 
+// What the answer rests on, before its rows: the rules that refused shapes, the degrees every
+// candidate meets and why, what was held, the workload assumed, and notes where the baseline
+// breaks the degrees asked or keeps its heads.
+void DescribeTheQuestion(const ModelSpec& base, const RecommendConstraints& c,
+                         const std::vector<Refusal>& refusals, v1::RecommendResponse& response) {
+  for (const Refusal& x : refusals) {
+    v1::Refusal* p = response.add_refusals();
+    p->set_rule(x.rule);
+    p->set_count(x.count);
+    p->set_unit(x.unit);
+    p->set_description(x.what);
+    p->set_loosen_with(x.loosen);
+  }
+  const TpRequirement tp = RequiredTp(base, c);
+  for (int64_t t : tp.degrees) response.add_tensor_parallel_degrees(t);
+  for (const HeldProperty& h : HeldProperties(base, c)) {
+    v1::HeldProperty* p = response.add_held();
+    p->set_name(h.name);
+    p->set_description(h.what);
+    p->set_released(h.released);
+  }
+  response.set_tensor_parallel_source(tp.source);
+  if (!tp.baseline_breaks.empty()) {
+    response.add_notes(absl::StrCat(
+        "the baseline itself is not legal for the tensor_parallel_options asked (",
+        absl::StrJoin(tp.baseline_breaks, "; "),
+        "): every candidate is (heads, KV heads, hidden size and MLP width moved to counts that "
+        "divide), the baseline's row says which degrees it meets, and it is ranked after them"));
+  }
+  response.set_speedup_basis(MeritBasis(base));
+  *response.mutable_assumed() = AssumedOf(base);
+  if (base.kv_lora_rank > 0 && EffectiveKnobs(c).count(Knob::kHeads)) {
+    response.add_notes(
+        "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
+        "its KV cache a latent): vary hidden, ffn, vocab or layers for its candidates");
+  }
+}
+
 // Stage 1: every candidate, scored and ranked by the analytic model (`predicted` memoises it).
 absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, ScoreCache& predicted,
                                Ranking& r) {
@@ -298,35 +371,7 @@ absl::Status ScoreAllPredicted(const CallContext& ctx, const ModelSpec& base, Sc
     return specs.status();
   }
   r.response.set_shapes_examined(generated);
-  for (const Refusal& x : refusals) {
-    v1::Refusal* p = r.response.add_refusals();
-    p->set_rule(x.rule);
-    p->set_count(x.count);
-    p->set_unit(x.unit);
-    p->set_description(x.what);
-    p->set_loosen_with(x.loosen);
-  }
-  const TpRequirement tp = RequiredTp(base, r.constraints);
-  for (int64_t t : tp.degrees) r.response.add_tensor_parallel_degrees(t);
-  for (const HeldProperty& h : HeldProperties(base, r.constraints)) {
-    v1::HeldProperty* p = r.response.add_held();
-    p->set_name(h.name);
-    p->set_description(h.what);
-    p->set_released(h.released);
-  }
-  r.response.set_tensor_parallel_source(tp.source);
-  if (!tp.baseline_breaks.empty()) {
-    r.response.add_notes(absl::StrCat(
-        "the baseline itself is not legal for the tensor_parallel_options asked (",
-        absl::StrJoin(tp.baseline_breaks, "; "),
-        "): candidates keeping those dimensions unchanged are not refused for them"));
-  }
-  r.response.set_speedup_basis(MeritBasis(base));
-  if (base.kv_lora_rank > 0 && EffectiveKnobs(r.constraints).count(Knob::kHeads)) {
-    r.response.add_notes(
-        "multi-head latent attention keeps its heads (its head dim is its nope and rotary parts, "
-        "its KV cache a latent): vary hidden, ffn, vocab or layers for its candidates");
-  }
+  DescribeTheQuestion(base, r.constraints, refusals, r.response);
   r.scores.reserve(specs->size());
   for (size_t i = 0; i < specs->size(); ++i) {
     if (i % 256 == 0) {
@@ -512,6 +557,8 @@ void Answer(Ranking& r) {
   const bool base_measured = !r.measured_group.empty();
   const bool say_fit = BaselineFits(r);
   const int top = r.constraints.top;
+  const std::vector<int64_t> degrees(r.response.tensor_parallel_degrees().begin(),
+                                     r.response.tensor_parallel_degrees().end());
   int rank = 0;
   bool base_shown = false;
   auto show = [&](const CandidateScore& s) {
@@ -519,13 +566,29 @@ void Answer(Ranking& r) {
     if (rank > top && !s.baseline) return;
     if (rank > top && base_shown) return;
     base_shown |= s.baseline;
-    *r.response.add_candidates() = ToProto(s, rank, *r.gpu.spec, say_fit);
+    v1::Candidate* c = r.response.add_candidates();
+    *c = ToProto(s, rank, *r.gpu.spec, say_fit);
+    for (int64_t t : LegalTp(s.spec, degrees, r.constraints.kv_divisible)) {
+      c->add_tensor_parallel_legal(t);
+    }
   };
-  for (const CandidateScore& s : r.measured_group) show(s);
+  // A baseline that breaks the degrees the request named is ranked after every candidate (each
+  // of which meets them): what was asked for comes first.
+  const CandidateScore* base_last = nullptr;
+  auto show_or_defer = [&](const CandidateScore& s) {
+    if (s.baseline && LegalTp(s.spec, degrees, r.constraints.kv_divisible).size() <
+                          degrees.size()) {
+      base_last = &s;
+      return;
+    }
+    show(s);
+  };
+  for (const CandidateScore& s : r.measured_group) show_or_defer(s);
   for (const CandidateScore& s : r.scores) {
     if (base_measured && s.baseline) continue;  // the baseline is in the measured group
-    show(s);
+    show_or_defer(s);
   }
+  if (base_last != nullptr) show(*base_last);
   SetVerdict(r.response);
   // Which of several winners to pick matters only when there is a change to make.
   if (r.response.verdict() == v1::VERDICT_CHANGE) {

@@ -13,6 +13,7 @@
 #include "core/rules.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
+#include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/spec_io.h"
@@ -349,6 +350,12 @@ absl::StatusOr<v1::SweepResponse> RunSweep(const v1::SweepRequest& request,
   response.set_gpu(gpu->name);
   response.set_vary(request.vary());
   response.set_mode(mode);
+  if (!IsGemmDimension(request.vary())) {
+    // PointsOf checked the model: what every point assumes besides the varied dimension.
+    if (absl::StatusOr<ModelSpec> base = SpecFromRequest(request.model(), "model."); base.ok()) {
+      *response.mutable_assumed() = AssumedOf(*base);
+    }
+  }
   ScoreCache predicted([gpu](const GemmKey& k) {
     const GemmPrediction p = PredictGemm(*gpu, k);
     return GemmTime{p.time_s, 0, false, p.band_p10, p.band_p90};

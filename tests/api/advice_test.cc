@@ -239,8 +239,9 @@ TEST(AdviceTest, NothingToCompareIsItsOwnVerdict) {
   EXPECT_GE(Others(keep), 5);
 }
 
-// Named tensor-parallel degrees the baseline itself breaks are said, and do not refuse the
-// candidates that keep the breaking dimension unchanged.
+// Named tensor-parallel degrees the baseline itself breaks are said, and every candidate meets
+// them (GPT-2's 12 heads at TP 8: 8 heads of 96), each row saying which it meets; the baseline,
+// legal for TP 1 only, comes after them.
 TEST(AdviceTest, NamedDegreesCheckTheBaselineToo) {
   const v1::RecommendResponse r = Recommend("gpt2.json", [](v1::RecommendRequest& q) {
     q.add_tensor_parallel_options(8);
@@ -249,9 +250,17 @@ TEST(AdviceTest, NamedDegreesCheckTheBaselineToo) {
   bool said = false;
   for (const std::string& n : r.notes()) said |= absl::StrContains(n, "12 heads do not divide by 8");
   EXPECT_TRUE(said);
-  const v1::Candidate* best = FirstWinner(r);
-  ASSERT_NE(best, nullptr);
-  EXPECT_EQ(best->model().num_attention_heads(), 12);
+  ASSERT_GT(r.candidates_size(), 1);
+  for (const v1::Candidate& c : r.candidates()) {
+    if (c.baseline()) {
+      EXPECT_THAT(c.tensor_parallel_legal(), ::testing::ElementsAre(1));
+      EXPECT_EQ(c.rank(), r.candidates_size());
+      continue;
+    }
+    EXPECT_EQ(c.model().num_attention_heads() % 8, 0) << c.rank();
+    EXPECT_THAT(c.tensor_parallel_legal(), ::testing::ElementsAre(1, 8)) << c.rank();
+  }
+  EXPECT_EQ(r.verdict(), v1::VERDICT_CHANGE) << r.verdict_reason();
 }
 
 // The changed keys inside object `key` ("ffn_config.ffn_hidden_size" → "ffn_hidden_size").

@@ -103,6 +103,45 @@ TEST(MinimalCandidatesTest, BundlesThatShareAChangeAreOne) {
   EXPECT_EQ(changes[0].without, base);
 }
 
+// Degrees the baseline breaks (its 32 heads at TP 64): the baseline is no candidate, so the head
+// change that meets them cannot be undone: one required change, its shape without it the
+// baseline; the MLP width beside it stays a change of its own, undone into a legal shape.
+TEST(MinimalCandidatesTest, AChangeTheDegreesAskedNeedIsRequired) {
+  const ModelSpec base = Gpt3_27b();
+  RecommendConstraints rc;
+  rc.tensor_parallel_options = {1, 64};
+  const CandidateRules rules(base, rc);
+  EXPECT_FALSE(rules.Admit(base).has_value());
+  ModelSpec c = base;
+  c.num_attention_heads = 64;
+  c.num_kv_heads = 64;
+  c.head_dim = 40;
+  c.ffn_hidden_size = 10304;
+  RecommendConstraints loose = rc;
+  loose.vary = {Knob::kHeadDim};
+  const CandidateRules loose_rules(base, loose);
+  ASSERT_TRUE(loose_rules.Admit(c).has_value());
+  const std::vector<CandidateChange> changes = ChangesOf(c, loose_rules);
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_TRUE(changes[0].required);
+  EXPECT_EQ(changes[0].words, "a 32 → 64: h/a 80 → 40");
+  EXPECT_EQ(changes[0].without, base);
+  ASSERT_TRUE(changes[0].alone.has_value());  // the head change alone: the width undone
+  EXPECT_EQ(changes[0].alone->num_attention_heads, 64);
+  EXPECT_EQ(changes[0].alone->ffn_hidden_size, 10240);
+  EXPECT_FALSE(changes[1].required);
+  EXPECT_EQ(changes[1].words, "f 10240 → 10304");
+  EXPECT_EQ(changes[1].without.num_attention_heads, 64);
+  EXPECT_TRUE(loose_rules.Admit(changes[1].without).has_value());
+  // Without degrees the baseline breaks, nothing is required.
+  RecommendConstraints one;
+  one.tensor_parallel_options = {1};
+  one.vary = {Knob::kHeadDim};
+  for (const CandidateChange& ch : ChangesOf(c, CandidateRules(base, one))) {
+    EXPECT_FALSE(ch.required) << ch.words;
+  }
+}
+
 TEST(MinimalCandidatesTest, EarningItsKeepNeedsMoreThanTheUncertaintyAndHalfAPercent) {
   EXPECT_TRUE(EarnsItsKeep(1.10, 0.05));
   EXPECT_FALSE(EarnsItsKeep(1.04, 0.05));

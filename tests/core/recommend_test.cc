@@ -562,10 +562,11 @@ TEST(RecommendTest, RefusalsAreCountedAndLooseningARuleBringsItsShapesBack) {
   specs = *GenerateCandidates(gqa, kv, &generated, nullptr, &refusals);
   ASSERT_GT(specs.size(), 1u);
   for (size_t i = 1; i < specs.size(); ++i) {
-    // Unchanged from the baseline, or divisible: a candidate is never held to more than it.
-    EXPECT_TRUE(specs[i].num_kv_heads == 4 || specs[i].num_kv_heads % 8 == 0)
-        << specs[i].num_kv_heads;
+    // Named degrees are met by every candidate, the baseline's 4 KV heads moved to a legal count.
+    EXPECT_EQ(specs[i].num_kv_heads % 8, 0) << specs[i].num_kv_heads;
+    EXPECT_THAT(LegalTp(specs[i], named.degrees, kv.kv_divisible), ::testing::ElementsAre(1, 8));
   }
+  EXPECT_THAT(LegalTp(gqa, named.degrees, kv.kv_divisible), ::testing::ElementsAre(1));
   // An MoE keeps its experts by default; vary experts asks for them.
   const ModelSpec mixtral = TeamModels()[3].second;
   specs = *GenerateCandidates(mixtral, RecommendConstraints(), &generated);

@@ -263,6 +263,73 @@ class ClientTest(unittest.TestCase):
                                 tensor_parallel=8)
         self.assertIn("run.fp8_param_gather: needs dtype fp8_e4m3", str(cm.exception))
 
+    def test_answers_are_typed_with_enums_by_name_and_their_assumptions(self):
+        hf = os.path.join(SOURCE, "examples/models/hf/llama-3-8b.json")
+        report = self.client.analyze(hf, "h100-sxm", tensor_parallel=8)
+        self.assertIsInstance(report, wavecrest.results.AnalyzeResponse)
+        self.assertIsInstance(report.gemms[0], wavecrest.results.GemmAnalysis)
+        # Enums print by name, and still equal the protobuf numbers and their names.
+        source = report.provenance.source
+        self.assertEqual(str(source), "PREDICTED")
+        self.assertEqual(f"{source}", "PREDICTED")
+        self.assertIn("Source.PREDICTED", repr(report.provenance))
+        self.assertEqual(source, model_pb2.SOURCE_PREDICTED)
+        self.assertEqual(source, "PREDICTED")
+        self.assertEqual(source, "SOURCE_PREDICTED")
+        self.assertNotEqual(source, "MEASURED")
+        self.assertEqual(str(report.model.workload), "TRAINING")
+        self.assertEqual(to_json(report)["provenance"]["source"], "SOURCE_PREDICTED")
+        # Every answer states its assumptions; without a run at TP 8 the kernels' MFU (the
+        # answer) has the run's beside it, with its TP communication.
+        self.assertEqual(report.assumed.tensor_parallel, 8)
+        self.assertEqual(report.assumed.seq_length, 2048)
+        self.assertEqual(report.assumed.micro_batch_size, 1)
+        self.assertIn("training: micro-batch 1 of 2048-token sequences; TP 8",
+                      report.assumed.summary)
+        self.assertIsNone(report.step)
+        self.assertIsNotNone(report.tensor_parallel_run)
+        self.assertEqual(report.mfu, report.kernels.mfu)
+        self.assertEqual(report.tensor_parallel_run.gpus, 8)
+        self.assertGreater(report.tensor_parallel_run.tp_comm_s, 0)
+        self.assertLess(report.tensor_parallel_run.mfu, report.kernels.mfu)
+        as_run = self.client.analyze(hf, "h100-sxm", tensor_parallel=8, run={"num_gpus": 8})
+        self.assertAlmostEqual(report.tensor_parallel_run.mfu, as_run.mfu, places=9)
+        one = self.client.analyze(hf, "h100-sxm")
+        self.assertIsNone(one.tensor_parallel_run)
+        # Decode says its batch and KV length.
+        decode = self.client.analyze(hf, "h100-sxm", workload="decode", micro_batch_size=8,
+                                     kv_cache_length=4096)
+        self.assertEqual(decode.assumed.workload, "DECODE")
+        self.assertEqual(decode.assumed.kv_cache_length, 4096)
+        self.assertIn("decode: batch 8, 4096 tokens of KV cache per sequence",
+                      decode.assumed.summary)
+        sweep = self.client.sweep(hf, "h100-sxm", vary="hidden", start=4096, stop=4224, step=64)
+        self.assertIsInstance(sweep.points[0], wavecrest.results.SweepPoint)
+        self.assertEqual(str(sweep.points[0].source), "PREDICTED")
+        self.assertEqual(sweep.assumed.summary, one.assumed.summary)
+        timings = self.client.time_gemms("h100-sxm", gemms=[(512, 512, 512)], mode="predicted")
+        self.assertEqual(str(timings[0].provenance.source), "PREDICTED")
+
+    def test_recommend_rows_say_which_tensor_parallel_degrees_they_meet(self):
+        # A 30-head 7B asked for TP 1, 2, 4, 8: the baseline breaks 4 and 8, every candidate
+        # meets all four (heads moved to a count that divides), and each row says so.
+        model = {"name": "h30-7b", "hidden_size": 3840, "num_attention_heads": 30,
+                 "num_kv_heads": 30, "num_layers": 40, "ffn_hidden_size": 10240,
+                 "mlp": "MLP_SWIGLU", "vocab_size": 32000, "norm": "NORM_RMSNORM"}
+        r = self.client.recommend(model, "h100-sxm", mode="predicted",
+                                  tensor_parallel_options=[1, 2, 4, 8])
+        self.assertEqual(r.tensor_parallel_degrees, [1, 2, 4, 8])
+        self.assertEqual(r.verdict, "CHANGE")
+        others = [c for c in r.candidates if not c.baseline]
+        self.assertTrue(others)
+        for c in others:
+            self.assertEqual(c.tensor_parallel_legal, [1, 2, 4, 8])
+            self.assertEqual(c.model.num_attention_heads % 8, 0)
+        base = [c for c in r.candidates if c.baseline][0]
+        self.assertEqual(base.tensor_parallel_legal, [1, 2])
+        self.assertEqual(base.rank, len(r.candidates))  # after what was asked for
+        self.assertTrue(any(g.required for g in r.candidates[0].knob_gains))
+
     def test_recommend_and_sweep_take_enums_as_the_cli_spells_them(self):
         model = os.path.join(SOURCE, "examples/models/pythia-2.8b.json")
         progress = []
@@ -292,15 +359,17 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(gpt2.best.model.num_attention_heads, 12)
         self.assertEqual(gpt2.best.model.vocab_size % 64, 0)
         self.assertEqual(to_json(gpt2)["verdict"], "VERDICT_CHANGE")
-        # What every candidate held of the model, and what vary released, as the CLI says it.
-        self.assertIn("kv_group", gpt2.held)
-        self.assertIn("kv_cache", gpt2.held)
+        # What every candidate held of the model, and what vary released, as the CLI says it:
+        # `held` the response's list, `kept` and `released` by name.
+        self.assertIn("kv_group", gpt2.kept)
+        self.assertIn("kv_cache", gpt2.kept)
+        self.assertEqual([h.name for h in gpt2.held if not h.released], list(gpt2.kept))
         self.assertEqual(gpt2.released, {})
         loose = self.client.recommend(model, "h100-sxm", mode="predicted", top=3,
                                       vary=["heads", "head-dim"])
         self.assertIn("head_dim", loose.released)
-        self.assertNotIn("head_dim", loose.held)
-        self.assertIn("held=", repr(loose))
+        self.assertNotIn("head_dim", loose.kept)
+        self.assertIn("kept=", repr(loose))
         sweep = self.client.sweep(model, "h100-sxm", vary="hidden", start=2048, stop=2304,
                                   step=64)
         self.assertEqual([p.value for p in sweep.points], [2048, 2112, 2176, 2240, 2304])
@@ -427,28 +496,43 @@ class RetryTest(unittest.TestCase):
         self.assertFalse(cm.exception.retryable)
 
 
-class InstallTest(unittest.TestCase):
-    """`pip install ./client/python` into a fresh venv (Debian's grpcio and protobuf from the
-    system), offline, then the package imports without PYTHONPATH and the launcher example gets
-    a recommendation for a Hugging Face config from a real server."""
+def readme_install_line():
+    """The README's install command for the Python package, as it is written there: the one line
+    of a code block that runs `pip install ./client/python`."""
+    with open(os.path.join(SOURCE, "README.md")) as f:
+        text = f.read()
+    lines = [line for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+             for line in block.splitlines()
+             if "pip install ./client/python" in line and not line.lstrip().startswith("#")]
+    assert len(lines) == 1, lines
+    return lines[0].strip()
 
-    def test_pip_install_offline_then_launcher(self):
+
+class InstallTest(unittest.TestCase):
+    """The README's `pip install ./client/python` line, run as written (from a directory holding
+    the checkout's client/), offline: then the package imports without PYTHONPATH and the
+    launcher example gets a recommendation for a Hugging Face config from a real server."""
+
+    def test_readme_install_line_works_offline_then_launcher(self):
+        line = readme_install_line()
+        self.assertIn("pip install ./client/python", line)
         with tempfile.TemporaryDirectory() as tmp:
-            venv = os.path.join(tmp, "venv")
-            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv],
-                           check=True, timeout=120)
+            os.symlink(os.path.join(SOURCE, "client"), os.path.join(tmp, "client"))
+            # No package index can be reached: pip would fail if it asked one for anything.
             env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-            pip = subprocess.run(
-                [os.path.join(venv, "bin", "pip"), "install", "--no-index", "--quiet",
-                 os.path.join(SOURCE, "client/python")],
-                capture_output=True, text=True, env=env, cwd=tmp, timeout=300)
+            env.update(PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_NO_INPUT="1",
+                       PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_RETRIES="0", PIP_TIMEOUT="2")
+            pip = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env,
+                                 cwd=tmp, timeout=300)
             self.assertEqual(pip.returncode, 0, pip.stdout + pip.stderr)
+            self.assertIn("Successfully installed wavecrest", pip.stdout)
+            venv = os.path.join(tmp, ".venv")
             python = os.path.join(venv, "bin", "python")
             probe = subprocess.run(
                 [python, "-c", "import wavecrest, sys; print(wavecrest.__version__, wavecrest.__file__)"],
                 capture_output=True, text=True, env=env, cwd=tmp, timeout=60)
             self.assertEqual(probe.returncode, 0, probe.stderr)
-            self.assertIn(venv, probe.stdout)  # the installed copy, not the source tree
+            self.assertIn(os.path.realpath(venv), os.path.realpath(probe.stdout.split()[1]))
             server, log, address = start_server(tmp)
             try:
                 out = subprocess.run(
@@ -457,6 +541,9 @@ class InstallTest(unittest.TestCase):
                     capture_output=True, text=True, env=env, cwd=tmp, timeout=120)
                 self.assertEqual(out.returncode, 0, out.stderr)
                 self.assertIn("MFU", out.stdout)
+                # The assumptions first, and the source by name.
+                self.assertIn("training: micro-batch 1 of 4096-token sequences", out.stdout)
+                self.assertIn("(PREDICTED)", out.stdout)
                 # The verdict first; under CHANGE the candidates that beat the model follow.
                 self.assertRegex(out.stdout, r"verdict: (KEEP|CHANGE|NO_CANDIDATES): ")
                 if "verdict: CHANGE" in out.stdout:

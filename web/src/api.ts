@@ -118,6 +118,19 @@ export interface MemoryEstimate {
   kv_cache_bytes?: number;
 }
 
+/** What an answer assumes of the work it prices (workload, batch, sequence, KV length, TP). */
+export interface Assumed {
+  workload?: string;
+  seq_length?: Int64;
+  micro_batch_size?: Int64;
+  kv_cache_length?: Int64;
+  tensor_parallel?: Int64;
+  dtype?: string;
+  attention?: string;
+  /** The above in words, as the CLI and the Python client print it. */
+  summary?: string;
+}
+
 export interface AnalyzeResponse {
   model: ModelSpec;
   gpu: string;
@@ -139,6 +152,11 @@ export interface AnalyzeResponse {
   step?: StepBreakdown;
   /** One rank's kernels for one micro-batch, whether or not a run was described. */
   kernels?: { step_time_s?: number; mfu?: number; tokens_per_second_per_gpu?: number };
+  /** Decode: bytes read per step over the step time and the GPU's bandwidth. */
+  memory_bandwidth_utilization?: number;
+  assumed?: Assumed;
+  /** Without a run at TP t > 1 (training): the same model as a run on t GPUs, beside the kernels. */
+  tensor_parallel_run?: StepBreakdown;
 }
 
 /** A training step under parallelism (AnalyzeRequest.run): its components add up to step_time_s. */
@@ -223,7 +241,9 @@ export interface Candidate {
   /** Of a PREDICTED row's step, the share its measured GEMMs take (the budget ran out first). */
   measured_share?: number;
   /** Each change (or coupled bundle: its parts) against the baseline and what it accounts for. */
-  knob_gains?: { change?: string; gain?: number; uncertainty?: number; parts?: string[] }[];
+  knob_gains?: { change?: string; gain?: number; uncertainty?: number; parts?: string[]; required?: boolean }[];
+  /** Of the response's tensor_parallel_degrees, those this row is legal for. */
+  tensor_parallel_legal?: Int64[];
 }
 
 export interface Refusal {
@@ -257,6 +277,7 @@ export interface RecommendResponse extends StreamMessage {
   speedup_basis?: string;
   /** What every candidate kept of the baseline, and what vary released. */
   held?: { name?: string; description?: string; released?: boolean }[];
+  assumed?: Assumed;
 }
 
 export interface SweepPoint {
@@ -282,6 +303,8 @@ export interface SweepResponse extends StreamMessage {
   gemms_measured?: Int64;
   gemms_cached?: Int64;
   gemms_predicted?: Int64;
+  /** Model sweeps: what every point assumes besides the varied dimension. */
+  assumed?: Assumed;
 }
 
 export interface SweepRequest {

@@ -14,6 +14,7 @@ import {
   type ExampleModel,
   type GemmAnalysis,
   type HealthResponse,
+  type Int64,
   type ModelSpec,
   type Progress,
   type RecommendResponse,
@@ -142,9 +143,36 @@ function selectedGpus(): string[] {
   return gpus.length > 0 ? gpus : boxes.length > 0 ? [boxes[0].value] : [];
 }
 
+/**
+ * The GPU a one-GPU question (Recommend, Sweep, the heat map) asks about: its panel's choice among
+ * the ticked GPUs, the first ticked unless another is chosen; never one silently picked.
+ */
+function questionGpu(selectId: string): string {
+  const ticked = selectedGpus();
+  const chosen = $<HTMLSelectElement>(selectId).value;
+  return ticked.includes(chosen) ? chosen : ticked[0];
+}
+
+/** Each one-GPU question's choice lists the ticked GPUs; with one ticked there is nothing to choose. */
+function refreshGpuChoices() {
+  const ticked = selectedGpus();
+  for (const id of GPU_CHOICES) {
+    const sel = $<HTMLSelectElement>(id);
+    const keep = sel.value;
+    sel.replaceChildren(...ticked.map((g) => new Option(g, g)));
+    sel.value = ticked.includes(keep) ? keep : (ticked[0] ?? "");
+    sel.disabled = ticked.length <= 1;
+    sel.title = ticked.length > 1
+      ? `${ticked.length} GPUs are ticked: this question is asked on one, chosen here`
+      : "the ticked GPU";
+  }
+}
+const GPU_CHOICES = ["rec-gpu-select", "sweep-gpu", "hm-gpu"];
+
 function setSelectedGpus(gpus: string[]) {
   const want = new Set(gpus);
   for (const b of gpuBoxes()) b.checked = want.has(b.value);
+  refreshGpuChoices();
 }
 
 // ---- how the model runs: the knobs, the run, and the model they make ------------------------
@@ -335,10 +363,14 @@ function setModel(spec: ModelSpec, file: string, baseConfig = "") {
   $<HTMLTextAreaElement>("model-json").value = JSON.stringify(spec, null, 2);
   const h = int(spec.hidden_size);
   const a = int(spec.num_attention_heads);
+  // What a config leaves unset (a Hugging Face config says nothing of the sequence or the batch)
+  // is shown as the default the server takes, marked so: never s=0.
+  const orDefault = (v: Int64, d: number) => (int(v) > 0 ? String(int(v)) : `${d} (default)`);
   $("model-summary").textContent =
     `${spec.name ?? "model"}: h=${h}, a=${a}, kv=${int(spec.num_kv_heads) || a}, ` +
     `L=${int(spec.num_layers)}, f=${int(spec.ffn_hidden_size) || "default"}, v=${int(spec.vocab_size)}, ` +
-    `s=${int(spec.seq_length)}, b=${int(spec.micro_batch_size) || 1}, t=${int(spec.tensor_parallel) || 1}`;
+    `s=${orDefault(spec.seq_length, 2048)}, b=${orDefault(spec.micro_batch_size, 1)}, ` +
+    `t=${orDefault(spec.tensor_parallel, 1)}`;
   defaultSweepRange();
   const hm = (id: string, v: number) => ($<HTMLInputElement>(id).value = String(v));
   hm("hm-h-from", Math.max(128, Math.round((h * 0.75) / 128) * 128));
@@ -356,7 +388,7 @@ function defaultSweepRange() {
     SWEEP_DIMENSION_KV_HEADS: [int(spec.num_kv_heads) || int(spec.num_attention_heads), 1],
     SWEEP_DIMENSION_FFN: [int(spec.ffn_hidden_size) || 4 * int(spec.hidden_size), 64],
     SWEEP_DIMENSION_VOCAB: [int(spec.vocab_size), 64],
-    SWEEP_DIMENSION_SEQ: [int(spec.seq_length), 256],
+    SWEEP_DIMENSION_SEQ: [int(spec.seq_length) || 2048, 256],  // a config says no sequence: the default
     SWEEP_DIMENSION_MICRO_BATCH: [int(spec.micro_batch_size) || 1, 1],
     SWEEP_DIMENSION_TENSOR_PARALLEL: [int(spec.tensor_parallel) || 1, 1],
   };
@@ -400,6 +432,7 @@ async function loadDevices() {
   // Keep what the user chose across refreshes; at first, the first worker's GPU.
   if (kept.size === 0) kept.add((d.workers ?? []).find((w) => w.up)?.device?.catalog_name ?? "h100-sxm");
   setSelectedGpus([...kept]);
+  refreshGpuChoices();
 
   $("cache-line").textContent = d.has_cache
     ? `Result cache: ${int(d.cache_entries)} GEMM results held.`
@@ -482,21 +515,10 @@ async function analyze() {
     state.analyses = new Map(results.map((r) => [r.gpu, r]));
     $("analysis-panel").hidden = false;
     fresh("analysis-stale");
+    $("analysis-assumed").textContent = results[0]?.assumed?.summary
+      ? `assumes: ${results[0].assumed.summary}` : "";
     renderStepBars(results);
-    setTable(
-      $<HTMLTableElement>("gpu-table"),
-      ["GPU", "step time", "GEMMs", "elementwise", "MFU", "tokens/s per GPU", "memory per GPU (estimate)", "source"],
-      results.map((r) => [
-        r.gpu,
-        seconds(r.step_time_s),
-        seconds(r.gemm_time_s),
-        seconds(r.elementwise_time_s),
-        percent(r.mfu),
-        fixed(r.tokens_per_second_per_gpu, 0),
-        memoryText(r.memory),
-        badge(r.provenance?.source, r.provenance?.error_band_p10, r.provenance?.error_band_p90),
-      ]),
-    );
+    renderAnswerTables(results);
     const rules = $("rules");
     rules.replaceChildren();
     const first = results[0];
@@ -520,6 +542,61 @@ async function analyze() {
   } finally {
     button.disabled = false;
   }
+}
+
+/**
+ * The answer per GPU, per step (the run's, with the run's error band; or one rank's kernels, with
+ * the run's MFU beside them at TP t > 1; decode's time per output token and bandwidth use), and
+ * apart from it one rank's kernels per micro-batch, with the GEMMs' error band.
+ */
+function renderAnswerTables(results: AnalyzeResponse[]) {
+  const decode = results.some((r) => (r.memory_bandwidth_utilization ?? 0) > 0);
+  const tpRun = results.some((r) => r.tensor_parallel_run);
+  const header = ["GPU", "what", "step time", "MFU", "tokens/s per GPU"];
+  if (decode) header.push("TPOT", "MBU");
+  if (tpRun) header.push("run MFU (with TP communication)");
+  header.push("memory per GPU (estimate)", "source and error band");
+  setTable(
+    $<HTMLTableElement>("gpu-table"),
+    header,
+    results.map((r) => {
+      const t = int(r.model?.tensor_parallel) || 1;
+      const row: Cell[] = [
+        r.gpu,
+        r.step ? `the run on ${int(r.step.gpus)} GPUs, per step` : `one rank's kernels at TP ${t}, per step`,
+        seconds(r.step_time_s),
+        percent(r.mfu),
+        fixed(r.tokens_per_second_per_gpu, 0),
+      ];
+      if (decode) {
+        const mbu = r.memory_bandwidth_utilization ?? 0;
+        row.push(mbu > 0 ? seconds(r.step_time_s) : "–", mbu > 0 ? percent(mbu) : "–");
+      }
+      if (tpRun) {
+        const b = r.tensor_parallel_run;
+        row.push(b ? `${percent(b.mfu)} on ${int(b.gpus)} GPUs at TP ${int(b.tensor_parallel)}` : "–");
+      }
+      row.push(memoryText(r.memory));
+      row.push(r.step
+        ? badge("SOURCE_PREDICTED", r.step.error_band_p10, r.step.error_band_p90)
+        : badge(r.provenance?.source, r.provenance?.error_band_p10, r.provenance?.error_band_p90));
+      return row;
+    }),
+  );
+  setTable(
+    $<HTMLTableElement>("kernel-table"),
+    ["GPU", "kernels per micro-batch", "GEMMs", "elementwise", "kernel MFU", "tokens/s per GPU",
+     "GEMMs' source and error band"],
+    results.map((r) => [
+      r.gpu,
+      seconds(r.kernels?.step_time_s ?? r.step_time_s),
+      seconds(r.gemm_time_s),
+      seconds(r.elementwise_time_s),
+      percent(r.kernels?.mfu ?? r.mfu),
+      fixed(r.kernels?.tokens_per_second_per_gpu ?? r.tokens_per_second_per_gpu, 0),
+      badge(r.provenance?.source, r.provenance?.error_band_p10, r.provenance?.error_band_p90),
+    ]),
+  );
 }
 
 // The step, as a bar per GPU: with a run, its components under parallelism (compute, the
@@ -704,6 +781,18 @@ function candidateChanges(c: Candidate): HTMLElement {
 // ---- the recommendation's constraints: the same knobs as the CLI's --vary, --tp-options, ...
 
 
+/** The tensor-parallel degrees a row meets, marked when it misses some of those asked. */
+function legalCell(c: Candidate, r: RecommendResponse): HTMLElement {
+  const legal = (c.tensor_parallel_legal ?? []).map(int);
+  const asked = (r.tensor_parallel_degrees ?? []).map(int);
+  const cell = node("span", legal.length > 0 ? legal.join(", ") : "–", "tp-legal");
+  if (legal.length > 0 && legal.length < asked.length) {
+    cell.classList.add("short");
+    cell.title = `not legal for ${asked.filter((t) => !legal.includes(t)).join(", ")}`;
+  }
+  return cell;
+}
+
 function intList(id: string, label: string): number[] {
   const text = fieldValue(id);
   if (text === "") return [];
@@ -806,7 +895,7 @@ async function recommend() {
   state.recommendAbort = abort;
   cancel.hidden = false;
   try {
-    const gpu = selectedGpus()[0];
+    const gpu = questionGpu("rec-gpu-select");
     $("rec-gpu").textContent = `on ${gpu}`;
     const r = await postStream<RecommendResponse>(
       "/v1/recommend",
@@ -831,29 +920,37 @@ async function recommend() {
       verdict.hidden = false;
     }
     $("rec-basis").textContent = r.speedup_basis ? `speed-up compares ${r.speedup_basis}` : "";
+    $("rec-assumed").textContent = r.assumed?.summary
+      ? `assumes: ${r.assumed.summary} (each row one rank's kernels)` : "";
     const cands = r.candidates ?? [];
+    // Decode rows carry the time per output token and the bandwidth they use.
+    const decode = cands.some((c) => (c.time_per_output_token_s ?? 0) > 0);
+    const header = ["#", "h", "a", "kv", "L", "f", "v", "params", "Δ params", "speed-up", "MFU", "tokens/s/GPU"];
+    if (decode) header.push("TPOT", "MBU");
+    header.push("TP legal", "memory/GPU", "source", "export", "why");
     setTable(
       $<HTMLTableElement>("rec-table"),
-      ["#", "h", "a", "kv", "L", "f", "v", "params", "Δ params", "speed-up", "MFU", "tokens/s/GPU",
-       "memory/GPU", "source", "export", "why"],
-      cands.map((c) => [
-        c.baseline ? "base" : String(c.rank ?? ""),
-        String(int(c.model.hidden_size)),
-        String(int(c.model.num_attention_heads)),
-        String(int(c.model.num_kv_heads)),
-        String(int(c.model.num_layers)),
-        String(int(c.model.ffn_hidden_size)),
-        String(int(c.model.vocab_size)),
-        count(int(c.params?.total_params)),
-        signedPercent(c.param_change),
-        `${fixed(c.speedup, 3)}× ± ${fixed(c.speedup_uncertainty, 3)}`,
-        percent(c.mfu),
-        fixed(c.tokens_per_second_per_gpu, 0),
-        memoryText(c.memory),
-        sourceCell(c.source, c.measured_share),
-        exportButtons(c, error),
-        candidateChanges(c),
-      ]),
+      header,
+      cands.map((c) => {
+        const row: Cell[] = [
+          c.baseline ? "base" : String(c.rank ?? ""),
+          String(int(c.model.hidden_size)),
+          String(int(c.model.num_attention_heads)),
+          String(int(c.model.num_kv_heads)),
+          String(int(c.model.num_layers)),
+          String(int(c.model.ffn_hidden_size)),
+          String(int(c.model.vocab_size)),
+          count(int(c.params?.total_params)),
+          signedPercent(c.param_change),
+          `${fixed(c.speedup, 3)}× ± ${fixed(c.speedup_uncertainty, 3)}`,
+          percent(c.mfu),
+          fixed(c.tokens_per_second_per_gpu, 0),
+        ];
+        if (decode) row.push(seconds(c.time_per_output_token_s), percent(c.memory_bandwidth_utilization));
+        row.push(legalCell(c, r), memoryText(c.memory), sourceCell(c.source, c.measured_share),
+                 exportButtons(c, error), candidateChanges(c));
+        return row;
+      }),
       (i) => (cands[i].baseline ? "baseline" : ""),
     );
     for (const row of $<HTMLTableElement>("rec-table").tBodies[0]?.rows ?? []) row.lastElementChild?.classList.add("why");
@@ -861,8 +958,17 @@ async function recommend() {
     const notes = $("rec-notes");
     const tps = (r.tensor_parallel_degrees ?? []).map((t) => String(int(t)));
     if (tps.length > 0) {
+      // The claim as the rows bear it out: which rows meet fewer of the degrees than asked.
       const from = r.tensor_parallel_source ? ` (${r.tensor_parallel_source})` : "";
-      notes.appendChild(node("li", `every candidate is legal for tensor parallelism ${tps.join(", ")}${from}`));
+      const short = cands.filter((c) => (c.tensor_parallel_legal ?? []).length < tps.length &&
+                                        (c.tensor_parallel_legal ?? []).length > 0);
+      const li = node("li", short.length === 0
+        ? `every row is legal for tensor parallelism ${tps.join(", ")}${from}`
+        : `legal for tensor parallelism ${tps.join(", ")}${from}, except ` +
+          short.map((c) => `${c.baseline ? "the baseline" : `#${c.rank}`} (only ${(c.tensor_parallel_legal ?? []).map(int).join(", ")})`)
+            .join(", ") + ": the TP legal column");
+      li.id = "rec-legal";
+      notes.appendChild(li);
     }
     const held = (r.held ?? []).filter((h) => !h.released).map((h) => `${h.name} (${h.description ?? ""})`);
     const released = (r.held ?? []).filter((h) => h.released).map((h) => `${h.name} (${h.description ?? ""})`);
@@ -960,7 +1066,7 @@ async function sweep() {
   try {
     const req: SweepRequest = {
       model: effectiveModel(),
-      gpu: selectedGpus()[0],
+      gpu: questionGpu("sweep-gpu"),
       vary: $<HTMLSelectElement>("sweep-dim").value,
       from: numberInput("sweep-from", "from"),
       to: numberInput("sweep-to", "to"),
@@ -978,7 +1084,8 @@ async function sweep() {
     const sources = new Set(valid.map((p) => sourceLabel(p.source)));
     $("sweep-note").textContent =
       `${state.sweepPoints.length} points on ${r.gpu}: ${valid.length} legal, ${hold.length} keep every paper rule ` +
-      `(markers); ${[...sources].join("/") || "–"}; shaded: the prediction's p10–p90 error band.`;
+      `(markers); ${[...sources].join("/") || "–"}; shaded: the prediction's p10–p90 error band.` +
+      (r.assumed?.summary ? ` Assumes: ${r.assumed.summary} (the swept dimension as each point says).` : "");
     status.textContent = "done";
   } catch (err) {
     status.textContent = "failed";
@@ -1012,7 +1119,7 @@ async function heatmap() {
       baseline: { hidden: int(model.hidden_size), heads: int(model.num_attention_heads) },
     };
     state.heatmap = data;
-    const gpu = selectedGpus()[0];
+    const gpu = questionGpu("hm-gpu");
     bar.max = hidden.length;
     for (let r = 0; r < hidden.length; r++) {
       bar.value = r;
@@ -1076,6 +1183,7 @@ async function init() {
                     "rec-vary", ...CONSTRAINT_FIELDS]) {
     $(id).addEventListener("change", saveUrl);
   }
+  $("gpu-list").addEventListener("change", refreshGpuChoices);
   window.addEventListener("resize", updateScrollHint);
   $("roofline").addEventListener("mousemove", rooflineHover);
   $("parse-button").addEventListener("click", () => void parsePasted());

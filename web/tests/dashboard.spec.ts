@@ -439,11 +439,14 @@ test("the recommendation's constraints reach the request, and a refusal's contro
   expect(sent[0].param_tolerance).toBeCloseTo(0.03);
   expect(sent[0].kv_heads_divisible_by_tp).toBe(true);
   expect(page.url()).toContain("rec-tp=");
-  // GPT-2 with TP 8 named: the baseline breaks it (said), and the pad-only shape still wins.
+  // GPT-2 with TP 8 named: the baseline breaks it (said), and every candidate meets it: 8 heads
+  // of 96, a change the degree needs (said so), the pad beside it earning its keep on its own.
   await expect(page.locator("#rec-verdict")).toContainText(/^CHANGE /);
   await expect(page.locator("#rec-notes")).toContainText("12 heads do not divide by 8");
   const first = page.locator("#rec-table tbody tr:not(.baseline)").first();
-  await expect(first.locator("td").nth(2)).toHaveText("12");
+  await expect(first.locator("td").nth(2)).toHaveText("8");
+  await expect(first.locator(".tp-legal")).toHaveText("1, 2, 8");
+  await expect(first.locator("td.why")).toContainText("needed for the tensor-parallel degrees asked");
   await expect(first.locator("td.why")).toContainText("this change");
   // Each refusal that a control loosens has a button to it.
   const refusal = page.locator('#rec-notes li[data-rule="heads_divisible_by_tp"]');

@@ -6,7 +6,7 @@ given (a Hugging Face config.json or a wavecrest spec), and say what a better sh
 """
 import sys
 
-from wavecrest import AdvisorClient, WavecrestError, model_pb2
+from wavecrest import AdvisorClient, WavecrestError
 
 
 def main() -> int:
@@ -17,9 +17,11 @@ def main() -> int:
         except WavecrestError as e:
             print(f"wavecrest refused the model: {e} {e.violations}", file=sys.stderr)
             return 1
-        source = model_pb2.Source.Name(report.provenance.source).removeprefix("SOURCE_")
-        print(f"{report.model.name or model_path}: {report.step_time_s * 1e3:.1f} ms/step, "
-              f"MFU {report.mfu:.1%} ({source})")
+        # What the figures assume (batch, sequence, TP, ...), then the figures: enums print by
+        # name (PREDICTED, MEASURED, CACHED).
+        print(f"{report.model.name or model_path}: {report.assumed.summary}")
+        print(f"  {report.step_time_s * 1e3:.1f} ms/step, MFU {report.mfu:.1%} "
+              f"({report.provenance.source})")
         for rule in report.rules:
             print("  rule broken:", rule.message)
         best = client.recommend(model_path, gpu, mode="predicted", top=3, seq_length=4096,
@@ -34,7 +36,7 @@ def main() -> int:
             print(f"  #{c.rank}: h={m.hidden_size} a={m.num_attention_heads} "
                   f"kv={m.num_kv_heads} f={m.ffn_hidden_size} L={m.num_layers}: "
                   f"{c.speedup:.3f}x ± {c.speedup_uncertainty:.3f} "
-                  f"({model_pb2.Source.Name(c.source).removeprefix('SOURCE_')})")
+                  f"({c.source})")
     return 0
 
 

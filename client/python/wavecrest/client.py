@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
                     TypeVar, Union)
@@ -12,7 +13,8 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from wavecrest import _status
+from wavecrest import _status, results
+from wavecrest._convert import from_message, message_of
 from wavecrest.v1 import advisor_pb2, advisor_pb2_grpc, model_pb2
 
 ModelSpec = model_pb2.ModelSpec
@@ -164,47 +166,42 @@ def _split_fields(request_type: Any, fields: Mapping[str, Any]) -> Tuple[Dict[st
     return request_fields, model_fields
 
 
-class Recommendation:
-    """A Recommend answer: the RecommendResponse's fields (candidates, notes, verdict_reason, ...)
-    with the verdict by name ("CHANGE", "KEEP" or "NO_CANDIDATES") and the candidate to adopt.
-    `response` is the message itself."""
-
-    def __init__(self, response: advisor_pb2.RecommendResponse) -> None:
-        self.response = response
-
-    @property
-    def verdict(self) -> str:
-        name: str = advisor_pb2.Verdict.Name(self.response.verdict)
-        return name[len("VERDICT_"):]
+@dataclass(frozen=True)
+class Recommendation(results.RecommendResponse):
+    """A Recommend answer: the RecommendResponse's fields, typed (candidates, verdict, held,
+    notes, ...; `verdict` prints as CHANGE, KEEP or NO_CANDIDATES and equals those strings), with
+    the candidate to adopt (`best`) and what every candidate kept of the model and what `vary`
+    released, by name (`kept`, `released`). `response` is the protobuf message itself."""
 
     @property
-    def best(self) -> Optional[advisor_pb2.Candidate]:
+    def best(self) -> Optional[results.Candidate]:
         """The first candidate that beats the baseline (what CHANGE recommends), or None."""
-        for c in self.response.candidates:
-            candidate: advisor_pb2.Candidate = c
-            if candidate.beats_baseline:
-                return candidate
+        for c in self.candidates:
+            if c.beats_baseline:
+                return c
         return None
 
     @property
-    def held(self) -> Dict[str, str]:
+    def kept(self) -> Dict[str, str]:
         """What every candidate kept of the baseline (the same model), by the name `vary`
         releases it with: {"kv_group": "7 query heads per KV head", ...}."""
-        return {h.name: h.description for h in self.response.held if not h.released}
+        return {h.name: h.description for h in self.held if not h.released}
 
     @property
     def released(self) -> Dict[str, str]:
         """What the request's `vary` released (kv_group, kv_cache, head_dim, total_params), by
         name, with the baseline's figure."""
-        return {h.name: h.description for h in self.response.held if h.released}
+        return {h.name: h.description for h in self.held if h.released}
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.response, name)
+    @property
+    def response(self) -> advisor_pb2.RecommendResponse:
+        """The protobuf message."""
+        message: advisor_pb2.RecommendResponse = message_of(self)
+        return message
 
     def __repr__(self) -> str:
-        return (f"Recommendation(verdict={self.verdict!r}, "
-                f"candidates={len(self.response.candidates)}, held={sorted(self.held)}, "
-                f"released={sorted(self.released)})")
+        return (f"Recommendation(verdict={self.verdict}, candidates={len(self.candidates)}, "
+                f"kept={sorted(self.kept)}, released={sorted(self.released)})")
 
 
 # ---- the client --------------------------------------------------------------------------------
@@ -342,7 +339,7 @@ class AdvisorClient:
                 hf_config: Optional[Union[str, "os.PathLike[str]"]] = None,
                 run: Optional[Union[advisor_pb2.RunConfig, Mapping[str, Any]]] = None,
                 flop_count: str = "",
-                **overrides: Any) -> advisor_pb2.AnalyzeResponse:
+                **overrides: Any) -> results.AnalyzeResponse:
         """The GEMMs of one step, their predicted cost and the paper's rules broken.
         `overrides` are ModelSpec fields (seq_length=4096, tensor_parallel=2, dtype="fp8-e4m3");
         `run` a training run's RunConfig, or its fields as the CLI's flags say them
@@ -363,7 +360,8 @@ class AdvisorClient:
                                                  fields["recompute"], "run.recompute")
             json_format.ParseDict(fields, request.run)
         response: advisor_pb2.AnalyzeResponse = self._unary(self.stub.Analyze, request)
-        return response
+        typed: results.AnalyzeResponse = from_message(response)
+        return typed
 
     def recommend(self, model: Optional[ModelLike] = None, gpu: str = "h100-sxm", *,
                   hf_config: Optional[Union[str, "os.PathLike[str]"]] = None,
@@ -384,14 +382,15 @@ class AdvisorClient:
             **_model_fields(model, hf_config, overrides))
         response: advisor_pb2.RecommendResponse = self._stream(self.stub.Recommend, request,
                                                                on_progress)
-        return Recommendation(response)
+        typed: Recommendation = from_message(response, Recommendation)
+        return typed
 
     def sweep(self, model: Optional[ModelLike] = None, gpu: str = "h100-sxm", *,
               vary: Union[str, int], start: int, stop: int, step: int,
               hf_config: Optional[Union[str, "os.PathLike[str]"]] = None,
               gemm: Optional[Tuple[int, int, int]] = None, mode: Union[str, int] = "predicted",
               on_progress: Optional[ProgressCallback] = None,
-              model_overrides: Optional[Mapping[str, Any]] = None) -> advisor_pb2.SweepResponse:
+              model_overrides: Optional[Mapping[str, Any]] = None) -> results.SweepResponse:
         """Throughput along one dimension (vary="hidden", "heads", ..., or "m"/"n"/"k" of `gemm`)
         from `start` to `stop` (inclusive) by `step`."""
         fields: Dict[str, Any] = {}
@@ -403,12 +402,13 @@ class AdvisorClient:
                                            mode=_mode(mode), **fields)
         setattr(request, "from", start)  # `from` is a Python keyword
         response: advisor_pb2.SweepResponse = self._stream(self.stub.Sweep, request, on_progress)
-        return response
+        typed: results.SweepResponse = from_message(response)
+        return typed
 
     def time_gemms(self, gpu: str, gemms: Optional[Iterable[Sequence[int]]] = None, *,
                    model: Optional[ModelLike] = None, dtype: Union[str, int] = "bf16",
                    layout: Union[str, int] = "tn", mode: Union[str, int] = "auto",
-                   on_progress: Optional[ProgressCallback] = None) -> List[Any]:
+                   on_progress: Optional[ProgressCallback] = None) -> List[results.GemmTiming]:
         """GemmTimings of [(m, n, k) or (m, n, k, batch)], or of every GEMM of `model`."""
         request = advisor_pb2.TimeGemmsRequest(gpu=gpu, dtype=_dtype(dtype), layout=_layout(layout),
                                                mode=_mode(mode))
@@ -420,21 +420,22 @@ class AdvisorClient:
             request.model.CopyFrom(fields["model"])
             request.hf_config_json = fields.get("hf_config_json", "")
         deadline = time.monotonic() + self._timeout()
-        results: List[Any] = []
+        timings: List[Any] = []
         try:
             for message in self.stub.TimeGemms(request, timeout=max(0.001, deadline - time.monotonic())):
                 if message.HasField("timing"):
-                    results.append(message.timing)
+                    timings.append(message.timing)
                 elif message.HasField("progress") and on_progress is not None:
                     on_progress(message.progress)
         except grpc.RpcError as e:
             raise _error(e) from None
-        return sorted(results, key=lambda t: int(t.index))
+        return [from_message(t) for t in sorted(timings, key=lambda t: int(t.index))]
 
-    def list_devices(self) -> advisor_pb2.ListDevicesResponse:
+    def list_devices(self) -> results.ListDevicesResponse:
         response: advisor_pb2.ListDevicesResponse = self._unary(self.stub.ListDevices,
                                                                 advisor_pb2.ListDevicesRequest())
-        return response
+        typed: results.ListDevicesResponse = from_message(response)
+        return typed
 
     def health(self, service: str = "") -> str:
         """grpc.health.v1 Check: "SERVING", "NOT_SERVING", ... ("" = the whole server;
@@ -452,10 +453,11 @@ class AdvisorClient:
             int(status), "UNKNOWN")
 
 
-def to_json(message: Union[Message, "Recommendation"]) -> Dict[str, Any]:
-    """A response as a dict, in the protobuf JSON mapping with the .proto's field names."""
-    if isinstance(message, Recommendation):
-        message = message.response
+def to_json(message: Any) -> Dict[str, Any]:
+    """An answer (typed, or its protobuf message) as a dict, in the protobuf JSON mapping with
+    the .proto's field names (enums by their full names: "VERDICT_CHANGE")."""
+    if not isinstance(message, Message):
+        message = message_of(message)
     result: Dict[str, Any] = json.loads(
         json_format.MessageToJson(message, preserving_proto_field_name=True))
     return result

@@ -66,7 +66,8 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ..., run: _Optional[_Union[RunConfig, _Mapping]] = ..., flop_count: _Optional[str] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["assumptions", "elementwise_time_s", "flop_count", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tflops_per_gpu", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["assumed", "assumptions", "elementwise_time_s", "flop_count", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tensor_parallel_run", "tflops_per_gpu", "tokens_per_second_per_gpu", "tokens_per_step"]
+    ASSUMED_FIELD_NUMBER: _ClassVar[int]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
     FLOP_COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -86,9 +87,11 @@ class AnalyzeResponse(_message.Message):
     STEP_FIELD_NUMBER: _ClassVar[int]
     STEP_FLOPS_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_RUN_FIELD_NUMBER: _ClassVar[int]
     TFLOPS_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_STEP_FIELD_NUMBER: _ClassVar[int]
+    assumed: Assumed
     assumptions: _containers.RepeatedScalarFieldContainer[str]
     elementwise_time_s: float
     flop_count: str
@@ -108,13 +111,34 @@ class AnalyzeResponse(_message.Message):
     step: StepBreakdown
     step_flops: float
     step_time_s: float
+    tensor_parallel_run: StepBreakdown
     tflops_per_gpu: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ..., assumptions: _Optional[_Iterable[str]] = ..., flop_count: _Optional[str] = ..., tflops_per_gpu: _Optional[float] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ..., assumptions: _Optional[_Iterable[str]] = ..., flop_count: _Optional[str] = ..., tflops_per_gpu: _Optional[float] = ..., assumed: _Optional[_Union[Assumed, _Mapping]] = ..., tensor_parallel_run: _Optional[_Union[StepBreakdown, _Mapping]] = ...) -> None: ...
+
+class Assumed(_message.Message):
+    __slots__ = ["attention", "dtype", "kv_cache_length", "micro_batch_size", "seq_length", "summary", "tensor_parallel", "workload"]
+    ATTENTION_FIELD_NUMBER: _ClassVar[int]
+    DTYPE_FIELD_NUMBER: _ClassVar[int]
+    KV_CACHE_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    MICRO_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
+    SEQ_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_FIELD_NUMBER: _ClassVar[int]
+    WORKLOAD_FIELD_NUMBER: _ClassVar[int]
+    attention: _model_pb2.Attention
+    dtype: _model_pb2.Dtype
+    kv_cache_length: int
+    micro_batch_size: int
+    seq_length: int
+    summary: str
+    tensor_parallel: int
+    workload: _model_pb2.Workload
+    def __init__(self, workload: _Optional[_Union[_model_pb2.Workload, str]] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., kv_cache_length: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., attention: _Optional[_Union[_model_pb2.Attention, str]] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class Candidate(_message.Message):
-    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "knob_gains", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "time_per_output_token_s", "tokens_per_second_per_gpu"]
+    __slots__ = ["baseline", "beats_baseline", "elementwise_share", "knob_gains", "layer_measured_share", "measured_share", "memory", "memory_bandwidth_utilization", "mfu", "model", "param_change", "params", "rank", "reasons", "source", "speedup", "speedup_uncertainty", "step_time_s", "tensor_parallel_legal", "time_per_output_token_s", "tokens_per_second_per_gpu"]
     BASELINE_FIELD_NUMBER: _ClassVar[int]
     BEATS_BASELINE_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_SHARE_FIELD_NUMBER: _ClassVar[int]
@@ -133,6 +157,7 @@ class Candidate(_message.Message):
     SPEEDUP_FIELD_NUMBER: _ClassVar[int]
     SPEEDUP_UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
+    TENSOR_PARALLEL_LEGAL_FIELD_NUMBER: _ClassVar[int]
     TIME_PER_OUTPUT_TOKEN_S_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     baseline: bool
@@ -153,9 +178,10 @@ class Candidate(_message.Message):
     speedup: float
     speedup_uncertainty: float
     step_time_s: float
+    tensor_parallel_legal: _containers.RepeatedScalarFieldContainer[int]
     time_per_output_token_s: float
     tokens_per_second_per_gpu: float
-    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ..., measured_share: _Optional[float] = ..., knob_gains: _Optional[_Iterable[_Union[KnobGain, _Mapping]]] = ...) -> None: ...
+    def __init__(self, rank: _Optional[int] = ..., baseline: bool = ..., model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., param_change: _Optional[float] = ..., step_time_s: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., speedup: _Optional[float] = ..., speedup_uncertainty: _Optional[float] = ..., mfu: _Optional[float] = ..., source: _Optional[_Union[_model_pb2.Source, str]] = ..., reasons: _Optional[_Iterable[str]] = ..., elementwise_share: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., beats_baseline: bool = ..., time_per_output_token_s: _Optional[float] = ..., memory_bandwidth_utilization: _Optional[float] = ..., layer_measured_share: _Optional[float] = ..., measured_share: _Optional[float] = ..., knob_gains: _Optional[_Iterable[_Union[KnobGain, _Mapping]]] = ..., tensor_parallel_legal: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CatalogGpu(_message.Message):
     __slots__ = ["alignment_bytes", "architecture", "compute_capability", "display_name", "dtypes", "l2_bytes", "memory_bandwidth_gbps", "memory_bytes", "name", "peak_bf16_tflops", "peak_fp8_tflops", "sm_count"]
@@ -320,16 +346,18 @@ class KernelStep(_message.Message):
     def __init__(self, step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ...) -> None: ...
 
 class KnobGain(_message.Message):
-    __slots__ = ["change", "gain", "parts", "uncertainty"]
+    __slots__ = ["change", "gain", "parts", "required", "uncertainty"]
     CHANGE_FIELD_NUMBER: _ClassVar[int]
     GAIN_FIELD_NUMBER: _ClassVar[int]
     PARTS_FIELD_NUMBER: _ClassVar[int]
+    REQUIRED_FIELD_NUMBER: _ClassVar[int]
     UNCERTAINTY_FIELD_NUMBER: _ClassVar[int]
     change: str
     gain: float
     parts: _containers.RepeatedScalarFieldContainer[str]
+    required: bool
     uncertainty: float
-    def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ..., parts: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, change: _Optional[str] = ..., gain: _Optional[float] = ..., uncertainty: _Optional[float] = ..., parts: _Optional[_Iterable[str]] = ..., required: bool = ...) -> None: ...
 
 class LayerShape(_message.Message):
     __slots__ = ["kind", "layer", "routing"]
@@ -560,7 +588,8 @@ class RecommendRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., param_tolerance: _Optional[float] = ..., vary: _Optional[_Iterable[_Union[Knob, str]]] = ..., allowed_head_dims: _Optional[_Iterable[int]] = ..., min_heads: _Optional[int] = ..., max_heads: _Optional[int] = ..., keep_layers: bool = ..., max_candidates: _Optional[int] = ..., max_gpu_seconds: _Optional[float] = ..., top: _Optional[int] = ..., measure_top_k: _Optional[int] = ..., tensor_parallel_options: _Optional[_Iterable[int]] = ..., hf_config_json: _Optional[str] = ..., allow_kv_replication: bool = ..., head_dim_multiple: _Optional[int] = ..., kv_heads_divisible_by_tp: bool = ...) -> None: ...
 
 class RecommendResponse(_message.Message):
-    __slots__ = ["candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "held", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "speedup_basis", "tensor_parallel_degrees", "tensor_parallel_source", "verdict", "verdict_reason"]
+    __slots__ = ["assumed", "candidates", "candidates_considered", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "held", "layers_cached", "layers_measured", "layers_predicted", "mode", "notes", "progress", "refusals", "shapes_examined", "speedup_basis", "tensor_parallel_degrees", "tensor_parallel_source", "verdict", "verdict_reason"]
+    ASSUMED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_CONSIDERED_FIELD_NUMBER: _ClassVar[int]
     CANDIDATES_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
@@ -582,6 +611,7 @@ class RecommendResponse(_message.Message):
     TENSOR_PARALLEL_SOURCE_FIELD_NUMBER: _ClassVar[int]
     VERDICT_FIELD_NUMBER: _ClassVar[int]
     VERDICT_REASON_FIELD_NUMBER: _ClassVar[int]
+    assumed: Assumed
     candidates: _containers.RepeatedCompositeFieldContainer[Candidate]
     candidates_considered: int
     done: bool
@@ -603,7 +633,7 @@ class RecommendResponse(_message.Message):
     tensor_parallel_source: str
     verdict: Verdict
     verdict_reason: str
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., tensor_parallel_source: _Optional[str] = ..., speedup_basis: _Optional[str] = ..., shapes_examined: _Optional[int] = ..., held: _Optional[_Iterable[_Union[HeldProperty, _Mapping]]] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., candidates: _Optional[_Iterable[_Union[Candidate, _Mapping]]] = ..., candidates_considered: _Optional[int] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., gpu: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., notes: _Optional[_Iterable[str]] = ..., layers_measured: _Optional[int] = ..., layers_cached: _Optional[int] = ..., layers_predicted: _Optional[int] = ..., verdict: _Optional[_Union[Verdict, str]] = ..., verdict_reason: _Optional[str] = ..., refusals: _Optional[_Iterable[_Union[Refusal, _Mapping]]] = ..., tensor_parallel_degrees: _Optional[_Iterable[int]] = ..., tensor_parallel_source: _Optional[str] = ..., speedup_basis: _Optional[str] = ..., shapes_examined: _Optional[int] = ..., held: _Optional[_Iterable[_Union[HeldProperty, _Mapping]]] = ..., assumed: _Optional[_Union[Assumed, _Mapping]] = ...) -> None: ...
 
 class Refusal(_message.Message):
     __slots__ = ["count", "description", "loosen_with", "rule", "unit"]
@@ -811,7 +841,8 @@ class SweepRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gemm: _Optional[_Union[_model_pb2.GemmShape, _Mapping]] = ..., layout: _Optional[_Union[_model_pb2.Layout, str]] = ..., dtype: _Optional[_Union[_model_pb2.Dtype, str]] = ..., gpu: _Optional[str] = ..., vary: _Optional[_Union[SweepDimension, str]] = ..., to: _Optional[int] = ..., step: _Optional[int] = ..., mode: _Optional[_Union[Mode, str]] = ..., max_gpu_seconds: _Optional[float] = ..., hf_config_json: _Optional[str] = ..., **kwargs) -> None: ...
 
 class SweepResponse(_message.Message):
-    __slots__ = ["done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "mode", "notes", "points", "progress", "vary"]
+    __slots__ = ["assumed", "done", "gemms_cached", "gemms_measured", "gemms_predicted", "gpu", "mode", "notes", "points", "progress", "vary"]
+    ASSUMED_FIELD_NUMBER: _ClassVar[int]
     DONE_FIELD_NUMBER: _ClassVar[int]
     GEMMS_CACHED_FIELD_NUMBER: _ClassVar[int]
     GEMMS_MEASURED_FIELD_NUMBER: _ClassVar[int]
@@ -822,6 +853,7 @@ class SweepResponse(_message.Message):
     POINTS_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     VARY_FIELD_NUMBER: _ClassVar[int]
+    assumed: Assumed
     done: bool
     gemms_cached: int
     gemms_measured: int
@@ -832,7 +864,7 @@ class SweepResponse(_message.Message):
     points: _containers.RepeatedCompositeFieldContainer[SweepPoint]
     progress: Progress
     vary: SweepDimension
-    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., points: _Optional[_Iterable[_Union[SweepPoint, _Mapping]]] = ..., gpu: _Optional[str] = ..., vary: _Optional[_Union[SweepDimension, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ...) -> None: ...
+    def __init__(self, progress: _Optional[_Union[Progress, _Mapping]] = ..., done: bool = ..., points: _Optional[_Iterable[_Union[SweepPoint, _Mapping]]] = ..., gpu: _Optional[str] = ..., vary: _Optional[_Union[SweepDimension, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., gemms_measured: _Optional[int] = ..., gemms_cached: _Optional[int] = ..., gemms_predicted: _Optional[int] = ..., notes: _Optional[_Iterable[str]] = ..., assumed: _Optional[_Union[Assumed, _Mapping]] = ...) -> None: ...
 
 class TileChoice(_message.Message):
     __slots__ = ["alignment_efficiency", "split_k", "tile_efficiency", "tile_m", "tile_n", "tiles", "wave_efficiency", "waves"]
