@@ -41,7 +41,7 @@ std::vector<CommandInfo> BuildCommands() {
               "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
               "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
               "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
-              "plan", "offload_activations", "gradient_bytes"}})},
+              "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes"}})},
       {"time",
        "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
        "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "

@@ -123,7 +123,8 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
       o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
       !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || o.moe_host_ms >= 0 ||
       o.zero_stage != 0 ||
-      o.plan || o.offload_activations || o.gradient_bytes != 0) {
+      o.plan || o.keep_degrees || o.tokens != 0 || o.offload_activations ||
+      o.gradient_bytes != 0) {
     v1::RunConfig* run = request.mutable_run();
     run->set_num_gpus(o.gpus);
     run->set_global_batch(o.global_batch);
@@ -142,6 +143,8 @@ absl::StatusOr<v1::AnalyzeResponse> DoAnalyze(const CliOptions& o) {
     if (o.moe_host_ms >= 0) run->set_moe_host_s(o.moe_host_ms / 1000);
     run->set_zero_stage(o.zero_stage);
     run->set_plan(o.plan);
+    run->set_keep_degrees(o.keep_degrees);
+    run->set_train_tokens(o.tokens);
     run->set_offload_activations(o.offload_activations);
     run->set_gradient_bytes(o.gradient_bytes);
     if (o.recompute == "none") {

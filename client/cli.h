@@ -48,6 +48,8 @@ struct CliOptions {
   double moe_host_ms = -1;  // < 0: the planner's default
   int zero_stage = 0;
   bool plan = false;
+  bool keep_degrees = false;  // with --plan: hold the model's parallel degrees
+  double tokens = 0;          // tokens to train on: time to train and GPU-hours
   bool offload_activations = false;
   int gradient_bytes = 0;
   std::string dtype;

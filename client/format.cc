@@ -188,6 +188,13 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   absl::StrAppendFormat(&out, "MFU %.1f%%, %.0f TFLOP/s per GPU, %s tokens/s per GPU\n",
                         100 * b.mfu(), b.tflops_per_gpu(),
                         HumanCount(b.tokens_per_second_per_gpu()));
+  if (b.time_to_train_s() > 0) {
+    absl::StrAppendFormat(&out,
+                          "time to train  %s tokens: %.1f days (%.0f hours), %s GPU-hours, "
+                          "PREDICTED as the step (its error band below)\n",
+                          HumanCount(b.train_tokens()), b.time_to_train_s() / 86400,
+                          b.time_to_train_s() / 3600, HumanCount(b.gpu_hours()));
+  }
   if (b.error_band_runs() > 0) {
     absl::StrAppendFormat(&out,
                           "error band: a measured step %+.0f%% .. %+.0f%% off this prediction (p10..p90 of %d "
@@ -211,6 +218,73 @@ std::string FormatStepBreakdown(const v1::StepBreakdown& b) {
   for (const std::string& a : b.assumptions()) absl::StrAppend(&out, "  assumes: ", a, "\n");
   return out;
 }
+
+namespace {
+
+std::string LayoutLine(const v1::StepBreakdown& b) {
+  std::string out = absl::StrCat("TP ", b.tensor_parallel(), " × PP ", b.pipeline_parallel());
+  if (b.context_parallel() > 1) absl::StrAppend(&out, " × CP ", b.context_parallel());
+  absl::StrAppend(&out, " × DP ", b.data_parallel());
+  if (b.expert_parallel() > 1) absl::StrAppend(&out, ", EP ", b.expert_parallel());
+  return out;
+}
+
+// A layout search's ranked layouts (AnalyzeResponse.layouts), one row each.
+std::string LayoutsTable(const v1::AnalyzeResponse& r) {
+  Table t({"rank", "layout", "b", "v", "SP", "recompute", "ZeRO", "offload", "memory", "step",
+           "MFU", "why not #1"});
+  for (const v1::LayoutOption& o : r.layouts()) {
+    const v1::StepBreakdown& b = o.step();
+    t.Add({absl::StrCat(o.rank()), LayoutLine(b), absl::StrCat(b.micro_batch_size()),
+           absl::StrCat(std::max<int64_t>(b.interleave(), 1)), b.sequence_parallel() ? "on" : "off",
+           b.recompute() == v1::RECOMPUTE_FULL        ? "full"
+           : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
+                                                      : "none",
+           absl::StrCat(b.zero_stage()), b.offload_activations() ? "on" : "off",
+           absl::StrFormat("%.1f GiB%s", b.memory().total_bytes() / (1024.0 * 1024 * 1024),
+                           b.memory().fits() ? "" : " (no fit)"),
+           HumanSeconds(b.step_time_s()), absl::StrFormat("%.1f%%", 100 * b.mfu()),
+           o.why().empty() ? "the answer" : o.why()});
+  }
+  return absl::StrFormat("layouts searched: %d degree combinations, %d fit in memory; the best:\n",
+                         r.layouts_examined(), r.layouts_fit()) +
+         t.Render();
+}
+
+// The run's answer line: the step when it fits; a run as given that does not fit is not an
+// answer, and the plan that fits (layouts[0]) is said instead; a layout search's table after.
+std::string RunAnswer(const v1::AnalyzeResponse& r) {
+  std::string out;
+  const v1::StepBreakdown* answer = &r.step();
+  const bool given_fits = r.step().memory().fits();
+  const bool searched_plan = !r.layouts().empty() && r.layouts(0).step().memory().fits();
+  if (!given_fits && searched_plan && r.layouts(0).step().step_time_s() != r.step_time_s()) {
+    absl::StrAppendFormat(&out,
+                          "as given        %s per step, but it does NOT fit in memory: not an "
+                          "answer; the plan that fits on these GPUs:\n",
+                          HumanSeconds(r.step_time_s()));
+    answer = &r.layouts(0).step();
+  } else if (!given_fits) {
+    absl::StrAppendFormat(&out,
+                          "no answer       %s per step, but it does NOT fit in memory and no "
+                          "layout of these GPUs does: more GPUs are needed\n",
+                          HumanSeconds(r.step_time_s()));
+    answer = nullptr;
+  }
+  if (answer != nullptr) {
+    absl::StrAppendFormat(&out,
+                          "the answer      %s per step, MFU %.1f%%, %.0f TFLOP/s per GPU (%s "
+                          "attention FLOPs), %s tokens/s per GPU (the run: %s)\n",
+                          HumanSeconds(answer->step_time_s()), 100 * answer->mfu(),
+                          answer->tflops_per_gpu(),
+                          r.flop_count().empty() ? "full" : r.flop_count(),
+                          HumanCount(answer->tokens_per_second_per_gpu()), LayoutLine(*answer));
+  }
+  if (!r.layouts().empty()) absl::StrAppend(&out, LayoutsTable(r));
+  return out;
+}
+
+}  // namespace
 
 // The architecture a one-line header leaves out: latent attention, local windows, the experts
 // and the dense layers beside them ("; MLA: kv latent 512, q latent 1536, rotary 64, d_v 128").
@@ -418,15 +492,7 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
         l.provenance().device().name(), HumanSeconds(l.predicted_sum_s()), 100 * ms.mfu(),
         HumanCount(ms.tokens_per_second_per_gpu()));
   }
-  if (run) {
-    absl::StrAppend(&out, FormatStepBreakdown(r.step()));
-    absl::StrAppendFormat(&out,
-                          "the answer      %s per step, MFU %.1f%%, %.0f TFLOP/s per GPU (%s "
-                          "attention FLOPs), %s tokens/s per GPU (the run)\n",
-                          HumanSeconds(r.step_time_s()), 100 * r.mfu(), r.tflops_per_gpu(),
-                          r.flop_count().empty() ? "full" : r.flop_count(),
-                          HumanCount(r.tokens_per_second_per_gpu()));
-  }
+  if (run) absl::StrAppend(&out, FormatStepBreakdown(r.step()), RunAnswer(r));
   return out;
 }
 
@@ -529,8 +595,6 @@ std::string FormatTiming(const v1::GemmTiming& t) {
                    StorageNote(t.provenance().storage())));
   if (!t.used_by().empty()) absl::StrAppend(&line, "  ", absl::StrJoin(t.used_by(), ", "));
   return line + "\n";
-}
-
 }
 
 std::string FormatSweep(const v1::SweepResponse& r, absl::string_view dimension) {

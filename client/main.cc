@@ -115,7 +115,15 @@ ABSL_FLAG(bool, plan, false,
           "offload and, with pipeline stages and no --interleave, the interleave: the fastest "
           "layout whose memory fits; where the model leaves micro_batch_size unset (a Hugging "
           "Face config.json) and --global-batch is given, the micro-batch too (1, 2, 4, 8 or 16, "
-          "those dividing the sequences per data-parallel rank)");
+          "those dividing the sequences per data-parallel rank); with --gpus and --global-batch, "
+          "the tensor-, pipeline-, context- and expert-parallel degrees too (those the model "
+          "leaves at 1; data parallelism takes the rest), the best few shown with why each loses");
+ABSL_FLAG(bool, keep_degrees, false,
+          "analyze --plan: hold the model's tensor-, pipeline-, context- and expert-parallel "
+          "degrees as given instead of searching them");
+ABSL_FLAG(double, tokens, 0,
+          "analyze (a run): tokens to train on (1e12, 15T is 1.5e13): the step then says how long "
+          "training on them takes and the GPU-hours");
 ABSL_FLAG(bool, offload_activations, false,
           "analyze: copy each layer's stored activations to host memory and back (overlapped "
           "with compute; what is not hidden is the step's offload time)");
@@ -277,6 +285,8 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
+  o.keep_degrees = absl::GetFlag(FLAGS_keep_degrees);
+  o.tokens = absl::GetFlag(FLAGS_tokens);
   o.offload_activations = absl::GetFlag(FLAGS_offload_activations);
   o.gradient_bytes = absl::GetFlag(FLAGS_gradient_bytes);
   o.dtype = absl::GetFlag(FLAGS_dtype);

@@ -336,6 +336,12 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);
+  if (run.train_tokens > 0) {
+    const double tokens_per_step = static_cast<double>(r.global_batch * s.seq_length);
+    r.train_tokens = run.train_tokens;
+    r.time_to_train_s = std::ceil(run.train_tokens / tokens_per_step) * r.step_s;
+    r.gpu_hours = r.time_to_train_s * static_cast<double>(r.gpus) / 3600;
+  }
   const PlannerBand& band = PlannerBandFor(s);
   r.band_p10 = band.p10;
   r.band_p90 = band.p90;

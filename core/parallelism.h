@@ -136,6 +136,11 @@ struct RunConfig {
   // Choose sequence_parallel, recompute, zero_stage and offload_activations instead: the fastest
   // layout whose memory fits (PlanLayout).
   bool plan = false;
+  // With `plan` and num_gpus: hold the spec's parallel degrees (core/layout_search.h searches
+  // those left at 1 otherwise).
+  bool keep_degrees = false;
+  // Tokens to train on; above 0, the step says how long they take (StepBreakdown::time_to_train_s).
+  double train_tokens = 0;
   // How MFU and TFLOP/s count attention's s × s products (core/model_stats.h): the whole product
   // (the default) or the causal half, as the user's framework counts them. Times do not change.
   FlopCount flop_count = FlopCount::kFull;
@@ -175,6 +180,10 @@ struct StepBreakdown {
   int64_t interleave = 1;  // virtual pipeline stages per rank
   int64_t micro_batch_size = 1;  // b: sequences per micro-batch (as given, or as planned)
   std::vector<std::string> assumptions;  // what the figures take for granted, in words
+  // RunConfig::train_tokens, the steps they take (rounded up) × step_s, and that × gpus / 3600.
+  double train_tokens = 0;
+  double time_to_train_s = 0;
+  double gpu_hours = 0;
   // The planner's error band for a run of this kind (PlannerBands): measured step time /
   // predicted - 1 at p10 and p90 over the published runs it was checked against.
   double band_p10 = 0;

@@ -1,6 +1,5 @@
 #include "service/advisor_logic.h"
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/analysis.h"
 #include "core/hf_import.h"
@@ -9,6 +8,7 @@
 #include "service/assumed.h"
 #include "service/convert.h"
 #include "service/errors.h"
+#include "service/layout_logic.h"
 #include "service/spec_io.h"
 
 namespace wavecrest {
@@ -120,15 +120,8 @@ absl::Status AnswerWithTheRun(const Analysis& analysis, const RunConfig& run,
                               PlannedMicroBatch planned, v1::AnalyzeResponse& response) {
   absl::StatusOr<StepBreakdown> step =
       planned.step ? *std::move(planned.step) : PlanStep(analysis, run);
-  if (!step.ok()) {
-    // "run.global_batch: must be ..." names its field.
-    const absl::string_view msg = step.status().message();
-    const size_t colon = msg.find(": ");
-    if (absl::StartsWith(msg, "run.") && colon != absl::string_view::npos) {
-      return FieldError(msg.substr(0, colon), msg.substr(colon + 2));
-    }
-    return FieldError("run", msg);
-  }
+  // "run.global_batch: must be ..." names its field.
+  if (!step.ok()) return RunFieldError(step.status());
   if (!planned.assumption.empty()) {
     step->assumptions.insert(step->assumptions.begin(), planned.assumption);
   }
@@ -164,10 +157,15 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
                          spec.expert_parallel > 1;
   RunConfig run;
   PlannedMicroBatch planned;
+  std::optional<LayoutSearch> search;  // the degrees `plan` chose on the run's GPUs
   if (run_given) {
     ASSIGN_OR_RETURN(run, FromProto(request.run(), "run."));
     run.flop_count = *flop_count;
-    planned = PlanRequestedMicroBatch(request.model(), *gpu, run, spec);
+    if (SearchesDegrees(request.model(), run)) {
+      ASSIGN_OR_RETURN(search, SearchRequestedLayout(request.model(), *gpu, run, spec, planned));
+    } else {
+      planned = PlanRequestedMicroBatch(request.model(), *gpu, run, spec);
+    }
   }
   // The catalog's GPUs are never freed: their predictions may be remembered across calls.
   ASSIGN_OR_RETURN(Analysis analysis, Analyze(spec, *gpu, &CatalogPredictionMemo()));
@@ -181,6 +179,8 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   *kernels->mutable_memory() = response.memory();
   if (!run_given) AddTensorParallelRun(analysis, *flop_count, response);
   if (run_given) RETURN_IF_ERROR(AnswerWithTheRun(analysis, run, std::move(planned), response));
+  if (search) AddLayouts(*search, response);
+  if (run_given && !run.plan) AddPlanThatFits(request.model(), *gpu, run, spec, response);
   if (lookup) AddMeasuredStep(analysis, *gpu, *flop_count, lookup, &response);
   return response;
 }

@@ -659,6 +659,8 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.sequence_parallel = r.sequence_parallel();
   c.zero_stage = r.zero_stage();
   c.plan = r.plan();
+  c.keep_degrees = r.keep_degrees();
+  c.train_tokens = r.train_tokens();
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();
   c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();
@@ -700,6 +702,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
       v.push_back({absl::StrCat(prefix, name),
                    absl::StrCat("must be in [0, ", int64_t{1} << 24, "]; got ", value)});
     }
+  }
+  // Up to 1e15 tokens: a thousand times the largest published pre-training runs.
+  if (!(r.train_tokens() >= 0 && r.train_tokens() <= 1e15)) {
+    v.push_back({absl::StrCat(prefix, "train_tokens"),
+                 absl::StrCat("must be in [0, 1e15]; got ", r.train_tokens())});
   }
   if (r.zero_stage() < 0 || r.zero_stage() > 3) {
     v.push_back({absl::StrCat(prefix, "zero_stage"),
@@ -759,6 +766,9 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_error_band_p90(b.band_p90);
   p.set_error_band_kind(b.band_kind);
   p.set_error_band_runs(b.band_runs);
+  p.set_train_tokens(b.train_tokens);
+  p.set_time_to_train_s(b.time_to_train_s);
+  p.set_gpu_hours(b.gpu_hours);
   return p;
 }
 

@@ -78,8 +78,11 @@ TEST(PlanTest, APlannedRunChoosesTheMicroBatchTheModelLeavesUnset) {
   const int64_t b = planned->step().micro_batch_size();
   EXPECT_GT(b, 1);
   EXPECT_EQ(planned->step().microbatches() * b, 4);
-  ASSERT_GT(planned->step().assumptions_size(), 0);
-  EXPECT_THAT(planned->step().assumptions(0),
+  // The layout search (TP held at 8, the pipeline searched) says its choice first, then the
+  // micro-batch's.
+  ASSERT_GT(planned->step().assumptions_size(), 1);
+  EXPECT_THAT(planned->step().assumptions(0), testing::HasSubstr("(held as given: TP 8)"));
+  EXPECT_THAT(planned->step().assumptions(1),
               testing::HasSubstr(absl::StrCat("planned: micro-batch ", b, " of 1, 2, 4 (")));
   q.mutable_model()->set_micro_batch_size(1);
   const absl::StatusOr<v1::AnalyzeResponse> given = HandleAnalyze(q);
@@ -88,6 +91,63 @@ TEST(PlanTest, APlannedRunChoosesTheMicroBatchTheModelLeavesUnset) {
   EXPECT_LT(planned->step_time_s(), given->step_time_s());
   // One rank's kernels are for one micro-batch: b sequences take longer than one.
   EXPECT_GT(planned->kernels().step_time_s(), given->kernels().step_time_s());
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// Issue 54 item 2: `--plan --gpus 512 --global-batch 1024` chooses the degrees itself; the answer
+// is its fastest layout that fits, ranked first among the layouts shown, each other saying why it
+// loses; a layout given by flags that does not fit says so and shows the plan that fits.
+TEST(PlanTest, PlanOnGpusSearchesTheLayoutAndAGivenLayoutThatDoesNotFitShowsThePlan) {
+  v1::AnalyzeRequest q = Llama70b();
+  q.mutable_model()->set_tensor_parallel(1);
+  q.mutable_run()->set_num_gpus(512);
+  q.mutable_run()->set_global_batch(1024);
+  q.mutable_run()->set_plan(true);
+  q.mutable_run()->set_train_tokens(15e12);
+  const absl::StatusOr<v1::AnalyzeResponse> planned = HandleAnalyze(q);
+  ASSERT_TRUE(planned.ok()) << planned.status();
+  ASSERT_GE(planned->layouts_size(), 2);
+  EXPECT_GT(planned->layouts_examined(), 10);
+  const v1::StepBreakdown& best = planned->layouts(0).step();
+  EXPECT_TRUE(best.memory().fits());
+  EXPECT_DOUBLE_EQ(planned->step().step_time_s(), best.step_time_s());
+  EXPECT_EQ(planned->step().tensor_parallel(), best.tensor_parallel());
+  // The kernels are analysed at the chosen layout.
+  EXPECT_EQ(planned->model().tensor_parallel(), best.tensor_parallel());
+  EXPECT_THAT(planned->step().assumptions(0), ::testing::HasSubstr("planned layout: TP "));
+  for (int i = 1; i < planned->layouts_size(); ++i) {
+    EXPECT_FALSE(planned->layouts(i).why().empty());
+  }
+  EXPECT_GT(planned->step().time_to_train_s(), 0);
+  EXPECT_NEAR(planned->step().gpu_hours(), planned->step().time_to_train_s() * 512 / 3600, 1);
+
+  // The issue's layout as given: TP 8 × PP 4 at micro-batch 1, 104 GiB of 80.
+  v1::AnalyzeRequest given = Llama70b();
+  given.mutable_model()->set_pipeline_parallel(4);
+  given.mutable_run()->set_num_gpus(512);
+  given.mutable_run()->set_global_batch(1024);
+  const absl::StatusOr<v1::AnalyzeResponse> r = HandleAnalyze(given);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->step().memory().fits());
+  ASSERT_GE(r->layouts_size(), 1);
+  EXPECT_TRUE(r->layouts(0).step().memory().fits());
+  EXPECT_THAT(r->step().assumptions(0), ::testing::HasSubstr("does NOT fit in memory as given"));
+  // The search's answer is the same plan `--plan` gives.
+  EXPECT_DOUBLE_EQ(r->layouts(0).step().step_time_s(), best.step_time_s());
+
+  // Degrees kept: the layout as given, planned for the rest, no search.
+  given.mutable_run()->set_plan(true);
+  given.mutable_run()->set_keep_degrees(true);
+  const absl::StatusOr<v1::AnalyzeResponse> kept = HandleAnalyze(given);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->layouts_size(), 0);
+  EXPECT_EQ(kept->step().tensor_parallel(), 8);
+  EXPECT_EQ(kept->step().pipeline_parallel(), 4);
 }
 
 }  // namespace

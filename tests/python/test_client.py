@@ -263,6 +263,28 @@ class ClientTest(unittest.TestCase):
                                 tensor_parallel=8)
         self.assertIn("run.fp8_param_gather: needs dtype fp8_e4m3", str(cm.exception))
 
+    def test_plan_searches_the_layout_and_a_run_that_does_not_fit_is_not_the_answer(self):
+        model = os.path.join(SOURCE, "examples/models/llama-3-70b.json")
+        planned = self.client.analyze(model, "h100-sxm", run={
+            "num_gpus": 512, "global_batch": 1024, "plan": True, "train_tokens": 15e12})
+        self.assertGreater(len(planned.layouts), 1)
+        best = planned.layouts[0]
+        self.assertEqual(best.rank, 1)
+        self.assertTrue(best.step.memory.fits)
+        self.assertEqual(planned.step.step_time_s, best.step.step_time_s)
+        self.assertEqual(planned.step.tensor_parallel * planned.step.pipeline_parallel *
+                         planned.step.data_parallel * planned.step.context_parallel, 512)
+        self.assertTrue(all(o.why for o in planned.layouts[1:]))
+        self.assertGreater(planned.step.time_to_train_s, 0)
+        self.assertAlmostEqual(planned.step.gpu_hours,
+                               planned.step.time_to_train_s * 512 / 3600, delta=1)
+        # Degrees held: one combination.
+        kept = self.client.analyze(model, "h100-sxm", tensor_parallel=8, pipeline_parallel=8,
+                                   run={"num_gpus": 512, "global_batch": 1024, "plan": True,
+                                        "keep_degrees": True})
+        self.assertEqual(kept.step.tensor_parallel, 8)
+        self.assertEqual(len(kept.layouts), 0)
+
     def test_answers_are_typed_with_enums_by_name_and_their_assumptions(self):
         hf = os.path.join(SOURCE, "examples/models/hf/llama-3-8b.json")
         report = self.client.analyze(hf, "h100-sxm", tensor_parallel=8)

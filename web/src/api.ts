@@ -157,6 +157,11 @@ export interface AnalyzeResponse {
   assumed?: Assumed;
   /** Without a run at TP t > 1 (training): the same model as a run on t GPUs, beside the kernels. */
   tensor_parallel_run?: StepBreakdown;
+  /** A layout search (plan with GPUs and a global batch, or a run as given that does not fit):
+   *  the best few layouts, rank 1 the answer (the fastest that fits). */
+  layouts?: LayoutOption[];
+  layouts_examined?: Int64;
+  layouts_fit?: Int64;
 }
 
 /** A training step under parallelism (AnalyzeRequest.run): its components add up to step_time_s. */
@@ -200,6 +205,17 @@ export interface StepBreakdown {
   error_band_runs?: number;
   /** Model TFLOP/s per GPU, counted as the answer's flop_count says. */
   tflops_per_gpu?: number;
+  /** With RunConfig.train_tokens: the time they take and the GPU-hours, PREDICTED as the step. */
+  train_tokens?: number;
+  time_to_train_s?: number;
+  gpu_hours?: number;
+}
+
+/** One layout of a layout search: rank 1 is the answer; `why` says what costs the others time. */
+export interface LayoutOption {
+  rank?: number;
+  step?: StepBreakdown;
+  why?: string;
 }
 
 export interface RunConfig {
@@ -219,6 +235,8 @@ export interface RunConfig {
   sequence_parallel?: boolean;
   offload_activations?: boolean;
   plan?: boolean;
+  keep_degrees?: boolean;
+  train_tokens?: number;
 }
 
 export interface Candidate {

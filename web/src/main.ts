@@ -197,7 +197,7 @@ const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-
                            "rec-kv-divisible"];
 const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
                     "run-no-ppov", "run-ogr", "run-z3p", "run-epov", "run-epdisp", "run-network", "run-sp",
-                    "run-offload", "run-plan", "run-fp8pg", "run-flops"];
+                    "run-offload", "run-plan", "run-keep", "run-tokens", "run-fp8pg", "run-flops"];
 
 function fieldValue(id: string): string {
   const e = $<HTMLInputElement | HTMLSelectElement>(id);
@@ -254,6 +254,14 @@ function runConfig(): RunConfig | undefined {
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";
+  run.keep_degrees = fieldValue("run-keep") === "1";
+  if (fieldValue("run-tokens") !== "") {
+    const tokens = Number(fieldValue("run-tokens"));
+    if (!Number.isFinite(tokens) || tokens < 0) {
+      throw new PanelError(`tokens to train: a number ≥ 0 (1.5e13 for 15T), got "${fieldValue("run-tokens")}"`);
+    }
+    run.train_tokens = tokens;
+  }
   return run;
 }
 
@@ -667,7 +675,63 @@ function renderStepBars(results: AnalyzeResponse[]) {
       legend.appendChild(item);
     }
     box.append(bar, legend);
+    if (r.step) box.append(...runAnswerNodes(r));
   }
+}
+
+/** "TP 8 × PP 4 × DP 16" (CP and EP when above 1). */
+function degreesText(b: StepBreakdown): string {
+  const cp = Number(b.context_parallel ?? 1) > 1 ? ` × CP ${int(b.context_parallel)}` : "";
+  const ep = Number(b.expert_parallel ?? 1) > 1 ? `, EP ${int(b.expert_parallel)}` : "";
+  return `TP ${int(b.tensor_parallel)} × PP ${int(b.pipeline_parallel)}${cp} × DP ${int(b.data_parallel)}${ep}`;
+}
+
+/** Under a run's bar: that a run as given which does not fit is not an answer (and the plan that
+ *  fits), the time to train, and a layout search's ranked layouts with why each loses. */
+function runAnswerNodes(r: AnalyzeResponse): HTMLElement[] {
+  const out: HTMLElement[] = [];
+  const step = r.step as StepBreakdown;
+  const plan = r.layouts?.[0]?.step;
+  if (step.memory?.fits === false) {
+    const text = plan?.memory?.fits
+      ? `does NOT fit in memory as given: not an answer. The plan that fits on these GPUs: ` +
+        `${degreesText(plan)}, ${layoutText(plan)}: ${seconds(plan.step_time_s)} per step, MFU ${percent(plan.mfu)}`
+      : "does NOT fit in memory as given, and no layout of these GPUs does: more GPUs are needed";
+    const warn = node("div", text, "note warn");
+    warn.dataset.role = "no-fit";
+    out.push(warn);
+  }
+  const trained = plan?.memory?.fits && step.memory?.fits === false ? plan : step;
+  if (trained.time_to_train_s) {
+    const t = node("div",
+      `time to train ${Number(trained.train_tokens).toExponential(2)} tokens: ` +
+      `${(trained.time_to_train_s / 86400).toFixed(1)} days, ${Math.round(trained.gpu_hours ?? 0).toLocaleString()} ` +
+      `GPU-hours (PREDICTED as the step)`, "note");
+    t.dataset.role = "time-to-train";
+    out.push(t);
+  }
+  if (r.layouts?.length) {
+    out.push(node("div", `layouts searched: ${int(r.layouts_examined)} degree combinations, ` +
+      `${int(r.layouts_fit)} fit in memory; the best:`, "note"));
+    const table = node("table", undefined, "layouts");
+    const head = node("tr");
+    for (const h of ["rank", "layout", "micro-batch, recomputation, ZeRO", "step", "MFU", "why not #1"]) {
+      head.appendChild(node("th", h));
+    }
+    table.appendChild(head);
+    for (const o of r.layouts) {
+      const b = o.step ?? {};
+      const row = node("tr");
+      for (const c of [String(o.rank ?? ""), degreesText(b), layoutText(b), seconds(b.step_time_s),
+                       percent(b.mfu), o.why || "the answer"]) {
+        row.appendChild(node("td", c));
+      }
+      table.appendChild(row);
+    }
+    table.id = `layouts-${r.gpu}`;
+    out.push(table);
+  }
+  return out;
 }
 
 

@@ -180,3 +180,33 @@ test("a Hugging Face config's summary shows the defaults it takes, never s=0", a
   await expect(page.locator("#model-summary")).toContainText("s=2048 (default), b=1 (default), t=1 (default)");
   await expect(page.locator("#model-summary")).not.toContainText("s=0");
 });
+
+test("a planned run searches the layout; a run as given that does not fit is not the answer", async ({ page }) => {
+  const errors = await open(page, "llama-3-70b.json");
+  await selectGpus(page, ["h100-sxm"]);
+  await page.fill("#run-gpus", "512");
+  await page.fill("#run-gb", "1024");
+  await page.check("#run-plan");
+  await page.fill("#run-tokens", "1.5e13");
+  const sent: unknown[] = [];
+  page.on("request", (r) => {
+    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
+  });
+  await page.click("#analyze-button");
+  const table = page.locator("#layouts-h100-sxm");
+  await expect(table).toBeVisible();
+  const r = await api("/v1/analyze", sent[0]);
+  expect(r.layouts.length).toBeGreaterThan(1);
+  await expect(table.locator("tr")).toHaveCount(r.layouts.length + 1);
+  await expect(table.locator("tr").nth(1)).toContainText("the answer");
+  await expect(table.locator("tr").nth(2)).toContainText(r.layouts[1].why);
+  await expect(page.locator("[data-role=time-to-train]")).toContainText("GPU-hours");
+  // As given, TP 8 × PP 2 of 80 layers at micro-batch 1: the step says it does not fit and shows the plan.
+  await page.uncheck("#run-plan");
+  await page.fill("#knob-tp", "8");
+  await page.fill("#knob-pp", "2");
+  await page.click("#analyze-button");
+  await expect(page.locator("[data-role=no-fit]")).toContainText("not an answer");
+  await page.screenshot({ path: shots("layout-search"), fullPage: true });
+  expect(errors).toEqual([]);
+});

@@ -702,6 +702,12 @@ class StepBreakdown:
     tflops_per_gpu: float = 0.0
     # The MoE layers' waits on the host (RunConfig.moe_host_s × MoE layers × micro-batches).
     moe_host_s: float = 0.0
+    # With RunConfig.train_tokens: those tokens, the steps they take (train_tokens / (global_batch
+    # × seq_length), rounded up) × step_time_s, and that × gpus in GPU-hours. PREDICTED as the
+    # step.
+    train_tokens: float = 0.0
+    time_to_train_s: float = 0.0
+    gpu_hours: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -740,6 +746,19 @@ class Assumed:
     # The above in words ("decode: batch 1, 2048 tokens of KV cache per sequence, one new token
     # each per step; TP 1, bf16, flash attention").
     summary: str = ""
+
+
+@dataclass(frozen=True)
+class LayoutOption:
+    r"""One layout of a layout search (AnalyzeResponse.layouts), PREDICTED."""
+    # 1 = the answer (the fastest that fits).
+    rank: int = 0
+    # The layout's step: its degrees, micro-batch, recomputation, ZeRO stage, memory.
+    step: StepBreakdown = field(default_factory=StepBreakdown)
+    # Against rank 1: what costs it time ("+6.2% step time: pipeline bubble +1.1 s, TP
+    # communication +0.31 s") or that it does not fit ("does not fit: 104.2 GiB of 80"); empty for
+    # rank 1.
+    why: str = ""
 
 
 @dataclass(frozen=True)
@@ -811,6 +830,15 @@ class AnalyzeResponse:
     # the answer) leave out the tensor-parallel collectives and the optimizer this step adds: its
     # mfu is what the layout achieves. Unset otherwise (a run answers with `step`).
     tensor_parallel_run: Optional[StepBreakdown] = None
+    # A layout search (RunConfig.plan with num_gpus and global_batch, without keep_degrees; or a
+    # run as given that does not fit in memory): the fastest few layouts that fit on the run's
+    # GPUs, rank 1 first, then the closest to fitting when fewer fit. With `plan`, rank 1 is
+    # `step`; a run as given that does not fit keeps `step` as given (its memory says so) and rank
+    # 1 is the plan that fits.
+    layouts: List[LayoutOption] = field(default_factory=list)
+    # Degree combinations (TP, PP, CP, EP) the search priced, and how many of them fit.
+    layouts_examined: int = 0
+    layouts_fit: int = 0
 
 
 @dataclass(frozen=True)
@@ -1163,6 +1191,7 @@ MESSAGES: Dict[str, type] = {
     "wavecrest.v1.StepBreakdown": StepBreakdown,
     "wavecrest.v1.KernelStep": KernelStep,
     "wavecrest.v1.Assumed": Assumed,
+    "wavecrest.v1.LayoutOption": LayoutOption,
     "wavecrest.v1.AnalyzeResponse": AnalyzeResponse,
     "wavecrest.v1.Progress": Progress,
     "wavecrest.v1.KnobGain": KnobGain,

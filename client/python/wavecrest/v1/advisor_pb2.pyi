@@ -66,7 +66,7 @@ class AnalyzeRequest(_message.Message):
     def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., hf_config_json: _Optional[str] = ..., run: _Optional[_Union[RunConfig, _Mapping]] = ..., flop_count: _Optional[str] = ...) -> None: ...
 
 class AnalyzeResponse(_message.Message):
-    __slots__ = ["assumed", "assumptions", "elementwise_time_s", "flop_count", "gemm_time_s", "gemms", "gpu", "kernels", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tensor_parallel_run", "tflops_per_gpu", "tokens_per_second_per_gpu", "tokens_per_step"]
+    __slots__ = ["assumed", "assumptions", "elementwise_time_s", "flop_count", "gemm_time_s", "gemms", "gpu", "kernels", "layouts", "layouts_examined", "layouts_fit", "measured_step", "memory", "memory_bandwidth_utilization", "mfu", "model", "model_flops", "params", "provenance", "rules", "step", "step_flops", "step_time_s", "tensor_parallel_run", "tflops_per_gpu", "tokens_per_second_per_gpu", "tokens_per_step"]
     ASSUMED_FIELD_NUMBER: _ClassVar[int]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     ELEMENTWISE_TIME_S_FIELD_NUMBER: _ClassVar[int]
@@ -75,6 +75,9 @@ class AnalyzeResponse(_message.Message):
     GEMM_TIME_S_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
     KERNELS_FIELD_NUMBER: _ClassVar[int]
+    LAYOUTS_EXAMINED_FIELD_NUMBER: _ClassVar[int]
+    LAYOUTS_FIELD_NUMBER: _ClassVar[int]
+    LAYOUTS_FIT_FIELD_NUMBER: _ClassVar[int]
     MEASURED_STEP_FIELD_NUMBER: _ClassVar[int]
     MEMORY_BANDWIDTH_UTILIZATION_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +102,9 @@ class AnalyzeResponse(_message.Message):
     gemms: _containers.RepeatedCompositeFieldContainer[GemmAnalysis]
     gpu: str
     kernels: KernelStep
+    layouts: _containers.RepeatedCompositeFieldContainer[LayoutOption]
+    layouts_examined: int
+    layouts_fit: int
     measured_step: MeasuredStep
     memory: MemoryEstimate
     memory_bandwidth_utilization: float
@@ -115,7 +121,7 @@ class AnalyzeResponse(_message.Message):
     tflops_per_gpu: float
     tokens_per_second_per_gpu: float
     tokens_per_step: int
-    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ..., assumptions: _Optional[_Iterable[str]] = ..., flop_count: _Optional[str] = ..., tflops_per_gpu: _Optional[float] = ..., assumed: _Optional[_Union[Assumed, _Mapping]] = ..., tensor_parallel_run: _Optional[_Union[StepBreakdown, _Mapping]] = ...) -> None: ...
+    def __init__(self, model: _Optional[_Union[_model_pb2.ModelSpec, _Mapping]] = ..., gpu: _Optional[str] = ..., gemms: _Optional[_Iterable[_Union[GemmAnalysis, _Mapping]]] = ..., params: _Optional[_Union[ParameterCounts, _Mapping]] = ..., step_flops: _Optional[float] = ..., model_flops: _Optional[float] = ..., tokens_per_step: _Optional[int] = ..., gemm_time_s: _Optional[float] = ..., elementwise_time_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., rules: _Optional[_Iterable[_Union[RuleViolation, _Mapping]]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., measured_step: _Optional[_Union[MeasuredStep, _Mapping]] = ..., memory_bandwidth_utilization: _Optional[float] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., kernels: _Optional[_Union[KernelStep, _Mapping]] = ..., assumptions: _Optional[_Iterable[str]] = ..., flop_count: _Optional[str] = ..., tflops_per_gpu: _Optional[float] = ..., assumed: _Optional[_Union[Assumed, _Mapping]] = ..., tensor_parallel_run: _Optional[_Union[StepBreakdown, _Mapping]] = ..., layouts: _Optional[_Iterable[_Union[LayoutOption, _Mapping]]] = ..., layouts_examined: _Optional[int] = ..., layouts_fit: _Optional[int] = ...) -> None: ...
 
 class Assumed(_message.Message):
     __slots__ = ["attention", "dtype", "kv_cache_length", "micro_batch_size", "seq_length", "summary", "tensor_parallel", "workload"]
@@ -401,6 +407,16 @@ class LayerTiming(_message.Message):
     time_s: float
     def __init__(self, shape: _Optional[_Union[LayerShape, _Mapping]] = ..., key: _Optional[str] = ..., time_s: _Optional[float] = ..., flops: _Optional[float] = ..., tflops: _Optional[float] = ..., stats: _Optional[_Union[TimingStats, _Mapping]] = ..., provenance: _Optional[_Union[_model_pb2.Provenance, _Mapping]] = ..., index: _Optional[int] = ..., predicted_sum_s: _Optional[float] = ..., predicted_elementwise_s: _Optional[float] = ..., model_layers: _Optional[int] = ..., role: _Optional[str] = ..., sum_of_parts_reason: _Optional[str] = ..., predicted_program_s: _Optional[float] = ...) -> None: ...
 
+class LayoutOption(_message.Message):
+    __slots__ = ["rank", "step", "why"]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    WHY_FIELD_NUMBER: _ClassVar[int]
+    rank: int
+    step: StepBreakdown
+    why: str
+    def __init__(self, rank: _Optional[int] = ..., step: _Optional[_Union[StepBreakdown, _Mapping]] = ..., why: _Optional[str] = ...) -> None: ...
+
 class ListDevicesRequest(_message.Message):
     __slots__ = ["include_internal"]
     INCLUDE_INTERNAL_FIELD_NUMBER: _ClassVar[int]
@@ -664,7 +680,7 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "global_batch", "gradient_bytes", "interleave", "moe_host_s", "network", "no_pp_overlap", "no_reshard_after_forward", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "zero3_prefetch", "zero_stage"]
+    __slots__ = ["dp_overlap", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "global_batch", "gradient_bytes", "interleave", "keep_degrees", "moe_host_s", "network", "no_pp_overlap", "no_reshard_after_forward", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "sequence_parallel", "tp_overlap", "train_tokens", "zero3_prefetch", "zero_stage"]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     EP_DISPATCHER_FIELD_NUMBER: _ClassVar[int]
     EP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
@@ -672,6 +688,7 @@ class RunConfig(_message.Message):
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GRADIENT_BYTES_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
+    KEEP_DEGREES_FIELD_NUMBER: _ClassVar[int]
     MOE_HOST_S_FIELD_NUMBER: _ClassVar[int]
     NETWORK_FIELD_NUMBER: _ClassVar[int]
     NO_PP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
@@ -684,6 +701,7 @@ class RunConfig(_message.Message):
     RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     TP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
+    TRAIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ZERO3_PREFETCH_FIELD_NUMBER: _ClassVar[int]
     ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     dp_overlap: float
@@ -693,6 +711,7 @@ class RunConfig(_message.Message):
     global_batch: int
     gradient_bytes: int
     interleave: int
+    keep_degrees: bool
     moe_host_s: float
     network: str
     no_pp_overlap: bool
@@ -705,12 +724,13 @@ class RunConfig(_message.Message):
     recompute: Recompute
     sequence_parallel: bool
     tp_overlap: float
+    train_tokens: float
     zero3_prefetch: bool
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ..., no_reshard_after_forward: bool = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ..., no_reshard_after_forward: bool = ..., keep_degrees: bool = ..., train_tokens: _Optional[float] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "tokens_per_second_per_gpu", "tp_comm_s", "zero_stage"]
+    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpu_hours", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "time_to_train_s", "tokens_per_second_per_gpu", "tp_comm_s", "train_tokens", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -725,6 +745,7 @@ class StepBreakdown(_message.Message):
     EXPERT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     GLOBAL_BATCH_FIELD_NUMBER: _ClassVar[int]
     GPUS_FIELD_NUMBER: _ClassVar[int]
+    GPU_HOURS_FIELD_NUMBER: _ClassVar[int]
     INTERLEAVE_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     MFU_FIELD_NUMBER: _ClassVar[int]
@@ -744,8 +765,10 @@ class StepBreakdown(_message.Message):
     STEP_TIME_S_FIELD_NUMBER: _ClassVar[int]
     TENSOR_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     TFLOPS_PER_GPU_FIELD_NUMBER: _ClassVar[int]
+    TIME_TO_TRAIN_S_FIELD_NUMBER: _ClassVar[int]
     TOKENS_PER_SECOND_PER_GPU_FIELD_NUMBER: _ClassVar[int]
     TP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    TRAIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
     assumptions: _containers.RepeatedScalarFieldContainer[str]
     compute_s: float
@@ -760,6 +783,7 @@ class StepBreakdown(_message.Message):
     error_band_runs: int
     expert_parallel: int
     global_batch: int
+    gpu_hours: float
     gpus: int
     interleave: int
     memory: MemoryEstimate
@@ -780,10 +804,12 @@ class StepBreakdown(_message.Message):
     step_time_s: float
     tensor_parallel: int
     tflops_per_gpu: float
+    time_to_train_s: float
     tokens_per_second_per_gpu: float
     tp_comm_s: float
+    train_tokens: float
     zero_stage: int
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ..., moe_host_s: _Optional[float] = ...) -> None: ...
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ..., moe_host_s: _Optional[float] = ..., train_tokens: _Optional[float] = ..., time_to_train_s: _Optional[float] = ..., gpu_hours: _Optional[float] = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]

@@ -1,0 +1,237 @@
+#include "core/layout_search.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/analysis.h"
+
+namespace wavecrest {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::vector<int64_t> PowersOfTwoUpTo(int64_t limit) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= limit; v *= 2) out.push_back(v);
+  return out;
+}
+
+std::vector<int64_t> DivisorsUpTo(int64_t n, int64_t limit) {
+  std::vector<int64_t> out;
+  for (int64_t v = 1; v <= std::min(n, limit); ++v) {
+    if (n % v == 0) out.push_back(v);
+  }
+  return out;
+}
+
+// The degrees tried for one dimension: the held value alone, or `options`.
+std::vector<int64_t> Tried(bool held, int64_t value, std::vector<int64_t> options) {
+  if (held) return {std::max<int64_t>(value, 1)};
+  return options;
+}
+
+struct Degrees {
+  int64_t t = 1, p = 1, c = 1, e = 1;
+};
+
+std::vector<Degrees> CandidateDegrees(const ModelSpec& s, const GpuSpec& gpu, int64_t gpus,
+                                      const HeldDegrees& held) {
+  std::vector<Degrees> out;
+  const int64_t domain = std::max<int64_t>(gpu.link.domain_gpus, 1);
+  const bool local = s.sliding_window > 0;
+  for (int64_t t : Tried(held.tensor, s.tensor_parallel, PowersOfTwoUpTo(domain))) {
+    if (gpus % t != 0) continue;
+    for (int64_t p : Tried(held.pipeline, s.pipeline_parallel,
+                           DivisorsUpTo(gpus / t, s.num_layers / kMinStageLayers))) {
+      if (gpus % (t * p) != 0 || !SplitLayers(s.num_layers, p).valid) continue;
+      const int64_t cmax = local ? 1 : std::max<int64_t>(1, s.seq_length / kMinContextTokens);
+      for (int64_t c : Tried(held.context, s.context_parallel, PowersOfTwoUpTo(cmax))) {
+        if (gpus % (t * p * c) != 0) continue;
+        const int64_t d = gpus / (t * p * c);
+        std::vector<int64_t> experts = {1};
+        // The ranks an expert-parallel group is drawn from (ExpertPool): d·c, times t with whole
+        // experts (expert_tensor_parallel 1).
+        if (s.num_experts > 0) {
+          experts = DivisorsUpTo(s.num_experts, d * c * (s.expert_tensor_parallel == 1 ? t : 1));
+        }
+        for (int64_t e : Tried(held.expert, s.expert_parallel, experts)) {
+          out.push_back({t, p, c, e});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// One combination planned: its micro-batch (when the spec leaves it to the plan) and layout.
+std::optional<StepBreakdown> PlanDegrees(const ModelSpec& spec, const GpuSpec& gpu,
+                                         const RunConfig& run, const Degrees& g,
+                                         PredictionMemo* memo) {
+  ModelSpec s = spec;
+  s.tensor_parallel = g.t;
+  s.pipeline_parallel = g.p;
+  s.context_parallel = g.c;
+  s.expert_parallel = g.e;
+  s.data_parallel = 1;  // the run's GPUs decide (CheckRun)
+  ModelSpec checked = s;
+  if (checked.micro_batch_size == 0) checked.micro_batch_size = kDefaultMicroBatch;
+  if (!Validate(checked).empty()) return std::nullopt;
+  if (s.micro_batch_size == 0) {
+    PlannedMicroBatch planned = PlanMicroBatch(s, gpu, run, memo);
+    if (!planned.step) return std::nullopt;
+    planned.step->assumptions.insert(planned.step->assumptions.begin(), planned.assumption);
+    return planned.step;
+  }
+  absl::StatusOr<Analysis> a = Analyze(s, gpu, memo);
+  if (!a.ok()) return std::nullopt;
+  absl::StatusOr<StepBreakdown> step = PlanLayout(*a, run);
+  if (!step.ok()) return std::nullopt;
+  return *std::move(step);
+}
+
+std::string HeldWords(const HeldDegrees& held, const ModelSpec& s) {
+  std::vector<std::string> out;
+  if (held.tensor) out.push_back(absl::StrCat("TP ", s.tensor_parallel));
+  if (held.pipeline) out.push_back(absl::StrCat("PP ", s.pipeline_parallel));
+  if (held.context) out.push_back(absl::StrCat("CP ", s.context_parallel));
+  if (held.expert && s.num_experts > 0) out.push_back(absl::StrCat("EP ", s.expert_parallel));
+  return out.empty() ? "" : absl::StrCat(" (held as given: ", absl::StrJoin(out, ", "), ")");
+}
+
+}  // namespace
+
+double ExpectedStepS(const StepBreakdown& b) {
+  return b.step_s * (1 + 0.5 * (b.band_p10 + b.band_p90));
+}
+
+HeldDegrees HeldOf(const ModelSpec& requested, bool hold_all) {
+  HeldDegrees h;
+  h.tensor = hold_all || requested.tensor_parallel > 1;
+  h.pipeline = hold_all || requested.pipeline_parallel > 1;
+  h.context = hold_all || requested.context_parallel > 1;
+  h.expert = hold_all || requested.expert_parallel > 1;
+  return h;
+}
+
+std::string DegreesName(const StepBreakdown& b) {
+  std::string out = absl::StrCat("TP ", b.tensor_parallel, " × PP ", b.pipeline_parallel);
+  if (b.context_parallel > 1) absl::StrAppend(&out, " × CP ", b.context_parallel);
+  absl::StrAppend(&out, " × DP ", b.data_parallel);
+  if (b.expert_parallel > 1) absl::StrAppend(&out, ", EP ", b.expert_parallel);
+  return out;
+}
+
+std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
+  if (!loser.memory.fits) {
+    return absl::StrFormat("does not fit: %.1f GiB of %.0f", loser.memory.total_bytes / kGiB,
+                           loser.memory.capacity_bytes / kGiB);
+  }
+  struct Part {
+    const char* name;
+    double delta;
+  };
+  std::vector<Part> parts = {
+      {"compute", loser.compute_s - winner.compute_s},
+      {"recomputation", loser.recompute_s - winner.recompute_s},
+      {"TP communication", loser.tp_comm_s - winner.tp_comm_s},
+      {"EP all-to-all", loser.ep_comm_s - winner.ep_comm_s},
+      {"MoE host waits", loser.moe_host_s - winner.moe_host_s},
+      {"CP communication", loser.cp_comm_s - winner.cp_comm_s},
+      {"activation offload", loser.offload_s - winner.offload_s},
+      {"pipeline bubble", loser.pp_bubble_s - winner.pp_bubble_s},
+      {"pipeline sends", loser.pp_comm_s - winner.pp_comm_s},
+      {"DP communication", loser.dp_comm_s - winner.dp_comm_s},
+      {"optimizer", loser.optimizer_s - winner.optimizer_s},
+  };
+  std::sort(parts.begin(), parts.end(),
+            [](const Part& a, const Part& b) { return a.delta > b.delta; });
+  std::vector<std::string> words;
+  for (size_t i = 0; i < parts.size() && words.size() < 2; ++i) {
+    if (parts[i].delta <= 1e-3 * winner.step_s) break;
+    words.push_back(absl::StrFormat("%s %+.3g s", parts[i].name, parts[i].delta));
+  }
+  const double slower = loser.step_s / winner.step_s - 1;
+  std::string out = absl::StrFormat("%+.1f%% step time%s%s", 100 * slower,
+                                    words.empty() || slower < 0 ? "" : ": ",
+                                    slower < 0 ? "" : absl::StrJoin(words, ", "));
+  if (loser.band_kind != winner.band_kind) {
+    absl::StrAppendFormat(&out,
+                          "; %s runs measure %+.0f%% off their predictions at the band's "
+                          "midpoint, %s runs %+.0f%%: %+.1f%% once each is moved by its own",
+                          loser.band_kind, 50 * (loser.band_p10 + loser.band_p90),
+                          winner.band_kind, 50 * (winner.band_p10 + winner.band_p90),
+                          100 * (ExpectedStepS(loser) / ExpectedStepS(winner) - 1));
+  }
+  return out;
+}
+
+absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec& gpu,
+                                           const RunConfig& run, const HeldDegrees& held,
+                                           PredictionMemo* memo, size_t shown) {
+  if (run.num_gpus <= 0) {
+    return absl::InvalidArgumentError(
+        "run.num_gpus: the layout search needs the run's GPUs (> 0)");
+  }
+  if (run.global_batch <= 0) {
+    return absl::InvalidArgumentError(
+        "run.global_batch: the layout search compares layouts at one global batch: state it "
+        "(> 0)");
+  }
+  RunConfig planned = run;
+  planned.plan = true;
+  planned.num_gpus = run.num_gpus;
+  LayoutSearch out;
+  std::vector<StepBreakdown> fits, not_fit;
+  for (const Degrees& g : CandidateDegrees(spec, gpu, run.num_gpus, held)) {
+    std::optional<StepBreakdown> step = PlanDegrees(spec, gpu, planned, g, memo);
+    if (!step) continue;
+    ++out.examined;
+    (step->memory.fits ? fits : not_fit).push_back(*std::move(step));
+  }
+  if (out.examined == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run.num_gpus: no layout of ", run.num_gpus, " GPUs runs this model at global batch ",
+        run.global_batch,
+        ": the tensor-, pipeline-, context- and expert-parallel degrees that divide the model "
+        "leave data-parallel ranks that do not divide the batch",
+        HeldWords(held, spec)));
+  }
+  out.fit = static_cast<int64_t>(fits.size());
+  std::sort(fits.begin(), fits.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
+    return ExpectedStepS(a) < ExpectedStepS(b);
+  });
+  std::sort(not_fit.begin(), not_fit.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
+    return a.memory.total_bytes < b.memory.total_bytes;
+  });
+  for (StepBreakdown& s : fits) {
+    if (out.ranked.size() >= shown) break;
+    out.ranked.push_back({std::move(s), ""});
+  }
+  for (StepBreakdown& s : not_fit) {
+    if (out.ranked.size() >= shown) break;
+    out.ranked.push_back({std::move(s), ""});
+  }
+  const StepBreakdown& best = out.ranked.front().step;
+  for (size_t i = 1; i < out.ranked.size(); ++i) {
+    out.ranked[i].why = WhyLoses(out.ranked[i].step, best);
+  }
+  out.assumption =
+      out.fit > 0
+          ? absl::StrCat("planned layout: ", DegreesName(best), " on ", run.num_gpus,
+                         " GPUs, the fastest of the ", out.fit, " degree combinations of ",
+                         out.examined,
+                         " that fit in memory (ranked by the predicted step moved by the midpoint "
+                         "of its kind's published-run error band: dense, context-parallel and "
+                         "expert-parallel runs miss by different amounts)",
+                         HeldWords(held, spec))
+          : absl::StrCat("planned layout: none of the ", out.examined,
+                         " degree combinations fits in memory on ", run.num_gpus, " GPUs",
+                         HeldWords(held, spec), "; the one needing the least is ",
+                         DegreesName(best), ": more GPUs are needed");
+  return out;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,187 @@
+// The layout search (core/layout_search.h): the degrees it chooses on a number of GPUs are no
+// slower than any it could have been given by hand, held degrees stay, the runners-up say why they
+// lose, and a token budget becomes time to train and GPU-hours.
+#include "core/layout_search.h"
+
+#include <cmath>
+
+#include "tests/core/test_specs.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelSpec Llama70B() {
+  ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
+  s.name = "llama-3-70b";
+  s.seq_length = 8192;
+  s.micro_batch_size = 1;
+  return *NormalizeSpec(s);
+}
+
+RunConfig PlanRun(int64_t gpus, int64_t global_batch) {
+  RunConfig run;
+  run.num_gpus = gpus;
+  run.global_batch = global_batch;
+  run.plan = true;
+  return run;
+}
+
+const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
+
+// The case: Llama 3 70B on 512 H100s at global batch 1024. The search's answer fits and
+// is no slower than any tensor × pipeline split a team would try by hand (each planned for
+// recomputation, ZeRO, offload and interleave as --plan does).
+TEST(LayoutSearchTest, Llama70BOn512H100sIsNoSlowerThanAnyLayoutTriedByHand) {
+  const ModelSpec spec = Llama70B();
+  const RunConfig run = PlanRun(512, 1024);
+  absl::StatusOr<LayoutSearch> search = SearchLayouts(spec, H100(), run, HeldDegrees{}, nullptr);
+  ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_FALSE(search->ranked.empty());
+  const StepBreakdown& best = search->ranked.front().step;
+  EXPECT_TRUE(best.memory.fits);
+  EXPECT_EQ(best.gpus, 512);
+  EXPECT_EQ(best.tensor_parallel * best.pipeline_parallel * best.context_parallel *
+                best.data_parallel,
+            512);
+  EXPECT_GT(search->examined, 10);
+  EXPECT_GT(search->fit, 0);
+  EXPECT_THAT(search->assumption, HasSubstr("planned layout: TP "));
+  int tried = 0;
+  for (int64_t t : {1, 2, 4, 8}) {
+    for (int64_t p : {1, 2, 4, 8, 16}) {
+      ModelSpec s = spec;
+      s.tensor_parallel = t;
+      s.pipeline_parallel = p;
+      absl::StatusOr<Analysis> a = Analyze(s, H100());
+      ASSERT_TRUE(a.ok()) << a.status();
+      absl::StatusOr<StepBreakdown> hand = PlanStep(*a, run);
+      ASSERT_TRUE(hand.ok()) << hand.status();
+      if (!hand->memory.fits) continue;
+      ++tried;
+      EXPECT_LE(best.step_s, hand->step_s * (1 + 1e-9)) << "TP " << t << " PP " << p;
+    }
+  }
+  EXPECT_GT(tried, 3);
+}
+
+TEST(LayoutSearchTest, RunnersUpAreSlowerAndSayWhy) {
+  absl::StatusOr<LayoutSearch> search =
+      SearchLayouts(Llama70B(), H100(), PlanRun(512, 1024), HeldDegrees{}, nullptr, 6);
+  ASSERT_TRUE(search.ok()) << search.status();
+  ASSERT_GE(search->ranked.size(), 2u);
+  EXPECT_EQ(search->ranked.front().why, "");
+  double last = 0;
+  for (size_t i = 0; i < search->ranked.size(); ++i) {
+    const StepBreakdown& s = search->ranked[i].step;
+    if (!s.memory.fits) {
+      EXPECT_THAT(search->ranked[i].why, HasSubstr("does not fit"));
+      continue;
+    }
+    EXPECT_GE(s.step_s, last);
+    last = s.step_s;
+    if (i > 0) EXPECT_THAT(search->ranked[i].why, HasSubstr("% step time"));
+  }
+}
+
+TEST(LayoutSearchTest, HeldDegreesStay) {
+  ModelSpec spec = Llama70B();
+  spec.tensor_parallel = 4;
+  HeldDegrees held = HeldOf(spec, false);
+  EXPECT_TRUE(held.tensor);
+  EXPECT_FALSE(held.pipeline);
+  absl::StatusOr<LayoutSearch> search =
+      SearchLayouts(spec, H100(), PlanRun(512, 1024), held, nullptr);
+  ASSERT_TRUE(search.ok()) << search.status();
+  for (const LayoutChoice& c : search->ranked) EXPECT_EQ(c.step.tensor_parallel, 4);
+  EXPECT_THAT(search->assumption, HasSubstr("held as given: TP 4"));
+  // Everything held: one combination.
+  spec.pipeline_parallel = 8;
+  absl::StatusOr<LayoutSearch> one =
+      SearchLayouts(spec, H100(), PlanRun(512, 1024), HeldOf(spec, true), nullptr);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->examined, 1);
+}
+
+// Long sequences open context parallelism to the search; local attention does not split.
+TEST(LayoutSearchTest, LongSequencesAddContextParallelDegrees) {
+  ModelSpec spec = Llama70B();
+  spec.num_layers = 16;
+  absl::StatusOr<LayoutSearch> short_seq =
+      SearchLayouts(spec, H100(), PlanRun(64, 64), HeldDegrees{}, nullptr);
+  spec.seq_length = 32768;
+  absl::StatusOr<LayoutSearch> long_seq =
+      SearchLayouts(spec, H100(), PlanRun(64, 64), HeldDegrees{}, nullptr, 100);
+  ASSERT_TRUE(short_seq.ok()) << short_seq.status();
+  ASSERT_TRUE(long_seq.ok()) << long_seq.status();
+  EXPECT_GT(long_seq->examined, short_seq->examined);
+  bool cp = false;
+  for (const LayoutChoice& c : long_seq->ranked) cp |= c.step.context_parallel > 1;
+  EXPECT_TRUE(cp);
+}
+
+TEST(LayoutSearchTest, MixturesOfExpertsSearchExpertParallelism) {
+  ModelSpec spec = testing::LlamaLike(4096, 32, 8, 8, 14336, 32000);
+  spec.num_experts = 8;
+  spec.experts_per_token = 2;
+  spec.seq_length = 4096;
+  spec.micro_batch_size = 1;
+  spec = *NormalizeSpec(spec);
+  absl::StatusOr<LayoutSearch> search =
+      SearchLayouts(spec, H100(), PlanRun(64, 256), HeldDegrees{}, nullptr, 200);
+  ASSERT_TRUE(search.ok()) << search.status();
+  bool ep = false;
+  for (const LayoutChoice& c : search->ranked) ep |= c.step.expert_parallel > 1;
+  EXPECT_TRUE(ep);
+}
+
+TEST(LayoutSearchTest, TokensBecomeTimeToTrainAndGpuHours) {
+  RunConfig run = PlanRun(512, 1024);
+  run.train_tokens = 15e12;
+  absl::StatusOr<LayoutSearch> search = SearchLayouts(Llama70B(), H100(), run, HeldDegrees{},
+                                                      nullptr);
+  ASSERT_TRUE(search.ok()) << search.status();
+  const StepBreakdown& b = search->ranked.front().step;
+  const double steps = std::ceil(15e12 / (1024.0 * 8192));
+  EXPECT_DOUBLE_EQ(b.train_tokens, 15e12);
+  EXPECT_NEAR(b.time_to_train_s, steps * b.step_s, 1e-6 * b.time_to_train_s);
+  EXPECT_NEAR(b.gpu_hours, b.time_to_train_s * 512 / 3600, 1e-6 * b.gpu_hours);
+}
+
+TEST(LayoutSearchTest, ErrorsNameTheirField) {
+  RunConfig run = PlanRun(0, 1024);
+  absl::StatusOr<LayoutSearch> s = SearchLayouts(Llama70B(), H100(), run, HeldDegrees{}, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("run.num_gpus"));
+  run = PlanRun(512, 0);
+  s = SearchLayouts(Llama70B(), H100(), run, HeldDegrees{}, nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("run.global_batch"));
+  // 3 GPUs at batch 2, every degree held at 1: 3 data-parallel ranks cannot split 2 sequences.
+  s = SearchLayouts(Llama70B(), H100(), PlanRun(3, 2), HeldOf(Llama70B(), true), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("run.num_gpus"));
+}
+
+TEST(LayoutSearchTest, WhyLosesNamesTheLargestDifference) {
+  StepBreakdown w, l;
+  w.step_s = 10;
+  w.compute_s = 8;
+  w.pp_bubble_s = 2;
+  l = w;
+  l.pp_bubble_s = 3.5;
+  l.tp_comm_s = 0.5;
+  l.step_s = 12;
+  l.memory.fits = true;
+  EXPECT_EQ(WhyLoses(l, w), "+20.0% step time: pipeline bubble +1.5 s, TP communication +0.5 s");
+  l.memory.fits = false;
+  l.memory.total_bytes = 100.0 * (1 << 30);
+  l.memory.capacity_bytes = 80.0 * (1 << 30);
+  EXPECT_EQ(WhyLoses(l, w), "does not fit: 100.0 GiB of 80");
+}
+
+}  // namespace
+}  // namespace wavecrest
