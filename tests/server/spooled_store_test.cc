@@ -4,6 +4,8 @@
 // spool whose replicas are gone is adopted and drained, and the backlog counts every row of every
 // spool a replica holds (issue 52, item 4). Drain() runs the background thread's round on the
 // test's thread (the thread itself waits an hour here), so nothing races the test.
+#include <sqlite3.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -168,6 +170,55 @@ TEST_F(SpooledStoreTest, AnAdoptedSpoolCountsInTheBacklogUntilDrained) {
   info = InspectSpoolFile(dir_.File("spool-dead.db"), absl::Now());
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->live_leases, 0) << "a drained spool is let go";
+}
+
+// Runs `sql` on a spool file as another process would (the spool's own connection stays open).
+void OnSpoolFile(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+// The database down and the spool's disk full (a trigger that fails every insert as SQLite's
+// "database or disk is full" does): what the spool took is acknowledged as spooled, what it could
+// not take is said lost as it is stored (the answer's NOT_STORED, server/rpc_test.cc), never
+// acknowledged. The backlog counts only what the spool holds. The replica then goes, its spool
+// left with rows; once the disk has room again another replica adopts the file and the store ends
+// with exactly what was acknowledged (the adoption of a spool whose replica was killed, its lease
+// left to run out, is AnOrphanedSpoolIsAdoptedOnceItsLeaseEnds).
+TEST_F(SpooledStoreTest, AFullSpoolDiskSaysWhatWasLostAndLosesNothingAcknowledged) {
+  std::atomic<bool> down{false}, up{false};
+  auto a = Replica("host:1", "spool-a.db", &down);
+  std::vector<int> acknowledged, said_lost;
+  for (int i = 1; i <= 5; ++i) {
+    ASSERT_EQ(a->Store("h100-sxm", Measured(Key(i), 1e-4)), StoreOutcome::kSpooled);
+    acknowledged.push_back(i);
+  }
+  OnSpoolFile(dir_.File("spool-a.db"),
+              "CREATE TRIGGER full_disk BEFORE INSERT ON results BEGIN "
+              "SELECT RAISE(FAIL, 'database or disk is full'); END;");
+  for (int i = 6; i <= 10; ++i) {
+    const StoreOutcome o = a->Store("h100-sxm", Measured(Key(i), 1e-4));
+    EXPECT_EQ(o, StoreOutcome::kLost) << "result " << i;
+    (o == StoreOutcome::kSpooled ? acknowledged : said_lost).push_back(i);
+  }
+  EXPECT_EQ(said_lost.size(), 5u);
+  EXPECT_EQ(a->Backlog(), 5) << "the backlog is what the spool holds";
+  a.reset();
+  OnSpoolFile(dir_.File("spool-a.db"), "DROP TRIGGER full_disk;");
+  up = true;
+  auto b = Replica("host:2", "spool-b.db", &up);
+  b->Drain();  // adopts spool-a.db (no live lease, results for this store)
+  b->Drain();
+  EXPECT_EQ(b->Backlog(), 0);
+  EXPECT_EQ(db_->Count(), static_cast<int64_t>(acknowledged.size()));
+  for (int i : acknowledged) {
+    EXPECT_TRUE(db_->Lookup("h100-sxm", Key(i), "cublaslt-timing-v2 cold-L2 heuristic", nullptr))
+        << "acknowledged result " << i << " is not in the store";
+  }
 }
 
 }  // namespace

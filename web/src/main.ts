@@ -254,7 +254,7 @@ function runConfig(): RunConfig | undefined {
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";
   run.plan = fieldValue("run-plan") === "1";
-  run.keep_degrees = fieldValue("run-keep") === "1";
+  if (fieldValue("run-keep") === "1") run.keep_degrees = true;
   if (fieldValue("run-tokens") !== "") {
     const tokens = Number(fieldValue("run-tokens"));
     if (!Number.isFinite(tokens) || tokens < 0) {
@@ -626,13 +626,13 @@ const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
 
 /** The layout a run's figures are for (as given, or as "plan the layout" chose it), with its memory. */
 function layoutText(b: StepBreakdown): string {
-  const recompute = b.recompute ? enumLabel(b.recompute, "RECOMPUTE") : "no";
+  const recompute = b.recompute && b.recompute !== "RECOMPUTE_NONE" ? enumLabel(b.recompute, "RECOMPUTE") : "no";
   const mem = b.memory?.total_bytes ? `${(Number(b.memory.total_bytes) / 2 ** 30).toFixed(1)} GiB per GPU` : "";
   return [b.sequence_parallel ? "sequence parallel" : "no sequence parallelism", `${recompute} recomputation`,
           `ZeRO ${b.zero_stage ?? 0}`, b.offload_activations ? "activations offloaded" : "",
           Number(b.interleave ?? 1) > 1 ? `${b.interleave} interleaved stages per rank` : "",
           `micro-batch ${Number(b.micro_batch_size ?? 1) || 1}`,
-          mem ? `${mem}${b.memory?.fits === false ? " (does not fit)" : ""}` : ""]
+          mem ? `${mem}${b.memory?.fits ? "" : " (does not fit)"}` : ""]
     .filter((x) => x).join(", ");
 }
 
@@ -692,8 +692,10 @@ function runAnswerNodes(r: AnalyzeResponse): HTMLElement[] {
   const out: HTMLElement[] = [];
   const step = r.step as StepBreakdown;
   const plan = r.layouts?.[0]?.step;
-  if (step.memory?.fits === false) {
-    const text = plan?.memory?.fits
+  // Protobuf's JSON leaves false out: a step whose memory does not fit has no `fits`.
+  const fits = (b?: StepBreakdown) => b?.memory?.fits === true;
+  if (!fits(step)) {
+    const text = plan && fits(plan)
       ? `does NOT fit in memory as given: not an answer. The plan that fits on these GPUs: ` +
         `${degreesText(plan)}, ${layoutText(plan)}: ${seconds(plan.step_time_s)} per step, MFU ${percent(plan.mfu)}`
       : "does NOT fit in memory as given, and no layout of these GPUs does: more GPUs are needed";
@@ -701,7 +703,7 @@ function runAnswerNodes(r: AnalyzeResponse): HTMLElement[] {
     warn.dataset.role = "no-fit";
     out.push(warn);
   }
-  const trained = plan?.memory?.fits && step.memory?.fits === false ? plan : step;
+  const trained = fits(plan) && !fits(step) ? (plan as StepBreakdown) : step;
   if (trained.time_to_train_s) {
     const t = node("div",
       `time to train ${Number(trained.train_tokens).toExponential(2)} tokens: ` +
