@@ -2,7 +2,11 @@
 # first (scripts/install-deps.sh), then configure and build with CMake.
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
-CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Optimised, with line tables for backtraces (-g1): full debug info (-g) made each compile unit
+# about 1.25x slower (service/convert.cc: 13.9 s against 11.2 s with g++ 12) and the objects 5x
+# larger, for variables nobody reads in CI. A fresh BUILD_DIR with CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo"
+# gives CMake's -O2 -g for a debugger.
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 
 .PHONY: all deps configure build programs web test test-fast sanitize demo bench bench-check bench-web \
 	image image-push clean

@@ -161,7 +161,7 @@ absl::StatusOr<v1::AnalyzeResponse> HandleAnalyze(const v1::AnalyzeRequest& requ
   if (run_given) {
     ASSIGN_OR_RETURN(run, FromProto(request.run(), "run."));
     run.flop_count = *flop_count;
-    if (SearchesDegrees(request.model(), run)) {
+    if (SearchesDegrees(request.model(), spec, run)) {
       ASSIGN_OR_RETURN(search, SearchRequestedLayout(request.model(), *gpu, run, spec, planned));
     } else {
       planned = PlanRequestedMicroBatch(request.model(), *gpu, run, spec);

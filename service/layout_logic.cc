@@ -41,8 +41,12 @@ absl::Status RunFieldError(const absl::Status& status) {
   return FieldError("run", msg);
 }
 
-bool SearchesDegrees(const v1::ModelSpec& requested, const RunConfig& run) {
-  if (!run.plan || run.keep_degrees || run.num_gpus <= 0 || run.global_batch <= 0) return false;
+bool SearchesDegrees(const v1::ModelSpec& requested, const ModelSpec& spec,
+                     const RunConfig& run) {
+  if (!run.plan || run.keep_degrees || run.num_gpus <= 0 || run.global_batch <= 0 ||
+      spec.workload != Workload::kTraining) {
+    return false;
+  }
   const HeldDegrees held = HeldOf(RequestedDegrees(requested), false);
   return !(held.tensor && held.pipeline && held.context && held.expert);
 }

@@ -16,8 +16,9 @@ namespace wavecrest {
 absl::Status RunFieldError(const absl::Status& status);
 
 // Whether `run` asks for the degrees to be searched: `plan` with num_gpus and global_batch,
-// without keep_degrees, and some degree the request leaves at 0 or 1.
-bool SearchesDegrees(const v1::ModelSpec& requested, const RunConfig& run);
+// without keep_degrees, in training (`spec`, the request's model with its defaults), and some
+// degree the request leaves at 0 or 1.
+bool SearchesDegrees(const v1::ModelSpec& requested, const ModelSpec& spec, const RunConfig& run);
 
 // The search for a request (SearchesDegrees): the micro-batch planned too where the request
 // leaves it 0. Its winner's degrees and micro-batch are written into `spec` (the kernels are then

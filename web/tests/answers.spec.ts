@@ -2,35 +2,16 @@
 // figures sit in tables of their own, one GPU per question (chosen, never silently the first),
 // decode's TPOT and MBU, what each answer assumes, the rows' TP legality, and a Hugging Face
 // config's summary with the defaults it takes (never s=0). Figures are checked against the API.
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
+import { url, shots, open, selectGpus, api, recordRequests } from "./page";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const url = () => process.env.WAVECREST_URL ?? "";
-const shots = (name: string) => path.join(test.info().project.outputDir, "screenshots", `${name}.png`);
 
-async function open(page: Page, model = "pythia-2.8b.json") {
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  await page.goto(url());
-  await expect(page.locator("body")).toHaveAttribute("data-ready", "true");
-  await page.selectOption("#model-select", model);
-  return errors;
-}
 
-async function selectGpus(page: Page, names: string[]) {
-  for (const box of await page.locator("#gpu-list input[type=checkbox]").all()) {
-    await box.setChecked(names.includes(await box.inputValue()));
-  }
-}
 
-async function api(route: string, body: unknown) {
-  const r = await fetch(`${url()}${route}`, { method: "POST", headers: { "Content-Type": "application/json" },
-                                              body: JSON.stringify(body) });
-  return r.json();
-}
 
 const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
 
@@ -39,10 +20,7 @@ test("a run's row carries the run's error band; per-step and per-micro-batch fig
   await selectGpus(page, ["h100-sxm"]);
   await page.fill("#knob-tp", "8");
   await page.fill("#run-gpus", "8");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
   const r = await api("/v1/analyze", sent[0]);
@@ -70,10 +48,7 @@ test("at TP 8 without a run the kernels' MFU has the run's beside it", async ({ 
   await open(page, "llama-3-8b.json");
   await selectGpus(page, ["h100-sxm"]);
   await page.fill("#knob-tp", "8");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
   const r = await api("/v1/analyze", sent[0]);
@@ -91,10 +66,7 @@ test("decode shows its time per output token and MBU, and says its batch and KV 
   await page.selectOption("#knob-workload", "WORKLOAD_DECODE");
   await page.fill("#knob-mb", "8");
   await page.fill("#knob-kv", "4096");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
   const r = await api("/v1/analyze", sent[0]);
@@ -188,10 +160,7 @@ test("a planned run searches the layout; a run as given that does not fit is not
   await page.fill("#run-gb", "1024");
   await page.check("#run-plan");
   await page.fill("#run-tokens", "1.5e13");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   const table = page.locator("#layouts-h100-sxm");
   await expect(table).toBeVisible();

@@ -1,33 +1,15 @@
 // The dashboard end to end: a real wavecrest-server (tests/global-setup.ts), Debian's Chromium,
 // every panel driven as a user would, figures checked against what the API itself returns.
-import { expect, test, type Page } from "@playwright/test";
+import { expect, test } from "@playwright/test";
+import { url, shots, open, selectGpus, recordRequests } from "./page";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-const url = () => process.env.WAVECREST_URL ?? "";
-const shots = (name: string) => path.join(test.info().project.outputDir, "screenshots", `${name}.png`);
 
-async function open(page: Page, model = "pythia-2.8b.json") {
-  const errors: string[] = [];
-  page.on("pageerror", (e) => errors.push(e.message));
-  // A script or style the content security policy blocks shows up as a console error.
-  page.on("console", (m) => {
-    if (m.type() === "error") errors.push(m.text());
-  });
-  await page.goto(url());
-  await expect(page.locator("body")).toHaveAttribute("data-ready", "true");
-  await page.selectOption("#model-select", model);
-  return errors;
-}
 
-async function selectGpus(page: Page, names: string[]) {
-  for (const box of await page.locator("#gpu-list input[type=checkbox]").all()) {
-    await box.setChecked(names.includes(await box.inputValue()));
-  }
-}
 
 test("loads models, GPUs, workers and health from the server", async ({ page }) => {
   const errors = await open(page);
@@ -109,10 +91,7 @@ test("the GPU budget reaches the request, and rows the budget cut short say how 
   await open(page);
   await page.selectOption("#mode-select", "MODE_MEASURED");
   await page.fill("#gpu-budget", "5");
-  const sent: Record<string, unknown>[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/recommend") as Record<string, unknown>[];
   await page.click("#recommend-button");
   await expect(page.locator("#rec-table tbody tr").first()).toBeVisible({ timeout: 60_000 });
   expect(sent).toHaveLength(1);
@@ -236,10 +215,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.check("#run-sp");
   await page.check("#run-offload");
   await page.check("#run-fp8pg");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
   expect(sent).toHaveLength(1);
@@ -309,10 +285,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   await page.fill("#knob-capacity", "1.25");
   await page.fill("#run-gpus", "64");
   await page.selectOption("#run-epdisp", "flex");
-  const sent: unknown[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/analyze")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
   const body = sent[0] as { model: Record<string, unknown>; run: Record<string, unknown> };
@@ -419,10 +392,7 @@ for (const width of [900, 1920]) {
 
 test("the recommendation's constraints reach the request, and a refusal's control sits beside it", async ({ page }) => {
   await open(page, "hf/gpt2.json");
-  const sent: Record<string, unknown>[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/recommend") as Record<string, unknown>[];
   await page.click("#rec-constraints summary");
   await page.check('#rec-vary input[value="KNOB_VOCAB"]');
   await page.check('#rec-vary input[value="KNOB_HEADS"]');
@@ -463,10 +433,7 @@ test("the recommendation's constraints reach the request, and a refusal's contro
 
 test("what every candidate holds is said, and a release reaches the request", async ({ page }) => {
   await open(page, "hf/qwen2-7b.json");
-  const sent: Record<string, unknown>[] = [];
-  page.on("request", (r) => {
-    if (r.url().endsWith("/v1/recommend")) sent.push(r.postDataJSON());
-  });
+  const sent = recordRequests(page, "/v1/recommend") as Record<string, unknown>[];
   await page.click("#rec-constraints summary");
   await page.check('#rec-release input[value="KNOB_KV_GROUP"]');
   await page.click("#recommend-button");
