@@ -57,6 +57,25 @@ void BM_LoadSpecFile(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadSpecFile)->Unit(benchmark::kMicrosecond);
 
+// The layout searched (`analyze --plan --gpus 512 --global-batch 1024`): every TP × PP
+// combination of Llama 2 70B on 512 H100s planned (recomputation, ZeRO, offload, interleave),
+// its predictions made anew each time, as for a model the server has not seen.
+void BM_PlanLayoutSearch70BOn512(benchmark::State& state) {
+  v1::AnalyzeRequest request = Llama2_70B(false);
+  if (!request.has_model()) return state.SkipWithError("cannot load llama-2-70b.json");
+  request.mutable_model()->set_tensor_parallel(1);
+  request.mutable_run()->set_num_gpus(512);
+  request.mutable_run()->set_global_batch(1024);
+  request.mutable_run()->set_plan(true);
+  for (auto _ : state) {
+    CatalogPredictionMemo().Clear();
+    auto r = HandleAnalyze(request);
+    if (!r.ok() || r->layouts().empty()) return state.SkipWithError("no layout searched");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_PlanLayoutSearch70BOn512)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace wavecrest
 

@@ -35,8 +35,8 @@ struct LayoutChoice {
 };
 
 struct LayoutSearch {
-  // The winner first (the least ExpectedStepS that fits), then the others that fit in that order, then (when fewer fit) the closest to
-  // fitting; at most `shown`.
+  // The winner first (the least ExpectedStepS that fits), then the others that fit in that
+  // order, then (when fewer fit) the closest to fitting; at most `shown`.
   std::vector<LayoutChoice> ranked;
   int64_t examined = 0;  // degree combinations priced
   int64_t fit = 0;       // of them, with a layout whose memory fits

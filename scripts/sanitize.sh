@@ -2,7 +2,8 @@
 # What needs the sanitizers, under AddressSanitizer + UndefinedBehaviorSanitizer (clang): every unit
 # test (the core, the request handling, the gateway's body and gate, the stores and spools, in
 # process) and the integration tests that feed the server hostile or malformed input over gRPC and
-# HTTP (CTest label `asan`: server, http, http_limits, security); then a short run of every
+# HTTP (CTest label `asan`: server, http, http_limits, security) and the planner over every
+# published run (bench/published_runs, whose checks are unit tests); then a short run of every
 # libFuzzer target over its committed corpus. Only those targets are built: the rest of the
 # integration suite (fleets, stores under faults, stress, workers) runs in the normal build, where
 # `make test` has already run it, and its RSS and timing bounds mean nothing under ASan.
@@ -29,7 +30,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 targets=(core_test service_test api_test server_unit_test worker_unit_test
          server_integration_test http_integration_test http_limits_integration_test
-         security_integration_test wavecrest-server wavecrest-worker wavecrest
+         security_integration_test wavecrest-server wavecrest-worker wavecrest published_runs
          fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row fuzz_http)
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 

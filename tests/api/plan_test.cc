@@ -148,6 +148,12 @@ TEST(PlanTest, PlanOnGpusSearchesTheLayoutAndAGivenLayoutThatDoesNotFitShowsTheP
   EXPECT_EQ(kept->layouts_size(), 0);
   EXPECT_EQ(kept->step().tensor_parallel(), 8);
   EXPECT_EQ(kept->step().pipeline_parallel(), 4);
+
+  // A run is training: a decode request with a plan is refused as a run, not searched.
+  q.mutable_model()->set_workload(v1::WORKLOAD_DECODE);
+  const absl::StatusOr<v1::AnalyzeResponse> decode = HandleAnalyze(q);
+  ASSERT_FALSE(decode.ok());
+  EXPECT_THAT(std::string(decode.status().message()), ::testing::HasSubstr("training"));
 }
 
 }  // namespace
