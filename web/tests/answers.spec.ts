@@ -3,7 +3,7 @@
 // decode's TPOT and MBU, what each answer assumes, the rows' TP legality, and a Hugging Face
 // config's summary with the defaults it takes (never s=0). Figures are checked against the API.
 import { expect, test } from "@playwright/test";
-import { url, shots, open, selectGpus, api, recordRequests } from "./page";
+import { shots, open, selectGpus, api, recordRequests } from "./page";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
