@@ -4,9 +4,14 @@
 // spool whose replicas are gone is adopted and drained, and the backlog counts every row of every
 // spool a replica holds (issue 52, item 4). Drain() runs the background thread's round on the
 // test's thread (the thread itself waits an hour here), so nothing races the test.
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -172,15 +177,19 @@ TEST_F(SpooledStoreTest, AnAdoptedSpoolCountsInTheBacklogUntilDrained) {
   EXPECT_EQ(info->live_leases, 0) << "a drained spool is let go";
 }
 
-// Runs `sql` on a spool file as another process would (the spool's own connection stays open).
-void OnSpoolFile(const std::string& path, const char* sql) {
+// Runs `sql` on a spool file as another process would (the spool's own connection stays open);
+// false when SQLite refuses it.
+bool OnSpoolFile(const std::string& path, const char* sql) {
   sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
-  sqlite3_free(error);
+  bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+            sqlite3_exec(db, sql, nullptr, nullptr, nullptr) == SQLITE_OK;
   sqlite3_close(db);
+  return ok;
 }
+
+constexpr char kFullDisk[] =
+    "CREATE TRIGGER full_disk BEFORE INSERT ON results BEGIN "
+    "SELECT RAISE(FAIL, 'database or disk is full'); END;";
 
 // The database down and the spool's disk full (a trigger that fails every insert as SQLite's
 // "database or disk is full" does): what the spool took is acknowledged as spooled, what it could
@@ -197,9 +206,7 @@ TEST_F(SpooledStoreTest, AFullSpoolDiskSaysWhatWasLostAndLosesNothingAcknowledge
     ASSERT_EQ(a->Store("h100-sxm", Measured(Key(i), 1e-4)), StoreOutcome::kSpooled);
     acknowledged.push_back(i);
   }
-  OnSpoolFile(dir_.File("spool-a.db"),
-              "CREATE TRIGGER full_disk BEFORE INSERT ON results BEGIN "
-              "SELECT RAISE(FAIL, 'database or disk is full'); END;");
+  ASSERT_TRUE(OnSpoolFile(dir_.File("spool-a.db"), kFullDisk));
   for (int i = 6; i <= 10; ++i) {
     const StoreOutcome o = a->Store("h100-sxm", Measured(Key(i), 1e-4));
     EXPECT_EQ(o, StoreOutcome::kLost) << "result " << i;
@@ -208,10 +215,60 @@ TEST_F(SpooledStoreTest, AFullSpoolDiskSaysWhatWasLostAndLosesNothingAcknowledge
   EXPECT_EQ(said_lost.size(), 5u);
   EXPECT_EQ(a->Backlog(), 5) << "the backlog is what the spool holds";
   a.reset();
-  OnSpoolFile(dir_.File("spool-a.db"), "DROP TRIGGER full_disk;");
+  ASSERT_TRUE(OnSpoolFile(dir_.File("spool-a.db"), "DROP TRIGGER full_disk;"));
   up = true;
   auto b = Replica("host:2", "spool-b.db", &up);
   b->Drain();  // adopts spool-a.db (no live lease, results for this store)
+  b->Drain();
+  EXPECT_EQ(b->Backlog(), 0);
+  EXPECT_EQ(db_->Count(), static_cast<int64_t>(acknowledged.size()));
+  for (int i : acknowledged) {
+    EXPECT_TRUE(db_->Lookup("h100-sxm", Key(i), "cublaslt-timing-v2 cold-L2 heuristic", nullptr))
+        << "acknowledged result " << i << " is not in the store";
+  }
+}
+
+// The same with the replica SIGKILLed (issue 52: "full spool disk with a killed replica"): a child
+// process spools five results, finds the disk full for five more (each said lost as it is stored)
+// and is killed, its lease left to run out. Once the disk has room, another replica adopts the
+// spool when the lease ends and the store ends with exactly what the child acknowledged.
+TEST_F(SpooledStoreTest, AKilledReplicaWithAFullSpoolDiskLosesNothingAcknowledged) {
+  const std::string outcomes = dir_.File("outcomes.txt");
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<bool> down{false};
+    auto a = Replica("host:1", "spool-a.db", &down, absl::Seconds(2));
+    FILE* out = std::fopen(outcomes.c_str(), "w");
+    for (int i = 1; i <= 10; ++i) {
+      if (i == 6 && !OnSpoolFile(dir_.File("spool-a.db"), kFullDisk)) _exit(3);
+      const StoreOutcome o = a->Store("h100-sxm", Measured(Key(i), 1e-4));
+      std::fprintf(out, "%d %d\n", i, static_cast<int>(o));
+      std::fflush(out);
+    }
+    std::fclose(out);
+    kill(getpid(), SIGKILL);  // no destructor, no lease ended: as a killed replica leaves it
+    _exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "child status " << status;
+  std::vector<int> acknowledged, said_lost;
+  std::ifstream in(outcomes);
+  for (int i = 0, o = 0; in >> i >> o;) {
+    if (o == static_cast<int>(StoreOutcome::kSpooled)) acknowledged.push_back(i);
+    if (o == static_cast<int>(StoreOutcome::kLost)) said_lost.push_back(i);
+  }
+  EXPECT_EQ(acknowledged, (std::vector<int>{1, 2, 3, 4, 5}));
+  EXPECT_EQ(said_lost, (std::vector<int>{6, 7, 8, 9, 10}));
+  ASSERT_TRUE(OnSpoolFile(dir_.File("spool-a.db"), "DROP TRIGGER full_disk;"));
+  std::atomic<bool> up{true};
+  auto b = Replica("host:2", "spool-b.db", &up);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (db_->Count() < static_cast<int64_t>(acknowledged.size()) && absl::Now() < deadline) {
+    b->Drain();  // adopts spool-a.db once the killed replica's lease has ended
+    absl::SleepFor(absl::Milliseconds(200));
+  }
   b->Drain();
   EXPECT_EQ(b->Backlog(), 0);
   EXPECT_EQ(db_->Count(), static_cast<int64_t>(acknowledged.size()));

@@ -3,15 +3,7 @@
 // decode's TPOT and MBU, what each answer assumes, the rows' TP legality, and a Hugging Face
 // config's summary with the defaults it takes (never s=0). Figures are checked against the API.
 import { expect, test } from "@playwright/test";
-import { shots, open, selectGpus, api, recordRequests } from "./page";
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-
-
-
+import { shots, open, selectGpus, api, recordRequests, pasteHfConfig } from "./page";
 
 const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
 
@@ -144,10 +136,7 @@ test("each recommendation row says which TP degrees it meets; a baseline that br
 
 test("a Hugging Face config's summary shows the defaults it takes, never s=0", async ({ page }) => {
   await open(page);
-  await page.click("#paste summary");
-  const hf = readFileSync(path.resolve(here, "../../examples/models/hf/llama-3-8b.json"), "utf8");
-  await page.fill("#model-json", hf);
-  await page.click("#parse-button");
+  await pasteHfConfig(page, "llama-3-8b.json");
   await expect(page.locator("#model-summary")).toContainText("h=4096, a=32, kv=8");
   await expect(page.locator("#model-summary")).toContainText("s=2048 (default), b=1 (default), t=1 (default)");
   await expect(page.locator("#model-summary")).not.toContainText("s=0");

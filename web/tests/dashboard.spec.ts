@@ -1,7 +1,7 @@
 // The dashboard end to end: a real wavecrest-server (tests/global-setup.ts), Debian's Chromium,
 // every panel driven as a user would, figures checked against what the API itself returns.
 import { expect, test } from "@playwright/test";
-import { url, shots, open, selectGpus, recordRequests } from "./page";
+import { url, shots, open, selectGpus, recordRequests, pasteHfConfig } from "./page";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -58,10 +58,7 @@ test("analyze on two GPUs: step times, the GEMM table and the rules broken", asy
 
 test("a pasted Hugging Face config is imported by the server; a bad one names the field", async ({ page }) => {
   await open(page);
-  await page.click("#paste summary");
-  const hf = readFileSync(path.resolve(here, "../../examples/models/hf/llama-3-8b.json"), "utf8");
-  await page.fill("#model-json", hf);
-  await page.click("#parse-button");
+  await pasteHfConfig(page, "llama-3-8b.json");
   await expect(page.locator("#model-summary")).toContainText("h=4096, a=32, kv=8");
   await page.fill("#model-json", '{"hidden_size": 4096, "num_attention_heads": 32, "mlp": "swiglu2"}');
   await page.click("#parse-button");

@@ -2,7 +2,11 @@
 // the dashboard on a model (collecting page and console errors), ticking GPUs, asking the API
 // itself, and recording the requests the page sends to a route.
 import { expect, test, type Page } from "@playwright/test";
+import { readFileSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 export const url = () => process.env.WAVECREST_URL ?? "";
 export const shots = (name: string) =>
@@ -40,4 +44,12 @@ export function recordRequests(page: Page, route: string): unknown[] {
     if (r.url().endsWith(route)) sent.push(r.postDataJSON());
   });
   return sent;
+}
+
+/** Pastes examples/models/hf/`name` into the model box and parses it on the server. */
+export async function pasteHfConfig(page: Page, name: string) {
+  await page.click("#paste summary");
+  const hf = readFileSync(path.resolve(here, "../../examples/models/hf", name), "utf8");
+  await page.fill("#model-json", hf);
+  await page.click("#parse-button");
 }
