@@ -258,7 +258,7 @@ std::string RunAnswer(const v1::AnalyzeResponse& r) {
   const v1::StepBreakdown* answer = &r.step();
   const bool given_fits = r.step().memory().fits();
   const bool searched_plan = !r.layouts().empty() && r.layouts(0).step().memory().fits();
-  if (!given_fits && searched_plan && r.layouts(0).step().step_time_s() != r.step_time_s()) {
+  if (!given_fits && searched_plan) {
     absl::StrAppendFormat(&out,
                           "as given        %s per step, but it does NOT fit in memory: not an "
                           "answer; the plan that fits on these GPUs:\n",

@@ -82,6 +82,15 @@ class SpooledStoreTest : public ::testing::Test {
                                           *SqliteStore::Open(dir_.File(spool)), o, owner);
   }
 
+  // The shared store holds the results of these keys and nothing else.
+  void ExpectStoreHoldsExactly(const std::vector<int>& keys) {
+    EXPECT_EQ(db_->Count(), static_cast<int64_t>(keys.size()));
+    for (int i : keys) {
+      EXPECT_TRUE(db_->Lookup("h100-sxm", Key(i), "cublaslt-timing-v2 cold-L2 heuristic", nullptr))
+          << "acknowledged result " << i << " is not in the store";
+    }
+  }
+
   TempDir dir_;
   std::unique_ptr<SqliteStore> db_;
 };
@@ -221,11 +230,7 @@ TEST_F(SpooledStoreTest, AFullSpoolDiskSaysWhatWasLostAndLosesNothingAcknowledge
   b->Drain();  // adopts spool-a.db (no live lease, results for this store)
   b->Drain();
   EXPECT_EQ(b->Backlog(), 0);
-  EXPECT_EQ(db_->Count(), static_cast<int64_t>(acknowledged.size()));
-  for (int i : acknowledged) {
-    EXPECT_TRUE(db_->Lookup("h100-sxm", Key(i), "cublaslt-timing-v2 cold-L2 heuristic", nullptr))
-        << "acknowledged result " << i << " is not in the store";
-  }
+  ExpectStoreHoldsExactly(acknowledged);
 }
 
 // The same with the replica SIGKILLed (issue 52: "full spool disk with a killed replica"): a child
@@ -271,11 +276,7 @@ TEST_F(SpooledStoreTest, AKilledReplicaWithAFullSpoolDiskLosesNothingAcknowledge
   }
   b->Drain();
   EXPECT_EQ(b->Backlog(), 0);
-  EXPECT_EQ(db_->Count(), static_cast<int64_t>(acknowledged.size()));
-  for (int i : acknowledged) {
-    EXPECT_TRUE(db_->Lookup("h100-sxm", Key(i), "cublaslt-timing-v2 cold-L2 heuristic", nullptr))
-        << "acknowledged result " << i << " is not in the store";
-  }
+  ExpectStoreHoldsExactly(acknowledged);
 }
 
 }  // namespace
