@@ -38,8 +38,13 @@ class BoundedCandidates {
   // A shape already kept is not added twice. One evicted earlier cannot come back: the worst kept
   // entry only gets better, and the evicted one was worse than it. The heap orders small entries;
   // the specs stay in their slots.
+  // Whether Add would keep a shape of `params` and `key` now (it may still be kept already).
+  bool Admits(const SpecKey& key, int64_t params) const {
+    return heap_.size() < cap_ || (!heap_.empty() && Less(EntryOf(key, params), heap_.front()));
+  }
+
   void Add(const SpecKey& key, ModelSpec s, int64_t params) {
-    Entry e{std::abs(static_cast<double>(params - base_params_)), key, 0};
+    Entry e = EntryOf(key, params);
     if (heap_.size() < cap_) {
       if (!kept_.insert(key).second) return;
       e.slot = specs_.size();
@@ -72,6 +77,9 @@ class BoundedCandidates {
     SpecKey key;
     size_t slot;  // in specs_
   };
+  Entry EntryOf(const SpecKey& key, int64_t params) const {
+    return {std::abs(static_cast<double>(params - base_params_)), key, 0};
+  }
   static bool Less(const Entry& a, const Entry& b) {
     return a.change != b.change ? a.change < b.change : a.key < b.key;
   }
@@ -102,6 +110,15 @@ std::set<Knob> WithReleases(const RecommendConstraints& c) {
     if (ReleasesHold(x)) k.insert(x);
   }
   return k;
+}
+
+// Whether the dimensions a candidate moves are all positive (CheckShape's arithmetic needs no
+// more; Validate checks the rest).
+bool PositiveDims(const ModelSpec& s) {
+  return s.hidden_size > 0 && s.num_attention_heads > 0 && s.head_dim > 0 && s.num_kv_heads > 0 &&
+         s.ffn_hidden_size > 0 && s.vocab_size > 0 && s.num_layers > 0 &&
+         s.tensor_parallel > 0 && s.pipeline_parallel > 0 && s.context_parallel > 0 &&
+         s.expert_parallel > 0 && s.num_experts >= 0;
 }
 
 // Walks the neighbourhood of one baseline: every knob's options, each shape checked, the nearest
@@ -138,17 +155,24 @@ class CandidateGenerator {
     if (!base_n.ok()) return base_n.status();
     const SpecKey base_key = KeyOf(*base_n);
     const BaseFacts facts(*base_n, c_);
+    // A shape that fails Validate is dropped uncounted; one that breaks a rule is counted; the
+    // rest go to `kept`. Validate is the dear part of a shape's checks and a wide search drops
+    // nearly every shape for being farther from the budget than those kept, so a shape is
+    // validated only when it would be counted or kept: the same answer and counts as validating
+    // every shape first. The rules read only positive dimensions (they divide by none of the
+    // fields a shape moves); a shape with one that is not is validated first.
     auto consider = [&](const ModelSpec& s) {
       ++*generated;
-      absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
-      if (!n.ok()) return;
+      ModelSpec n = WithDefaults(s);
+      if (!PositiveDims(n) && !Validate(n).empty()) return;
       int64_t p = 0;
-      if (const RefusalRule r = CheckShape(*n, *base_n, facts, tps_, c_, &p);
-          r != kRefusalRules) {
-        ++refused_[r];
+      if (const RefusalRule r = CheckShape(n, *base_n, facts, tps_, c_, &p); r != kRefusalRules) {
+        if (Validate(n).empty()) ++refused_[r];
         return;
       }
-      if (const SpecKey key = KeyOf(*n); key != base_key) kept.Add(key, *std::move(n), p);
+      const SpecKey key = KeyOf(n);
+      if (key == base_key || !kept.Admits(key, p) || !Validate(n).empty()) return;
+      kept.Add(key, std::move(n), p);
     };
     for (int64_t h : hiddens) {
       const KnobOptions o = OptionsFor(h, true);
