@@ -151,7 +151,11 @@ std::vector<std::string> Explain(const CandidateScore& base, const CandidateScor
   // Which GEMMs gained or lost (step time of each GEMM name, all passes).
   std::map<std::string, double> bt(base.time_by_gemm.begin(), base.time_by_gemm.end());
   std::vector<std::string> gains;
-  for (const auto& [name, time] : c.time_by_gemm) {
+  // By name: the scores keep them in the order the GEMMs were built (sorting every candidate's
+  // cost more than a wide search's explanations).
+  std::vector<std::pair<std::string, double>> by_name = c.time_by_gemm;
+  std::sort(by_name.begin(), by_name.end());
+  for (const auto& [name, time] : by_name) {
     auto it = bt.find(name);
     if (it == bt.end() || time <= 0) continue;
     const double ratio = it->second / time;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "absl/container/flat_hash_set.h"
@@ -25,49 +26,38 @@ using namespace recommend_detail;  // NOLINT(build/namespaces): the recommendati
 
 namespace {
 
-// Keeps the `cap` candidates with the smallest parameter change (ties by shape), the baseline
-// always first, without holding more than `cap` specs at once.
+// Keeps the keys of the `cap` candidates with the smallest parameter change (ties by shape). A
+// shape is a function of its key (CandidateGenerator::Rebuild), so a wide search holds keys, not
+// specs: a spec is five times the size, and most shapes kept early are dropped later. Entries
+// gather up to twice the cap and are then cut to the cap (nth_element), which costs less than a
+// heap that evicts one at a time; the cut's worst entry bars every later shape that is no nearer.
 class BoundedCandidates {
  public:
   BoundedCandidates(int64_t base_params, size_t cap) : base_params_(base_params), cap_(cap) {
-    // Room for the first few thousand without moving them as the vectors grow.
-    specs_.reserve(std::min<size_t>(cap, 4096));
-    heap_.reserve(std::min<size_t>(cap, 4096));
+    // Room for the first few thousand without moving them as the vector grows.
+    entries_.reserve(std::min<size_t>(2 * cap, 8192));
   }
 
-  // A shape already kept is not added twice. One evicted earlier cannot come back: the worst kept
-  // entry only gets better, and the evicted one was worse than it. The heap orders small entries;
-  // the specs stay in their slots.
-  // Whether Add would keep a shape of `params` and `key` now (it may still be kept already).
+  // Whether Add would keep a shape of `params` and `key` now (it may be kept already).
   bool Admits(const SpecKey& key, int64_t params) const {
-    return heap_.size() < cap_ || (!heap_.empty() && Less(EntryOf(key, params), heap_.front()));
+    return cap_ > 0 && (!bar_ || Less{}(EntryOf(key, params), *bar_));
   }
 
-  void Add(const SpecKey& key, ModelSpec s, int64_t params) {
-    Entry e = EntryOf(key, params);
-    if (heap_.size() < cap_) {
-      if (!kept_.insert(key).second) return;
-      e.slot = specs_.size();
-      specs_.push_back(std::move(s));
-      heap_.push_back(e);
-      std::push_heap(heap_.begin(), heap_.end(), Less);
-    } else if (!heap_.empty() && Less(e, heap_.front())) {
-      if (!kept_.insert(key).second) return;
-      std::pop_heap(heap_.begin(), heap_.end(), Less);
-      kept_.erase(heap_.back().key);
-      e.slot = heap_.back().slot;
-      specs_[e.slot] = std::move(s);
-      heap_.back() = e;
-      std::push_heap(heap_.begin(), heap_.end(), Less);
-    }
+  // A shape already kept is not added twice. One dropped earlier cannot come back: it was no
+  // nearer than the bar, which only gets nearer.
+  void Add(const SpecKey& key, int64_t params) {
+    if (!Admits(key, params) || !kept_.insert(key).second) return;
+    entries_.push_back(EntryOf(key, params));
+    if (entries_.size() >= 2 * cap_) Cut();
   }
 
-  std::vector<ModelSpec> Take(ModelSpec baseline) {
-    std::sort(heap_.begin(), heap_.end(), Less);
-    std::vector<ModelSpec> out;
-    out.reserve(heap_.size() + 1);
-    out.push_back(std::move(baseline));
-    for (const Entry& e : heap_) out.push_back(std::move(specs_[e.slot]));
+  // The keys kept, the nearest first.
+  std::vector<SpecKey> Take() {
+    Cut();
+    std::sort(entries_.begin(), entries_.end(), Less{});
+    std::vector<SpecKey> out;
+    out.reserve(entries_.size());
+    for (const Entry& e : entries_) out.push_back(e.key);
     return out;
   }
 
@@ -75,19 +65,29 @@ class BoundedCandidates {
   struct Entry {
     double change;
     SpecKey key;
-    size_t slot;  // in specs_
+  };
+  struct Less {
+    bool operator()(const Entry& a, const Entry& b) const {
+      return a.change != b.change ? a.change < b.change : a.key < b.key;
+    }
   };
   Entry EntryOf(const SpecKey& key, int64_t params) const {
-    return {std::abs(static_cast<double>(params - base_params_)), key, 0};
+    return {std::abs(static_cast<double>(params - base_params_)), key};
   }
-  static bool Less(const Entry& a, const Entry& b) {
-    return a.change != b.change ? a.change < b.change : a.key < b.key;
+  // Keeps the cap nearest entries; the farthest of them becomes the bar.
+  void Cut() {
+    if (entries_.size() <= cap_) return;
+    const auto nth = entries_.begin() + static_cast<std::ptrdiff_t>(cap_ - 1);
+    std::nth_element(entries_.begin(), nth, entries_.end(), Less{});
+    bar_ = *nth;
+    for (auto it = nth + 1; it != entries_.end(); ++it) kept_.erase(it->key);
+    entries_.erase(nth + 1, entries_.end());
   }
   int64_t base_params_;
   size_t cap_;
-  std::vector<Entry> heap_;  // max-heap by (change, key): the worst kept candidate on top
-  std::vector<ModelSpec> specs_;
-  absl::flat_hash_set<SpecKey> kept_;  // the keys in heap_
+  std::vector<Entry> entries_;
+  std::optional<Entry> bar_;           // the farthest entry kept at the last cut
+  absl::flat_hash_set<SpecKey> kept_;  // the keys in entries_
 };
 
 // The options of each knob for one hidden size.
@@ -172,7 +172,7 @@ class CandidateGenerator {
       }
       const SpecKey key = KeyOf(n);
       if (key == base_key || !kept.Admits(key, p) || !Validate(n).empty()) return;
-      kept.Add(key, std::move(n), p);
+      kept.Add(key, p);
     };
     for (int64_t h : hiddens) {
       const KnobOptions o = OptionsFor(h, true);
@@ -191,7 +191,11 @@ class CandidateGenerator {
       }
     }
     if (refusals != nullptr) ReportRefusals(refusals);
-    return kept.Take(*base_n);
+    std::vector<ModelSpec> out = {*base_n};
+    const std::vector<SpecKey> keys = kept.Take();
+    out.reserve(keys.size() + 1);
+    for (const SpecKey& key : keys) out.push_back(Rebuild(key));
+    return out;
   }
 
  private:
@@ -402,6 +406,14 @@ class CandidateGenerator {
       s.expert_groups = s.expert_groups_per_token = 0;
     }
     return s;
+  }
+
+  // The normalized shape `consider` was given for `key`: Shape and WithLayers read nothing else
+  // (of an expert option, its experts and top-k; the width is the key's).
+  ModelSpec Rebuild(const SpecKey& key) const {
+    const auto [h, a, kv, d, f, v, layers, experts, per_token] = key;
+    const ModelSpec s = Shape(h, a, d, kv, f, v, ExpertOption{experts, per_token, 1, 1});
+    return WithDefaults(WithLayers(s, layers));
   }
 
   // The baseline's layer count, and when layers move the counts that keep the budget: solve

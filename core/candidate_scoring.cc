@@ -208,6 +208,7 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   double measured_s = 0;
   bool all_measured = true;
   c.contributions.reserve(gemms.size() + 2);
+  c.time_by_gemm.reserve(gemms.size());
   for (const Gemm& g : gemms) {
     const bool in_layer = g.name != kLogits;
     const GemmCost cost = CostOf(g, gpu, times);
@@ -230,7 +231,6 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
     if (cost.measured) measured_s += step;
     c.contributions.push_back({cost.id, step, cost.sigma});
   }
-  std::sort(c.time_by_gemm.begin(), c.time_by_gemm.end());
   const ElementwiseEstimate e = EstimateElementwise(spec, gpu);
   if (layer) {
     const double layers_s = layer->time_s * static_cast<double>(spec.num_layers);

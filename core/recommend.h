@@ -334,7 +334,7 @@ struct CandidateScore {
   // measured whole, and the elementwise estimate) in the step, for the uncertainty of ratios
   // between candidates: sorted by id, one entry per id (ContributionId).
   std::vector<Contribution> contributions;
-  // Time per GEMM name (all passes, × count), for the reasons.
+  // Time per GEMM name (all passes, × count), for the reasons; in the order BuildGemms names them.
   std::vector<std::pair<std::string, double>> time_by_gemm;
   std::vector<std::string> reasons;
   // Why RankCandidates put this winner above a faster-looking one (the smaller change among

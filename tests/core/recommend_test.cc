@@ -403,6 +403,19 @@ TEST(RecommendTest, CandidatesStayWithinMaxCandidatesWhileTheSearchRuns) {
     EXPECT_LE(std::abs(CountParams((*specs)[i - 1]).total_params - p0),
               std::abs(CountParams((*specs)[i]).total_params - p0));
   }
+  // The nearest of the whole neighbourhood, though the search cut its list to the cap several
+  // times on the way (at twice the cap).
+  c.max_candidates = 100000;
+  int64_t all_generated = 0;
+  const auto all = GenerateCandidates(Llama27b(), c, &all_generated);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all_generated, generated);
+  EXPECT_EQ(std::vector<ModelSpec>(all->begin(), all->begin() + 7), *specs);
+  c.max_candidates = 4;
+  const auto four = GenerateCandidates(Llama27b(), c, &generated);
+  ASSERT_TRUE(four.ok());
+  ASSERT_GT(all->size(), 4 * four->size());
+  EXPECT_EQ(std::vector<ModelSpec>(all->begin(), all->begin() + 4), *four);
 }
 
 }  // namespace
