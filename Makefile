@@ -23,7 +23,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The three programs alone (the CLI, the server, the worker), without the tests and benchmarks:
-# what the demo needs. `make build` (and `make test`) builds the rest in the same tree.
+# what the demo builds (the CLI first). `make build` (and `make test`) builds the rest in the same tree.
 programs: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target wavecrest wavecrest-server wavecrest-worker
 
@@ -40,8 +40,9 @@ test-fast: build
 sanitize: deps
 	bash scripts/sanitize.sh
 
-demo: programs web
-	bash scripts/demo.sh $(BUILD_DIR)
+# The CLI first, answering offline; then the server, the worker and the dashboard (scripts/demo.sh).
+demo: configure
+	bash scripts/demo.sh $(BUILD_DIR) $(JOBS)
 
 bench: build
 	bash scripts/bench.sh $(BUILD_DIR)

@@ -1,11 +1,28 @@
 #!/usr/bin/env bash
-# The demo: starts wavecrest-server with --workers auto (one supervised wavecrest-worker per GPU; on
-# a machine without a GPU, one worker emulating an H100 with the analytic model, whose answers are
-# labelled PREDICTED), then runs the CLI against it, ending with a recommendation for Pythia-2.8B
-# (h = 2560, a = 32) on the default device: the first GPU's kind, else h100-sxm.
+# The demo, in the order a newcomer gets answers: the CLI is built first and answers offline (the
+# analytic model in process, labelled PREDICTED), then the server and worker are built and started
+# with --workers auto (one supervised wavecrest-worker per GPU; on a machine without a GPU, one
+# worker emulating an H100 with the analytic model), and the CLI runs against it, ending with a
+# recommendation for Pythia-2.8B (h = 2560, a = 32) on the default device: the first GPU's kind,
+# else h100-sxm. The build directory must be configured (make demo does it).
+#
+# usage: scripts/demo.sh [BUILD_DIR] [JOBS]      env: DEMO_KEEP=1, DEMO_HTTP_PORT=8080
 set -euo pipefail
 build=${1:-build}
+jobs=${2:-$(nproc)}
 cd "$(dirname "$0")/.."
+started=$SECONDS
+cli=("$build/client/wavecrest")
+
+echo "== building the CLI (cmake --build $build --target wavecrest)"
+cmake --build "$build" -j "$jobs" --target wavecrest
+echo; echo "== the first answer, offline ($((SECONDS - started)) s after the build began; the server is built next):"
+echo "== wavecrest recommend --model examples/models/pythia-2.8b.json --gpu h100-sxm --top 3"
+"${cli[@]}" recommend --model examples/models/pythia-2.8b.json --gpu h100-sxm --top 3
+
+echo; echo "== building the server and the worker, then the dashboard"
+cmake --build "$build" -j "$jobs" --target wavecrest-server wavecrest-worker
+bash scripts/web.sh build || echo "(no dashboard: the server runs without it)"
 tmp=$(mktemp -d)
 server_pid=""
 cleanup() {
@@ -29,7 +46,6 @@ for _ in $(seq 600); do [[ -s $tmp/ports.json ]] && break; sleep 0.05; done
 [[ -s $tmp/ports.json ]] || { cat "$tmp/server.log"; echo "server did not start"; exit 1; }
 port=$(sed -E 's/.*"grpc": ([0-9]+).*/\1/' "$tmp/ports.json")
 http=$(sed -E 's/.*"http": ([0-9]+).*/\1/' "$tmp/ports.json")
-cli=("$build/client/wavecrest")
 server="--server=127.0.0.1:$port"
 for _ in $(seq 200); do "${cli[@]}" health "$server" 2>/dev/null | grep -q "measure: SERVING" && break; sleep 0.05; done
 
