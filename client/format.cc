@@ -103,7 +103,7 @@ std::string SourceName(v1::Source s) {
   }
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
+std::string FormatJson(const google::protobuf::Message& message) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
