@@ -23,9 +23,10 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The three programs alone (the CLI, the server, the worker), without the tests and benchmarks:
-# what the demo builds (the CLI first). `make build` (and `make test`) builds the rest in the same tree.
+# what the demo builds (the CLI first). `make build` (and `make test`) builds the rest in the same
+# tree. One CMake target (`programs`, CMakeLists.txt), so that the three build in parallel.
 programs: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target wavecrest wavecrest-server wavecrest-worker
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target programs
 
 # The dashboard (web/dist), served by wavecrest-server --http_static_dir.
 web: deps

@@ -25,6 +25,7 @@
 
 #include "core/memory.h"
 #include "core/model_spec.h"
+#include "core/units.h"
 
 namespace wavecrest {
 
@@ -39,15 +40,14 @@ struct ZeroFigure {
 };
 
 inline constexpr double kGB = 1e9;
-inline constexpr double kGiBytes = 1024.0 * 1024 * 1024;
 
 inline constexpr ZeroFigure kZeroFigures[] = {
     {"ZeRO paper Fig. 1, baseline", true, 0, 64, 2, 120 * kGB, false},
     {"ZeRO paper Fig. 1, P_os", true, 1, 64, 2, 31.4 * kGB, false},
     {"ZeRO paper Fig. 1, P_os+g", true, 2, 64, 2, 16.6 * kGB, false},
     {"ZeRO paper Fig. 1, P_os+g+p", true, 3, 64, 2, 1.9 * kGB, false},
-    {"DeepSpeed estimator, t5-3b ZeRO-3", false, 3, 8, 4, 6.10 * kGiBytes, false},
-    {"DeepSpeed estimator, t5-3b ZeRO-2", false, 2, 8, 4, 15.93 * kGiBytes, true},
+    {"DeepSpeed estimator, t5-3b ZeRO-3", false, 3, 8, 4, 6.10 * kGiB, false},
+    {"DeepSpeed estimator, t5-3b ZeRO-2", false, 2, 8, 4, 15.93 * kGiB, true},
 };
 
 inline ModelSpec ZeroFigureSpec(const ZeroFigure& f) {

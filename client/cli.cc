@@ -352,7 +352,7 @@ int DoRecommend(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (!result.ok()) return Fail(err, result.status());
   result->clear_progress();
   if (!o.export_pick.empty()) return ExportCandidate(*result, o, out, err);
-  out << (json ? ToJson(*result) + "\n" : FormatRecommendation(*result));
+  out << (json ? FormatJson(*result) + "\n" : FormatRecommendation(*result));
   return 0;
 }
 
@@ -430,7 +430,7 @@ int DoSweep(const CliOptions& o, std::ostream& out, std::ostream& err) {
       return Fail(err, FieldError("--svg", absl::StrCat("cannot write ", o.svg)));
     }
   }
-  out << (json ? ToJson(*result) + "\n" : FormatSweep(*result, o.vary));
+  out << (json ? FormatJson(*result) + "\n" : FormatSweep(*result, o.vary));
   return 0;
 }
 
@@ -448,7 +448,7 @@ std::string TimingsEnvelope(const std::string& gpu, const char* list,
                             const std::vector<Timing>& results,
                             const std::vector<std::string>& notes) {
   nlohmann::json envelope = {{"gpu", gpu}, {list, nlohmann::json::array()}, {"notes", notes}};
-  for (const Timing& r : results) envelope[list].push_back(nlohmann::json::parse(ToJson(r)));
+  for (const Timing& r : results) envelope[list].push_back(nlohmann::json::parse(FormatJson(r)));
   return envelope.dump(1) + "\n";
 }
 
@@ -839,7 +839,7 @@ int DoDevices(const CliOptions& o, bool json, std::ostream& out, std::ostream& e
   if (absl::Status st = NeedServer(o); !st.ok()) return Fail(err, st);
   absl::StatusOr<v1::ListDevicesResponse> r = ClientFor(o).ListDevices(o.internal);
   if (!r.ok()) return Fail(err, r.status());
-  out << (json ? ToJson(*r) + "\n" : FormatDevices(*r));
+  out << (json ? FormatJson(*r) + "\n" : FormatDevices(*r));
   return 0;
 }
 
@@ -898,7 +898,7 @@ int DoRecalibrate(const CliOptions& o, bool json, std::ostream& out, std::ostrea
   absl::StatusOr<v1::RecalibrateResponse> r = ClientFor(o).Recalibrate(request);
   if (!r.ok()) return Fail(err, r.status());
   if (json) {
-    out << ToJson(*r) << "\n";
+    out << FormatJson(*r) << "\n";
     return 0;
   }
   if (r->results().empty()) out << "no GPU measurements in the server's measurement store\n";
@@ -920,7 +920,7 @@ int RunCommand(const CliOptions& o, std::ostream& out, std::ostream& err) {
   if (o.command == "analyze") {
     absl::StatusOr<v1::AnalyzeResponse> r = DoAnalyze(o);
     if (!r.ok()) return Fail(err, r.status());
-    out << (json ? ToJson(*r) + "\n" : FormatAnalysis(*r));
+    out << (json ? FormatJson(*r) + "\n" : FormatAnalysis(*r));
     return 0;
   }
   if (o.command == "devices") return DoDevices(o, json, out, err);

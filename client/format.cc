@@ -12,6 +12,7 @@
 #include "absl/strings/strip.h"
 #include "google/protobuf/util/json_util.h"
 #include "client/table.h"
+#include "core/units.h"
 #include "service/errors.h"
 
 namespace wavecrest {
@@ -102,7 +103,7 @@ std::string SourceName(v1::Source s) {
   }
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
+std::string FormatJson(const google::protobuf::Message& message) {
   std::string out;
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
@@ -125,8 +126,6 @@ std::string HumanCount(double n) {
   if (n >= 1e3) return absl::StrFormat("%.1fK", n / 1e3);
   return absl::StrFormat("%.0f", n);
 }
-
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // "memory per GPU 47.6 GiB of 80 (estimate): weights 4.2, gradients 8.5, optimizer 12.7,
 // activations 22.2", with the gathered ZeRO-3 unit, the host's share and the KV cache when there.

@@ -12,7 +12,7 @@
 namespace wavecrest {
 
 // The protobuf JSON mapping of `message`, snake_case names, defaults printed, indented.
-std::string ToJson(const google::protobuf::Message& message);
+std::string FormatJson(const google::protobuf::Message& message);
 
 std::string FormatAnalysis(const v1::AnalyzeResponse& r);
 // The step of a training run, component by component (analyze --gpus ...).

@@ -56,7 +56,7 @@ absl::StatusOr<AttentionMeasurement> ParseRow(absl::string_view origin, int line
   return m;
 }
 
-double Loss(const GpuSpec& gpu, const std::vector<AttentionMeasurement>& rows) {
+double AttentionLoss(const GpuSpec& gpu, const std::vector<AttentionMeasurement>& rows) {
   double sum = 0;
   for (const AttentionMeasurement& m : rows) {
     const double e = std::log(Predict(gpu, AttentionGemm(m)).time_s / m.median_s);
@@ -82,8 +82,8 @@ CostModelParams Fit(const GpuSpec& prior, DType dtype,
   GpuSpec start = prior;
   Uncalibrated(start.Model(dtype));
   return FitFields(
-      start, dtype, AttentionFittedParams(), [&](const GpuSpec& g) { return Loss(g, rows); },
-      options);
+      start, dtype, AttentionFittedParams(),
+      [&](const GpuSpec& g) { return AttentionLoss(g, rows); }, options);
 }
 
 }  // namespace

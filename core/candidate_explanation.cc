@@ -21,15 +21,9 @@
 
 namespace wavecrest {
 
-using namespace recommend_detail;  // NOLINT(build/namespaces): the recommendation's own helpers
-
-namespace {
-
-std::string Arrow(absl::string_view what, int64_t from, int64_t to) {
+std::string recommend_detail::Arrow(absl::string_view what, int64_t from, int64_t to) {
   return absl::StrCat(what, " ", from, " → ", to);
 }
-
-}  // namespace
 
 namespace {
 
@@ -76,7 +70,7 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
   std::vector<std::string> r;
   const int64_t t = s.tensor_parallel;
   if (s.hidden_size != b.hidden_size) {
-    std::string x = Arrow("h", b.hidden_size, s.hidden_size);
+    std::string x = recommend_detail::Arrow("h", b.hidden_size, s.hidden_size);
     if (LargestPow2Factor(s.hidden_size / t) >= 64 && LargestPow2Factor(b.hidden_size / t) < 64) {
       absl::StrAppend(&x, " (rule 3: h/t divisible by 64)");
     }
@@ -96,7 +90,7 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
   const bool both_mha = b.num_kv_heads == b.num_attention_heads &&
                         s.num_kv_heads == s.num_attention_heads;  // KV heads follow the heads
   if (s.num_kv_heads != b.num_kv_heads && !both_mha) {
-    r.push_back(Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
+    r.push_back(recommend_detail::Arrow("a_kv", b.num_kv_heads, s.num_kv_heads));
   }
   if (s.num_experts != b.num_experts || s.experts_per_token != b.experts_per_token) {
     r.push_back(
@@ -106,8 +100,8 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
                      ", about the same active parameters)"));
   }
   if (s.ffn_hidden_size != b.ffn_hidden_size) {
-    std::string x =
-        Arrow(s.num_experts > 0 ? "expert width f" : "f", b.ffn_hidden_size, s.ffn_hidden_size);
+    std::string x = recommend_detail::Arrow(s.num_experts > 0 ? "expert width f" : "f",
+                                            b.ffn_hidden_size, s.ffn_hidden_size);
     const int64_t p1 = LargestPow2Factor(s.ffn_hidden_size / t);
     const int64_t p0 = LargestPow2Factor(b.ffn_hidden_size / t);
     if (p1 > p0) {
@@ -121,12 +115,12 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
     r.push_back(x);
   }
   if (s.vocab_size != b.vocab_size) {
-    r.push_back(absl::StrCat(Arrow("v", b.vocab_size, s.vocab_size),
+    r.push_back(absl::StrCat(recommend_detail::Arrow("v", b.vocab_size, s.vocab_size),
                              " (rule 1: padded to a multiple of ", LargestPow2Factor(s.vocab_size),
                              ")"));
   }
   if (s.num_layers != b.num_layers) {
-    std::string x = absl::StrCat(Arrow("L", b.num_layers, s.num_layers),
+    std::string x = absl::StrCat(recommend_detail::Arrow("L", b.num_layers, s.num_layers),
                                  " to stay within the parameter budget");
     // What moves with the layers: the local-attention layers (the same share), the dense ones.
     if (s.sliding_window_layers != b.sliding_window_layers) {

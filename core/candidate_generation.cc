@@ -21,9 +21,9 @@
 #include "core/timing_stats.h"
 
 namespace wavecrest {
-
-using namespace recommend_detail;  // NOLINT(build/namespaces): the recommendation's own helpers
-
+// The generator sits among the recommendation's own helpers: it names their refusal rules and
+// checks (core/recommend_detail.h) as its own.
+namespace recommend_detail {
 namespace {
 
 // Keeps the keys of the `cap` candidates with the smallest parameter change (ties by shape). A
@@ -484,13 +484,14 @@ class CandidateGenerator {
 };
 
 }  // namespace
+}  // namespace recommend_detail
 
 absl::StatusOr<std::vector<ModelSpec>> GenerateCandidates(const ModelSpec& base,
                                                           const RecommendConstraints& c,
                                                           int64_t* generated,
                                                           const std::function<bool()>& stop,
                                                           std::vector<Refusal>* refusals) {
-  return CandidateGenerator(base, c).Run(generated, stop, refusals);
+  return recommend_detail::CandidateGenerator(base, c).Run(generated, stop, refusals);
 }
 
 }  // namespace wavecrest

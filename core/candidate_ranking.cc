@@ -15,8 +15,6 @@
 
 namespace wavecrest {
 
-using namespace recommend_detail;  // NOLINT(build/namespaces): the recommendation's own helpers
-
 double Merit(const CandidateScore& c) {
   return c.spec.workload == Workload::kDecode ? c.tokens_per_s_per_gpu * (1 + c.param_change)
                                               : c.mfu;
@@ -155,13 +153,13 @@ std::vector<size_t> RankedIndices(const std::vector<CandidateScore>& scores,
     double merit;
     double abs_change;
     int changed;  // fields changed against the baseline: among equal efficiency, fewer wins
-    SpecKey key;
+    recommend_detail::SpecKey key;
   };
-  const SpecKey b = KeyOf(base ? base->spec : ModelSpec());
+  const recommend_detail::SpecKey b = recommend_detail::KeyOf(base ? base->spec : ModelSpec());
   std::vector<Order> order;
   order.reserve(scores.size());
   for (const CandidateScore& s : scores) {
-    const SpecKey a = KeyOf(s.spec);
+    const recommend_detail::SpecKey a = recommend_detail::KeyOf(s.spec);
     const int changed =
         base ? (std::get<0>(a) != std::get<0>(b)) + (std::get<1>(a) != std::get<1>(b)) +
                    (std::get<2>(a) != std::get<2>(b)) + (std::get<4>(a) != std::get<4>(b)) +
@@ -181,7 +179,7 @@ std::vector<size_t> RankedIndices(const std::vector<CandidateScore>& scores,
     return x.key < y.key;
   });
   // No shape twice: the first (best) entry of each shape stays; the baseline always stays.
-  absl::flat_hash_set<SpecKey> seen;
+  absl::flat_hash_set<recommend_detail::SpecKey> seen;
   seen.reserve(scores.size());
   std::vector<size_t> kept;
   kept.reserve(scores.size());

@@ -21,8 +21,6 @@
 
 namespace wavecrest {
 
-using namespace recommend_detail;  // NOLINT(build/namespaces): the recommendation's own helpers
-
 const GemmTime& ScoreCache::Get(const GemmKey& key) {
   auto it = memo_.find(key);
   if (it != memo_.end()) return it->second;

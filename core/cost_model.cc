@@ -36,11 +36,6 @@ constexpr double kFlashHeadDimFull = 128;  // head dim at which the kernel reach
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-int OutputBytes(DType dtype) {
-  // FP8 GEMMs write BF16 in training recipes; the others write their input type.
-  return dtype == DType::kFp8E4M3 ? 2 : DTypeBytes(dtype);
-}
-
 double MemoryBandwidth(const GpuSpec& gpu, const CostModelParams& mp) {
   return gpu.memory_bandwidth_bytes_per_s * mp.memory_efficiency;
 }
@@ -49,7 +44,7 @@ double MemoryTime(const GpuSpec& gpu, const CostModelParams& mp, const GemmKey& 
   const GemmShape& s = key.shape;
   const double in = DTypeBytes(key.dtype);
   const double bytes = (static_cast<double>(s.m) * s.k + static_cast<double>(s.k) * s.n) * in +
-                       static_cast<double>(s.m) * s.n * OutputBytes(key.dtype);
+                       static_cast<double>(s.m) * s.n * OutputDTypeBytes(key.dtype);
   return bytes * static_cast<double>(s.batch) / MemoryBandwidth(gpu, mp);
 }
 
@@ -344,7 +339,7 @@ GemmPrediction TilePrediction(const GpuSpec& gpu, const CostModelParams& mp, con
     const double t_main = 2.0 * tile.m * tile.n * k_slice * static_cast<double>(slots) /
                           (peak * mp.peak_fraction * reuse * align_eff);
     const double t_epilogue = mp.epilogue_weight * static_cast<double>(slots) * tile.m * tile.n *
-                              OutputBytes(key.dtype) / mem_bw;
+                              OutputDTypeBytes(key.dtype) / mem_bw;
     p.compute_time_s = static_cast<double>(p.waves) * (t_main + t_epilogue + mp.wave_latency_s);
     p.epilogue_share = t_epilogue / (t_main + t_epilogue + mp.wave_latency_s);
     if (stream_k && p.tiles % slots != 0) {

@@ -250,6 +250,9 @@ double Fp8CastBytesPerToken(const ModelSpec& spec);
 // The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
 // activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
 inline constexpr double kElementwiseRelativeSigma = 0.15;
+// 1.2816 standard deviations: the p10 and p90 of a normally distributed error (a band of
+// ±kP90Sigmas · sigma).
+inline constexpr double kP90Sigmas = 1.2816;
 
 }  // namespace wavecrest
 

@@ -62,9 +62,9 @@ double GemmFlops(const GemmShape& s) {
 
 namespace {
 
-class Builder {
+class GemmListBuilder {
  public:
-  Builder(const ModelSpec& spec, std::vector<Gemm>& out)
+  GemmListBuilder(const ModelSpec& spec, std::vector<Gemm>& out)
       : spec_(spec), out_(out), training_(spec.workload == Workload::kTraining) {}
 
   // A linear layer Y[T×out] = X[T×in]·W[out×in]ᵀ and, when training, its two gradients;
@@ -123,7 +123,7 @@ class Builder {
 // MLA the query/key head dim (d) and the value head dim (d_v) differ. Layers with local attention
 // (sliding_window) run a fused kernel over the window; unfused attention computes every score
 // and masks, so the window changes nothing there.
-void AttentionCore(const ModelSpec& spec, const DerivedShape& d, Builder& b) {
+void AttentionCore(const ModelSpec& spec, const DerivedShape& d, GemmListBuilder& b) {
   const bool decode = spec.workload == Workload::kDecode;
   // Under context parallelism a rank's s/c queries meet every key in c ring steps of (s/c)²
   // blocks: one causal (its own chunks), c - 1 where half the block is masked, i.e. c causal
@@ -232,7 +232,7 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   const int64_t h = spec.hidden_size;
   const int64_t L = spec.num_layers;
   const int64_t T = d.tokens;
-  Builder b(spec, out);
+  GemmListBuilder b(spec, out);
 
   // Attention projections. QKV is one fused GEMM (Megatron style); output projection is
   // row-parallel. Multi-head latent attention instead projects down to latents and up to every

@@ -13,8 +13,6 @@ namespace {
 bool Mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
 bool Add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
 
-int OutputBytes(DType d) { return d == DType::kFp8E4M3 ? 2 : DTypeBytes(d); }
-
 bool Supported(DType d, int cc) {
   switch (d) {
     case DType::kFp16:
@@ -105,7 +103,7 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   if (p.fp8) {
     if (absl::Status st = CheckFp8LeadingDims(key, p); !st.ok()) return st;
   }
-  const int64_t in = DTypeBytes(key.dtype), out = OutputBytes(key.dtype);
+  const int64_t in = DTypeBytes(key.dtype), out = OutputDTypeBytes(key.dtype);
   int64_t set = 0;
   if (!Mul(a_rows, a_cols, &p.a_elems) || !Mul(b_rows, b_cols, &p.b_elems) ||
       !Mul(p.m, p.n, &p.d_elems) || !Mul(p.a_elems, p.batch, &p.a_bytes) ||

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/calibration.h"
 #include "core/cost_model.h"
+#include "core/units.h"
 
 namespace wavecrest {
 
@@ -36,8 +37,6 @@ namespace {
 
 constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
-constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 // cuBLAS's tile menu, largest first (paper notes §4: 256×128 / 128×256 most efficient, down to
 // 64×64), with the CTAs of each that fit on one SM at once. How much less a small tile reaches is

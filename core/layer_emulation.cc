@@ -8,9 +8,6 @@ namespace wavecrest {
 
 namespace {
 
-// 1.2816 standard deviations: the p10/p90 of a normal error with the elementwise prior's sigma.
-constexpr double kP90Sigmas = 1.2816;
-
 double Elements(const LayerProgram& p, int buffer) {
   return buffer >= 0 ? static_cast<double>(p.buffers[buffer].elements) : 0;
 }

@@ -19,9 +19,6 @@ constexpr struct {
                   {LayerKind::kUnfusedAttention, "unfused_attention"},
                   {LayerKind::kTransformerLayer, "transformer_layer"}};
 
-// 1.2816 standard deviations: the p10/p90 of a normal error with the elementwise prior's sigma.
-constexpr double kP90Sigmas = 1.2816;
-
 bool IsAttention(LayerKind kind) { return kind != LayerKind::kTransformerLayer; }
 }  // namespace
 

@@ -7,11 +7,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/analysis.h"
+#include "core/units.h"
 
 namespace wavecrest {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 std::vector<int64_t> PowersOfTwoUpTo(int64_t limit) {
   std::vector<int64_t> out;

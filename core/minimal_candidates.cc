@@ -7,13 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/recommend_detail.h"
 
 namespace wavecrest {
 namespace {
-
-std::string Arrow(absl::string_view what, int64_t from, int64_t to) {
-  return absl::StrCat(what, " ", from, " → ", to);
-}
 
 int64_t RoundTo(double x, int64_t m) {
   return std::max<int64_t>(m, static_cast<int64_t>(std::llround(x / static_cast<double>(m))) * m);
@@ -45,24 +42,24 @@ class Undoer {
   std::string Words(Part p) const {
     switch (p) {
       case kVocab:
-        return Arrow("v", b_.vocab_size, c_.vocab_size);
+        return recommend_detail::Arrow("v", b_.vocab_size, c_.vocab_size);
       case kHidden:
-        return Arrow("h", b_.hidden_size, c_.hidden_size);
+        return recommend_detail::Arrow("h", b_.hidden_size, c_.hidden_size);
       case kHeadDim:
         return absl::StrCat("a ", b_.num_attention_heads, " → ", c_.num_attention_heads, ": h/a ",
                             b_.head_dim, " → ", c_.head_dim);
       case kKvGroup:
-        return Arrow("a_kv", b_.num_kv_heads, c_.num_kv_heads);
+        return recommend_detail::Arrow("a_kv", b_.num_kv_heads, c_.num_kv_heads);
       case kOwnFfn:
         // A width kept while the hidden size moved is a change of its own too.
         return c_.ffn_hidden_size == b_.ffn_hidden_size
                    ? absl::StrCat(c_.num_experts > 0 ? "expert width f " : "f ", c_.ffn_hidden_size,
                                   " kept (not scaled with h to ",
                                   Ffn(c_.hidden_size, c_.num_experts), ")")
-                   : Arrow(c_.num_experts > 0 ? "expert width f" : "f", b_.ffn_hidden_size,
-                           c_.ffn_hidden_size);
+                   : recommend_detail::Arrow(c_.num_experts > 0 ? "expert width f" : "f",
+                                             b_.ffn_hidden_size, c_.ffn_hidden_size);
       case kLayers:
-        return Arrow("L", b_.num_layers, c_.num_layers);
+        return recommend_detail::Arrow("L", b_.num_layers, c_.num_layers);
       case kExperts:
         return absl::StrCat("experts ", b_.num_experts, " → ", c_.num_experts, ", top-",
                             b_.experts_per_token, " → top-", c_.experts_per_token);

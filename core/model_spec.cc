@@ -23,6 +23,8 @@ int DTypeBytes(DType dtype) {
   return 2;
 }
 
+int OutputDTypeBytes(DType dtype) { return dtype == DType::kFp8E4M3 ? 2 : DTypeBytes(dtype); }
+
 absl::string_view DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kBf16:

@@ -41,6 +41,9 @@ enum class Bias { kNone, kQkv, kAll };
 
 // Bytes of one element of the GEMM operands.
 int DTypeBytes(DType dtype);
+// Bytes of one element of a GEMM's output: FP8 GEMMs write BF16 in training recipes; the others
+// write their input type.
+int OutputDTypeBytes(DType dtype);
 absl::string_view DTypeName(DType dtype);  // "bf16", "fp16", "fp32", "tf32", "fp8_e4m3"
 absl::StatusOr<DType> ParseDType(absl::string_view name);
 absl::string_view MlpName(Mlp mlp);                    // "gelu", "swiglu"

@@ -14,7 +14,7 @@ using Json = nlohmann::ordered_json;
 
 // Builds the document as nlohmann's own DOM parser does, but appends an object's members to its
 // vector directly, with their places in a hash index (ordered_map's emplace searches linearly).
-class Builder final : public nlohmann::json_sax<Json> {
+class OrderedDomBuilder final : public nlohmann::json_sax<Json> {
  public:
   Json& result() { return root_; }
   const std::string& error() const { return error_; }
@@ -93,7 +93,7 @@ class Builder final : public nlohmann::json_sax<Json> {
 }  // namespace
 
 absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text) {
-  Builder builder;
+  OrderedDomBuilder builder;
   const bool ok = Json::sax_parse(text.begin(), text.end(), &builder);
   if (!ok) {
     return absl::InvalidArgumentError(

@@ -487,7 +487,7 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
 namespace {
 
 // A layout in words, for the plan's assumption line.
-std::string LayoutName(const StepBreakdown& b) {
+std::string LayoutWords(const StepBreakdown& b) {
   return absl::StrCat(b.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
                       b.recompute == Recompute::kNone ? "no" : RecomputeName(b.recompute),
                       " recomputation, ZeRO stage ", b.zero_stage,
@@ -501,7 +501,7 @@ std::string LayoutName(const StepBreakdown& b) {
 std::string GivenLayoutNote(const StepBreakdown& given, const StepBreakdown& chosen) {
   if (given.step_s <= chosen.step_s) return "; the layout as given is that one";
   return absl::StrFormat("; the layout as given (%s) fits too and takes %.1f%% longer",
-                         LayoutName(given), 100 * (given.step_s / chosen.step_s - 1));
+                         LayoutWords(given), 100 * (given.step_s / chosen.step_s - 1));
 }
 
 }  // namespace
@@ -540,7 +540,7 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
     best = *given;
   }
   StepBreakdown out = best ? *best : *smallest;
-  const std::string layout = LayoutName(out);
+  const std::string layout = LayoutWords(out);
   out.assumptions.insert(
       out.assumptions.begin(),
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,

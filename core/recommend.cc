@@ -24,8 +24,6 @@
 
 namespace wavecrest {
 
-using namespace recommend_detail;  // NOLINT(build/namespaces): this file's own helpers
-
 absl::string_view KnobName(Knob k) {
   switch (k) {
     case Knob::kHeads:
@@ -140,41 +138,13 @@ std::set<Knob> EffectiveKnobs(const RecommendConstraints& c) {
 
 namespace {
 
-
-// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal. Unless
-// `strict`, a dimension `s` keeps unchanged from `base` is never held against it: a candidate is
-// not stricter than the model as given (the default degrees are ones the baseline meets). Strict
-// (the request named the degrees): every dimension is, so that every candidate meets them.
-RefusalRule IllegalFor(const ModelSpec& s, const ModelSpec& base, const std::vector<int64_t>& tps,
-                       bool replication, bool strict) {
-  auto moved = [strict](int64_t a, int64_t b) { return strict || a != b; };
-  for (int64_t t : tps) {
-    if (moved(s.num_attention_heads, base.num_attention_heads) && s.num_attention_heads % t != 0) {
-      return kHeadsByTp;
-    }
-    if (moved(s.num_kv_heads, base.num_kv_heads) &&
-        !ValidTpForKv(s.num_kv_heads, t, replication)) {
-      return kKvHeadsByTp;
-    }
-    if (moved(s.hidden_size, base.hidden_size) && s.hidden_size % t != 0) return kHiddenByTp;
-    if (moved(s.ffn_hidden_size, base.ffn_hidden_size) && s.ffn_hidden_size % t != 0) {
-      return kFfnByTp;
-    }
-  }
-  if (s.num_layers != base.num_layers &&
-      s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) {
-    return kLayersByPp;
-  }
-  return kRefusalRules;
-}
-
 // The dimensions of `s` that do not shard over `t` ("12 heads do not divide by 8").
 std::vector<std::string> TpBreaks(const ModelSpec& s, int64_t t, bool replication) {
   std::vector<std::string> out;
   if (s.num_attention_heads % t != 0) {
     out.push_back(absl::StrCat(s.num_attention_heads, " heads do not divide by ", t));
   }
-  if (!ValidTpForKv(s.num_kv_heads, t, replication)) {
+  if (!recommend_detail::ValidTpForKv(s.num_kv_heads, t, replication)) {
     out.push_back(absl::StrCat(s.num_kv_heads, " KV heads neither divide by ", t,
                                replication ? " nor divide it" : ""));
   }
@@ -379,6 +349,36 @@ RefusalRule CheckHeld(const ModelSpec& n, const ModelSpec& base, const BaseFacts
   return kRefusalRules;
 }
 
+namespace {
+
+// The first rule `s` breaks for the degrees `tps`, or kRefusalRules when it is legal. Unless
+// `strict`, a dimension `s` keeps unchanged from `base` is never held against it: a candidate is
+// not stricter than the model as given (the default degrees are ones the baseline meets). Strict
+// (the request named the degrees): every dimension is, so that every candidate meets them.
+RefusalRule IllegalFor(const ModelSpec& s, const ModelSpec& base, const std::vector<int64_t>& tps,
+                       bool replication, bool strict) {
+  auto moved = [strict](int64_t a, int64_t b) { return strict || a != b; };
+  for (int64_t t : tps) {
+    if (moved(s.num_attention_heads, base.num_attention_heads) && s.num_attention_heads % t != 0) {
+      return kHeadsByTp;
+    }
+    if (moved(s.num_kv_heads, base.num_kv_heads) && !ValidTpForKv(s.num_kv_heads, t, replication)) {
+      return kKvHeadsByTp;
+    }
+    if (moved(s.hidden_size, base.hidden_size) && s.hidden_size % t != 0) return kHiddenByTp;
+    if (moved(s.ffn_hidden_size, base.ffn_hidden_size) && s.ffn_hidden_size % t != 0) {
+      return kFfnByTp;
+    }
+  }
+  if (s.num_layers != base.num_layers &&
+      s.num_layers % std::max<int64_t>(1, s.pipeline_parallel) != 0) {
+    return kLayersByPp;
+  }
+  return kRefusalRules;
+}
+
+}  // namespace
+
 RefusalRule CheckShape(const ModelSpec& n, const ModelSpec& base, const BaseFacts& f,
                        const std::vector<int64_t>& tps, const RecommendConstraints& c,
                        int64_t* params) {
@@ -412,7 +412,7 @@ CandidateRules::CandidateRules(const ModelSpec& base, const RecommendConstraints
     : base_(base),
       c_(c),
       tps_(TpDegrees(base, c)),
-      facts_(std::make_shared<const BaseFacts>(base, c)) {}
+      facts_(std::make_shared<const recommend_detail::BaseFacts>(base, c)) {}
 
 int64_t CandidateRules::tp_lcm() const {
   int64_t l = 1;
@@ -423,7 +423,8 @@ int64_t CandidateRules::tp_lcm() const {
 std::optional<ModelSpec> CandidateRules::Admit(const ModelSpec& s) const {
   absl::StatusOr<ModelSpec> n = NormalizeSpec(s);
   int64_t params = 0;
-  if (!n.ok() || CheckShape(*n, base_, *facts_, tps_, c_, &params) != kRefusalRules) {
+  if (!n.ok() || recommend_detail::CheckShape(*n, base_, *facts_, tps_, c_, &params) !=
+                     recommend_detail::kRefusalRules) {
     return std::nullopt;
   }
   return *std::move(n);

@@ -6,6 +6,7 @@
 //   core/candidate_scoring.cc      a candidate's step time, its parts and their uncertainty
 //   core/candidate_ranking.cc      the ranking (RankCandidates), the smaller change among equals
 //   core/candidate_explanation.cc  the reasons shown beside a candidate
+//   core/minimal_candidates.cc     what each of a candidate's changes accounts for
 #ifndef WAVECREST_CORE_RECOMMEND_DETAIL_H_
 #define WAVECREST_CORE_RECOMMEND_DETAIL_H_
 
@@ -14,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "core/model_spec.h"
 #include "core/model_stats.h"
 #include "core/recommend.h"
@@ -52,6 +54,9 @@ enum RefusalRule {
   kMoeTotal,
   kRefusalRules
 };
+
+// A change in words: Arrow("h", 2560, 2304) is "h 2560 → 2304".
+std::string Arrow(absl::string_view what, int64_t from, int64_t to);
 
 // The refusal rule's name, words and the request field that loosens it; `tps` the degrees asked.
 Refusal RefusalInfo(RefusalRule r, const std::string& tps);

@@ -20,9 +20,9 @@ Dims Transposed(Dims d) {
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // Appends tensors and operations, handing out unique ids.
-class Builder {
+class SdpaGraphBuilder {
  public:
-  Builder(const SdpaShape& shape, std::string name) {
+  SdpaGraphBuilder(const SdpaShape& shape, std::string name) {
     g_.name = std::move(name);
     g_.shape = shape;
   }
@@ -243,7 +243,7 @@ absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training
     return absl::InvalidArgumentError("decode is inference: no training forward");
   }
   const Geometry l(shape);
-  Builder g(shape, "sdpa forward");
+  SdpaGraphBuilder g(shape, "sdpa forward");
   const int64_t q = g.Tensor("Q", SdpaType::kIo, {l.b, l.H, l.sq, l.d}, l.InRows(l.sq, l.width),
                              SdpaSlot::kQkvRows, 0);
   int64_t kt = 0, v = 0;
@@ -301,7 +301,8 @@ absl::StatusOr<SdpaGraph> SdpaForwardGraph(const SdpaShape& shape, bool training
 namespace {
 
 // D = Σ dO ∘ O per row (FP32, in the runner's memory at sum_at).
-int64_t RowSumOfDoO(Builder& g, const Geometry& l, int64_t d_o, int64_t o, int64_t sum_at) {
+int64_t RowSumOfDoO(SdpaGraphBuilder& g, const Geometry& l, int64_t d_o, int64_t o,
+                    int64_t sum_at) {
   const int64_t prod = g.Pointwise(SdpaMode::kMul, "dO * O", {d_o, o},
                                    g.Tensor("dO * O", SdpaType::kFloat, l.OutDims(),
                                             {l.H * l.sq * l.dv, l.sq * l.dv, l.H * l.dv, 1}));
@@ -313,8 +314,8 @@ int64_t RowSumOfDoO(Builder& g, const Geometry& l, int64_t d_o, int64_t o, int64
 }
 
 // P, recomputed from the statistics; *scores is the last scores tensor (the shape dS takes).
-int64_t RecomputeP(Builder& g, const Geometry& l, const SdpaShape& shape, int64_t q, int64_t kt,
-                   int64_t stats, int64_t* scores) {
+int64_t RecomputeP(SdpaGraphBuilder& g, const Geometry& l, const SdpaShape& shape, int64_t q,
+                   int64_t kt, int64_t stats, int64_t* scores) {
   int64_t s = g.Matmul("Q·Kᵀ", q, kt, g.Tensor("S", SdpaType::kFloat, l.scores, l.scores_strides));
   s = g.Pointwise(SdpaMode::kMul, "scale", {s, g.Scalar("scale", shape.scale)},
                   g.Like(s, "S scaled", SdpaType::kFloat));
@@ -331,7 +332,7 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   if (absl::Status st = CheckSdpaShape(shape); !st.ok()) return st;
   if (SdpaDecode(shape)) return absl::InvalidArgumentError("decode is inference: no backward");
   const Geometry l(shape);
-  Builder g(shape, "sdpa backward");
+  SdpaGraphBuilder g(shape, "sdpa backward");
   const Dims kv = {l.b, l.Hkv, l.skv, l.d};
   const Dims kv_strides = l.InRows(l.skv, l.width);
   const Dims vv = {l.b, l.Hkv, l.skv, l.dv};

@@ -5,6 +5,7 @@
 #include "core/expert_parallel.h"
 #include "core/gemm.h"
 #include "core/network.h"
+#include "core/units.h"
 
 namespace wavecrest {
 namespace {
@@ -118,7 +119,6 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   const GpuSpec& gpu = *a.gpu;
   const double p = static_cast<double>(s.pipeline_parallel);
   const double v = static_cast<double>(run.interleave);
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
   std::vector<std::string> out;
   const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
   out.push_back(absl::StrFormat(

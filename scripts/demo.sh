@@ -21,7 +21,7 @@ echo "== wavecrest recommend --model examples/models/pythia-2.8b.json --gpu h100
 "${cli[@]}" recommend --model examples/models/pythia-2.8b.json --gpu h100-sxm --top 3
 
 echo; echo "== building the server and the worker, then the dashboard"
-cmake --build "$build" -j "$jobs" --target wavecrest-server wavecrest-worker
+cmake --build "$build" -j "$jobs" --target programs  # the server and the worker (one target: in parallel)
 bash scripts/web.sh build || echo "(no dashboard: the server runs without it)"
 tmp=$(mktemp -d)
 server_pid=""

@@ -5,13 +5,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/units.h"
 #include "service/convert.h"
 #include "service/errors.h"
 
 namespace wavecrest {
 namespace {
-
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // `spec` with the micro-batch the request gave (0: the plan chooses it).
 ModelSpec AsRequested(const v1::ModelSpec& requested, const ModelSpec& spec) {

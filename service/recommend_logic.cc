@@ -17,6 +17,7 @@
 #include "core/minimal_candidates.h"
 #include "core/run_tp.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "service/advisor_logic.h"
 #include "service/assumed.h"
 #include "service/convert.h"
@@ -30,7 +31,6 @@ namespace {
 // recomputation)" for a candidate that does not fit, or empty.
 std::string MemoryReason(const MemoryEstimate& m, const GpuSpec& gpu) {
   if (m.fits) return "";
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
   return absl::StrFormat(
       "does not fit: needs %.1f GiB per GPU, more than %.0f%% of the %s's %.0f GiB (estimate)%s",
       m.total_bytes / kGiB, 100 * kUsableMemoryFraction, gpu.name, m.capacity_bytes / kGiB,

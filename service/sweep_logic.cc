@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/analysis.h"
+#include "core/cost_model.h"
 #include "core/gemm_plan.h"
 #include "core/model_stats.h"
 #include "core/rules.h"
@@ -106,8 +107,8 @@ void FillModelPoint(const CandidateScore& s, const GpuSpec& gpu, v1::SweepPoint*
     var += (c.time_s * c.relative_sigma) * (c.time_s * c.relative_sigma);
   }
   const double sigma = s.step_time_s > 0 ? std::sqrt(var) / s.step_time_s : 0;
-  p->set_error_band_p10(-1.2816 * sigma);
-  p->set_error_band_p90(1.2816 * sigma);
+  p->set_error_band_p10(-kP90Sigmas * sigma);
+  p->set_error_band_p90(kP90Sigmas * sigma);
   for (const RuleViolation& r : CheckRules(s.spec, BuildGemms(s.spec))) p->add_rules_broken(r.id);
 }
 

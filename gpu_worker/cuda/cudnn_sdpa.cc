@@ -576,3 +576,6 @@ absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DTy
 }
 
 }  // namespace wavecrest::engine
+
+// This file's own (the unity build compiles the next source of the target after it).
+#undef WAVECREST_HAVE_CUDNN_HEADERS

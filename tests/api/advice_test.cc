@@ -20,17 +20,19 @@
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
 #include "tests/api/fake_measurer.h"
+#include "tests/api/recommend_answers.h"
+#include "tests/test_paths.h"
 
 namespace wavecrest {
 namespace {
 
+using testing::Baseline;
 using ::testing::HasSubstr;
-
-std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+using testing::SourcePath;
 
 std::vector<std::string> HfExamples() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(Path("examples/models/hf"))) {
+  for (const auto& e : std::filesystem::directory_iterator(SourcePath("examples/models/hf"))) {
     if (e.path().extension() == ".json") out.push_back(e.path().filename().string());
   }
   std::sort(out.begin(), out.end());
@@ -40,7 +42,7 @@ std::vector<std::string> HfExamples() {
 // Every example: the wavecrest specs and the Hugging Face configs, relative to the source.
 std::vector<std::string> AllExamples() {
   std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(Path("examples/models"))) {
+  for (const auto& e : std::filesystem::directory_iterator(SourcePath("examples/models"))) {
     if (e.path().extension() == ".json") out.push_back("examples/models/" + e.path().filename().string());
   }
   for (const std::string& f : HfExamples()) out.push_back("examples/models/hf/" + f);
@@ -53,7 +55,7 @@ std::vector<std::string> AllExamples() {
 v1::RecommendResponse RecommendAt(const std::string& rel, const std::string& gpu,
                                   const std::function<void(v1::RecommendRequest&)>& edit) {
   v1::RecommendRequest req;
-  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(Path(rel));
+  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(SourcePath(rel));
   EXPECT_TRUE(model.ok()) << rel << ": " << model.status();
   if (!model.ok()) return {};
   *req.mutable_model() = *model;
@@ -73,7 +75,7 @@ v1::RecommendResponse RecommendAt(const std::string& rel, const std::string& gpu
 v1::RecommendResponse Recommend(const std::string& file,
                                 const std::function<void(v1::RecommendRequest&)>& edit = nullptr) {
   v1::RecommendRequest req;
-  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(Path("examples/models/hf/" + file));
+  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(SourcePath("examples/models/hf/" + file));
   EXPECT_TRUE(model.ok()) << file << ": " << model.status();
   if (!model.ok()) return {};
   *req.mutable_model() = *model;
@@ -93,12 +95,6 @@ const v1::Candidate* FirstWinner(const v1::RecommendResponse& r) {
     if (c.beats_baseline()) return &c;
   }
   return nullptr;
-}
-const v1::Candidate& Baseline(const v1::RecommendResponse& r) {
-  for (const v1::Candidate& c : r.candidates()) {
-    if (c.baseline()) return c;
-  }
-  return r.candidates(0);
 }
 int Others(const v1::RecommendResponse& r) { return r.candidates_size() - 1; }
 
@@ -300,7 +296,7 @@ void ExpectDropIn(const nlohmann::json& base, const nlohmann::json& out,
 TEST(AdviceTest, ExportsOfEveryExampleAreDropIn) {
   int exported = 0, refused = 0;
   for (const std::string& file : HfExamples()) {
-    absl::StatusOr<std::string> text = ReadFile(Path("examples/models/hf/" + file), 1 << 20);
+    absl::StatusOr<std::string> text = ReadFile(SourcePath("examples/models/hf/" + file), 1 << 20);
     ASSERT_TRUE(text.ok());
     const nlohmann::json base = nlohmann::json::parse(*text);
     const v1::RecommendResponse r = Recommend(file);

@@ -19,6 +19,7 @@
 #include "service/spec_io.h"
 #include "service/sweep_logic.h"
 #include "tests/api/fake_measurer.h"
+#include "tests/test_paths.h"
 
 namespace wavecrest {
 namespace {
@@ -26,13 +27,12 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+using testing::SourcePath;
 
 v1::AnalyzeResponse Analyze(const std::string& rel,
                             const std::function<void(v1::AnalyzeRequest&)>& edit) {
   v1::AnalyzeRequest req;
-  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(Path(rel));
+  absl::StatusOr<v1::ModelSpec> model = LoadModelFile(SourcePath(rel));
   EXPECT_TRUE(model.ok()) << model.status();
   *req.mutable_model() = *model;
   req.set_gpu("h100-sxm");

@@ -215,7 +215,7 @@ TEST(CallFlowTest, TimeLayersKeepsToTheDeadline) {
             absl::StatusCode::kCancelled);
 }
 
-v1::RecommendRequest Recommend(v1::Mode mode) {
+v1::RecommendRequest SmallRecommend(v1::Mode mode) {
   v1::RecommendRequest r;
   r.set_gpu(FakeMeasurer::kDevice);
   r.set_mode(mode);
@@ -227,7 +227,8 @@ v1::RecommendRequest Recommend(v1::Mode mode) {
 
 TEST(CallFlowTest, RecommendMeasuresTheBestAndAnswersLast) {
   FakeMeasurer gpu;
-  absl::StatusOr<v1::RecommendRequest> accepted = AcceptRecommend(Recommend(v1::MODE_MEASURED));
+  absl::StatusOr<v1::RecommendRequest> accepted =
+      AcceptRecommend(SmallRecommend(v1::MODE_MEASURED));
   ASSERT_TRUE(accepted.ok()) << accepted.status();
   Stream<v1::RecommendResponse> s;
   absl::StatusOr<MeasureCounts> counts = StreamRecommend(*accepted, s.Context(&gpu), s.send());
@@ -251,14 +252,15 @@ TEST(CallFlowTest, RecommendKeepsToTheDeadlineAndStopsWhenCancelled) {
   Stream<v1::RecommendResponse> late;
   CallContext ctx = late.Context(&gpu);
   ctx.deadline = absl::Now() - absl::Milliseconds(1);
-  EXPECT_EQ(StreamRecommend(Recommend(v1::MODE_AUTO), ctx, late.send()).status().code(),
+  EXPECT_EQ(StreamRecommend(SmallRecommend(v1::MODE_AUTO), ctx, late.send()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(late.messages.empty());
 
   Stream<v1::RecommendResponse> c;
-  EXPECT_EQ(
-      StreamRecommend(Recommend(v1::MODE_AUTO), CancelAfter(c, &gpu, 2), c.send()).status().code(),
-      absl::StatusCode::kCancelled);
+  EXPECT_EQ(StreamRecommend(SmallRecommend(v1::MODE_AUTO), CancelAfter(c, &gpu, 2), c.send())
+                .status()
+                .code(),
+            absl::StatusCode::kCancelled);
   EXPECT_TRUE(c.messages.empty());
 }
 
@@ -271,7 +273,7 @@ TEST(CallFlowTest, RecommendAnswersBeforeItsDeadlineThroughASlowGpu) {
   CallContext ctx = s.Context(&gpu);
   ctx.deadline = absl::Now() + absl::Seconds(2);
   absl::StatusOr<MeasureCounts> counts =
-      StreamRecommend(Recommend(v1::MODE_MEASURED), ctx, s.send());
+      StreamRecommend(SmallRecommend(v1::MODE_MEASURED), ctx, s.send());
   ASSERT_TRUE(counts.ok()) << counts.status();
   EXPECT_LE(absl::Now(), ctx.deadline);
   EXPECT_GT(counts->predicted, 0);
@@ -289,7 +291,7 @@ TEST(CallFlowTest, RecommendScalesTheGemmsTheBudgetLeftPredicted) {
     gpu.measure_limit = limit;
     Stream<v1::RecommendResponse> s;
     absl::StatusOr<MeasureCounts> counts =
-        StreamRecommend(Recommend(v1::MODE_AUTO), s.Context(&gpu), s.send());
+        StreamRecommend(SmallRecommend(v1::MODE_AUTO), s.Context(&gpu), s.send());
     EXPECT_TRUE(counts.ok()) << counts.status();
     if (planned != nullptr) *planned = gpu.gemms_asked().size();
     return s.messages.back();
@@ -322,25 +324,25 @@ TEST(CallFlowTest, MeasuredModeWithoutAWorkerIsTheMeasurersError) {
   gpu.up = false;
   Stream<v1::RecommendResponse> s;
   absl::StatusOr<MeasureCounts> r =
-      StreamRecommend(Recommend(v1::MODE_MEASURED), s.Context(&gpu), s.send());
+      StreamRecommend(SmallRecommend(v1::MODE_MEASURED), s.Context(&gpu), s.send());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("fake: no h100-sxm worker"));
   // MODE_AUTO answers, predicted, and says why.
   Stream<v1::RecommendResponse> a;
-  ASSERT_TRUE(StreamRecommend(Recommend(v1::MODE_AUTO), a.Context(&gpu), a.send()).ok());
+  ASSERT_TRUE(StreamRecommend(SmallRecommend(v1::MODE_AUTO), a.Context(&gpu), a.send()).ok());
   EXPECT_THAT(absl::StrJoin(a.messages.back().notes(), "\n"),
               HasSubstr("no h100-sxm worker is up: every number is PREDICTED"));
   EXPECT_TRUE(gpu.gemms_asked().empty());
 }
 
 TEST(CallFlowTest, RecommendIsRefusedBeforeQueueingWhenItCannotSucceed) {
-  v1::RecommendRequest r = Recommend(v1::MODE_AUTO);
+  v1::RecommendRequest r = SmallRecommend(v1::MODE_AUTO);
   r.clear_gpu();
   EXPECT_THAT(std::string(AcceptRecommend(r).status().message()), HasSubstr("gpu"));
-  r = Recommend(v1::MODE_AUTO);
+  r = SmallRecommend(v1::MODE_AUTO);
   r.set_top(-1);
   EXPECT_EQ(AcceptRecommend(r).status().code(), absl::StatusCode::kInvalidArgument);
-  r = Recommend(v1::MODE_AUTO);
+  r = SmallRecommend(v1::MODE_AUTO);
   r.clear_model();
   r.set_hf_config_json(
       R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 1024, "num_attention_heads": 16,

@@ -13,14 +13,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/format.h"
+#include "core/hf_import.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "client/format.h"
-#include "core/hf_import.h"
 #include "nlohmann/json.hpp"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
+#include "tests/test_paths.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -28,8 +28,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+using testing::SourcePath;
 
 struct CliRun {
   int code;
@@ -45,7 +44,7 @@ CliRun Cli(CliOptions o) {
 TEST(CliTest, AnalyzeTableShowsGemmsTotalsAndRules) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.gpu = "a100-sxm-80gb";
   o.attention = "unfused";
   CliRun r = Cli(o);
@@ -63,7 +62,7 @@ TEST(CliTest, AnalyzeTableShowsGemmsTotalsAndRules) {
 TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/llama-3-70b.json");
+  o.model = SourcePath("examples/models/llama-3-70b.json");
   o.gpu = "h100-sxm";
   o.tp = 8;
   o.pp = 4;
@@ -124,7 +123,7 @@ TEST(CliTest, AnalyzeWithARunBreaksTheStepDown) {
 TEST(CliTest, AnalyzeSplitsExpertsOverExpertParallelRanks) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/hf/mixtral-8x7b.json");
+  o.model = SourcePath("examples/models/hf/mixtral-8x7b.json");
   o.gpu = "h100-sxm";
   o.seq = 4096;
   o.ep = 8;
@@ -153,8 +152,8 @@ TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
   CliOptions o;
   o.command = "calibrate";
   o.fit = "";
-  o.attention_data = Path("data/measurements/fa3-h100-cudnn-attention.csv");
-  o.attention_check = Path("data/measurements/cudnn-fe-h200-prefill.csv");
+  o.attention_data = SourcePath("data/measurements/fa3-h100-cudnn-attention.csv");
+  o.attention_check = SourcePath("data/measurements/cudnn-fe-h200-prefill.csv");
   CliRun r = Cli(o);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("h100-sxm bf16: 48 rows (fa3-paper-cudnn)"));
@@ -162,7 +161,7 @@ TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
   EXPECT_THAT(r.out, HasSubstr("flash_block_overhead"));
   EXPECT_THAT(r.out, HasSubstr("forward causal d128"));
   EXPECT_THAT(r.out, HasSubstr("Held-out checks"));       // the default --attention_check file
-  o.attention_data = Path("data/measurements/mamf.csv");  // a GEMM file: the wrong header
+  o.attention_data = SourcePath("data/measurements/mamf.csv");  // a GEMM file: the wrong header
   r = Cli(o);
   EXPECT_NE(r.code, 0);
   EXPECT_THAT(r.err, HasSubstr("--attention_data"));
@@ -177,11 +176,11 @@ TEST(CliTest, CalibrateReportsTheAttentionFitAlone) {
 // by alignment, the pairs and how many are within 20%; XLA's FP8 NN rows on Hopper are predicted as
 // the table times them (the median of the transpose and GEMM kernels); JSON has each row.
 TEST(CliTest, CalibrateEvaluateScoresAHeldBackFile) {
-  const std::string dir = testing::TempDir() + "/evaluate_" + std::to_string(getpid());
+  const std::string dir = ::testing::TempDir() + "/evaluate_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string sweep = dir + "/sweep.csv";
   {
-    std::ifstream in(Path("data/measurements/h100-torch-gemm-sweep.csv"));
+    std::ifstream in(SourcePath("data/measurements/h100-torch-gemm-sweep.csv"));
     std::ofstream out(sweep);
     std::string line;
     // The comment (device, method), the header, and the TN 8192 x n x 4096 rows.
@@ -211,7 +210,7 @@ TEST(CliTest, CalibrateEvaluateScoresAHeldBackFile) {
   // An XLA FP8 row on H100 (NN: a transpose and the GEMM): the figure is their mean.
   const std::string xla = dir + "/xla.csv";
   {
-    std::ifstream in(Path("data/measurements/xla-gemm-perf-table.csv"));
+    std::ifstream in(SourcePath("data/measurements/xla-gemm-perf-table.csv"));
     std::ofstream out(xla);
     std::string line;
     for (int i = 0; std::getline(in, line); ++i) {
@@ -236,7 +235,7 @@ TEST(CliTest, CalibrateEvaluateScoresAHeldBackFile) {
 TEST(CliTest, AnalyzeJsonIsTheProtoMappingWithOverrides) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/hf/llama-2-7b.json");
+  o.model = SourcePath("examples/models/hf/llama-2-7b.json");
   o.gpu = "h100-sxm";
   o.seq = 4096;
   o.micro_batch = 2;
@@ -263,7 +262,7 @@ TEST(CliTest, AnalyzeJsonIsTheProtoMappingWithOverrides) {
 TEST(CliTest, BadInputGivesOneLineAndExitCode) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.tp = 3;
   CliRun r = Cli(o);
   EXPECT_EQ(r.code, 10 + 3);  // INVALID_ARGUMENT
@@ -295,7 +294,7 @@ TEST(CliTest, BadInputGivesOneLineAndExitCode) {
   r = Cli(o);
   EXPECT_THAT(r.err, HasSubstr("--model"));
 
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.format = "yaml";
   EXPECT_EQ(Cli(o).code, 2);
   o.format = "table";
@@ -306,7 +305,7 @@ TEST(CliTest, BadInputGivesOneLineAndExitCode) {
 TEST(CliTest, DecodeWorkloadFromFlag) {
   CliOptions o;
   o.command = "analyze";
-  o.model = Path("examples/models/llama-3-8b.json");
+  o.model = SourcePath("examples/models/llama-3-8b.json");
   o.workload = "decode";
   o.micro_batch = 8;
   o.format = "json";
@@ -400,7 +399,7 @@ TEST(CliTest, ControlCharactersInNamesAreEscapedNotPrinted) {
   EXPECT_EQ(both.find('\x07'), std::string::npos);
   std::filesystem::remove(path);
   // What the service echoes back (an unknown GPU name) is escaped, not printed raw.
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.gpu = "\x1b]0;pwned\x07\x1b[2Jevil\xc2\x9b" "1m";
   r = Cli(o);
   both = r.out + r.err;
@@ -416,7 +415,7 @@ TEST(CliTest, ControlCharactersInNamesAreEscapedNotPrinted) {
 TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
   CliOptions o;
   o.command = "recommend";
-  o.model = Path("examples/models/hf/gpt2.json");
+  o.model = SourcePath("examples/models/hf/gpt2.json");
   o.gpu = "h100-sxm";
   o.format = "json";
   CliRun all = Cli(o);
@@ -465,7 +464,7 @@ TEST(CliTest, RecommendExportsACandidateAsAConfigOrASpec) {
 TEST(CliTest, RecommendNamesTheSharedExpertWidthItMoves) {
   CliOptions o;
   o.command = "recommend";
-  o.model = Path("examples/models/hf/llama-4-maverick.json");
+  o.model = SourcePath("examples/models/hf/llama-4-maverick.json");
   o.gpu = "h100-sxm";
   o.top = 20;
   o.format = "json";
@@ -502,7 +501,7 @@ TEST(CliTest, RecommendNamesTheSharedExpertWidthItMoves) {
 TEST(CliTest, RecommendSaysWhatWasHeldAndReleased) {
   CliOptions o;
   o.command = "recommend";
-  o.model = Path("examples/models/hf/qwen2-7b.json");
+  o.model = SourcePath("examples/models/hf/qwen2-7b.json");
   o.gpu = "h100-sxm";
   o.mode = "predicted";
   CliRun held = Cli(o);
@@ -542,7 +541,7 @@ TEST(CliTest, SweepOfHiddenSizeShowsTheSawtoothAndWritesThePlot) {
       (std::filesystem::temp_directory_path() / "wavecrest-sweep-test.svg").string();
   CliOptions o;
   o.command = "sweep";
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.gpu = "a100-sxm-80gb";
   o.vary = "hidden";
   o.from = 2048;
@@ -588,7 +587,7 @@ TEST(CliTest, SweepOfHiddenSizeShowsTheSawtoothAndWritesThePlot) {
 TEST(CliTest, SweepMarksIllegalPointsAndSweepsGemms) {
   CliOptions o;
   o.command = "sweep";
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.vary = "heads";
   o.from = 30;
   o.to = 34;
@@ -620,7 +619,7 @@ TEST(CliTest, SweepMarksIllegalPointsAndSweepsGemms) {
 TEST(CliTest, SweepErrorsNameTheFlag) {
   CliOptions o;
   o.command = "sweep";
-  o.model = Path("examples/models/pythia-2.8b.json");
+  o.model = SourcePath("examples/models/pythia-2.8b.json");
   o.vary = "width";
   o.from = 1;
   o.to = 2;
@@ -654,7 +653,7 @@ TEST(CliTest, TimeLayersFlagErrorsNameTheFlag) {
   CliRun r = Cli(o);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--model"));
-  o.model = Path("examples/models/llama-3-8b.json");
+  o.model = SourcePath("examples/models/llama-3-8b.json");
   o.layer_kinds = "attention";
   r = Cli(o);
   EXPECT_EQ(r.code, 2);

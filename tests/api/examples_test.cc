@@ -5,9 +5,9 @@
 #include <string>
 #include <tuple>
 
-#include "core/analysis.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/analysis.h"
 #include "core/hf_import.h"
 #include "core/memory.h"
 #include "core/model_stats.h"
@@ -16,14 +16,15 @@
 #include "service/advisor_logic.h"
 #include "service/convert.h"
 #include "service/spec_io.h"
+#include "tests/test_paths.h"
 
 namespace wavecrest {
 namespace {
 
-std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+using testing::SourcePath;
 
 int64_t ParamsOf(const std::string& rel) {
-  auto p = LoadModelFile(Path(rel));
+  auto p = LoadModelFile(SourcePath(rel));
   EXPECT_TRUE(p.ok()) << rel << ": " << p.status();
   if (!p.ok()) return 0;
   auto spec = SpecFromRequest(*p, "model.");
@@ -151,7 +152,7 @@ TEST(HfImportTest, MoeActiveParametersMatchPublished) {
        {std::tuple<const char*, double, double>{"examples/models/hf/mixtral-8x7b.json", 46.7e9,
                                                 12.9e9},
         {"examples/models/hf/qwen1.5-moe-a2.7b.json", 14.3e9, 2.7e9}}) {
-    auto p = LoadModelFile(Path(file));
+    auto p = LoadModelFile(SourcePath(file));
     ASSERT_TRUE(p.ok()) << p.status();
     auto spec = SpecFromRequest(*p, "model.");
     ASSERT_TRUE(spec.ok()) << spec.status();
@@ -161,7 +162,8 @@ TEST(HfImportTest, MoeActiveParametersMatchPublished) {
     EXPECT_LT(c.active_params, c.total_params);
   }
   // A dense model uses all of its parameters.
-  auto dense = SpecFromRequest(*LoadModelFile(Path("examples/models/llama-2-7b.json")), "model.");
+  auto dense =
+      SpecFromRequest(*LoadModelFile(SourcePath("examples/models/llama-2-7b.json")), "model.");
   ASSERT_TRUE(dense.ok());
   EXPECT_EQ(CountParams(*dense).active_params, CountParams(*dense).total_params);
 }
@@ -186,7 +188,7 @@ TEST(HfImportTest, TodaysFamiliesActiveParametersMatchPublished) {
                         Case{"qwen3-235b-a22b", 22e9, false, 0.025},
                         Case{"llama-4-scout", 17e9, false, 0.025},
                         Case{"llama-4-maverick", 17e9, false, 0.025}}) {
-    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + c.file + ".json"));
+    auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + c.file + ".json"));
     ASSERT_TRUE(p.ok()) << c.file << ": " << p.status();
     auto spec = SpecFromRequest(*p, "model.");
     ASSERT_TRUE(spec.ok()) << c.file << ": " << spec.status();
@@ -210,7 +212,7 @@ TEST(HfImportTest, BroughtFamiliesActiveParametersMatchPublished) {
   for (const Case& c : {Case{"olmoe-1b-7b", 1.3e9, false}, Case{"phi-3.5-moe", 6.6e9, false},
                         Case{"dbrx-base", 36e9, false},
                         Case{"granite-3.0-3b-a800m", 0.8e9, true}}) {
-    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + c.file + ".json"));
+    auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + c.file + ".json"));
     ASSERT_TRUE(p.ok()) << c.file << ": " << p.status();
     auto spec = SpecFromRequest(*p, "model.");
     ASSERT_TRUE(spec.ok()) << c.file << ": " << spec.status();
@@ -225,7 +227,7 @@ TEST(HfImportTest, BroughtFamiliesActiveParametersMatchPublished) {
 // What each brought family's config becomes: MLP, norm, biases, attention and experts.
 TEST(HfImportTest, BroughtFamiliesKeepTheirStructure) {
   auto load = [](const char* name) {
-    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + name + ".json"));
+    auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + name + ".json"));
     EXPECT_TRUE(p.ok()) << name;
     auto s = SpecFromRequest(*p, "model.");
     EXPECT_TRUE(s.ok()) << name << ": " << s.status();
@@ -330,7 +332,7 @@ TEST(HfImportTest, LargeConfigsParseInLinearTime) {
 TEST(MoeExamplesTest, ADecodedTokenCostsTwiceItsActiveParameters) {
   const GpuSpec& gpu = **FindGpu("h100-sxm");
   int moe = 0;
-  for (const auto& e : std::filesystem::directory_iterator(Path("examples/models/hf"))) {
+  for (const auto& e : std::filesystem::directory_iterator(SourcePath("examples/models/hf"))) {
     if (e.path().extension() != ".json") continue;
     auto p = LoadModelFile(e.path().string());
     ASSERT_TRUE(p.ok()) << e.path();
@@ -365,7 +367,7 @@ TEST(MoeExamplesTest, ADecodedTokenCostsTwiceItsActiveParameters) {
   for (const auto& [file, active] :
        {std::pair<const char*, double>{"llama-4-maverick", 17e9}, {"mixtral-8x7b", 12.9e9},
         {"qwen3-30b-a3b", 3.3e9}}) {
-    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + file + ".json"));
+    auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + file + ".json"));
     ASSERT_TRUE(p.ok());
     p->set_workload(v1::WORKLOAD_DECODE);
     p->set_kv_cache_length(128);
@@ -379,7 +381,7 @@ TEST(MoeExamplesTest, ADecodedTokenCostsTwiceItsActiveParameters) {
 // What each family's config becomes: the layer mix, latent attention and local windows.
 TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   auto load = [](const char* name) {
-    auto p = LoadModelFile(Path(std::string("examples/models/hf/") + name + ".json"));
+    auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + name + ".json"));
     EXPECT_TRUE(p.ok()) << name;
     auto s = SpecFromRequest(*p, "model.");
     EXPECT_TRUE(s.ok()) << name << ": " << s.status();
@@ -398,7 +400,7 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   EXPECT_EQ(v3.expert_groups_per_token, 4);
   EXPECT_EQ(load("kimi-k2").expert_groups, 0);
   // "greedy" top-k (DeepSeek-V2-Lite's method) ignores the groups a config may still list.
-  std::ifstream in(Path("examples/models/hf/deepseek-v3.json"));
+  std::ifstream in(SourcePath("examples/models/hf/deepseek-v3.json"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text.replace(text.find("\"noaux_tc\""), 10, "\"greedy\"");
   absl::StatusOr<ModelSpec> greedy = ImportHfConfig(text);
@@ -431,8 +433,8 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
 
 TEST(HfImportTest, HfAndWavecrestSpecsAgree) {
   for (const char* name : {"llama-2-7b", "llama-3-8b", "mistral-7b", "qwen2-7b", "pythia-2.8b"}) {
-    auto hf = LoadModelFile(Path(std::string("examples/models/hf/") + name + ".json"));
-    auto wc = LoadModelFile(Path(std::string("examples/models/") + name + ".json"));
+    auto hf = LoadModelFile(SourcePath(std::string("examples/models/hf/") + name + ".json"));
+    auto wc = LoadModelFile(SourcePath(std::string("examples/models/") + name + ".json"));
     ASSERT_TRUE(hf.ok() && wc.ok()) << name;
     auto a = SpecFromRequest(*hf, "");
     auto b = SpecFromRequest(*wc, "");
@@ -449,16 +451,16 @@ TEST(HfImportTest, HfAndWavecrestSpecsAgree) {
 
 TEST(HfImportTest, ConfigsAreNamedAfterTheirModelOrTheirFile) {
   // "_name_or_path" when the config has one; else the file's name.
-  EXPECT_EQ(LoadModelFile(Path("examples/models/hf/mixtral-8x7b.json"))->name(),
+  EXPECT_EQ(LoadModelFile(SourcePath("examples/models/hf/mixtral-8x7b.json"))->name(),
             "mistralai/Mixtral-8x7B-v0.1");
-  EXPECT_EQ(LoadModelFile(Path("examples/models/hf/llama-3-8b.json"))->name(), "llama-3-8b");
+  EXPECT_EQ(LoadModelFile(SourcePath("examples/models/hf/llama-3-8b.json"))->name(), "llama-3-8b");
   EXPECT_EQ(ModelNameFromPath("/models/Meta-Llama-3-8B/config.json"), "Meta-Llama-3-8B");
   EXPECT_EQ(ModelNameFromPath("config.json"), "config");
   EXPECT_EQ(ModelNameFromPath("runs/qwen3.json"), "qwen3");
 }
 
 TEST(HfImportTest, GemmaKeepsItsHeadDim) {
-  auto p = LoadModelFile(Path("examples/models/hf/gemma-7b.json"));
+  auto p = LoadModelFile(SourcePath("examples/models/hf/gemma-7b.json"));
   ASSERT_TRUE(p.ok());
   auto s = SpecFromRequest(*p, "");
   ASSERT_TRUE(s.ok()) << s.status();
@@ -486,7 +488,7 @@ TEST(HfImportTest, ErrorsNameTheProblem) {
 // A config that names nothing itself is named after its file (a checkout's config.json after its
 // folder), or without a file after its model_type: never the table's stand-in "model".
 TEST(HfImportTest, AConfigIsNamedByItsNameItsFileOrItsKind) {
-  const std::string path = Path("examples/models/hf/llama-3-8b.json");
+  const std::string path = SourcePath("examples/models/hf/llama-3-8b.json");
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_EQ(text.find("_name_or_path"), std::string::npos);

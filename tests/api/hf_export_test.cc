@@ -16,14 +16,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "service/convert.h"
 #include "service/advisor_logic.h"
+#include "service/convert.h"
 #include "service/spec_io.h"
+#include "tests/test_paths.h"
 
 namespace wavecrest {
 namespace {
 
-std::string Path(const std::string& rel) { return std::string(WAVECREST_SOURCE_DIR) + "/" + rel; }
+using testing::SourcePath;
 
 // What the shape is, as the GEMMs and parameters see it.
 void ExpectSameModel(const ModelSpec& a, const ModelSpec& b, const std::string& what) {
@@ -76,7 +77,7 @@ bool RoundTrips(const ModelSpec& spec, const std::string& what) {
 TEST(HfExportTest, EveryExampleAndItsCandidatesReadBackAsTheSameModel) {
   int exported = 0, candidates = 0;
   for (const char* dir : {"examples/models", "examples/models/hf"}) {
-    for (const auto& e : std::filesystem::directory_iterator(Path(dir))) {
+    for (const auto& e : std::filesystem::directory_iterator(SourcePath(dir))) {
       if (e.path().extension() != ".json") continue;
       const std::string what = e.path().filename().string();
       absl::StatusOr<v1::ModelSpec> proto = LoadModelFile(e.path().string());
@@ -147,13 +148,13 @@ TEST(HfExportTest, WhatNoArchitectureSaysIsRefusedByField) {
 }
 
 std::string ReadText(const std::string& rel) {
-  std::ifstream in(Path(rel));
+  std::ifstream in(SourcePath(rel));
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 // The base config's spec, as a run would normalize it.
 ModelSpec BaseSpec(const std::string& rel) {
-  absl::StatusOr<v1::ModelSpec> proto = LoadModelFile(Path(rel));
+  absl::StatusOr<v1::ModelSpec> proto = LoadModelFile(SourcePath(rel));
   EXPECT_TRUE(proto.ok()) << rel;
   absl::StatusOr<ModelSpec> spec = SpecFromRequest(*proto, "");
   EXPECT_TRUE(spec.ok()) << rel << ": " << spec.status();

@@ -81,9 +81,9 @@ TEST(PlanTest, APlannedRunChoosesTheMicroBatchTheModelLeavesUnset) {
   // The layout search (TP held at 8, the pipeline searched) says its choice first, then the
   // micro-batch's.
   ASSERT_GT(planned->step().assumptions_size(), 1);
-  EXPECT_THAT(planned->step().assumptions(0), testing::HasSubstr("(held as given: TP 8)"));
+  EXPECT_THAT(planned->step().assumptions(0), ::testing::HasSubstr("(held as given: TP 8)"));
   EXPECT_THAT(planned->step().assumptions(1),
-              testing::HasSubstr(absl::StrCat("planned: micro-batch ", b, " of 1, 2, 4 (")));
+              ::testing::HasSubstr(absl::StrCat("planned: micro-batch ", b, " of 1, 2, 4 (")));
   q.mutable_model()->set_micro_batch_size(1);
   const absl::StatusOr<v1::AnalyzeResponse> given = HandleAnalyze(q);
   ASSERT_TRUE(given.ok()) << given.status();

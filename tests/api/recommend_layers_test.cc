@@ -11,10 +11,12 @@
 #include "service/convert.h"
 #include "service/recommend_logic.h"
 #include "tests/api/fake_measurer.h"
+#include "tests/api/recommend_answers.h"
 
 namespace wavecrest {
 namespace {
 
+using testing::Baseline;
 using ::testing::HasSubstr;
 
 v1::RecommendRequest Request() {
@@ -55,13 +57,6 @@ struct FakeGpu {
     return ctx;
   }
 };
-
-const v1::Candidate& Baseline(const v1::RecommendResponse& r) {
-  for (const auto& c : r.candidates()) {
-    if (c.baseline()) return c;
-  }
-  return r.candidates(0);
-}
 
 // Layers measured at exactly their sum of parts leave every step as the GEMM sum made it; the
 // measured share is reported and each chosen candidate's whole layer was asked for once.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "core/cost_model.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
@@ -25,7 +26,7 @@ std::vector<AttentionMeasurement> Read(const std::string& name) {
 std::vector<AttentionMeasurement> Published() { return Read("fa3-h100-cudnn-attention.csv"); }
 std::vector<AttentionMeasurement> HeldOut() { return Read("cudnn-fe-h200-prefill.csv"); }
 
-const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
+using testing::H100;
 
 TEST(AttentionCalibration, ThePublishedRowsReadAsPublished) {
   const std::vector<AttentionMeasurement> rows = Published();

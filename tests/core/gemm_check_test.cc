@@ -11,17 +11,12 @@
 
 #include "core/gemm_plan.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
 
-DeviceLimits H100() {
-  DeviceLimits d;
-  d.compute_capability = 90;
-  d.l2_bytes = 50 << 20;
-  d.free_bytes = int64_t{79} << 30;
-  return d;
-}
+using testing::H100Limits;
 
 // cublasLtMatmul's column-major semantics, on the CPU, driven by the plan only:
 // D[r + c·ldd] = Σ op(A)(r, kk) · op(B)(kk, c), per batch entry.
@@ -73,12 +68,12 @@ void ExpectReferenceMatchesTheCall(const GemmKey& key, const DeviceLimits& devic
 TEST(GemmCheckTest, TheRowMajorReferenceAgreesWithTheColumnMajorCallForEveryLayout) {
   for (Layout l : {Layout::kTN, Layout::kNN, Layout::kNT}) {
     for (GemmShape s : {GemmShape{5, 7, 3, 1}, GemmShape{4, 9, 6, 3}, GemmShape{1, 11, 2, 2}}) {
-      ExpectReferenceMatchesTheCall({s, l, DType::kBf16}, H100());
+      ExpectReferenceMatchesTheCall({s, l, DType::kBf16}, H100Limits());
     }
   }
   // FP8 backward layouts on Hopper run as TN on transposed copies: the reference follows.
   for (Layout l : {Layout::kNN, Layout::kNT}) {
-    ExpectReferenceMatchesTheCall({{16, 32, 48, 2}, l, DType::kFp8E4M3}, H100());
+    ExpectReferenceMatchesTheCall({{16, 32, 48, 2}, l, DType::kFp8E4M3}, H100Limits());
   }
 }
 

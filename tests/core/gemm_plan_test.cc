@@ -2,25 +2,19 @@
 #include "core/gemm_plan.h"
 
 #include "core/timing_stats.h"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
 
-DeviceLimits H100() {
-  DeviceLimits d;
-  d.compute_capability = 90;
-  d.l2_bytes = 50 << 20;
-  d.free_bytes = int64_t{79} << 30;
-  return d;
-}
+using testing::H100Limits;
 
-GemmKey Key(int64_t m, int64_t n, int64_t k, int64_t batch = 1, Layout l = Layout::kTN,
-            DType d = DType::kBf16) {
+GemmKey GemmKeyOf(int64_t m, int64_t n, int64_t k, int64_t batch = 1, Layout l = Layout::kTN,
+                  DType d = DType::kBf16) {
   return {{m, n, k, batch}, l, d};
 }
 
@@ -29,22 +23,24 @@ GemmKey Key(int64_t m, int64_t n, int64_t k, int64_t batch = 1, Layout l = Layou
 // the sizes are still computed with overflow checks.
 TEST(GemmPlanTest, ByteSizesThatOverflowAreRefusedBeforeAnyAllocation) {
   const int64_t g = int64_t{1} << 30;
-  auto plan = PlanGemm(Key(g, g, g, 8), H100(), EngineOptions());
+  auto plan = PlanGemm(GemmKeyOf(g, g, g, 8), H100Limits(), EngineOptions());
   EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(plan.status().message(), HasSubstr("FLOPs"));
   // Past the worker's own caps, whatever the server let through.
-  EXPECT_EQ(PlanGemm(Key(int64_t{1} << 32, 8, 8), H100(), EngineOptions()).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(PlanGemm(Key(1 << 20, 1 << 20, 1 << 20), H100(), EngineOptions()).status().code(),
-            absl::StatusCode::kInvalidArgument);  // 2.2e18 FLOPs
+  EXPECT_EQ(
+      PlanGemm(GemmKeyOf(int64_t{1} << 32, 8, 8), H100Limits(), EngineOptions()).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      PlanGemm(GemmKeyOf(1 << 20, 1 << 20, 1 << 20), H100Limits(), EngineOptions()).status().code(),
+      absl::StatusCode::kInvalidArgument);  // 2.2e18 FLOPs
   // A legal GEMM too big for free memory: RESOURCE_EXHAUSTED, with the sizes.
-  auto big = PlanGemm(Key(1 << 18, 1 << 18, 1 << 12), H100(), EngineOptions());
+  auto big = PlanGemm(GemmKeyOf(1 << 18, 1 << 18, 1 << 12), H100Limits(), EngineOptions());
   EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(big.status().message(), HasSubstr("MiB of device memory"));
 }
 
 TEST(GemmPlanTest, SizesAreTheCublasViewOfTheRowMajorProduct) {
-  auto p = PlanGemm(Key(8192, 12288, 4096, 1, Layout::kTN), H100(), EngineOptions());
+  auto p = PlanGemm(GemmKeyOf(8192, 12288, 4096, 1, Layout::kTN), H100Limits(), EngineOptions());
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->m, 12288);  // cuBLAS m = our N
   EXPECT_EQ(p->n, 8192);
@@ -63,7 +59,8 @@ TEST(GemmPlanTest, SizesAreTheCublasViewOfTheRowMajorProduct) {
 // them as they are. Fast accumulation is set and labelled; the 16-byte rule is checked up front.
 TEST(GemmPlanTest, Fp8BackwardLayoutsRunLikeTransformerEngineRunsThem) {
   for (Layout l : {Layout::kNN, Layout::kNT}) {
-    auto hopper = PlanGemm(Key(4096, 4096, 4096, 1, l, DType::kFp8E4M3), H100(), EngineOptions());
+    auto hopper =
+        PlanGemm(GemmKeyOf(4096, 4096, 4096, 1, l, DType::kFp8E4M3), H100Limits(), EngineOptions());
     ASSERT_TRUE(hopper.ok()) << hopper.status();
     EXPECT_TRUE(hopper->fp8_transposed_copies);
     EXPECT_TRUE(hopper->trans_a);
@@ -73,26 +70,29 @@ TEST(GemmPlanTest, Fp8BackwardLayoutsRunLikeTransformerEngineRunsThem) {
         ScheduleSamples(1e-3, hopper->sets, hopper->set_bytes, 50 << 20, {});
     EXPECT_THAT(EngineMethod(*hopper, sched, {}),
                 HasSubstr("fp8-split-accum fp8-transposed-copies"));
-    DeviceLimits b200 = H100();
+    DeviceLimits b200 = H100Limits();
     b200.compute_capability = 100;
-    auto blackwell = PlanGemm(Key(4096, 4096, 4096, 1, l, DType::kFp8E4M3), b200, EngineOptions());
+    auto blackwell =
+        PlanGemm(GemmKeyOf(4096, 4096, 4096, 1, l, DType::kFp8E4M3), b200, EngineOptions());
     ASSERT_TRUE(blackwell.ok());
     EXPECT_FALSE(blackwell->fp8_transposed_copies);
     EXPECT_EQ(blackwell->trans_b, l == Layout::kNT);
   }
-  auto fwd = PlanGemm(Key(4096, 4096, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100(), {});
+  auto fwd =
+      PlanGemm(GemmKeyOf(4096, 4096, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100Limits(), {});
   ASSERT_TRUE(fwd.ok());
   EXPECT_TRUE(fwd->fp8_fast_accumulation);  // TE: fast accumulation in the forward GEMM
   EXPECT_FALSE(fwd->fp8_transposed_copies);
-  auto odd =
-      PlanGemm(Key(4096, 4096, 4100, 1, Layout::kTN, DType::kFp8E4M3), H100(), EngineOptions());
+  auto odd = PlanGemm(GemmKeyOf(4096, 4096, 4100, 1, Layout::kTN, DType::kFp8E4M3), H100Limits(),
+                      EngineOptions());
   EXPECT_EQ(odd.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(odd.status().message(), HasSubstr("not a multiple of 16"));
-  auto odd_n = PlanGemm(Key(4096, 4100, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100(), {});
+  auto odd_n =
+      PlanGemm(GemmKeyOf(4096, 4100, 4096, 1, Layout::kTN, DType::kFp8E4M3), H100Limits(), {});
   EXPECT_THAT(odd_n.status().message(), HasSubstr("D (BF16)'s is 4100 elements"));
-  DeviceLimits a100 = H100();
+  DeviceLimits a100 = H100Limits();
   a100.compute_capability = 80;
-  EXPECT_EQ(PlanGemm(Key(64, 64, 64, 1, Layout::kTN, DType::kFp8E4M3), a100, EngineOptions())
+  EXPECT_EQ(PlanGemm(GemmKeyOf(64, 64, 64, 1, Layout::kTN, DType::kFp8E4M3), a100, EngineOptions())
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
@@ -103,7 +103,7 @@ TEST(GemmPlanTest, WorkspaceIsTheFrameworksAndIsNamed) {
   EXPECT_EQ(FrameworkWorkspaceBytes(90), int64_t{32} << 20);
   EXPECT_EQ(FrameworkWorkspaceBytes(100), int64_t{32} << 20);
   EXPECT_EQ(FrameworkWorkspaceBytes(80), int64_t{4} << 20);
-  auto p = PlanGemm(Key(4096, 4096, 4096), H100(), EngineOptions());
+  auto p = PlanGemm(GemmKeyOf(4096, 4096, 4096), H100Limits(), EngineOptions());
   ASSERT_TRUE(p.ok());
   const SampleSchedule s = ScheduleSamples(100e-6, p->sets, p->set_bytes, 50 << 20, {});
   EXPECT_THAT(EngineMethod(*p, s, {}), HasSubstr(" ws32MiB"));
@@ -143,9 +143,9 @@ TEST(GemmPlanTest, ColdL2IsComputedFromTheSetsOneReplayTouches) {
 
 // A cold-L2 request that the input sets fitting in memory cannot meet fails; warm L2 is timed.
 TEST(GemmPlanTest, AColdRequestThatCannotBeMetIsRefusedNotMislabelled) {
-  DeviceLimits tight = H100();
+  DeviceLimits tight = H100Limits();
   tight.free_bytes = tight.margin_bytes + (int64_t{32} << 20) + (int64_t{40} << 20);
-  const GemmKey key = Key(1024, 1024, 1536);  // 3 + 3 + 2 MiB a set: 5 fit, 40 MiB < 2 × L2
+  const GemmKey key = GemmKeyOf(1024, 1024, 1536);  // 3 + 3 + 2 MiB a set: 5 fit, 40 MiB < 2 × L2
   auto cold = PlanGemm(key, tight, EngineOptions());
   EXPECT_EQ(cold.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(cold.status().message(), HasSubstr("warm_l2"));
@@ -155,7 +155,7 @@ TEST(GemmPlanTest, AColdRequestThatCannotBeMetIsRefusedNotMislabelled) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(p->sets, 1);
   // With the whole device free, tiny GEMMs get enough sets (one buffer per operand holds them).
-  auto tiny = PlanGemm(Key(64, 64, 64), H100(), EngineOptions());
+  auto tiny = PlanGemm(GemmKeyOf(64, 64, 64), H100Limits(), EngineOptions());
   ASSERT_TRUE(tiny.ok()) << tiny.status();
   EXPECT_GE(static_cast<double>(tiny->sets) * tiny->set_bytes, 2.0 * (50 << 20));
 }
@@ -258,12 +258,12 @@ TEST(GemmPlanTest, InterleavedRoundsGoOnUntilAllRulesAreMetOrTheBudgetIsSpent) {
 TEST(GemmPlanTest, TheWatchdogRefusesOnlyWhatItWouldKill) {
   EngineOptions o;
   o.watchdog_s = 60;
-  EXPECT_TRUE(CheckWatchdog(7.5, o, Key(60000, 60000, 60000)).ok());
-  const absl::Status st = CheckWatchdog(45, o, Key(60000, 60000, 60000));
+  EXPECT_TRUE(CheckWatchdog(7.5, o, GemmKeyOf(60000, 60000, 60000)).ok());
+  const absl::Status st = CheckWatchdog(45, o, GemmKeyOf(60000, 60000, 60000));
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(st.message(), HasSubstr("watchdog"));
   o.watchdog_s = 0;
-  EXPECT_TRUE(CheckWatchdog(1000, o, Key(1, 1, 1)).ok());
+  EXPECT_TRUE(CheckWatchdog(1000, o, GemmKeyOf(1, 1, 1)).ok());
 }
 
 }  // namespace

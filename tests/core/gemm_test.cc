@@ -15,18 +15,18 @@
 namespace wavecrest {
 namespace {
 
-using Key = std::tuple<std::string, Pass>;
+using GemmId = std::tuple<std::string, Pass>;
 
-std::map<Key, Gemm> ByName(const std::vector<Gemm>& gemms) {
-  std::map<Key, Gemm> out;
+std::map<GemmId, Gemm> ByName(const std::vector<Gemm>& gemms) {
+  std::map<GemmId, Gemm> out;
   for (const Gemm& g : gemms) {
-    EXPECT_TRUE(out.emplace(Key{g.name, g.pass}, g).second) << "duplicate " << g.name;
+    EXPECT_TRUE(out.emplace(GemmId{g.name, g.pass}, g).second) << "duplicate " << g.name;
   }
   return out;
 }
 
-void ExpectGemm(const std::map<Key, Gemm>& m, const std::string& name, Pass pass, GemmShape shape,
-                Layout layout, int64_t count) {
+void ExpectGemm(const std::map<GemmId, Gemm>& m, const std::string& name, Pass pass,
+                GemmShape shape, Layout layout, int64_t count) {
   auto it = m.find({name, pass});
   ASSERT_NE(it, m.end()) << name << " " << PassName(pass);
   EXPECT_EQ(it->second.shape, shape)

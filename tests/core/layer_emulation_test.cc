@@ -12,7 +12,7 @@
 namespace wavecrest {
 namespace {
 
-const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
+using testing::H100;
 
 LayerEmulation Emulate(const LayerKey& key) {
   absl::StatusOr<LayerProgram> p = PlanLayerProgram(key);
@@ -47,7 +47,8 @@ TEST(LayerEmulationTest, DenseLayerRunsThePlannersKernels) {
   EXPECT_GT(e.band_p90, 0);
 }
 
-ModelSpec MoeModel() {
+// A mixture of 128 narrow experts, 8 per token.
+ModelSpec FineGrainedMoe() {
   ModelSpec s = testing::LlamaLike(2048, 32, 4, 4, 768, 1000);
   s.seq_length = 4096;
   s.num_experts = 128;
@@ -58,7 +59,7 @@ ModelSpec MoeModel() {
 // The planner's MoE layer against its program: the gap is the grouped experts' per-expert GEMMs
 // against one batched GEMM, and the routing kernels the planner's estimate leaves out.
 TEST(LayerEmulationTest, MoeGapIsGroupedExpertsAndRouting) {
-  const ModelSpec m = MoeModel();
+  const ModelSpec m = FineGrainedMoe();
   const LayerKey key = *MakeLayerKey(LayerKind::kTransformerLayer, m);
   const LayerEmulation e = Emulate(key);
   const LayerPrediction planner = PredictLayer(H100(), key);

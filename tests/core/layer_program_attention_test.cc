@@ -12,7 +12,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const LayerOp* Find(const LayerProgram& p, absl::string_view name) {
+const LayerOp* FindOp(const LayerProgram& p, absl::string_view name) {
   for (const LayerOp& op : p.ops) {
     if (op.name == name) return &op;
   }
@@ -20,23 +20,23 @@ const LayerOp* Find(const LayerProgram& p, absl::string_view name) {
 }
 
 double GemmFlopsOf(const LayerProgram& p, absl::string_view name) {
-  const LayerOp* op = Find(p, name);
+  const LayerOp* op = FindOp(p, name);
   return op != nullptr ? GemmFlops(op->gemm.shape) : -1;
 }
 
 // DeepSeek-V2-Lite's attention shrunk: h 256, 4 heads of q/k dim 48 (32 + rotary 16) and v dim
 // 32, a KV latent of 64, a query latent of 96; 128 tokens.
-constexpr int64_t kH = 256, kHeads = 4, kDq = 48, kRope = 16, kDv = 32, kKv = 64, kQ = 96;
-constexpr int64_t kT = 128;
+constexpr int64_t kHidden = 256, kHeads = 4, kDq = 48, kRope = 16, kDv = 32, kKv = 64, kQ = 96;
+constexpr int64_t kTokens = 128;
 
 ModelSpec Mla(int64_t q_lora) {
   ModelSpec s;
-  s.hidden_size = kH;
+  s.hidden_size = kHidden;
   s.num_attention_heads = kHeads;
   s.head_dim = kDq;
   s.num_layers = 2;
   s.vocab_size = 100;
-  s.seq_length = kT;
+  s.seq_length = kTokens;
   s.mlp = Mlp::kSwiglu;
   s.norm = Norm::kRmsNorm;
   s.ffn_hidden_size = 512;
@@ -53,35 +53,36 @@ TEST(MlaProgram, ProjectionsAndAttentionByHand) {
   absl::StatusOr<LayerProgram> p = PlanLayerProgram(key);
   ASSERT_TRUE(p.ok()) << p.status();
   const int64_t nope = kDq - kRope;
-  EXPECT_EQ(GemmFlopsOf(*p, "mla_q_down forward"), 2.0 * kT * kQ * kH);
-  EXPECT_EQ(GemmFlopsOf(*p, "mla_q_up forward"), 2.0 * kT * kHeads * kDq * kQ);
-  EXPECT_EQ(GemmFlopsOf(*p, "mla_kv_down forward"), 2.0 * kT * (kKv + kRope) * kH);
-  EXPECT_EQ(GemmFlopsOf(*p, "mla_kv_up forward"), 2.0 * kT * kHeads * (nope + kDv) * kKv);
-  EXPECT_EQ(GemmFlopsOf(*p, "attn_proj forward"), 2.0 * kT * kH * kHeads * kDv);
+  EXPECT_EQ(GemmFlopsOf(*p, "mla_q_down forward"), 2.0 * kTokens * kQ * kHidden);
+  EXPECT_EQ(GemmFlopsOf(*p, "mla_q_up forward"), 2.0 * kTokens * kHeads * kDq * kQ);
+  EXPECT_EQ(GemmFlopsOf(*p, "mla_kv_down forward"), 2.0 * kTokens * (kKv + kRope) * kHidden);
+  EXPECT_EQ(GemmFlopsOf(*p, "mla_kv_up forward"), 2.0 * kTokens * kHeads * (nope + kDv) * kKv);
+  EXPECT_EQ(GemmFlopsOf(*p, "attn_proj forward"), 2.0 * kTokens * kHidden * kHeads * kDv);
   // The latent's RMSNorm reads its 64 columns out of rows of 64 + 16.
-  const LayerOp* norm = Find(*p, "kv latent norm");
+  const LayerOp* norm = FindOp(*p, "kv latent norm");
   ASSERT_NE(norm, nullptr);
   EXPECT_TRUE(norm->rms);
   EXPECT_EQ(norm->cols, kKv);
   EXPECT_EQ(norm->x_stride, kKv + kRope);
   // Assembly: reads q (H·dq), the up projection (H·(nope + dv)) and the down rows (kv + rope);
   // writes QKV rows of H·(2·dq + dv), bf16.
-  const LayerOp* as = Find(*p, "mla assemble q k v");
+  const LayerOp* as = FindOp(*p, "mla assemble q k v");
   ASSERT_NE(as, nullptr);
   EXPECT_EQ(LayerOpBytes(*p, *as),
-            2.0 * kT * (kHeads * kDq + kHeads * (nope + kDv) + (kKv + kRope) +
-                        kHeads * (2 * kDq + kDv)));
+            2.0 * kTokens *
+                (kHeads * kDq + kHeads * (nope + kDv) + (kKv + kRope) + kHeads * (2 * kDq + kDv)));
   // The fused attention: query/key dim 48, value dim 32; FLOPs 2·s²·(dq + dv) per head forward,
   // 2·s²·(3·dq + 2·dv) backward (the full-product convention).
-  const LayerOp* fwd = Find(*p, "attention forward");
+  const LayerOp* fwd = FindOp(*p, "attention forward");
   ASSERT_NE(fwd, nullptr);
   EXPECT_EQ(fwd->head_dim, kDq);
   EXPECT_EQ(fwd->v_head_dim, kDv);
-  EXPECT_EQ(FusedAttentionGemm(*fwd, DType::kBf16).flops, 2.0 * kT * kT * (kDq + kDv) * kHeads);
-  const LayerOp* bwd = Find(*p, "attention backward");
+  EXPECT_EQ(FusedAttentionGemm(*fwd, DType::kBf16).flops,
+            2.0 * kTokens * kTokens * (kDq + kDv) * kHeads);
+  const LayerOp* bwd = FindOp(*p, "attention backward");
   ASSERT_NE(bwd, nullptr);
   EXPECT_EQ(FusedAttentionGemm(*bwd, DType::kBf16).flops,
-            2.0 * kT * kT * (3 * kDq + 2 * kDv) * kHeads);
+            2.0 * kTokens * kTokens * (3 * kDq + 2 * kDv) * kHeads);
   // The program's GEMMs and attention are the planner's, FLOP for FLOP.
   const LayerEmulation e = EmulateLayerProgram(**FindGpu("h100-sxm"), key, *p);
   EXPECT_DOUBLE_EQ(e.flops, LayerFlops(key));
@@ -91,8 +92,8 @@ TEST(MlaProgram, FullQueryProjectionAndAttentionKey) {
   const LayerKey key = *MakeLayerKey(LayerKind::kTransformerLayer, Mla(0));
   absl::StatusOr<LayerProgram> p = PlanLayerProgram(key);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(GemmFlopsOf(*p, "mla_q forward"), 2.0 * kT * kHeads * kDq * kH);
-  EXPECT_EQ(Find(*p, "mla_q_down forward"), nullptr);
+  EXPECT_EQ(GemmFlopsOf(*p, "mla_q forward"), 2.0 * kTokens * kHeads * kDq * kHidden);
+  EXPECT_EQ(FindOp(*p, "mla_q_down forward"), nullptr);
   // The attention key sees only the head dims: two models with other latents share it.
   ModelSpec other = Mla(0);
   other.kv_lora_rank = 128;
@@ -125,7 +126,7 @@ TEST(SlidingWindowProgram, WindowedAttentionByHand) {
   EXPECT_THAT(LayerKeyString(key), HasSubstr("causal window1024"));
   absl::StatusOr<LayerProgram> p = PlanLayerProgram(key);
   ASSERT_TRUE(p.ok());
-  const LayerOp* fwd = Find(*p, "attention forward");
+  const LayerOp* fwd = FindOp(*p, "attention forward");
   ASSERT_NE(fwd, nullptr);
   EXPECT_EQ(fwd->window, 1024);
   EXPECT_TRUE(fwd->causal);
@@ -147,7 +148,7 @@ TEST(SlidingWindowProgram, WindowedAttentionByHand) {
   absl::StatusOr<LayerProgram> u =
       PlanLayerProgram(*MakeLayerKey(LayerKind::kUnfusedAttention, unfused));
   ASSERT_TRUE(u.ok());
-  EXPECT_EQ(Find(*u, "softmax")->window, 1024);
+  EXPECT_EQ(FindOp(*u, "softmax")->window, 1024);
   EXPECT_EQ(GemmFlopsOf(*u, "attn_score forward"), 2.0 * 4096 * 4096 * 128 * 8);
 }
 
@@ -159,7 +160,7 @@ TEST(SlidingWindowProgram, AWindowCoveringEveryKeyIsGlobalAndDecodeReadsTheWindo
   absl::StatusOr<LayerProgram> p = PlanLayerProgram(
       *MakeLayerKey(LayerKind::kFusedAttention, Local(8192, 1024, 0, Workload::kDecode)));
   ASSERT_TRUE(p.ok());
-  const LayerOp* fwd = Find(*p, "attention forward");
+  const LayerOp* fwd = FindOp(*p, "attention forward");
   ASSERT_NE(fwd, nullptr);
   EXPECT_EQ(fwd->kv_len, 1024);
   EXPECT_EQ(fwd->window, 0);

@@ -56,7 +56,7 @@ double FlopsOf(const LayerProgram& p, absl::string_view prefix) {
   return flops;
 }
 
-const LayerOp& Find(const LayerProgram& p, absl::string_view name) {
+const LayerOp& ExpectOp(const LayerProgram& p, absl::string_view name) {
   for (const LayerOp& op : p.ops) {
     if (op.name == name) return op;
   }
@@ -76,11 +76,11 @@ TEST(MoeBlockProgram, BalancedFlopsByHand) {
   EXPECT_EQ(FlopsOf(p, "shared_gate_up forward"), 2.0 * kT * 2 * kShared * kH);
   EXPECT_EQ(FlopsOf(p, "shared_down forward"), 2.0 * kT * kH * kShared);
   // Balanced: 64 rows per expert, the planner's batched GEMM group for group.
-  const LayerOp& up = Find(p, "moe_gate_up forward");
+  const LayerOp& up = ExpectOp(p, "moe_gate_up forward");
   EXPECT_THAT(up.groups, ElementsAre(64, 64, 64, 64, 64, 64, 64, 64));
   EXPECT_EQ(up.gemm.shape, (GemmShape{64, 2 * kF, kH, kE}));
   // The wgrad groups carry the tokens in K.
-  const LayerOp& wgrad = Find(p, "moe_down wgrad");
+  const LayerOp& wgrad = ExpectOp(p, "moe_down wgrad");
   EXPECT_EQ(GroupGemm(wgrad, 3).shape, (GemmShape{kH, kF, 64, 1}));
   EXPECT_EQ(GroupGemm(wgrad, 3).layout, Layout::kNT);
   EXPECT_EQ(p.outputs[1] >= 0, true);
@@ -90,15 +90,15 @@ TEST(MoeBlockProgram, RoutingOpsMoveTheBytesByHand) {
   const LayerProgram p = Program(MoeModel(), {});
   const double R = kT * kK;  // routed rows
   // Top-k reads the logits (bf16) and writes k probabilities and ids (4 bytes each) per token.
-  EXPECT_EQ(LayerOpBytes(p, Find(p, "router softmax top-k")), kT * kE * 2.0 + kT * kK * 8.0);
+  EXPECT_EQ(LayerOpBytes(p, ExpectOp(p, "router softmax top-k")), kT * kE * 2.0 + kT * kK * 8.0);
   // Dispatch: R rows of h read and written.
-  EXPECT_EQ(LayerOpBytes(p, Find(p, "dispatch permutation")), 2 * R * kH * 2.0);
+  EXPECT_EQ(LayerOpBytes(p, ExpectOp(p, "dispatch permutation")), 2 * R * kH * 2.0);
   // Combine: R rows and the shared output in, T rows out, the weights (FP32).
-  EXPECT_EQ(LayerOpBytes(p, Find(p, "combine")), (R + 2.0 * kT) * kH * 2.0 + kT * kK * 4.0);
+  EXPECT_EQ(LayerOpBytes(p, ExpectOp(p, "combine")), (R + 2.0 * kT) * kH * 2.0 + kT * kK * 4.0);
   // The experts' activation: SwiGLU over R rows reads 2f and writes f.
-  EXPECT_EQ(LayerOpBytes(p, Find(p, "experts activation")), 3.0 * R * kF * 2.0);
+  EXPECT_EQ(LayerOpBytes(p, ExpectOp(p, "experts activation")), 3.0 * R * kF * 2.0);
   // The gather back (scatter-add of R rows into T).
-  EXPECT_EQ(LayerOpBytes(p, Find(p, "dispatch permutation backward")), (R + kT) * kH * 2.0);
+  EXPECT_EQ(LayerOpBytes(p, ExpectOp(p, "dispatch permutation backward")), (R + kT) * kH * 2.0);
   // Buffers: every expert's gate|up weights, 8 × 512 × 512.
   bool found = false;
   for (const LayerBuffer& b : p.buffers) {
@@ -112,7 +112,7 @@ TEST(MoeBlockProgram, RoutingOpsMoveTheBytesByHand) {
 TEST(MoeBlockProgram, UnevenRoutingMovesRowsNotFlops) {
   const LayerProgram balanced = Program(MoeModel(), {});
   const LayerProgram skewed = Program(MoeModel(), {1.0, {}});
-  const LayerOp& up = Find(skewed, "moe_gate_up forward");
+  const LayerOp& up = ExpectOp(skewed, "moe_gate_up forward");
   // 512 copies by 1/(i+1) over 8 experts (H8 = 2.7179): 188.4, 94.2, 62.8, 47.1, 37.7, 31.4,
   // 26.9, 23.5 -> 188, 94, 63, 47, 38, 31, 27, 24 (largest remainders).
   EXPECT_THAT(up.groups, ElementsAre(188, 94, 63, 47, 38, 31, 27, 24));
@@ -160,9 +160,9 @@ TEST(MoeBlockProgram, GroupOperandsTileTheirBuffers) {
 TEST(MoeBlockProgram, ExpertParallelRankRunsItsShareOfTheBusiest) {
   // e = 2: the rank holds 4 experts and runs the rows both ranks route to them.
   const LayerProgram balanced = Program(MoeModel(2), {});
-  EXPECT_THAT(Find(balanced, "moe_down forward").groups, ElementsAre(128, 128, 128, 128));
+  EXPECT_THAT(ExpectOp(balanced, "moe_down forward").groups, ElementsAre(128, 128, 128, 128));
   const LayerProgram skewed = Program(MoeModel(2), {1.0, {}});
-  const std::vector<int64_t>& rows = Find(skewed, "moe_down forward").groups;
+  const std::vector<int64_t>& rows = ExpectOp(skewed, "moe_down forward").groups;
   // 1024 copies by 1/(i+1): the busiest four get 376.8, 188.4, 125.6, 94.2 -> 377, 188, 126, 94.
   EXPECT_THAT(rows, ElementsAre(377, 188, 126, 94));
   EXPECT_GT(FlopsOf(skewed, "moe_"), FlopsOf(balanced, "moe_"));

@@ -30,7 +30,7 @@ RunConfig PlanRun(int64_t gpus, int64_t global_batch) {
   return run;
 }
 
-const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
+using testing::H100;
 
 // The case: Llama 3 70B on 512 H100s at global batch 1024. The search's answer fits and
 // is no slower than any tensor × pipeline split a team would try by hand (each planned for

@@ -74,6 +74,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RangeCase{"learned_position_embeddings", SETTER(learned_position_embeddings),
                                 -1}),
     [](const auto& i) { return i.param.field + std::to_string(i.index); });
+// This file's own (the unity build compiles the next test file after it).
+#undef SETTER
 
 TEST(ValidateTest, NamesHoldNoControlCharacters) {
   ModelSpec s = Valid();

@@ -4,11 +4,12 @@
 
 #include <cmath>
 
-#include "bench/megatron_runs.h"
-#include "tests/core/test_specs.h"
 #include "absl/strings/match.h"
+#include "bench/megatron_runs.h"
+#include "core/units.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
@@ -602,7 +603,6 @@ TEST(ParallelismTest, MegatronSeleneRunsWithinTenPercent) {
 // Korthikanti et al. 2022, Figure 1: the activation memory of the same runs' first stage, with
 // tensor parallelism alone and with sequence parallelism and selective recomputation.
 TEST(ParallelismTest, MegatronActivationMemoryWithinTenPercent) {
-  constexpr double kGiB = 1024.0 * 1024 * 1024;
   for (const MegatronRun& run : kMegatronRuns) {
     for (bool seqsel : {false, true}) {
       const StepBreakdown b = Plan(

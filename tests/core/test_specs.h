@@ -1,7 +1,9 @@
-// Model specs shared by the core tests.
+// Model specs and GPUs shared by the core tests.
 #ifndef WAVECREST_TESTS_CORE_TEST_SPECS_H_
 #define WAVECREST_TESTS_CORE_TEST_SPECS_H_
 
+#include "core/gemm_plan.h"
+#include "core/gpu_catalog.h"
 #include "core/model_spec.h"
 
 namespace wavecrest::testing {
@@ -34,6 +36,18 @@ inline ModelSpec LlamaLike(int64_t hidden, int64_t heads, int64_t kv_heads, int6
   s.norm = Norm::kRmsNorm;
   s.vocab_size = vocab;
   return s;
+}
+
+// The catalog's H100 SXM.
+inline const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
+
+// What a worker reports of an H100: compute capability 9.0, 50 MiB of L2, 79 GiB free.
+inline DeviceLimits H100Limits() {
+  DeviceLimits d;
+  d.compute_capability = 90;
+  d.l2_bytes = 50 << 20;
+  d.free_bytes = int64_t{79} << 30;
+  return d;
 }
 
 }  // namespace wavecrest::testing

@@ -3,12 +3,12 @@
 #ifndef WAVECREST_TESTS_INTEGRATION_PROCESS_H_
 #define WAVECREST_TESTS_INTEGRATION_PROCESS_H_
 
-#include <algorithm>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -27,15 +27,9 @@
 #include "absl/time/time.h"
 #include "client/advisor_client.h"
 #include "nlohmann/json.hpp"
+#include "tests/test_paths.h"
 
 namespace wavecrest::testing {
-
-inline std::string BinaryPath(const std::string& rel) {
-  return std::string(WAVECREST_BINARY_DIR) + "/" + rel;
-}
-inline std::string SourcePath(const std::string& rel) {
-  return std::string(WAVECREST_SOURCE_DIR) + "/" + rel;
-}
 
 // A fresh directory under the system temp dir, removed with the object.
 class TempDir {

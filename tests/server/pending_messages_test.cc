@@ -48,7 +48,7 @@ TEST(PendingMessages, ConsecutiveProgressIsReplacedInPlaceAndOrderIsKept) {
   q.Push("r1", false);
   q.Push("p3", false);  // p2 has a result behind it: emptied, p3 goes last
   q.Push("r2", false);
-  EXPECT_THAT(Drain(q), testing::ElementsAre("r0", "r1", "p3", "r2"));
+  EXPECT_THAT(Drain(q), ::testing::ElementsAre("r0", "r1", "p3", "r2"));
 }
 
 TEST(PendingMessages, AProgressBeingWrittenStaysAndKeepsItsAddress) {
@@ -79,7 +79,7 @@ TEST(PendingMessages, EmptiedEntriesAtTheFrontAreSkipped) {
   q.pop_front();
   EXPECT_EQ(q.front(), "p2");
   q.Push("p3", false);  // p2 is the front and the back, not in flight: replaced
-  EXPECT_THAT(Drain(q), testing::ElementsAre("p3"));
+  EXPECT_THAT(Drain(q), ::testing::ElementsAre("p3"));
   EXPECT_TRUE(q.empty());
 }
 
@@ -101,7 +101,7 @@ TEST(PendingMessages, WithoutAProgressTestEveryMessageIsKept) {
   PendingMessages<std::string> q(16, nullptr);
   q.Push("p1", false);
   q.Push("p2", false);
-  EXPECT_THAT(Drain(q), testing::ElementsAre("p1", "p2"));
+  EXPECT_THAT(Drain(q), ::testing::ElementsAre("p1", "p2"));
 }
 
 }  // namespace
