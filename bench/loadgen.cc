@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     stubs.push_back(wavecrest::v1::Advisor::NewStub(grpc::CreateCustomChannel(
         absl::GetFlag(FLAGS_server), grpc::InsecureChannelCredentials(), args)));
   }
-  auto call = [&](int i, grpc::StatusCode* code) {
+  auto analyze_once = [&](int i, grpc::StatusCode* code) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + deadline);
     wavecrest::v1::AnalyzeResponse response;
@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
   };
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup); ++i) {
     grpc::StatusCode code;
-    call(i, &code);
+    analyze_once(i, &code);
   }
 
   std::atomic<int> next{0};
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
       std::map<int, int> my_codes;
       while (next.fetch_add(1) < n) {
         grpc::StatusCode code;
-        mine.push_back(call(t, &code));
+        mine.push_back(analyze_once(t, &code));
         ++my_codes[static_cast<int>(code)];
       }
       analyze.Merge(mine, my_codes);

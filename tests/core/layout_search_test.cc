@@ -83,7 +83,9 @@ TEST(LayoutSearchTest, RunnersUpAreSlowerAndSayWhy) {
     }
     EXPECT_GE(s.step_s, last);
     last = s.step_s;
-    if (i > 0) EXPECT_THAT(search->ranked[i].why, HasSubstr("% step time"));
+    if (i > 0) {
+      EXPECT_THAT(search->ranked[i].why, HasSubstr("% step time"));
+    }
   }
 }
 

@@ -389,7 +389,9 @@ TEST(WorkerServiceBatch, StartedOncePerItemHeartbeatsNameTheItemResultsInOrder) 
       beat_items.push_back(e.index());
       EXPECT_TRUE(results.empty()) << "a heartbeat after a result";
     }
-    if (e.has_started()) EXPECT_TRUE(results.empty()) << "a start after a result";
+    if (e.has_started()) {
+      EXPECT_TRUE(results.empty()) << "a start after a result";
+    }
   }
   EXPECT_EQ(started, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(results, (std::vector<int>{0, 1, 2}));
