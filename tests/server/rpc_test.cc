@@ -32,6 +32,7 @@
 #include "server/timing_service.h"
 #include "service/clock.h"
 #include "service/convert.h"
+#include "tests/fakes/fake_clock.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
@@ -50,24 +51,6 @@ Auth TestAuth(const std::filesystem::path& dir) {
   chmod(path.c_str(), 0600);
   return *Auth::FromTokensFile(path);
 }
-
-// A clock the tests advance: the fake workers' measurements take time on it, nothing sleeps.
-class FakeClock final : public Clock {
- public:
-  absl::Time Now() const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    return now_;
-  }
-  void SleepFor(absl::Duration d) override { Advance(d); }
-  void Advance(absl::Duration d) {
-    std::lock_guard<std::mutex> lock(mu_);
-    now_ += d;
-  }
-
- private:
-  mutable std::mutex mu_;
-  absl::Time now_ = absl::Now();
-};
 
 // GPU workers of one kind that answer every GEMM with the analytic model's time, labelled as a
 // GPU's measurement (SOURCE_MEASURED, the cuBLASLt method): what the server does with measured
