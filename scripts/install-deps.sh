@@ -16,6 +16,7 @@ build_packages=(
 # What `make test` and `make demo` need besides.
 test_packages=(
   sqlite3 libgtest-dev libgmock-dev libbenchmark-dev
+  universal-ctags   # scripts/long-functions.py reads functions as ctags does (the long-functions lint)
   python3 python3-grpcio python3-protobuf python3-venv python3-pip mypy   # the Python package: venv install, type check
   prometheus   # for promtool, which checks our /metrics output in a test
   curl

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 """Lists functions longer than a limit, in lines from the signature's first line to the closing
-brace. A function is a brace block opened at namespace scope (or inside a class body) after a
-parenthesised parameter list; lambdas and blocks inside it count toward it.
+brace, and (with --max-file-lines) source files longer than a limit.
 
-  scripts/long-functions.py [--max N] [--fail] PATH...
+A function is read two ways and counted at the longer of the two: by this script's own brace
+reading (a brace block opened at namespace scope or in a class body after a parenthesised parameter
+list; lambdas and blocks inside it count toward it), and as Universal Ctags reads C++ and CUDA (its
+`end` field), which also sees constructors whose member initializers hold braces. Without ctags
+on the PATH the brace reading alone counts, and the script says so.
 
-With --fail, exits 1 when any is found (make test runs it over gpu_worker/cuda).
+  scripts/long-functions.py [--max N] [--max-file-lines N] [--fail] PATH...
+
+With --fail, exits 1 when any is found (make test runs it over core/, service/, server/, client/
+and gpu_worker/).
 """
 import argparse
+import json
 import pathlib
 import re
+import shutil
+import subprocess
 import sys
 
 SOURCE = {".cc", ".h", ".cu"}
@@ -80,22 +89,64 @@ def functions(path):
     return found
 
 
+def ctags_functions(files):
+    """{(path, first line): (lines, name)} as Universal Ctags reads the files' functions, or None
+    without ctags."""
+    exe = shutil.which("ctags")
+    if not exe or not files:
+        return None
+    out = subprocess.run([exe, "--languages=C++,CUDA", "--map-C++=+.h", "--kinds-C++=f",
+                          "--kinds-CUDA=f", "--fields=+ne", "--output-format=json", "-f", "-"]
+                         + [str(f) for f in files], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    found = {}
+    for line in out.stdout.splitlines():
+        tag = json.loads(line)
+        if tag.get("_type") == "tag" and "end" in tag:
+            found[(tag["path"], tag["line"])] = (tag["end"] - tag["line"] + 1, tag["name"])
+    return found
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--max", type=int, default=80)
+    ap.add_argument("--max-file-lines", type=int, default=0,
+                    help="also list source files longer than this (0: files are not checked)")
     ap.add_argument("--fail", action="store_true")
     ap.add_argument("paths", nargs="+")
     a = ap.parse_args()
     files = []
     for p in map(pathlib.Path, a.paths):
         files += sorted(f for f in p.rglob("*") if f.suffix in SOURCE) if p.is_dir() else [p]
-    long = []
+    counted = {}  # (path, first line) -> (lines, name): the longer reading of each function
     for f in files:
-        long += [(n, f"{f}:{line}", name) for n, line, name in functions(f) if n > a.max]
-    for n, where, name in sorted(long, reverse=True):
+        for n, line, name in functions(f):
+            counted[(str(f), line)] = (n, name)
+    tagged = ctags_functions(files)
+    if tagged is None:
+        print("long-functions: no Universal Ctags on the PATH; brace reading only", file=sys.stderr)
+    for (path, line), (n, name) in (tagged or {}).items():
+        # The same function as the brace reading found, if that one starts at most a few lines
+        # above (ctags starts at the name, the brace reading at the signature's first line).
+        key = next(((path, l) for l in range(line, line - 4, -1) if (path, l) in counted), (path, line))
+        if n > counted.get(key, (0, ""))[0]:
+            counted[key] = (n, name)
+    long = sorted(((n, f"{path}:{line}", name) for (path, line), (n, name) in counted.items()
+                   if n > a.max), reverse=True)
+    for n, where, name in long:
         print(f"{n:5d} lines  {where}  {name}")
-    if a.fail and long:
-        print(f"long-functions: {len(long)} function(s) over {a.max} lines", file=sys.stderr)
+    big = []
+    if a.max_file_lines > 0:
+        for f in files:
+            n = f.read_text(errors="replace").count("\n")
+            if n > a.max_file_lines:
+                big.append((n, str(f)))
+        for n, f in sorted(big, reverse=True):
+            print(f"{n:5d} lines  {f}  (file)")
+    if a.fail and (long or big):
+        print(f"long-functions: {len(long)} function(s) over {a.max} lines, {len(big)} file(s) over "
+              f"{a.max_file_lines} lines", file=sys.stderr)
         return 1
     return 0
 

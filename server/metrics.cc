@@ -11,95 +11,71 @@ const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
   return *b;
 }
 
+// One metric family registered under `name` with its help text.
+prometheus::Family<prometheus::Counter>& Counters(prometheus::Registry& r, const char* name,
+                                                  const char* help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Gauge>& Gauges(prometheus::Registry& r, const char* name,
+                                              const char* help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(r);
+}
+prometheus::Family<prometheus::Histogram>& Histograms(prometheus::Registry& r, const char* name,
+                                                      const char* help) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(r);
+}
+
 }  // namespace
 
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
-      requests_(prometheus::BuildCounter()
-                    .Name("wavecrest_requests_total")
-                    .Help("RPCs finished, by method and gRPC status code")
-                    .Register(*registry_)),
-      latency_(prometheus::BuildHistogram()
-                   .Name("wavecrest_request_duration_seconds")
-                   .Help("RPC latency from arrival to the final status, by method")
-                   .Register(*registry_)),
-      in_flight_(prometheus::BuildGauge()
-                     .Name("wavecrest_requests_in_flight")
-                     .Help("RPCs being served now, by method")
-                     .Register(*registry_)),
-      queue_depth_(prometheus::BuildGauge()
-                       .Name("wavecrest_queue_depth")
-                       .Help("Jobs waiting in the job queue")
-                       .Register(*registry_)
-                       .Add({})),
-      queue_capacity_(prometheus::BuildGauge()
-                          .Name("wavecrest_queue_capacity")
-                          .Help("Jobs the job queue holds before refusing work")
-                          .Register(*registry_)
+      requests_(Counters(*registry_, "wavecrest_requests_total",
+                         "RPCs finished, by method and gRPC status code")),
+      latency_(Histograms(*registry_, "wavecrest_request_duration_seconds",
+                          "RPC latency from arrival to the final status, by method")),
+      in_flight_(
+          Gauges(*registry_, "wavecrest_requests_in_flight", "RPCs being served now, by method")),
+      queue_depth_(
+          Gauges(*registry_, "wavecrest_queue_depth", "Jobs waiting in the job queue").Add({})),
+      queue_capacity_(Gauges(*registry_, "wavecrest_queue_capacity",
+                             "Jobs the job queue holds before refusing work")
                           .Add({})),
-      queue_wait_(prometheus::BuildHistogram()
-                      .Name("wavecrest_queue_wait_seconds")
-                      .Help("Time jobs waited in the queue before running")
-                      .Register(*registry_)
+      queue_wait_(Histograms(*registry_, "wavecrest_queue_wait_seconds",
+                             "Time jobs waited in the queue before running")
                       .Add({}, LatencyBuckets())),
-      cache_lookups_(prometheus::BuildCounter()
-                         .Name("wavecrest_cache_lookups_total")
-                         .Help("Result cache lookups, by result (hit or miss)")
-                         .Register(*registry_)),
-      gemms_timed_(prometheus::BuildCounter()
-                       .Name("wavecrest_gemms_timed_total")
-                       .Help("GEMM results produced, by dtype and provenance")
-                       .Register(*registry_)),
-      worker_up_(prometheus::BuildGauge()
-                     .Name("wavecrest_worker_up")
-                     .Help("1 when the GPU worker is up and serving, else 0")
-                     .Register(*registry_)),
-      worker_restarts_(prometheus::BuildCounter()
-                           .Name("wavecrest_worker_restarts_total")
-                           .Help("GPU worker restarts, by worker and reason")
-                           .Register(*registry_)),
-      cache_entries_(prometheus::BuildGauge()
-                         .Name("wavecrest_cache_entries")
-                         .Help("Measurements held in the result cache")
-                         .Register(*registry_)
+      cache_lookups_(Counters(*registry_, "wavecrest_cache_lookups_total",
+                              "Measurement store lookups, by result (hit or miss)")),
+      gemms_timed_(Counters(*registry_, "wavecrest_gemms_timed_total",
+                            "GEMM results produced, by dtype and provenance")),
+      worker_up_(Gauges(*registry_, "wavecrest_worker_up",
+                        "1 when the GPU worker is up and serving, else 0")),
+      worker_restarts_(Counters(*registry_, "wavecrest_worker_restarts_total",
+                                "GPU worker restarts, by worker and reason")),
+      cache_entries_(Gauges(*registry_, "wavecrest_cache_entries",
+                            "Measurements held in the measurement store")
                          .Add({})),
-      store_up_(prometheus::BuildGauge()
-                    .Name("wavecrest_store_up")
-                    .Help("0 while the measurement store is down; 1 otherwise (also with no store)")
-                    .Register(*registry_)
+      store_up_(Gauges(*registry_, "wavecrest_store_up",
+                       "0 while the measurement store is down; 1 otherwise (also with no store)")
                     .Add({})),
-      store_backlog_(prometheus::BuildGauge()
-                         .Name("wavecrest_store_backlog")
-                         .Help("Results kept in this replica's spool, not yet in the shared store")
-                         .Register(*registry_)
+      store_backlog_(Gauges(*registry_, "wavecrest_store_backlog",
+                            "Results kept in this replica's spool, not yet in the shared store")
                          .Add({})),
-      store_writes_(prometheus::BuildCounter()
-                        .Name("wavecrest_store_writes_total")
-                        .Help("Results handed to the store, by outcome (stored, spooled, lost)")
-                        .Register(*registry_)),
-      worker_wait_(prometheus::BuildHistogram()
-                       .Name("wavecrest_worker_wait_seconds")
-                       .Help("Time a measurement waited for a free worker of its kind")
-                       .Register(*registry_)
+      store_writes_(Counters(*registry_, "wavecrest_store_writes_total",
+                             "Results handed to the store, by outcome (stored, spooled, lost)")),
+      worker_wait_(Histograms(*registry_, "wavecrest_worker_wait_seconds",
+                              "Time a measurement waited for a free worker of its kind")
                        .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.01, 0.1, 0.5, 1, 5,
                                                                         10, 30, 60, 300})),
-      quarantined_(prometheus::BuildGauge()
-                       .Name("wavecrest_quarantined_gemms")
-                       .Help("GEMMs quarantined after crashing a worker twice")
-                       .Register(*registry_)
+      quarantined_(Gauges(*registry_, "wavecrest_quarantined_gemms",
+                          "GEMMs quarantined after crashing a worker twice")
                        .Add({})),
-      http_requests_(prometheus::BuildCounter()
-                         .Name("wavecrest_http_requests_total")
-                         .Help("HTTP gateway requests, by route and HTTP status")
-                         .Register(*registry_)) {
+      http_requests_(Counters(*registry_, "wavecrest_http_requests_total",
+                              "HTTP gateway requests, by route and HTTP status")) {
   store_up_.Set(1);
   for (const char* outcome : {"stored", "spooled", "lost"}) {
     store_writes_.Add({{"outcome", outcome}});  // each 0 from the start, for rates and alerts
   }
-  prometheus::BuildGauge()
-      .Name("wavecrest_build_info")
-      .Help("Build information; the value is always 1")
-      .Register(*registry_)
+  Gauges(*registry_, "wavecrest_build_info", "Build information; the value is always 1")
       .Add({{"version", WAVECREST_VERSION}, {"cuda", WAVECREST_CUDA_BUILD ? "yes" : "no"}})
       .Set(1);
   cache_lookups_.Add({{"result", "hit"}});
