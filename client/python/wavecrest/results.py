@@ -470,8 +470,8 @@ class Provenance:
     relative_spread: float = 0.0
     # When it was measured (MEASURED, CACHED).
     measured_at: Timestamp = field(default_factory=Timestamp)
-    # Read from the result cache. A cached GPU measurement has source CACHED; a cached answer of an
-    # emulating (analytic) worker keeps source PREDICTED.
+    # Read from the measurement store. A stored GPU measurement has source CACHED; a stored answer
+    # of an emulating (analytic) worker keeps source PREDICTED.
     from_cache: bool = False
     # PREDICTED: the calibration the model ran with, in words: the data set, its rows and the
     # cross-validated median error, or "uncalibrated prior: ..." (also named in `method`).
@@ -593,7 +593,7 @@ class TimingStats:
 @dataclass(frozen=True)
 class LayerTiming:
     r"""One timed (or predicted) layer."""
-    # The layer (canonical: as the result cache keys it).
+    # The layer (canonical: as the measurement store keys it).
     shape: LayerShape = field(default_factory=LayerShape)
     # Its cache key in words: "transformer_layer bf16 training b4 sq2048 skv2048 h4096 ...".
     key: str = ""
@@ -798,9 +798,9 @@ class AnalyzeResponse:
     # Memory per GPU (an estimate; see MemoryEstimate): the run's layout's when a run was analyzed
     # (step.memory), else the model's as given.
     memory: MemoryEstimate = field(default_factory=MemoryEstimate)
-    # Set when the server's result cache holds a GPU measurement of this model's whole transformer
-    # layer on this GPU kind (from TimeLayers or a measured Recommend): the step with that layer
-    # measured whole. The predicted fields above stay as they are, for comparison.
+    # Set when the server's measurement store holds a GPU measurement of this model's whole
+    # transformer layer on this GPU kind (from TimeLayers or a measured Recommend): the step with
+    # that layer measured whole. The predicted fields above stay as they are, for comparison.
     measured_step: Optional[MeasuredStep] = None
     # Decode: memory-bandwidth utilisation, the bytes a step must read (this rank's weights and the
     # KV cache) / (step_time_s × the GPU's bandwidth); 0 for training and prefill. A decode step's
@@ -1153,9 +1153,9 @@ class ListDevicesResponse:
     workers: List[WorkerDevice] = field(default_factory=list)
     # Catalogued GPUs.
     catalog: List[CatalogGpu] = field(default_factory=list)
-    # Results held in the server's result cache (0 without a cache).
+    # Results held in the server's measurement store (0 without a store).
     cache_entries: int = 0
-    # The server has a result cache.
+    # The server has a measurement store.
     has_cache: bool = False
 
 

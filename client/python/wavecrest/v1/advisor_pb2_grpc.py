@@ -119,16 +119,17 @@ class AdvisorServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def Recalibrate(self, request, context):
-        """Refits the cost model for device kinds from the GPU measurements in the server's result cache
-        (an operator's call; the server also does it at start). FAILED_PRECONDITION without a cache.
+        """Refits the cost model for device kinds from the GPU measurements in the server's
+        measurement store (an operator's call; the server also does it at start).
+        FAILED_PRECONDITION without a store.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExportMeasurements(self, request, context):
-        """The GPU measurements in the server's result cache, as the measurement CSV schema
-        (data/measurements/README.md), streamed in chunks. FAILED_PRECONDITION without a cache.
+        """The GPU measurements in the server's measurement store, as the measurement CSV schema
+        (data/measurements/README.md), streamed in chunks. FAILED_PRECONDITION without a store.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
