@@ -1,5 +1,7 @@
 // Unit tests of gpu_worker/backend.h without a GPU: timing options from the request, and the
 // analytic backend that predicts what the GPU engine would measure (and refuses what it would).
+#include "gpu_worker/backend.h"
+
 #include <cstdint>
 #include <string>
 
@@ -8,7 +10,6 @@
 #include "core/layer_emulation.h"
 #include "core/layer_program.h"
 #include "gmock/gmock.h"
-#include "gpu_worker/backend.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {

@@ -1,11 +1,12 @@
 // Unit tests of bench mode's inputs and records (gpu_worker/bench.h): the GEMMs of a CSV file, and
 // the samples log that replays the stopping rule on any host.
+#include "gpu_worker/bench.h"
+
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "gpu_worker/bench.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {
@@ -47,11 +48,10 @@ TEST(SamplesLog, RecordedStreamsReplayUnderTheStoppingRule) {
   for (int i = 0; i < 400; ++i) lumpy.push_back(i % 3 ? 1e-3 * (1 + 1e-4 * (i % 7)) : 1.15e-3);
   StoppingRule four_launches;
   four_launches.sample_scale = 4;
-  const std::string log =
-      SamplesLogLine("bf16 TN 4096x4096x4096 b1", quiet, four_launches, 0.06,
-                     "spread at most 1.00% ...") +
-      SamplesLogLine("bf16 TN 4096x50257x4096 b1", lumpy, StoppingRule(), 0.4,
-                     "sample cap (400) reached");
+  const std::string log = SamplesLogLine("bf16 TN 4096x4096x4096 b1", quiet, four_launches, 0.06,
+                                         "spread at most 1.00% ...") +
+                          SamplesLogLine("bf16 TN 4096x50257x4096 b1", lumpy, StoppingRule(), 0.4,
+                                         "sample cap (400) reached");
   TimingParams params;
   absl::StatusOr<std::string> table = ReplaySamplesLog(log, params);
   ASSERT_TRUE(table.ok()) << table.status();

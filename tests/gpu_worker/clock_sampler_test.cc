@@ -1,11 +1,12 @@
 // Unit tests of the NVML clock sampler (gpu_worker/clock_sampler.h): opening only a real NVML, the
 // median clock, and each sample's clock from the readings.
+#include "gpu_worker/clock_sampler.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
-#include "gpu_worker/clock_sampler.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {

@@ -1,12 +1,13 @@
 // Unit tests of the worker's injected faults (gpu_worker/faults.h): which plans parse, and a faulty
 // backend that fails only where and when its plan says.
+#include "gpu_worker/faults.h"
+
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
-#include "gpu_worker/faults.h"
 #include "gtest/gtest.h"
 
 namespace wavecrest {
