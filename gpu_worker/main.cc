@@ -150,42 +150,63 @@ absl::Status ReadHotSchedule(TimingParams* params) {
   return absl::OkStatus();
 }
 
-int Bench() {
+// What bench times: the GEMMs of --gemms or --model, or (--layers) the model's layers.
+struct BenchWork {
+  bool layers = false;
+  std::vector<BenchGemm> gemms;
+  std::vector<LayerKey> layer_keys;
+};
+
+// --gemms FILE.csv's GEMMs in --dtype; the error names the flag.
+absl::StatusOr<std::vector<BenchGemm>> ReadGemmsFlag(const std::string& csv) {
+  absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--dtype: ", dtype.status().message()));
+  }
+  absl::StatusOr<std::string> text = ReadFile(csv, int64_t{16} << 20);
+  if (!text.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gemms: ", text.status().message()));
+  }
+  absl::StatusOr<std::vector<BenchGemm>> gemms = ParseGemmCsv(*text, *dtype);
+  if (!gemms.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gemms ", gemms.status().message()));
+  }
+  return gemms;
+}
+
+// bench's work from --gemms, --model and --layers; the error says which flag is wrong.
+absl::StatusOr<BenchWork> ReadBenchWork() {
   const std::string csv = absl::GetFlag(FLAGS_gemms), model = absl::GetFlag(FLAGS_model);
-  const bool layers = absl::GetFlag(FLAGS_layers);
+  BenchWork work;
+  work.layers = absl::GetFlag(FLAGS_layers);
   if (csv.empty() == model.empty()) {
-    std::cerr << "wavecrest-worker bench: give exactly one of --gemms FILE.csv or --model FILE\n";
-    return kExitUsage;
+    return absl::InvalidArgumentError("give exactly one of --gemms FILE.csv or --model FILE");
   }
-  if (layers && model.empty()) {
-    std::cerr << "wavecrest-worker bench: --layers times a model's layers: give --model FILE\n";
-    return kExitUsage;
+  if (work.layers && model.empty()) {
+    return absl::InvalidArgumentError("--layers times a model's layers: give --model FILE");
   }
-  absl::StatusOr<std::vector<BenchGemm>> gemms;
-  absl::StatusOr<std::vector<LayerKey>> layer_keys;
   if (!csv.empty()) {
-    absl::StatusOr<DType> dtype = ParseDType(absl::GetFlag(FLAGS_dtype));
-    if (!dtype.ok()) {
-      std::cerr << "wavecrest-worker bench: --dtype: " << dtype.status().message() << "\n";
-      return kExitUsage;
-    }
-    absl::StatusOr<std::string> text = ReadFile(csv, int64_t{16} << 20);
-    if (!text.ok()) {
-      std::cerr << "wavecrest-worker bench: --gemms: " << text.status().message() << "\n";
-      return kExitUsage;
-    }
-    gemms = ParseGemmCsv(*text, *dtype);
-  } else if (layers) {
-    layer_keys = ModelLayers(model);
+    absl::StatusOr<std::vector<BenchGemm>> gemms = ReadGemmsFlag(csv);
+    if (!gemms.ok()) return gemms.status();
+    work.gemms = *std::move(gemms);
+    return work;
+  }
+  absl::Status read;
+  if (work.layers) {
+    absl::StatusOr<std::vector<LayerKey>> keys = ModelLayers(model);
+    if (keys.ok()) work.layer_keys = *std::move(keys);
+    read = keys.status();
   } else {
-    gemms = ModelGemms(model);
+    absl::StatusOr<std::vector<BenchGemm>> gemms = ModelGemms(model);
+    if (gemms.ok()) work.gemms = *std::move(gemms);
+    read = gemms.status();
   }
-  const absl::Status read = layers ? layer_keys.status() : gemms.status();
-  if (!read.ok()) {
-    std::cerr << "wavecrest-worker bench: " << (csv.empty() ? "--model " : "--gemms ")
-              << read.message() << "\n";
-    return kExitUsage;
-  }
+  if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat("--model ", read.message()));
+  return work;
+}
+
+// bench's timing parameters from its flags (the hot schedule's included).
+absl::StatusOr<TimingParams> ReadBenchParams() {
   v1::TimingOptions o;
   o.set_autotune(absl::GetFlag(FLAGS_autotune));
   o.set_autotune_top_k(absl::GetFlag(FLAGS_top_k));
@@ -193,40 +214,49 @@ int Bench() {
   o.set_target_relative_spread(absl::GetFlag(FLAGS_target_spread));
   o.set_max_seconds_per_gemm(absl::GetFlag(FLAGS_max_seconds));
   absl::StatusOr<TimingParams> params = ParamsFromProto(o);
-  if (!params.ok()) {
-    std::cerr << "wavecrest-worker bench: " << params.status().message() << "\n";
-    return kExitUsage;
+  if (!params.ok()) return params.status();
+  if (absl::Status st = ReadHotSchedule(&*params); !st.ok()) return st;
+  return params;
+}
+
+// With --samples_log, opens it in `log` (appending) and points params->samples_sink at it.
+absl::Status OpenSamplesLog(std::ofstream* log, TimingParams* params) {
+  const std::string path = absl::GetFlag(FLAGS_samples_log);
+  if (path.empty()) return absl::OkStatus();
+  log->open(path, std::ios::app);
+  if (!*log) {
+    return absl::InvalidArgumentError(absl::StrCat("--samples_log ", path, ": cannot open"));
   }
-  if (absl::Status st = ReadHotSchedule(&*params); !st.ok()) {
-    std::cerr << "wavecrest-worker bench: " << st.message() << "\n";
+  params->samples_sink = [log](absl::string_view key, const std::vector<double>& s,
+                               const StoppingRule& rule, double wall, absl::string_view stopped,
+                               const std::vector<int>& nvml_mhz,
+                               const std::vector<int>& probe_mhz) {
+    *log << SamplesLogLine(key, s, rule, wall, stopped, nvml_mhz, probe_mhz) << std::flush;
+  };
+  return absl::OkStatus();
+}
+
+// `bench`: times the GEMMs or layers of the flags without a server and writes what it measured.
+int Bench() {
+  auto usage_error = [](absl::string_view message) {
+    std::cerr << "wavecrest-worker bench: " << message << "\n";
     return kExitUsage;
-  }
+  };
+  absl::StatusOr<BenchWork> work = ReadBenchWork();
+  if (!work.ok()) return usage_error(work.status().message());
+  absl::StatusOr<TimingParams> params = ReadBenchParams();
+  if (!params.ok()) return usage_error(params.status().message());
   std::ofstream samples_log;
-  if (const std::string path = absl::GetFlag(FLAGS_samples_log); !path.empty()) {
-    samples_log.open(path, std::ios::app);
-    if (!samples_log) {
-      std::cerr << "wavecrest-worker bench: --samples_log " << path << ": cannot open\n";
-      return kExitUsage;
-    }
-    params->samples_sink = [&samples_log](absl::string_view key, const std::vector<double>& s,
-                                          const StoppingRule& rule, double wall,
-                                          absl::string_view stopped,
-                                          const std::vector<int>& nvml_mhz,
-                                          const std::vector<int>& probe_mhz) {
-      samples_log << SamplesLogLine(key, s, rule, wall, stopped, nvml_mhz, probe_mhz)
-                  << std::flush;
-    };
+  if (absl::Status st = OpenSamplesLog(&samples_log, &*params); !st.ok()) {
+    return usage_error(st.message());
   }
   absl::StatusOr<std::unique_ptr<TimingBackend>> backend = MakeBackend();
-  if (!backend.ok()) {
-    std::cerr << "wavecrest-worker bench: " << backend.status().message() << "\n";
-    return kExitUsage;
-  }
-  if (layers) {
-    const nlohmann::json doc = RunLayerBench(**backend, *layer_keys, *params, &std::cerr);
+  if (!backend.ok()) return usage_error(backend.status().message());
+  if (work->layers) {
+    const nlohmann::json doc = RunLayerBench(**backend, work->layer_keys, *params, &std::cerr);
     return WriteBench(doc, LayerBenchTable(doc), (*backend)->Broken());
   }
-  const nlohmann::json doc = RunBench(**backend, *gemms, *params, &std::cerr);
+  const nlohmann::json doc = RunBench(**backend, work->gemms, *params, &std::cerr);
   return WriteBench(doc, BenchTable(doc), (*backend)->Broken());
 }
 

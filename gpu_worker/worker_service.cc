@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/cost_model.h"
 #include "nlohmann/json.hpp"
 #include "service/convert.h"
@@ -42,8 +44,8 @@ absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::st
 }
 
 WorkerService::WorkerService(TimingBackend* backend, const std::string& request_log,
-                             std::function<void()> on_broken)
-    : backend_(backend), on_broken_(std::move(on_broken)) {
+                             std::function<void()> on_broken, Clock* clock)
+    : backend_(backend), on_broken_(std::move(on_broken)), clock_(clock) {
   if (!request_log.empty()) log_ = std::fopen(request_log.c_str(), "a");
 }
 
@@ -64,13 +66,117 @@ void WorkerService::LogRequest(const GemmKey& key, const TimingParams& params) {
 
 void WorkerService::LogLine(nlohmann::json fields) {
   if (!log_) return;
-  nlohmann::json j = {{"unix_ms", absl::ToUnixMillis(absl::Now())},
+  nlohmann::json j = {{"unix_ms", absl::ToUnixMillis(clock_->Now())},
                       {"pid", static_cast<int64_t>(getpid())}};
   j.update(fields);
   std::lock_guard<std::mutex> lock(log_mu_);
   std::fputs((j.dump() + "\n").c_str(), log_);
   std::fflush(log_);
 }
+
+namespace {
+
+// How often a call's heartbeats go out: at most one a second and four per watchdog period (the
+// server's watchdog sees them).
+absl::Duration WorkerHeartbeatInterval(const TimingParams& params) {
+  return params.watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params.watchdog_s / 4))
+                               : absl::Seconds(1);
+}
+
+// The events of one TimeEach call on its stream (Response: a TimeGemms or TimeLayers event), all
+// written from the thread that times: each item's started when the engine first takes it up,
+// heartbeats naming the item on the device, each item's result once. It notes whether the caller
+// went away and the sticky error that ends the call.
+template <typename Response>
+class WorkerItemStream {
+ public:
+  WorkerItemStream(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer, size_t n,
+                   const Clock& clock, absl::Duration interval,
+                   const std::function<void(size_t)>& log)
+      : ctx_(ctx),
+        writer_(writer),
+        clock_(clock),
+        interval_(interval),
+        log_(log),
+        begin_(clock.Now()),
+        last_beat_(begin_),
+        started_(n, false),
+        answered_(n, false) {}
+
+  // A heartbeat naming the item on the device, unless the last event went out less than an
+  // interval ago.
+  void Heartbeat(absl::string_view phase) {
+    const absl::Time now = clock_.Now();
+    if (now - last_beat_ < interval_) return;
+    last_beat_ = now;
+    Response beat;
+    beat.set_index(static_cast<int32_t>(current_));
+    beat.mutable_heartbeat()->set_phase(std::string(phase));
+    beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin_));
+    writer_->Write(beat);
+  }
+
+  // The engine works on item `i`: the first time, its started event and log line. False (stop
+  // the batch) once the caller went away or cancelled.
+  bool OnItem(size_t i) {
+    if (gone_ || ctx_->IsCancelled()) return !(gone_ = true);
+    current_ = i;
+    if (started_[i]) return true;
+    started_[i] = true;
+    Response s;
+    s.set_index(static_cast<int32_t>(i));
+    s.set_started(true);
+    if (!writer_->Write(s)) return !(gone_ = true);
+    log_(i);
+    last_beat_ = clock_.Now();
+    return true;
+  }
+
+  // Item `i`'s result goes out as soon as it is final, once (`timed` counts the timings); none
+  // after the caller went away or a sticky error. An INTERNAL error while `backend` is broken is
+  // sticky: it ends the stream after the item it came with (the server charges that item).
+  template <typename Timing>
+  void Answer(size_t i, const absl::StatusOr<Timing>& t, const TimingBackend& backend,
+              std::atomic<int64_t>* timed) {
+    if (gone_ || sticky_ || answered_[i]) return;
+    answered_[i] = true;
+    Response out;
+    out.set_index(static_cast<int32_t>(i));
+    if (t.ok()) {
+      ++*timed;
+      *out.mutable_timing() = *t;
+      out.mutable_timing()->set_index(static_cast<int32_t>(i));
+    } else {
+      out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
+      out.mutable_error()->set_message(std::string(t.status().message()));
+    }
+    if (!writer_->Write(out)) gone_ = true;
+    if (backend.Broken() && !t.ok() && t.status().code() == absl::StatusCode::kInternal) {
+      sticky_ = true;
+      sticky_message_ = std::string(t.status().message());
+    }
+  }
+
+  bool gone() const { return gone_; }  // the caller went away or cancelled
+  bool sticky() const { return sticky_; }
+  const std::string& sticky_message() const { return sticky_message_; }
+
+ private:
+  grpc::ServerContext* ctx_;
+  grpc::ServerWriter<Response>* writer_;
+  const Clock& clock_;
+  const absl::Duration interval_;
+  const std::function<void(size_t)> log_;  // the request log's line for an item
+  const absl::Time begin_;
+  absl::Time last_beat_;
+  size_t current_ = 0;  // the item the engine works on
+  std::vector<bool> started_, answered_;
+  bool gone_ = false;
+  bool sticky_ = false;
+  std::string sticky_message_;
+};
+
+}  // namespace
 
 template <typename Response, typename TimeFn>
 grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWriter<Response>* writer,
@@ -80,73 +186,20 @@ grpc::Status WorkerService::TimeEach(grpc::ServerContext* ctx, grpc::ServerWrite
   if (broken_.load()) {
     return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the worker's CUDA context is unusable");
   }
-  // Heartbeats while the engine works, at most one a second and four per watchdog period (the
-  // server's watchdog sees them), naming the item on the device; from this thread.
-  const absl::Duration interval =
-      params.watchdog_s > 0 ? std::min(absl::Seconds(1), absl::Seconds(params.watchdog_s / 4))
-                            : absl::Seconds(1);
-  const absl::Time begin = absl::Now();
-  absl::Time last_beat = begin;
-  size_t current = 0;
-  std::vector<bool> started(n, false);
-  bool gone = false;  // the caller went away or cancelled
+  WorkerItemStream<Response> stream(ctx, writer, n, *clock_, WorkerHeartbeatInterval(params), log);
   TimingParams p = params;
   p.deadline = absl::FromChrono(ctx->deadline());
-  p.heartbeat = [&](absl::string_view phase) {
-    const absl::Time now = absl::Now();
-    if (now - last_beat < interval) return;
-    last_beat = now;
-    Response beat;
-    beat.set_index(static_cast<int32_t>(current));
-    beat.mutable_heartbeat()->set_phase(std::string(phase));
-    beat.mutable_heartbeat()->set_elapsed_s(absl::ToDoubleSeconds(now - begin));
-    writer->Write(beat);
-  };
-  const TimingBackend::OnItem on_item = [&](size_t i) {
-    if (gone || ctx->IsCancelled()) return !(gone = true);
-    current = i;
-    if (started[i]) return true;
-    started[i] = true;
-    Response s;
-    s.set_index(static_cast<int32_t>(i));
-    s.set_started(true);
-    if (!writer->Write(s)) return !(gone = true);
-    log(i);
-    last_beat = absl::Now();
-    return true;
-  };
-  // Each result goes out as soon as it is final; a sticky error ends the stream after the item
-  // it came with (INTERNAL: the server charges that item).
-  std::vector<bool> answered(n, false);
-  bool sticky = false;
-  std::string sticky_message;
-  auto answer = [&](size_t i, const auto& t) {
-    if (gone || sticky || answered[i]) return;
-    answered[i] = true;
-    Response out;
-    out.set_index(static_cast<int32_t>(i));
-    if (t.ok()) {
-      ++timed_;
-      *out.mutable_timing() = *t;
-      out.mutable_timing()->set_index(static_cast<int32_t>(i));
-    } else {
-      out.mutable_error()->set_code(static_cast<int32_t>(t.status().code()));
-      out.mutable_error()->set_message(std::string(t.status().message()));
-    }
-    if (!writer->Write(out)) gone = true;
-    if (backend_->Broken() && !t.ok() && t.status().code() == absl::StatusCode::kInternal) {
-      sticky = true;
-      sticky_message = std::string(t.status().message());
-    }
-  };
+  p.heartbeat = [&](absl::string_view phase) { stream.Heartbeat(phase); };
+  const TimingBackend::OnItem on_item = [&](size_t i) { return stream.OnItem(i); };
+  auto answer = [&](size_t i, const auto& t) { stream.Answer(i, t, *backend_, &timed_); };
   const auto results = together(p, on_item, answer);
   for (size_t i = 0; i < results.size(); ++i) answer(i, results[i]);
-  if (sticky || backend_->Broken()) {
+  if (stream.sticky() || backend_->Broken()) {
     if (!broken_.exchange(true) && on_broken_) on_broken_();
-    return grpc::Status(grpc::StatusCode::INTERNAL, absl::StrCat("sticky CUDA error: ",
-                                                                 sticky_message));
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        absl::StrCat("sticky CUDA error: ", stream.sticky_message()));
   }
-  if (gone) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled or caller gone");
+  if (stream.gone()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled or caller gone");
   return grpc::Status::OK;
 }
 

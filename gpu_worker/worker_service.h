@@ -1,7 +1,8 @@
 // wavecrest.v1.GemmWorker over one TimingBackend. A request's GEMMs (or layers) are timed together
 // (TimingBackend::TimeTogether: interleaved on a GPU; a second call waits for the device), and
 // each one is appended to the request log, when there is one, when the engine first takes it up:
-// the log is the audit of what the device was asked to do.
+// the log is the audit of what the device was asked to do. Heartbeats, their elapsed time and the
+// log's timestamps are read on one Clock (service/clock.h; tests give a fake one).
 #ifndef WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
 #define WAVECREST_GPU_WORKER_WORKER_SERVICE_H_
 
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "gpu_worker/backend.h"
 #include "nlohmann/json.hpp"
+#include "service/clock.h"
 #include "wavecrest/v1/worker.grpc.pb.h"
 
 namespace wavecrest {
@@ -28,9 +30,10 @@ absl::StatusOr<GemmKey> KeyFromWorkerGemm(const v1::WorkerGemm& g, const std::st
 
 class WorkerService final : public v1::GemmWorker::Service {
  public:
-  // `on_broken` runs (once) after a sticky error was reported: the process must go.
+  // `on_broken` runs (once) after a sticky error was reported: the process must go. `clock`
+  // (not owned) times heartbeats and stamps the request log.
   WorkerService(TimingBackend* backend, const std::string& request_log,
-                std::function<void()> on_broken);
+                std::function<void()> on_broken, Clock* clock = &Clock::Real());
   ~WorkerService() override;
 
   grpc::Status Describe(grpc::ServerContext* ctx, const v1::DescribeRequest* request,
@@ -54,6 +57,7 @@ class WorkerService final : public v1::GemmWorker::Service {
 
   TimingBackend* backend_;
   std::function<void()> on_broken_;
+  Clock* clock_;
   std::mutex device_mu_;  // one GEMM on the device at a time
   std::atomic<int64_t> timed_{0};
   std::atomic<bool> broken_{false};

@@ -1,4 +1,5 @@
-// cuDNN's fused attention, driven through its backend API (cudnn_graph.h), loaded at run time.
+// cuDNN's fused attention, driven through its backend API (cudnn_graph.h), loaded at run time
+// (gpu_worker/cuda/cudnn_api.h).
 //
 // The graphs are core/sdpa_graph.h's, translated one for one: each tensor a TENSOR descriptor
 // (16-byte aligned, virtual or by value as described), each operation a POINTWISE, REDUCTION,
@@ -16,8 +17,6 @@
 // padding mask there, this worker does not build one).
 #include "gpu_worker/cuda/cudnn_sdpa.h"
 
-#include <dlfcn.h>
-
 #include <map>
 #include <utility>
 #include <vector>
@@ -25,12 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/sdpa_graph.h"
 #include "core/status_macros.h"
+#include "gpu_worker/cuda/cudnn_api.h"
 #include "gpu_worker/cuda/kernels.h"
-
-#if __has_include(<cudnn_graph.h>)
-#include <cudnn_graph.h>
-#define WAVECREST_HAVE_CUDNN_HEADERS 1
-#endif
 
 namespace wavecrest::engine {
 namespace {
@@ -43,120 +38,6 @@ namespace {
 // numbers them, so that the build stays free of deprecation warnings.
 constexpr auto kGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);
 constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);
-
-// libcudnn.so.9's entry points, looked up once (never closed: cuDNN keeps state until exit).
-struct Api {
-  void* lib = nullptr;
-  std::string error;
-  size_t (*get_version)() = nullptr;
-  const char* (*error_string)(cudnnStatus_t) = nullptr;
-  void (*last_error)(char*, size_t) = nullptr;  // cuDNN 9.0+
-  cudnnStatus_t (*create)(cudnnHandle_t*) = nullptr;
-  cudnnStatus_t (*destroy)(cudnnHandle_t) = nullptr;
-  cudnnStatus_t (*set_stream)(cudnnHandle_t, cudaStream_t) = nullptr;
-  cudnnStatus_t (*create_desc)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t*) = nullptr;
-  cudnnStatus_t (*destroy_desc)(cudnnBackendDescriptor_t) = nullptr;
-  cudnnStatus_t (*set)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-                       cudnnBackendAttributeType_t, int64_t, const void*) = nullptr;
-  cudnnStatus_t (*get)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-                       cudnnBackendAttributeType_t, int64_t, int64_t*, void*) = nullptr;
-  cudnnStatus_t (*finalize)(cudnnBackendDescriptor_t) = nullptr;
-  cudnnStatus_t (*execute)(cudnnHandle_t, cudnnBackendDescriptor_t,
-                           cudnnBackendDescriptor_t) = nullptr;
-  bool ok() const { return error.empty(); }
-};
-
-template <typename F>
-void Bind(Api* api, F* fn, const char* name) {
-  *fn = reinterpret_cast<F>(dlsym(api->lib, name));
-  if (*fn == nullptr && api->error.empty()) api->error = absl::StrCat("libcudnn has no ", name);
-}
-
-const Api& Cudnn() {
-  static const Api* api = [] {
-    auto* a = new Api;
-    for (const char* name : {"libcudnn.so.9", "libcudnn.so"}) {
-      a->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (a->lib != nullptr) break;
-      const char* e = dlerror();
-      a->error = e != nullptr ? e : absl::StrCat(name, ": cannot load");
-    }
-    if (a->lib == nullptr) return a;
-    a->error.clear();
-    Bind(a, &a->get_version, "cudnnGetVersion");
-    Bind(a, &a->error_string, "cudnnGetErrorString");
-    Bind(a, &a->create, "cudnnCreate");
-    Bind(a, &a->destroy, "cudnnDestroy");
-    Bind(a, &a->set_stream, "cudnnSetStream");
-    Bind(a, &a->create_desc, "cudnnBackendCreateDescriptor");
-    Bind(a, &a->destroy_desc, "cudnnBackendDestroyDescriptor");
-    Bind(a, &a->set, "cudnnBackendSetAttribute");
-    Bind(a, &a->get, "cudnnBackendGetAttribute");
-    Bind(a, &a->finalize, "cudnnBackendFinalize");
-    Bind(a, &a->execute, "cudnnBackendExecute");
-    a->last_error =
-        reinterpret_cast<void (*)(char*, size_t)>(dlsym(a->lib, "cudnnGetLastErrorString"));
-    if (a->ok() && a->get_version() < 90000) {
-      a->error =
-          absl::StrCat("libcudnn is version ", a->get_version(), "; fused attention needs 9");
-    }
-    return a;
-  }();
-  return *api;
-}
-
-size_t Version() { return Cudnn().get_version(); }
-
-absl::Status Check(cudnnStatus_t s, absl::string_view what) {
-  if (s == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
-  const Api& api = Cudnn();
-  std::string detail;
-  if (api.last_error != nullptr) {
-    char buf[512] = {0};
-    api.last_error(buf, sizeof(buf));
-    if (buf[0] != '\0') detail = absl::StrCat(" (", buf, ")");
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("cuDNN ", what, ": ", api.error_string(s), detail));
-}
-
-// One backend descriptor, destroyed with its owner.
-class Desc {
- public:
-  Desc() = default;
-  Desc(Desc&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-  Desc& operator=(Desc&& o) noexcept {
-    std::swap(d_, o.d_);
-    return *this;
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  ~Desc() {
-    if (d_ != nullptr) Cudnn().destroy_desc(d_);
-  }
-  static absl::StatusOr<Desc> Make(cudnnBackendDescriptorType_t type) {
-    Desc d;
-    RETURN_IF_ERROR(Check(Cudnn().create_desc(type, &d.d_), "create descriptor"));
-    return d;
-  }
-  cudnnBackendDescriptor_t get() const { return d_; }
-  cudnnBackendDescriptor_t* out() { return &d_; }
-
-  template <typename T>
-  absl::Status Set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
-                   const T* values, int64_t count, absl::string_view what) {
-    return Check(Cudnn().set(d_, name, type, count, values), what);
-  }
-  absl::Status SetDesc(cudnnBackendAttributeName_t name, const Desc& other,
-                       absl::string_view what) {
-    cudnnBackendDescriptor_t raw = other.get();
-    return Set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw, 1, what);
-  }
-  absl::Status Finalize(absl::string_view what) { return Check(Cudnn().finalize(d_), what); }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-};
 
 cudnnDataType_t DataType(SdpaType type, DType io) {
   switch (type) {
@@ -201,13 +82,13 @@ cudnnPointwiseMode_t PointwiseMode(SdpaMode mode) {
 
 // A graph's tensor and operation descriptors, finalized, in the graph's order.
 struct Operations {
-  std::map<int64_t, Desc> tensors;  // by uid
-  std::vector<Desc> parts;          // the pointwise, reduction and matmul descriptors
-  std::vector<Desc> ops;
+  std::map<int64_t, CudnnDesc> tensors;  // by uid
+  std::vector<CudnnDesc> parts;          // the pointwise, reduction and matmul descriptors
+  std::vector<CudnnDesc> ops;
 };
 
-absl::StatusOr<Desc> TensorDesc(const SdpaTensor& t, DType io) {
-  ASSIGN_OR_RETURN(Desc d, Desc::Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
+absl::StatusOr<CudnnDesc> TensorDesc(const SdpaTensor& t, DType io) {
+  ASSIGN_OR_RETURN(CudnnDesc d, CudnnDesc::Make(CUDNN_BACKEND_TENSOR_DESCRIPTOR));
   const std::string what = absl::StrCat("tensor ", t.name);
   const cudnnDataType_t type = DataType(t.type, io);
   const int64_t alignment = 16;
@@ -225,79 +106,109 @@ absl::StatusOr<Desc> TensorDesc(const SdpaTensor& t, DType io) {
   return d;
 }
 
+// What one operation's descriptors are built from: the operation, the graph's I/O type, the
+// graph's tensor descriptors by uid and the name errors give.
+struct CudnnOpContext {
+  const SdpaOp& op;
+  DType io;
+  const std::map<int64_t, CudnnDesc>& tensors;
+  const std::string& what;
+  const CudnnDesc& tensor(int64_t uid) const { return tensors.at(uid); }
+};
+
+// A POINTWISE operation: its mode descriptor in `part` (finalized), the operation in `node`.
+absl::Status BuildPointwiseOp(const CudnnOpContext& c, CudnnDesc* part, CudnnDesc* node) {
+  const SdpaOp& op = c.op;
+  const std::string& what = c.what;
+  ASSIGN_OR_RETURN(*part, CudnnDesc::Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
+  const cudnnPointwiseMode_t mode = PointwiseMode(op.mode);
+  const cudnnDataType_t prec = DataType(op.compute, c.io);
+  RETURN_IF_ERROR(part->Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode, 1, what));
+  RETURN_IF_ERROR(part->Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec, 1, what));
+  if (op.axis >= 0) {  // the index's axis (and the window's add, as cudnn-frontend sets it)
+    const int64_t axis = op.axis;
+    RETURN_IF_ERROR(part->Set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, &axis, 1, what));
+  }
+  RETURN_IF_ERROR(part->Finalize(what));
+  ASSIGN_OR_RETURN(*node, CudnnDesc::Make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *part, what));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, c.tensor(op.in[0]), what));
+  if (op.in.size() > 1) {
+    RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, c.tensor(op.in[1]), what));
+  }
+  if (op.in.size() > 2) {
+    RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, c.tensor(op.in[2]), what));
+  }
+  return node->SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, c.tensor(op.out), what);
+}
+
+// A REDUCTION operation (max or sum in FP32): its descriptor in `part`, the operation in `node`.
+absl::Status BuildReductionOp(const CudnnOpContext& c, CudnnDesc* part, CudnnDesc* node) {
+  const SdpaOp& op = c.op;
+  const std::string& what = c.what;
+  const cudnnDataType_t fp32 = CUDNN_DATA_FLOAT;
+  ASSIGN_OR_RETURN(*part, CudnnDesc::Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
+  const cudnnReduceTensorOp_t mode =
+      op.mode == SdpaMode::kMax ? CUDNN_REDUCE_TENSOR_MAX : CUDNN_REDUCE_TENSOR_ADD;
+  RETURN_IF_ERROR(
+      part->Set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, &mode, 1, what));
+  RETURN_IF_ERROR(part->Set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
+  RETURN_IF_ERROR(part->Finalize(what));
+  ASSIGN_OR_RETURN(*node, CudnnDesc::Make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, c.tensor(op.in[0]), what));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, c.tensor(op.out), what));
+  return node->SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *part, what);
+}
+
+// A MATMUL operation (FP32 accumulation): its descriptor in `part`, the operation in `node`.
+absl::Status BuildMatmulOp(const CudnnOpContext& c, CudnnDesc* part, CudnnDesc* node) {
+  const SdpaOp& op = c.op;
+  const std::string& what = c.what;
+  const cudnnDataType_t fp32 = CUDNN_DATA_FLOAT;
+  ASSIGN_OR_RETURN(*part, CudnnDesc::Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
+  RETURN_IF_ERROR(part->Set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
+  RETURN_IF_ERROR(part->Finalize(what));
+  ASSIGN_OR_RETURN(*node, CudnnDesc::Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, c.tensor(op.in[0]), what));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, c.tensor(op.in[1]), what));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c.tensor(op.out), what));
+  return node->SetDesc(CUDNN_ATTR_OPERATION_MATMUL_DESC, *part, what);
+}
+
+// A RESHAPE operation in `node` (it has no descriptor of its own).
+absl::Status BuildReshapeOp(const CudnnOpContext& c, CudnnDesc* node) {
+  ASSIGN_OR_RETURN(*node, CudnnDesc::Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR));
+  RETURN_IF_ERROR(node->SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, c.tensor(c.op.in[0]), c.what));
+  return node->SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, c.tensor(c.op.out), c.what);
+}
+
+// One operation of the graph by its kind: `part` (none for a reshape) and `node`, not finalized.
+absl::Status BuildOperation(const CudnnOpContext& c, CudnnDesc* part, CudnnDesc* node) {
+  switch (c.op.kind) {
+    case SdpaOpKind::kPointwise:
+      return BuildPointwiseOp(c, part, node);
+    case SdpaOpKind::kReduction:
+      return BuildReductionOp(c, part, node);
+    case SdpaOpKind::kMatmul:
+      return BuildMatmulOp(c, part, node);
+    case SdpaOpKind::kReshape:
+      return BuildReshapeOp(c, node);
+  }
+  return absl::OkStatus();
+}
+
+// Every tensor descriptor of `g`, then each operation's, finalized in the graph's order.
 absl::StatusOr<Operations> BuildOperations(const SdpaGraph& g) {
   Operations built;
   const DType io = g.shape.dtype;
   for (const SdpaTensor& t : g.tensors) {
-    ASSIGN_OR_RETURN(Desc d, TensorDesc(t, io));
+    ASSIGN_OR_RETURN(CudnnDesc d, TensorDesc(t, io));
     built.tensors.emplace(t.uid, std::move(d));
   }
-  auto tensor = [&](int64_t uid) -> const Desc& { return built.tensors.at(uid); };
-  const cudnnDataType_t fp32 = CUDNN_DATA_FLOAT;
   for (const SdpaOp& op : g.ops) {
     const std::string what = absl::StrCat(g.name, " operation ", op.name);
-    Desc part, node;
-    switch (op.kind) {
-      case SdpaOpKind::kPointwise: {
-        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR));
-        const cudnnPointwiseMode_t mode = PointwiseMode(op.mode);
-        const cudnnDataType_t prec = DataType(op.compute, io);
-        RETURN_IF_ERROR(
-            part.Set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode, 1, what));
-        RETURN_IF_ERROR(
-            part.Set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &prec, 1, what));
-        if (op.axis >= 0) {  // the index's axis (and the window's add, as cudnn-frontend sets it)
-          const int64_t axis = op.axis;
-          RETURN_IF_ERROR(part.Set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, &axis, 1, what));
-        }
-        RETURN_IF_ERROR(part.Finalize(what));
-        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, part, what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, tensor(op.in[0]), what));
-        if (op.in.size() > 1) {
-          RETURN_IF_ERROR(
-              node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, tensor(op.in[1]), what));
-        }
-        if (op.in.size() > 2) {
-          RETURN_IF_ERROR(
-              node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, tensor(op.in[2]), what));
-        }
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, tensor(op.out), what));
-        break;
-      }
-      case SdpaOpKind::kReduction: {
-        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR));
-        const cudnnReduceTensorOp_t mode =
-            op.mode == SdpaMode::kMax ? CUDNN_REDUCE_TENSOR_MAX : CUDNN_REDUCE_TENSOR_ADD;
-        RETURN_IF_ERROR(part.Set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
-                                 &mode, 1, what));
-        RETURN_IF_ERROR(
-            part.Set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
-        RETURN_IF_ERROR(part.Finalize(what));
-        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, tensor(op.in[0]), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, tensor(op.out), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, part, what));
-        break;
-      }
-      case SdpaOpKind::kMatmul: {
-        ASSIGN_OR_RETURN(part, Desc::Make(CUDNN_BACKEND_MATMUL_DESCRIPTOR));
-        RETURN_IF_ERROR(
-            part.Set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &fp32, 1, what));
-        RETURN_IF_ERROR(part.Finalize(what));
-        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, tensor(op.in[0]), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, tensor(op.in[1]), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, tensor(op.out), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_MATMUL_DESC, part, what));
-        break;
-      }
-      case SdpaOpKind::kReshape:
-        ASSIGN_OR_RETURN(node, Desc::Make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, tensor(op.in[0]), what));
-        RETURN_IF_ERROR(node.SetDesc(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, tensor(op.out), what));
-        break;
-    }
+    CudnnDesc part, node;
+    RETURN_IF_ERROR(BuildOperation({op, io, built.tensors, what}, &part, &node));
     RETURN_IF_ERROR(node.Finalize(what));
     if (part.get() != nullptr) built.parts.push_back(std::move(part));
     built.ops.push_back(std::move(node));
@@ -309,7 +220,7 @@ absl::StatusOr<Operations> BuildOperations(const SdpaGraph& g) {
 struct Plan {
   const SdpaGraph* graph = nullptr;
   Operations operations;
-  Desc op_graph, plan;
+  CudnnDesc op_graph, plan;
   int64_t workspace = 0;
   int64_t engine = -1;
 };
@@ -320,65 +231,94 @@ std::string ShapeString(const SdpaShape& s) {
                       s.causal ? " causal" : "");
 }
 
+// p->op_graph: the OPERATIONGRAPH of p->operations on `handle`, finalized.
+absl::Status FinalizeOperationGraph(cudnnHandle_t handle, const SdpaGraph& g, Plan* p) {
+  ASSIGN_OR_RETURN(p->op_graph, CudnnDesc::Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
+  std::vector<cudnnBackendDescriptor_t> ops;
+  for (const CudnnDesc& d : p->operations.ops) ops.push_back(d.get());
+  RETURN_IF_ERROR(p->op_graph.Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                  ops.data(), static_cast<int64_t>(ops.size()), g.name));
+  RETURN_IF_ERROR(p->op_graph.Set(kGraphHandle, CUDNN_TYPE_HANDLE, &handle, 1, g.name));
+  return p->op_graph.Finalize(absl::StrCat(g.name, " graph"));
+}
+
+// The engine configurations a finalized heuristic descriptor offers, best first.
+absl::StatusOr<std::vector<CudnnDesc>> HeuristicConfigs(const CudnnDesc& heur) {
+  int64_t count = 0;
+  RETURN_IF_ERROR(CudnnCheck(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                         CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
+                             "heuristic results"));
+  std::vector<CudnnDesc> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < count; ++i) {
+    ASSIGN_OR_RETURN(CudnnDesc c, CudnnDesc::Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(c.get());
+    configs.push_back(std::move(c));
+  }
+  int64_t got = 0;
+  if (count > 0) {
+    RETURN_IF_ERROR(CudnnCheck(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                           CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
+                               "heuristic results"));
+  }
+  configs.resize(static_cast<size_t>(got));  // the ones cuDNN filled in
+  return configs;
+}
+
+// The global index of `config`'s engine into `*engine`, for the method string (best effort: left
+// as it is when cuDNN does not say).
+void ReadEngineIndex(const CudnnDesc& config, int64_t* engine) {
+  absl::StatusOr<CudnnDesc> engine_desc = CudnnDesc::Make(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  if (!engine_desc.ok()) return;
+  cudnnBackendDescriptor_t e = engine_desc->get();
+  int64_t n = 0;
+  if (Cudnn().get(config.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                  &e) == CUDNN_STATUS_SUCCESS) {
+    Cudnn().get(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, engine);
+  }
+}
+
+// The execution plan of engine configuration `config` on `handle` into p->plan, with its
+// workspace and engine index. False, with cuDNN's reason in `refused`, when the plan does not
+// finalize (the caller tries the next configuration).
+absl::StatusOr<bool> AdoptPlan(cudnnHandle_t handle, const CudnnDesc& config, Plan* p,
+                               std::string* refused) {
+  ASSIGN_OR_RETURN(CudnnDesc plan, CudnnDesc::Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
+  RETURN_IF_ERROR(plan.Set(kPlanHandle, CUDNN_TYPE_HANDLE, &handle, 1, "plan"));
+  RETURN_IF_ERROR(plan.SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config, "plan"));
+  if (absl::Status st = plan.Finalize("execution plan"); !st.ok()) {
+    *refused = std::string(st.message());
+    return false;
+  }
+  int64_t n = 0;
+  RETURN_IF_ERROR(CudnnCheck(Cudnn().get(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                         CUDNN_TYPE_INT64, 1, &n, &p->workspace),
+                             "workspace size"));
+  ReadEngineIndex(config, &p->engine);
+  p->plan = std::move(plan);
+  return true;
+}
+
+// `g` ready to execute on `handle`: the first engine configuration of heuristic mode A whose plan
+// finalizes, then mode FALLBACK's; FAILED_PRECONDITION with cuDNN's last refusal when none does.
 absl::StatusOr<std::unique_ptr<Plan>> MakePlan(cudnnHandle_t handle, const SdpaGraph& g) {
   auto p = std::make_unique<Plan>();
   p->graph = &g;
   ASSIGN_OR_RETURN(p->operations, BuildOperations(g));
-  ASSIGN_OR_RETURN(p->op_graph, Desc::Make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR));
-  std::vector<cudnnBackendDescriptor_t> ops;
-  for (const Desc& d : p->operations.ops) ops.push_back(d.get());
-  RETURN_IF_ERROR(p->op_graph.Set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                  ops.data(), static_cast<int64_t>(ops.size()), g.name));
-  RETURN_IF_ERROR(p->op_graph.Set(kGraphHandle, CUDNN_TYPE_HANDLE, &handle, 1, g.name));
-  RETURN_IF_ERROR(p->op_graph.Finalize(absl::StrCat(g.name, " graph")));
+  RETURN_IF_ERROR(FinalizeOperationGraph(handle, g, p.get()));
   std::string refused;
   for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
-    ASSIGN_OR_RETURN(Desc heur, Desc::Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
+    ASSIGN_OR_RETURN(CudnnDesc heur, CudnnDesc::Make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR));
     RETURN_IF_ERROR(heur.SetDesc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, p->op_graph, g.name));
     RETURN_IF_ERROR(heur.Set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode, 1, g.name));
     if (absl::Status st = heur.Finalize("engine heuristics"); !st.ok()) {
       refused = std::string(st.message());
       continue;
     }
-    int64_t count = 0;
-    RETURN_IF_ERROR(Check(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &count, nullptr),
-                          "heuristic results"));
-    std::vector<Desc> configs;
-    std::vector<cudnnBackendDescriptor_t> raw;
-    for (int64_t i = 0; i < count; ++i) {
-      ASSIGN_OR_RETURN(Desc c, Desc::Make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-      raw.push_back(c.get());
-      configs.push_back(std::move(c));
-    }
-    int64_t got = 0;
-    if (count > 0) {
-      RETURN_IF_ERROR(Check(Cudnn().get(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS,
-                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, count, &got, raw.data()),
-                            "heuristic results"));
-    }
-    for (int64_t i = 0; i < got; ++i) {
-      ASSIGN_OR_RETURN(Desc plan, Desc::Make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR));
-      RETURN_IF_ERROR(plan.Set(kPlanHandle, CUDNN_TYPE_HANDLE, &handle, 1, "plan"));
-      RETURN_IF_ERROR(plan.SetDesc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i], "plan"));
-      if (absl::Status st = plan.Finalize("execution plan"); !st.ok()) {
-        refused = std::string(st.message());
-        continue;
-      }
-      int64_t n = 0;
-      RETURN_IF_ERROR(Check(Cudnn().get(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                        CUDNN_TYPE_INT64, 1, &n, &p->workspace),
-                            "workspace size"));
-      // The engine's global index, for the method string (best effort).
-      if (absl::StatusOr<Desc> engine = Desc::Make(CUDNN_BACKEND_ENGINE_DESCRIPTOR); engine.ok()) {
-        cudnnBackendDescriptor_t e = engine->get();
-        if (Cudnn().get(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE,
-                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) == CUDNN_STATUS_SUCCESS) {
-          Cudnn().get(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &p->engine);
-        }
-      }
-      p->plan = std::move(plan);
-      return p;
+    ASSIGN_OR_RETURN(const std::vector<CudnnDesc> configs, HeuristicConfigs(heur));
+    for (const CudnnDesc& config : configs) {
+      ASSIGN_OR_RETURN(const bool adopted, AdoptPlan(handle, config, p.get(), &refused));
+      if (adopted) return p;
     }
   }
   return absl::FailedPreconditionError(absl::StrCat(
@@ -403,7 +343,7 @@ class CudnnSdpa final : public SdpaRunner {
     r->stream_ = stream;
     ASSIGN_OR_RETURN(r->forward_, SdpaForwardGraph(shape, training));
     if (training) {
-      if (Version() <= 91500 && shape.kv_len % 128 != 0) {
+      if (CudnnVersionNumber() <= 91500 && shape.kv_len % 128 != 0) {
         return absl::FailedPreconditionError(absl::StrCat(
             "cuDNN ", CudnnVersionString(), " runs the attention backward of kv_len ", shape.kv_len,
             " (not a multiple of 128) safely in a CUDA graph only behind a padding mask this "
@@ -412,8 +352,8 @@ class CudnnSdpa final : public SdpaRunner {
       ASSIGN_OR_RETURN(SdpaGraph backward, SdpaBackwardGraph(shape));
       r->backward_ = std::make_unique<SdpaGraph>(std::move(backward));
     }
-    RETURN_IF_ERROR(Check(Cudnn().create(&r->handle_), "cudnnCreate"));
-    RETURN_IF_ERROR(Check(Cudnn().set_stream(r->handle_, stream), "cudnnSetStream"));
+    RETURN_IF_ERROR(CudnnCheck(Cudnn().create(&r->handle_), "cudnnCreate"));
+    RETURN_IF_ERROR(CudnnCheck(Cudnn().set_stream(r->handle_, stream), "cudnnSetStream"));
     ASSIGN_OR_RETURN(r->forward_plan_, MakePlan(r->handle_, r->forward_));
     int64_t workspace = r->forward_plan_->workspace, own = r->forward_.own_bytes;
     if (r->backward_) {
@@ -463,7 +403,7 @@ class CudnnSdpa final : public SdpaRunner {
                         void* dqkv) override {
     if (!backward_plan_) return absl::FailedPreconditionError("attention built for inference");
     const SdpaGraph& g = *backward_;
-    if (Version() < 90600 && g.zero_offset >= 0) {
+    if (CudnnVersionNumber() < 90600 && g.zero_offset >= 0) {
       if (cudaError_t e =
               cudaMemsetAsync(static_cast<char*>(own_) + g.zero_offset, 0, g.zero_bytes, stream_);
           e != cudaSuccess) {
@@ -493,7 +433,7 @@ class CudnnSdpa final : public SdpaRunner {
         pointers.push_back(static_cast<char*>(bases.at(t.slot)) + t.offset_bytes);
       }
     }
-    ASSIGN_OR_RETURN(Desc pack, Desc::Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
+    ASSIGN_OR_RETURN(CudnnDesc pack, CudnnDesc::Make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR));
     const int64_t n = static_cast<int64_t>(uids.size());
     RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.data(), n,
                              "variant pack"));
@@ -502,8 +442,8 @@ class CudnnSdpa final : public SdpaRunner {
     RETURN_IF_ERROR(pack.Set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &workspace_, 1,
                              "variant pack"));
     RETURN_IF_ERROR(pack.Finalize("variant pack"));
-    return Check(Cudnn().execute(handle_, p.plan.get(), pack.get()),
-                 absl::StrCat("execute ", p.graph->name));
+    return CudnnCheck(Cudnn().execute(handle_, p.plan.get(), pack.get()),
+                      absl::StrCat("execute ", p.graph->name));
   }
 
   cudaStream_t stream_ = nullptr;
@@ -522,7 +462,7 @@ class CudnnSdpa final : public SdpaRunner {
 
 std::string CudnnVersion(bool* loaded) {
 #ifdef WAVECREST_HAVE_CUDNN_HEADERS
-  const Api& api = Cudnn();
+  const CudnnApi& api = Cudnn();
   *loaded = api.ok();
   if (!*loaded) return api.error;
   return CudnnVersionString();
@@ -576,6 +516,3 @@ absl::StatusOr<std::unique_ptr<SdpaRunner>> MakeCudnnSdpa(const LayerOp& op, DTy
 }
 
 }  // namespace wavecrest::engine
-
-// This file's own (the unity build compiles the next source of the target after it).
-#undef WAVECREST_HAVE_CUDNN_HEADERS
