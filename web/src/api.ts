@@ -1,6 +1,26 @@
 // The wavecrest HTTP/JSON gateway (wavecrest-server --http_listen), typed for the fields the
 // dashboard reads. Messages follow the protobuf JSON mapping: int64 fields arrive as strings,
-// enums as their full names (SOURCE_PREDICTED), unset fields are absent.
+// enums as their full names (SOURCE_PREDICTED), unset fields are absent. Every call the dashboard
+// makes to the server goes through this file: ROUTES names each route once, and a function per
+// route below calls it.
+
+/**
+ * The server's routes that the dashboard calls, each written once. tests/server/web_routes_test.cc
+ * holds this list to the gateway's route table (server/http_routes.cc, plus GET /v1/health) and
+ * checks that no other file of web/src names a /v1/ path: keep one `{ method, path }` a line.
+ */
+export const ROUTES = {
+  health: { method: "GET", path: "/v1/health" },
+  devices: { method: "GET", path: "/v1/devices" },
+  models: { method: "GET", path: "/v1/models" },
+  parseModel: { method: "POST", path: "/v1/parse-model" },
+  analyze: { method: "POST", path: "/v1/analyze" },
+  recommend: { method: "POST", path: "/v1/recommend" },
+  sweep: { method: "POST", path: "/v1/sweep" },
+  exportModel: { method: "POST", path: "/v1/export-model" },
+} as const;
+
+type Route = (typeof ROUTES)[keyof typeof ROUTES];
 
 export type Int64 = string | number | undefined;
 
@@ -325,6 +345,29 @@ export interface SweepResponse extends StreamMessage {
   assumed?: Assumed;
 }
 
+/** POST /v1/analyze: the model on one GPU, with the training run when one is described. */
+export interface AnalyzeRequest {
+  model: ModelSpec;
+  gpu: string;
+  run?: RunConfig;
+  /** "full" or "causal" (how MFU counts attention); "" for the server's default. */
+  flop_count?: string;
+}
+
+/** POST /v1/recommend: the model on one GPU, with the budget and the constraints' fields. */
+export interface RecommendRequest {
+  model: ModelSpec;
+  gpu: string;
+  mode: string;
+  top: number;
+  max_gpu_seconds?: number;
+  [constraint: string]: unknown;
+}
+
+export interface ListModelsResponse {
+  models?: ExampleModel[];
+}
+
 export interface SweepRequest {
   model: ModelSpec;
   gpu: string;
@@ -394,15 +437,15 @@ function errorFromJson(body: unknown, httpStatus: number): ApiError {
   );
 }
 
-export async function getJson<T>(path: string, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(path, { signal });
+async function getJson<T>(route: Route & { method: "GET" }): Promise<T> {
+  const res = await fetch(route.path, { method: route.method });
   if (!res.ok) throw await errorFrom(res);
   return (await res.json()) as T;
 }
 
-export async function postJson<T>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(path, {
-    method: "POST",
+async function postJson<T>(route: Route & { method: "POST" }, body: unknown, signal?: AbortSignal): Promise<T> {
+  const res = await fetch(route.path, {
+    method: route.method,
     headers: { "Content-Type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
     signal,
@@ -420,8 +463,8 @@ export async function exportModel(
   format: "hf" | "wavecrest",
   baseConfig?: string,
 ): Promise<string> {
-  const res = await fetch("/v1/export-model", {
-    method: "POST",
+  const res = await fetch(ROUTES.exportModel.path, {
+    method: ROUTES.exportModel.method,
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify({
       model,
@@ -468,14 +511,15 @@ export class NdjsonSplitter {
  * Calls a streaming route. Progress messages go to onProgress; the message with done=true is
  * returned. An {"error": ...} line (an error after the stream began) is thrown as ApiError.
  */
-export async function postStream<T extends StreamMessage>(
-  path: string,
+async function postStream<T extends StreamMessage>(
+  route: Route & { method: "POST" },
   body: unknown,
   onProgress: (p: Progress) => void,
   signal?: AbortSignal,
 ): Promise<T> {
+  const path = route.path;
   const res = await fetch(path, {
-    method: "POST",
+    method: route.method,
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body),
     signal,
@@ -500,4 +544,45 @@ export async function postStream<T extends StreamMessage>(
   handle(splitter.end());
   if (!final) throw new ApiError(`${path}: the stream ended without a result`, "UNAVAILABLE", 0);
   return final;
+}
+
+// ---- the routes, one function each ------------------------------------------------------------
+
+/** GET /v1/health: the gRPC health service's view of the server, the advisor and measuring. */
+export function fetchHealth(): Promise<HealthResponse> {
+  return getJson<HealthResponse>(ROUTES.health);
+}
+
+/** GET /v1/devices: the workers, the GPU catalogue and the measurement store's size. */
+export function listDevices(): Promise<DevicesResponse> {
+  return getJson<DevicesResponse>(ROUTES.devices);
+}
+
+/** GET /v1/models: the example models the server offers. */
+export function listModels(): Promise<ListModelsResponse> {
+  return getJson<ListModelsResponse>(ROUTES.models);
+}
+
+/** POST /v1/parse-model: a model file's text (a spec or a Hugging Face config.json) as a spec. */
+export function parseModel(text: string): Promise<ModelSpec> {
+  return postJson<ModelSpec>(ROUTES.parseModel, text);
+}
+
+/** POST /v1/analyze: one GPU's answer for the model (and the run, when one is described). */
+export function runAnalyze(request: AnalyzeRequest): Promise<AnalyzeResponse> {
+  return postJson<AnalyzeResponse>(ROUTES.analyze, request);
+}
+
+/** POST /v1/recommend, streamed: progress to onProgress, the last message returned. */
+export function streamRecommend(
+  request: RecommendRequest,
+  onProgress: (p: Progress) => void,
+  signal?: AbortSignal,
+): Promise<RecommendResponse> {
+  return postStream<RecommendResponse>(ROUTES.recommend, request, onProgress, signal);
+}
+
+/** POST /v1/sweep, streamed: progress to onProgress, the last message (every point) returned. */
+export function streamSweep(request: SweepRequest, onProgress: (p: Progress) => void): Promise<SweepResponse> {
+  return postStream<SweepResponse>(ROUTES.sweep, request, onProgress);
 }
