@@ -84,7 +84,7 @@ absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& s
     if (!pg.ok()) return pg.status();
     if (options.spool == "none") return std::unique_ptr<MeasurementStore>(std::move(*pg));
     const std::string path = options.spool.empty() ? DefaultSpoolPath(spec) : options.spool;
-    absl::StatusOr<std::unique_ptr<SqliteStore>> spool = SqliteStore::Open(path);
+    absl::StatusOr<std::unique_ptr<SqliteStore>> spool = SqliteStore::Open(path, *options.clock);
     if (!spool.ok()) {
       return absl::Status(spool.status().code(),
                           absl::StrCat("--store_spool ", path, ": ", spool.status().message()));
@@ -100,7 +100,7 @@ absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenStore(const std::string& s
                      "found at build time); rebuild with it, or give a SQLite file path"));
 #endif
   }
-  absl::StatusOr<std::unique_ptr<SqliteStore>> cache = SqliteStore::Open(spec);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> cache = SqliteStore::Open(spec, *options.clock);
   if (!cache.ok()) return cache.status();
   return std::unique_ptr<MeasurementStore>(std::move(*cache));
 }

@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "core/gemm.h"
 #include "core/layers.h"
+#include "service/clock.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -161,6 +162,9 @@ struct StoreOptions {
   absl::Duration spool_lease = absl::Seconds(30);
   bool adopt_spools = true;
   int connections = 4;
+  // The time the store's deadlines, leases and schedules are read on (and its waits pass on):
+  // the wall clock, or a test's (tests/fakes/fake_clock.h).
+  Clock* clock = &Clock::Real();
 };
 
 // $XDG_CACHE_HOME (or ~/.cache, or the temp directory)/wavecrest/spool-<hash of the store>.db:

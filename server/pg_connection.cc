@@ -7,7 +7,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 
 namespace wavecrest::pg {
 
@@ -40,7 +39,7 @@ bool Connection::Connect(absl::Time deadline) {
   Drop();
   timed_out_ = false;
   const std::string timeout_s = absl::StrCat(std::max<int64_t>(
-      1, absl::ToInt64Seconds(absl::Ceil(deadline - absl::Now(), absl::Seconds(1)))));
+      1, absl::ToInt64Seconds(absl::Ceil(deadline - clock_->Now(), absl::Seconds(1)))));
   // Our defaults first: the URI's own settings (expanded from "dbname") override them.
   // Keepalives and tcp_user_timeout notice a peer that vanished; the deadline covers a peer
   // that is there and silent (a stopped server).
@@ -131,7 +130,7 @@ bool Connection::Wait(bool write, absl::Time deadline, const std::atomic<bool>* 
   const int64_t slice_ms = while_true ? 100 : 1000;
   while (true) {
     if (while_true && !while_true->load()) return false;
-    const int64_t ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    const int64_t ms = absl::ToInt64Milliseconds(deadline - clock_->Now());
     if (ms <= 0) return false;
     pollfd p{fd, static_cast<short>(write ? POLLOUT : POLLIN), 0};
     const int n = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms, slice_ms)));

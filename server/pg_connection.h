@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "google/protobuf/timestamp.pb.h"
+#include "service/clock.h"
 
 namespace wavecrest::pg {
 
@@ -69,7 +70,9 @@ struct Outcome {
 
 class Connection {
  public:
-  explicit Connection(std::string uri) : uri_(std::move(uri)) {}
+  // Deadlines are read on `clock` (the store's).
+  explicit Connection(std::string uri, Clock& clock = Clock::Real())
+      : uri_(std::move(uri)), clock_(&clock) {}
   ~Connection() { Drop(); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -97,6 +100,7 @@ class Connection {
   void Drop();
 
   std::string uri_;
+  Clock* clock_;
   PGconn* conn_ = nullptr;
   std::string error_;
   bool timed_out_ = false;

@@ -34,6 +34,24 @@ constexpr absl::Duration kQuickProbe = absl::Seconds(1);
 
 }  // namespace
 
+namespace pg {
+
+absl::Duration BackgroundTick(const StoreOptions& options) {
+  return std::min({options.probe_every, options.claim_lease / 3, absl::Milliseconds(250)});
+}
+
+absl::Duration RenewEvery(const StoreOptions& options, std::optional<absl::Duration> shortest) {
+  return std::min(options.claim_lease, shortest.value_or(options.claim_lease)) / 3;
+}
+
+bool TakeIfDue(absl::Time& last, absl::Time now, absl::Duration every) {
+  if (now - last < every) return false;
+  last = now;
+  return true;
+}
+
+}  // namespace pg
+
 class PgStore::Lease {
  public:
   Lease(PgStore* store, pg::Connection* c) : store_(store), c_(c) {}
@@ -53,7 +71,8 @@ PgStore::PgStore(std::string uri, std::string owner, StoreOptions options)
       described_(RedactUri(uri_)),
       owner_(std::move(owner)),
       options_(std::move(options)),
-      probe_(std::make_unique<pg::Connection>(uri_)) {}
+      clock_(options_.clock != nullptr ? options_.clock : &Clock::Real()),
+      probe_(std::make_unique<pg::Connection>(uri_, *clock_)) {}
 
 PgStore::~PgStore() {
   {
@@ -72,12 +91,12 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& uri,
   std::unique_ptr<PgStore> store(new PgStore(uri, owner, options));
   // Pooled connections connect when first used (and again after a break).
   for (int i = 0; i < std::max(1, options.connections); ++i) {
-    store->all_.push_back(std::make_unique<pg::Connection>(uri));
+    store->all_.push_back(std::make_unique<pg::Connection>(uri, *store->clock_));
     store->free_.push_back(store->all_.back().get());
   }
   // Starting is not a request: a database a few seconds slow to answer may still be waited for,
   // and a migration may wait for another replica's.
-  const absl::Time now = absl::Now();
+  const absl::Time now = store->clock_->Now();
   const absl::Status migrated =
       pg::Migrate(*store->probe_, store->described_,
                   now + std::max(options.op_timeout, absl::Seconds(10)), now + absl::Seconds(60));
@@ -100,7 +119,9 @@ absl::StatusOr<std::unique_ptr<PgStore>> PgStore::Open(const std::string& uri,
 
 std::optional<PgStore::Lease> PgStore::Acquire(absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_until(lock, absl::ToChronoTime(deadline), [&] { return !free_.empty(); })) {
+  // The wait is counted from the store's clock's now, and waited out on the condition.
+  if (!cv_.wait_for(lock, absl::ToChronoNanoseconds(deadline - clock_->Now()),
+                    [&] { return !free_.empty(); })) {
     return std::nullopt;
   }
   pg::Connection* c = free_.back();
@@ -131,7 +152,7 @@ PgStore::Outcome PgStore::Run(const Statement& s, absl::Time deadline, RunMode m
     }
     // Broken: a fresh connection once (a server restart breaks every pooled one), unless the
     // deadline is spent.
-    if ((*c)->timed_out() || absl::Now() >= deadline) break;
+    if ((*c)->timed_out() || clock_->Now() >= deadline) break;
   }
   const std::string why = (*c)->error();
   if (!up_.load()) return {nullptr, "the store went down meanwhile", true};
@@ -150,12 +171,12 @@ void PgStore::DownUnlessAnswering(const std::string& why) {
   std::unique_lock<std::timed_mutex> lock(probe_mu_, std::defer_lock);
   // Another thread is probing: it takes the store down if the database is silent.
   if (!lock.try_lock_for(absl::ToChronoMilliseconds(budget))) return;
-  if (!up_.load() || absl::Now() - answered_ < budget) return;
+  if (!up_.load() || clock_->Now() - answered_ < budget) return;
   // A database that answers at once is slow, not down: the statement fails alone (a big table's
   // query, a lock), and the store stays up.
-  Result r = probe_->Exec({"SELECT 1"}, absl::Now() + budget);
+  Result r = probe_->Exec({"SELECT 1"}, clock_->Now() + budget);
   if (r && Ok(r.get())) {
-    answered_ = absl::Now();
+    answered_ = clock_->Now();
     return;
   }
   MarkDown(absl::StrCat(why, "; a probe then had no answer either"));
@@ -191,8 +212,7 @@ void PgStore::OnAvailability(std::function<void(bool)> callback) {
 }
 
 void PgStore::Background() {
-  const absl::Duration every =
-      std::min({options_.probe_every, options_.claim_lease / 3, absl::Milliseconds(250)});
+  const absl::Duration every = pg::BackgroundTick(options_);
   while (true) {
     {
       std::unique_lock<std::mutex> lock(stop_mu_);
@@ -226,7 +246,7 @@ void PgStore::Probe() {
     }
   } else {
     // This replica started without its database: the first answer migrates it.
-    st = pg::Migrate(*probe_, described_, deadline, absl::Now() + absl::Seconds(60));
+    st = pg::Migrate(*probe_, described_, deadline, clock_->Now() + absl::Seconds(60));
     if (absl::IsUnavailable(st)) return;
   }
   if (!st.ok()) {
@@ -238,7 +258,7 @@ void PgStore::Probe() {
     }
     return;
   }
-  answered_ = absl::Now();
+  answered_ = clock_->Now();
   lock.unlock();
   migrated_ = true;
   MarkUp();
@@ -247,7 +267,7 @@ void PgStore::Probe() {
 
 void PgStore::Maintain() {
   SweepClaims();
-  if (absl::Now() - counted_ >= options_.count_every) RefreshCount();
+  if (clock_->Now() - counted_ >= options_.count_every) RefreshCount();
   std::map<absl::Duration, std::set<std::string>> held;  // by lease
   std::set<std::string> pending;
   {
@@ -256,10 +276,9 @@ void PgStore::Maintain() {
     pending = pending_release_;
   }
   // Every third of the shortest lease held (and of claim_lease, for the schema check).
-  const absl::Duration every =
-      std::min(options_.claim_lease, held.empty() ? options_.claim_lease : held.begin()->first) / 3;
-  if (absl::Now() - maintained_ < every) return;
-  maintained_ = absl::Now();
+  const absl::Duration every = pg::RenewEvery(
+      options_, held.empty() ? std::nullopt : std::optional<absl::Duration>(held.begin()->first));
+  if (!pg::TakeIfDue(maintained_, clock_->Now(), every)) return;
   for (const auto& [lease, flights] : held) {
     // Leases run on the database's clock: a claim lives its lease past its last renewal.
     Outcome o = Run({"UPDATE claims SET expires_at = now() + $3::double precision * "
@@ -290,8 +309,7 @@ void PgStore::SweepClaims() {
   // Every lease: claims that ended a whole lease ago are no one's (their replica was killed, or
   // lost its database and gave up). A live claimer renews long before; a claim taken over is
   // replaced, not swept.
-  if (absl::Now() - swept_ < options_.claim_lease) return;
-  swept_ = absl::Now();
+  if (!pg::TakeIfDue(swept_, clock_->Now(), options_.claim_lease)) return;
   Outcome o = Run({"DELETE FROM claims WHERE expires_at < now() - $1::double precision * "
                    "interval '1 second'",
                    {Text(SecondsText(options_.claim_lease))}},
@@ -307,7 +325,7 @@ void PgStore::SweepClaims() {
 }
 
 void PgStore::RefreshCount() {
-  counted_ = absl::Now();
+  counted_ = clock_->Now();
   // PostgreSQL's own figures first (no scan): live rows by its statistics, or the planner's.
   Outcome est = Run(
       {"SELECT COALESCE(SUM(GREATEST(s.n_live_tup, c.reltuples::bigint, 0)), 0) FROM pg_class c "

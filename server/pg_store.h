@@ -53,6 +53,19 @@ struct Statement;
 
 inline constexpr int kPgSchemaVersion = 1;
 
+// The background thread's timetable (PgStore), on the store's clock.
+namespace pg {
+// How often the background thread wakes: every probe_every, a third of claim_lease, 250 ms at
+// most.
+absl::Duration BackgroundTick(const StoreOptions& options);
+// How often the claims held are renewed (and the schema checked): every third of the shortest
+// lease held, and of claim_lease.
+absl::Duration RenewEvery(const StoreOptions& options, std::optional<absl::Duration> shortest);
+// Whether a chore last done at `last` is due at `now` (`every` has passed); if so, it is marked
+// done at `now`.
+bool TakeIfDue(absl::Time& last, absl::Time now, absl::Duration every);
+}  // namespace pg
+
 class PgStore final : public MeasurementStore {
  public:
   // Connects, migrates, and returns the store; UNAVAILABLE naming the (redacted) URI and libpq's
@@ -129,7 +142,7 @@ class PgStore final : public MeasurementStore {
                                                    const v1::DeviceFingerprint* fingerprint,
                                                    absl::Time deadline, RunMode mode);
   void LogFailure(const char* what, const Outcome& o);
-  absl::Time Deadline() const { return absl::Now() + options_.op_timeout; }
+  absl::Time Deadline() const { return clock_->Now() + options_.op_timeout; }
   // After a statement passed its deadline: takes the store down unless the database answers a
   // trivial query at once (on the probe connection; a second at most).
   void DownUnlessAnswering(const std::string& why);
@@ -151,6 +164,7 @@ class PgStore final : public MeasurementStore {
   std::string described_;
   std::string owner_;
   StoreOptions options_;
+  Clock* clock_;  // options_.clock
   std::mutex mu_;  // the pool
   std::condition_variable cv_;
   std::vector<std::unique_ptr<pg::Connection>> all_;

@@ -98,7 +98,7 @@ std::optional<v1::LayerTiming> PgStore::LookupLayerBy(absl::string_view kind, co
 std::optional<v1::LayerTiming> PgStore::LookupLayerWithin(
     absl::string_view kind, const LayerKey& key, absl::string_view method,
     const v1::DeviceFingerprint* fingerprint, absl::Time deadline, RunMode mode) {
-  if (!up_.load() || absl::Now() >= deadline) return std::nullopt;
+  if (!up_.load() || clock_->Now() >= deadline) return std::nullopt;
   const std::string layer = LayerKeyString(key);
   Outcome o = Run(
       {fingerprint ? "SELECT timing FROM layer_results WHERE fingerprint=$1 AND method=$2 AND "
@@ -200,7 +200,7 @@ void PgStore::OnCount(std::function<void(int64_t)> callback) {
 }
 
 std::vector<std::pair<std::string, v1::GemmTiming>> PgStore::Measurements(absl::string_view kind) {
-  auto rows = MeasurementsBy(kind, absl::Now() + options_.bulk_timeout);
+  auto rows = MeasurementsBy(kind, clock_->Now() + options_.bulk_timeout);
   if (!rows.ok()) return {};
   return *std::move(rows);
 }
@@ -214,7 +214,7 @@ absl::StatusOr<std::vector<std::pair<std::string, v1::GemmTiming>>> PgStore::Mea
                                 : "SELECT kind, timing FROM results WHERE source = $1 AND "
                                   "kind = $2 ORDER BY measured_at, fingerprint, m, n, k, batch",
                    params, /*binary_results=*/true},
-                  std::min(deadline, absl::Now() + options_.bulk_timeout), RunMode::kLongRead);
+                  std::min(deadline, clock_->Now() + options_.bulk_timeout), RunMode::kLongRead);
   if (!o.ok()) {
     LogFailure("store: reading measurements failed", o);
     return absl::UnavailableError(absl::StrCat("the store did not give its measurements: ",
@@ -264,7 +264,7 @@ std::optional<StoredCalibration> PgStore::LatestCalibration() {
 void PgStore::ForEach(const std::function<void(const std::string&, const v1::GemmTiming&)>& gemm,
                       const std::function<void(const std::string&, const v1::LayerTiming&)>& layer) {
   auto each = [&](const char* sql, const auto& call, auto message) {
-    Outcome o = Run({sql, {}, /*binary_results=*/true}, absl::Now() + options_.bulk_timeout,
+    Outcome o = Run({sql, {}, /*binary_results=*/true}, clock_->Now() + options_.bulk_timeout,
                     RunMode::kLongRead);
     if (!o.ok()) {
       LogFailure("store: reading every result failed", o);

@@ -54,7 +54,7 @@ std::optional<std::string> SqliteStore::SetMetaIfAbsent(const std::string& key,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!Run(db_, "INSERT OR IGNORE INTO meta VALUES (?1, ?2)", {key, value})) {
-      LogWarning("result cache: writing meta failed", {{"key", key}, {"error", sqlite3_errmsg(db_)}});
+      LogWarning("measurement store: writing meta failed", {{"key", key}, {"error", sqlite3_errmsg(db_)}});
     }
   }
   return Meta(key);

@@ -16,6 +16,7 @@ SpooledStore::SpooledStore(std::unique_ptr<MeasurementStore> shared,
     : shared_(std::move(shared)),
       spool_(std::move(spool)),
       owner_(std::move(owner)),
+      clock_(options.clock != nullptr ? options.clock : &Clock::Real()),
       lease_(std::max(options.spool_lease, absl::Milliseconds(300))),
       adopt_(options.adopt_spools) {
   // Which store this spool is for: a replica adopts only spools of its own store.
@@ -26,7 +27,7 @@ SpooledStore::SpooledStore(std::unique_ptr<MeasurementStore> shared,
                {{"spool", spool_->Describe()}, {"made_for", *made_for},
                 {"store", shared_->Describe()}});
   }
-  RenewLeases(absl::Now());
+  RenewLeases(clock_->Now());
   backlog_.store(spool_->CountRows());
   LogInfo("store spool", {{"store", shared_->Describe()}, {"spool", spool_->Describe()},
                           {"rows", backlog_.load()}});
@@ -194,7 +195,7 @@ void SpooledStore::AdoptOrphans(absl::Time now) {
     if (!info || info->store != shared_->Describe() || info->live_leases > 0 || info->rows == 0) {
       continue;
     }
-    absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(e.path().string());
+    absl::StatusOr<std::unique_ptr<SqliteStore>> s = SqliteStore::Open(e.path().string(), *clock_);
     if (!s.ok()) continue;
     (*s)->RenewLease(owner_, now + lease_, now);
     LogInfo("store spool: adopting the spool of a replica that is gone",
@@ -205,7 +206,7 @@ void SpooledStore::AdoptOrphans(absl::Time now) {
 
 int64_t SpooledStore::Drain() {
   std::lock_guard<std::mutex> lock(drain_mu_);
-  const absl::Time now = absl::Now();
+  const absl::Time now = clock_->Now();
   RenewLeases(now);
   AdoptOrphans(now);
   // The true count every round: replicas sharing the file add rows this one never counted.

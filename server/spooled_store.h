@@ -31,7 +31,7 @@ namespace wavecrest {
 class SpooledStore final : public MeasurementStore {
  public:
   // Drains what `spool` holds (a previous run's backlog) as soon as `shared` answers. `owner`
-  // names this process in the spool's leases (host:pid).
+  // names this process in the spool's leases (host:pid), which run on options.clock.
   SpooledStore(std::unique_ptr<MeasurementStore> shared, std::unique_ptr<SqliteStore> spool,
                const StoreOptions& options, std::string owner);
   ~SpooledStore() override;
@@ -103,6 +103,7 @@ class SpooledStore final : public MeasurementStore {
   std::unique_ptr<MeasurementStore> shared_;
   std::unique_ptr<SqliteStore> spool_;
   const std::string owner_;
+  Clock* const clock_;  // leases and their renewals are read on it (StoreOptions::clock)
   const absl::Duration lease_;
   const bool adopt_;
   // Spools of replicas that are gone, held until drained (the drain lock guards them).

@@ -2,12 +2,13 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "service/convert.h"
 #include "service/log.h"
@@ -68,43 +69,34 @@ absl::Status Exec(sqlite3* db, const char* sql) {
 // How long a statement waits on a lock another connection holds: 1 s while opening (Open tries
 // again, for up to kBusyPatience, before it says the file is in use; it never moves a locked
 // file aside), 5 s once open.
-constexpr int kOpenBusyTimeoutMs = 1000;
-constexpr int kBusyTimeoutMs = 5000;
+constexpr absl::Duration kOpenBusyTimeout = absl::Seconds(1);
+constexpr absl::Duration kBusyTimeout = absl::Seconds(5);
 constexpr absl::Duration kBusyPatience = absl::Seconds(30);
 
-// Opens `path` and checks that it is our schema (or empty). Returns the handle, UNAVAILABLE while
-// another connection holds the file locked, or another error that means "this file is not usable
-// as our cache".
-absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
-    sqlite3_close(db);
-    return absl::DataLossError(msg);
-  }
-  sqlite3_busy_timeout(db, kOpenBusyTimeoutMs);
-  auto fail = [&](absl::Status st) -> absl::StatusOr<sqlite3*> {
-    Exec(db, "ROLLBACK;").IgnoreError();
-    sqlite3_close(db);
-    return st;
-  };
-  // Any read of a non-database file fails here with SQLITE_NOTADB.
-  if (absl::Status st = Exec(db, "PRAGMA journal_mode=WAL;"); !st.ok()) return fail(st);
-  // In WAL mode, NORMAL loses nothing when a process dies (only a power loss can take the last
-  // commits) and saves an fsync per measurement stored.
-  if (absl::Status st = Exec(db, "PRAGMA synchronous=NORMAL;"); !st.ok()) return fail(st);
-  // The check and the creation in one write transaction: processes opening a new file together
-  // (replicas sharing a spool) see it empty or whole, never half made.
-  if (absl::Status st = Exec(db, "BEGIN IMMEDIATE;"); !st.ok()) return fail(st);
+// SQLite's busy handler on the store's clock (what sqlite3_busy_timeout does on the wall clock):
+// pauses growing from 1 ms to 100 ms, until the wait's patience is spent.
+int WaitWhileSqliteBusy(void* arg, int count) {
+  static constexpr int kPausesMs[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
+  auto* wait = static_cast<SqliteBusyWait*>(arg);
+  const absl::Time now = wait->clock->Now();
+  if (count == 0) wait->since = now;
+  const absl::Duration left = wait->patience - (now - wait->since);
+  if (left <= absl::ZeroDuration()) return 0;
+  const int pause = kPausesMs[std::min<int>(count, std::size(kPausesMs) - 1)];
+  wait->clock->SleepFor(std::min(absl::Milliseconds(pause), left));
+  return 1;
+}
+
+// Whether the database `db` (in a write transaction) is ours or empty: OK, UNAVAILABLE while
+// another connection holds it locked, else DATA_LOSS (damaged, foreign, another schema).
+absl::Status CheckSqliteSchema(sqlite3* db) {
   sqlite3_stmt* stmt = nullptr;
   int tables = 0;
   bool has_meta = false;
   // Reading the tables fails on a locked file (UNAVAILABLE) or a damaged one (DATA_LOSS).
   auto fail_read = [&](int rc) {
     absl::Status st = SqliteError(rc, sqlite3_errmsg(db));
-    return fail(absl::IsUnavailable(st) ? st : absl::DataLossError(st.message()));
+    return absl::IsUnavailable(st) ? st : absl::DataLossError(st.message());
   };
   if (const int rc = sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master WHERE type='table'",
                                        -1, &stmt, nullptr);
@@ -119,20 +111,49 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
   }
   sqlite3_finalize(stmt);
   if (rc != SQLITE_DONE) return fail_read(rc);
-  if (tables > 0) {
-    if (!has_meta) return fail(absl::DataLossError("foreign database (no meta table)"));
-    std::string schema;
-    if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &stmt, nullptr) ==
-        SQLITE_OK) {
-      if (sqlite3_step(stmt) == SQLITE_ROW) {
-        schema = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
-      }
-      sqlite3_finalize(stmt);
+  if (tables == 0) return absl::OkStatus();
+  if (!has_meta) return absl::DataLossError("foreign database (no meta table)");
+  std::string schema;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key='schema'", -1, &stmt, nullptr) ==
+      SQLITE_OK) {
+    if (sqlite3_step(stmt) == SQLITE_ROW) {
+      schema = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
     }
-    if (schema != kCacheSchema) {
-      return fail(absl::DataLossError(absl::StrCat("foreign schema \"", schema, "\"")));
-    }
+    sqlite3_finalize(stmt);
   }
+  if (schema != kCacheSchema) {
+    return absl::DataLossError(absl::StrCat("foreign schema \"", schema, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// Opens `path` and checks that it is our schema (or empty), waiting on locks by `busy`. Returns
+// the handle, UNAVAILABLE while another connection holds the file locked, or another error that
+// means "this file is not usable as our store".
+absl::StatusOr<sqlite3*> TryOpen(const std::string& path, SqliteBusyWait& busy) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "cannot open";
+    sqlite3_close(db);
+    return absl::DataLossError(msg);
+  }
+  sqlite3_busy_handler(db, WaitWhileSqliteBusy, &busy);
+  auto fail = [&](absl::Status st) -> absl::StatusOr<sqlite3*> {
+    Exec(db, "ROLLBACK;").IgnoreError();
+    sqlite3_close(db);
+    return st;
+  };
+  // Any read of a non-database file fails here with SQLITE_NOTADB.
+  if (absl::Status st = Exec(db, "PRAGMA journal_mode=WAL;"); !st.ok()) return fail(st);
+  // In WAL mode, NORMAL loses nothing when a process dies (only a power loss can take the last
+  // commits) and saves an fsync per measurement stored.
+  if (absl::Status st = Exec(db, "PRAGMA synchronous=NORMAL;"); !st.ok()) return fail(st);
+  // The check and the creation in one write transaction: processes opening a new file together
+  // (replicas sharing a spool) see it empty or whole, never half made.
+  if (absl::Status st = Exec(db, "BEGIN IMMEDIATE;"); !st.ok()) return fail(st);
+  if (absl::Status st = CheckSqliteSchema(db); !st.ok()) return fail(st);
   if (absl::Status st = Exec(db, kCreate); !st.ok()) return fail(st);
   if (absl::Status st = Exec(
           db, absl::StrCat("INSERT OR IGNORE INTO meta VALUES ('schema', '", kCacheSchema, "');")
@@ -141,7 +162,45 @@ absl::StatusOr<sqlite3*> TryOpen(const std::string& path) {
     return fail(st);
   }
   if (absl::Status st = Exec(db, "COMMIT;"); !st.ok()) return fail(st);
-  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  return db;
+}
+
+// TryOpen, again while another process holds the file locked (replicas sharing a spool open it
+// together): in use, not damaged. Moving it aside would pull the file from under the process
+// using it.
+absl::StatusOr<sqlite3*> OpenWhenFree(const std::string& path, SqliteBusyWait& busy) {
+  absl::StatusOr<sqlite3*> db = TryOpen(path, busy);
+  const absl::Time give_up = busy.clock->Now() + kBusyPatience;
+  while (absl::IsUnavailable(db.status()) && busy.clock->Now() < give_up) {
+    busy.clock->SleepFor(absl::Milliseconds(50));
+    db = TryOpen(path, busy);
+  }
+  if (absl::IsUnavailable(db.status())) {
+    return absl::UnavailableError(absl::StrCat("cache ", path, ": locked by another process for ",
+                                               absl::FormatDuration(kBusyPatience), ": ",
+                                               db.status().message()));
+  }
+  return db;
+}
+
+// Moves the unusable file `path` (and its WAL) aside to `moved` and opens a fresh one there.
+absl::StatusOr<sqlite3*> ReplaceUnusable(const std::string& path, const std::string& moved,
+                                         const absl::Status& why, SqliteBusyWait& busy) {
+  LogWarning("measurement store unusable; moving it aside and starting fresh",
+             {{"path", path}, {"moved_to", moved}, {"reason", std::string(why.message())}});
+  std::error_code ec;
+  std::filesystem::rename(path, moved, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cache ", path, ": cannot move aside: ", ec.message()));
+  }
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::filesystem::rename(path + suffix, moved + suffix, ec);
+  }
+  absl::StatusOr<sqlite3*> db = TryOpen(path, busy);
+  if (!db.ok()) {
+    return absl::UnavailableError(absl::StrCat("cache ", path, ": ", db.status().message()));
+  }
   return db;
 }
 
@@ -158,45 +217,27 @@ std::string FingerprintKey(const v1::DeviceFingerprint& fp) {
   return key;
 }
 
-absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(const std::string& path,
+                                                             Clock& clock) {
   std::error_code ec;
   const std::filesystem::path p(path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
-  absl::StatusOr<sqlite3*> db = TryOpen(path);
-  // Locked by another process (replicas sharing a spool open it together): in use, not damaged.
-  // Wait for it; moving it aside would pull the file from under the process using it.
-  const absl::Time give_up = absl::Now() + kBusyPatience;
-  while (absl::IsUnavailable(db.status()) && absl::Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(50));
-    db = TryOpen(path);
-  }
-  if (absl::IsUnavailable(db.status())) {
-    return absl::UnavailableError(absl::StrCat("cache ", path, ": locked by another process for ",
-                                               absl::FormatDuration(kBusyPatience), ": ",
-                                               db.status().message()));
-  }
+  SqliteBusyWait opening{&clock, kOpenBusyTimeout, absl::InfinitePast()};
+  absl::StatusOr<sqlite3*> db = OpenWhenFree(path, opening);
   std::string moved;
-  if (!db.ok()) {
-    moved = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(absl::Now()));
-    LogWarning(
-        "result cache unusable; moving it aside and starting fresh",
-        {{"path", path}, {"moved_to", moved}, {"reason", std::string(db.status().message())}});
-    std::filesystem::rename(path, moved, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat("cache ", path, ": cannot move aside: ", ec.message()));
-    }
-    for (const char* suffix : {"-wal", "-shm"}) {
-      std::filesystem::rename(path + suffix, moved + suffix, ec);
-    }
-    db = TryOpen(path);
-    if (!db.ok()) {
-      return absl::UnavailableError(absl::StrCat("cache ", path, ": ", db.status().message()));
-    }
+  if (!db.ok() && !absl::IsUnavailable(db.status())) {
+    moved = absl::StrCat(path, ".corrupt-", absl::ToUnixSeconds(clock.Now()));
+    db = ReplaceUnusable(path, moved, db.status(), opening);
   }
-  std::unique_ptr<SqliteStore> cache(new SqliteStore(*db, path));
+  if (!db.ok()) return db.status();
+  std::unique_ptr<SqliteStore> cache(new SqliteStore(*db, path, clock));
   cache->moved_aside_ = moved;
   return cache;
+}
+
+SqliteStore::SqliteStore(sqlite3* db, std::string path, Clock& clock)
+    : db_(db), path_(std::move(path)), busy_{&clock, kBusyTimeout, absl::InfinitePast()} {
+  sqlite3_busy_handler(db_, WaitWhileSqliteBusy, &busy_);
 }
 
 SqliteStore::~SqliteStore() { sqlite3_close(db_); }
@@ -340,12 +381,12 @@ bool SqliteStore::UpsertLocked(const char* exists_sql,
   }
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, insert_sql, -1, &stmt, nullptr) != SQLITE_OK) {
-    LogWarning("result cache: prepare failed", {{"error", sqlite3_errmsg(db_)}});
+    LogWarning("measurement store: prepare failed", {{"error", sqlite3_errmsg(db_)}});
     return false;
   }
   bind_row(stmt);
   const bool stored = sqlite3_step(stmt) == SQLITE_DONE;
-  if (!stored) LogWarning("result cache: store failed", {{"error", sqlite3_errmsg(db_)}});
+  if (!stored) LogWarning("measurement store: store failed", {{"error", sqlite3_errmsg(db_)}});
   sqlite3_finalize(stmt);
   if (stored) CountedLocked(existed);
   return stored;
@@ -472,14 +513,14 @@ absl::StatusOr<int64_t> SqliteStore::PublishCalibration(const std::string& file_
                          "INSERT INTO calibrations (created_at_unix_s, created_by, file) "
                          "VALUES (?1, ?2, ?3)",
                          -1, &stmt, nullptr) != SQLITE_OK) {
-    return absl::InternalError(absl::StrCat("result cache: ", sqlite3_errmsg(db_)));
+    return absl::InternalError(absl::StrCat("measurement store: ", sqlite3_errmsg(db_)));
   }
-  sqlite3_bind_int64(stmt, 1, absl::ToUnixSeconds(absl::Now()));
+  sqlite3_bind_int64(stmt, 1, absl::ToUnixSeconds(busy_.clock->Now()));
   sqlite3_bind_text(stmt, 2, created_by.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_text(stmt, 3, file_json.c_str(), -1, SQLITE_TRANSIENT);
   const bool done = sqlite3_step(stmt) == SQLITE_DONE;
   sqlite3_finalize(stmt);
-  if (!done) return absl::InternalError(absl::StrCat("result cache: ", sqlite3_errmsg(db_)));
+  if (!done) return absl::InternalError(absl::StrCat("measurement store: ", sqlite3_errmsg(db_)));
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_));
 }
 

@@ -1,11 +1,11 @@
-// The persistent result cache: SQLite in WAL mode, written only by the server.
+// The persistent measurement store: SQLite in WAL mode, written only by the server.
 //
 // Key: device fingerprint (GPU name, compute capability, SM count, driver, CUDA, cuBLASLt, backend,
 // cuDNN) + GEMM (dtype, layout, M, N, K, batch) + method version. Value: the full GemmTiming
 // (statistics, algorithm, clocks, provenance with the time of measurement). Layer benchmarks live
 // in their own table, keyed by fingerprint + method + LayerKeyString (core/layers.h), with the
 // LayerTiming. A file that is not a SQLite database, or is one with another schema, is moved aside
-// (logged) and a fresh cache started.
+// (logged) and a fresh store started.
 #ifndef WAVECREST_SERVER_SQLITE_STORE_H_
 #define WAVECREST_SERVER_SQLITE_STORE_H_
 
@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/measurement_store.h"
+#include "service/clock.h"
 
 struct sqlite3;
 struct sqlite3_stmt;
@@ -38,13 +39,23 @@ struct SpoolFileInfo {
   int64_t rows = 0;       // results waiting in it
   int live_leases = 0;    // processes using it whose lease had not ended at `now`
 };
-// Nothing when `path` is not a readable result cache of this schema.
+// Nothing when `path` is not a readable measurement store of this schema.
 std::optional<SpoolFileInfo> InspectSpoolFile(const std::string& path, absl::Time now);
+
+// A wait on a lock another connection holds (SQLite's busy handler), on a store's clock: from
+// `since`, for up to `patience` (sqlite_store.cc).
+struct SqliteBusyWait {
+  Clock* clock;
+  absl::Duration patience;
+  absl::Time since;
+};
 
 class SqliteStore final : public MeasurementStore {
  public:
-  // Opens (creating parent directories and the file when needed) or recovers the cache.
-  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path);
+  // Opens (creating parent directories and the file when needed) or recovers the store. Waits
+  // on another process's lock, and dates calibrations, on `clock`.
+  static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(const std::string& path,
+                                                           Clock& clock = Clock::Real());
   ~SqliteStore() override;
 
   std::optional<v1::GemmTiming> Lookup(absl::string_view kind, const GemmKey& key,
@@ -91,10 +102,11 @@ class SqliteStore final : public MeasurementStore {
   bool DropLease(const std::string& owner);
 
  private:
-  SqliteStore(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteStore(sqlite3* db, std::string path, Clock& clock);
   std::mutex mu_;
   sqlite3* db_;
   std::string path_;
+  SqliteBusyWait busy_;  // db_'s busy handler's (its clock is the store's)
   int64_t CountLocked();
   // After a store: the entry count (and its callback) moves unless the key was `replaced`.
   void CountedLocked(bool replaced);

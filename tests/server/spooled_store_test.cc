@@ -3,7 +3,8 @@
 // whichever replica can, whoever wrote it (a spool file shared by the replicas of one host), a
 // spool whose replicas are gone is adopted and drained, and the backlog counts every row of every
 // spool a replica holds (issue 52, item 4). Drain() runs the background thread's round on the
-// test's thread (the thread itself waits an hour here), so nothing races the test.
+// test's thread (the thread itself waits an hour here), so nothing races the test; leases run on
+// a fake clock the test moves, so nothing sleeps.
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -15,11 +16,11 @@
 #include <memory>
 #include <string>
 
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "server/spooled_store.h"
 #include "server/sqlite_store.h"
+#include "tests/fakes/fake_clock.h"
 #include "tests/integration/fleet.h"
 #include "tests/integration/process.h"
 
@@ -68,7 +69,7 @@ class SwitchedStore final : public MeasurementStore {
 
 class SpooledStoreTest : public ::testing::Test {
  protected:
-  SpooledStoreTest() : db_(*SqliteStore::Open(dir_.File("shared.db"))) {}
+  SpooledStoreTest() : db_(*SqliteStore::Open(dir_.File("shared.db"), clock_)) {}
 
   // A replica named `owner` spooling into `spool` (a file of dir_), its database reachable
   // while `up`.
@@ -78,8 +79,9 @@ class SpooledStoreTest : public ::testing::Test {
     StoreOptions o;
     o.drain_every = absl::Hours(1);  // rounds run when the test calls Drain()
     o.spool_lease = lease;
+    o.clock = &clock_;
     return std::make_unique<SpooledStore>(std::make_unique<SwitchedStore>(db_.get(), up),
-                                          *SqliteStore::Open(dir_.File(spool)), o, owner);
+                                          *SqliteStore::Open(dir_.File(spool), clock_), o, owner);
   }
 
   // The shared store holds the results of these keys and nothing else.
@@ -92,6 +94,7 @@ class SpooledStoreTest : public ::testing::Test {
   }
 
   TempDir dir_;
+  FakeClock clock_;  // every replica's and spool's
   std::unique_ptr<SqliteStore> db_;
 };
 
@@ -128,33 +131,32 @@ TEST_F(SpooledStoreTest, AnOrphanedSpoolIsAdoptedOnceItsLeaseEnds) {
     auto dead = *SqliteStore::Open(dir_.File("spool-dead.db"));
     for (int i = 1; i <= 10; ++i) dead->Store("h100-sxm", Measured(Key(i), 1e-4));
     dead->SetMetaIfAbsent("store", kStore);
-    ASSERT_TRUE(dead->RenewLease("host:66", absl::Now() + dead_lease, absl::Now()));
+    ASSERT_TRUE(dead->RenewLease("host:66", clock_.Now() + dead_lease, clock_.Now()));
     auto other = *SqliteStore::Open(dir_.File("spool-other.db"));
     other->Store("h100-sxm", Measured(Key(99), 1e-4));
     other->SetMetaIfAbsent("store", "postgresql://elsewhere/other");
   }
-  const absl::Time died = absl::Now();
   std::atomic<bool> alive_up{false}, up{true};
   auto alive = Replica("host:7", "spool-alive.db", &alive_up);
   ASSERT_EQ(alive->Store("h100-sxm", Measured(Key(50), 1e-4)), StoreOutcome::kSpooled);
   auto live = Replica("host:8", "spool-live.db", &up, absl::Milliseconds(300));
 
   live->Drain();
-  if (absl::Now() - died < dead_lease) {
-    EXPECT_EQ(live->Backlog(), 0) << "adopted a spool whose lease had not ended";
-    EXPECT_EQ(db_->Count(), 0);
-  }
-  const absl::Time deadline = absl::Now() + dead_lease + absl::Seconds(10);
-  while (db_->Count() < 10 && absl::Now() < deadline) {
-    live->Drain();
-    absl::SleepFor(absl::Milliseconds(50));
-  }
+  EXPECT_EQ(live->Backlog(), 0) << "adopted a spool whose lease had not ended";
+  EXPECT_EQ(db_->Count(), 0);
+  // The lease's last moment: still live.
+  clock_.Advance(dead_lease);
+  live->Drain();
+  EXPECT_EQ(db_->Count(), 0) << "adopted a spool at the last moment of its lease";
+  // The next look for orphans (a third of the live replica's lease on) finds it ended.
+  clock_.Advance(absl::Milliseconds(100));
+  live->Drain();
   EXPECT_EQ(db_->Count(), 10) << "the orphaned spool was not drained";
   EXPECT_EQ(live->Backlog(), 0);
   // Drained and let go; the other store's spool and the live replica's are untouched.
   auto dead = *SqliteStore::Open(dir_.File("spool-dead.db"));
   EXPECT_EQ(dead->Count(), 0);
-  auto other = InspectSpoolFile(dir_.File("spool-other.db"), absl::Now());
+  auto other = InspectSpoolFile(dir_.File("spool-other.db"), clock_.Now());
   ASSERT_TRUE(other.has_value());
   EXPECT_EQ(other->rows, 1);
   EXPECT_EQ(alive->Backlog(), 1);
@@ -174,14 +176,14 @@ TEST_F(SpooledStoreTest, AnAdoptedSpoolCountsInTheBacklogUntilDrained) {
   ASSERT_EQ(live->Store("h100-sxm", Measured(Key(40), 1e-4)), StoreOutcome::kSpooled);
   live->Drain();
   EXPECT_EQ(live->Backlog(), 8);
-  auto info = InspectSpoolFile(dir_.File("spool-dead.db"), absl::Now());
+  auto info = InspectSpoolFile(dir_.File("spool-dead.db"), clock_.Now());
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->live_leases, 1) << "the adopter holds a lease on what it adopted";
   up = true;
   EXPECT_EQ(live->Drain(), 8);
   EXPECT_EQ(live->Backlog(), 0);
   EXPECT_EQ(db_->Count(), 8);
-  info = InspectSpoolFile(dir_.File("spool-dead.db"), absl::Now());
+  info = InspectSpoolFile(dir_.File("spool-dead.db"), clock_.Now());
   ASSERT_TRUE(info.has_value());
   EXPECT_EQ(info->live_leases, 0) << "a drained spool is let go";
 }
@@ -236,7 +238,8 @@ TEST_F(SpooledStoreTest, AFullSpoolDiskSaysWhatWasLostAndLosesNothingAcknowledge
 // The same with the replica SIGKILLed (issue 52: "full spool disk with a killed replica"): a child
 // process spools five results, finds the disk full for five more (each said lost as it is stored)
 // and is killed, its lease left to run out. Once the disk has room, another replica adopts the
-// spool when the lease ends and the store ends with exactly what the child acknowledged.
+// spool when the lease ends and the store ends with exactly what the child acknowledged. The
+// child's clock is the fixture's, forked: its lease ends 2 s after the test's now.
 TEST_F(SpooledStoreTest, AKilledReplicaWithAFullSpoolDiskLosesNothingAcknowledged) {
   const std::string outcomes = dir_.File("outcomes.txt");
   const pid_t child = fork();
@@ -269,11 +272,11 @@ TEST_F(SpooledStoreTest, AKilledReplicaWithAFullSpoolDiskLosesNothingAcknowledge
   ASSERT_TRUE(OnSpoolFile(dir_.File("spool-a.db"), "DROP TRIGGER full_disk;"));
   std::atomic<bool> up{true};
   auto b = Replica("host:2", "spool-b.db", &up);
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (db_->Count() < static_cast<int64_t>(acknowledged.size()) && absl::Now() < deadline) {
-    b->Drain();  // adopts spool-a.db once the killed replica's lease has ended
-    absl::SleepFor(absl::Milliseconds(200));
-  }
+  b->Drain();
+  EXPECT_EQ(db_->Count(), 0) << "adopted while the killed replica's lease ran";
+  // Past the lease, and past b's next look for orphans (every third of its 30 s lease).
+  clock_.Advance(absl::Seconds(11));
+  b->Drain();  // adopts spool-a.db and drains it
   b->Drain();
   EXPECT_EQ(b->Backlog(), 0);
   ExpectStoreHoldsExactly(acknowledged);
