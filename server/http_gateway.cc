@@ -64,7 +64,7 @@ struct ReadRefusal {
 
 // Records why the request is refused (`http`: the HTTP status, 0 = the status's own) and
 // returns `st`.
-absl::Status Refuse(ReadRefusal* refusal, absl::Status st, int http = 0) {
+absl::Status RefuseRequest(ReadRefusal* refusal, absl::Status st, int http = 0) {
   *refusal = {st, http};
   return st;
 }
@@ -121,7 +121,7 @@ absl::Status AnswerExpect(mg_connection* c, ReadRefusal* refusal) {
   if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(expect), "100-continue")) {
     absl::Status st = FieldError(
         "Expect", absl::StrCat("\"", ForTerminal(expect), "\": only 100-continue is known"));
-    return Refuse(refusal, st, 417);
+    return RefuseRequest(refusal, st, 417);
   }
   mg_printf(c, "HTTP/1.1 100 Continue\r\n\r\n");
   return absl::OkStatus();
@@ -134,25 +134,25 @@ absl::Status ReadRequestBody(mg_connection* c, const HttpGatewayOptions& o,
                              ReadRefusal* refusal) {
   const int64_t declared = mg_get_request_info(c)->content_length;  // -1: none (or chunked)
   if (declared > o.max_body_bytes) {
-    return Refuse(refusal,
+    return RefuseRequest(refusal,
                   absl::InvalidArgumentError(absl::StrCat("the body has ", declared,
                                                           " bytes; at most ", o.max_body_bytes)),
                   413);
   }
   if (declared <= 0 && !r.headers.transfer_encoding) return absl::OkStatus();
   if (r.method != "POST") {
-    return Refuse(refusal,
+    return RefuseRequest(refusal,
                   FieldError("body", absl::StrCat(r.method, " takes no body; send it with POST")));
   }
   std::optional<BodySlots::Slot> slot =
       slots.Take(r.peer, declared < 0 || declared > limits.large_body_bytes);
-  if (!slot) return Refuse(refusal, absl::UnavailableError(kTooBusy), 503);
+  if (!slot) return RefuseRequest(refusal, absl::UnavailableError(kTooBusy), 503);
   RETURN_IF_ERROR(AnswerExpect(c, refusal));
   int http_status = 0;
   if (absl::Status st = ReadBody([c](char* buf, size_t n) { return mg_read(c, buf, n); }, limits,
                                  declared, Clock::Real(), &r.body, &http_status);
       !st.ok()) {
-    return Refuse(refusal, st, http_status);
+    return RefuseRequest(refusal, st, http_status);
   }
   return absl::OkStatus();
 }
@@ -166,10 +166,10 @@ absl::StatusOr<HttpRequest> ReadRequest(mg_connection* c, const HttpGatewayOptio
   r.method = r.headers.method;
   r.path = r.headers.path;
   r.peer = PeerAddress(mg_get_request_info(c));
-  if (absl::Status st = CheckFraming(r.headers); !st.ok()) return Refuse(refusal, st, 400);
-  if (absl::Status st = ReadHeaderValues(c, r); !st.ok()) return Refuse(refusal, st);
+  if (absl::Status st = CheckFraming(r.headers); !st.ok()) return RefuseRequest(refusal, st, 400);
+  if (absl::Status st = ReadHeaderValues(c, r); !st.ok()) return RefuseRequest(refusal, st);
   if (absl::Status st = CheckApiToken(o, r); !st.ok()) {
-    return Refuse(refusal, st, HttpStatusFor(st.code()));
+    return RefuseRequest(refusal, st, HttpStatusFor(st.code()));
   }
   RETURN_IF_ERROR(ReadRequestBody(c, o, limits, slots, r, refusal));
   return r;
