@@ -135,14 +135,14 @@ absl::Status ReadRequestBody(mg_connection* c, const HttpGatewayOptions& o,
   const int64_t declared = mg_get_request_info(c)->content_length;  // -1: none (or chunked)
   if (declared > o.max_body_bytes) {
     return RefuseRequest(refusal,
-                  absl::InvalidArgumentError(absl::StrCat("the body has ", declared,
-                                                          " bytes; at most ", o.max_body_bytes)),
-                  413);
+                         absl::InvalidArgumentError(absl::StrCat(
+                             "the body has ", declared, " bytes; at most ", o.max_body_bytes)),
+                         413);
   }
   if (declared <= 0 && !r.headers.transfer_encoding) return absl::OkStatus();
   if (r.method != "POST") {
-    return RefuseRequest(refusal,
-                  FieldError("body", absl::StrCat(r.method, " takes no body; send it with POST")));
+    return RefuseRequest(
+        refusal, FieldError("body", absl::StrCat(r.method, " takes no body; send it with POST")));
   }
   std::optional<BodySlots::Slot> slot =
       slots.Take(r.peer, declared < 0 || declared > limits.large_body_bytes);

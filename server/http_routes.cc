@@ -219,8 +219,8 @@ int ServeApiRequest(mg_connection* c, const HttpRequest& r,
   }
   const ApiRoute* route = RouteAt(r.path);
   if (route == nullptr) {
-    return SendError(c, absl::NotFoundError(absl::StrCat("no route ", r.path, "; the API is ",
-                                                         HttpRouteList())));
+    return SendError(c, absl::NotFoundError(
+                            absl::StrCat("no route ", r.path, "; the API is ", HttpRouteList())));
   }
   if (r.method != route->method) return WrongMethod(c, r, route->method);
   Decoded request = Decode(*route, r.body);

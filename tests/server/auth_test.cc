@@ -49,8 +49,8 @@ absl::Status CheckBearer(const Auth& auth, const std::string& value, Role role,
 }
 
 TEST_F(AuthTest, ATokensFileGivesEachTokenItsRole) {
-  absl::StatusOr<Auth> auth = Auth::FromTokensFile(TokensFile(absl::StrCat(
-      "# the team's tokens\n\n", kClient, " client\n  ", kAdmin, "   admin  \n")));
+  absl::StatusOr<Auth> auth = Auth::FromTokensFile(TokensFile(
+      absl::StrCat("# the team's tokens\n\n", kClient, " client\n  ", kAdmin, "   admin  \n")));
   ASSERT_TRUE(auth.ok()) << auth.status();
   EXPECT_TRUE(auth->enabled());
   EXPECT_TRUE(CheckBearer(*auth, absl::StrCat("Bearer ", kClient), Role::kClient).ok());
@@ -76,8 +76,8 @@ TEST_F(AuthTest, WithTokensEveryCallNeedsAKnownBearerToken) {
 }
 
 TEST_F(AuthTest, BadTokensFilesAreRefusedNamingTheLine) {
-  absl::StatusOr<Auth> bad = Auth::FromTokensFile(
-      TokensFile(absl::StrCat(kClient, " client\n", kAdmin, " superuser\n")));
+  absl::StatusOr<Auth> bad =
+      Auth::FromTokensFile(TokensFile(absl::StrCat(kClient, " client\n", kAdmin, " superuser\n")));
   ASSERT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.status().message(), HasSubstr("tokens:2:"));
 
@@ -93,8 +93,8 @@ TEST_F(AuthTest, BadTokensFilesAreRefusedNamingTheLine) {
 }
 
 TEST_F(AuthTest, ATokensFileEveryUserCanReadIsRefusedWithTheFix) {
-  absl::StatusOr<Auth> open = Auth::FromTokensFile(TokensFile(absl::StrCat(kClient, " client\n"),
-                                                              0644));
+  absl::StatusOr<Auth> open =
+      Auth::FromTokensFile(TokensFile(absl::StrCat(kClient, " client\n"), 0644));
   ASSERT_EQ(open.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_THAT(open.status().message(), HasSubstr("chmod 600"));
 }

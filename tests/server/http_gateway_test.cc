@@ -75,15 +75,15 @@ class HttpGatewayTest : public ::testing::Test {
   }
 
   void Start() {
-    absl::StatusOr<std::unique_ptr<HttpGateway>> g = HttpGateway::Start(options_, channel_,
-                                                                         &metrics_);
+    absl::StatusOr<std::unique_ptr<HttpGateway>> g =
+        HttpGateway::Start(options_, channel_, &metrics_);
     ASSERT_TRUE(g.ok()) << g.status();
     gateway_ = std::move(*g);
     ASSERT_GT(gateway_->port(), 0);
   }
   std::string Get(const std::string& path, const std::string& headers = "") {
-    return Exchange(gateway_->port(),
-                    absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: localhost\r\n", headers, "\r\n"));
+    return Exchange(gateway_->port(), absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: localhost\r\n",
+                                                   headers, "\r\n"));
   }
   std::string Scrape() {
     return prometheus::TextSerializer().Serialize(metrics_.registry()->Collect());
@@ -149,7 +149,8 @@ TEST_F(HttpGatewayTest, AnUnknownApiPathIsNotFoundAndNamesTheRoutes) {
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 404 "));
   EXPECT_THAT(reply, HasSubstr("\"NOT_FOUND\""));
   EXPECT_THAT(reply, HasSubstr(HttpRouteList()));
-  EXPECT_THAT(Scrape(), HasSubstr("wavecrest_http_requests_total{route=\"other\",status=\"404\"} 1"));
+  EXPECT_THAT(Scrape(),
+              HasSubstr("wavecrest_http_requests_total{route=\"other\",status=\"404\"} 1"));
 }
 
 TEST_F(HttpGatewayTest, AnApiCallWithoutATokenIsRefusedBeforeItsBodyIsRead) {
@@ -160,10 +161,10 @@ TEST_F(HttpGatewayTest, AnApiCallWithoutATokenIsRefusedBeforeItsBodyIsRead) {
   options_.auth = &auth;
   Start();
   // The body is announced and never sent: a gateway that read it first would time out (408).
-  const std::string reply = Exchange(
-      gateway_->port(),
-      "POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-      "Content-Length: 1000\r\n\r\n");
+  const std::string reply =
+      Exchange(gateway_->port(),
+               "POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+               "Content-Length: 1000\r\n\r\n");
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 401 "));
   EXPECT_THAT(reply, HasSubstr("WWW-Authenticate: Bearer"));
   EXPECT_THAT(reply, HasSubstr("\"UNAUTHENTICATED\""));
@@ -176,27 +177,27 @@ TEST_F(HttpGatewayTest, AnApiCallWithoutATokenIsRefusedBeforeItsBodyIsRead) {
 
 TEST_F(HttpGatewayTest, FramingThatCouldBeReadTwoWaysIsRefused) {
   Start();
-  const std::string reply = Exchange(
-      gateway_->port(),
-      "POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-      "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}");
+  const std::string reply =
+      Exchange(gateway_->port(),
+               "POST /v1/analyze HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+               "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}");
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 400 "));
   EXPECT_THAT(reply, HasSubstr("Content-Length"));
 }
 
 TEST_F(HttpGatewayTest, ABodyComesOnlyWithPost) {
   Start();
-  const std::string reply = Exchange(
-      gateway_->port(),
-      "GET /v1/devices HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
+  const std::string reply =
+      Exchange(gateway_->port(),
+               "GET /v1/devices HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\n\r\n{}");
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 400 "));
   EXPECT_THAT(reply, HasSubstr("send it with POST"));
 }
 
 TEST_F(HttpGatewayTest, AnUnknownHostIsMisdirected) {
   Start();
-  const std::string reply = Exchange(
-      gateway_->port(), "GET /v1/devices HTTP/1.1\r\nHost: attacker.example\r\n\r\n");
+  const std::string reply =
+      Exchange(gateway_->port(), "GET /v1/devices HTTP/1.1\r\nHost: attacker.example\r\n\r\n");
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 421 "));
 }
 
@@ -211,8 +212,8 @@ TEST_F(HttpGatewayTest, TheDashboardsFilesAreServedWithTheirSecurityHeaders) {
   EXPECT_THAT(page, HasSubstr("<title>wavecrest</title>"));
   EXPECT_THAT(Get("/missing.js"), StartsWith("HTTP/1.1 404 "));
   EXPECT_THAT(Get("/.hidden.html"), StartsWith("HTTP/1.1 404 "));
-  const std::string post = Exchange(
-      gateway_->port(), "DELETE /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  const std::string post =
+      Exchange(gateway_->port(), "DELETE /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
   EXPECT_THAT(post, StartsWith("HTTP/1.1 405 "));
   EXPECT_THAT(post, HasSubstr("Allow: GET, HEAD"));
 }

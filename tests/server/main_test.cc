@@ -56,8 +56,8 @@ TEST(ServerMainTest, HelpListsExactlyTheRoutesOfTheRouteTable) {
     named.insert(it->str());
   }
   EXPECT_EQ(named, table);
-  EXPECT_THAT(help.out, HasSubstr(absl::StrCat("HTTP/JSON API (--http_listen): ",
-                                               HttpRouteList(), ".")));
+  EXPECT_THAT(help.out,
+              HasSubstr(absl::StrCat("HTTP/JSON API (--http_listen): ", HttpRouteList(), ".")));
 }
 
 TEST(ServerMainTest, BadFlagsAreRefusedNamingTheFlag) {
@@ -88,9 +88,8 @@ TEST(ServerMainTest, CopyStoreIsTheOneCommand) {
 }
 
 TEST(ServerMainTest, CopyStoreCopiesOneSqliteStoreIntoAnother) {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() /
-      ("wavecrest-main-test-" + std::to_string(::getpid()));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("wavecrest-main-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string from = (dir / "from.db").string(), to = (dir / "to.db").string();
   Ran r = RunServerProgram(absl::StrCat("copy-store ", from, " ", to));
@@ -98,7 +97,8 @@ TEST(ServerMainTest, CopyStoreCopiesOneSqliteStoreIntoAnother) {
   EXPECT_THAT(r.out, HasSubstr("copied 0 results from"));
   EXPECT_TRUE(std::filesystem::exists(to));
   // A FROM that cannot be opened (its folder does not exist): exit 1, saying which side failed.
-  r = RunServerProgram(absl::StrCat("copy-store ", (dir / "missing" / "from.db").string(), " ", to));
+  r = RunServerProgram(
+      absl::StrCat("copy-store ", (dir / "missing" / "from.db").string(), " ", to));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("copy-store: FROM:"));
   std::filesystem::remove_all(dir);

@@ -41,8 +41,8 @@ TEST(MetricsTest, RequestsAreCountedByMethodAndCodeAndTimed) {
   m.InFlight("Recommend").Increment();
   const std::string text = Exposition(m);
   EXPECT_THAT(text, HasSubstr("wavecrest_requests_total{code=\"OK\",method=\"Analyze\"} 2"));
-  EXPECT_THAT(text,
-              HasSubstr("wavecrest_requests_total{code=\"INVALID_ARGUMENT\",method=\"Analyze\"} 1"));
+  EXPECT_THAT(
+      text, HasSubstr("wavecrest_requests_total{code=\"INVALID_ARGUMENT\",method=\"Analyze\"} 1"));
   EXPECT_THAT(text, HasSubstr("wavecrest_request_duration_seconds_count{method=\"Analyze\"} 3"));
   EXPECT_THAT(text, HasSubstr("wavecrest_requests_in_flight{method=\"Recommend\"} 1"));
 }
@@ -52,13 +52,16 @@ TEST(MetricsTest, WorkersStartDownWithAZeroRestartCounterPerReason) {
   m.AddWorker("gpu0", {"exit", "hang"});
   std::string text = Exposition(m);
   EXPECT_THAT(text, HasSubstr("wavecrest_worker_up{worker=\"gpu0\"} 0"));
-  EXPECT_THAT(text, HasSubstr("wavecrest_worker_restarts_total{reason=\"exit\",worker=\"gpu0\"} 0"));
-  EXPECT_THAT(text, HasSubstr("wavecrest_worker_restarts_total{reason=\"hang\",worker=\"gpu0\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("wavecrest_worker_restarts_total{reason=\"exit\",worker=\"gpu0\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("wavecrest_worker_restarts_total{reason=\"hang\",worker=\"gpu0\"} 0"));
   m.SetWorkerUp("gpu0", true);
   m.WorkerRestart("gpu0", "hang");
   text = Exposition(m);
   EXPECT_THAT(text, HasSubstr("wavecrest_worker_up{worker=\"gpu0\"} 1"));
-  EXPECT_THAT(text, HasSubstr("wavecrest_worker_restarts_total{reason=\"hang\",worker=\"gpu0\"} 1"));
+  EXPECT_THAT(text,
+              HasSubstr("wavecrest_worker_restarts_total{reason=\"hang\",worker=\"gpu0\"} 1"));
 }
 
 TEST(MetricsTest, GaugesHoldTheLastValueSet) {

@@ -57,8 +57,9 @@ class TimingServiceTest : public ::testing::Test {
     return t;
   }
 
-  Timed Time(TimingService& timing, const TimingTask& task,
-             const std::function<bool()>& cancelled = [] { return false; }) {
+  Timed Time(
+      TimingService& timing, const TimingTask& task,
+      const std::function<bool()>& cancelled = [] { return false; }) {
     Timed out;
     std::mutex mu;
     out.counts = timing.TimeGemms(
