@@ -168,8 +168,9 @@ TEST_F(HttpGatewayTest, AnApiCallWithoutATokenIsRefusedBeforeItsBodyIsRead) {
   EXPECT_THAT(reply, StartsWith("HTTP/1.1 401 "));
   EXPECT_THAT(reply, HasSubstr("WWW-Authenticate: Bearer"));
   EXPECT_THAT(reply, HasSubstr("\"UNAUTHENTICATED\""));
+  // A request refused before it reached a route counts under "other".
   EXPECT_THAT(Scrape(),
-              HasSubstr("wavecrest_http_requests_total{route=\"/v1/analyze\",status=\"401\"} 1"));
+              HasSubstr("wavecrest_http_requests_total{route=\"other\",status=\"401\"} 1"));
   // The health route stays open, as the gRPC health service does; its answer here is what the
   // unreachable service says, but it is not a 401.
   EXPECT_THAT(Get("/v1/health"), StartsWith("HTTP/1.1 200 "));

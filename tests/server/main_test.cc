@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -96,9 +97,10 @@ TEST(ServerMainTest, CopyStoreCopiesOneSqliteStoreIntoAnother) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("copied 0 results from"));
   EXPECT_TRUE(std::filesystem::exists(to));
-  // A FROM that cannot be opened (its folder does not exist): exit 1, saying which side failed.
-  r = RunServerProgram(
-      absl::StrCat("copy-store ", (dir / "missing" / "from.db").string(), " ", to));
+  // A FROM that cannot be opened (under a plain file, no folder can be made): exit 1, saying
+  // which side failed.
+  std::ofstream(dir / "plain") << "not a folder";
+  r = RunServerProgram(absl::StrCat("copy-store ", (dir / "plain" / "from.db").string(), " ", to));
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_THAT(r.out, HasSubstr("copy-store: FROM:"));
   std::filesystem::remove_all(dir);

@@ -3,6 +3,8 @@
 // is destroyed (it waits on a condition, not on its period).
 #include "server/memory_release.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <vector>
 
@@ -26,8 +28,9 @@ constexpr bool kSanitizedHeap = false;
 
 TEST(MemoryReleaseTest, FreedBlocksAreCountedAsTheAllocatorsFreeBytes) {
   if (kSanitizedHeap) GTEST_SKIP() << "the sanitizer's allocator keeps no glibc arena";
-  // Blocks below the mmap threshold stay in the heap when freed; one kept after them stops the
-  // heap's top from shrinking back.
+  // Blocks below the mmap threshold stay in the heap when freed, and with a high trim threshold
+  // free() does not hand the heap's top back either (the default is restored after).
+  ASSERT_EQ(mallopt(M_TRIM_THRESHOLD, 64 << 20), 1);
   constexpr size_t kBlock = 32 << 10;
   constexpr int kBlocks = 128;
   std::vector<void*> blocks;
@@ -41,6 +44,7 @@ TEST(MemoryReleaseTest, FreedBlocksAreCountedAsTheAllocatorsFreeBytes) {
   ReleaseAllocatorMemory();
   EXPECT_LE(AllocatorFreeBytes(), after);
   std::free(keep);
+  mallopt(M_TRIM_THRESHOLD, 128 << 10);
 }
 
 TEST(MemoryReleaseTest, TheReleaserStopsAtOnceWhateverItsPeriod) {
