@@ -30,7 +30,7 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_COMPILER="$cc" \
   -DCMAKE_CXX_COMPILER="$cxx" -DWAVECREST_CUDA=OFF -DWAVECREST_FUZZ=ON -DWAVECREST_TCMALLOC=OFF \
   -DCMAKE_CXX_FLAGS="$flags -fsanitize=fuzzer-no-link" -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
-targets=(core_test service_test api_test server_unit_test worker_unit_test
+targets=(core_test service_test client_test server_unit_test worker_unit_test
          server_integration_test http_integration_test http_limits_integration_test
          security_integration_test wavecrest-server wavecrest-worker wavecrest published_runs
          fuzz_spec_json fuzz_hf_config fuzz_requests fuzz_cache_row fuzz_http)

@@ -74,6 +74,11 @@ struct HttpGatewayOptions {
   const Auth* auth = nullptr;  // tokens: the API's (checked on the headers) and the dashboard's
 };
 
+// The body limits the options give (server/http_body.h): body slots default to a quarter of the
+// threads (at least 2), a client's share to a quarter of those (at least 1); timeouts are at
+// least 100 ms.
+BodyLimits BodyLimitsOf(const HttpGatewayOptions& o);
+
 class HttpGateway {
  public:
   // Starts serving; `channel` reaches the Advisor service (in-process).
@@ -89,6 +94,8 @@ class HttpGateway {
  private:
   HttpGateway(const HttpGatewayOptions& options, std::shared_ptr<grpc::Channel> channel,
               Metrics* metrics);
+  // Starts civetweb on options_.listen with this gateway as its one handler; sets port_.
+  absl::Status Listen();
   static int Dispatch(mg_connection* conn, void* self);
   int Handle(mg_connection* conn);
   int ServeStatic(mg_connection* conn, const std::string& method, const std::string& path,

@@ -181,22 +181,21 @@ int ServeHealth(mg_connection* c, const HttpRequest& r, grpc::health::v1::Health
   return 200;
 }
 
-// "POST /v1/analyze, ..., GET /v1/devices, ..., /v1/health", for the 404 that lists them.
-std::string RouteList() {
-  std::vector<std::string> post, get;
-  for (const ApiRoute& r : kApiRoutes) {
-    (std::string(r.method) == "POST" ? post : get).push_back(r.path);
-  }
-  get.push_back(kHealthPath);
-  return absl::StrCat("POST ", absl::StrJoin(post, ", "), " and GET ", absl::StrJoin(get, ", "));
-}
-
 }  // namespace
 
 std::vector<HttpRoute> HttpApiRoutes() {
   std::vector<HttpRoute> out;
   for (const ApiRoute& r : kApiRoutes) out.push_back({r.method, r.path, r.rpc});
   return out;
+}
+
+std::string HttpRouteList() {
+  std::vector<std::string> post, get;
+  for (const ApiRoute& r : kApiRoutes) {
+    (std::string(r.method) == "POST" ? post : get).push_back(r.path);
+  }
+  get.push_back(kHealthPath);
+  return absl::StrCat("POST ", absl::StrJoin(post, ", "), " and GET ", absl::StrJoin(get, ", "));
 }
 
 std::string RouteLabel(absl::string_view path) {
@@ -220,8 +219,8 @@ int ServeApiRequest(mg_connection* c, const HttpRequest& r,
   }
   const ApiRoute* route = RouteAt(r.path);
   if (route == nullptr) {
-    return SendError(
-        c, absl::NotFoundError(absl::StrCat("no route ", r.path, "; the API is ", RouteList())));
+    return SendError(c, absl::NotFoundError(
+                            absl::StrCat("no route ", r.path, "; the API is ", HttpRouteList())));
   }
   if (r.method != route->method) return WrongMethod(c, r, route->method);
   Decoded request = Decode(*route, r.body);

@@ -46,6 +46,10 @@ struct HttpRoute {
 };
 std::vector<HttpRoute> HttpApiRoutes();
 
+// The routes in a line, "POST /v1/analyze, ... and GET /v1/devices, ..., /v1/health": what the
+// 404 of an unknown /v1/ path and the server's --help say.
+std::string HttpRouteList();
+
 // The label `path` is counted under in metrics: a route's path, "/v1/health", or "other" (a
 // bounded set, whatever paths callers try).
 std::string RouteLabel(absl::string_view path);

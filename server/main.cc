@@ -8,8 +8,10 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/flags/usage_config.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "server/http_routes.h"
 #include "server/measurement_store.h"
 #include "server/server.h"
 #include "server/worker_setup.h"
@@ -26,8 +28,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:50051",
           "gRPC address to listen on (host:port; port 0 picks a free port, see --port_file)");
 ABSL_FLAG(std::string, http_listen, "",
           "HTTP/JSON gateway and dashboard address (e.g. 127.0.0.1:8080; port 0 picks one); empty "
-          "= none. The API's routes are the Advisor's RPCs (docs/server.md lists them; a request "
-          "to another /v1/ path is answered with the list); the dashboard at /");
+          "= none. The API's routes are the Advisor's RPCs (listed above, and in answer to a "
+          "request for another /v1/ path); the dashboard at /");
 ABSL_FLAG(std::string, http_static_dir, "",
           "The dashboard's built files (web/dist) served at / by --http_listen; empty = none");
 ABSL_FLAG(std::string, http_models_dir, "",
@@ -245,8 +247,10 @@ absl::StatusOr<wavecrest::ServerOptions> OptionsFromFlags() {
   return o;
 }
 
-int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+// What --help says before the flags: the common ways to run the server, and the HTTP API's routes
+// from the one route table (server/http_routes.h).
+std::string UsageMessage() {
+  return absl::StrCat(
       "wavecrest-server: the wavecrest Advisor gRPC service.\n\n"
       "  wavecrest-server --listen 127.0.0.1:50051 --metrics_listen 127.0.0.1:9464 \\\n"
       "                   --store ~/.cache/wavecrest/results.db\n\n"
@@ -264,7 +268,12 @@ int main(int argc, char** argv) {
       "While no worker of a GPU kind is up, answers come from the cache or the analytic model\n"
       "and say so; health \"wavecrest.v1.Advisor/measure\" is NOT_SERVING.\n\n"
       "SIGTERM or SIGINT: health goes NOT_SERVING, in-flight work finishes (up to\n"
-      "--shutdown_grace_s), exit 0. Logs are JSON lines on stderr.");
+      "--shutdown_grace_s), exit 0. Logs are JSON lines on stderr.",
+      "\n\nHTTP/JSON API (--http_listen): ", wavecrest::HttpRouteList(), ".");
+}
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(UsageMessage());
   absl::FlagsUsageConfig config;
   config.contains_help_flags = [](absl::string_view path) {
     return path.find("server/") != absl::string_view::npos;

@@ -7,20 +7,12 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/fakes/fake_clock.h"
 
 namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
-
-class TestClock final : public Clock {
- public:
-  absl::Time Now() const override { return now_; }
-  void SleepFor(absl::Duration d) override { now_ += d; }
-
- private:
-  absl::Time now_ = absl::UnixEpoch();
-};
 
 // A sender: each read takes its step's time and returns its bytes (empty: nothing came, as
 // civetweb's read when its io timeout passes; an end marker returns 0 at once).
@@ -29,7 +21,7 @@ struct Step {
   std::string bytes;
 };
 
-std::function<int(char*, size_t)> Sender(std::deque<Step> steps, TestClock& clock) {
+std::function<int(char*, size_t)> Sender(std::deque<Step> steps, FakeClock& clock) {
   return [steps = std::move(steps), &clock](char* buf, size_t n) mutable {
     if (steps.empty()) return 0;
     Step s = steps.front();
@@ -67,7 +59,7 @@ TEST(HttpBodyTest, AClientHoldsItsShareOfTheSlotsAndLargeBodiesTheirs) {
 }
 
 TEST(HttpBodyTest, AWholeBodyReadsAndAShortOneSaysHowShort) {
-  TestClock clock;
+  FakeClock clock(absl::UnixEpoch());
   std::string body;
   int status = 0;
   EXPECT_TRUE(ReadBody(Sender({{absl::Milliseconds(3), R"({"a": 1})"}}, clock), BodyLimits{}, 8,
@@ -84,7 +76,7 @@ TEST(HttpBodyTest, AWholeBodyReadsAndAShortOneSaysHowShort) {
 
 // A byte a second: refused once the grace has passed, not after the whole budget.
 TEST(HttpBodyTest, ATrickleIsRefusedAtTheMinimumRate) {
-  TestClock clock;
+  FakeClock clock(absl::UnixEpoch());
   std::deque<Step> trickle;
   for (int i = 0; i < 100; ++i) trickle.push_back({absl::Seconds(1), "x"});
   std::string body;
@@ -103,7 +95,7 @@ TEST(HttpBodyTest, ATrickleIsRefusedAtTheMinimumRate) {
 }
 
 TEST(HttpBodyTest, TheBudgetSilenceAndSizeEachHaveTheirStatus) {
-  TestClock clock;
+  FakeClock clock(absl::UnixEpoch());
   BodyLimits l;
   l.min_bytes_per_s = 0;  // the budget alone
   std::deque<Step> slow;

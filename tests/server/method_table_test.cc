@@ -102,7 +102,7 @@ TEST(MethodTable, EveryHttpRouteIsTheRpcTheTableSays) {
 
 TEST(MethodTable, EveryRpcHasAnInProcessTest) {
   const std::string tests =
-      ReadSource(std::string(WAVECREST_SOURCE_DIR) + "/tests/server/rpc_test.cc");
+      ReadSource(std::string(WAVECREST_SOURCE_DIR) + "/tests/server/advisor_service_test.cc");
   for (const auto& [m, row] : MethodTable()) {
     EXPECT_TRUE(absl::StrContains(tests, "stub()." + m + "(")) << m << " is not called there";
   }

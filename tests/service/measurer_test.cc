@@ -14,7 +14,7 @@
 #include "service/recommend_logic.h"
 #include "service/sweep_logic.h"
 #include "service/timing_logic.h"
-#include "tests/api/fake_measurer.h"
+#include "tests/fakes/fake_measurer.h"
 
 namespace wavecrest {
 namespace {

@@ -1,6 +1,6 @@
-// Reading a Recommend answer in the API tests.
-#ifndef WAVECREST_TESTS_API_RECOMMEND_ANSWERS_H_
-#define WAVECREST_TESTS_API_RECOMMEND_ANSWERS_H_
+// Reading a Recommend answer in the service tests.
+#ifndef WAVECREST_TESTS_SERVICE_RECOMMEND_ANSWERS_H_
+#define WAVECREST_TESTS_SERVICE_RECOMMEND_ANSWERS_H_
 
 #include "wavecrest/v1/advisor.pb.h"
 
@@ -16,4 +16,4 @@ inline const v1::Candidate& Baseline(const v1::RecommendResponse& r) {
 
 }  // namespace wavecrest::testing
 
-#endif  // WAVECREST_TESTS_API_RECOMMEND_ANSWERS_H_
+#endif  // WAVECREST_TESTS_SERVICE_RECOMMEND_ANSWERS_H_

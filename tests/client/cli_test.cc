@@ -317,30 +317,6 @@ TEST(CliTest, DecodeWorkloadFromFlag) {
   EXPECT_EQ(resp.gemms(0).gemm().shape().m(), 8);
 }
 
-TEST(AdvisorLogicTest, EveryBadFieldIsAViolation) {
-  v1::AnalyzeRequest req;
-  req.mutable_model()->set_hidden_size(-1);
-  req.mutable_model()->set_num_layers(100000);
-  req.mutable_model()->set_dtype(static_cast<v1::Dtype>(77));
-  auto r = HandleAnalyze(req);
-  ASSERT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  auto v = ViolationsOf(r.status());
-  std::vector<std::string> fields;
-  for (auto& f : v) fields.push_back(f.field);
-  EXPECT_THAT(fields, ::testing::IsSupersetOf({"model.hidden_size", "model.num_layers",
-                                               "model.dtype", "model.vocab_size", "gpu"}));
-}
-
-TEST(ErrorsTest, RoundTripThroughGrpcStatus) {
-  absl::Status st = InvalidArgumentWithViolations({{"a", "bad"}, {"b", "worse"}}, "x.");
-  st = WithRetryDelay(st, absl::Milliseconds(250), "TEST");
-  absl::Status back = FromGrpcStatus(ToGrpcStatus(st));
-  EXPECT_EQ(back.code(), absl::StatusCode::kInvalidArgument);
-  ASSERT_EQ(ViolationsOf(back).size(), 2u);
-  EXPECT_EQ(ViolationsOf(back)[1].field, "x.b");
-  EXPECT_EQ(RetryDelayOf(back), absl::Milliseconds(250));
-}
-
 }  // namespace
 }  // namespace wavecrest
 

@@ -10,8 +10,8 @@
 #include "gtest/gtest.h"
 #include "service/convert.h"
 #include "service/recommend_logic.h"
-#include "tests/api/fake_measurer.h"
-#include "tests/api/recommend_answers.h"
+#include "tests/fakes/fake_measurer.h"
+#include "tests/service/recommend_answers.h"
 
 namespace wavecrest {
 namespace {

@@ -18,7 +18,7 @@
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
 #include "service/sweep_logic.h"
-#include "tests/api/fake_measurer.h"
+#include "tests/fakes/fake_measurer.h"
 #include "tests/test_paths.h"
 
 namespace wavecrest {

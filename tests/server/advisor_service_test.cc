@@ -33,6 +33,7 @@
 #include "service/clock.h"
 #include "service/convert.h"
 #include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_workers.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
 namespace wavecrest {
@@ -40,7 +41,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kKind[] = "h100-sxm";
+constexpr const char* kKind = FakeWorkers::kKind;
 constexpr char kClientToken[] = "client-token-0123456789";
 constexpr char kAdminToken[] = "admin-token-0123456789";
 
@@ -51,73 +52,6 @@ Auth TestAuth(const std::filesystem::path& dir) {
   chmod(path.c_str(), 0600);
   return *Auth::FromTokensFile(path);
 }
-
-// GPU workers of one kind that answer every GEMM with the analytic model's time, labelled as a
-// GPU's measurement (SOURCE_MEASURED, the cuBLASLt method): what the server does with measured
-// results is tested without a GPU. Layers are not timed whole (the default: UNIMPLEMENTED).
-class FakeWorkers final : public GpuWorkers {
- public:
-  explicit FakeWorkers(FakeClock* clock) : clock_(clock) {
-    fp_.set_name("Fake H100");
-    fp_.set_catalog_name(kKind);
-    fp_.set_backend("fake");
-    fp_.set_sm_count(132);
-  }
-  bool CanMeasure(absl::string_view kind) const override { return kind == kKind; }
-  bool MightMeasure(absl::string_view kind) const override { return kind == kKind; }
-  std::optional<v1::DeviceFingerprint> Fingerprint(absl::string_view kind) const override {
-    if (kind != kKind) return std::nullopt;
-    return fp_;
-  }
-  std::optional<std::string> KindOfDevice(absl::string_view device_name) const override {
-    if (device_name == fp_.name()) return std::string(kKind);
-    return std::nullopt;
-  }
-  absl::Status Measure(absl::string_view kind, const std::vector<GemmKey>& keys,
-                       const MeasureOptions& options, const MeasureCallback& on_result,
-                       const std::function<bool()>& cancelled) override {
-    if (kind != kKind) return absl::UnavailableError("no worker of that kind");
-    const GpuSpec& gpu = **FindGpu(kKind);
-    for (size_t i = 0; i < keys.size(); ++i) {
-      if (cancelled && cancelled()) return absl::CancelledError("cancelled");
-      // As the worker pool does: a measurement that would start past the deadline is not made.
-      if (clock_->Now() > options.deadline) return absl::DeadlineExceededError("deadline passed");
-      clock_->Advance(per_gemm);
-      ++measured_;
-      v1::GemmTiming t = TimingOf(keys[i]);
-      const GemmPrediction p = PredictGemm(gpu, keys[i]);
-      t.set_time_s(p.time_s);
-      t.set_tflops(p.tflops);
-      v1::Provenance* prov = t.mutable_provenance();
-      prov->set_source(v1::SOURCE_MEASURED);
-      prov->set_method(TimingMethod("cublaslt", options.autotune, options.warm_l2));
-      *prov->mutable_device() = fp_;
-      prov->set_samples(20);
-      on_result(i, t);
-    }
-    return absl::OkStatus();
-  }
-  int64_t ClearQuarantine(absl::string_view kind) override {
-    return kind.empty() || kind == kKind ? quarantined_.exchange(0) : 0;
-  }
-  void AddWorkers(v1::ListDevicesResponse* response, bool internal) const override {
-    v1::WorkerDevice* w = response->add_workers();
-    w->set_id("fake-0");
-    *w->mutable_device() = fp_;
-    w->set_up(true);
-    if (internal) w->set_address("in-process");
-  }
-
-  int64_t measured() const { return measured_.load(); }
-  void Quarantine(int64_t n) { quarantined_ = n; }
-  absl::Duration per_gemm = absl::ZeroDuration();  // on the fake clock
-
- private:
-  FakeClock* clock_;
-  v1::DeviceFingerprint fp_;
-  std::atomic<int64_t> measured_{0};
-  std::atomic<int64_t> quarantined_{0};
-};
 
 // The server's parts, wired as RunServer wires them, behind an in-process channel.
 class InProcessServer {

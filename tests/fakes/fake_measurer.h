@@ -2,8 +2,8 @@
 // analytic model's time times a factor, labelled MEASURED, one unit at a time, and keeps to the
 // task's deadline, measuring budget and cancellation as the server's TimingService does. It
 // records what it was asked for.
-#ifndef WAVECREST_TESTS_API_FAKE_MEASURER_H_
-#define WAVECREST_TESTS_API_FAKE_MEASURER_H_
+#ifndef WAVECREST_TESTS_FAKES_FAKE_MEASURER_H_
+#define WAVECREST_TESTS_FAKES_FAKE_MEASURER_H_
 
 #include <functional>
 #include <mutex>
@@ -147,4 +147,4 @@ class FakeMeasurer final : public Measurer {
 
 }  // namespace wavecrest
 
-#endif  // WAVECREST_TESTS_API_FAKE_MEASURER_H_
+#endif  // WAVECREST_TESTS_FAKES_FAKE_MEASURER_H_

@@ -19,8 +19,8 @@
 #include "service/advisor_logic.h"
 #include "service/recommend_logic.h"
 #include "service/spec_io.h"
-#include "tests/api/fake_measurer.h"
-#include "tests/api/recommend_answers.h"
+#include "tests/fakes/fake_measurer.h"
+#include "tests/service/recommend_answers.h"
 #include "tests/test_paths.h"
 
 namespace wavecrest {
