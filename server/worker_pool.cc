@@ -54,8 +54,8 @@ int WorkerPool::UpCount() const {
 
 std::unique_ptr<WorkerPool::Worker> WorkerPool::NewWorker() const {
   auto w = std::make_unique<Worker>();
-  w->backoff = RestartBackoff(options_.backoff_initial, options_.backoff_max,
-                              options_.backoff_reset_after);
+  w->backoff =
+      RestartBackoff(options_.backoff_initial, options_.backoff_max, options_.backoff_reset_after);
   return w;
 }
 

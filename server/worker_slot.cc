@@ -47,8 +47,8 @@ void MarkSlotUp(WorkerSlot& w, const v1::DeviceFingerprint& device, absl::Time n
   w.started_at = now;
   w.backoff.Up(now);
   w.fingerprint = device;
-  w.kind = !device.catalog_name().empty() ? device.catalog_name()
-                                          : absl::AsciiStrToLower(device.name());
+  w.kind =
+      !device.catalog_name().empty() ? device.catalog_name() : absl::AsciiStrToLower(device.name());
   w.missed_heartbeats = 0;
   w.next_heartbeat = now + heartbeat_interval;
 }

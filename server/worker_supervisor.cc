@@ -1,5 +1,3 @@
-#include "server/worker_pool.h"
-
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -12,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "server/worker_pool.h"
 #include "service/log.h"
 
 // The worker pool's process supervision (server/worker_pool.h): starting and stopping local

@@ -24,7 +24,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kKind[] = "h100-sxm";
+constexpr char kRefitKind[] = "h100-sxm";
 
 // A fresh directory for one test's store, removed with it.
 class StoreDir {
@@ -45,7 +45,7 @@ class StoreDir {
 // `n` distinct BF16 GEMMs measured on an H100 10% slower than the model says, as a worker stores
 // them (the cuBLASLt heuristic method).
 void StoreMeasurements(MeasurementStore& store, int n) {
-  const GpuSpec& gpu = **FindGpu(kKind);
+  const GpuSpec& gpu = **FindGpu(kRefitKind);
   for (int i = 0; i < n; ++i) {
     GemmKey key;
     key.shape = {256 * (1 + i % 8), 512 * (1 + i / 8), 1024 + 256 * (i % 5), 1};
@@ -56,7 +56,7 @@ void StoreMeasurements(MeasurementStore& store, int n) {
     p->set_method(TimingMethod("cublaslt", /*autotune=*/false, /*warm_l2=*/false));
     p->mutable_device()->set_name("NVIDIA H100 80GB HBM3");
     p->set_samples(20);
-    store.Store(kKind, t);
+    store.Store(kRefitKind, t);
   }
 }
 
@@ -93,7 +93,7 @@ TEST(SelfCalibrationTest, ARefitIsStoredDatedByTheClockAndAnotherReplicaAdoptsIt
   StoreMeasurements(*store, 40);
   FakeClock clock(absl::FromCivil(absl::CivilSecond(2026, 3, 14, 15, 9, 26), absl::UTCTimeZone()));
   SelfCalibration refitter(store.get(), SelfCalibrationOptions(), "replica-a:1", &clock);
-  const v1::RecalibrateResponse r = refitter.Run(kKind, /*min_rows=*/16);
+  const v1::RecalibrateResponse r = refitter.Run(kRefitKind, /*min_rows=*/16);
   ASSERT_EQ(r.results_size(), 1);
   EXPECT_TRUE(r.results(0).applied()) << r.results(0).reason();
   EXPECT_GT(r.calibration_version(), 0);

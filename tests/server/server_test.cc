@@ -51,8 +51,8 @@ TEST(ServerTest, ABadCalibrationFileIsRefusedNamingTheFlag) {
   absl::Status st = ApplyCalibrationFile("/nonexistent/calibration.json");
   EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(std::string(st.message()), HasSubstr("--calibration"));
-  const std::string path = ::testing::TempDir() + "/server-test-calibration-" +
-                           std::to_string(getpid()) + ".json";
+  const std::string path =
+      ::testing::TempDir() + "/server-test-calibration-" + std::to_string(getpid()) + ".json";
   std::ofstream(path) << "{not json";
   st = ApplyCalibrationFile(path);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);

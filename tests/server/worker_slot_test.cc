@@ -11,9 +11,9 @@
 namespace wavecrest {
 namespace {
 
-constexpr double kNoJitter = 1.0;
+constexpr double kSlotNoJitter = 1.0;
 
-WorkerPoolOptions Options() {
+WorkerPoolOptions SlotOptions() {
   WorkerPoolOptions o;
   o.backoff_initial = absl::Milliseconds(200);
   o.backoff_max = absl::Seconds(30);
@@ -24,13 +24,13 @@ WorkerPoolOptions Options() {
   return o;
 }
 
-WorkerSlot Slot(const WorkerPoolOptions& o) {
+WorkerSlot NewSlot(const WorkerPoolOptions& o) {
   WorkerSlot w;
   w.backoff = RestartBackoff(o.backoff_initial, o.backoff_max, o.backoff_reset_after);
   return w;
 }
 
-v1::DeviceFingerprint H100() {
+v1::DeviceFingerprint H100Device() {
   v1::DeviceFingerprint d;
   d.set_name("NVIDIA H100 80GB HBM3");
   d.set_catalog_name("h100-sxm");
@@ -39,10 +39,10 @@ v1::DeviceFingerprint H100() {
 
 TEST(WorkerSlotTest, ADownWorkerIsRestartedOnceItsBackoffHasPassed) {
   FakeClock clock;
-  const WorkerPoolOptions o = Options();
-  WorkerSlot w = Slot(o);
+  const WorkerPoolOptions o = SlotOptions();
+  WorkerSlot w = NewSlot(o);
   w.state = WorkerState::kUp;
-  EXPECT_EQ(MarkSlotDown(w, "exit", clock.Now(), kNoJitter), absl::Milliseconds(200));
+  EXPECT_EQ(MarkSlotDown(w, "exit", clock.Now(), kSlotNoJitter), absl::Milliseconds(200));
   EXPECT_EQ(w.state, WorkerState::kDown);
   EXPECT_EQ(w.restarts, 1);
   EXPECT_EQ(w.last_reason, "exit");
@@ -53,7 +53,7 @@ TEST(WorkerSlotTest, ADownWorkerIsRestartedOnceItsBackoffHasPassed) {
   EXPECT_EQ(NextStep(w, clock.Now(), o, /*stopping=*/true), WorkerAction::kNone);
   // Failing again at once doubles the wait.
   w.state = WorkerState::kStarting;
-  EXPECT_EQ(MarkSlotDown(w, "exit", clock.Now(), kNoJitter), absl::Milliseconds(400));
+  EXPECT_EQ(MarkSlotDown(w, "exit", clock.Now(), kSlotNoJitter), absl::Milliseconds(400));
   clock.Advance(absl::Milliseconds(399));
   EXPECT_EQ(NextStep(w, clock.Now(), o, false), WorkerAction::kNone);
   clock.Advance(absl::Milliseconds(1));
@@ -65,11 +65,11 @@ TEST(WorkerSlotTest, ADownWorkerIsRestartedOnceItsBackoffHasPassed) {
 
 TEST(WorkerSlotTest, AWorkerUpForAMinuteIsRestartedQuicklyAgain) {
   FakeClock clock;
-  const WorkerPoolOptions o = Options();
-  WorkerSlot w = Slot(o);
-  for (int i = 0; i < 8; ++i) clock.Advance(MarkSlotDown(w, "exit", clock.Now(), kNoJitter));
+  const WorkerPoolOptions o = SlotOptions();
+  WorkerSlot w = NewSlot(o);
+  for (int i = 0; i < 8; ++i) clock.Advance(MarkSlotDown(w, "exit", clock.Now(), kSlotNoJitter));
   ASSERT_EQ(w.backoff.failures(), 8);
-  MarkSlotUp(w, H100(), clock.Now(), o.heartbeat_interval);
+  MarkSlotUp(w, H100Device(), clock.Now(), o.heartbeat_interval);
   EXPECT_EQ(w.kind, "h100-sxm");
   // The supervisor's rounds while it is up forget its failures after backoff_reset_after.
   for (int s = 0; s < 59; ++s) {
@@ -80,13 +80,13 @@ TEST(WorkerSlotTest, AWorkerUpForAMinuteIsRestartedQuicklyAgain) {
   clock.Advance(absl::Seconds(1));
   NextStep(w, clock.Now(), o, false);
   EXPECT_EQ(w.backoff.failures(), 0);
-  EXPECT_EQ(MarkSlotDown(w, "heartbeat", clock.Now(), kNoJitter), absl::Milliseconds(200));
+  EXPECT_EQ(MarkSlotDown(w, "heartbeat", clock.Now(), kSlotNoJitter), absl::Milliseconds(200));
 }
 
 TEST(WorkerSlotTest, AStartingWorkerIsDescribedUntilItsStartTimesOut) {
   FakeClock clock;
-  const WorkerPoolOptions o = Options();
-  WorkerSlot w = Slot(o);
+  const WorkerPoolOptions o = SlotOptions();
+  WorkerSlot w = NewSlot(o);
   w.state = WorkerState::kStarting;
   w.started_at = clock.Now();
   clock.Advance(absl::Seconds(30));
@@ -97,9 +97,9 @@ TEST(WorkerSlotTest, AStartingWorkerIsDescribedUntilItsStartTimesOut) {
 
 TEST(WorkerSlotTest, HeartbeatsComeEveryIntervalAndASilentJobIsHung) {
   FakeClock clock;
-  const WorkerPoolOptions o = Options();
-  WorkerSlot w = Slot(o);
-  MarkSlotUp(w, H100(), clock.Now(), o.heartbeat_interval);
+  const WorkerPoolOptions o = SlotOptions();
+  WorkerSlot w = NewSlot(o);
+  MarkSlotUp(w, H100Device(), clock.Now(), o.heartbeat_interval);
   EXPECT_EQ(NextStep(w, clock.Now(), o, false), WorkerAction::kNone);
   clock.Advance(absl::Milliseconds(500));
   EXPECT_EQ(NextStep(w, clock.Now(), o, false), WorkerAction::kHeartbeat);
@@ -119,7 +119,7 @@ TEST(WorkerSlotTest, HeartbeatsComeEveryIntervalAndASilentJobIsHung) {
   clock.Advance(absl::Milliseconds(1));
   EXPECT_EQ(NextStep(w, clock.Now(), o, false), WorkerAction::kKillHung);
   // Down under its job: the job is told its worker died.
-  MarkSlotDown(w, "hang", clock.Now(), kNoJitter);
+  MarkSlotDown(w, "hang", clock.Now(), kSlotNoJitter);
   EXPECT_TRUE(w.died_in_job);
   w.call = nullptr;
 }

@@ -19,9 +19,9 @@ TEST(WorkerSupervisorTest, StopKillsALocalWorkerThatIgnoresSigtermWithinTwoSecon
   FakeClock clock;
   WorkerPoolOptions o;
   // A "worker" that never answers and shrugs off SIGTERM (the pool appends --listen: $0 here).
-  o.local.push_back({{"/bin/sh", "-c", "trap '' TERM; exec sleep 60"},
-                     ::testing::TempDir() + "/worker-supervisor-test-" +
-                         std::to_string(getpid()) + ".sock"});
+  o.local.push_back(
+      {{"/bin/sh", "-c", "trap '' TERM; exec sleep 60"},
+       ::testing::TempDir() + "/worker-supervisor-test-" + std::to_string(getpid()) + ".sock"});
   WorkerPool pool(o, /*metrics=*/nullptr, &clock);
   pool.Start();
   v1::ListDevicesResponse started;
