@@ -10,7 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "server/stream_reactor.h"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
@@ -21,12 +20,6 @@
 
 namespace wavecrest {
 namespace {
-
-absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
-  const auto d = ctx->deadline();
-  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
-  return absl::FromChrono(d);
-}
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
@@ -100,14 +93,23 @@ absl::Status QueueFullError(const JobQueue& jobs) {
 
 AdvisorService::AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics,
                                GpuWorkers* workers, SelfCalibration* calibration,
-                               MeasurementStore* store, const Auth* auth)
+                               MeasurementStore* store, const Auth* auth, Clock* clock)
     : timing_(timing),
       jobs_(jobs),
       metrics_(metrics),
       workers_(workers),
       calibration_(calibration),
       store_(store),
-      auth_(auth ? auth : &no_auth_) {}
+      auth_(auth ? auth : &no_auth_),
+      clock_(clock) {}
+
+absl::Time AdvisorService::DeadlineOf(const grpc::CallbackServerContext* ctx) const {
+  const auto d = ctx->deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  const absl::Time wall = absl::FromChrono(d);
+  if (clock_ == &Clock::Real()) return wall;
+  return clock_->Now() + (wall - Clock::Real().Now());  // a test's clock
+}
 
 absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role role) const {
   if (absl::Status st = auth_->Check(*ctx, role); !st.ok()) return st;
@@ -119,7 +121,7 @@ absl::Status AdvisorService::Admit(const grpc::CallbackServerContext* ctx, Role 
 std::function<void(const grpc::Status&)> AdvisorService::Track(const char* method,
                                                                const grpc::ServerContextBase& ctx,
                                                                std::shared_ptr<CallGemms> gemms) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_->Now();
   prometheus::Gauge& in_flight = metrics_->InFlight(method);
   in_flight.Increment();
   in_flight_.fetch_add(1);
@@ -128,7 +130,7 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
           gemms = std::move(gemms)](const grpc::Status& status) {
     in_flight.Decrement();
     in_flight_.fetch_sub(1);
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    const double seconds = absl::ToDoubleSeconds(clock_->Now() - start);
     const std::string code = CodeName(status.error_code());
     metrics_->RequestDone(method, code, seconds);
     // The access log: one line per call.
@@ -157,7 +159,7 @@ MeasuredLayerLookup AdvisorService::MeasuredLayers() const {
   MeasurementStore* store = store_;
   // Analyze answers on a callback thread: its lookups together never wait past this (a frozen
   // database costs it a miss, not its store timeout).
-  const absl::Time by = absl::Now() + kCallbackStoreBudget;
+  const absl::Time by = clock_->Now() + kCallbackStoreBudget;
   return [store, by](const GpuSpec& gpu, const LayerKey& key) -> std::optional<v1::LayerTiming> {
     // The newest GPU measurement of the layer on this kind, from any of its devices.
     std::optional<v1::LayerTiming> t = store->LookupLayerBy(
@@ -179,7 +181,7 @@ AdvisorService::Unary AdvisorService::Analyze(Ctx* ctx, const Bytes* in, Bytes* 
   return Inline<v1::AnalyzeRequest>(
       "Analyze", ctx, in, out, Role::kClient,
       [&](const v1::AnalyzeRequest& request) -> absl::StatusOr<v1::AnalyzeResponse> {
-        if (absl::Now() > DeadlineOf(ctx)) {
+        if (clock_->Now() > DeadlineOf(ctx)) {
           return absl::DeadlineExceededError("deadline passed before start");
         }
         return HandleAnalyze(request, MeasuredLayers());
@@ -364,6 +366,7 @@ AdvisorService::Stream AdvisorService::StreamJob(
   const absl::Time deadline = DeadlineOf(ctx);
   Enqueue(reactor, [this, reactor, shared, gemms, deadline, run] {
     CallContext call;
+    call.clock = clock_;
     call.deadline = deadline;
     call.cancelled = [reactor] { return reactor->cancelled(); };
     call.progress = [reactor](const v1::Progress& p) {
@@ -488,7 +491,7 @@ AdvisorService::Stream AdvisorService::ExportMeasurements(Ctx* ctx, const Bytes*
                                            absl::Duration) {
     absl::StatusOr<std::vector<Measurement>> rows = CachedMeasurementsBy(*store_, gpu, deadline);
     if (!rows.ok()) {
-      reactor->Finish(ToGrpcStatus(absl::Now() > deadline
+      reactor->Finish(ToGrpcStatus(clock_->Now() > deadline
                                        ? absl::DeadlineExceededError(rows.status().message())
                                        : rows.status()));
       return;

@@ -26,6 +26,7 @@
 #include "server/stream_reactor.h"
 #include "server/timing_service.h"
 #include "service/advisor_logic.h"
+#include "service/clock.h"
 #include "service/measurer.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
 
@@ -54,10 +55,11 @@ using RawAdvisorService =
 class AdvisorService final : public RawAdvisorService {
  public:
   // `calibration` and `store` may be null (no measurement store: Recalibrate and ExportMeasurements
-  // answer FAILED_PRECONDITION).
+  // answer FAILED_PRECONDITION). `clock`: what calls' deadlines and latencies are read on (the
+  // wall clock unless a test gives its own).
   AdvisorService(TimingService* timing, JobQueue* jobs, Metrics* metrics, GpuWorkers* workers,
                  SelfCalibration* calibration = nullptr, MeasurementStore* store = nullptr,
-                 const Auth* auth = nullptr);
+                 const Auth* auth = nullptr, Clock* clock = &Clock::Real());
 
   using Unary = grpc::ServerUnaryReactor*;
   using Stream = grpc::ServerWriteReactor<grpc::ByteBuffer>*;
@@ -95,6 +97,8 @@ class AdvisorService final : public RawAdvisorService {
   int in_flight() const { return in_flight_.load(); }
 
  private:
+  // The call's gRPC deadline on the service's clock: the same time left, counted from its now.
+  absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) const;
   // Cached GPU measurements of whole layers, for Analyze's measured_step (null without a store).
   MeasuredLayerLookup MeasuredLayers() const;
   // The one admission check of every call: authentication and role (server/auth.h), then
@@ -152,6 +156,7 @@ class AdvisorService final : public RawAdvisorService {
   MeasurementStore* store_;
   Auth no_auth_;
   const Auth* auth_;
+  Clock* clock_;
   std::atomic<bool> draining_{false};
   int max_streams_ = 0;
   int max_streams_per_client_ = 0;

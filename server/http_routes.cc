@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "core/json_limits.h"
 #include "core/status_macros.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -14,6 +13,7 @@
 #include "server/auth.h"
 #include "server/http_reply.h"
 #include "server/server.h"
+#include "service/clock.h"
 #include "service/errors.h"
 #include "service/text.h"
 #include "wavecrest/v1/advisor.grpc.pb.h"
@@ -29,7 +29,7 @@ constexpr double kDefaultStreamDeadlineS = 600;
 
 void Prepare(const HttpRequest& r, double default_deadline_s, grpc::ClientContext* ctx) {
   const double d = r.deadline_s > 0 ? r.deadline_s : default_deadline_s;
-  ctx->set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(d)));
+  ctx->set_deadline(absl::ToChronoTime(Clock::Real().Now() + absl::Seconds(d)));
   if (!r.authorization.empty()) ctx->AddMetadata("authorization", r.authorization);
   ctx->AddMetadata(std::string(kHttpPeerMetadata), r.peer);
 }

@@ -1,10 +1,8 @@
 #include "server/job_queue.h"
 
-#include "absl/time/clock.h"
-
 namespace wavecrest {
 
-JobQueue::JobQueue(int threads, int capacity) : capacity_(capacity) {
+JobQueue::JobQueue(int threads, int capacity, Clock* clock) : capacity_(capacity), clock_(clock) {
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
 }
 
@@ -21,7 +19,7 @@ bool JobQueue::TrySubmit(std::function<void(absl::Duration)> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_ || static_cast<int>(queue_.size()) >= capacity_) return false;
-    queue_.push_back({std::move(job), absl::Now()});
+    queue_.push_back({std::move(job), clock_->Now()});
   }
   cv_.notify_one();
   return true;
@@ -40,7 +38,11 @@ int JobQueue::running() const {
 bool JobQueue::WaitIdle(absl::Time deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   while (!queue_.empty() || running_ > 0) {
-    const absl::Duration left = deadline - absl::Now();
+    if (deadline == absl::InfiniteFuture()) {
+      idle_cv_.wait(lock);  // an infinite wait_for would overflow into a busy loop
+      continue;
+    }
+    const absl::Duration left = deadline - clock_->Now();
     if (left <= absl::ZeroDuration()) return false;
     idle_cv_.wait_for(lock, absl::ToChronoNanoseconds(left));
   }
@@ -58,7 +60,7 @@ void JobQueue::Loop() {
       queue_.pop_front();
       ++running_;
     }
-    item.fn(absl::Now() - item.enqueued);
+    item.fn(clock_->Now() - item.enqueued);
     {
       std::lock_guard<std::mutex> lock(mu_);
       --running_;

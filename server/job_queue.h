@@ -1,5 +1,6 @@
 // A bounded job queue served by a fixed set of threads. A full queue refuses work at once (the
-// server answers RESOURCE_EXHAUSTED with a retry hint) instead of queueing without bound.
+// server answers RESOURCE_EXHAUSTED with a retry hint) instead of queueing without bound. A job's
+// time in the queue is read on the queue's clock (the wall clock unless a test gives its own).
 #ifndef WAVECREST_SERVER_JOB_QUEUE_H_
 #define WAVECREST_SERVER_JOB_QUEUE_H_
 
@@ -12,13 +13,14 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "service/clock.h"
 
 namespace wavecrest {
 
 class JobQueue {
  public:
   // `threads` run jobs; at most `capacity` jobs wait (running ones not counted).
-  JobQueue(int threads, int capacity);
+  JobQueue(int threads, int capacity, Clock* clock = &Clock::Real());
   ~JobQueue();  // runs every queued job, then joins
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
@@ -30,7 +32,7 @@ class JobQueue {
   int running() const;
   int capacity() const { return capacity_; }
 
-  // Blocks until no job waits or runs, or `deadline`; true when idle.
+  // Blocks until no job waits or runs, or `deadline` (on the queue's clock); true when idle.
   bool WaitIdle(absl::Time deadline);
 
  private:
@@ -41,6 +43,7 @@ class JobQueue {
   void Loop();
 
   const int capacity_;
+  Clock* clock_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::condition_variable idle_cv_;

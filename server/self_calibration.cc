@@ -6,7 +6,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/cost_model.h"
 #include "service/convert.h"
@@ -97,68 +96,73 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   bool changed = false;
   CalibrationFile refit;  // what changed, for the store
   refit.model = std::string(kCostModelName);
-  refit.created = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+  refit.created = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", clock_->Now(), absl::UTCTimeZone());
   refit.command = absl::StrCat("self-calibration by ", owner_.empty() ? "a server" : owner_);
   for (auto& [key, rows] : groups) {
-    // Named copies, not structured bindings: lambdas below capture them (clang 14).
-    const std::string gpu_name = key.first;
-    const DType dtype = key.second;
-    v1::RecalibrationResult* r = response.add_results();
-    r->set_gpu(gpu_name);
-    r->set_dtype(ToProto(dtype));
-    r->set_rows(static_cast<int64_t>(rows.size()));
-    auto it = std::find_if(catalog.begin(), catalog.end(),
-                           [&](const GpuSpec& g) { return g.name == gpu_name; });
-    if (it == catalog.end() || !it->Supports(dtype)) {
-      r->set_reason("not a catalogued GPU and dtype");
-      continue;
-    }
-    if (static_cast<int64_t>(rows.size()) < min_rows || min_rows <= 0) {
-      r->set_reason(absl::StrCat("needs at least ", min_rows, " measurements to refit"));
-      continue;
-    }
-    // Start from the built-in priors so that a refit never compounds an earlier one.
-    const std::vector<GpuSpec> priors = PriorCatalog();
-    const GpuSpec& prior = *std::find_if(priors.begin(), priors.end(),
-                                         [&](const GpuSpec& g) { return g.name == gpu_name; });
-    const FitResult fit = FitAndValidate(prior, dtype, rows, options_.fit);
-    CalibrationInfo info;
-    info.calibrated = true;
-    info.bands = fit.bands;
-    info.misaligned_band = fit.misaligned_band;
-    info.label = absl::StrFormat(
-        "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
-        "%d-fold CV median error %.1f%%",
-        gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
-    CalibrationEntry entry = ApplyFit(fit, dtype, info, *it);
-    refit.datasets.push_back(
-        absl::StrCat("wavecrest-result-cache: ", gpu_name, " ", DTypeName(dtype), ", ", fit.rows,
-                     " rows"));
-    refit.entries.push_back(std::move(entry));
-    changed = true;
-    r->set_applied(true);
-    r->set_cv_median_error(fit.cv.median_abs);
-    r->set_cv_p90_error(fit.cv.p90_abs);
-    r->set_label(info.label);
-    LogInfo("recalibrated", {{"gpu", gpu_name},
-                             {"dtype", std::string(DTypeName(dtype))},
-                             {"rows", fit.rows},
-                             {"cv_median_error", absl::StrFormat("%.4f", fit.cv.median_abs)}});
+    changed |= RefitGroup(key.first, key.second, rows, min_rows, catalog, refit,
+                          response.add_results());
   }
-  if (changed) {
-    PublishCatalog(std::move(catalog));
-    absl::StatusOr<int64_t> version =
-        store_->PublishCalibration(SerializeCalibration(refit), owner_);
-    if (version.ok()) {
-      applied_version_ = *version;
-      response.set_calibration_version(*version);
-      LogInfo("calibration stored", {{"version", *version}, {"store", store_->Describe()}});
-    } else {
-      LogWarning("calibration not stored: other replicas keep theirs",
-                 {{"error", std::string(version.status().message())}});
-    }
-  }
+  if (changed) Publish(std::move(catalog), refit, response);
   return response;
+}
+
+bool SelfCalibration::RefitGroup(const std::string& gpu_name, DType dtype,
+                                 const std::vector<Measurement>& rows, int64_t min_rows,
+                                 std::vector<GpuSpec>& catalog, CalibrationFile& refit,
+                                 v1::RecalibrationResult* r) {
+  r->set_gpu(gpu_name);
+  r->set_dtype(ToProto(dtype));
+  r->set_rows(static_cast<int64_t>(rows.size()));
+  auto it = std::find_if(catalog.begin(), catalog.end(),
+                         [&](const GpuSpec& g) { return g.name == gpu_name; });
+  if (it == catalog.end() || !it->Supports(dtype)) {
+    r->set_reason("not a catalogued GPU and dtype");
+    return false;
+  }
+  if (static_cast<int64_t>(rows.size()) < min_rows || min_rows <= 0) {
+    r->set_reason(absl::StrCat("needs at least ", min_rows, " measurements to refit"));
+    return false;
+  }
+  // Start from the built-in priors so that a refit never compounds an earlier one.
+  const std::vector<GpuSpec> priors = PriorCatalog();
+  const GpuSpec& prior = *std::find_if(priors.begin(), priors.end(),
+                                       [&](const GpuSpec& g) { return g.name == gpu_name; });
+  const FitResult fit = FitAndValidate(prior, dtype, rows, options_.fit);
+  CalibrationInfo info;
+  info.calibrated = true;
+  info.bands = fit.bands;
+  info.misaligned_band = fit.misaligned_band;
+  info.label = absl::StrFormat(
+      "fitted to this deployment's own measurements (wavecrest-result-cache, %s %s, %d rows), "
+      "%d-fold CV median error %.1f%%",
+      gpu_name, DTypeName(dtype), fit.rows, options_.fit.folds, 100 * fit.cv.median_abs);
+  CalibrationEntry entry = ApplyFit(fit, dtype, info, *it);
+  refit.datasets.push_back(absl::StrCat("wavecrest-result-cache: ", gpu_name, " ",
+                                        DTypeName(dtype), ", ", fit.rows, " rows"));
+  refit.entries.push_back(std::move(entry));
+  r->set_applied(true);
+  r->set_cv_median_error(fit.cv.median_abs);
+  r->set_cv_p90_error(fit.cv.p90_abs);
+  r->set_label(info.label);
+  LogInfo("recalibrated", {{"gpu", gpu_name},
+                           {"dtype", std::string(DTypeName(dtype))},
+                           {"rows", fit.rows},
+                           {"cv_median_error", absl::StrFormat("%.4f", fit.cv.median_abs)}});
+  return true;
+}
+
+void SelfCalibration::Publish(std::vector<GpuSpec> catalog, const CalibrationFile& refit,
+                              v1::RecalibrateResponse& response) {
+  PublishCatalog(std::move(catalog));
+  absl::StatusOr<int64_t> version = store_->PublishCalibration(SerializeCalibration(refit), owner_);
+  if (version.ok()) {
+    applied_version_ = *version;
+    response.set_calibration_version(*version);
+    LogInfo("calibration stored", {{"version", *version}, {"store", store_->Describe()}});
+  } else {
+    LogWarning("calibration not stored: other replicas keep theirs",
+               {{"error", std::string(version.status().message())}});
+  }
 }
 
 bool SelfCalibration::Adopt() {

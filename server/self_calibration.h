@@ -11,6 +11,7 @@
 
 #include "core/calibration.h"
 #include "server/measurement_store.h"
+#include "service/clock.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -39,8 +40,10 @@ std::vector<Measurement> MeasurementRows(
 // compounds an earlier one.
 class SelfCalibration {
  public:
-  SelfCalibration(MeasurementStore* store, SelfCalibrationOptions options, std::string owner = "")
-      : store_(store), options_(std::move(options)), owner_(std::move(owner)) {}
+  // `clock` dates the refits stored (the wall clock unless a test gives its own).
+  SelfCalibration(MeasurementStore* store, SelfCalibrationOptions options, std::string owner = "",
+                  Clock* clock = &Clock::Real())
+      : store_(store), options_(std::move(options)), owner_(std::move(owner)), clock_(clock) {}
 
   // Refits every (kind, dtype class) with at least `min_rows` measurements (options' when 0),
   // only `kind` when not empty, publishes the new catalog (core/gpu_catalog.h) and stores the
@@ -56,9 +59,19 @@ class SelfCalibration {
   int64_t AppliedVersion();
 
  private:
+  // One (kind, dtype class)'s refit into `catalog` and `refit`, its outcome in `r`; true when it
+  // was refitted.
+  bool RefitGroup(const std::string& gpu_name, DType dtype, const std::vector<Measurement>& rows,
+                  int64_t min_rows, std::vector<GpuSpec>& catalog, CalibrationFile& refit,
+                  v1::RecalibrationResult* r);
+  // Publishes the refitted catalog and stores `refit` as the newest calibration version.
+  void Publish(std::vector<GpuSpec> catalog, const CalibrationFile& refit,
+               v1::RecalibrateResponse& response);
+
   MeasurementStore* store_;
   SelfCalibrationOptions options_;
   std::string owner_;
+  Clock* clock_;
   std::mutex mu_;  // one refit or adoption at a time
   int64_t applied_version_ = 0;
 };

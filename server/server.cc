@@ -14,7 +14,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/grpcpp.h"
@@ -178,12 +177,13 @@ struct Calibration {
   std::unique_ptr<CalibrationPoller> poller;
 };
 
-Calibration StartCalibration(const ServerOptions& options, MeasurementStore* store) {
+Calibration StartCalibration(const ServerOptions& options, MeasurementStore* store,
+                             Clock* clock) {
   Calibration c;
   if (store == nullptr) return c;
   SelfCalibrationOptions sc;
   sc.min_rows = options.self_calibrate_min_rows;
-  c.self = std::make_unique<SelfCalibration>(store, sc, StoreOwner());
+  c.self = std::make_unique<SelfCalibration>(store, sc, StoreOwner(), clock);
   // Before answering anything: a replica of a shared store answers from the fleet's newest
   // refit; otherwise (or when there is none yet) it refits from the measurements it sees.
   const bool adopted = store->Shared() && c.self->Adopt();
@@ -286,6 +286,17 @@ void WritePortFile(const std::string& path, int grpc_port, int metrics_port, int
   std::rename(tmp.c_str(), path.c_str());
 }
 
+// The ports, in the port file and the log.
+void Announce(const ServerOptions& options, int grpc_port, int metrics_port, int http_port,
+              int threads) {
+  WritePortFile(options.port_file, grpc_port, metrics_port, http_port);
+  LogInfo("listening", {{"grpc_port", grpc_port},
+                        {"metrics_port", metrics_port},
+                        {"http_port", http_port},
+                        {"queue_capacity", options.queue_capacity},
+                        {"threads", threads}});
+}
+
 void SetServing(grpc::HealthCheckServiceInterface* health, bool serving) {
   health->SetServingStatus(serving);
   health->SetServingStatus(kAdvisorHealthName, serving);
@@ -303,9 +314,48 @@ sigset_t BlockShutdownSignals() {
   return signals;
 }
 
+// What RunServer runs, stopped in order by ShutDown.
+struct Running {
+  AdvisorService* service;
+  grpc::Server* server;
+  std::unique_ptr<HttpGateway>* gateway;
+  JobQueue* jobs;
+  Calibration* calibration;
+  WorkerSetup* workers;
+  grpc::HealthCheckServiceInterface* health;
+};
+
+// The graceful end after signal `sig`. New calls now get UNAVAILABLE (retryable); calls in
+// flight, queued ones included, run to completion up to the grace period. Only then does gRPC
+// shut down (cancelling what is left, which the jobs see and stop on), then the gateway, the job
+// queue, the calibration poller and the workers.
+void ShutDown(int sig, const ServerOptions& options, Clock& clock, const Running& r) {
+  LogInfo("shutting down",
+          {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+           {"grace_s", absl::StrCat(absl::ToDoubleSeconds(options.shutdown_grace))}});
+  r.workers->StopHealthUpdates();
+  SetServing(r.health, false);
+  r.service->StartDraining();
+  const int left =
+      DrainInFlight([&] { return r.service->in_flight(); }, options.shutdown_grace, clock);
+  LogInfo("drained", {{"in_flight", left}});
+  r.server->Shutdown(absl::ToChronoTime(clock.Now() + absl::Seconds(1)));
+  r.gateway->reset();  // after gRPC: the gateway's streams end when their calls are cancelled
+  r.jobs->WaitIdle(clock.Now() + absl::Seconds(5));
+  r.calibration->poller.reset();
+  r.workers->Stop();
+  LogInfo("stopped");
+}
+
 }  // namespace
 
-absl::Status RunServer(const ServerOptions& options) {
+int DrainInFlight(const std::function<int()>& in_flight, absl::Duration grace, Clock& clock) {
+  const absl::Time grace_end = clock.Now() + grace;
+  while (in_flight() > 0 && clock.Now() < grace_end) clock.SleepFor(absl::Milliseconds(10));
+  return in_flight();
+}
+
+absl::Status RunServer(const ServerOptions& options, Clock* clock) {
   const sigset_t signals = BlockShutdownSignals();
 
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
@@ -323,17 +373,17 @@ absl::Status RunServer(const ServerOptions& options) {
   if (!options.calibration_file.empty()) {
     if (absl::Status st = ApplyCalibrationFile(options.calibration_file); !st.ok()) return st;
   }
-  absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics);
+  absl::StatusOr<std::unique_ptr<WorkerSetup>> workers = StartWorkers(options, &metrics, clock);
   if (!workers.ok()) return workers.status();
-  Calibration calibration = StartCalibration(options, (*workers)->store());
+  Calibration calibration = StartCalibration(options, (*workers)->store(), clock);
 
   const int threads =
       options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
-  JobQueue jobs(std::max(threads, 1), options.queue_capacity);
+  JobQueue jobs(std::max(threads, 1), options.queue_capacity, clock);
   metrics.SetQueue(0, options.queue_capacity);
-  TimingService timing((*workers)->workers(), (*workers)->store(), &metrics);
+  TimingService timing((*workers)->workers(), (*workers)->store(), &metrics, clock);
   AdvisorService service(&timing, &jobs, &metrics, (*workers)->workers(),
-                         calibration.self.get(), (*workers)->store(), &*auth);
+                         calibration.self.get(), (*workers)->store(), &*auth, clock);
   service.SetStreamLimits(options.max_streams, options.max_streams_per_client);
   service.SetModelsDir(options.http_models_dir);
   service.SetMaxRequestBytes(options.max_request_bytes);
@@ -353,33 +403,12 @@ absl::Status RunServer(const ServerOptions& options) {
   grpc::HealthCheckServiceInterface* health = (*server)->GetHealthCheckService();
   SetServing(health, true);
   (*workers)->SetHealth(health, kMeasureHealthName);
-  WritePortFile(options.port_file, grpc_port, endpoint.port, http_port);
-  LogInfo("listening", {{"grpc_port", grpc_port},
-                        {"metrics_port", endpoint.port},
-                        {"http_port", http_port},
-                        {"queue_capacity", options.queue_capacity},
-                        {"threads", threads}});
+  Announce(options, grpc_port, endpoint.port, http_port, threads);
 
   int sig = 0;
   sigwait(&signals, &sig);
-  LogInfo("shutting down",
-          {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-           {"grace_s", absl::StrCat(absl::ToDoubleSeconds(options.shutdown_grace))}});
-  (*workers)->StopHealthUpdates();
-  SetServing(health, false);
-  // New calls now get UNAVAILABLE (retryable); calls in flight, queued ones included, run to
-  // completion up to the grace period. Only then does gRPC shut down (cancelling what is left,
-  // which the jobs see and stop on).
-  service.StartDraining();
-  const absl::Time grace_end = absl::Now() + options.shutdown_grace;
-  while (service.in_flight() > 0 && absl::Now() < grace_end) absl::SleepFor(absl::Milliseconds(10));
-  LogInfo("drained", {{"in_flight", service.in_flight()}});
-  (*server)->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  gateway->reset();  // after gRPC: the gateway's streams end when their calls are cancelled
-  jobs.WaitIdle(absl::Now() + absl::Seconds(5));
-  calibration.poller.reset();
-  (*workers)->Stop();
-  LogInfo("stopped");
+  ShutDown(sig, options, *clock,
+           {&service, server->get(), &*gateway, &jobs, &calibration, workers->get(), health});
   return absl::OkStatus();
 }
 

@@ -3,12 +3,14 @@
 #ifndef WAVECREST_SERVER_SERVER_H_
 #define WAVECREST_SERVER_SERVER_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/measurement_store.h"
+#include "service/clock.h"
 #include "service/tls.h"
 
 namespace wavecrest {
@@ -80,9 +82,17 @@ struct ServerOptions {
 // Applies a calibration file (wavecrest calibrate --out) over the current catalog.
 absl::Status ApplyCalibrationFile(const std::string& path);
 
+// Whether `listen` is reachable only from this host (loopback or a unix socket).
+bool LocalListen(absl::string_view listen);
+
+// The shutdown's grace: polls `in_flight()` every 10 ms on `clock` until it is 0 or `grace` has
+// passed; returns what is still in flight.
+int DrainInFlight(const std::function<int()>& in_flight, absl::Duration grace, Clock& clock);
+
 // Runs until SIGTERM or SIGINT, then shuts down gracefully: health NOT_SERVING, in-flight work
-// finishes (up to shutdown_grace), exit. Returns OK on a clean shutdown.
-absl::Status RunServer(const ServerOptions& options);
+// finishes (up to shutdown_grace), exit. Returns OK on a clean shutdown. `clock` is the one clock
+// every part of the server reads (the wall clock).
+absl::Status RunServer(const ServerOptions& options, Clock* clock = &Clock::Real());
 
 }  // namespace wavecrest
 

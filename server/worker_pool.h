@@ -13,7 +13,12 @@
 //   - restarts (local) or reconnects (remote) down workers with exponential backoff and jitter.
 // A GEMM in flight when its worker died (crash, hang, sticky error) is charged with it; after
 // `quarantine_after` such deaths it is quarantined: later requests get FAILED_PRECONDITION for it
-// instead of crashing the worker again.
+// instead of crashing the worker again (server/worker_quarantine.h).
+//
+// Backoff, quarantine, heartbeats and watchdogs are read on the pool's clock (service/clock.h);
+// the bookkeeping they decide is in server/worker_slot.h. The pool's parts: dispatch
+// (worker_pool.cc), process supervision (worker_supervisor.cc), DNS discovery
+// (worker_discovery.cc).
 #ifndef WAVECREST_SERVER_WORKER_POOL_H_
 #define WAVECREST_SERVER_WORKER_POOL_H_
 
@@ -28,12 +33,14 @@
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "server/advisor_service.h"
 #include "server/metrics.h"
 #include "server/restart_backoff.h"
 #include "server/timing_service.h"
+#include "server/worker_quarantine.h"
+#include "server/worker_slot.h"
+#include "service/clock.h"
 #include "wavecrest/v1/worker.grpc.pb.h"
 
 namespace wavecrest {
@@ -83,7 +90,7 @@ absl::StatusOr<std::vector<std::string>> ResolveWorkers(const std::string& name_
 
 class WorkerPool final : public GpuWorkers {
  public:
-  WorkerPool(WorkerPoolOptions options, Metrics* metrics);
+  WorkerPool(WorkerPoolOptions options, Metrics* metrics, Clock* clock = &Clock::Real());
   ~WorkerPool() override;
 
   // Starts the workers and the supervisor thread.
@@ -112,43 +119,14 @@ class WorkerPool final : public GpuWorkers {
   int64_t ClearQuarantine(absl::string_view kind) override;
 
  private:
-  enum class State { kDown, kStarting, kUp };
-  struct Worker {
-    std::string id;
-    std::string address;
-    bool local = false;
-    std::vector<std::string> argv;
-    std::string socket_path;
-    State state = State::kDown;
-    pid_t pid = 0;
-    absl::Time next_attempt = absl::InfinitePast();
-    absl::Time started_at;
-    RestartBackoff backoff{absl::ZeroDuration(), absl::ZeroDuration(), absl::ZeroDuration()};
-    int64_t restarts = 0;
-    std::string last_reason;
-    std::string kill_reason;  // set when the pool killed it, reported when it is reaped
-    std::shared_ptr<grpc::Channel> channel;
-    std::unique_ptr<v1::GemmWorker::Stub> stub;
-    std::optional<v1::DeviceFingerprint> fingerprint;
-    std::string kind;
-    absl::Time next_heartbeat = absl::InfinitePast();
-    int missed_heartbeats = 0;
-    // The job running on it, if any.
-    bool busy = false;
-    grpc::ClientContext* call = nullptr;
-    const std::function<bool()>* cancelled = nullptr;
-    absl::Time last_event;
-    std::optional<std::string> in_flight;  // the GEMM's or layer's key string
-    bool died_in_job = false;              // the worker died (or was killed) while `call` ran
-    bool discovered = false;  // found through `discover`
-    bool retired = false;     // discovered, and gone from the name since: never reconnected
-  };
+  using State = WorkerState;
+  using Worker = WorkerSlot;
+  using Action = WorkerAction;
 
   void Supervise();
   // One supervision round over every worker (TickWorker each).
   void Tick();
-  // What a round does with one worker, decided under the lock; the RPCs run without it.
-  enum class Action { kNone, kDescribe, kHeartbeat, kRestart };
+  // What a round does with one worker, decided under the lock (NextStep); the RPCs run without it.
   void TickWorker(Worker& w);
   // A retired worker goes down once its job (if any) is over, and stays down; true when retired.
   bool SettleRetired(Worker& w);
@@ -166,8 +144,19 @@ class WorkerPool final : public GpuWorkers {
   std::unique_ptr<Worker> NewWorker() const;
   void Kill(Worker& w, const std::string& reason);
   void ChargeCrash(const std::string& kind, const std::string& item, const std::string& why);
+  void UpdateQuarantineMetric();
   void NotifyChange();
-  static std::string QuarantineKey(absl::string_view kind, absl::string_view item);
+  // The indexes of `names` to send to a worker; quarantined ones are answered FAILED_PRECONDITION
+  // through `on_result`.
+  template <typename OnResult>
+  std::vector<size_t> RefuseQuarantined(absl::string_view kind,
+                                        const std::vector<std::string>& names,
+                                        const OnResult& on_result);
+  // A job's events from `reader` to `on_result` (`todo` maps their indexes to the caller's),
+  // keeping `w`'s item in flight; returns the worker's last per-item error.
+  template <typename Event, typename Reader, typename OnResult>
+  std::string ReadEvents(Worker& w, Reader& reader, const std::vector<std::string>& names,
+                         const std::vector<size_t>& todo, const OnResult& on_result);
   // A free, up worker of `kind` marked busy (waiting while all are busy), or null and why not.
   Worker* AcquireWorker(absl::string_view kind, const MeasureOptions& options,
                         const std::function<bool()>& cancelled, absl::Status* why_not);
@@ -187,17 +176,11 @@ class WorkerPool final : public GpuWorkers {
 
   WorkerPoolOptions options_;
   Metrics* metrics_;
+  Clock* clock_;
   mutable std::mutex mu_;
   std::condition_variable cv_;  // a worker became free or changed state
   std::vector<std::unique_ptr<Worker>> workers_;
-  struct Crashes {
-    int count = 0;
-    absl::Time last;
-  };
-  // By QuarantineKey. Entries past quarantine_for are dropped when next looked at.
-  absl::flat_hash_map<std::string, Crashes> crashes_;
-  bool QuarantinedLocked(const std::string& key);
-  void UpdateQuarantineMetricLocked();
+  WorkerQuarantine quarantine_;
   std::function<void(int)> on_change_;
   int last_up_ = -1;
   bool stopping_ = false;

@@ -12,7 +12,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "core/gpu_catalog.h"
 #include "nlohmann/json.hpp"
 #include "server/worker_pool.h"
@@ -150,9 +149,10 @@ std::string StoreOwner() {
   return absl::StrCat(host[0] ? host : "unknown-host", ":", getpid());
 }
 
-void RemoveStaleSocketDirs() {
+void RemoveStaleSocketDirs(Clock& clock, const std::string& dir) {
   std::error_code ec;
-  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  const std::filesystem::path tmp =
+      dir.empty() ? std::filesystem::temp_directory_path(ec) : std::filesystem::path(dir);
   if (ec) return;
   for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
     const std::string name = entry.path().filename().string();
@@ -163,7 +163,7 @@ void RemoveStaleSocketDirs() {
     std::ifstream(entry.path() / "server.pid") >> owner;
     // A directory whose server is gone (or that predates the pid file and is an hour old).
     const bool alive = owner > 0 && (kill(owner, 0) == 0 || errno == EPERM);
-    const bool old = absl::FromUnixSeconds(st.st_mtime) < absl::Now() - absl::Hours(1);
+    const bool old = absl::FromUnixSeconds(st.st_mtime) < clock.Now() - absl::Hours(1);
     if (alive || (owner == 0 && !old)) continue;
     std::filesystem::remove_all(entry.path(), ec);
     if (!ec) LogInfo("removed a stale worker socket directory", {{"path", entry.path().string()}});
@@ -191,10 +191,11 @@ absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenMeasurementStore(const Ser
 
 // The local workers' socket directory: the one given, or a fresh private one this server owns
 // (`owned`, removed when it stops).
-absl::StatusOr<std::string> SocketDir(const ServerOptions& options, std::string* owned) {
+absl::StatusOr<std::string> SocketDir(const ServerOptions& options, Clock& clock,
+                                      std::string* owned) {
   std::string dir = options.worker_socket_dir;
   if (dir.empty()) {
-    RemoveStaleSocketDirs();
+    RemoveStaleSocketDirs(clock);
     std::string tmpl =
         (std::filesystem::temp_directory_path() / "wavecrest-workers-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) return absl::InternalError("cannot create a socket directory");
@@ -229,8 +230,8 @@ absl::StatusOr<std::string> LocalBackend(const ServerOptions& options, int gpus,
 }
 
 // `requested` local workers (0: one per GPU, or one emulating worker) added to `pool`.
-absl::Status AddLocalWorkers(const ServerOptions& options, int requested, WorkerPoolOptions& pool,
-                             std::string* owned_dir) {
+absl::Status AddLocalWorkers(const ServerOptions& options, int requested, Clock& clock,
+                             WorkerPoolOptions& pool, std::string* owned_dir) {
   absl::StatusOr<std::string> binary = FindWorkerBinary(options.worker_binary);
   if (!binary.ok()) return binary.status();
   if (!options.worker_backend.empty() && options.worker_backend != "analytic" &&
@@ -243,7 +244,7 @@ absl::Status AddLocalWorkers(const ServerOptions& options, int requested, Worker
   absl::StatusOr<std::string> backend = LocalBackend(options, gpus, why);
   if (!backend.ok()) return backend.status();
   const int count = requested > 0 ? requested : (*backend == "cublaslt" ? gpus : 1);
-  absl::StatusOr<std::string> dir = SocketDir(options, owned_dir);
+  absl::StatusOr<std::string> dir = SocketDir(options, clock, owned_dir);
   if (!dir.ok()) return dir.status();
   for (int i = 0; i < count; ++i) {
     WorkerPoolOptions::Local local;
@@ -269,7 +270,7 @@ absl::Status AddLocalWorkers(const ServerOptions& options, int requested, Worker
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
-                                                          Metrics* metrics) {
+                                                          Metrics* metrics, Clock* clock) {
   absl::StatusOr<std::unique_ptr<MeasurementStore>> store = OpenMeasurementStore(options, metrics);
   if (!store.ok()) return store.status();
   const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
@@ -298,11 +299,12 @@ absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& o
   }
   std::string owned_dir;
   if (spec != "none") {
-    if (absl::Status st = AddLocalWorkers(options, requested, pool, &owned_dir); !st.ok()) {
+    if (absl::Status st = AddLocalWorkers(options, requested, *clock, pool, &owned_dir);
+        !st.ok()) {
       return st;
     }
   }
-  auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics);
+  auto workers = std::make_unique<WorkerPool>(std::move(pool), metrics, clock);
   workers->Start();
   return std::make_unique<PoolSetup>(*std::move(store), std::move(workers), std::move(owned_dir),
                                      metrics);

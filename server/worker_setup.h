@@ -12,6 +12,7 @@
 #include "server/measurement_store.h"
 #include "server/server.h"
 #include "server/timing_service.h"
+#include "service/clock.h"
 
 namespace wavecrest {
 
@@ -26,14 +27,18 @@ class WorkerSetup {
   virtual void Stop() = 0;  // stops local workers
 };
 
+// `clock`: the one the worker pool's backoff, quarantine and heartbeats read.
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
-                                                          Metrics* metrics);
+                                                          Metrics* metrics,
+                                                          Clock* clock = &Clock::Real());
 
 // This process as a store knows it (in claims and published calibrations): "host:pid".
 std::string StoreOwner();
 
-// Removes this user's wavecrest-workers-* socket directories whose server is gone.
-void RemoveStaleSocketDirs();
+// Removes this user's wavecrest-workers-* socket directories in `dir` (the temporary directory
+// when empty) whose server is gone: its pid file names a process that is gone, or it has no pid
+// file and `clock` says it is more than an hour old.
+void RemoveStaleSocketDirs(Clock& clock = Clock::Real(), const std::string& dir = "");
 
 }  // namespace wavecrest
 

@@ -1,5 +1,5 @@
 // The time the server's timing reads and waits on. The server runs on the wall clock; tests give
-// a clock they advance (tests/server/rpc_test.cc), so that deadlines and budgets pass without
+// a clock they advance (tests/server/advisor_service_test.cc), so that deadlines and budgets pass without
 // anything sleeping or racing the machine's load.
 #ifndef WAVECREST_SERVICE_CLOCK_H_
 #define WAVECREST_SERVICE_CLOCK_H_

@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
+#include "service/clock.h"
 #include "service/text.h"
 
 namespace wavecrest {
@@ -103,7 +104,7 @@ void Log(LogLevel at, const char* level, absl::string_view msg,
   if (!LogEnabled(at)) return;
   std::string line = "{\"ts\":\"";
   line.reserve(256);
-  AppendTimestamp(&line, absl::Now());
+  AppendTimestamp(&line, Clock::Real().Now());  // log lines carry the wall time
   absl::StrAppend(&line, "\",\"level\":\"", level, "\"");
   {
     std::lock_guard<std::mutex> lock(LogMutex());

@@ -5,7 +5,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "service/advisor_logic.h"
 
@@ -29,12 +28,12 @@ TaskProgress TaskProgressOf(const std::function<void(int64_t, int64_t)>& progres
 
 absl::Status StopStatus(const CallContext& ctx) {
   if (ctx.cancelled()) return absl::CancelledError("the call was cancelled");
-  if (absl::Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
+  if (ctx.clock->Now() > ctx.deadline) return absl::DeadlineExceededError("deadline passed");
   return absl::OkStatus();
 }
 
 absl::Time MeasureBy(const CallContext& ctx, double budget_s) {
-  const absl::Time now = absl::Now();
+  const absl::Time now = ctx.clock->Now();
   absl::Time by = now + absl::Seconds(budget_s);
   if (ctx.deadline != absl::InfiniteFuture()) {
     const absl::Duration reserve = std::max(absl::Seconds(1), (ctx.deadline - now) / 20);

@@ -2,7 +2,7 @@
 // or layer times (TimeGemms, TimeLayers, Recommend, Sweep) asks it with a task and gets timings
 // back, each with its provenance (MEASURED by a GPU, CACHED, or PREDICTED by the analytic model).
 // The server implements it with the result cache, the GPU worker pool and the analytic model
-// (server/timing_service.h); tests implement it with a fake (tests/api/fake_measurer.h).
+// (server/timing_service.h); tests implement it with a fake (tests/fakes/fake_measurer.h).
 //
 // Also here: what every call of the logic layer carries (CallContext: deadline, cancellation,
 // progress, the Measurer) and the measuring stage's policy constants.
@@ -23,6 +23,7 @@
 #include "core/gpu_catalog.h"
 #include "core/layers.h"
 #include "core/recommend.h"
+#include "service/clock.h"
 #include "wavecrest/v1/advisor.pb.h"
 
 namespace wavecrest {
@@ -112,8 +113,10 @@ class Measurer {
 };
 
 // What every call of the logic layer carries. The transport (server/advisor_service.cc, the CLI's
-// offline mode) fills it.
+// offline mode) fills it. `deadline` and the measuring budget are read on `clock` (the wall clock
+// unless a test gives its own).
 struct CallContext {
+  Clock* clock = &Clock::Real();
   absl::Time deadline = absl::InfiniteFuture();
   std::function<void(const v1::Progress&)> progress = [](const v1::Progress&) {};
   std::function<bool()> cancelled = [] { return false; };
@@ -129,9 +132,9 @@ using Send = std::function<void(Response)>;
 // (candidate generation, scoring, sweeps) poll it.
 absl::Status StopStatus(const CallContext& ctx);
 
-// The end of a measuring budget of `budget_s` seconds of wall time from now: never later than the
-// call's deadline less what ranking and answering need (a second, or a twentieth of the time
-// left), so a measured call answers, with what was measured, before its deadline.
+// The end of a measuring budget of `budget_s` seconds from now on the call's clock: never later
+// than the call's deadline less what ranking and answering need (a second, or a twentieth of the
+// time left), so a measured call answers, with what was measured, before its deadline.
 absl::Time MeasureBy(const CallContext& ctx, double budget_s);
 
 // Sends a progress message (done of total, and what is happening) through `ctx`.

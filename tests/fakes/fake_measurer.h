@@ -1,7 +1,8 @@
 // A Measurer for in-process tests of the logic layer: it "measures" every GEMM and layer at the
 // analytic model's time times a factor, labelled MEASURED, one unit at a time, and keeps to the
-// task's deadline, measuring budget and cancellation as the server's TimingService does. It
-// records what it was asked for.
+// task's deadline, measuring budget and cancellation as the server's TimingService does, on its
+// FakeClock (tests/fakes/fake_clock.h), which a call's context should read too
+// (CallContext::clock). It records what it was asked for.
 #ifndef WAVECREST_TESTS_FAKES_FAKE_MEASURER_H_
 #define WAVECREST_TESTS_FAKES_FAKE_MEASURER_H_
 
@@ -11,12 +12,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "core/cost_model.h"
 #include "core/layers.h"
 #include "service/convert.h"
 #include "service/errors.h"
 #include "service/measurer.h"
+#include "tests/fakes/fake_clock.h"
 
 namespace wavecrest {
 
@@ -29,8 +30,10 @@ class FakeMeasurer final : public Measurer {
   bool layers_measurable = true;  // false: layers come back PREDICTED (no cuDNN, say)
   double gemm_factor = 1.0;       // measured = predicted × this
   std::function<double(const LayerKey&)> layer_factor = [](const LayerKey&) { return 1.0; };
-  // Each measured unit takes this long on the fake's clock (which advances; nothing sleeps).
+  // Each measured unit takes this long on `clock` (which advances; nothing sleeps).
   absl::Duration per_unit = absl::ZeroDuration();
+  // The time deadlines and budgets are read on; a call's context should read it too.
+  FakeClock clock;
   // Units measured per task before its budget is spent (the rest predicted, as past measure_by);
   // negative: no limit.
   int64_t measure_limit = -1;
@@ -110,11 +113,12 @@ class FakeMeasurer final : public Measurer {
     int64_t late = 0;
     for (size_t i = 0; i < n; ++i) {
       if (cancelled()) return absl::CancelledError("the call was cancelled");
-      if (Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
-      const bool measure = up && task.mode != v1::MODE_PREDICTED && Now() < task.measure_by &&
-                           (measure_limit < 0 || static_cast<int64_t>(i) < measure_limit);
+      if (clock.Now() > task.deadline) return absl::DeadlineExceededError("deadline passed");
+      const bool measure =
+          up && task.mode != v1::MODE_PREDICTED && clock.Now() < task.measure_by &&
+          (measure_limit < 0 || static_cast<int64_t>(i) < measure_limit);
       late += up && task.mode != v1::MODE_PREDICTED && !measure;
-      if (measure) Advance(per_unit);
+      if (measure) clock.Advance(per_unit);
       bool measured = measure;
       if constexpr (std::is_invocable_r_v<bool, Unit, size_t, bool>) {
         measured = unit(i, measure);
@@ -128,19 +132,7 @@ class FakeMeasurer final : public Measurer {
     return summary;
   }
 
-  // The fake's clock: the wall clock plus the time its measurements took (per_unit each), which
-  // pass without sleeping.
-  absl::Time Now() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return absl::Now() + elapsed_;
-  }
-  void Advance(absl::Duration d) {
-    std::lock_guard<std::mutex> lock(mu_);
-    elapsed_ += d;
-  }
-
   mutable std::mutex mu_;
-  absl::Duration elapsed_;
   std::vector<GemmKey> gemms_asked_;
   std::vector<LayerKey> layers_asked_;
 };

@@ -663,7 +663,7 @@ TEST_F(ServerTest, GarbageSpecFileIsAClearCliError) {
 }
 
 // A deadline that passes mid-work (DEADLINE_EXCEEDED, the work freed) is tested in process on a
-// clock the test advances: tests/server/rpc_test.cc, ADeadlineEndsTheMeasuringAndFreesTheWork.
+// clock the test advances: tests/server/advisor_service_test.cc, ADeadlineEndsTheMeasuringAndFreesTheWork.
 
 TEST_F(ServerTest, MetricsPassPromtoolAndCountRequests) {
   AdvisorClient c(server_.address());

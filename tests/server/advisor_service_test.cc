@@ -63,7 +63,8 @@ class InProcessServer {
         timing_(&workers_, store_.get(), &metrics_, &clock_),
         jobs_(1, 16),  // one job thread: a job left running would hold up the next call
         calibration_(store_.get(), SelfCalibrationOptions()),
-        service_(&timing_, &jobs_, &metrics_, &workers_, &calibration_, store_.get(), &auth_) {
+        service_(&timing_, &jobs_, &metrics_, &workers_, &calibration_, store_.get(), &auth_,
+                 &clock_) {
     service_.SetModelsDir(std::string(WAVECREST_SOURCE_DIR) + "/examples/models");
     grpc::ServerBuilder builder;
     builder.RegisterService(&service_);

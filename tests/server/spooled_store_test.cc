@@ -204,7 +204,7 @@ constexpr char kFullDisk[] =
 
 // The database down and the spool's disk full (a trigger that fails every insert as SQLite's
 // "database or disk is full" does): what the spool took is acknowledged as spooled, what it could
-// not take is said lost as it is stored (the answer's NOT_STORED, server/rpc_test.cc), never
+// not take is said lost as it is stored (the answer's NOT_STORED, tests/server/advisor_service_test.cc), never
 // acknowledged. The backlog counts only what the spool holds. The replica then goes, its spool
 // left with rows; once the disk has room again another replica adopts the file and the store ends
 // with exactly what was acknowledged (the adoption of a spool whose replica was killed, its lease

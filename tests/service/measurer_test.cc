@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/strings/str_join.h"
-#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/recommend_logic.h"
@@ -39,8 +38,10 @@ struct Stream {
   Send<Response> send() {
     return [this](Response r) { messages.push_back(std::move(r)); };
   }
-  CallContext Context(Measurer* m) {
+  // The call's deadline and budget are read on the fake GPU's clock.
+  CallContext Context(FakeMeasurer* m) {
     CallContext ctx;
+    ctx.clock = &m->clock;
     ctx.measurer = m;
     ctx.progress = [this](const v1::Progress& p) { progress.push_back(p); };
     return ctx;
@@ -49,7 +50,7 @@ struct Stream {
 
 // A context that reports cancelled once `after` progress messages went out.
 template <typename Response>
-CallContext CancelAfter(Stream<Response>& s, Measurer* m, size_t after) {
+CallContext CancelAfter(Stream<Response>& s, FakeMeasurer* m, size_t after) {
   CallContext ctx = s.Context(m);
   ctx.cancelled = [&s, after] { return s.messages.size() + s.progress.size() >= after; };
   return ctx;
@@ -94,11 +95,12 @@ TEST(CallFlowTest, TimeGemmsKeepsToTheDeadlineAndStopsWhenCancelled) {
 
   Stream<v1::TimeGemmsResponse> late;
   CallContext ctx = late.Context(&gpu);
-  ctx.deadline = absl::Now() + absl::Milliseconds(50);
-  const absl::Time start = absl::Now();
+  ctx.deadline = gpu.clock.Now() + absl::Milliseconds(50);
   EXPECT_EQ(StreamTimeGemms(plan, ctx, late.send()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
-  EXPECT_LT(absl::Now() - start, absl::Seconds(2));  // it did not time every GEMM
+  // It stopped at the deadline: two GEMMs (30 ms each) fit in 50 ms, the third starts past it.
+  EXPECT_EQ(gpu.gemms_asked().size(), 2u);
+  EXPECT_LT(gpu.gemms_asked().size(), plan.task.gemms.size());
 
   Stream<v1::TimeGemmsResponse> cancelled;
   EXPECT_EQ(
@@ -144,7 +146,7 @@ TEST(CallFlowTest, TimeLayersStreamsLayersAndTheirNotes) {
 
   // Past the measuring budget the rest is predicted, and a note says so.
   LayerTask spent = *task;
-  spent.measure_by = absl::Now() - absl::Seconds(1);
+  spent.measure_by = gpu.clock.Now() - absl::Seconds(1);
   Stream<v1::TimeLayersResponse> s2;
   counts = StreamTimeLayers(spent, s2.Context(&gpu), s2.send());
   ASSERT_TRUE(counts.ok());
@@ -207,7 +209,7 @@ TEST(CallFlowTest, TimeLayersKeepsToTheDeadline) {
   const LayerTask task = *AcceptTimeLayers(request, gpu);
   Stream<v1::TimeLayersResponse> s;
   CallContext ctx = s.Context(&gpu);
-  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  ctx.deadline = gpu.clock.Now() - absl::Milliseconds(1);
   EXPECT_EQ(StreamTimeLayers(task, ctx, s.send()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   Stream<v1::TimeLayersResponse> c;
@@ -251,7 +253,7 @@ TEST(CallFlowTest, RecommendKeepsToTheDeadlineAndStopsWhenCancelled) {
   FakeMeasurer gpu;
   Stream<v1::RecommendResponse> late;
   CallContext ctx = late.Context(&gpu);
-  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  ctx.deadline = gpu.clock.Now() - absl::Milliseconds(1);
   EXPECT_EQ(StreamRecommend(SmallRecommend(v1::MODE_AUTO), ctx, late.send()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   EXPECT_TRUE(late.messages.empty());
@@ -271,11 +273,11 @@ TEST(CallFlowTest, RecommendAnswersBeforeItsDeadlineThroughASlowGpu) {
   gpu.per_unit = absl::Milliseconds(200);
   Stream<v1::RecommendResponse> s;
   CallContext ctx = s.Context(&gpu);
-  ctx.deadline = absl::Now() + absl::Seconds(2);
+  ctx.deadline = gpu.clock.Now() + absl::Seconds(2);
   absl::StatusOr<MeasureCounts> counts =
       StreamRecommend(SmallRecommend(v1::MODE_MEASURED), ctx, s.send());
   ASSERT_TRUE(counts.ok()) << counts.status();
-  EXPECT_LE(absl::Now(), ctx.deadline);
+  EXPECT_LE(gpu.clock.Now(), ctx.deadline);
   EXPECT_GT(counts->predicted, 0);
   EXPECT_THAT(absl::StrJoin(s.messages.back().notes(), "\n"), HasSubstr("budget spent"));
 }
@@ -384,7 +386,7 @@ TEST(CallFlowTest, SweepMeasuresItsPointsAndKeepsToTheDeadline) {
 
   Stream<v1::SweepResponse> late;
   CallContext ctx = late.Context(&gpu);
-  ctx.deadline = absl::Now() - absl::Milliseconds(1);
+  ctx.deadline = gpu.clock.Now() - absl::Milliseconds(1);
   EXPECT_EQ(StreamSweep(*accepted, ctx, late.send()).status().code(),
             absl::StatusCode::kDeadlineExceeded);
   Stream<v1::SweepResponse> c;
