@@ -1,6 +1,6 @@
 // Latency of the measuring path, end to end, against a running wavecrest-server with a worker:
 // TimeGemms of GEMMs the cache has never seen (server -> worker -> server, per GEMM), the same
-// request answered from the result cache, and a Recommend whose measuring stage goes through the
+// request answered from the measurement store, and a Recommend whose measuring stage goes through the
 // worker. With an emulating (analytic) worker the device time is microseconds, so what this
 // measures is wavecrest's own overhead around a measurement. Prints medians and p90 over --repeat.
 //
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
               absl::StrFormat("TimeGemms, %d new GEMMs (worker round trip)", n).c_str(),
               m.p50 * 1e3, m.p90 * 1e3, m.p50 / n * 1e6);
   std::printf("%-44s %8.2fms %8.2fms %12.1fus\n",
-              absl::StrFormat("TimeGemms, %d GEMMs from the result cache", n).c_str(), h.p50 * 1e3,
+              absl::StrFormat("TimeGemms, %d GEMMs from the measurement store", n).c_str(), h.p50 * 1e3,
               h.p90 * 1e3, h.p50 / n * 1e6);
   std::printf("%-44s %8.2fms %8.2fms\n", "Recommend (AUTO, measuring stage via worker)",
               r.p50 * 1e3, r.p90 * 1e3);

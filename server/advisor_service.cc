@@ -21,47 +21,6 @@
 namespace wavecrest {
 namespace {
 
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
-}
-
 // How long a call answered on a gRPC callback thread (Analyze) may wait for the store, all its
 // lookups together: a lookup by primary key answers in milliseconds; past this the database is
 // frozen or overloaded, and the call answers without it.
@@ -131,7 +90,7 @@ std::function<void(const grpc::Status&)> AdvisorService::Track(const char* metho
     in_flight.Decrement();
     in_flight_.fetch_sub(1);
     const double seconds = absl::ToDoubleSeconds(clock_->Now() - start);
-    const std::string code = CodeName(status.error_code());
+    const std::string code = StatusCodeName(status.error_code());
     metrics_->RequestDone(method, code, seconds);
     // The access log: one line per call.
     if (LogEnabled(LogLevel::kInfo)) {
@@ -489,7 +448,7 @@ AdvisorService::Stream AdvisorService::ExportMeasurements(Ctx* ctx, const Bytes*
   const absl::Time deadline = DeadlineOf(ctx);
   const bool queued = jobs_->TrySubmit([this, reactor, gpu = request.gpu(), deadline](
                                            absl::Duration) {
-    absl::StatusOr<std::vector<Measurement>> rows = CachedMeasurementsBy(*store_, gpu, deadline);
+    absl::StatusOr<std::vector<Measurement>> rows = StoredMeasurementsBy(*store_, gpu, deadline);
     if (!rows.ok()) {
       reactor->Finish(ToGrpcStatus(clock_->Now() > deadline
                                        ? absl::DeadlineExceededError(rows.status().message())

@@ -175,7 +175,7 @@ int ServeHealth(mg_connection* c, const HttpRequest& r, grpc::health::v1::Health
     grpc::health::v1::HealthCheckResponse a;
     const grpc::Status st = health.Check(&ctx, q, &a);
     out[key] = st.ok() ? grpc::health::v1::HealthCheckResponse::ServingStatus_Name(a.status())
-                       : absl::StatusCodeToString(FromGrpcStatus(st).code());
+                       : StatusCodeName(st.error_code());
   }
   Reply(c, 200, "application/json", JsonText(out));
   return 200;

@@ -111,7 +111,7 @@ ABSL_FLAG(std::string, worker_socket_dir, "",
 ABSL_FLAG(std::string, calibration, "",
           "A calibration file (wavecrest calibrate --out) to use over the built-in one");
 ABSL_FLAG(int64_t, self_calibrate_min_rows, 64,
-          "Refit a device kind's cost model from the result cache's GPU measurements at start "
+          "Refit a device kind's cost model from the measurement store's GPU measurements at start "
           "when it has at least this many for a dtype; 0 = never at start (the Recalibrate RPC "
           "still can)");
 

@@ -13,11 +13,11 @@
 
 namespace wavecrest {
 
-std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind) {
+std::vector<Measurement> StoredMeasurements(MeasurementStore& store, absl::string_view kind) {
   return MeasurementRows(store.Measurements(kind));
 }
 
-absl::StatusOr<std::vector<Measurement>> CachedMeasurementsBy(MeasurementStore& store,
+absl::StatusOr<std::vector<Measurement>> StoredMeasurementsBy(MeasurementStore& store,
                                                               absl::string_view kind,
                                                               absl::Time deadline) {
   auto stored = store.MeasurementsBy(kind, deadline);
@@ -88,7 +88,7 @@ v1::RecalibrateResponse SelfCalibration::Run(absl::string_view kind, int64_t min
   v1::RecalibrateResponse response;
   // Rows by (kind, dtype class): FP16 measurements are fitted with BF16's parameters.
   std::map<std::pair<std::string, DType>, std::vector<Measurement>> groups;
-  for (Measurement& m : CachedMeasurements(*store_, kind)) {
+  for (Measurement& m : StoredMeasurements(*store_, kind)) {
     const DType cls = FitClass(m.key.dtype);
     groups[{m.gpu, cls}].push_back(std::move(m));
   }

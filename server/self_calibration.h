@@ -23,9 +23,9 @@ struct SelfCalibrationOptions {
 };
 
 // The store's GPU measurements as measurement rows (source "wavecrest-result-cache").
-std::vector<Measurement> CachedMeasurements(MeasurementStore& store, absl::string_view kind);
+std::vector<Measurement> StoredMeasurements(MeasurementStore& store, absl::string_view kind);
 // The same, read by `deadline`; the store's error when it could not give them all by then.
-absl::StatusOr<std::vector<Measurement>> CachedMeasurementsBy(MeasurementStore& store,
+absl::StatusOr<std::vector<Measurement>> StoredMeasurementsBy(MeasurementStore& store,
                                                               absl::string_view kind,
                                                               absl::Time deadline);
 // Stored GPU timings (with their kinds) as measurement rows: those of the current cuBLASLt

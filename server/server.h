@@ -1,5 +1,5 @@
 // wavecrest-server: assembly of the Advisor service, health, reflection, metrics and (when
-// configured) GPU workers and the result cache; graceful shutdown.
+// configured) GPU workers and the measurement store; graceful shutdown.
 #ifndef WAVECREST_SERVER_SERVER_H_
 #define WAVECREST_SERVER_SERVER_H_
 
@@ -60,7 +60,7 @@ struct ServerOptions {
   std::string worker_socket_dir;                          // unix sockets; empty = a temp dir
   // A calibration file (wavecrest calibrate --out) applied over the built-in one; empty = none.
   std::string calibration_file;
-  // GPU measurements in the result cache a (kind, dtype) needs before the server refits it at
+  // GPU measurements in the measurement store a (kind, dtype) needs before the server refits it at
   // start (and by default for Recalibrate); 0 = never at start.
   int64_t self_calibrate_min_rows = 64;
   // TLS of the Advisor port: cert and key turn it on; ca (a client CA) makes it mutual.

@@ -17,7 +17,7 @@ namespace wavecrest {
 namespace {
 // A cached answer: a GPU measurement becomes CACHED; an emulating worker's stays PREDICTED.
 template <typename Timing>
-void MarkFromCache(Timing* t) {
+void MarkFromStore(Timing* t) {
   v1::Provenance* p = t->mutable_provenance();
   p->set_from_cache(true);
   if (p->source() == v1::SOURCE_MEASURED) p->set_source(v1::SOURCE_CACHED);
@@ -205,7 +205,7 @@ class TimingService::UnitRun {
                        " worker emulates the GPU with the analytic model (no GPU): its "
                        "results are PREDICTED"));
     }
-    if (may_measure && s_.store_) LookUpCache();
+    if (may_measure && s_.store_) LookUpStore();
     if (may_measure && !Missing().empty()) {
       if (s_.CanMeasure(task_.kind)) {
         RETURN_IF_ERROR(MeasureMissing());
@@ -286,14 +286,14 @@ class TimingService::UnitRun {
 
   // 1. The cache. Without a fingerprint (no worker of the kind seen yet) only GPU measurements of
   // the kind are looked up.
-  void LookUpCache() {
+  void LookUpStore() {
     const std::string method = Unit::Method(fp_ ? fp_->backend() : "cublaslt", task_);
     for (size_t i = 0; i < keys_.size(); ++i) {
       std::optional<Timing> hit =
           Unit::Lookup(*s_.store_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
       if (s_.metrics_) s_.metrics_->CacheLookup(hit.has_value());
       if (hit) {
-        MarkFromCache(&*hit);
+        MarkFromStore(&*hit);
         ++summary_.cached;
         Deliver(i, std::move(*hit), "cache");
       }
@@ -369,7 +369,7 @@ class TimingService::UnitRun {
       std::optional<Timing> hit =
           Unit::Lookup(*s_.store_, task_.kind, keys_[mine_[j]], method, &*fp_);
       if (hit) {
-        MarkFromCache(&*hit);
+        MarkFromStore(&*hit);
         s_.Land<Timing>(FlightKeyOf(mine_[j]), *my_flights_[j], &*hit);
         ++summary_.cached;
         Deliver(mine_[j], std::move(*hit), "cache");
@@ -436,7 +436,7 @@ class TimingService::UnitRun {
         std::optional<Timing> hit =
             Unit::Lookup(*s_.store_, task_.kind, keys_[i], method, fp_ ? &*fp_ : nullptr);
         if (hit) {
-          MarkFromCache(&*hit);
+          MarkFromStore(&*hit);
           s_.Land<Timing>(FlightKeyOf(i), *flight, &*hit);
           {
             std::lock_guard<std::mutex> lock(mu_);

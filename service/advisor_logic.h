@@ -28,7 +28,7 @@ absl::StatusOr<const GpuSpec*> CatalogGpuFromRequest(absl::string_view name,
                                                      absl::string_view field);
 
 // A GPU measurement of a whole layer on a catalogued GPU's kind, if one is known (the server's
-// result cache); nullopt otherwise.
+// measurement store); nullopt otherwise.
 using MeasuredLayerLookup =
     std::function<std::optional<v1::LayerTiming>(const GpuSpec& gpu, const LayerKey& key)>;
 

@@ -107,4 +107,9 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return out;
 }
 
+std::string StatusCodeName(grpc::StatusCode code) {
+  const std::string name = absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? "UNKNOWN" : name;
+}
+
 }  // namespace wavecrest

@@ -54,6 +54,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // The inverse, for clients: details are turned back into payloads.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
+// A gRPC code's name as metrics and logs label it ("DEADLINE_EXCEEDED"): Abseil's name of the same
+// code (absl::StatusCodeToString), "UNKNOWN" for a number neither names.
+std::string StatusCodeName(grpc::StatusCode code);
+
 }  // namespace wavecrest
 
 #endif  // WAVECREST_SERVICE_ERRORS_H_

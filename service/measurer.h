@@ -1,7 +1,7 @@
 // The one port through which the logic layer gets timings: `Measurer`. Every RPC that needs GEMM
 // or layer times (TimeGemms, TimeLayers, Recommend, Sweep) asks it with a task and gets timings
 // back, each with its provenance (MEASURED by a GPU, CACHED, or PREDICTED by the analytic model).
-// The server implements it with the result cache, the GPU worker pool and the analytic model
+// The server implements it with the measurement store, the GPU worker pool and the analytic model
 // (server/timing_service.h); tests implement it with a fake (tests/fakes/fake_measurer.h).
 //
 // Also here: what every call of the logic layer carries (CallContext: deadline, cancellation,

@@ -1,4 +1,4 @@
-// libFuzzer target: what the server reads back from disk: a result-cache row (a serialized
+// libFuzzer target: what the server reads back from disk: a measurement store row (a serialized
 // GemmTiming) turned into a measurement row and through the measurement CSV round trip, a
 // measurement CSV, and a calibration file.
 #include <algorithm>

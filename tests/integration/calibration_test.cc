@@ -1,4 +1,4 @@
-// Self-calibration from the fleet, end to end: a result cache holding GPU measurements (here a
+// Self-calibration from the fleet, end to end: a measurement store holding GPU measurements (here a
 // fake measurement source: the published XLA table's H100 BF16 rows, stored as a cuBLASLt worker
 // would store them) makes the real server refit h100-sxm at start; its predictions then recover
 // the served figures within the cross-validated error and say where their calibration comes from.

@@ -4,17 +4,17 @@
 // of the glossary is declared where it says, and the retired names are gone from the code.
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "gmock/gmock.h"
 #include "core/network.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "server/http_gateway.h"
@@ -72,8 +72,7 @@ TEST(MethodTable, EveryAdvisorRpcIsARowAndEveryRowAnRpc) {
   const std::map<std::string, Row> table = MethodTable();
   ASSERT_FALSE(table.empty()) << "no method table in docs/ARCHITECTURE.md";
   const google::protobuf::ServiceDescriptor* service =
-      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
-          "wavecrest.v1.Advisor");
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("wavecrest.v1.Advisor");
   ASSERT_NE(service, nullptr);
   std::set<std::string> rpcs;
   for (int i = 0; i < service->method_count(); ++i) rpcs.insert(service->method(i)->name());
@@ -122,17 +121,44 @@ TEST(Glossary, EveryNameIsDeclaredWhereTheTableSays) {
   }
 }
 
-// The retired names are gone from the code (help texts included: they are in the code), the
-// .proto files (their comments are the API's documentation), the dashboard and the prose, but for
-// the one paragraph of docs/ARCHITECTURE.md that lists them to keep them retired.
+// Whether `text` holds `word` as a whole word (not inside a longer identifier), in any case
+// when `any_case` (a retired phrase of prose: "Result cache" is the same word).
+bool HoldsWord(const std::string& text, const std::string& word, bool any_case) {
+  const std::string hay = any_case ? absl::AsciiStrToLower(text) : text;
+  const std::string needle = any_case ? absl::AsciiStrToLower(word) : word;
+  auto ident = [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t at = hay.find(needle); at != std::string::npos; at = hay.find(needle, at + 1)) {
+    const bool starts = at == 0 || !ident(hay[at - 1]);
+    const size_t end = at + needle.size();
+    if (starts && (end == hay.size() || !ident(hay[end]))) return true;
+  }
+  return false;
+}
+
+TEST(Glossary, HoldsWordMatchesWholeWordsOnly) {
+  EXPECT_TRUE(HoldsWord("x = CodeName(c);", "CodeName", false));
+  EXPECT_FALSE(HoldsWord("x = StatusCodeName(c);", "CodeName", false));
+  EXPECT_TRUE(HoldsWord("// the Result Cache holds", "result cache", true));
+  EXPECT_FALSE(HoldsWord("\"wavecrest-result-cache\"", "result cache", true));
+}
+
+// The retired names and words are gone from the code (help texts included: they are in the
+// code), the .proto files (their comments are the API's documentation), the dashboard and the
+// prose, but for the one paragraph of docs/ARCHITECTURE.md that lists them to keep them retired.
+// Names are matched as whole identifiers; words (prose) as whole words in any case.
 TEST(Glossary, RetiredNamesAreGoneFromCodeProtoAndProse) {
-  const std::vector<std::string> retired = {"ResultStore",   "ResultCache",   "WorkerDirectory",
-                                            "TimingSummary", "PlanTimeGemms", "PlanTimeLayers"};
+  const std::vector<std::string> names = {
+      "ResultStore",        "ResultCache",          "WorkerDirectory", "TimingSummary",
+      "PlanTimeGemms",      "PlanTimeLayers",       "LookUpCache",     "MarkFromCache",
+      "CachedMeasurements", "CachedMeasurementsBy", "CodeName",        "WC_TRY_ASSIGN"};
+  const std::vector<std::string> words = {"result cache", "results cache"};
   const std::filesystem::path source(WAVECREST_SOURCE_DIR);
   const std::set<std::string> kinds = {".cc", ".h", ".cu", ".proto", ".md", ".ts", ".html", ".py"};
   std::vector<std::filesystem::path> files = {source / "README.md", source / "SECURITY.md"};
   for (const char* dir : {"core", "service", "server", "client", "gpu_worker", "tests", "bench",
-                          "proto", "docs", "web/src", "deploy"}) {
+                          "proto", "docs", "web/src", "web/tests", "deploy", "examples"}) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(source / dir)) {
       if (entry.is_regular_file() && kinds.count(entry.path().extension().string()) > 0) {
         files.push_back(entry.path());
@@ -143,14 +169,18 @@ TEST(Glossary, RetiredNamesAreGoneFromCodeProtoAndProse) {
   for (const std::filesystem::path& path : files) {
     if (path.filename() == "method_table_test.cc") continue;  // names them to refuse
     if (path.string().find("/python/wavecrest/v1/") != std::string::npos) continue;  // generated
+    if (path.string().find("/node_modules/") != std::string::npos) continue;
     std::string text = ReadSource(path);
     if (path.filename() == "ARCHITECTURE.md") {
       const size_t from = text.find("Retired names (do not bring them back)");
       if (from != std::string::npos) text.erase(from, text.find("\n\n", from) - from);
     }
     ++read;
-    for (const std::string& name : retired) {
-      EXPECT_FALSE(absl::StrContains(text, name)) << path << " still says " << name;
+    for (const std::string& name : names) {
+      EXPECT_FALSE(HoldsWord(text, name, false)) << path << " still says " << name;
+    }
+    for (const std::string& word : words) {
+      EXPECT_FALSE(HoldsWord(text, word, true)) << path << " still says " << word;
     }
   }
   EXPECT_GT(read, 100);

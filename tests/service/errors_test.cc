@@ -17,5 +17,12 @@ TEST(ErrorsTest, RoundTripThroughGrpcStatus) {
   EXPECT_EQ(RetryDelayOf(back), absl::Milliseconds(250));
 }
 
+TEST(ErrorsTest, StatusCodeNamesAreAbseilsAndUnknownForOthers) {
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::OK), "OK");
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED");
+  EXPECT_EQ(StatusCodeName(grpc::StatusCode::UNAUTHENTICATED), "UNAUTHENTICATED");
+  EXPECT_EQ(StatusCodeName(static_cast<grpc::StatusCode>(99)), "UNKNOWN");
+}
+
 }  // namespace
 }  // namespace wavecrest

@@ -25,7 +25,7 @@ test("loads models, GPUs, workers and health from the server", async ({ page }) 
   await expect(page.locator("#gpu-list input:checked")).toHaveCount(1);
   await expect(page.locator("#worker-table tbody tr")).toHaveCount(devices.workers.length);
   await expect(page.locator("#worker-table tbody tr").first()).toContainText("up");
-  await expect(page.locator("#cache-line")).toContainText("Result cache:");
+  await expect(page.locator("#cache-line")).toContainText("Measurement store:");
   await expect(page.locator("#model-summary")).toContainText("h=2560, a=32");
   const index = await fetch(`${url()}/`);
   expect(index.headers.get("content-security-policy")).toContain("default-src 'self'");

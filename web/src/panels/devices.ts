@@ -39,7 +39,7 @@ export async function loadDevices() {
   refreshGpuChoices();
 
   $("cache-line").textContent = d.has_cache
-    ? `Result cache: ${int(d.cache_entries)} GEMM results held.`
+    ? `Measurement store: ${int(d.cache_entries)} GEMM results held.`
     : "No measurement store configured (--store).";
   setTable(
     $<HTMLTableElement>("worker-table"),
