@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/cost_model.h"
+#include "core/elementwise_cost.h"
 #include "core/gemm.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"

@@ -1,4 +1,4 @@
-// Calibration of the fused-attention model (cost_model.h, PredictFusedAttention) against
+// Calibration of the fused-attention model (attention_cost.h, PredictFusedAttention) against
 // published attention timings: the CSV schema, the fit, and its cross-validation.
 //
 // Attention CSV (data/measurements/README.md), one kernel run per row, '#' lines are comments:

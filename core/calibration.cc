@@ -125,6 +125,32 @@ double ToCoord(const FittedParam& f, double v) {
 // A deterministic uniform in [0, 1) from 53 random bits (the same on every standard library).
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
+// The centroid of a simplex's vertices but `worst`.
+std::vector<double> CentroidWithout(const std::vector<std::vector<double>>& pts, size_t worst) {
+  const size_t d = pts.size() - 1;
+  std::vector<double> c(d, 0);
+  for (size_t i = 0; i <= d; ++i) {
+    if (i == worst) continue;
+    for (size_t j = 0; j < d; ++j) c[j] += pts[i][j] / static_cast<double>(d);
+  }
+  return c;
+}
+
+// Nelder-Mead's shrink: every vertex but `best` moves halfway towards it and is evaluated again.
+// Returns the evaluations spent.
+int ShrinkTowards(const std::function<double(const std::vector<double>&)>& f, size_t best,
+                  std::vector<std::vector<double>>& pts, std::vector<double>& val) {
+  const size_t d = pts.size() - 1;
+  int evals = 0;
+  for (size_t i = 0; i <= d; ++i) {
+    if (i == best) continue;
+    for (size_t j = 0; j < d; ++j) pts[i][j] = pts[best][j] + 0.5 * (pts[i][j] - pts[best][j]);
+    val[i] = f(pts[i]);
+    ++evals;
+  }
+  return evals;
+}
+
 // Minimises f over R^d from x0 with Nelder-Mead (standard coefficients), at most `budget`
 // evaluations. Returns the best point.
 std::vector<double> NelderMead(const std::function<double(const std::vector<double>&)>& f,
@@ -141,11 +167,7 @@ std::vector<double> NelderMead(const std::function<double(const std::vector<doub
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return val[a] < val[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[d - 1];
     if (std::abs(val[worst] - val[best]) < 1e-10 * (1 + std::abs(val[best]))) break;
-    std::vector<double> c(d, 0);
-    for (size_t i = 0; i <= d; ++i) {
-      if (i == worst) continue;
-      for (size_t j = 0; j < d; ++j) c[j] += pts[i][j] / static_cast<double>(d);
-    }
+    const std::vector<double> c = CentroidWithout(pts, worst);
     auto along = [&](double t) {
       std::vector<double> x(d);
       for (size_t j = 0; j < d; ++j) x[j] = c[j] + t * (pts[worst][j] - c[j]);
@@ -172,13 +194,7 @@ std::vector<double> NelderMead(const std::function<double(const std::vector<doub
       if (fc < std::min(fr, val[worst])) {
         pts[worst] = xc, val[worst] = fc;
       } else {
-        for (size_t i = 0; i <= d; ++i) {
-          if (i == best) continue;
-          for (size_t j = 0; j < d; ++j)
-            pts[i][j] = pts[best][j] + 0.5 * (pts[i][j] - pts[best][j]);
-          val[i] = f(pts[i]);
-          ++evals;
-        }
+        evals += ShrinkTowards(f, best, pts, val);
       }
     }
   }
@@ -325,24 +341,13 @@ CostModelParams FitParams(const GpuSpec& prior, DType dtype, const std::vector<M
       options);
 }
 
-FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
-                         const FitOptions& options) {
-  FitResult r;
-  r.gpu = prior.name;
-  r.dtype = dtype;
-  // A GEMM's whole time faster than the datasheet's dense peak was not timed right (no kernel can
-  // pass it): it is counted and left out, never fitted.
-  std::vector<Measurement> data;
-  for (const Measurement& m : AsDtype(rows, dtype)) {
-    if (TimesWholeGemm(prior, m) && GemmFlops(m.key.shape) / m.median_s > prior.PeakFlops(dtype)) {
-      ++r.above_peak_rows;
-    } else {
-      data.push_back(m);
-    }
-  }
-  r.rows = static_cast<int64_t>(data.size());
-  r.before = ErrorsOf(Ratios(prior, data));
-  // k folds over a fixed shuffle: each row is predicted by a fit that never saw it.
+namespace {
+
+// k folds over a fixed shuffle: each row is predicted by a fit that never saw it. Sets each row's
+// cross-validated prediction (`cv_pred`) and measured/predicted ratio (`cv_ratio`).
+void CrossValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& data,
+                   const FitOptions& options, std::vector<double>& cv_ratio,
+                   std::vector<double>& cv_pred) {
   std::vector<size_t> order(data.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 rng(options.seed ^ 0x9e3779b97f4a7c15ULL);
@@ -350,7 +355,8 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
     std::swap(order[i - 1], order[static_cast<size_t>(rng() % i)]);
   }
   const int folds = std::max(2, std::min<int>(options.folds, static_cast<int>(data.size())));
-  std::vector<double> cv_ratio(data.size(), 1), cv_pred(data.size(), 0);
+  cv_ratio.assign(data.size(), 1);
+  cv_pred.assign(data.size(), 0);
   for (int f = 0; f < folds; ++f) {
     std::vector<Measurement> train, test;
     std::vector<size_t> test_idx;
@@ -369,6 +375,29 @@ FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Me
       cv_ratio[test_idx[j]] = test[j].median_s / cv_pred[test_idx[j]];
     }
   }
+}
+
+}  // namespace
+
+FitResult FitAndValidate(const GpuSpec& prior, DType dtype, const std::vector<Measurement>& rows,
+                         const FitOptions& options) {
+  FitResult r;
+  r.gpu = prior.name;
+  r.dtype = dtype;
+  // A GEMM's whole time faster than the datasheet's dense peak was not timed right (no kernel can
+  // pass it): it is counted and left out, never fitted.
+  std::vector<Measurement> data;
+  for (const Measurement& m : AsDtype(rows, dtype)) {
+    if (TimesWholeGemm(prior, m) && GemmFlops(m.key.shape) / m.median_s > prior.PeakFlops(dtype)) {
+      ++r.above_peak_rows;
+    } else {
+      data.push_back(m);
+    }
+  }
+  r.rows = static_cast<int64_t>(data.size());
+  r.before = ErrorsOf(Ratios(prior, data));
+  std::vector<double> cv_ratio, cv_pred;
+  CrossValidate(prior, dtype, data, options, cv_ratio, cv_pred);
   r.cv = ErrorsOf(cv_ratio);
   std::vector<double> aligned, misaligned;
   for (size_t i = 0; i < data.size(); ++i) {

@@ -94,6 +94,54 @@ std::string SerializeCalibration(const CalibrationFile& file) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+
+// One entry of a calibration file: its GPU and dtypes, provenance, parameters (each finite and,
+// unless it may be negative, >= 0) and error bands. A missing or mistyped field throws
+// json::exception, which ParseCalibration turns into INVALID_ARGUMENT.
+absl::StatusOr<CalibrationEntry> ParseCalibrationEntry(const json& je) {
+  CalibrationEntry e;
+  e.gpu = je.at("gpu").get<std::string>();
+  for (const json& d : je.at("dtypes")) {
+    ASSIGN_OR_RETURN(DType dt, ParseDType(d.get<std::string>()));
+    e.dtypes.push_back(dt);
+  }
+  e.info.calibrated = je.at("calibrated").get<bool>();
+  e.info.label = je.at("label").get<std::string>();
+  const json& params = je.at("params");
+  for (const FileField& f : FileFields()) {
+    if (f.optional && !params.contains(f.name)) continue;  // the prior's
+    const double v = params.at(f.name).get<double>();
+    if (!std::isfinite(v) || (v < 0 && !f.may_be_negative)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("calibration: ", e.gpu, " ", f.name, " = ", v, " is not >= 0"));
+    }
+    e.params.*(f.field) = v;
+  }
+  e.params.k_tile_bytes = params.at("k_tile_bytes").get<int64_t>();
+  if (e.params.k_tile_bytes < 1 || e.params.k_tile_bytes > 4096) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration: ", e.gpu, " k_tile_bytes must be in [1, 4096]"));
+  }
+  if (!(e.params.peak_fraction > 0) || !(e.params.memory_efficiency > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "calibration: ", e.gpu, " peak_fraction and memory_efficiency must be > 0"));
+  }
+  for (const json& b : je.at("bands")) {
+    double max_t = b.at("max_time_s").get<double>();
+    if (max_t >= 1e299) max_t = std::numeric_limits<double>::infinity();
+    e.info.bands.push_back({max_t, b.at("p10").get<double>(), b.at("p90").get<double>()});
+  }
+  if (je.contains("misaligned_band")) {
+    const json& mb = je.at("misaligned_band");
+    e.info.misaligned_band =
+        CalibrationInfo::Band{0, mb.at("p10").get<double>(), mb.at("p90").get<double>()};
+  }
+  return e;
+}
+
+}  // namespace
+
 absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text) {
   json j = json::parse(json_text.begin(), json_text.end(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -112,43 +160,7 @@ absl::StatusOr<CalibrationFile> ParseCalibration(absl::string_view json_text) {
     file.command = j.value("command", "");
     if (j.contains("datasets")) file.datasets = j["datasets"].get<std::vector<std::string>>();
     for (const json& je : j.at("entries")) {
-      CalibrationEntry e;
-      e.gpu = je.at("gpu").get<std::string>();
-      for (const json& d : je.at("dtypes")) {
-        ASSIGN_OR_RETURN(DType dt, ParseDType(d.get<std::string>()));
-        e.dtypes.push_back(dt);
-      }
-      e.info.calibrated = je.at("calibrated").get<bool>();
-      e.info.label = je.at("label").get<std::string>();
-      const json& params = je.at("params");
-      for (const FileField& f : FileFields()) {
-        if (f.optional && !params.contains(f.name)) continue;  // the prior's
-        const double v = params.at(f.name).get<double>();
-        if (!std::isfinite(v) || (v < 0 && !f.may_be_negative)) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("calibration: ", e.gpu, " ", f.name, " = ", v, " is not >= 0"));
-        }
-        e.params.*(f.field) = v;
-      }
-      e.params.k_tile_bytes = params.at("k_tile_bytes").get<int64_t>();
-      if (e.params.k_tile_bytes < 1 || e.params.k_tile_bytes > 4096) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("calibration: ", e.gpu, " k_tile_bytes must be in [1, 4096]"));
-      }
-      if (!(e.params.peak_fraction > 0) || !(e.params.memory_efficiency > 0)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "calibration: ", e.gpu, " peak_fraction and memory_efficiency must be > 0"));
-      }
-      for (const json& b : je.at("bands")) {
-        double max_t = b.at("max_time_s").get<double>();
-        if (max_t >= 1e299) max_t = std::numeric_limits<double>::infinity();
-        e.info.bands.push_back({max_t, b.at("p10").get<double>(), b.at("p90").get<double>()});
-      }
-      if (je.contains("misaligned_band")) {
-        const json& mb = je.at("misaligned_band");
-        e.info.misaligned_band =
-            CalibrationInfo::Band{0, mb.at("p10").get<double>(), mb.at("p90").get<double>()};
-      }
+      ASSIGN_OR_RETURN(CalibrationEntry e, ParseCalibrationEntry(je));
       file.entries.push_back(std::move(e));
     }
   } catch (const json::exception& ex) {

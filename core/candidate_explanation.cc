@@ -65,27 +65,69 @@ void AnnotateGains(const CandidateScore& c, std::vector<std::string>& reasons) {
   }
 }
 
+// "h 4000 → 4096 (rule 3: h/t divisible by 64)".
+std::string HiddenChange(const ModelSpec& b, const ModelSpec& s) {
+  const int64_t t = s.tensor_parallel;
+  std::string x = recommend_detail::Arrow("h", b.hidden_size, s.hidden_size);
+  if (LargestPow2Factor(s.hidden_size / t) >= 64 && LargestPow2Factor(b.hidden_size / t) < 64) {
+    absl::StrAppend(&x, " (rule 3: h/t divisible by 64)");
+  }
+  return x;
+}
+
+// "a 40 → 32: h/a 80 → 128 (rule 3: h/a divisible by 64; rule 7: fewer, larger heads)".
+std::string HeadsChange(const ModelSpec& b, const ModelSpec& s) {
+  std::string x = absl::StrCat("a ", b.num_attention_heads, " → ", s.num_attention_heads, ": h/a ",
+                               b.head_dim, " → ", s.head_dim);
+  std::vector<std::string> why;
+  if (LargestPow2Factor(s.head_dim) >= 64 && LargestPow2Factor(b.head_dim) < 64) {
+    why.push_back("rule 3: h/a divisible by 64");
+  }
+  if (s.head_dim > b.head_dim) why.push_back("rule 7: fewer, larger heads");
+  if (!why.empty()) absl::StrAppend(&x, " (", absl::StrJoin(why, "; "), ")");
+  return x;
+}
+
+// "f 11008 → 11264 (rule 6: f/t a multiple of 512, was 256)", with the shared experts' width.
+std::string FfnChange(const ModelSpec& b, const ModelSpec& s) {
+  const int64_t t = s.tensor_parallel;
+  std::string x = recommend_detail::Arrow(s.num_experts > 0 ? "expert width f" : "f",
+                                          b.ffn_hidden_size, s.ffn_hidden_size);
+  const int64_t p1 = LargestPow2Factor(s.ffn_hidden_size / t);
+  const int64_t p0 = LargestPow2Factor(b.ffn_hidden_size / t);
+  if (p1 > p0) {
+    absl::StrAppend(&x, " (rule 6: f/t a multiple of ", p1, ", was ", p0, ")");
+  }
+  // Whole shared experts (DeepSeek's, Llama 4's) follow the expert width.
+  if (s.shared_expert_ffn_hidden_size != b.shared_expert_ffn_hidden_size) {
+    absl::StrAppend(&x, ", shared expert width ", b.shared_expert_ffn_hidden_size, " → ",
+                    s.shared_expert_ffn_hidden_size);
+  }
+  return x;
+}
+
+// "L 32 → 30 to stay within the parameter budget", with what moves with the layers: the
+// local-attention layers (the same share), the dense ones.
+std::string LayersChange(const ModelSpec& b, const ModelSpec& s) {
+  std::string x = absl::StrCat(recommend_detail::Arrow("L", b.num_layers, s.num_layers),
+                               " to stay within the parameter budget");
+  if (s.sliding_window_layers != b.sliding_window_layers) {
+    absl::StrAppend(&x, ", local-attention layers ", b.sliding_window_layers, " → ",
+                    s.sliding_window_layers);
+  }
+  if (s.first_dense_layers != b.first_dense_layers) {
+    absl::StrAppend(&x, ", first dense layers ", b.first_dense_layers, " → ",
+                    s.first_dense_layers);
+  }
+  return x;
+}
+
 // One line per knob the candidate changes, each naming the paper's rule it serves.
 std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
   std::vector<std::string> r;
-  const int64_t t = s.tensor_parallel;
-  if (s.hidden_size != b.hidden_size) {
-    std::string x = recommend_detail::Arrow("h", b.hidden_size, s.hidden_size);
-    if (LargestPow2Factor(s.hidden_size / t) >= 64 && LargestPow2Factor(b.hidden_size / t) < 64) {
-      absl::StrAppend(&x, " (rule 3: h/t divisible by 64)");
-    }
-    r.push_back(x);
-  }
+  if (s.hidden_size != b.hidden_size) r.push_back(HiddenChange(b, s));
   if (s.num_attention_heads != b.num_attention_heads || s.head_dim != b.head_dim) {
-    std::string x = absl::StrCat("a ", b.num_attention_heads, " → ", s.num_attention_heads,
-                                 ": h/a ", b.head_dim, " → ", s.head_dim);
-    std::vector<std::string> why;
-    if (LargestPow2Factor(s.head_dim) >= 64 && LargestPow2Factor(b.head_dim) < 64) {
-      why.push_back("rule 3: h/a divisible by 64");
-    }
-    if (s.head_dim > b.head_dim) why.push_back("rule 7: fewer, larger heads");
-    if (!why.empty()) absl::StrAppend(&x, " (", absl::StrJoin(why, "; "), ")");
-    r.push_back(x);
+    r.push_back(HeadsChange(b, s));
   }
   const bool both_mha = b.num_kv_heads == b.num_attention_heads &&
                         s.num_kv_heads == s.num_attention_heads;  // KV heads follow the heads
@@ -99,40 +141,13 @@ std::vector<std::string> ChangeLines(const ModelSpec& b, const ModelSpec& s) {
                      s.num_experts > b.num_experts ? " (finer experts" : " (coarser experts",
                      ", about the same active parameters)"));
   }
-  if (s.ffn_hidden_size != b.ffn_hidden_size) {
-    std::string x = recommend_detail::Arrow(s.num_experts > 0 ? "expert width f" : "f",
-                                            b.ffn_hidden_size, s.ffn_hidden_size);
-    const int64_t p1 = LargestPow2Factor(s.ffn_hidden_size / t);
-    const int64_t p0 = LargestPow2Factor(b.ffn_hidden_size / t);
-    if (p1 > p0) {
-      absl::StrAppend(&x, " (rule 6: f/t a multiple of ", p1, ", was ", p0, ")");
-    }
-    // Whole shared experts (DeepSeek's, Llama 4's) follow the expert width.
-    if (s.shared_expert_ffn_hidden_size != b.shared_expert_ffn_hidden_size) {
-      absl::StrAppend(&x, ", shared expert width ", b.shared_expert_ffn_hidden_size, " → ",
-                      s.shared_expert_ffn_hidden_size);
-    }
-    r.push_back(x);
-  }
+  if (s.ffn_hidden_size != b.ffn_hidden_size) r.push_back(FfnChange(b, s));
   if (s.vocab_size != b.vocab_size) {
     r.push_back(absl::StrCat(recommend_detail::Arrow("v", b.vocab_size, s.vocab_size),
                              " (rule 1: padded to a multiple of ", LargestPow2Factor(s.vocab_size),
                              ")"));
   }
-  if (s.num_layers != b.num_layers) {
-    std::string x = absl::StrCat(recommend_detail::Arrow("L", b.num_layers, s.num_layers),
-                                 " to stay within the parameter budget");
-    // What moves with the layers: the local-attention layers (the same share), the dense ones.
-    if (s.sliding_window_layers != b.sliding_window_layers) {
-      absl::StrAppend(&x, ", local-attention layers ", b.sliding_window_layers, " → ",
-                      s.sliding_window_layers);
-    }
-    if (s.first_dense_layers != b.first_dense_layers) {
-      absl::StrAppend(&x, ", first dense layers ", b.first_dense_layers, " → ",
-                      s.first_dense_layers);
-    }
-    r.push_back(x);
-  }
+  if (s.num_layers != b.num_layers) r.push_back(LayersChange(b, s));
   return r;
 }
 

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/attention_cost.h"
+#include "core/elementwise_cost.h"
 #include "core/recommend.h"
 #include "core/recommend_detail.h"
 #include "core/rules.h"
@@ -183,6 +185,45 @@ GemmCost CostOf(const Gemm& g, const GpuSpec& gpu, ScoreCache& times) {
   return c;
 }
 
+// What a step's spread and measured share sum over: the variance of the rerun noise, the seconds
+// measured, and whether every GEMM priced on its own was measured.
+struct StepTally {
+  double var = 0;
+  double measured_s = 0;
+  bool all_measured = true;
+};
+
+// Prices the step's GEMMs into `c` (gemm_time_s, time_by_gemm, contributions) and `tally`. With
+// `layer_measured`, the layer's GEMMs (all but the logits) are in the measured layer's time: named
+// in time_by_gemm only.
+void AddGemmCosts(const std::vector<Gemm>& gemms, const GpuSpec& gpu, ScoreCache& times,
+                  bool layer_measured, CandidateScore& c, StepTally& tally) {
+  c.contributions.reserve(gemms.size() + 2);
+  c.time_by_gemm.reserve(gemms.size());
+  for (const Gemm& g : gemms) {
+    const bool in_layer = g.name != kLogits;
+    const GemmCost cost = CostOf(g, gpu, times);
+    const double step = cost.time_s * static_cast<double>(g.count);
+    if (!(layer_measured && in_layer) && !g.fused_attention) {
+      tally.all_measured &= cost.measured;
+      const double s = step * cost.rerun_sigma;
+      tally.var += s * s;
+    }
+    // The reasons compare GEMMs by name, measured whole or not (a handful of names: a list).
+    auto named = std::find_if(c.time_by_gemm.begin(), c.time_by_gemm.end(),
+                              [&](const auto& x) { return x.first == g.name; });
+    if (named == c.time_by_gemm.end()) {
+      c.time_by_gemm.emplace_back(g.name, step);
+    } else {
+      named->second += step;
+    }
+    if (layer_measured && in_layer) continue;  // measured whole, in the layer's time
+    c.gemm_time_s += step;
+    if (cost.measured) tally.measured_s += step;
+    c.contributions.push_back({cost.id, step, cost.sigma});
+  }
+}
+
 }  // namespace
 
 CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCache& times,
@@ -202,33 +243,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
       layer = layers(*k);
     }
   }
-  double var = 0;
-  double measured_s = 0;
-  bool all_measured = true;
-  c.contributions.reserve(gemms.size() + 2);
-  c.time_by_gemm.reserve(gemms.size());
-  for (const Gemm& g : gemms) {
-    const bool in_layer = g.name != kLogits;
-    const GemmCost cost = CostOf(g, gpu, times);
-    const double step = cost.time_s * static_cast<double>(g.count);
-    if (!(layer && in_layer) && !g.fused_attention) {
-      all_measured &= cost.measured;
-      const double s = step * cost.rerun_sigma;
-      var += s * s;
-    }
-    // The reasons compare GEMMs by name, measured whole or not (a handful of names: a list).
-    auto named = std::find_if(c.time_by_gemm.begin(), c.time_by_gemm.end(),
-                              [&](const auto& x) { return x.first == g.name; });
-    if (named == c.time_by_gemm.end()) {
-      c.time_by_gemm.emplace_back(g.name, step);
-    } else {
-      named->second += step;
-    }
-    if (layer && in_layer) continue;  // measured whole, in the layer's time
-    c.gemm_time_s += step;
-    if (cost.measured) measured_s += step;
-    c.contributions.push_back({cost.id, step, cost.sigma});
-  }
+  StepTally tally;
+  AddGemmCosts(gemms, gpu, times, layer.has_value(), c, tally);
   const ElementwiseEstimate e = EstimateElementwise(spec, gpu);
   if (layer) {
     const double layers_s = layer->time_s * static_cast<double>(spec.num_layers);
@@ -237,8 +253,8 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
         {ContributionId(ContributionKind::kLayer, LayerKeyString(*layer_key)), layers_s,
          RerunSigma(layer->relative_spread)});
     const double s = layers_s * RerunSigma(layer->relative_spread);
-    var += s * s;
-    measured_s += layers_s;
+    tally.var += s * s;
+    tally.measured_s += layers_s;
     c.step_time_s = c.gemm_time_s + layers_s + c.elementwise_time_s;
     c.layer_share = layers_s / c.step_time_s;
   } else {
@@ -248,9 +264,9 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   c.contributions.push_back({ContributionId(ContributionKind::kElementwise),
                              c.elementwise_time_s, kElementwiseRelativeSigma});
   MergeContributions(c.contributions);
-  c.step_sigma_s = std::sqrt(var);
-  c.all_measured = all_measured;
-  c.measured_share = c.step_time_s > 0 ? measured_s / c.step_time_s : 0;
+  c.step_sigma_s = std::sqrt(tally.var);
+  c.all_measured = tally.all_measured;
+  c.measured_share = c.step_time_s > 0 ? tally.measured_s / c.step_time_s : 0;
   const FlopCounts f = CountFlops(spec, gemms);
   c.tokens_per_s_per_gpu = static_cast<double>(f.tokens_per_step) / c.step_time_s /
                            static_cast<double>(spec.tensor_parallel);

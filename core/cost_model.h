@@ -47,6 +47,9 @@
 // of the speed: 3-8x slower on an H100 (the device sweeps in data/measurements/). GPUs without TMA
 // pay a smaller, unmeasured price (a prior). 16-byte aligned dimensions that miss the 128-byte
 // preference cost nothing measurable (CostModelParams has the evidence of each constant).
+//
+// The other kernels of a step have their own files: fused attention core/attention_cost.h, the
+// elementwise work (norms, activations, softmax, the loss, FP8 casts) core/elementwise_cost.h.
 #ifndef WAVECREST_CORE_COST_MODEL_H_
 #define WAVECREST_CORE_COST_MODEL_H_
 
@@ -192,64 +195,9 @@ GemmKernelTimes PredictGemmKernels(const GpuSpec& gpu, const GemmKey& key);
 GemmPrediction PredictGemmWithTile(const GpuSpec& gpu, const GemmKey& key, const TileShape& tile,
                                    int64_t split_k);
 
-// A fused (Flash) attention kernel (Gemm::fused_attention): the 128 × 128 query × key blocks it
-// visits (under a causal mask, only those at or before each query block) plus a fixed overhead per
-// query block, at a fraction of peak that falls below head dim 128 (kernels are compiled for head
-// dims in steps of 32, so d is padded up), with wave quantization over query blocks, and a memory
-// floor for Q, K, V and O. Fitted to cuDNN's published H100 times (gpu_catalog.h).
-GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm);
-
-// A named fused kernel's rate as a fraction of kFlash's (the calibrated model; 1 for kFlash),
-// forward or backward, and the spread of that fraction in time (± relative). CITED: the
-// FlashAttention-2 paper (Dao 2023, arXiv:2307.08691). FlashAttention-2 itself: on GPUs before
-// Hopper "up to 73% of the theoretical max throughput in the forward pass, and up to 63% ... in
-// the backward pass" (A100, §1), on Hopper "up to 335 TFLOPs/s" forward and backward together
-// without its new instructions (H100 SXM, §4.1: 33.9% of the dense BF16 peak), each against this
-// model's rate at the paper's best setting (head dim 128, no mask, 16k tokens, 16 heads); Blackwell
-// and later are priced as Hopper (no published figure). The older kernels against
-// FlashAttention-2 on an A100 (§4.1): "around 2× faster than FlashAttention" (kFlash1: 1/2 forward
-// and backward) and "around 1.3-1.5× faster than FlashAttention in Triton in the forward pass and
-// around 2× faster in the backward pass" (kFlash1Triton: 1/1.4 ± 0.07 forward, 1/2 backward);
-// the same ratios are taken on every architecture.
-struct FusedKernelRate {
-  double rate = 1.0;
-  double spread = 0.0;
-};
-FusedKernelRate FusedKernelRateOf(const GpuSpec& gpu, DType dtype, Attention kernel, Pass pass);
-
-// Either of the above, by kind.
+// PredictGemm, or for a fused attention kernel PredictFusedAttention (core/attention_cost.h).
 GemmPrediction Predict(const GpuSpec& gpu, const Gemm& gemm);
 
-// The non-GEMM work of one step (norms, activation, residual adds, softmax of unfused attention,
-// the loss over the logits), estimated from the bytes it must move at elementwise bandwidth.
-struct ElementwiseEstimate {
-  double bytes = 0;
-  double time_s = 0;  // num_layers · layer_time_s + loss_time_s
-  // One layer's share (norms, activation, residual adds; softmax of unfused attention), and of it
-  // the softmax alone; the loss over the logits, once per step. Backward included when training.
-  double layer_time_s = 0;
-  double softmax_time_s = 0;
-  double loss_time_s = 0;
-};
-ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
-
-// FP8 training (DType::kFp8E4M3) under Transformer Engine's default recipe, with TE's fused
-// layers (LayerNormLinear, LayerNormMLP: the norm and the activation write FP8 themselves, as
-// llm-foundry's te_ln_mlp runs them; Megatron-Core's dense MLP activates in BF16 by default,
-// bias_swiglu_impl, and its fc2 casts that alone: 3 more bytes per MLP element there, left out):
-// the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
-// move beyond a BF16 step. The projection's input is cast alone (3 bytes per element), every
-// linear input is also written transposed for wgrad (1), and every output gradient is cast and
-// transposed (4: read 2, write 1 + 1); a MoE layer's experts cast their inputs themselves after
-// the permutation and the activation (4 per element of each token's k copies and of the expert
-// MLP's width), and the k copies' output gradients too. The amax reductions run inside the
-// casts; the weights' casts (once per step with Megatron's FP8 weight caching) are not counted.
-// Zero cost in time beyond memory traffic: priced with the elementwise work at its bandwidth.
-double Fp8CastBytesPerToken(const ModelSpec& spec);
-
-// The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
-// activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
-inline constexpr double kElementwiseRelativeSigma = 0.15;
 // 1.2816 standard deviations: the p10 and p90 of a normally distributed error (a band of
 // ±kP90Sigmas · sigma).
 inline constexpr double kP90Sigmas = 1.2816;

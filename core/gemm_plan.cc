@@ -66,6 +66,56 @@ absl::Status CheckFp8LeadingDims(const GemmKey& key, const GemmPlan& p) {
   return absl::OkStatus();
 }
 
+// The operands' element and byte counts (A, B, D, and one input set of the three), refused when
+// they overflow 64 bits.
+absl::Status SizeOperands(const GemmKey& key, GemmPlan& p) {
+  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+  const int64_t in = DTypeBytes(key.dtype), out = OutputDTypeBytes(key.dtype);
+  int64_t set = 0;
+  if (!Mul(a_rows, a_cols, &p.a_elems) || !Mul(b_rows, b_cols, &p.b_elems) ||
+      !Mul(p.m, p.n, &p.d_elems) || !Mul(p.a_elems, p.batch, &p.a_bytes) ||
+      !Mul(p.a_bytes, in, &p.a_bytes) || !Mul(p.b_elems, p.batch, &p.b_bytes) ||
+      !Mul(p.b_bytes, in, &p.b_bytes) || !Mul(p.d_elems, p.batch, &p.d_bytes) ||
+      !Mul(p.d_bytes, out, &p.d_bytes) || !Add(p.a_bytes, p.b_bytes, &set) ||
+      !Add(set, p.d_bytes, &set)) {
+    return TooBig(key, "its operands' byte sizes overflow 64 bits");
+  }
+  p.set_bytes = set;
+  return absl::OkStatus();
+}
+
+// The workspace and the input sets that fit the device's free memory (p.set_bytes known):
+// RESOURCE_EXHAUSTED when one set does not fit, or a cold-L2 figure would need more sets than fit.
+absl::Status PlaceInDeviceMemory(const GemmKey& key, const DeviceLimits& device,
+                                 const EngineOptions& options, GemmPlan& p) {
+  const int64_t set = p.set_bytes;
+  p.workspace_bytes = FrameworkWorkspaceBytes(device.compute_capability);
+  // Transposed FP8 copies double A and B once (they are made, then timed as the operands).
+  int64_t needed = set;
+  if (p.fp8_transposed_copies && !Add(needed, p.a_bytes + p.b_bytes, &needed)) {
+    return TooBig(key, "its operands' byte sizes overflow 64 bits");
+  }
+  const int64_t usable = device.free_bytes - device.margin_bytes - p.workspace_bytes;
+  if (needed > usable) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(GemmKeyString(key), " needs ", needed >> 20, " MiB of device memory; ",
+                     std::max<int64_t>(usable, 0) >> 20, " MiB are free"));
+  }
+  p.sets = InputSets(set, device.l2_bytes, usable, options.warm_l2);
+  // Memory too short for a cold working set: refuse rather than time warm and call it cold. (When
+  // the set count is the limit, the operands are so small, under 2·L2 / kMaxInputSets, that no
+  // rotation evicts L2: they are timed warm and labelled so.)
+  if (!options.warm_l2 && device.l2_bytes > 0 && p.sets < kMaxInputSets &&
+      static_cast<double>(p.sets) * static_cast<double>(set) < 2.0 * device.l2_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(GemmKeyString(key), ": a cold-L2 figure needs input sets covering twice L2 (",
+                     (2 * device.l2_bytes) >> 20, " MiB); only ", p.sets, " of ", set >> 10,
+                     " KiB fit in free device memory. Free device memory, or ask for warm_l2"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t FrameworkWorkspaceBytes(int compute_capability) {
@@ -95,48 +145,14 @@ absl::StatusOr<GemmPlan> PlanGemm(const GemmKey& key, const DeviceLimits& device
   p.run_layout = key.layout;
   p.fp8 = key.dtype == DType::kFp8E4M3;
   if (p.fp8) PlanFp8Layout(key, device, p);
-  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
-  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
-  p.lda = a_rows;
-  p.ldb = b_rows;
+  p.lda = p.trans_a ? p.k : p.m;
+  p.ldb = p.trans_b ? p.n : p.k;
   p.ldd = p.m;
   if (p.fp8) {
     if (absl::Status st = CheckFp8LeadingDims(key, p); !st.ok()) return st;
   }
-  const int64_t in = DTypeBytes(key.dtype), out = OutputDTypeBytes(key.dtype);
-  int64_t set = 0;
-  if (!Mul(a_rows, a_cols, &p.a_elems) || !Mul(b_rows, b_cols, &p.b_elems) ||
-      !Mul(p.m, p.n, &p.d_elems) || !Mul(p.a_elems, p.batch, &p.a_bytes) ||
-      !Mul(p.a_bytes, in, &p.a_bytes) || !Mul(p.b_elems, p.batch, &p.b_bytes) ||
-      !Mul(p.b_bytes, in, &p.b_bytes) || !Mul(p.d_elems, p.batch, &p.d_bytes) ||
-      !Mul(p.d_bytes, out, &p.d_bytes) || !Add(p.a_bytes, p.b_bytes, &set) ||
-      !Add(set, p.d_bytes, &set)) {
-    return TooBig(key, "its operands' byte sizes overflow 64 bits");
-  }
-  p.set_bytes = set;
-  p.workspace_bytes = FrameworkWorkspaceBytes(device.compute_capability);
-  // Transposed FP8 copies double A and B once (they are made, then timed as the operands).
-  int64_t needed = set;
-  if (p.fp8_transposed_copies && !Add(needed, p.a_bytes + p.b_bytes, &needed)) {
-    return TooBig(key, "its operands' byte sizes overflow 64 bits");
-  }
-  const int64_t usable = device.free_bytes - device.margin_bytes - p.workspace_bytes;
-  if (needed > usable) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(GemmKeyString(key), " needs ", needed >> 20, " MiB of device memory; ",
-                     std::max<int64_t>(usable, 0) >> 20, " MiB are free"));
-  }
-  p.sets = InputSets(set, device.l2_bytes, usable, options.warm_l2);
-  // Memory too short for a cold working set: refuse rather than time warm and call it cold. (When
-  // the set count is the limit, the operands are so small, under 2·L2 / kMaxInputSets, that no
-  // rotation evicts L2: they are timed warm and labelled so.)
-  if (!options.warm_l2 && device.l2_bytes > 0 && p.sets < kMaxInputSets &&
-      static_cast<double>(p.sets) * static_cast<double>(set) < 2.0 * device.l2_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat(GemmKeyString(key), ": a cold-L2 figure needs input sets covering twice L2 (",
-                     (2 * device.l2_bytes) >> 20, " MiB); only ", p.sets, " of ", set >> 10,
-                     " KiB fit in free device memory. Free device memory, or ask for warm_l2"));
-  }
+  if (absl::Status st = SizeOperands(key, p); !st.ok()) return st;
+  if (absl::Status st = PlaceInDeviceMemory(key, device, options, p); !st.ok()) return st;
   return p;
 }
 

@@ -237,6 +237,53 @@ GpuSpec A100(std::string name, std::string display, double bw, int64_t mem_gib, 
   return g;
 }
 
+// An H100 or H200: the Hopper die at `peak16` dense BF16 and FP16, `bw` bytes/s of memory,
+// `best` of peak at the best tile (a prior until calibrated), in DGX H100's network.
+GpuSpec HopperGpu(std::string name, std::string display, int64_t sms, int64_t mhz, double peak16,
+                  double bw, int64_t mem_gib, double best) {
+  GpuSpec g;
+  g.name = std::move(name);
+  g.display_name = std::move(display);
+  g.architecture = "Hopper";
+  g.compute_capability = 90;
+  g.sm_count = sms;
+  g.boost_clock_mhz = mhz;
+  g.memory_bytes = mem_gib * kGiB;
+  g.l2_bytes = 50 * kMiB;
+  g.memory_bandwidth_bytes_per_s = bw;
+  g.peak_bf16 = g.peak_fp16 = peak16;
+  g.peak_fp8 = 2 * peak16;
+  g.peak_tf32 = peak16 / 2;
+  g.peak_fp32 = peak16 / 14.8;  // 66.9 of 989.4 (SXM), 51.2 of 756 (PCIe)
+  SetPriors(g, best);
+  g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
+  g.link = DgxHopperLink();
+  return g;
+}
+
+// Meta's Grand Teton H100 that TorchTitan's H100 benchmarks ran on
+// (github.com/pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md at 31a17bfd):
+// "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", 8 per host "fully connected with
+// NVLink", "400 Gb/s per GPU" of RDMA network, "the default 500W power limit"; its footnote:
+// "HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and NVL,
+// and we don't know its exact value". So the SXM's die and kernels (the H100 SXM's
+// calibration) with the SXM's datasheet peak, an UPPER BOUND on compute: its clocks under
+// 500 W are published nowhere.
+GpuSpec GrandTetonH100() {
+  GpuSpec g = HopperGpu("h100-sxm-96gb", "NVIDIA H100 SXM 96GB HBM2e (500 W)", 132, 1980,
+                        989.4 * kTera, 2400 * kGiga, 96, 0.80);
+  g.calibrated_as = "h100-sxm";
+  g.sources =
+      "TorchTitan's H100 benchmark page (pytorch/torchtitan benchmarks/"
+      "llama3_h100_202412_torchtitan.md: 96 GB HBM2e, 2.4 TB/s, 500 W); compute as the H100 "
+      "SXM5 datasheet's, an upper bound at 500 W";
+  g.link = DgxHopperLink();
+  g.link.source =
+      "Grand Teton (TorchTitan's benchmark page: 8 GPUs fully connected with NVLink, 400 Gb/s "
+      "of RDMA per GPU); NVLink 4 as DGX H100's";
+  return g;
+}
+
 std::vector<GpuSpec> MakeCatalog() {
   std::vector<GpuSpec> c;
   // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
@@ -256,59 +303,15 @@ std::vector<GpuSpec> MakeCatalog() {
   c.push_back(A10());
   c.push_back(L4());
   c.push_back(L40s());
-  auto hopper = [](std::string name, std::string display, int64_t sms, int64_t mhz, double peak16,
-                   double bw, int64_t mem_gib, double best) {
-    GpuSpec g;
-    g.name = std::move(name);
-    g.display_name = std::move(display);
-    g.architecture = "Hopper";
-    g.compute_capability = 90;
-    g.sm_count = sms;
-    g.boost_clock_mhz = mhz;
-    g.memory_bytes = mem_gib * kGiB;
-    g.l2_bytes = 50 * kMiB;
-    g.memory_bandwidth_bytes_per_s = bw;
-    g.peak_bf16 = g.peak_fp16 = peak16;
-    g.peak_fp8 = 2 * peak16;
-    g.peak_tf32 = peak16 / 2;
-    g.peak_fp32 = peak16 / 14.8;  // 66.9 of 989.4 (SXM), 51.2 of 756 (PCIe)
-    SetPriors(g, best);
-    g.sources = "NVIDIA H100/H200 Tensor Core GPU datasheets; Hopper architecture whitepaper";
-    g.link = DgxHopperLink();
-    return g;
-  };
-  c.push_back(hopper("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera, 3350 * kGiga,
-                     80, 0.80));
-  {
-    GpuSpec g = hopper("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera, 2000 * kGiga,
-                       80, 0.75);
-    g.link = PcieLink(64);  // PCIe 5.0 x16
-    c.push_back(g);
-  }
-  {
-    // Meta's Grand Teton H100 that TorchTitan's H100 benchmarks ran on
-    // (github.com/pytorch/torchtitan, benchmarks/llama3_h100_202412_torchtitan.md at 31a17bfd):
-    // "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", 8 per host "fully connected with
-    // NVLink", "400 Gb/s per GPU" of RDMA network, "the default 500W power limit"; its footnote:
-    // "HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and NVL,
-    // and we don't know its exact value". So the SXM's die and kernels (the H100 SXM's
-    // calibration) with the SXM's datasheet peak, an UPPER BOUND on compute: its clocks under
-    // 500 W are published nowhere.
-    GpuSpec g = hopper("h100-sxm-96gb", "NVIDIA H100 SXM 96GB HBM2e (500 W)", 132, 1980,
-                       989.4 * kTera, 2400 * kGiga, 96, 0.80);
-    g.calibrated_as = "h100-sxm";
-    g.sources =
-        "TorchTitan's H100 benchmark page (pytorch/torchtitan benchmarks/"
-        "llama3_h100_202412_torchtitan.md: 96 GB HBM2e, 2.4 TB/s, 500 W); compute as the H100 "
-        "SXM5 datasheet's, an upper bound at 500 W";
-    g.link = DgxHopperLink();
-    g.link.source =
-        "Grand Teton (TorchTitan's benchmark page: 8 GPUs fully connected with NVLink, 400 Gb/s "
-        "of RDMA per GPU); NVLink 4 as DGX H100's";
-    c.push_back(g);
-  }
-  c.push_back(
-      hopper("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga, 141, 0.80));
+  c.push_back(HopperGpu("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera,
+                        3350 * kGiga, 80, 0.80));
+  GpuSpec h100_pcie = HopperGpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera,
+                                2000 * kGiga, 80, 0.75);
+  h100_pcie.link = PcieLink(64);  // PCIe 5.0 x16
+  c.push_back(h100_pcie);
+  c.push_back(GrandTetonH100());
+  c.push_back(HopperGpu("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga,
+                        141, 0.80));
   c.push_back(B200());
   return c;
 }

@@ -121,7 +121,7 @@ struct CostModelParams {
   // GPU's preferred alignment (128 B). CITED evidence says none: on H100, K = 10848, 10880 and
   // 10912 (multiples of 32/16/32 elements) ran within 1% of K = 10944 (paper notes §4). So 1.
   double sub_alignment_efficiency = 1.0;
-  // Fused (Flash) attention kernels (cost_model.cc, PredictFusedAttention). FITTED on H100 SXM
+  // Fused (Flash) attention kernels (attention_cost.cc, PredictFusedAttention). FITTED on H100 SXM
   // BF16 to cuDNN's published forward and backward times (FlashAttention-3 paper, 48 rows,
   // data/measurements/fa3-h100-cudnn-attention.csv; `wavecrest calibrate --attention` refits them
   // and a test holds these defaults to that fit); PRIOR elsewhere (the same values).

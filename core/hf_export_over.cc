@@ -33,8 +33,10 @@ struct BaseClass {
   std::vector<absl::string_view> may_add;
 };
 
-const std::vector<BaseClass>& BaseClasses() {
-  static const auto* classes = new std::vector<BaseClass>{
+// The classes that spell the canonical export's keys as LlamaConfig does: only the keys they may
+// add.
+std::vector<BaseClass> LlamaSpelledClasses() {
+  return {
       {"LlamaForCausalLM", {}, {"head_dim", "attention_bias"}},
       {"MistralForCausalLM", {}, {"head_dim", "sliding_window"}},
       {"Qwen2ForCausalLM", {}, {"use_sliding_window", "sliding_window", "attention_bias"}},
@@ -45,9 +47,6 @@ const std::vector<BaseClass>& BaseClasses() {
       {"Gemma2ForCausalLM", {}, {"head_dim", "attention_bias"}},
       {"Gemma3ForCausalLM", {}, {"head_dim", "attention_bias"}},
       {"Phi3ForCausalLM", {}, {"sliding_window"}},
-      {"MixtralForCausalLM",
-       {{"moe_intermediate_size", "intermediate_size"}, {"num_experts", "num_local_experts"}},
-       {"head_dim", "sliding_window"}},
       {"Qwen2MoeForCausalLM",
        {},
        {"mlp_only_layers", "decoder_sparse_step", "shared_expert_intermediate_size",
@@ -62,6 +61,21 @@ const std::vector<BaseClass>& BaseClasses() {
       {"DeepseekV2ForCausalLM", {}, {"q_lora_rank", "n_group", "topk_group", "n_shared_experts"}},
       {"GPTNeoXForCausalLM", {}, {}},
       {"PhiForCausalLM", {}, {"num_key_value_heads"}},
+      {"Starcoder2ForCausalLM", {}, {"use_bias"}},
+      {"Olmo2ForCausalLM", {}, {"attention_bias"}},
+      {"PhimoeForCausalLM", {}, {"attention_bias", "sliding_window"}},
+      {"PhiMoEForCausalLM", {}, {"attention_bias", "sliding_window"}},
+      {"GraniteForCausalLM", {}, {"attention_bias", "mlp_bias"}},
+  };
+}
+
+// The classes with spellings of their own (GPT-J's n_embd, MPT's d_model, DBRX's nested configs,
+// Mixtral's num_local_experts, ...).
+std::vector<BaseClass> RenamingClasses() {
+  return {
+      {"MixtralForCausalLM",
+       {{"moe_intermediate_size", "intermediate_size"}, {"num_experts", "num_local_experts"}},
+       {"head_dim", "sliding_window"}},
       {"BloomForCausalLM",
        {{"hidden_size", "hidden_size"},
         {"hidden_size", "n_embed"},
@@ -77,11 +91,13 @@ const std::vector<BaseClass>& BaseClasses() {
         {"intermediate_size", "n_inner"}},
        {"n_inner"}},
       {"MptForCausalLM",
-       {{"hidden_size", "d_model"}, {"num_attention_heads", "n_heads"},
+       {{"hidden_size", "d_model"},
+        {"num_attention_heads", "n_heads"},
         {"num_hidden_layers", "n_layers"}},
        {}},
       {"MPTForCausalLM",
-       {{"hidden_size", "d_model"}, {"num_attention_heads", "n_heads"},
+       {{"hidden_size", "d_model"},
+        {"num_attention_heads", "n_heads"},
         {"num_hidden_layers", "n_layers"}},
        {}},
       {"DbrxForCausalLM",
@@ -93,17 +109,20 @@ const std::vector<BaseClass>& BaseClasses() {
         {"num_local_experts", "ffn_config.moe_num_experts"},
         {"num_experts_per_tok", "ffn_config.moe_top_k"}},
        {}},
-      {"Starcoder2ForCausalLM", {}, {"use_bias"}},
       {"InternLM2ForCausalLM", {{"attention_bias", "bias"}}, {"bias"}},
-      {"Olmo2ForCausalLM", {}, {"attention_bias"}},
       {"OlmoeForCausalLM", {{"moe_intermediate_size", "intermediate_size"}}, {"attention_bias"}},
-      {"PhimoeForCausalLM", {}, {"attention_bias", "sliding_window"}},
-      {"PhiMoEForCausalLM", {}, {"attention_bias", "sliding_window"}},
-      {"GraniteForCausalLM", {}, {"attention_bias", "mlp_bias"}},
       {"GraniteMoeForCausalLM",
        {{"moe_intermediate_size", "intermediate_size"}, {"num_experts", "num_local_experts"}},
        {}},
   };
+}
+
+const std::vector<BaseClass>& BaseClasses() {
+  static const auto* classes = [] {
+    auto* all = new std::vector<BaseClass>(LlamaSpelledClasses());
+    for (BaseClass& c : RenamingClasses()) all->push_back(std::move(c));
+    return all;
+  }();
   return *classes;
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "core/attention_cost.h"
 #include "core/cost_model.h"
+#include "core/elementwise_cost.h"
 
 namespace wavecrest {
 

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/cost_model.h"
+#include "core/elementwise_cost.h"
 
 namespace wavecrest {
 

@@ -167,6 +167,34 @@ std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
   return out;
 }
 
+namespace {
+
+// Fills out.ranked: the layouts that fit by their expected step, then those that do not by the
+// memory they need, at most `shown`; each after the first says why it loses to the first.
+void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not_fit, size_t shown,
+                 LayoutSearch& out) {
+  std::sort(fits.begin(), fits.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
+    return ExpectedStepS(a) < ExpectedStepS(b);
+  });
+  std::sort(not_fit.begin(), not_fit.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
+    return a.memory.total_bytes < b.memory.total_bytes;
+  });
+  for (StepBreakdown& s : fits) {
+    if (out.ranked.size() >= shown) break;
+    out.ranked.push_back({std::move(s), ""});
+  }
+  for (StepBreakdown& s : not_fit) {
+    if (out.ranked.size() >= shown) break;
+    out.ranked.push_back({std::move(s), ""});
+  }
+  const StepBreakdown& best = out.ranked.front().step;
+  for (size_t i = 1; i < out.ranked.size(); ++i) {
+    out.ranked[i].why = WhyLoses(out.ranked[i].step, best);
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec& gpu,
                                            const RunConfig& run, const HeldDegrees& held,
                                            PredictionMemo* memo, size_t shown) {
@@ -199,24 +227,8 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
         HeldWords(held, spec)));
   }
   out.fit = static_cast<int64_t>(fits.size());
-  std::sort(fits.begin(), fits.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
-    return ExpectedStepS(a) < ExpectedStepS(b);
-  });
-  std::sort(not_fit.begin(), not_fit.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
-    return a.memory.total_bytes < b.memory.total_bytes;
-  });
-  for (StepBreakdown& s : fits) {
-    if (out.ranked.size() >= shown) break;
-    out.ranked.push_back({std::move(s), ""});
-  }
-  for (StepBreakdown& s : not_fit) {
-    if (out.ranked.size() >= shown) break;
-    out.ranked.push_back({std::move(s), ""});
-  }
+  RankLayouts(std::move(fits), std::move(not_fit), shown, out);
   const StepBreakdown& best = out.ranked.front().step;
-  for (size_t i = 1; i < out.ranked.size(); ++i) {
-    out.ranked[i].why = WhyLoses(out.ranked[i].step, best);
-  }
   out.assumption =
       out.fit > 0
           ? absl::StrCat("planned layout: ", DegreesName(best), " on ", run.num_gpus,

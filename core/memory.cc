@@ -78,15 +78,10 @@ double WeightBytes(const ModelSpec& spec) {
   return spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
 }
 
-// What training stores for backward on the first stage's GPU (activations_bytes and the rest of
-// the activation fields of `m`).
-void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, MemoryEstimate& m) {
-  const DerivedShape d = Derive(spec);
+// Activations one layer stores for backward on one GPU, 16-bit, for one micro-batch.
+double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
+                            const DerivedShape& d) {
   const double t = static_cast<double>(spec.tensor_parallel);
-  const double p = static_cast<double>(spec.pipeline_parallel);
-  // The first stage's layers (fewer than the others' when Megatron splits them unevenly).
-  const double layers_per_stage =
-      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
@@ -123,12 +118,35 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
     per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
                  static_cast<double>(spec.seq_length) * b / t;
   }
+  return per_layer;
+}
+
+// The layers whose activations the first stage holds at once under the pipeline's schedule.
+double InFlightLayers(const ModelSpec& spec, const MemoryLayout& layout) {
+  const double p = static_cast<double>(spec.pipeline_parallel);
+  // The first stage's layers (fewer than the others' when Megatron splits them unevenly).
+  const double layers_per_stage =
+      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
   // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
   // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
   const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
   double in_flight_layers = layers_per_stage * std::min(p, mb);
   const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
   if (v > 1) in_flight_layers *= 1 + (p - 1) / (p * v);
+  return in_flight_layers;
+}
+
+// What training stores for backward on the first stage's GPU (activations_bytes and the rest of
+// the activation fields of `m`).
+void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, MemoryEstimate& m) {
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double p = static_cast<double>(spec.pipeline_parallel);
+  const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
+  const double b = static_cast<double>(spec.micro_batch_size);
+  const double h = static_cast<double>(spec.hidden_size);
+  const double per_layer = LayerActivationBytes(spec, layout, d);
+  const double in_flight_layers = InFlightLayers(spec, layout);
   // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
   const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
@@ -164,74 +182,60 @@ double GatheredBytes(const ModelSpec& spec, const MemoryLayout& layout, double l
   return weight_bytes * (layer * stage_layers + unit);
 }
 
-}  // namespace
-
-MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
-                              const MemoryLayout& layout) {
-  MemoryEstimate m;
-  // The ranks that hold the same weights: data- and context-parallel ones; at least as many as an
-  // expert-parallel group needs (e ranks of t·d·c/et) when the layout does not say.
-  const double ep = static_cast<double>(std::max<int64_t>(spec.expert_parallel, 1));
-  const double et = static_cast<double>(ExpertTensorParallel(spec));
-  const double t = static_cast<double>(spec.tensor_parallel);
-  const double dp = std::max(
-      static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel) *
-          static_cast<double>(std::max<int64_t>(spec.context_parallel, 1)),
-      layout.data_parallel > 0 ? 1.0 : ep * et / t);
-  const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
-  const ParamCounts params = CountParams(spec);
-  const DerivedShape d = Derive(spec);
-  const double p = static_cast<double>(spec.pipeline_parallel);
-  const double layers_per_stage =
-      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
-  // The first stage: its layers and the input embedding (the output matrix, when untied, is on
-  // the last stage; with one stage it is here too), per tensor-parallel rank. Under expert
-  // parallelism a GPU holds 1/e of the routed experts (split over the experts' own tensor-
-  // parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the same ones
-  // (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same share of
-  // them as of the rest.
-  const double layer_experts = static_cast<double>(params.expert_params) /
-                               static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
-  const double expert_stage = layer_experts * layers_per_stage / et;
-  const double stage_params =
-      (static_cast<double>(params.per_layer_params) * layers_per_stage +
-       static_cast<double>(params.embedding_params) / (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
-          t -
-      expert_stage * et / t + expert_stage / ep;
-  const double expert_replicas = std::max(1.0, dp * t / et / ep);
-  // Parameters per GPU with ZeRO stage `level` or above sharding them.
-  auto held = [&](int level) {
-    return zero >= level ? (stage_params - expert_stage / ep) / dp +
-                               expert_stage / ep / expert_replicas
-                         : stage_params;
-  };
-  const double weight_bytes =
-      layout.fp8_params && spec.dtype == DType::kFp8E4M3 ? 1 : WeightBytes(spec);
-  m.weights_bytes = held(3) * weight_bytes;
-  m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
-
-  const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
-  const double b = static_cast<double>(spec.micro_batch_size);
-  const double h = static_cast<double>(spec.hidden_size);
-  if (spec.workload == Workload::kTraining) {
-    const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
-    m.gradients_bytes = held(2) * grad_bytes;
-    if (zero >= 3) {
-      // One layer on this GPU: the rest over t, its share of the experts over et·e.
-      const double layer = (static_cast<double>(params.per_layer_params) - layer_experts) / t +
-                           layer_experts / (et * ep);
-      m.gathered_bytes = GatheredBytes(spec, layout, layer, weight_bytes);
-    }
-    m.optimizer_bytes = held(1) * kOptimizerBytes;
-    TrainingActivations(spec, layout, m);
-  } else {
-    // The KV cache, 16-bit, per rank (KvCacheBytes).
-    m.kv_cache_bytes = KvCacheBytes(spec) / p;
-    // One layer's working activations at a time (prefill: every position; decode: one).
-    const double rows = spec.workload == Workload::kDecode ? b : s * b;
-    m.activations_bytes = rows * (4 * h + 6 * static_cast<double>(d.active_ffn_per_rank)) * 2;
-    m.activations_full_recompute_bytes = m.activations_bytes;
+// The parameters a GPU of the first stage holds: its layers and the input embedding (the output
+// matrix, when untied, is on the last stage; with one stage it is here too), per tensor-parallel
+// rank. Under expert parallelism a GPU holds 1/e of the routed experts (split over the experts'
+// own tensor-parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the
+// same ones (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same
+// share of them as of the rest.
+class ParamsOnGpu {
+ public:
+  ParamsOnGpu(const ModelSpec& spec, const MemoryLayout& layout, const ParamCounts& params)
+      : per_layer_params_(static_cast<double>(params.per_layer_params)) {
+    // The ranks that hold the same weights: data- and context-parallel ones; at least as many as
+    // an expert-parallel group needs (e ranks of t·d·c/et) when the layout does not say.
+    ep_ = static_cast<double>(std::max<int64_t>(spec.expert_parallel, 1));
+    et_ = static_cast<double>(ExpertTensorParallel(spec));
+    t_ = static_cast<double>(spec.tensor_parallel);
+    dp_ = std::max(
+        static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel) *
+            static_cast<double>(std::max<int64_t>(spec.context_parallel, 1)),
+        layout.data_parallel > 0 ? 1.0 : ep_ * et_ / t_);
+    const double p = static_cast<double>(spec.pipeline_parallel);
+    const double layers_per_stage =
+        static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
+    layer_experts_ = static_cast<double>(params.expert_params) /
+                     static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
+    expert_stage_ = layer_experts_ * layers_per_stage / et_;
+    stage_params_ = (per_layer_params_ * layers_per_stage +
+                     static_cast<double>(params.embedding_params) /
+                         (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
+                        t_ -
+                    expert_stage_ * et_ / t_ + expert_stage_ / ep_;
+    expert_replicas_ = std::max(1.0, dp_ * t_ / et_ / ep_);
   }
+
+  // Parameters per GPU under ZeRO stage `zero`, where stage `level` or above shards them.
+  double Held(int zero, int level) const {
+    return zero >= level ? (stage_params_ - expert_stage_ / ep_) / dp_ +
+                               expert_stage_ / ep_ / expert_replicas_
+                         : stage_params_;
+  }
+
+  // One layer on this GPU (ZeRO-3 gathers a layer at a time): the rest over t, its share of the
+  // experts over et·e.
+  double Layer() const {
+    return (per_layer_params_ - layer_experts_) / t_ + layer_experts_ / (et_ * ep_);
+  }
+
+ private:
+  double per_layer_params_;
+  double ep_ = 1, et_ = 1, t_ = 1, dp_ = 1;
+  double layer_experts_ = 0, expert_stage_ = 0, stage_params_ = 0, expert_replicas_ = 1;
+};
+
+// Totals and whether they fit, once every part of `m` is set.
+void AddUpMemory(MemoryEstimate& m) {
   const double state = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.gathered_bytes +
                        m.kv_cache_bytes;
   m.total_bytes = state + m.activations_bytes;
@@ -239,6 +243,38 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   const double usable = kUsableMemoryFraction * m.capacity_bytes;
   m.fits = m.total_bytes <= usable;
   m.fits_with_recompute = m.total_full_recompute_bytes <= usable;
+}
+
+}  // namespace
+
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
+                              const MemoryLayout& layout) {
+  MemoryEstimate m;
+  const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
+  const ParamsOnGpu params(spec, layout, CountParams(spec));
+  const double weight_bytes =
+      layout.fp8_params && spec.dtype == DType::kFp8E4M3 ? 1 : WeightBytes(spec);
+  m.weights_bytes = params.Held(zero, 3) * weight_bytes;
+  m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
+  if (spec.workload == Workload::kTraining) {
+    const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
+    m.gradients_bytes = params.Held(zero, 2) * grad_bytes;
+    if (zero >= 3) m.gathered_bytes = GatheredBytes(spec, layout, params.Layer(), weight_bytes);
+    m.optimizer_bytes = params.Held(zero, 1) * kOptimizerBytes;
+    TrainingActivations(spec, layout, m);
+  } else {
+    const DerivedShape d = Derive(spec);
+    const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
+    const double b = static_cast<double>(spec.micro_batch_size);
+    const double h = static_cast<double>(spec.hidden_size);
+    // The KV cache, 16-bit, per rank (KvCacheBytes).
+    m.kv_cache_bytes = KvCacheBytes(spec) / static_cast<double>(spec.pipeline_parallel);
+    // One layer's working activations at a time (prefill: every position; decode: one).
+    const double rows = spec.workload == Workload::kDecode ? b : s * b;
+    m.activations_bytes = rows * (4 * h + 6 * static_cast<double>(d.active_ffn_per_rank)) * 2;
+    m.activations_full_recompute_bytes = m.activations_bytes;
+  }
+  AddUpMemory(m);
   return m;
 }
 

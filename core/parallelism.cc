@@ -11,6 +11,7 @@
 #include "core/collectives.h"
 #include "core/expert_parallel.h"
 #include "core/network.h"
+#include "core/run_check.h"
 #include "core/step_assumptions.h"
 #include "core/status_macros.h"
 
@@ -103,83 +104,6 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
     per_layer = (4 + (full ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }
   return layers * per_layer;
-}
-
-absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int64_t* d,
-                      int64_t* m) {
-  const int64_t b = s.micro_batch_size;
-  if (run.num_gpus < 0 || run.global_batch < 0) {
-    return absl::InvalidArgumentError("run: num_gpus and global_batch must be >= 0");
-  }
-  if (run.num_gpus > 0 && run.num_gpus % tp != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.num_gpus: must be a multiple of tensor_parallel × pipeline_parallel × "
-                     "context_parallel (",
-                     tp, "); got ", run.num_gpus));
-  }
-  *d = run.num_gpus > 0 ? run.num_gpus / tp : std::max<int64_t>(s.data_parallel, 1);
-  // No data parallelism stated but expert parallelism: the fewest data-parallel ranks that hold
-  // the expert-parallel group (e ranks of d·c).
-  if (run.num_gpus == 0 && *d == 1 && s.expert_parallel > 1) {
-    *d = s.expert_parallel / std::gcd(s.expert_parallel, ExpertPool(s, 1));
-  }
-  const int64_t per_step = b * *d;
-  const int64_t global = run.global_batch > 0 ? run.global_batch : per_step * s.pipeline_parallel;
-  if (global % per_step != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.global_batch: must be a multiple of micro_batch_size × data-parallel "
-                     "ranks (",
-                     per_step, "); got ", global));
-  }
-  *m = global / per_step;
-  if (s.expert_parallel > 1 && ExpertPool(s, *d) % s.expert_parallel != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.expert_parallel: must divide the data- × context-parallel ranks (", *d, " × ",
-        s.context_parallel,
-        ExpertTensorParallel(s) == s.tensor_parallel
-            ? ""
-            : absl::StrCat(" × the ", s.tensor_parallel, " tensor-parallel ranks of whole experts"),
-        "), whose ranks it splits the experts over; got ", s.expert_parallel));
-  }
-  // Stages of unequal layers interleave too (Megatron-Core's layouts with the embedding and the
-  // loss counted as layers: Llama 3.1 405B's 126 layers on 8 stages of 8 chunks): the chunks
-  // of a middle stage must be equal, the end stages' fewer layers sit in their end chunks.
-  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
-  const int64_t stage_layers = split.middle;
-  if (run.interleave < 1 || stage_layers % run.interleave != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.interleave: must be >= 1 and divide the layers per stage (", stage_layers,
-                     "); got ", run.interleave));
-  }
-  if (run.zero_stage < 0 || run.zero_stage > 3) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.zero_stage: must be 0, 1, 2 or 3; got ", run.zero_stage));
-  }
-  if (run.gradient_bytes != 0 && run.gradient_bytes != 2 && run.gradient_bytes != 4) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.gradient_bytes: must be 0 (= 4), 2 or 4; got ", run.gradient_bytes));
-  }
-  if (!(run.tp_overlap >= 0 && run.tp_overlap <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.tp_overlap: must be in [0, 1]; got ", run.tp_overlap));
-  }
-  if (run.moe_host_s && !(*run.moe_host_s >= 0 && *run.moe_host_s <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
-  }
-  if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
-  }
-  if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
-  // (With --plan the plan picks the ZeRO stage, and gathers in FP8 only where it has one.)
-  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || (run.zero_stage < 1 && !run.plan))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run.fp8_param_gather: needs dtype fp8_e4m3 and zero_stage >= 1 (the weights gathered "
-        "in FP8 by the distributed optimizer or FSDP); got dtype ",
-        DTypeName(s.dtype), ", zero_stage ", run.zero_stage));
-  }
-  return absl::OkStatus();
 }
 
 // The memory layout a run implies, for EstimateMemory.
@@ -349,6 +273,54 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.band_runs = band.runs;
 }
 
+// One micro-batch through the slowest pipeline stage, by part (what PlanStep multiplies by the
+// micro-batches), and the stage's layers it took them from.
+struct StageTimes {
+  double layers = 0;         // the stage's layers
+  double moe_layers = 0;     // of them, MoE layers (a share of the stage's, as of the model's)
+  double per_layer = 0;      // one layer, forward and backward
+  double forward_layer = 0;  // one layer's forward
+  double compute = 0, recompute = 0, tp_comm = 0, ep_comm = 0, cp_comm = 0, offload = 0,
+         host_wait = 0;
+  double Total() const {
+    return compute + recompute + tp_comm + ep_comm + cp_comm + offload + host_wait;
+  }
+};
+
+// The slowest stage: the last (its layers, the logits and the loss), or with uneven stages a
+// middle one if its extra layers outweigh the head. `stored_bytes_per_layer`: what offloading
+// moves (the run's memory estimate).
+StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatch& mb,
+                        double stored_bytes_per_layer) {
+  const ModelSpec& s = a.spec;
+  const double layers = static_cast<double>(s.num_layers);
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  StageTimes st;
+  st.per_layer = mb.layers_s / layers;
+  const bool last_slowest = static_cast<double>(split.last) * st.per_layer + mb.head_s >=
+                            static_cast<double>(split.middle) * st.per_layer;
+  st.layers = static_cast<double>(last_slowest ? split.last : split.middle);
+  st.compute = st.layers * st.per_layer + (last_slowest ? mb.head_s : 0);
+  const bool flash = s.attention != Attention::kUnfused;
+  st.recompute = run.recompute == Recompute::kFull ? mb.layers_forward_s / layers * st.layers
+                 : run.recompute == Recompute::kSelective && !flash
+                     ? mb.attention_forward_s / layers * st.layers
+                     : 0;
+  st.moe_layers = static_cast<double>(Derive(s).moe_layers) / layers * st.layers;
+  // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
+  // (the tokens go to their experts by the all-to-all instead), half of a layer's.
+  const double tp_layers =
+      st.layers - (ExpertTensorParallel(s) < s.tensor_parallel ? st.moe_layers / 2 : 0);
+  st.tp_comm = TensorParallelS(a, run, tp_layers) * (1 - run.tp_overlap);
+  st.cp_comm = ContextParallelS(a, run, st.layers, mb.attention_s / layers);
+  st.forward_layer = mb.layers_forward_s / layers;
+  st.offload = OffloadS(a, run, st.layers, stored_bytes_per_layer, st.forward_layer,
+                        mb.layers_s / layers - st.forward_layer);
+  st.ep_comm = ExpertParallelS(a, run, st.moe_layers);
+  st.host_wait = st.moe_layers * MoeHostWaitS(s, run);
+  return st;
+}
+
 }  // namespace
 
 absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) {
@@ -373,52 +345,22 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.memory = EstimateMemory(s, gpu, LayoutOf(run, r));
   const double m = static_cast<double>(r.microbatches);
   const double p = static_cast<double>(s.pipeline_parallel);
-  const double layers = static_cast<double>(s.num_layers);
-
-  // One micro-batch through the slowest stage: the last (its layers, the logits and the loss),
-  // or with uneven stages a middle one if its extra layers outweigh the head.
   const MicroBatch mb = SplitMicroBatch(a);
-  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
-  const double per_layer = mb.layers_s / layers;
-  const bool last_slowest = static_cast<double>(split.last) * per_layer + mb.head_s >=
-                            static_cast<double>(split.middle) * per_layer;
-  const double stage_layers = static_cast<double>(last_slowest ? split.last : split.middle);
-  const double compute = stage_layers * per_layer + (last_slowest ? mb.head_s : 0);
-  const bool flash = s.attention != Attention::kUnfused;
-  const double recompute = run.recompute == Recompute::kFull
-                               ? mb.layers_forward_s / layers * stage_layers
-                           : run.recompute == Recompute::kSelective && !flash
-                               ? mb.attention_forward_s / layers * stage_layers
-                               : 0;
-  const double stage_moe_layers =
-      static_cast<double>(Derive(s).moe_layers) / layers * stage_layers;
-  // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
-  // (the tokens go to their experts by the all-to-all instead), half of a layer's.
-  const double tp_layers = stage_layers - (ExpertTensorParallel(s) < s.tensor_parallel
-                                               ? stage_moe_layers / 2
-                                               : 0);
-  const double tp_comm = TensorParallelS(a, run, tp_layers) * (1 - run.tp_overlap);
-  const double cp_comm = ContextParallelS(a, run, stage_layers, mb.attention_s / layers);
-  const double forward_layer = mb.layers_forward_s / layers;
-  const double offload =
-      OffloadS(a, run, stage_layers, r.memory.stored_bytes_per_layer, forward_layer,
-               mb.layers_s / layers - forward_layer);
-  const double ep_comm = ExpertParallelS(a, run, stage_moe_layers);
-  const double host_wait = stage_moe_layers * MoeHostWaitS(s, run);
-  const double stage =
-      compute + recompute + tp_comm + ep_comm + cp_comm + offload + host_wait;
-  r.compute_s = m * compute;
-  r.ep_comm_s = EpOverlapS(a, run, ep_comm, stage_moe_layers * per_layer, m);
-  r.moe_host_s = m * host_wait;
-  r.recompute_s = m * recompute;
-  r.tp_comm_s = m * tp_comm;
-  r.cp_comm_s = m * cp_comm;
-  r.offload_s = m * offload;
-  r.pp_bubble_s = (p - 1) / static_cast<double>(run.interleave) * stage;
+  const StageTimes st = SlowestStage(a, run, mb, r.memory.stored_bytes_per_layer);
+  r.compute_s = m * st.compute;
+  r.ep_comm_s = EpOverlapS(a, run, st.ep_comm, st.moe_layers * st.per_layer, m);
+  r.moe_host_s = m * st.host_wait;
+  r.recompute_s = m * st.recompute;
+  r.tp_comm_s = m * st.tp_comm;
+  r.cp_comm_s = m * st.cp_comm;
+  r.offload_s = m * st.offload;
+  r.pp_bubble_s = (p - 1) / static_cast<double>(run.interleave) * st.Total();
   r.pp_comm_s = PipelineSendsS(a, run, m);
 
-  const double layer_backward = mb.layers_s / layers - forward_layer + recompute / stage_layers;
-  ReduceAndUpdate(a, run, m, forward_layer, layer_backward, compute + recompute, r);
+  const double layers = static_cast<double>(s.num_layers);
+  const double layer_backward =
+      mb.layers_s / layers - st.forward_layer + st.recompute / st.layers;
+  ReduceAndUpdate(a, run, m, st.forward_layer, layer_backward, st.compute + st.recompute, r);
   FinishStep(a, run, m, r);
   return r;
 }

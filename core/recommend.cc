@@ -264,7 +264,11 @@ namespace recommend_detail {
 // active count, not the total).
 constexpr double kMoeTotalToleranceFactor = 3;
 
-Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
+namespace {
+
+// The refusals of a head option: the head dim's range, multiple and floor, the head count, heads
+// over the tensor-parallel degrees (`tps`). The empty Refusal for another rule.
+Refusal HeadRefusalInfo(RefusalRule r, const std::string& tps) {
   switch (r) {
     case kHeadDimRange:
       return {"head_dim_range", 0, "head options",
@@ -281,6 +285,22 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
       return {"heads_divisible_by_tp", 0, "head options",
               absl::StrCat("heads not divisible by every tensor-parallel degree (", tps, ")"),
               "tensor_parallel_options (--tp-options)"};
+    case kHeadDimFloor:
+      return {"head_dim_floor", 0, "head options",
+              absl::StrCat("head dim below ", kMinHeldHeadDim,
+                           " (or the baseline's, when smaller): attention of another model"),
+              "vary head_dim (--vary head_dim)"};
+    default:
+      break;
+  }
+  return {};
+}
+
+// The refusals of a shape: widths over the tensor-parallel degrees (`tps`), layers over the
+// stages, what must stay the baseline's (KV group and cache, parameters). The empty Refusal for
+// another rule.
+Refusal ShapeRefusalInfo(RefusalRule r, const std::string& tps) {
+  switch (r) {
     case kKvHeadsByTp:
       return {"kv_heads_divisible_by_tp", 0, "shapes",
               absl::StrCat("KV heads neither divisible by every tensor-parallel degree (", tps,
@@ -298,11 +318,6 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
     case kLayersByPp:
       return {"layers_divisible_by_pp", 0, "shapes",
               "layers not divisible by the pipeline stages", "model.pipeline_parallel (--pp)"};
-    case kHeadDimFloor:
-      return {"head_dim_floor", 0, "head options",
-              absl::StrCat("head dim below ", kMinHeldHeadDim,
-                           " (or the baseline's, when smaller): attention of another model"),
-              "vary head_dim (--vary head_dim)"};
     case kKvGroup:
       return {"kv_group", 0, "shapes",
               "query heads per KV head other than the baseline's (another model to serve)",
@@ -322,6 +337,31 @@ Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
                               "baseline's",
                               100 * kMoeTotalTolerance),
               "vary total_params (--vary total_params)"};
+    default:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+Refusal RefusalInfo(RefusalRule r, const std::string& tps) {
+  switch (r) {
+    case kHeadDimRange:
+    case kHeadDimMultiple:
+    case kHeadCount:
+    case kHeadsByTp:
+    case kHeadDimFloor:
+      return HeadRefusalInfo(r, tps);
+    case kKvHeadsByTp:
+    case kHiddenByTp:
+    case kFfnByTp:
+    case kLayersByPp:
+    case kKvGroup:
+    case kKvCache:
+    case kParamBudget:
+    case kMoeTotal:
+      return ShapeRefusalInfo(r, tps);
     case kRefusalRules:
       break;
   }

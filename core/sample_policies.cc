@@ -10,19 +10,16 @@
 
 namespace wavecrest {
 
-ClockStates SeparateClockStates(const std::vector<ClockedSample>& samples, int min_kept) {
-  ClockStates out;
-  for (const ClockedSample& s : samples) out.samples.push_back(s.seconds);
+namespace {
+
+// The states of the samples' known clocks: the distinct clocks, split where one is more than
+// kClockStateStep above the last; each clock (MHz) mapped to its state's index. Empty when no
+// sample's clock is known.
+std::map<int, int> ClockStatesOf(const std::vector<ClockedSample>& samples) {
   std::vector<int> known;
   for (const ClockedSample& s : samples) {
     if (s.mhz > 0) known.push_back(s.mhz);
   }
-  if (known.empty()) {
-    out.states = 0;
-    out.policy = "clock unknown";
-    return out;
-  }
-  // States: the distinct clocks, split where one is more than kClockStateStep above the last.
   std::sort(known.begin(), known.end());
   known.erase(std::unique(known.begin(), known.end()), known.end());
   std::map<int, int> state_of;  // MHz -> state index
@@ -31,16 +28,33 @@ ClockStates SeparateClockStates(const std::vector<ClockedSample>& samples, int m
     if (i > 0 && known[i] > known[i - 1] * (1 + kClockStateStep)) ++state;
     state_of[known[i]] = state;
   }
-  out.states = state + 1;
-  auto all_mhz = [&](int which) {
-    std::vector<double> mhz;
-    for (const ClockedSample& s : samples) {
-      if (s.mhz > 0 && state_of[s.mhz] == which) mhz.push_back(s.mhz);
-    }
-    return mhz;
-  };
+  return state_of;
+}
+
+// The median clock of the samples in state `which`, in MHz.
+int64_t MedianMhz(const std::vector<ClockedSample>& samples, const std::map<int, int>& state_of,
+                  int which) {
+  std::vector<double> mhz;
+  for (const ClockedSample& s : samples) {
+    if (s.mhz > 0 && state_of.at(s.mhz) == which) mhz.push_back(s.mhz);
+  }
+  return static_cast<int64_t>(std::lround(Percentile(mhz, 0.5)));
+}
+
+}  // namespace
+
+ClockStates SeparateClockStates(const std::vector<ClockedSample>& samples, int min_kept) {
+  ClockStates out;
+  for (const ClockedSample& s : samples) out.samples.push_back(s.seconds);
+  const std::map<int, int> state_of = ClockStatesOf(samples);
+  if (state_of.empty()) {
+    out.states = 0;
+    out.policy = "clock unknown";
+    return out;
+  }
+  out.states = state_of.rbegin()->second + 1;
   if (out.states == 1) {
-    out.kept_mhz = static_cast<int>(std::lround(Percentile(all_mhz(0), 0.5)));
+    out.kept_mhz = static_cast<int>(MedianMhz(samples, state_of, 0));
     out.policy = absl::StrCat("one clock state (", out.kept_mhz, " MHz)");
     return out;
   }
@@ -49,17 +63,17 @@ ClockStates SeparateClockStates(const std::vector<ClockedSample>& samples, int m
   std::vector<int> count(out.states, 0);
   for (const ClockedSample& s : samples) {
     if (s.mhz <= 0) continue;
-    work[state_of[s.mhz]] += s.seconds;
-    ++count[state_of[s.mhz]];
+    work[state_of.at(s.mhz)] += s.seconds;
+    ++count[state_of.at(s.mhz)];
   }
   const int keep = static_cast<int>(std::max_element(work.begin(), work.end()) - work.begin());
   std::vector<std::string> aside;
   for (int st = 0; st < out.states; ++st) {
     if (st == keep) continue;
-    aside.push_back(absl::StrCat(std::lround(Percentile(all_mhz(st), 0.5)), " MHz (", count[st],
-                                 " samples)"));
+    aside.push_back(
+        absl::StrCat(MedianMhz(samples, state_of, st), " MHz (", count[st], " samples)"));
   }
-  out.kept_mhz = static_cast<int>(std::lround(Percentile(all_mhz(keep), 0.5)));
+  out.kept_mhz = static_cast<int>(MedianMhz(samples, state_of, keep));
   if (count[keep] < min_kept) {
     out.policy = absl::StrCat(out.states, " clock states, none with ", min_kept,
                               " samples: pooled (", out.kept_mhz, " MHz the most)");
@@ -67,7 +81,7 @@ ClockStates SeparateClockStates(const std::vector<ClockedSample>& samples, int m
   }
   out.samples.clear();
   for (const ClockedSample& s : samples) {
-    if (s.mhz > 0 && state_of[s.mhz] == keep) out.samples.push_back(s.seconds);
+    if (s.mhz > 0 && state_of.at(s.mhz) == keep) out.samples.push_back(s.seconds);
   }
   out.separated = true;
   out.policy = absl::StrCat(out.states, " clock states: kept ", out.kept_mhz, " MHz (",

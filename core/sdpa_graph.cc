@@ -326,6 +326,33 @@ int64_t RecomputeP(SdpaGraphBuilder& g, const Geometry& l, const SdpaShape& shap
   return g.Pointwise(SdpaMode::kExp, "P", {s}, g.Like(s, "P", SdpaType::kFloat));
 }
 
+// dX = a·b_op of the KV heads (dK, dV): straight into the rows at `at`, or (grouped heads)
+// per query head and then summed over each group.
+void KvGradient(SdpaGraphBuilder& g, const Geometry& l, const std::string& name, int64_t a,
+                int64_t b_op, int64_t at, int64_t dim) {
+  const int64_t out = g.Tensor(name, SdpaType::kIo, {l.b, l.Hkv, l.skv, dim},
+                               Geometry::InRows(l.skv, l.width, dim), SdpaSlot::kDqkvRows, at);
+  if (l.H == l.Hkv) {
+    g.Matmul(name + " matmul", a, b_op, out);
+    return;
+  }
+  const int64_t full = g.Tensor(name + " per query head", SdpaType::kIo, {l.b, l.H, l.skv, dim},
+                                {l.H * l.skv * dim, l.skv * dim, dim, 1});
+  g.Matmul(name + " matmul", a, b_op, full);
+  g.Reduce(SdpaMode::kSum, name + " over the group", full, out);
+}
+
+// dS = P ∘ (dO·Vᵀ − D) · scale, in FP32 shaped as the scores `s`.
+int64_t ScoresGradient(SdpaGraphBuilder& g, const SdpaShape& shape, int64_t s, int64_t p,
+                       int64_t d_o, int64_t vt, int64_t big_d) {
+  int64_t dp = g.Matmul("dO·Vᵀ", d_o, vt, g.Like(s, "dP", SdpaType::kFloat));
+  dp = g.Pointwise(SdpaMode::kSub, "dP - D", {dp, big_d}, g.Like(s, "dP - D", SdpaType::kFloat));
+  dp = g.Pointwise(SdpaMode::kMul, "P * (dP - D)", {dp, p},
+                   g.Like(s, "P(dP - D)", SdpaType::kFloat));
+  return g.Pointwise(SdpaMode::kMul, "dS", {dp, g.Scalar("scale", shape.scale)},
+                     g.Like(s, "dS", SdpaType::kFloat));
+}
+
 }  // namespace
 
 absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
@@ -362,33 +389,12 @@ absl::StatusOr<SdpaGraph> SdpaBackwardGraph(const SdpaShape& shape) {
   // Transposed views of scores, [b, H, kv_len, q_len], in the I/O type.
   const Dims scores_t = Transposed(l.scores);
   const Dims scores_t_strides = {l.H * l.sq * l.skv, l.sq * l.skv, 1, l.skv};
-  // dX of the KV heads: straight into the rows, or (grouped heads) summed over each group.
-  const bool grouped = l.H != l.Hkv;
-  auto kv_grad = [&](const std::string& name, int64_t a, int64_t b_op, int64_t at, int64_t dim) {
-    const int64_t out = g.Tensor(name, SdpaType::kIo, {l.b, l.Hkv, l.skv, dim},
-                                 Geometry::InRows(l.skv, l.width, dim), SdpaSlot::kDqkvRows, at);
-    if (!grouped) {
-      g.Matmul(name + " matmul", a, b_op, out);
-      return;
-    }
-    const int64_t full = g.Tensor(name + " per query head", SdpaType::kIo, {l.b, l.H, l.skv, dim},
-                                  {l.H * l.skv * dim, l.skv * dim, dim, 1});
-    g.Matmul(name + " matmul", a, b_op, full);
-    g.Reduce(SdpaMode::kSum, name + " over the group", full, out);
-  };
   const int64_t p_t = g.Reshape("Pᵀ", p, g.Tensor("Pᵀ", SdpaType::kIo, scores_t, scores_t_strides));
-  kv_grad("dV", p_t, d_o, v_at, l.dv);
-
-  // dS = P ∘ (dO·Vᵀ − D) · scale.
-  int64_t dp = g.Matmul("dO·Vᵀ", d_o, vt, g.Like(s, "dP", SdpaType::kFloat));
-  dp = g.Pointwise(SdpaMode::kSub, "dP - D", {dp, big_d}, g.Like(s, "dP - D", SdpaType::kFloat));
-  dp = g.Pointwise(SdpaMode::kMul, "P * (dP - D)", {dp, p},
-                   g.Like(s, "P(dP - D)", SdpaType::kFloat));
-  const int64_t ds = g.Pointwise(SdpaMode::kMul, "dS", {dp, g.Scalar("scale", shape.scale)},
-                                 g.Like(s, "dS", SdpaType::kFloat));
+  KvGradient(g, l, "dV", p_t, d_o, v_at, l.dv);
+  const int64_t ds = ScoresGradient(g, shape, s, p, d_o, vt, big_d);
   const int64_t ds_t =
       g.Reshape("dSᵀ", ds, g.Tensor("dSᵀ", SdpaType::kIo, scores_t, scores_t_strides));
-  kv_grad("dK", ds_t, q, k_at, l.d);
+  KvGradient(g, l, "dK", ds_t, q, k_at, l.d);
 
   // dQ = dS·K through an FP32 accumulator (K back in its own orientation).
   // (A virtual tensor of the intermediate type, FP32, as cuDNN's frontend leaves it.)

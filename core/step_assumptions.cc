@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/attention_cost.h"
 #include "core/expert_parallel.h"
 #include "core/gemm.h"
 #include "core/network.h"
@@ -110,6 +111,56 @@ std::string FlopCountAssumption(FlopCount count) {
                "times are the same either way";
 }
 
+// The pipeline's schedule and which stage is the slowest.
+std::string PipelineAssumption(const ModelSpec& s, const RunConfig& run) {
+  const double p = static_cast<double>(s.pipeline_parallel);
+  const double v = static_cast<double>(run.interleave);
+  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
+  return absl::StrFormat(
+      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
+      "layers, the logits and the loss) is the slowest%s",
+      v > 1 ? " (interleaved)" : "", (p - 1) / v,
+      split.even ? ""
+                 : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
+                                   "last (Megatron's uneven split)",
+                                   split.first, split.middle, split.last));
+}
+
+// FP8 training as Transformer Engine's recipe runs it, and the precision of the weights' gathers.
+std::string Fp8Assumption(const RunConfig& run) {
+  return absl::StrCat(
+      "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
+      "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
+      "input cast alone, every input transposed for wgrad, every output gradient cast and "
+      "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
+      "weights' casts (once per step) not",
+      run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
+                             "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
+                           : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
+                             "gathers them in FP8)");
+}
+
+// ZeRO-3 (FSDP): what of its gathers and reduce-scatters is exposed, and when weights are freed.
+void AddZero3Assumptions(const RunConfig& run, std::vector<std::string>& out) {
+  out.push_back(
+      run.zero3_prefetch
+          ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "
+            "gathered under the previous layer's compute, its gradients reduce-scattered under "
+            "the next layer's backward; exposed are the first gather, the last reduce-scatter "
+            "and what exceeds a layer's compute"
+          : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
+            "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
+            "(their collectives share the SMs and memory with the compute); zero3_prefetch "
+            "prices them hidden");
+  out.push_back(run.reshard_after_forward
+                    ? "each layer's weights freed after its forward and gathered again for its "
+                      "backward (FSDP2's reshard_after_forward, its default)"
+                    : "each layer's weights kept gathered from its forward to its backward: one "
+                      "gather per layer and micro-batch, the stage's weights held (FSDP2's "
+                      "reshard_after_forward=False, TorchTitan's default with pipeline "
+                      "parallelism)");
+}
+
 }  // namespace
 
 // What the figures take for granted, in words.
@@ -117,51 +168,12 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r) {
   const ModelSpec& s = a.spec;
   const GpuSpec& gpu = *a.gpu;
-  const double p = static_cast<double>(s.pipeline_parallel);
-  const double v = static_cast<double>(run.interleave);
   std::vector<std::string> out;
-  const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
-  out.push_back(absl::StrFormat(
-      "1F1B pipeline%s: bubble (p-1)/v = %g of a stage's micro-batch time; the last stage (its "
-      "layers, the logits and the loss) is the slowest%s",
-      v > 1 ? " (interleaved)" : "", (p - 1) / v,
-      split.even ? ""
-                 : absl::StrFormat(" or a middle one; layers per stage %d first, %d middle, %d "
-                                   "last (Megatron's uneven split)",
-                                   split.first, split.middle, split.last)));
+  out.push_back(PipelineAssumption(s, run));
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
-  if (s.dtype == DType::kFp8E4M3) {
-    out.push_back(absl::StrCat(
-        "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
-        "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
-        "input cast alone, every input transposed for wgrad, every output gradient cast and "
-        "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
-        "weights' casts (once per step) not",
-        run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
-                               "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
-                             : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
-                               "gathers them in FP8)"));
-  }
-  if (run.zero_stage >= 3) {
-    out.push_back(
-        run.zero3_prefetch
-            ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "
-              "gathered under the previous layer's compute, its gradients reduce-scattered under "
-              "the next layer's backward; exposed are the first gather, the last reduce-scatter "
-              "and what exceeds a layer's compute"
-            : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
-              "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
-              "(their collectives share the SMs and memory with the compute); zero3_prefetch "
-              "prices them hidden");
-    out.push_back(run.reshard_after_forward
-                      ? "each layer's weights freed after its forward and gathered again for its "
-                        "backward (FSDP2's reshard_after_forward, its default)"
-                      : "each layer's weights kept gathered from its forward to its backward: one "
-                        "gather per layer and micro-batch, the stage's weights held (FSDP2's "
-                        "reshard_after_forward=False, TorchTitan's default with pipeline "
-                        "parallelism)");
-  }
+  if (s.dtype == DType::kFp8E4M3) out.push_back(Fp8Assumption(run));
+  if (run.zero_stage >= 3) AddZero3Assumptions(run, out);
   if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
   if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
   if (s.context_parallel > 1) {
@@ -188,6 +200,5 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   }
   return out;
 }
-
 
 }  // namespace wavecrest

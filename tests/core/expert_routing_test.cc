@@ -1,4 +1,4 @@
-// A mixture of experts priced by its routing (core/model_spec.cc DeriveExperts, core/gemm.cc):
+// A mixture of experts priced by its routing (core/derived_shape.cc DeriveExperts, core/gemm.cc):
 // prefill and decode run only the experts their tokens reach, each on the rows routed to it;
 // training runs every expert on its balanced share, padded to a capacity or, dropless, skewed
 // over expert-parallel ranks; FLOPs, the weights the GEMMs read and the decode bytes agree.

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "absl/strings/match.h"
+#include "core/attention_cost.h"
 #include "core/cost_model.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"

@@ -5,6 +5,7 @@
 
 #include "core/analysis.h"
 #include "core/cost_model.h"
+#include "core/elementwise_cost.h"
 #include "tests/core/test_specs.h"
 
 namespace wavecrest {

@@ -17,14 +17,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-ModelSpec Llama70B(int64_t tp, int64_t pp) {
-  ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
-  s.name = "llama-3-70b";
-  s.seq_length = 8192;
-  s.tensor_parallel = tp;
-  s.pipeline_parallel = pp;
-  return s;
-}
+using testing::Llama70B;
 
 // Llama 3 70B's layer, eight of them (fits a test's time, not a GPU), normalized.
 ModelSpec EightLayers70B(int64_t tp, int64_t seq = 8192) {
@@ -572,19 +565,6 @@ TEST(ParallelismTest, ActivationOffloadTradesHostCopiesForMemory) {
   plan.num_gpus = 8;
   plan.plan = true;
   EXPECT_FALSE(Plan(s, plan).offload_activations);
-}
-
-TEST(ParallelismTest, ARunTheModelCannotHaveIsRefusedNamingTheField) {
-  const Analysis a = *Analyze(Llama70B(8, 4), **FindGpu("h100-sxm"));
-  RunConfig run;
-  run.num_gpus = 48 + 4;
-  EXPECT_THAT(std::string(PlanStep(a, run).status().message()), HasSubstr("run.num_gpus"));
-  run.num_gpus = 64;
-  run.global_batch = 3;
-  EXPECT_THAT(std::string(PlanStep(a, run).status().message()), HasSubstr("run.global_batch"));
-  run.global_batch = 0;
-  run.interleave = 3;  // 20 layers per stage
-  EXPECT_THAT(std::string(PlanStep(a, run).status().message()), HasSubstr("run.interleave"));
 }
 
 // Korthikanti et al. 2022, Table 5: eight published step times of 22B-1T GPT models on Selene,

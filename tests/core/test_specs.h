@@ -38,6 +38,16 @@ inline ModelSpec LlamaLike(int64_t hidden, int64_t heads, int64_t kv_heads, int6
   return s;
 }
 
+// Llama 3 70B at 8K tokens on t × p ranks, not normalized.
+inline ModelSpec Llama70B(int64_t tensor_parallel, int64_t pipeline_parallel) {
+  ModelSpec s = LlamaLike(8192, 64, 8, 80, 28672, 128256);
+  s.name = "llama-3-70b";
+  s.seq_length = 8192;
+  s.tensor_parallel = tensor_parallel;
+  s.pipeline_parallel = pipeline_parallel;
+  return s;
+}
+
 // The catalog's H100 SXM.
 inline const GpuSpec& H100() { return **FindGpu("h100-sxm"); }
 

@@ -1,0 +1,85 @@
+// EstimateElementwise and Fp8CastBytesPerToken (core/elementwise_cost.h): the bytes the step's
+// non-GEMM kernels move, at the elementwise bandwidth.
+#include "core/elementwise_cost.h"
+
+namespace wavecrest {
+
+double Fp8CastBytesPerToken(const ModelSpec& spec) {
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(d.q_width) / t;                              // attention out
+  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;           // QKV out
+  const auto up_of = [&](double f) { return spec.mlp == Mlp::kGelu ? f : 2 * f; };  // up out
+  // Forward: the projection's input (attention's BF16 output) cast alone, read 2 write 1 byte;
+  // the other inputs come out of a fused norm or activation already in FP8 (LayerNormLinear,
+  // LayerNormMLP). Wgrad needs every input transposed in FP8 (the fused cast-transpose writes one
+  // more byte), and backward casts and transposes each output gradient (read 2, write 1 + 1).
+  const auto dense = [&](double f) {
+    return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + up_of(f) + h);
+  };
+  if (d.moe_layers == 0) return dense(static_cast<double>(d.active_ffn_per_rank));
+  // A MoE layer's experts take their inputs after the permutation and the activation, in BF16,
+  // and cast them themselves (Transformer Engine's GroupedLinear quantizes each expert's rows,
+  // both orientations: read 2, write 1 + 1), the shared experts' linears likewise; each token's
+  // k copies (rows per token on this rank: k × capacity padding × expert TP / t) pass the up
+  // projection's input and the down projection's output gradient.
+  const double f = static_cast<double>(d.active_ffn_per_rank);
+  const double rows = static_cast<double>(spec.experts_per_token) * d.expert_padding *
+                      static_cast<double>(ExpertTensorParallel(spec)) / t;
+  const double copies = (rows + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
+  const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + up_of(f) + copies);
+  const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
+  return (static_cast<double>(d.dense_layers) * dense(dense_f) +
+          static_cast<double>(d.moe_layers) * moe) /
+         static_cast<double>(spec.num_layers);
+}
+
+ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu) {
+  const DerivedShape d = Derive(spec);
+  const double eb = DTypeBytes(spec.dtype) == 1 ? 2 : DTypeBytes(spec.dtype);  // FP8 keeps BF16
+  const double h = static_cast<double>(spec.hidden_size);
+  const double f = static_cast<double>(d.active_ffn_per_rank);  // MoE: k experts + shared
+  const double tokens = static_cast<double>(d.tokens);
+  // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
+  // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
+  double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
+  if (d.moe_layers > 0) {
+    // A MoE layer permutes each token's k copies into expert order (read h, write k·h) and back,
+    // weighted and summed (read k·h, write h); averaged over the layers.
+    const double k = static_cast<double>(spec.experts_per_token);
+    per_token +=
+        2 * (k + 1) * h * static_cast<double>(d.moe_layers) / static_cast<double>(spec.num_layers);
+  }
+  double softmax_per_token = 0;
+  if (spec.attention == Attention::kUnfused) {
+    // Softmax over each score row, read and written, per head on this rank.
+    const double kv_len =
+        spec.workload == Workload::kDecode ? spec.kv_cache_length : spec.seq_length;
+    softmax_per_token = 2 * kv_len * static_cast<double>(d.heads_per_rank);
+  }
+  // FP8 training under Transformer Engine's recipe: what its casts move beyond the BF16 step
+  // (per token and layer, in bytes, not elements: Fp8CastBytesPerToken).
+  const double fp8_bytes = spec.workload == Workload::kTraining && spec.dtype == DType::kFp8E4M3
+                               ? Fp8CastBytesPerToken(spec)
+                               : 0;
+  // Loss over the logits: read, softmax, write the gradient.
+  const double logit_rows =
+      spec.workload == Workload::kTraining ? tokens : static_cast<double>(spec.micro_batch_size);
+  const double loss_bytes = 3 * logit_rows * static_cast<double>(d.vocab_per_rank) * eb;
+  // Backward moves about twice as much as forward.
+  const double passes = spec.workload == Workload::kTraining ? 3 : 1;
+  const double bw =
+      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+  ElementwiseEstimate e;
+  const double layer_bytes =
+      (per_token + softmax_per_token) * eb * tokens * passes + fp8_bytes * tokens;
+  e.bytes = layer_bytes * static_cast<double>(spec.num_layers) + loss_bytes * passes;
+  e.layer_time_s = layer_bytes / bw;
+  e.softmax_time_s = softmax_per_token * eb * tokens * passes / bw;
+  e.loss_time_s = loss_bytes * passes / bw;
+  e.time_s = e.bytes / bw;
+  return e;
+}
+
+}  // namespace wavecrest

@@ -1,0 +1,43 @@
+// The non-GEMM work of a step (core/elementwise_cost.cc): norms, activations, residual adds, the
+// softmax of unfused attention, the loss, and FP8's casts, priced by the bytes they move.
+#ifndef WAVECREST_CORE_ELEMENTWISE_COST_H_
+#define WAVECREST_CORE_ELEMENTWISE_COST_H_
+
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+
+namespace wavecrest {
+
+// The non-GEMM work of one step (norms, activation, residual adds, softmax of unfused attention,
+// the loss over the logits), estimated from the bytes it must move at elementwise bandwidth.
+struct ElementwiseEstimate {
+  double bytes = 0;
+  double time_s = 0;  // num_layers · layer_time_s + loss_time_s
+  // One layer's share (norms, activation, residual adds; softmax of unfused attention), and of it
+  // the softmax alone; the loss over the logits, once per step. Backward included when training.
+  double layer_time_s = 0;
+  double softmax_time_s = 0;
+  double loss_time_s = 0;
+};
+ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gpu);
+
+// FP8 training (DType::kFp8E4M3) under Transformer Engine's default recipe, with TE's fused
+// layers (LayerNormLinear, LayerNormMLP: the norm and the activation write FP8 themselves, as
+// llm-foundry's te_ln_mlp runs them; Megatron-Core's dense MLP activates in BF16 by default,
+// bias_swiglu_impl, and its fc2 casts that alone: 3 more bytes per MLP element there, left out):
+// the bytes per token and layer, on one tensor-parallel rank, that the recipe's casts
+// move beyond a BF16 step. The projection's input is cast alone (3 bytes per element), every
+// linear input is also written transposed for wgrad (1), and every output gradient is cast and
+// transposed (4: read 2, write 1 + 1); a MoE layer's experts cast their inputs themselves after
+// the permutation and the activation (4 per element of each token's k copies and of the expert
+// MLP's width), and the k copies' output gradients too. The amax reductions run inside the
+// casts; the weights' casts (once per step with Megatron's FP8 weight caching) are not counted.
+// Zero cost in time beyond memory traffic: priced with the elementwise work at its bandwidth.
+double Fp8CastBytesPerToken(const ModelSpec& spec);
+
+// The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
+// activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
+inline constexpr double kElementwiseRelativeSigma = 0.15;
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_ELEMENTWISE_COST_H_

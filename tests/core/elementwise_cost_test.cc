@@ -1,0 +1,69 @@
+// The step's elementwise work (core/elementwise_cost.h): bytes moved at the elementwise bandwidth,
+// and what FP8 training's casts add.
+#include "core/elementwise_cost.h"
+
+#include "core/gpu_catalog.h"
+#include "core/model_spec.h"
+#include "tests/core/test_specs.h"
+#include "gtest/gtest.h"
+
+namespace wavecrest {
+namespace {
+
+// A MoE layer's experts cast their own inputs (after the permutation and the activation) and
+// each token's k copies pass the up projection's input and the down projection's output
+// gradient: Qwen3-30B-A3B-like, 128 experts of 768, top 8, whole experts over EP 8 on t = 1.
+TEST(ElementwiseCostTest, Fp8MoeLayersCastEachTokensExpertCopies) {
+  ModelSpec s = testing::LlamaLike(2048, 32, 4, 48, 768, 151936);
+  s.num_experts = 128;
+  s.experts_per_token = 8;
+  s.dtype = DType::kFp8E4M3;
+  s.seq_length = 4096;
+  s.head_dim = 128;
+  s = *NormalizeSpec(s);
+  const double h = 2048, q = 32 * 128, qkv = (32 + 8) * 128, f = 8 * 768, copies = 8 * h;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(s),
+                   3 * q + (h + q) + 4 * (copies + f) + 4 * (qkv + h + 2 * f + copies));
+  // More than the same widths priced as a dense MLP, whose input comes out of the norm in FP8.
+  EXPECT_GT(Fp8CastBytesPerToken(s), 3 * q + (2 * h + q + f) + 4 * (qkv + h + 2 * f + h));
+  // Shared experts add their own input and output gradient.
+  ModelSpec shared = s;
+  shared.shared_expert_ffn_hidden_size = 768;
+  shared = *NormalizeSpec(shared);
+  const double fs = 8 * 768 + 768;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(shared), 3 * q + (h + q) + 4 * (copies + h + fs) +
+                                                     4 * (qkv + h + 2 * fs + copies + h));
+}
+
+// FP8 training adds Transformer Engine's casts to the step's memory traffic, per token and layer
+// on one rank: the projection's input cast alone (3 bytes per element), every linear input
+// transposed for wgrad (1), every output gradient cast and transposed (4). BF16 and FP8
+// inference add nothing.
+TEST(ElementwiseCostTest, Fp8TrainingPaysItsCastsAsMemoryTraffic) {
+  ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
+  s.tensor_parallel = 8;
+  s.seq_length = 4096;
+  s.dtype = DType::kFp8E4M3;
+  s = *NormalizeSpec(s);
+  // q = 64·128/8, qkv = (64 + 16)·128/8, f = 28672/8, SwiGLU up = 2f.
+  const double q = 1024, qkv = 1280, f = 3584, h = 8192;
+  EXPECT_DOUBLE_EQ(Fp8CastBytesPerToken(s), 3 * q + (2 * h + q + f) + 4 * (qkv + h + 2 * f + h));
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec bf16 = s;
+  bf16.dtype = DType::kBf16;
+  const ElementwiseEstimate e8 = EstimateElementwise(s, gpu), e16 = EstimateElementwise(bf16, gpu);
+  const double bw = gpu.memory_bandwidth_bytes_per_s *
+                    gpu.Model(DType::kFp8E4M3).elementwise_memory_efficiency;
+  const double tokens = static_cast<double>(Derive(s).tokens);
+  EXPECT_NEAR(e8.layer_time_s - e16.layer_time_s, Fp8CastBytesPerToken(s) * tokens / bw, 1e-12);
+  EXPECT_GT(e8.time_s, e16.time_s);
+  ModelSpec prefill = s;
+  prefill.workload = Workload::kPrefill;
+  ModelSpec prefill16 = prefill;
+  prefill16.dtype = DType::kBf16;
+  EXPECT_DOUBLE_EQ(EstimateElementwise(prefill, gpu).layer_time_s,
+                   EstimateElementwise(prefill16, gpu).layer_time_s);
+}
+
+}  // namespace
+}  // namespace wavecrest
