@@ -80,10 +80,10 @@ inline constexpr absl::string_view kCostModelName = "wavecrest-analytic-v7";
 // The library whose kernels the model describes (a prediction's provenance names it).
 inline constexpr absl::string_view kModelledLibrary = "cuBLASLt 13.1 (through PyTorch 2.11)";
 // The GPU workers' timing method (gpu_worker/cuda): bump the version whenever what a figure means
-// changes (warm-up, sampling, statistics), so that the result cache never mixes methods.
+// changes (warm-up, sampling, statistics), so that the measurement store never mixes methods.
 inline constexpr absl::string_view kCublasLtMethod = "cublaslt-timing-v2";
 
-// The method string of a worker's result, part of the result-cache key:
+// The method string of a worker's result, part of the measurement store's key:
 // "cublaslt-timing-v2 cold-L2 heuristic", "wavecrest-analytic-v7 emulated autotune", ...
 // For a measured result, warm_l2 is the state the engine achieved (see core/gemm_plan.h).
 // `backend` is the worker's backend ("cublaslt" or "analytic").

@@ -34,28 +34,28 @@ namespace {
 // linear biases unless "bias"; multi-query (one KV head) for 7B, num_kv_heads groups with the
 // new decoder architecture (40B, 180B); tied embeddings.
 absl::StatusOr<ModelSpec> ImportFalcon(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
   // Older Falcon configs spell these n_head and n_layer.
   const char* heads_key = j.contains("num_attention_heads") ? "num_attention_heads" : "n_head";
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, heads_key, std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, heads_key, std::nullopt));
   const char* layers_key = j.contains("num_hidden_layers") ? "num_hidden_layers" : "n_layer";
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, layers_key, std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, layers_key, std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   bool new_arch = false;
-  WC_TRY_ASSIGN(new_arch, GetBool(j, "new_decoder_architecture", false));
+  ASSIGN_OR_RETURN(new_arch, GetBool(j, "new_decoder_architecture", false));
   bool multi_query = true;
-  WC_TRY_ASSIGN(multi_query, GetBool(j, "multi_query", true));
+  ASSIGN_OR_RETURN(multi_query, GetBool(j, "multi_query", true));
   if (new_arch) {
-    WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(j, "num_kv_heads", std::nullopt));
+    ASSIGN_OR_RETURN(s.num_kv_heads, GetPositive(j, "num_kv_heads", std::nullopt));
   } else {
     s.num_kv_heads = multi_query ? 1 : s.num_attention_heads;
   }
   const int64_t four_h =
       s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "ffn_hidden_size", four_h));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "ffn_hidden_size", four_h));
   bool bias = false;
-  WC_TRY_ASSIGN(bias, GetBool(j, "bias", false));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "bias", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = bias ? Bias::kAll : Bias::kNone;
@@ -63,16 +63,16 @@ absl::StatusOr<ModelSpec> ImportFalcon(const json& j, ModelSpec s) {
 }
 
 absl::StatusOr<ModelSpec> ImportGpt2(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "n_embd", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "n_head", std::nullopt));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "n_layer", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "n_embd", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "n_head", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "n_layer", std::nullopt));
   // 4h as n_inner's default, computed only for an h the spec can hold (no signed overflow).
   const int64_t four_h =
       s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize ? 4 * s.hidden_size : 0;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "n_inner", four_h));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
-  WC_TRY_ASSIGN(s.learned_position_embeddings, GetInt(j, "n_positions", 1024));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "n_inner", four_h));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.learned_position_embeddings, GetInt(j, "n_positions", 1024));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = Bias::kAll;
@@ -82,16 +82,18 @@ absl::StatusOr<ModelSpec> ImportGpt2(const json& j, ModelSpec s) {
 // Qwen2-MoE and Qwen3-MoE: experts of moe_intermediate_size, every decoder_sparse_step-th layer;
 // "mlp_only_layers" may list dense layers only as the first ones (0, 1, ..., k−1).
 absl::Status ReadQwenMoe(const json& j, ModelSpec& s) {
-  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_experts", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_experts", std::nullopt));
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
   s.dense_ffn_hidden_size = s.ffn_hidden_size;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.shared_expert_ffn_hidden_size, GetInt(j, "shared_expert_intermediate_size", 0));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.shared_expert_ffn_hidden_size,
+                   GetInt(j, "shared_expert_intermediate_size", 0));
   s.shared_expert_gate = s.shared_expert_ffn_hidden_size > 0;
-  WC_TRY_ASSIGN(s.moe_layer_interval, GetPositive(j, "decoder_sparse_step", 1));
+  ASSIGN_OR_RETURN(s.moe_layer_interval, GetPositive(j, "decoder_sparse_step", 1));
   if (auto dense = j.find("mlp_only_layers"); dense != j.end() && dense->is_array()) {
     for (size_t i = 0; i < dense->size(); ++i) {
-      if (!(*dense)[i].is_number_integer() || (*dense)[i].get<int64_t>() != static_cast<int64_t>(i)) {
+      if (!(*dense)[i].is_number_integer() ||
+          (*dense)[i].get<int64_t>() != static_cast<int64_t>(i)) {
         return absl::InvalidArgumentError(
             "config.json: mlp_only_layers: dense layers are supported only as the first layers "
             "(0, 1, ..., k-1)");
@@ -105,22 +107,22 @@ absl::Status ReadQwenMoe(const json& j, ModelSpec& s) {
 // DeepSeek-V2 and V3: multi-head latent attention; routed experts of moe_intermediate_size plus
 // n_shared_experts always on; the first first_k_dense_replace layers dense (intermediate_size).
 absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
   s.num_kv_heads = s.num_attention_heads;  // MLA: every head gets its own K and V
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
-  WC_TRY_ASSIGN(s.q_lora_rank, GetInt(j, "q_lora_rank", 0));  // null: a full query projection
-  WC_TRY_ASSIGN(s.kv_lora_rank, GetPositive(j, "kv_lora_rank", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.q_lora_rank, GetInt(j, "q_lora_rank", 0));  // null: a full query projection
+  ASSIGN_OR_RETURN(s.kv_lora_rank, GetPositive(j, "kv_lora_rank", std::nullopt));
   int64_t nope = 0;
-  WC_TRY_ASSIGN(nope, GetPositive(j, "qk_nope_head_dim", std::nullopt));
-  WC_TRY_ASSIGN(s.qk_rope_head_dim, GetPositive(j, "qk_rope_head_dim", std::nullopt));
+  ASSIGN_OR_RETURN(nope, GetPositive(j, "qk_nope_head_dim", std::nullopt));
+  ASSIGN_OR_RETURN(s.qk_rope_head_dim, GetPositive(j, "qk_rope_head_dim", std::nullopt));
   s.head_dim = nope + s.qk_rope_head_dim;
-  WC_TRY_ASSIGN(s.v_head_dim, GetPositive(j, "v_head_dim", std::nullopt));
+  ASSIGN_OR_RETURN(s.v_head_dim, GetPositive(j, "v_head_dim", std::nullopt));
   int64_t dense_width = 0;
-  WC_TRY_ASSIGN(dense_width, GetPositive(j, "intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_experts, GetInt(j, "n_routed_experts", 0));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(dense_width, GetPositive(j, "intermediate_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_experts, GetInt(j, "n_routed_experts", 0));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   s.mlp = Mlp::kSwiglu;
   s.norm = Norm::kRmsNorm;
   if (s.num_experts == 0) {
@@ -128,22 +130,22 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
     return s;
   }
   int64_t freq = 1, shared = 0;
-  WC_TRY_ASSIGN(freq, GetInt(j, "moe_layer_freq", 1));
+  ASSIGN_OR_RETURN(freq, GetInt(j, "moe_layer_freq", 1));
   if (freq != 1) {
     return absl::InvalidArgumentError(
         "config.json: moe_layer_freq other than 1 is not supported (every layer after "
         "first_k_dense_replace must be MoE)");
   }
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
-  WC_TRY_ASSIGN(shared, GetInt(j, "n_shared_experts", 0));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
+  ASSIGN_OR_RETURN(shared, GetInt(j, "n_shared_experts", 0));
   s.shared_expert_ffn_hidden_size = shared * s.ffn_hidden_size;
-  WC_TRY_ASSIGN(s.first_dense_layers, GetInt(j, "first_k_dense_replace", 0));
+  ASSIGN_OR_RETURN(s.first_dense_layers, GetInt(j, "first_k_dense_replace", 0));
   s.dense_ffn_hidden_size = dense_width;
   // Group-limited routing (topk_method "group_limited_greedy" in V2, "noaux_tc" in V3): n_group
   // groups, topk_group of them per token; 1 group is none, and "greedy" routing ignores them.
-  WC_TRY_ASSIGN(s.expert_groups, GetInt(j, "n_group", 1));
-  WC_TRY_ASSIGN(s.expert_groups_per_token, GetInt(j, "topk_group", s.expert_groups));
+  ASSIGN_OR_RETURN(s.expert_groups, GetInt(j, "n_group", 1));
+  ASSIGN_OR_RETURN(s.expert_groups_per_token, GetInt(j, "topk_group", s.expert_groups));
   const auto method = j.find("topk_method");
   const bool greedy = method != j.end() && method->is_string() && *method == "greedy";
   if (s.expert_groups <= 1 || greedy) s.expert_groups = s.expert_groups_per_token = 0;
@@ -156,12 +158,13 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
 // four) is not modelled: at 8192 tokens or fewer it is ordinary causal attention.
 absl::StatusOr<ModelSpec> ImportLlama4(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
-  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 1));
+  ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 1));
   s.shared_expert_ffn_hidden_size = s.ffn_hidden_size;
-  WC_TRY_ASSIGN(s.moe_layer_interval, GetPositive(j, "interleave_moe_layer_step", 1));
-  WC_TRY_ASSIGN(s.dense_ffn_hidden_size, GetPositive(j, "intermediate_size_mlp", s.ffn_hidden_size));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.moe_layer_interval, GetPositive(j, "interleave_moe_layer_step", 1));
+  ASSIGN_OR_RETURN(s.dense_ffn_hidden_size,
+                   GetPositive(j, "intermediate_size_mlp", s.ffn_hidden_size));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   return s;
 }
 
@@ -169,14 +172,15 @@ absl::StatusOr<ModelSpec> ImportLlama4(const json& j, ModelSpec s) {
 // alternating local (sliding_window) and full attention, untied embeddings.
 absl::StatusOr<ModelSpec> ImportGptOss(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
-  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
   // Early configs spell it experts_per_token.
-  const char* k_key = j.contains("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, k_key, std::nullopt));
+  const char* k_key =
+      j.contains("num_experts_per_tok") ? "num_experts_per_tok" : "experts_per_token";
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, k_key, std::nullopt));
   bool bias = true;
-  WC_TRY_ASSIGN(bias, GetBool(j, "attention_bias", true));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "attention_bias", true));
   s.bias = bias ? Bias::kAll : Bias::kNone;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   RETURN_IF_ERROR(ReadSlidingWindow(j, s, 2));
   return s;
 }
@@ -185,7 +189,7 @@ absl::StatusOr<ModelSpec> ImportGptOss(const json& j, ModelSpec s) {
 // gated GELU MLP, tied embeddings, five local layers to one global.
 absl::StatusOr<ModelSpec> ImportGemma3(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s, Defaults{8, 4, 256, 262208}));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   // The window's default is Gemma3TextConfig's (4096); its configs set 512 or 1024.
   json with_window = j;
   if (!with_window.contains("sliding_window")) with_window["sliding_window"] = 4096;
@@ -198,34 +202,35 @@ absl::StatusOr<ModelSpec> ImportLlamaLike(const json& j, const std::string& arch
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   // Gemma and Gemma 2: a gated GELU MLP (the same three matrices as SwiGLU), tied embeddings.
   const bool gemma = arch == "GemmaForCausalLM" || arch == "Gemma2ForCausalLM";
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", gemma));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", gemma));
   const bool qkv_bias = arch == "Qwen2ForCausalLM" || arch == "Qwen2MoeForCausalLM";
   bool attention_bias = false;
-  WC_TRY_ASSIGN(attention_bias, GetBool(j, "attention_bias", qkv_bias));
+  ASSIGN_OR_RETURN(attention_bias, GetBool(j, "attention_bias", qkv_bias));
   s.bias = attention_bias ? Bias::kQkv : Bias::kNone;
   if (arch == "MixtralForCausalLM") {
     // intermediate_size is each expert's width.
-    WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
-    WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
+    ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
+    ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
   }
-  if (arch == "Qwen2MoeForCausalLM" || arch == "Qwen3MoeForCausalLM") RETURN_IF_ERROR(ReadQwenMoe(j, s));
+  if (arch == "Qwen2MoeForCausalLM" || arch == "Qwen3MoeForCausalLM")
+    RETURN_IF_ERROR(ReadQwenMoe(j, s));
   RETURN_IF_ERROR(ReadSlidingWindow(j, s, arch == "Gemma2ForCausalLM" ? 2 : 0));
   return s;
 }
 
 // GPT-NeoX (Pythia) and Phi-2: a GELU MLP, LayerNorm, biases on every linear.
 absl::StatusOr<ModelSpec> ImportNeox(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
-  WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(j, "num_key_value_heads", s.num_attention_heads));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
-  WC_TRY_ASSIGN(s.head_dim, GetPositive(j, "head_dim", 0));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_kv_heads, GetPositive(j, "num_key_value_heads", s.num_attention_heads));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.head_dim, GetPositive(j, "head_dim", 0));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = Bias::kAll;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   return s;
 }
 
@@ -265,23 +270,33 @@ constexpr Family kFamilies[] = {
     {"FalconForCausalLM", "falcon",
      [](const json& j, const std::string&, ModelSpec s) { return ImportFalcon(j, std::move(s)); }},
     {"DeepseekV2ForCausalLM", "deepseek_v2",
-     [](const json& j, const std::string&, ModelSpec s) { return ImportDeepseek(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return ImportDeepseek(j, std::move(s));
+     }},
     {"DeepseekV3ForCausalLM", "deepseek_v3",
-     [](const json& j, const std::string&, ModelSpec s) { return ImportDeepseek(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return ImportDeepseek(j, std::move(s));
+     }},
     {"Llama4ForCausalLM", "llama4_text",
      [](const json& j, const std::string&, ModelSpec s) { return ImportLlama4(j, std::move(s)); }},
     {"GptOssForCausalLM", "gpt_oss",
      [](const json& j, const std::string&, ModelSpec s) { return ImportGptOss(j, std::move(s)); }},
     {"BloomForCausalLM", "bloom",
-     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportBloom(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportBloom(j, std::move(s));
+     }},
     {"GPTJForCausalLM", "gptj",
-     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportGptj(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportGptj(j, std::move(s));
+     }},
     {"MptForCausalLM", "mpt",
      [](const json& j, const std::string&, ModelSpec s) { return hf::ImportMpt(j, std::move(s)); }},
     {"MPTForCausalLM", "",  // MosaicML's own modelling code
      [](const json& j, const std::string&, ModelSpec s) { return hf::ImportMpt(j, std::move(s)); }},
     {"DbrxForCausalLM", "dbrx",
-     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportDbrx(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportDbrx(j, std::move(s));
+     }},
     {"Starcoder2ForCausalLM", "starcoder2",
      [](const json& j, const std::string&, ModelSpec s) {
        return hf::ImportStarcoder2(j, std::move(s));
@@ -299,9 +314,13 @@ constexpr Family kFamilies[] = {
        return hf::ImportOlmo(j, true, std::move(s));
      }},
     {"PhimoeForCausalLM", "phimoe",
-     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportPhimoe(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportPhimoe(j, std::move(s));
+     }},
     {"PhiMoEForCausalLM", "",  // Microsoft's own modelling code
-     [](const json& j, const std::string&, ModelSpec s) { return hf::ImportPhimoe(j, std::move(s)); }},
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportPhimoe(j, std::move(s));
+     }},
     {"GraniteForCausalLM", "granite",
      [](const json& j, const std::string&, ModelSpec s) {
        return hf::ImportGranite(j, false, std::move(s));
@@ -367,13 +386,15 @@ std::pair<std::string, std::string> NamesOf(const json& j) {
 json WithClassDefaults(json text, const std::string& model_type) {
   json defaults;
   if (model_type == "llama") {
-    defaults = {{"hidden_size", 4096}, {"intermediate_size", 11008},
-                {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+    defaults = {{"hidden_size", 4096},
+                {"intermediate_size", 11008},
+                {"num_hidden_layers", 32},
+                {"num_attention_heads", 32},
                 {"vocab_size", 32000}};
   } else if (model_type == "mistral") {
-    defaults = {{"hidden_size", 4096},        {"intermediate_size", 14336},
-                {"num_hidden_layers", 32},    {"num_attention_heads", 32},
-                {"num_key_value_heads", 8},   {"vocab_size", 32000}};
+    defaults = {{"hidden_size", 4096},      {"intermediate_size", 14336},
+                {"num_hidden_layers", 32},  {"num_attention_heads", 32},
+                {"num_key_value_heads", 8}, {"vocab_size", 32000}};
   }
   for (auto it = defaults.begin(); it != defaults.end(); ++it) {
     if (!text.contains(it.key()) || text[it.key()].is_null()) text[it.key()] = it.value();
@@ -402,7 +423,8 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
     auto text = j.find("text_config");
     if (text == j.end() || !text->is_object()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("config.json: ", w.arch, " keeps its language model in \"text_config\", "
+          absl::StrCat("config.json: ", w.arch,
+                       " keeps its language model in \"text_config\", "
                        "which is missing or not an object"));
     }
     auto [text_arch, text_type] = NamesOf(*text);
@@ -410,9 +432,9 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
     const Family* f = FamilyOf(text_arch, text_type);
     if (f == nullptr) f = FamilyOf("", text_type);
     if (f == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "config.json: text_config.model_type \"", text_type, "\" is not supported; supported: ",
-          SupportedList()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config.json: text_config.model_type \"", text_type,
+                       "\" is not supported; supported: ", SupportedList()));
     }
     return f->import(WithClassDefaults(*text, text_type), f->arch, std::move(s));
   }
@@ -424,9 +446,8 @@ absl::StatusOr<ModelSpec> ImportHfConfig(absl::string_view json_text) {
         SupportedList(), ")"));
   }
   if (f == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("config.json: architecture \"", arch,
-                                                   "\" is not supported; supported: ",
-                                                   SupportedList()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.json: architecture \"", arch, "\" is not supported; supported: ", SupportedList()));
   }
   return f->import(j, f->arch, std::move(s));
 }

@@ -38,13 +38,13 @@ absl::StatusOr<json> GetObject(const json& j, const char* key) {
 // takes n_head / n_layer (num_attention_heads / num_hidden_layers through its attribute map).
 // Its LayerNorm after the embedding (2h) is not counted.
 absl::StatusOr<ModelSpec> ImportBloom(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, FirstKey(j, {"hidden_size", "n_embed"}), 64));
-  WC_TRY_ASSIGN(s.num_attention_heads,
-                GetPositive(j, FirstKey(j, {"n_head", "num_attention_heads"}), 8));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, FirstKey(j, {"n_layer", "num_hidden_layers"}), 2));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", 250880));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, FirstKey(j, {"hidden_size", "n_embed"}), 64));
+  ASSIGN_OR_RETURN(s.num_attention_heads,
+                   GetPositive(j, FirstKey(j, {"n_head", "num_attention_heads"}), 8));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, FirstKey(j, {"n_layer", "num_hidden_layers"}), 2));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", 250880));
   s.ffn_hidden_size = FourH(s.hidden_size);
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = Bias::kAll;
@@ -56,20 +56,20 @@ absl::StatusOr<ModelSpec> ImportBloom(const json& j, ModelSpec s) {
 // and the output layer but not on attention (counted as Bias::kAll: 4h per layer more), an untied
 // output layer.
 absl::StatusOr<ModelSpec> ImportGptj(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "n_embd", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "n_head", std::nullopt));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "n_layer", std::nullopt));
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "n_inner", FourH(s.hidden_size)));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "n_embd", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "n_head", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "n_layer", std::nullopt));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "n_inner", FourH(s.hidden_size)));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   int64_t rotary = 0;
-  WC_TRY_ASSIGN(rotary, GetPositive(j, "rotary_dim", 0));
+  ASSIGN_OR_RETURN(rotary, GetPositive(j, "rotary_dim", 0));
   if (s.num_attention_heads > 0 && s.hidden_size % s.num_attention_heads == 0 &&
       rotary > s.hidden_size / s.num_attention_heads) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.json: rotary_dim: must be at most the head dim (", s.hidden_size,
-        " / ", s.num_attention_heads, "); got ", rotary));
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.json: rotary_dim: must be at most the head dim (", s.hidden_size,
+                     " / ", s.num_attention_heads, "); got ", rotary));
   }
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = Bias::kAll;
@@ -80,35 +80,35 @@ absl::StatusOr<ModelSpec> ImportGptj(const json& j, ModelSpec s) {
 // gated one for ffn_type "mptglu"), no biases unless no_bias is false, tied embeddings; grouped
 // or multi-query attention per attn_config.attn_type (kv_n_heads).
 absl::StatusOr<ModelSpec> ImportMpt(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "d_model", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "n_heads", std::nullopt));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "n_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "d_model", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "n_heads", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "n_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   double ratio = 4;
-  WC_TRY_ASSIGN(ratio, GetNumber(j, "expansion_ratio", 4.0));
+  ASSIGN_OR_RETURN(ratio, GetNumber(j, "expansion_ratio", 4.0));
   if (!(ratio > 0 && ratio <= 64)) {
     return absl::InvalidArgumentError(
         absl::StrCat("config.json: expansion_ratio: must be in (0, 64]; got ", ratio));
   }
   json attn, ffn;
-  WC_TRY_ASSIGN(attn, GetObject(j, "attn_config"));
-  WC_TRY_ASSIGN(ffn, GetObject(j, "ffn_config"));
+  ASSIGN_OR_RETURN(attn, GetObject(j, "attn_config"));
+  ASSIGN_OR_RETURN(ffn, GetObject(j, "ffn_config"));
   const int64_t by_ratio = s.hidden_size <= kMaxHiddenSize
                                ? std::llround(ratio * static_cast<double>(s.hidden_size))
                                : 0;
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(ffn, "ffn_hidden_size", by_ratio));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(ffn, "ffn_hidden_size", by_ratio));
   std::string attn_type, ffn_type;
-  WC_TRY_ASSIGN(attn_type, GetString(attn, "attn_type", "multihead_attention"));
-  WC_TRY_ASSIGN(ffn_type, GetString(ffn, "ffn_type", "mptmlp"));
+  ASSIGN_OR_RETURN(attn_type, GetString(attn, "attn_type", "multihead_attention"));
+  ASSIGN_OR_RETURN(ffn_type, GetString(ffn, "ffn_type", "mptmlp"));
   if (attn_type == "multiquery_attention") {
     s.num_kv_heads = 1;
   } else if (attn_type == "grouped_query_attention") {
-    WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(attn, "kv_n_heads", std::nullopt));
+    ASSIGN_OR_RETURN(s.num_kv_heads, GetPositive(attn, "kv_n_heads", std::nullopt));
   } else {
     s.num_kv_heads = s.num_attention_heads;
   }
   bool no_bias = true;
-  WC_TRY_ASSIGN(no_bias, GetBool(j, "no_bias", true));
+  ASSIGN_OR_RETURN(no_bias, GetBool(j, "no_bias", true));
   s.mlp = ffn_type == "mptglu" ? Mlp::kSwiglu : Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = no_bias ? Bias::kNone : Bias::kAll;
@@ -118,21 +118,21 @@ absl::StatusOr<ModelSpec> ImportMpt(const json& j, ModelSpec s) {
 
 // DBRX (databricks/dbrx-base): every layer a mixture of moe_num_experts gated (SiLU) experts of
 // ffn_hidden_size, top moe_top_k; grouped-query attention (attn_config.kv_n_heads), LayerNorm
-// without biases, no linear biases, untied embeddings. Missing sub-fields take DbrxAttentionConfig's
-// and DbrxFFNConfig's defaults.
+// without biases, no linear biases, untied embeddings. Missing sub-fields take
+// DbrxAttentionConfig's and DbrxFFNConfig's defaults.
 absl::StatusOr<ModelSpec> ImportDbrx(const json& j, ModelSpec s) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "d_model", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "n_heads", std::nullopt));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "n_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "d_model", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "n_heads", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "n_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
   json attn, ffn;
-  WC_TRY_ASSIGN(attn, GetObject(j, "attn_config"));
-  WC_TRY_ASSIGN(ffn, GetObject(j, "ffn_config"));
-  WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(attn, "kv_n_heads", 1));
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(ffn, "ffn_hidden_size", 3584));
-  WC_TRY_ASSIGN(s.num_experts, GetPositive(ffn, "moe_num_experts", 4));
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(ffn, "moe_top_k", 1));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(attn, GetObject(j, "attn_config"));
+  ASSIGN_OR_RETURN(ffn, GetObject(j, "ffn_config"));
+  ASSIGN_OR_RETURN(s.num_kv_heads, GetPositive(attn, "kv_n_heads", 1));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(ffn, "ffn_hidden_size", 3584));
+  ASSIGN_OR_RETURN(s.num_experts, GetPositive(ffn, "moe_num_experts", 4));
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(ffn, "moe_top_k", 1));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   s.mlp = Mlp::kSwiglu;
   s.norm = Norm::kLayerNorm;
   s.bias = Bias::kNone;
@@ -145,8 +145,8 @@ absl::StatusOr<ModelSpec> ImportDbrx(const json& j, ModelSpec s) {
 absl::StatusOr<ModelSpec> ImportStarcoder2(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   bool bias = true;
-  WC_TRY_ASSIGN(bias, GetBool(j, "use_bias", true));
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "use_bias", true));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", true));
   s.mlp = Mlp::kGelu;
   s.norm = Norm::kLayerNorm;
   s.bias = bias ? Bias::kAll : Bias::kNone;
@@ -159,9 +159,9 @@ absl::StatusOr<ModelSpec> ImportStarcoder2(const json& j, ModelSpec s) {
 absl::StatusOr<ModelSpec> ImportInternLm2(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   bool bias = true;
-  WC_TRY_ASSIGN(bias, GetBool(j, "bias", true));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "bias", true));
   s.bias = bias ? Bias::kQkv : Bias::kNone;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   return s;
 }
 
@@ -172,12 +172,12 @@ absl::StatusOr<ModelSpec> ImportInternLm2(const json& j, ModelSpec s) {
 absl::StatusOr<ModelSpec> ImportOlmo(const json& j, bool moe, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   bool bias = false;
-  WC_TRY_ASSIGN(bias, GetBool(j, "attention_bias", false));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "attention_bias", false));
   s.bias = bias ? Bias::kQkv : Bias::kNone;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   if (moe) {
-    WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_experts", 64));
-    WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 8));
+    ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_experts", 64));
+    ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 8));
   }
   return s;
 }
@@ -187,13 +187,13 @@ absl::StatusOr<ModelSpec> ImportOlmo(const json& j, bool moe, ModelSpec s) {
 // biases on the attention projections (attention_bias), untied embeddings, a sliding window.
 absl::StatusOr<ModelSpec> ImportPhimoe(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
-  WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", 16));
-  WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
+  ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", 16));
+  ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
   bool bias = false;
-  WC_TRY_ASSIGN(bias, GetBool(j, "attention_bias", false));
+  ASSIGN_OR_RETURN(bias, GetBool(j, "attention_bias", false));
   s.bias = bias ? Bias::kQkv : Bias::kNone;
   s.norm = Norm::kLayerNorm;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   RETURN_IF_ERROR(ReadSlidingWindow(j, s));
   return s;
 }
@@ -206,14 +206,14 @@ absl::StatusOr<ModelSpec> ImportPhimoe(const json& j, ModelSpec s) {
 absl::StatusOr<ModelSpec> ImportGranite(const json& j, bool moe, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   bool attention_bias = false, mlp_bias = false;
-  WC_TRY_ASSIGN(attention_bias, GetBool(j, "attention_bias", false));
-  WC_TRY_ASSIGN(mlp_bias, GetBool(j, "mlp_bias", false));
+  ASSIGN_OR_RETURN(attention_bias, GetBool(j, "attention_bias", false));
+  ASSIGN_OR_RETURN(mlp_bias, GetBool(j, "mlp_bias", false));
   s.bias = mlp_bias ? Bias::kAll : attention_bias ? Bias::kQkv : Bias::kNone;
-  WC_TRY_ASSIGN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   if (moe) {
-    WC_TRY_ASSIGN(s.num_experts, GetPositive(j, "num_local_experts", 8));
-    WC_TRY_ASSIGN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
-    WC_TRY_ASSIGN(s.shared_expert_ffn_hidden_size, GetInt(j, "shared_intermediate_size", 0));
+    ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", 8));
+    ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
+    ASSIGN_OR_RETURN(s.shared_expert_ffn_hidden_size, GetInt(j, "shared_intermediate_size", 0));
   }
   return s;
 }

@@ -70,14 +70,14 @@ const char* FirstKey(const json& j, std::initializer_list<const char*> keys) {
 }
 
 absl::Status ReadLlamaCore(const json& j, ModelSpec& s, const Defaults& d) {
-  WC_TRY_ASSIGN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
-  WC_TRY_ASSIGN(s.num_attention_heads, GetPositive(j, "num_attention_heads", d.heads));
-  WC_TRY_ASSIGN(s.num_kv_heads, GetPositive(j, "num_key_value_heads",
-                                            d.kv_heads ? d.kv_heads : s.num_attention_heads));
-  WC_TRY_ASSIGN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
-  WC_TRY_ASSIGN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
-  WC_TRY_ASSIGN(s.vocab_size, GetPositive(j, "vocab_size", d.vocab));
-  WC_TRY_ASSIGN(s.head_dim, GetPositive(j, "head_dim", d.head_dim ? *d.head_dim : 0));
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "num_attention_heads", d.heads));
+  ASSIGN_OR_RETURN(s.num_kv_heads, GetPositive(j, "num_key_value_heads",
+                                               d.kv_heads ? d.kv_heads : s.num_attention_heads));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", d.vocab));
+  ASSIGN_OR_RETURN(s.head_dim, GetPositive(j, "head_dim", d.head_dim ? *d.head_dim : 0));
   s.mlp = Mlp::kSwiglu;
   s.norm = Norm::kRmsNorm;
   return absl::OkStatus();
@@ -85,9 +85,9 @@ absl::Status ReadLlamaCore(const json& j, ModelSpec& s, const Defaults& d) {
 
 absl::Status ReadSlidingWindow(const json& j, ModelSpec& s, int64_t pattern) {
   bool used = true;
-  WC_TRY_ASSIGN(used, GetBool(j, "use_sliding_window", true));
+  ASSIGN_OR_RETURN(used, GetBool(j, "use_sliding_window", true));
   int64_t window = 0;
-  WC_TRY_ASSIGN(window, GetInt(j, "sliding_window", 0));
+  ASSIGN_OR_RETURN(window, GetInt(j, "sliding_window", 0));
   if (!used || window <= 0) return absl::OkStatus();
   int64_t layers = s.num_layers;  // Mistral: every layer
   if (auto lt = j.find("layer_types"); lt != j.end() && lt->is_array()) {
@@ -101,7 +101,7 @@ absl::Status ReadSlidingWindow(const json& j, ModelSpec& s, int64_t pattern) {
       layers += t.is_string() && t.get_ref<const std::string&>() == "sliding_attention";
     }
   } else {
-    WC_TRY_ASSIGN(pattern, GetInt(j, "sliding_window_pattern", pattern));
+    ASSIGN_OR_RETURN(pattern, GetInt(j, "sliding_window_pattern", pattern));
     if (pattern > 1 && s.num_layers > 0) layers = s.num_layers - s.num_layers / pattern;
   }
   if (layers > 0) {

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/model_spec.h"
+#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
 namespace wavecrest::hf {
@@ -51,12 +52,5 @@ absl::Status ReadLlamaCore(const json& j, ModelSpec& s, const Defaults& d = {});
 absl::Status ReadSlidingWindow(const json& j, ModelSpec& s, int64_t pattern = 0);
 
 }  // namespace wavecrest::hf
-
-#define WC_TRY_ASSIGN(lhs, expr)            \
-  do {                                      \
-    auto wc_v_ = (expr);                    \
-    if (!wc_v_.ok()) return wc_v_.status(); \
-    lhs = *wc_v_;                           \
-  } while (false)
 
 #endif  // WAVECREST_CORE_HF_IMPORT_FIELDS_H_

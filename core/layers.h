@@ -37,7 +37,7 @@
 namespace wavecrest {
 
 // The GPU workers' layer timing method (gpu_worker/cuda): bump the version whenever what a figure
-// means changes, so that the result cache never mixes methods.
+// means changes, so that the measurement store never mixes methods.
 inline constexpr absl::string_view kLayerTimingMethod = "cuda-layer-timing-v1";
 
 // The method string of a layer result, part of its cache key: "cuda-layer-timing-v1 cold-L2",
