@@ -1,6 +1,6 @@
 // A host interpreter of core/sdpa_graph.h's graphs, in double: the reference the graph tests
 // (tests/core/sdpa_graph_test.cc) hold against attention written out, and the GPU test of cuDNN's
-// attention (tests/gpu/cudnn_attention_test.cc) holds cuDNN against. Test code only: gtest's
+// attention (tests/gpu_worker/cuda/cudnn_sdpa_gpu_test.cc) holds cuDNN against. Test code only: gtest's
 // ADD_FAILURE reports a read of something never written.
 #ifndef WAVECREST_TESTS_CORE_SDPA_INTERPRETER_H_
 #define WAVECREST_TESTS_CORE_SDPA_INTERPRETER_H_

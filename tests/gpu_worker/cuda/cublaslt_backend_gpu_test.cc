@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gpu_worker/backend.h"
 #include "gtest/gtest.h"
-#include "tests/gpu/gpu_required.h"
+#include "tests/gpu_worker/cuda/gpu_required.h"
 
 namespace wavecrest {
 namespace {

@@ -1,8 +1,8 @@
 // The GPU tests' rule: skip cleanly where the machine has no GPU, FAIL where it has one that CUDA
 // cannot start (an old driver, a broken install), so that a GPU run never looks green for tests
 // that did not run.
-#ifndef WAVECREST_TESTS_GPU_GPU_REQUIRED_H_
-#define WAVECREST_TESTS_GPU_GPU_REQUIRED_H_
+#ifndef WAVECREST_TESTS_GPU_WORKER_CUDA_GPU_REQUIRED_H_
+#define WAVECREST_TESTS_GPU_WORKER_CUDA_GPU_REQUIRED_H_
 
 #include <cstdlib>
 #include <filesystem>
@@ -52,4 +52,4 @@ inline GpuState CheckGpu(std::string* why) {
     }                                          \
   } while (0)
 
-#endif  // WAVECREST_TESTS_GPU_GPU_REQUIRED_H_
+#endif  // WAVECREST_TESTS_GPU_WORKER_CUDA_GPU_REQUIRED_H_

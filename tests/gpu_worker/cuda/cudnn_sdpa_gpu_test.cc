@@ -14,7 +14,7 @@
 #include "gpu_worker/cuda/cudnn_sdpa.h"
 #include "gtest/gtest.h"
 #include "tests/core/sdpa_interpreter.h"
-#include "tests/gpu/gpu_required.h"
+#include "tests/gpu_worker/cuda/gpu_required.h"
 
 namespace wavecrest {
 namespace {
