@@ -29,48 +29,72 @@ std::vector<std::string> Join(std::initializer_list<std::vector<std::string>> pa
   return out;
 }
 
+// analyze: a model step's GEMMs, offline or through a server; a training run with --gpus.
+CommandInfo AnalyzeCommand() {
+  const std::vector<std::string> own = {
+      "gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
+      "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
+      "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
+      "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
+      "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes"};
+  return {"analyze",
+          "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
+          "the model breaks (offline, or through --server)",
+          "wavecrest analyze --model FILE [--gpu NAME] [--gpus N --global-batch B ...] [flags]",
+          Join({kConnection, kModel, own})};
+}
+
+// time: GEMMs or layers timed through a server.
+CommandInfo TimeCommand() {
+  return {
+      "time",
+      "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
+      "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "
+      "through --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which",
+      "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE [--layers]) [flags]",
+      Join({kConnection,
+            kModel,
+            {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2", "layers", "layer_kinds",
+             "routing"}})};
+}
+
+// recommend: nearby shapes ranked, with the reasons.
+CommandInfo RecommendCommand() {
+  return {
+      "recommend",
+      "nearby shapes at about the same parameter count, ranked by efficiency, with the reasons; "
+      "offline with --mode predicted, or through --server (measured on a worker)",
+      "wavecrest recommend --model FILE [--gpu NAME] [flags]",
+      Join({kConnection,
+            kModel,
+            {"gpu", "mode", "param_tolerance", "vary", "allowed_head_dims", "min_heads",
+             "max_heads", "keep_layers", "max_candidates", "top", "measure_top_k",
+             "max_gpu_seconds", "tp_options", "kv_divisible", "head_dim_multiple", "calibration",
+             "export", "export_format"}})};
+}
+
+// sweep: one dimension of a model or a GEMM, point by point.
+CommandInfo SweepCommand() {
+  return {
+      "sweep",
+      "throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|micro_batch|"
+      "tp of --model, or m|n|k of --gemm) from --from to --to by --step, with the rules each "
+      "point breaks; --svg FILE writes the plot; predicted unless --mode",
+      "wavecrest sweep (--model FILE | --gemm MxNxK) --vary DIM --from A --to B --step S [flags]",
+      Join({kConnection,
+            kModel,
+            {"gpu", "gemm", "layout", "vary", "from", "to", "step", "svg", "mode",
+             "max_gpu_seconds", "calibration"}})};
+}
+
 std::vector<CommandInfo> BuildCommands() {
   return {
-      {"analyze",
-       "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
-       "the model breaks (offline, or through --server)",
-       "wavecrest analyze --model FILE [--gpu NAME] [--gpus N --global-batch B ...] [flags]",
-       Join({kConnection,
-             kModel,
-             {"gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
-              "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
-              "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
-              "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
-              "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes"}})},
-      {"time",
-       "time GEMMs (--gemm MxNxK,...), every GEMM of a model step (--model), or a model's layers "
-       "whole (--model --layers: attention and the whole layer, beside the sum of their parts) "
-       "through --server: MEASURED on a GPU worker, CACHED, or PREDICTED, each row says which",
-       "wavecrest time --server ADDR (--gemm MxNxK[,...] | --model FILE [--layers]) [flags]",
-       Join({kConnection,
-             kModel,
-             {"gpu", "gemm", "layout", "mode", "autotune", "warm_l2", "layers", "layer_kinds", "routing"}})},
+      AnalyzeCommand(),
+      TimeCommand(),
       {"devices", "the worker devices a server measures on and the GPUs it can predict for",
        "wavecrest devices --server ADDR [--internal]", Join({kConnection, {"internal"}})},
-      {"recommend",
-       "nearby shapes at about the same parameter count, ranked by efficiency, with the reasons; "
-       "offline with --mode predicted, or through --server (measured on a worker)",
-       "wavecrest recommend --model FILE [--gpu NAME] [flags]",
-       Join({kConnection,
-             kModel,
-             {"gpu", "mode", "param_tolerance", "vary", "allowed_head_dims", "min_heads",
-              "max_heads", "keep_layers", "max_candidates", "top", "measure_top_k",
-              "max_gpu_seconds", "tp_options", "kv_divisible", "head_dim_multiple",
-              "calibration", "export", "export_format"}})},
-      {"sweep",
-       "throughput along one dimension (--vary hidden|heads|kv_heads|ffn|vocab|seq|micro_batch|"
-       "tp of --model, or m|n|k of --gemm) from --from to --to by --step, with the rules each "
-       "point breaks; --svg FILE writes the plot; predicted unless --mode",
-       "wavecrest sweep (--model FILE | --gemm MxNxK) --vary DIM --from A --to B --step S [flags]",
-       Join({kConnection,
-             kModel,
-             {"gpu", "gemm", "layout", "vary", "from", "to", "step", "svg", "mode",
-              "max_gpu_seconds", "calibration"}})},
+      RecommendCommand(),
+      SweepCommand(),
       {"health",
        "the server's health: overall, Advisor (can answer), measure (a GPU worker is up); exit 0 "
        "only when all are SERVING; with --service, that one service",
@@ -82,8 +106,8 @@ std::vector<CommandInfo> BuildCommands() {
        {"format", "fit", "anchor", "check", "ratios", "attention_data", "attention_check", "out",
         "report", "evaluate", "folds", "calibration"}},
       {"export-measurements",
-       "the GPU measurements in a server's result cache, as the measurement CSV (--out FILE, or "
-       "stdout); feed them to calibrate --fit",
+       "the GPU measurements in a server's measurement store, as the measurement CSV (--out FILE, "
+       "or stdout); feed them to calibrate --fit",
        "wavecrest export-measurements --server ADDR [--gpu NAME] [--out FILE]",
        Join({kConnection, {"gpu", "out"}})},
       {"recalibrate", "ask a server to refit its device kinds from its own measurements",
@@ -212,13 +236,48 @@ absl::Status ApplyFlags(const CommandInfo& command, const std::vector<FlagItem>&
 
 }  // namespace
 
-absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
-  ParsedArgs parsed;
-  // First pass: the command is the first word that is not a flag or a flag's value. Flags are
-  // checked against it, so find it before judging any flag.
+namespace {
+
+// What the first pass over argv found: the flags to apply once the command is known, and the
+// names that are no flag of any command.
+struct FirstPass {
   std::vector<FlagItem> items;
   std::vector<std::string> unknown;
-  const std::set<std::string> known = AllFlagNames();
+};
+
+// The flag at argv[i] ("--name", "--name=value", "--noflag"), its value taken from argv[i + 1]
+// when it needs one and has none (then `i` moves past it).
+absl::Status ReadFlag(const std::vector<std::string>& argv, size_t& i,
+                      const std::set<std::string>& known, FirstPass& pass) {
+  const std::string& a = argv[i];
+  if (a.rfind("--", 0) != 0) {
+    return UsageError(a, "unknown option (flags are written --name=value or --name value)");
+  }
+  FlagItem item;
+  const size_t eq = a.find('=');
+  item.name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+  std::replace(item.name.begin(), item.name.end(), '-', '_');
+  if (eq != std::string::npos) {
+    item.value = a.substr(eq + 1);
+    item.has_value = true;
+  }
+  absl::CommandLineFlag* flag = FindFlag(item);
+  if (flag == nullptr || known.count(item.name) == 0) {
+    pass.unknown.push_back(item.name);  // judged once the command is known
+    return absl::OkStatus();
+  }
+  if (!item.has_value && !item.negated && !flag->IsOfType<bool>()) {
+    if (i + 1 >= argv.size()) return UsageError(Dashed(item.name), "needs a value");
+    item.value = argv[++i];
+    item.has_value = true;
+  }
+  pass.items.push_back(std::move(item));
+  return absl::OkStatus();
+}
+
+// The command and its positional words, --help and --version, and the flags (not yet applied).
+absl::Status ReadArgs(const std::vector<std::string>& argv, const std::set<std::string>& known,
+                      ParsedArgs& parsed, FirstPass& pass) {
   bool flags_done = false;
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -228,49 +287,32 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
       } else {
         parsed.positional.push_back(a);
       }
-      continue;
-    }
-    if (a == "--") {
+    } else if (a == "--") {
       flags_done = true;
-      continue;
-    }
-    if (a == "-h" || a == "--help" || a == "--helpfull" || a == "--helpshort") {
+    } else if (a == "-h" || a == "--help" || a == "--helpfull" || a == "--helpshort") {
       parsed.help = true;
-      continue;
-    }
-    if (a == "--version") {
+    } else if (a == "--version") {
       parsed.version = true;
-      continue;
+    } else if (absl::Status st = ReadFlag(argv, i, known, pass); !st.ok()) {
+      return st;
     }
-    if (a.rfind("--", 0) != 0) {
-      return UsageError(a, "unknown option (flags are written --name=value or --name value)");
-    }
-    FlagItem item;
-    const size_t eq = a.find('=');
-    item.name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    std::replace(item.name.begin(), item.name.end(), '-', '_');
-    if (eq != std::string::npos) {
-      item.value = a.substr(eq + 1);
-      item.has_value = true;
-    }
-    absl::CommandLineFlag* flag = FindFlag(item);
-    if (flag == nullptr || known.count(item.name) == 0) {
-      unknown.push_back(item.name);  // judged once the command is known
-      continue;
-    }
-    if (!item.has_value && !item.negated && !flag->IsOfType<bool>()) {
-      if (i + 1 >= argv.size()) {
-        return UsageError(Dashed(item.name), "needs a value");
-      }
-      item.value = argv[++i];
-      item.has_value = true;
-    }
-    items.push_back(std::move(item));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
+  ParsedArgs parsed;
+  // First pass: the command is the first word that is not a flag or a flag's value. Flags are
+  // checked against it, so find it before judging any flag.
+  FirstPass pass;
+  const std::set<std::string> known = AllFlagNames();
+  if (absl::Status st = ReadArgs(argv, known, parsed, pass); !st.ok()) return st;
   const CommandInfo* command = FindCommand(parsed.command);
-  if (!unknown.empty()) {
-    const std::string nearest = Nearest(unknown[0], command, known);
-    return UsageError(Dashed(unknown[0]),
+  if (!pass.unknown.empty()) {
+    const std::string nearest = Nearest(pass.unknown[0], command, known);
+    return UsageError(Dashed(pass.unknown[0]),
                       absl::StrCat("unknown flag",
                                    nearest.empty() ? "" : "; did you mean " + Dashed(nearest) + "?",
                                    " (wavecrest COMMAND --help lists a command's flags)"));
@@ -283,7 +325,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<std::string>& argv) {
                                               "\"; the commands: ", absl::StrJoin(names, ", ")));
   }
   if (parsed.help) return parsed;
-  if (absl::Status st = ApplyFlags(*command, items, parsed); !st.ok()) return st;
+  if (absl::Status st = ApplyFlags(*command, pass.items, parsed); !st.ok()) return st;
   return parsed;
 }
 

@@ -1,0 +1,65 @@
+// `wavecrest analyze` (client/cli_analyze.cc): the run's flags make the answer a training step,
+// and a bad --recompute or --flop-count is a usage error naming the flag.
+#include <string>
+
+#include "client/cli_commands.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/client/cli_run.h"
+#include "tests/test_paths.h"
+
+namespace wavecrest {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+CliOptions Llama70b() {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = testing::SourcePath("examples/models/llama-3-70b.json");
+  o.gpu = "h100-sxm";
+  return o;
+}
+
+TEST(CliAnalyzeTest, WithoutRunFlagsTheAnswerIsOneRanksKernels) {
+  const CommandRun r = RunCommandForTest(cli::DoAnalyze, Llama70b());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("kernel MFU"));
+  EXPECT_THAT(r.out, Not(HasSubstr("training step on")));
+}
+
+TEST(CliAnalyzeTest, AnyRunFlagMakesTheAnswerATrainingStep) {
+  CliOptions o = Llama70b();
+  o.tp = 8;
+  o.pp = 4;
+  o.gpus = 64;
+  o.global_batch = 1024;
+  o.recompute = "full";
+  const CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("training step on 64 GPUs (8 nodes): t=8 p=4 d=2"));
+  EXPECT_THAT(r.out, HasSubstr("full recomputation"));
+  // JSON carries the run's step.
+  o.format = "json";
+  const CommandRun j = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_THAT(j.out, HasSubstr("\"recompute\": \"RECOMPUTE_FULL\""));
+}
+
+TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
+  CliOptions o = Llama70b();
+  o.gpus = 8;
+  o.recompute = "some";
+  CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--recompute: \"some\" is not one of: none, selective, full"));
+  o = Llama70b();
+  o.flop_count = "half";
+  r = RunCommandForTest(cli::DoAnalyze, o);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--flop-count: \"half\" is not one of: full, causal"));
+}
+
+}  // namespace
+}  // namespace wavecrest
