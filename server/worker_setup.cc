@@ -172,12 +172,16 @@ void RemoveStaleSocketDirs(Clock& clock, const std::string& dir) {
 
 namespace {
 
-// The measurement store (none when --store is empty), its counts wired to the metrics.
+// The measurement store (none when --store is empty), its counts wired to the metrics, reading
+// the server's one clock.
 absl::StatusOr<std::unique_ptr<MeasurementStore>> OpenMeasurementStore(const ServerOptions& options,
-                                                                       Metrics* metrics) {
+                                                                       Metrics* metrics,
+                                                                       Clock* clock) {
   if (options.store.empty()) return std::unique_ptr<MeasurementStore>();
+  StoreOptions store_options = options.store_options;
+  store_options.clock = clock;
   absl::StatusOr<std::unique_ptr<MeasurementStore>> store =
-      OpenStore(options.store, StoreOwner(), options.store_options);
+      OpenStore(options.store, StoreOwner(), store_options);
   if (!store.ok()) return store.status();
   MeasurementStore& s = **store;
   metrics->SetCacheEntries(s.Count());
@@ -271,7 +275,8 @@ absl::Status AddLocalWorkers(const ServerOptions& options, int requested, Clock&
 
 absl::StatusOr<std::unique_ptr<WorkerSetup>> StartWorkers(const ServerOptions& options,
                                                           Metrics* metrics, Clock* clock) {
-  absl::StatusOr<std::unique_ptr<MeasurementStore>> store = OpenMeasurementStore(options, metrics);
+  absl::StatusOr<std::unique_ptr<MeasurementStore>> store =
+      OpenMeasurementStore(options, metrics, clock);
   if (!store.ok()) return store.status();
   const std::string& spec = options.workers.empty() ? std::string("none") : options.workers;
   int requested = 0;  // 0 = auto
