@@ -61,8 +61,8 @@ def strip(text):
     return "".join(out)
 
 
-def functions(path):
-    text = strip(path.read_text(errors="replace"))
+def functions(source):
+    text = strip(source)
     found, stack = [], []  # stack: (kind, start offset)
     for m in re.finditer(r"[{}]", text):
         if m.group() == "{":
@@ -120,8 +120,11 @@ def main():
     for p in map(pathlib.Path, a.paths):
         files += sorted(f for f in p.rglob("*") if f.suffix in SOURCE) if p.is_dir() else [p]
     counted = {}  # (path, first line) -> (lines, name): the longer reading of each function
+    file_lines = {}  # path -> its lines
     for f in files:
-        for n, line, name in functions(f):
+        source = f.read_text(errors="replace")
+        file_lines[str(f)] = source.count("\n")
+        for n, line, name in functions(source):
             counted[(str(f), line)] = (n, name)
     tagged = ctags_functions(files)
     if tagged is None:
@@ -136,14 +139,9 @@ def main():
                    if n > a.max), reverse=True)
     for n, where, name in long:
         print(f"{n:5d} lines  {where}  {name}")
-    big = []
-    if a.max_file_lines > 0:
-        for f in files:
-            n = f.read_text(errors="replace").count("\n")
-            if n > a.max_file_lines:
-                big.append((n, str(f)))
-        for n, f in sorted(big, reverse=True):
-            print(f"{n:5d} lines  {f}  (file)")
+    big = sorted(((n, f) for f, n in file_lines.items() if 0 < a.max_file_lines < n), reverse=True)
+    for n, f in big:
+        print(f"{n:5d} lines  {f}  (file)")
     if a.fail and (long or big):
         print(f"long-functions: {len(long)} function(s) over {a.max} lines, {len(big)} file(s) over "
               f"{a.max_file_lines} lines", file=sys.stderr)
