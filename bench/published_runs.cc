@@ -259,6 +259,9 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
     run.fp8_param_gather = true;
   }
   run.network = "roce-400g";
+  // The page's "selective activation checkpointing" is torchtitan's default option at 9dec370,
+  // selective_ac_option = 'op' (train_configs/llama3_8b.toml): the op-level policy.
+  if (run.recompute == Recompute::kSelective) run.recompute = Recompute::kOp;
 }
 
 Priced Describe(const Row& r, const std::string& root) {

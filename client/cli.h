@@ -33,7 +33,7 @@ struct CliOptions {
   int64_t global_batch = 0;
   int64_t interleave = 0;
   bool sequence_parallel = false;
-  std::string recompute;  // none, selective, full
+  std::string recompute;  // none, selective, full, op
   double dp_overlap = 0;
   double tp_overlap = 0;
   bool no_pp_overlap = false;

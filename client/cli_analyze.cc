@@ -50,9 +50,11 @@ absl::Status RunConfigFromFlags(const CliOptions& o, v1::RunConfig* run) {
     run->set_recompute(v1::RECOMPUTE_SELECTIVE);
   } else if (o.recompute == "full") {
     run->set_recompute(v1::RECOMPUTE_FULL);
+  } else if (o.recompute == "op") {
+    run->set_recompute(v1::RECOMPUTE_OP);
   } else if (!o.recompute.empty()) {
     return FieldError("--recompute",
-                      absl::StrCat("\"", o.recompute, "\" is not one of: none, selective, full"));
+                      absl::StrCat("\"", o.recompute, "\" is not one of: none, selective, full, op"));
   }
   return absl::OkStatus();
 }

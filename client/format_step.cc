@@ -96,15 +96,27 @@ std::string StepFigures(const v1::StepBreakdown& b) {
   return out;
 }
 
+// A layout's recomputation in words; `none` for none.
+absl::string_view RecomputeLabel(v1::Recompute r, absl::string_view none) {
+  switch (r) {
+    case v1::RECOMPUTE_FULL:
+      return "full";
+    case v1::RECOMPUTE_SELECTIVE:
+      return "selective";
+    case v1::RECOMPUTE_OP:
+      return "op-level selective";
+    default:
+      return none;
+  }
+}
+
 // "layout: sequence parallel, selective recomputation, ZeRO stage 1, micro-batch 1; memory per
 // GPU ...; fits".
 std::string StepLayout(const v1::StepBreakdown& b) {
   return absl::StrFormat(
       "layout: %s, %s recomputation, ZeRO stage %d%s%s, micro-batch %d; %s; %s\n",
       b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
-      b.recompute() == v1::RECOMPUTE_FULL        ? "full"
-      : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
-                                                 : "no",
+      RecomputeLabel(b.recompute(), "no"),
       b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
       b.interleave() > 1 ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
                          : "",
@@ -139,9 +151,7 @@ std::string LayoutsTable(const v1::AnalyzeResponse& r) {
     const v1::StepBreakdown& b = o.step();
     t.Add({absl::StrCat(o.rank()), LayoutLine(b), absl::StrCat(b.micro_batch_size()),
            absl::StrCat(std::max<int64_t>(b.interleave(), 1)), b.sequence_parallel() ? "on" : "off",
-           b.recompute() == v1::RECOMPUTE_FULL        ? "full"
-           : b.recompute() == v1::RECOMPUTE_SELECTIVE ? "selective"
-                                                      : "none",
+           std::string(RecomputeLabel(b.recompute(), "none")),
            absl::StrCat(b.zero_stage()), b.offload_activations() ? "on" : "off",
            absl::StrFormat("%.1f GiB%s", b.memory().total_bytes() / (1024.0 * 1024 * 1024),
                            b.memory().fits() ? "" : " (no fit)"),

@@ -64,7 +64,8 @@ ABSL_FLAG(int64_t, global_batch, 0,
           "analyze: sequences per optimizer step; 0 = micro_batch × data-parallel ranks × pp");
 ABSL_FLAG(int64_t, interleave, 0, "analyze: virtual pipeline stages per rank; 0 = 1");
 ABSL_FLAG(bool, sequence_parallel, false, "analyze: Megatron sequence parallelism");
-ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective, full");
+ABSL_FLAG(std::string, recompute, "", "analyze: activation recomputation: none, selective (Megatron's), full, op (TorchTitan's "
+          "op-level policy)");
 ABSL_FLAG(double, dp_overlap, 0,
           "analyze: fraction of the data-parallel gradient reduction hidden under backward");
 ABSL_FLAG(bool, overlap_grad_reduce, false,

@@ -231,8 +231,10 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   const double dispatch = std::max(transfer, floor.dispatch_s);
   const double combine = std::max(transfer, floor.combine_s);
   // Forward: dispatch and combine; backward: their gradients (a combine and a dispatch); full
-  // recomputation: the forward's again.
-  const double passes = 2 + (run.recompute == Recompute::kFull ? 1 : 0);
+  // recomputation and the op-level policy (which keeps no all-to-all's output): the forward's
+  // again.
+  const double passes =
+      2 + (run.recompute == Recompute::kFull || run.recompute == Recompute::kOp ? 1 : 0);
   double tp_extra = 0;
   if (t > 1 && et == t) {
     const Path tp_path = PathFor(gpu, run, t);

@@ -267,16 +267,21 @@ GpuSpec HopperGpu(std::string name, std::string display, int64_t sms, int64_t mh
 // NVLink", "400 Gb/s per GPU" of RDMA network, "the default 500W power limit"; its footnote:
 // "HBM2e-based SXM H100 with lower TDP, the actual peak TFLOPs number is between SXM and NVL,
 // and we don't know its exact value". So the SXM's die and kernels (the H100 SXM's
-// calibration) with the SXM's datasheet peak, an UPPER BOUND on compute: its clocks under
-// 500 W are published nowhere.
+// calibration), its dense BF16 peak priced at the middle of that bracket: between the H100 NVL's
+// 835.5 TFLOP/s (1,671 with sparsity, at 350-400 W) and the SXM's 989.4 (at 700 W), both from
+// NVIDIA's H100 datasheet: 912.5 TFLOP/s, +-8.4%. Its clocks under 500 W
+// are published nowhere; a measurement replaces the bracket.
+inline constexpr double kH100NvlPeak16 = 835.5 * kTera;
+inline constexpr double kH100SxmPeak16 = 989.4 * kTera;
 GpuSpec GrandTetonH100() {
   GpuSpec g = HopperGpu("h100-sxm-96gb", "NVIDIA H100 SXM 96GB HBM2e (500 W)", 132, 1980,
-                        989.4 * kTera, 2400 * kGiga, 96, 0.80);
+                        (kH100NvlPeak16 + kH100SxmPeak16) / 2, 2400 * kGiga, 96, 0.80);
   g.calibrated_as = "h100-sxm";
   g.sources =
       "TorchTitan's H100 benchmark page (pytorch/torchtitan benchmarks/"
-      "llama3_h100_202412_torchtitan.md: 96 GB HBM2e, 2.4 TB/s, 500 W); compute as the H100 "
-      "SXM5 datasheet's, an upper bound at 500 W";
+      "llama3_h100_202412_torchtitan.md: 96 GB HBM2e, 2.4 TB/s, 500 W, peak \"between SXM and "
+      "NVL\"); dense BF16 peak 912.5 TFLOP/s, between the H100 NVL's 835.5 and the SXM's 989.4 "
+      "(NVIDIA H100 datasheet), +-8.4%: a prediction, its 500 W clocks unpublished";
   g.link = DgxHopperLink();
   g.link.source =
       "Grand Teton (TorchTitan's benchmark page: 8 GPUs fully connected with NVLink, 400 Gb/s "

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/model_stats.h"
+#include "core/op_recompute.h"
 
 namespace wavecrest {
 
@@ -31,6 +32,8 @@ absl::string_view RecomputeName(Recompute r) {
       return "selective";
     case Recompute::kFull:
       return "full";
+    case Recompute::kOp:
+      return "op";
   }
   return "none";
 }
@@ -95,6 +98,9 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   // FlashAttention stores no score matrix.
   // With sequence parallelism the part outside the tensor-parallel regions (the 10·h) splits
   // over t too; selective recomputation drops the score term.
+  if (layout.recompute == Recompute::kOp) {
+    return s * b * OpRecomputeStoredBytesPerToken(spec, d, layout.sequence_parallel);
+  }
   const double q_w = static_cast<double>(d.q_width);
   const double kv_w = static_cast<double>(d.kv_width);
   const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;  // whole width

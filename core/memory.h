@@ -43,8 +43,10 @@ inline constexpr double kUsableMemoryFraction = 0.90;
 
 // Activation recomputation (Korthikanti et al. 2022): none, attention's core only (selective), or
 // every layer's forward (full).
-enum class Recompute { kNone, kSelective, kFull };
-absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full"
+// kSelective: Megatron's selective recomputation (attention's core); kOp: PyTorch's op-level
+// selective checkpointing as TorchTitan runs it (core/op_recompute.h).
+enum class Recompute { kNone, kSelective, kFull, kOp };
+absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full", "op"
 
 // How a training run lays a model out, as far as memory is concerned.
 struct MemoryLayout {

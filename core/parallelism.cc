@@ -11,6 +11,7 @@
 #include "core/collectives.h"
 #include "core/expert_parallel.h"
 #include "core/network.h"
+#include "core/op_recompute.h"
 #include "core/run_check.h"
 #include "core/step_assumptions.h"
 #include "core/status_macros.h"
@@ -25,6 +26,7 @@ struct MicroBatch {
   double layers_forward_s = 0;     // the layers' forward (full recomputation repeats it)
   double attention_forward_s = 0;  // attention's core forward (selective recomputation)
   double attention_s = 0;          // attention's core, forward and backward (hides CP's sends)
+  double op_recompute_s = 0;       // what the op-level policy runs again (core/op_recompute.h)
 };
 
 MicroBatch SplitMicroBatch(const Analysis& a) {
@@ -50,6 +52,7 @@ MicroBatch SplitMicroBatch(const Analysis& a) {
   mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
   mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
   mb.head_s += a.elementwise.loss_time_s;
+  mb.op_recompute_s = OpRecomputeForwardS(a);
   return mb;
 }
 
@@ -94,14 +97,16 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   const double bytes = HiddenStatesBytes(s);
   const Path path = PathFor(*a.gpu, run, t);
   const bool full = run.recompute == Recompute::kFull;
+  // The op-level policy keeps reduce-scatters' outputs and runs the other collectives again.
+  const bool reruns = full || run.recompute == Recompute::kOp;
   double per_layer = 0;
   if (run.sequence_parallel) {
     // Forward: 2 all-gathers and 2 reduce-scatters; backward the same and 2 all-gathers re-done.
-    const double gathers = 4 + 2 + (full ? 2 : 0);
+    const double gathers = 4 + 2 + (reruns ? 2 : 0);
     const double scatters = 4 + (full ? 2 : 0);
     per_layer = (gathers + scatters) * GatherS(bytes, t, path);
   } else {
-    per_layer = (4 + (full ? 2 : 0)) * AllReduceOver(bytes, t, path);
+    per_layer = (4 + (reruns ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }
   return layers * per_layer;
 }
@@ -303,6 +308,7 @@ StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatc
   st.compute = st.layers * st.per_layer + (last_slowest ? mb.head_s : 0);
   const bool flash = s.attention != Attention::kUnfused;
   st.recompute = run.recompute == Recompute::kFull ? mb.layers_forward_s / layers * st.layers
+                 : run.recompute == Recompute::kOp ? mb.op_recompute_s / layers * st.layers
                  : run.recompute == Recompute::kSelective && !flash
                      ? mb.attention_forward_s / layers * st.layers
                      : 0;

@@ -198,6 +198,12 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "selective recomputation adds nothing with fused attention: its backward already "
         "recomputes the attention scores");
   }
+  if (run.recompute == Recompute::kOp) {
+    out.push_back(
+        "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "
+        "layer, its norms, activations and all-to-alls run again in backward; attention's "
+        "output and the other matmuls' are kept");
+  }
   return out;
 }
 

@@ -62,10 +62,13 @@ void RecomputeFromProto(const v1::RunConfig& r, absl::string_view prefix, RunCon
     case v1::RECOMPUTE_FULL:
       c.recompute = Recompute::kFull;
       break;
+    case v1::RECOMPUTE_OP:
+      c.recompute = Recompute::kOp;
+      break;
     default:
       v.push_back({absl::StrCat(prefix, "recompute"),
                    absl::StrCat("unknown value ", r.recompute(),
-                                "; allowed: RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL")});
+                                "; allowed: RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_OP")});
   }
 }
 
@@ -199,6 +202,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_sequence_parallel(b.sequence_parallel);
   p.set_recompute(b.recompute == Recompute::kFull        ? v1::RECOMPUTE_FULL
                   : b.recompute == Recompute::kSelective ? v1::RECOMPUTE_SELECTIVE
+                  : b.recompute == Recompute::kOp        ? v1::RECOMPUTE_OP
                                                          : v1::RECOMPUTE_NONE);
   p.set_zero_stage(b.zero_stage);
   p.set_offload_activations(b.offload_activations);

@@ -45,6 +45,16 @@ TEST(CliAnalyzeTest, AnyRunFlagMakesTheAnswerATrainingStep) {
   const CommandRun j = RunCommandForTest(cli::DoAnalyze, o);
   ASSERT_EQ(j.code, 0) << j.err;
   EXPECT_THAT(j.out, HasSubstr("\"recompute\": \"RECOMPUTE_FULL\""));
+  // TorchTitan's op-level policy by its name, in the table's words and the JSON's enum.
+  o.recompute = "op";
+  o.format = "table";
+  const CommandRun op = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(op.code, 0) << op.err;
+  EXPECT_THAT(op.out, HasSubstr("op-level selective recomputation"));
+  EXPECT_THAT(op.out, HasSubstr("TorchTitan's 'op' policy"));
+  o.format = "json";
+  EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out,
+              HasSubstr("\"recompute\": \"RECOMPUTE_OP\""));
 }
 
 TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
@@ -53,7 +63,7 @@ TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
   o.recompute = "some";
   CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
   EXPECT_EQ(r.code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--recompute: \"some\" is not one of: none, selective, full"));
+  EXPECT_THAT(r.err, HasSubstr("--recompute: \"some\" is not one of: none, selective, full, op"));
   o = Llama70b();
   o.flop_count = "half";
   r = RunCommandForTest(cli::DoAnalyze, o);

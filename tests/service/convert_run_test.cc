@@ -28,6 +28,14 @@ TEST(ConvertRunTest, ARunsFieldsAndDefaults) {
   EXPECT_EQ(c->recompute, Recompute::kSelective);
   EXPECT_FALSE(c->pp_overlap);
   EXPECT_TRUE(c->reshard_after_forward);
+  // TorchTitan's op-level policy both ways.
+  r.set_recompute(v1::RECOMPUTE_OP);
+  c = FromProto(r, "run.");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->recompute, Recompute::kOp);
+  StepBreakdown b;
+  b.recompute = Recompute::kOp;
+  EXPECT_EQ(ToProto(b).recompute(), v1::RECOMPUTE_OP);
 }
 
 TEST(ConvertRunTest, EveryBadFieldIsAViolationUnderThePrefix) {

@@ -103,6 +103,7 @@ class Recompute(ProtoEnum):
     NONE = 1
     SELECTIVE = 2
     FULL = 3
+    OP = 4
 
 
 class Source(ProtoEnum):
