@@ -255,6 +255,9 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   s.attention = Attention::kFlash2;
   const std::string& src = r.at("source");
   if (absl::StrContains(src, "AsyncTP") && s.tensor_parallel > 1) run.tp_overlap = 1;
+  // Its tensor-parallel plan shards the norms over the sequence (SequenceParallel on
+  // attention_norm, ffn_norm and norm: parallelisms/parallelize_llama.py at 9dec370).
+  run.sequence_parallel = s.tensor_parallel > 1;
   if (s.dtype == DType::kFp8E4M3 && absl::StrContains(r.at("model"), "405B")) {
     run.fp8_param_gather = true;
   }
@@ -262,6 +265,8 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   // The page's "selective activation checkpointing" is torchtitan's default option at 9dec370,
   // selective_ac_option = 'op' (train_configs/llama3_8b.toml): the op-level policy.
   if (run.recompute == Recompute::kSelective) run.recompute = Recompute::kOp;
+  // Without torch.compile its Llama block runs eager, each elementwise op a kernel.
+  run.eager = !absl::StrContains(src, "torch.compile");
 }
 
 Priced Describe(const Row& r, const std::string& root) {

@@ -36,7 +36,8 @@ CommandInfo AnalyzeCommand() {
       "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
       "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
       "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
-      "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes"};
+      "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes",
+      "eager"};
   return {"analyze",
           "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
           "the model breaks (offline, or through --server)",

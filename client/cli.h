@@ -39,6 +39,7 @@ struct CliOptions {
   bool no_pp_overlap = false;
   bool overlap_grad_reduce = false;
   bool zero3_prefetch = false;
+  bool eager = false;  // eager PyTorch's unfused elementwise kernels
   bool no_reshard_after_forward = false;
   bool ep_overlap = false;
   std::string network;

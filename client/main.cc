@@ -101,6 +101,9 @@ ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
           "published FSDP runs measure");
+ABSL_FLAG(bool, eager, false,
+          "analyze: eager PyTorch: each elementwise op of a layer its own kernel (no "
+          "torch.compile, no fused norm or activation), priced on top of fused kernels");
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
@@ -277,6 +280,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.no_pp_overlap = absl::GetFlag(FLAGS_no_pp_overlap);
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
+  o.eager = absl::GetFlag(FLAGS_eager);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);

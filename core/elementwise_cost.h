@@ -38,6 +38,22 @@ double Fp8CastBytesPerToken(const ModelSpec& spec);
 // The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
 // activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
 inline constexpr double kElementwiseRelativeSigma = 0.15;
+
+// Eager PyTorch (no torch.compile, no fused kernels): each elementwise op of a Llama block its
+// own kernel, as TorchTitan writes the block (torchtitan/models/norms.py and models/llama/model.py
+// at 9dec370). Bytes per token and layer on one tensor-parallel rank, forward, beyond what
+// EstimateElementwise counts for fused kernels: an RMSNorm in FP32 steps (x.float() 6 bytes an
+// element, pow 8, mean 4, x * rsqrt 8, type_as 6, * weight 4: 36, where a fused norm moves 4),
+// twice a layer; the rotary embedding of the queries and keys in complex FP32 (float() 6, the
+// complex product 8, type_as 6: 20 an element, uncounted for fused kernels); SwiGLU as silu (4)
+// then the product (6), 10 an element of the MLP's width where a fused one moves 6 (GELU: no
+// extra; LayerNorm is one kernel eager too). The residual adds are separate kernels either way.
+double EagerExtraBytesPerToken(const ModelSpec& spec);
+
+// One layer's eager extra (EagerExtraBytesPerToken) for one micro-batch of training, forward and
+// backward (backward moving twice what forward does, as EstimateElementwise counts), seconds at
+// the GPU's elementwise bandwidth.
+double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
 }  // namespace wavecrest
 
 #endif  // WAVECREST_CORE_ELEMENTWISE_COST_H_

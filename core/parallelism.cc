@@ -29,7 +29,7 @@ struct MicroBatch {
   double op_recompute_s = 0;       // what the op-level policy runs again (core/op_recompute.h)
 };
 
-MicroBatch SplitMicroBatch(const Analysis& a) {
+MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   MicroBatch mb;
   const double layers = static_cast<double>(a.spec.num_layers);
   for (const GemmAnalysis& g : a.gemms) {
@@ -53,6 +53,13 @@ MicroBatch SplitMicroBatch(const Analysis& a) {
   mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
   mb.head_s += a.elementwise.loss_time_s;
   mb.op_recompute_s = OpRecomputeForwardS(a);
+  if (run.eager) {
+    // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.
+    const double eager = layers * EagerExtraLayerTimeS(a.spec, *a.gpu);
+    mb.layers_s += eager;
+    mb.layers_forward_s += eager / 3;
+    mb.op_recompute_s += eager / 3;
+  }
   return mb;
 }
 
@@ -351,7 +358,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   r.memory = EstimateMemory(s, gpu, LayoutOf(run, r));
   const double m = static_cast<double>(r.microbatches);
   const double p = static_cast<double>(s.pipeline_parallel);
-  const MicroBatch mb = SplitMicroBatch(a);
+  const MicroBatch mb = SplitMicroBatch(a, run);
   const StageTimes st = SlowestStage(a, run, mb, r.memory.stored_bytes_per_layer);
   r.compute_s = m * st.compute;
   r.ep_comm_s = EpOverlapS(a, run, st.ep_comm, st.moe_layers * st.per_layer, m);

@@ -118,6 +118,10 @@ struct RunConfig {
   // H100, and DeepSpeed's ZeRO-3 in Narayanan et al. 2021: bench/results/published_runs_*.txt);
   // NCCL's kernels share the SMs and HBM with the layers they run beside.
   bool zero3_prefetch = false;
+  // Eager PyTorch: the layers' elementwise ops each a kernel of its own (no torch.compile, no
+  // fused norm or activation; core/elementwise_cost.h's EagerExtraBytesPerToken), priced on top
+  // of the fused kernels the step otherwise assumes.
+  bool eager = false;
   // ZeRO-3 (FSDP2's reshard_after_forward): each layer's gathered weights freed after its forward
   // and gathered again for its backward (true, FSDP2's default), or kept from forward to backward
   // (false: one gather per layer and micro-batch, the stage's gathered weights held; TorchTitan's

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/attention_cost.h"
+#include "core/elementwise_cost.h"
 #include "core/expert_parallel.h"
 #include "core/gemm.h"
 #include "core/network.h"
@@ -197,6 +198,14 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
     out.push_back(
         "selective recomputation adds nothing with fused attention: its backward already "
         "recomputes the attention scores");
+  }
+  if (run.eager) {
+    out.push_back(absl::StrFormat(
+        "eager PyTorch (eager): each elementwise op of a layer its own kernel, %.0f KB more "
+        "memory traffic per token and layer forward (RMSNorm in FP32 steps, the rotary "
+        "embedding in complex FP32, SwiGLU in two kernels; TorchTitan's Llama block) and twice "
+        "that backward, at the elementwise bandwidth",
+        EagerExtraBytesPerToken(s) / 1e3));
   }
   if (run.recompute == Recompute::kOp) {
     out.push_back(

@@ -154,6 +154,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.plan = r.plan();
   c.keep_degrees = r.keep_degrees();
   c.train_tokens = r.train_tokens();
+  c.eager = r.eager();
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();
   c.zero3_prefetch = r.zero3_prefetch() && !r.no_zero3_prefetch();

@@ -52,6 +52,9 @@ TEST(CliAnalyzeTest, AnyRunFlagMakesTheAnswerATrainingStep) {
   ASSERT_EQ(op.code, 0) << op.err;
   EXPECT_THAT(op.out, HasSubstr("op-level selective recomputation"));
   EXPECT_THAT(op.out, HasSubstr("TorchTitan's 'op' policy"));
+  o.eager = true;
+  EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out, HasSubstr("assumes: eager PyTorch (eager)"));
+  o.eager = false;
   o.format = "json";
   EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out,
               HasSubstr("\"recompute\": \"RECOMPUTE_OP\""));

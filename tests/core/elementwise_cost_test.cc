@@ -65,5 +65,31 @@ TEST(ElementwiseCostTest, Fp8TrainingPaysItsCastsAsMemoryTraffic) {
                    EstimateElementwise(prefill16, gpu).layer_time_s);
 }
 
+// Eager PyTorch's Llama block (TorchTitan's): two RMSNorms in FP32 steps (36 bytes an element
+// where a fused norm moves 4), the rotary embedding of queries and keys in complex FP32 (20 an
+// element), SwiGLU in two kernels (10 an element of the width where fused moves 6). GELU models
+// with learned positions and LayerNorm have none of it.
+TEST(ElementwiseCostTest, EagerPytorchMovesWhatItsUnfusedOpsMove) {
+  ModelSpec s = testing::LlamaLike(4096, 32, 8, 32, 14336, 128256);
+  s.seq_length = 8192;
+  s.micro_batch_size = 2;
+  s = *NormalizeSpec(s);
+  EXPECT_DOUBLE_EQ(EagerExtraBytesPerToken(s),
+                   2 * 32 * 4096.0 + 20 * (4096 + 1024.0) + 4 * 14336.0);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const double bw =
+      gpu.memory_bandwidth_bytes_per_s * gpu.Model(DType::kBf16).elementwise_memory_efficiency;
+  EXPECT_DOUBLE_EQ(EagerExtraLayerTimeS(s, gpu), 3 * EagerExtraBytesPerToken(s) * 16384 / bw);
+  ModelSpec gpt;
+  gpt.hidden_size = 1024;
+  gpt.num_attention_heads = 16;
+  gpt.num_layers = 2;
+  gpt.vocab_size = 1024;
+  gpt.seq_length = 1024;
+  gpt.learned_position_embeddings = 1024;
+  gpt = *NormalizeSpec(gpt);
+  EXPECT_EQ(EagerExtraBytesPerToken(gpt), 0);
+}
+
 }  // namespace
 }  // namespace wavecrest

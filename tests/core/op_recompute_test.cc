@@ -1,5 +1,6 @@
 #include "core/op_recompute.h"
 
+#include "core/elementwise_cost.h"
 #include "core/gemm.h"
 #include "core/memory.h"
 #include "core/parallelism.h"
@@ -89,6 +90,28 @@ TEST(OpRecomputeTest, KeepsTheInputTheOddMatmulsAndAttentionsOutput) {
   gelu = *NormalizeSpec(gelu);
   EXPECT_DOUBLE_EQ(OpRecomputeStoredBytesPerToken(gelu, Derive(gelu), true),
                    2.0 * (2048 / 2 + 1024 + 1024 + 1024 + 4 * 2048 / 2));
+}
+
+// Eager PyTorch adds its unfused elementwise traffic to every layer's forward and backward, and
+// the op-level policy runs its forward share again.
+TEST(OpRecomputeTest, EagerKernelsAddToTheStepAndToWhatIsRecomputed) {
+  const absl::StatusOr<Analysis> a = Analyze(Llama8B(), H100());
+  ASSERT_TRUE(a.ok()) << a.status();
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 16;
+  run.zero_stage = 3;
+  run.recompute = Recompute::kOp;
+  const absl::StatusOr<StepBreakdown> fused = PlanStep(*a, run);
+  run.eager = true;
+  const absl::StatusOr<StepBreakdown> eager = PlanStep(*a, run);
+  ASSERT_TRUE(fused.ok() && eager.ok());
+  const double extra = 32 * EagerExtraLayerTimeS(a->spec, H100());  // one micro-batch
+  EXPECT_NEAR(eager->compute_s - fused->compute_s, extra, 1e-9);
+  EXPECT_NEAR(eager->recompute_s - fused->recompute_s, extra / 3, 1e-9);
+  bool said = false;
+  for (const std::string& line : eager->assumptions) said |= line.find("eager PyTorch") == 0;
+  EXPECT_TRUE(said);
 }
 
 }  // namespace

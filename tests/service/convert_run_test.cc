@@ -29,10 +29,13 @@ TEST(ConvertRunTest, ARunsFieldsAndDefaults) {
   EXPECT_FALSE(c->pp_overlap);
   EXPECT_TRUE(c->reshard_after_forward);
   // TorchTitan's op-level policy both ways.
+  EXPECT_FALSE(c->eager);
   r.set_recompute(v1::RECOMPUTE_OP);
+  r.set_eager(true);
   c = FromProto(r, "run.");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->recompute, Recompute::kOp);
+  EXPECT_TRUE(c->eager);
   StepBreakdown b;
   b.recompute = Recompute::kOp;
   EXPECT_EQ(ToProto(b).recompute(), v1::RECOMPUTE_OP);

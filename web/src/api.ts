@@ -248,6 +248,7 @@ export interface RunConfig {
   no_pp_overlap?: boolean;
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
+  eager?: boolean;
   ep_overlap?: boolean;
   ep_dispatcher?: string;
   fp8_param_gather?: boolean;
