@@ -543,12 +543,6 @@ int FigureRank(const std::string& metric) {
   return it == preferred.end() ? -1 : static_cast<int>(it - preferred.begin());
 }
 
-// The planner's kind of run for a row (PlannerBandKind's names).
-std::string KindOf(const Row& r) {
-  if (Int(r, "ep", 1) > 1) return kBandExpertParallel;
-  if (Int(r, "cp", 1) > 1) return kBandContextParallel;
-  return kBandDense;
-}
 
 // --bands: measured step / predicted step - 1 at p10 and p90 by kind of run, one figure per run.
 int Bands(const std::vector<std::string>& files, bool check) {
@@ -580,7 +574,8 @@ int Bands(const std::vector<std::string>& files, bool check) {
     }
     const double ratio =
         r.at("metric") == "step_time_s" ? value / o.predicted : o.predicted / value;
-    by_kind[KindOf(r)].push_back(ratio - 1);
+    const Priced described = Describe(r, root_of[run]);
+    by_kind[PlannerBandKind(described.spec, described.run)].push_back(ratio - 1);
   }
   std::printf("# the planner's error band: measured step time / predicted - 1, by kind of run\n");
   std::printf("%-22s %5s %8s %8s\n", "kind", "runs", "p10", "p90");

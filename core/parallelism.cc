@@ -278,7 +278,7 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
     r.time_to_train_s = std::ceil(run.train_tokens / tokens_per_step) * r.step_s;
     r.gpu_hours = r.time_to_train_s * static_cast<double>(r.gpus) / 3600;
   }
-  const PlannerBand& band = PlannerBandFor(s);
+  const PlannerBand& band = PlannerBandFor(s, run);
   r.band_p10 = band.p10;
   r.band_p90 = band.p90;
   r.band_kind = band.kind;
@@ -381,12 +381,15 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
 const std::vector<PlannerBand>& PlannerBands() {
   // Measured step / predicted - 1, p10 and p90, over the published runs of each kind (472 A100
   // figures beside the repository, MosaicML's 231, NVIDIA's 53, NeMo AutoModel's 7,
-  // Megatron-LM's 9 and Meta's 2 (Llama 3 405B) H100 figures in bench/data; one figure per run):
-  // bench/results/planner_bands.txt.
+  // Megatron-LM's 9, Meta's 2 (Llama 3 405B) and TorchTitan's 18 H100 figures in bench/data; one
+  // figure per run): bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's
+  // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
+  // parallelism.
   static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.067, 0.168, 282},
+      {kBandDense, -0.065, 0.219, 64},
+      {kBandFsdp, -0.063, 0.130, 230},
       {kBandExpertParallel, -0.107, 0.401, 25},
-      {kBandContextParallel, 0.054, 0.424, 14},
+      {kBandContextParallel, 0.084, 0.616, 20},
   };
   return kBands;
 }
@@ -398,10 +401,15 @@ const PlannerBand& PlannerBandOf(const std::string& kind) {
   return PlannerBands().front();
 }
 
-const PlannerBand& PlannerBandFor(const ModelSpec& s) {
-  if (s.expert_parallel > 1) return PlannerBandOf(kBandExpertParallel);
-  if (s.context_parallel > 1) return PlannerBandOf(kBandContextParallel);
-  return PlannerBandOf(kBandDense);
+const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run) {
+  if (s.expert_parallel > 1) return kBandExpertParallel;
+  if (s.context_parallel > 1) return kBandContextParallel;
+  if (run.zero_stage == 3) return kBandFsdp;
+  return kBandDense;
+}
+
+const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run) {
+  return PlannerBandOf(PlannerBandKind(s, run));
 }
 
 std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run) {

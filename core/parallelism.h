@@ -200,6 +200,7 @@ struct StepBreakdown {
 inline constexpr char kBandDense[] = "dense";
 inline constexpr char kBandExpertParallel[] = "expert-parallel MoE";
 inline constexpr char kBandContextParallel[] = "context parallel";
+inline constexpr char kBandFsdp[] = "FSDP (ZeRO-3)";
 struct PlannerBand {
   const char* kind;
   double p10;  // measured step / predicted - 1
@@ -211,8 +212,10 @@ struct PlannerBand {
 // equal).
 const std::vector<PlannerBand>& PlannerBands();
 const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknown
-// A run's kind: expert parallelism, else context parallelism, else dense.
-const PlannerBand& PlannerBandFor(const ModelSpec& s);
+// A run's kind: expert parallelism, else context parallelism, else FSDP (ZeRO stage 3), else
+// dense.
+const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run);
+const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run);
 
 // The fastest of the layouts (sequence parallelism on or off × no, selective or full
 // recomputation × ZeRO 0-3 × activation offload off or on × the interleave, ZeRO only with data

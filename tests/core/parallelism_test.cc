@@ -278,10 +278,17 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   EXPECT_EQ(dense.band_kind, kBandDense);
   EXPECT_LT(dense.band_p10, 0);
   EXPECT_GT(dense.band_p90, 0);
-  EXPECT_GT(dense.band_runs, 100);
+  EXPECT_GT(dense.band_runs, 50);
   ModelSpec cp = Llama70B(8, 1);
   cp.context_parallel = 2;
   EXPECT_EQ(Plan(*NormalizeSpec(cp), run).band_kind, kBandContextParallel);
+  // FSDP (ZeRO stage 3) has its own band; under context parallelism the CP band is given.
+  RunConfig fsdp = run;
+  fsdp.zero_stage = 3;
+  const StepBreakdown sharded = Plan(Llama70B(8, 1), fsdp);
+  EXPECT_EQ(sharded.band_kind, kBandFsdp);
+  EXPECT_GT(sharded.band_runs, 100);
+  EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallel);
   const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
   EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
   EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));

@@ -203,11 +203,12 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.fill("#run-gpus", "64");
   await page.fill("#run-gb", "512");
   await page.selectOption("#run-zero", "3");
-  await page.selectOption("#run-recompute", "RECOMPUTE_SELECTIVE");
+  await page.selectOption("#run-recompute", "RECOMPUTE_OP");
   await page.fill("#run-interleave", "2");
   await page.check("#run-no-ppov");
   await page.check("#run-ogr");
   await page.check("#run-z3p");
+  await page.check("#run-eager");
   await page.check("#run-epov");
   await page.check("#run-sp");
   await page.check("#run-offload");
@@ -224,9 +225,9 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.context_parallel).toBe(2);
   expect(body.model.dtype).toBe("DTYPE_FP8_E4M3");
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
-  expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_SELECTIVE",
+  expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_OP",
                              interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
-                             zero3_prefetch: true, ep_overlap: true, sequence_parallel: true,
+                             zero3_prefetch: true, eager: true, ep_overlap: true, sequence_parallel: true,
                              offload_activations: true, plan: false, fp8_param_gather: true });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
@@ -235,7 +236,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(bar.locator('span[data-part="pipeline bubble"]')).toHaveCount(1);
   await expect(page.locator("#step-bars")).toContainText("on 64 GPUs (t=8 p=2 c=2 d=2)");
   await expect(page.locator("#step-bars")).toContainText("published context parallel runs");
-  await expect(page.locator("#step-bars")).toContainText("layout: sequence parallel, selective recomputation, ZeRO 3");
+  await expect(page.locator("#step-bars")).toContainText("layout: sequence parallel, op-level selective recomputation, ZeRO 3");
   await expect(page.locator("#step-bars")).toContainText("2 interleaved stages per rank, micro-batch 2");
   // One answer: the GPU table's step time is the run's, as the API's top level is.
   const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
@@ -265,6 +266,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-no-ppov")).toBeChecked();
   await expect(again.locator("#run-ogr")).toBeChecked();
   await expect(again.locator("#run-z3p")).toBeChecked();
+  await expect(again.locator("#run-eager")).toBeChecked();
   await expect(again.locator("#run-epov")).toBeChecked();
   await expect(again.locator("#run-fp8pg")).toBeChecked();
   await expect(again.locator("#gpu-list input:checked")).toHaveCount(1);

@@ -128,7 +128,8 @@ const STEP_PARTS: Array<[keyof StepBreakdown, string, string]> = [
 
 /** The layout a run's figures are for (as given, or as "plan the layout" chose it), with its memory. */
 function layoutText(b: StepBreakdown): string {
-  const recompute = b.recompute && b.recompute !== "RECOMPUTE_NONE" ? enumLabel(b.recompute, "RECOMPUTE") : "no";
+  const recompute = b.recompute === "RECOMPUTE_OP" ? "op-level selective"
+    : b.recompute && b.recompute !== "RECOMPUTE_NONE" ? enumLabel(b.recompute, "RECOMPUTE") : "no";
   const mem = b.memory?.total_bytes ? `${(Number(b.memory.total_bytes) / 2 ** 30).toFixed(1)} GiB per GPU` : "";
   return [b.sequence_parallel ? "sequence parallel" : "no sequence parallelism", `${recompute} recomputation`,
           `ZeRO ${b.zero_stage ?? 0}`, b.offload_activations ? "activations offloaded" : "",
