@@ -235,8 +235,8 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                          " GPUs, the fastest of the ", out.fit, " degree combinations of ",
                          out.examined,
                          " that fit in memory (ranked by the predicted step moved by the midpoint "
-                         "of its kind's published-run error band: dense, context-parallel and "
-                         "expert-parallel runs miss by different amounts)",
+                         "of its kind's published-run error band: dense, FSDP, context-parallel "
+                         "and expert-parallel runs miss by different amounts)",
                          HeldWords(held, spec))
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",
