@@ -39,7 +39,8 @@ struct CliOptions {
   bool no_pp_overlap = false;
   bool overlap_grad_reduce = false;
   bool zero3_prefetch = false;
-  bool eager = false;  // eager PyTorch's unfused elementwise kernels
+  bool eager = false;      // eager PyTorch's unfused elementwise kernels
+  int64_t fsdp_shard = 0;  // hybrid sharding's group size (0 = FSDP over all)
   bool no_reshard_after_forward = false;
   bool ep_overlap = false;
   std::string network;

@@ -101,6 +101,9 @@ ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
           "published FSDP runs measure");
+ABSL_FLAG(int64_t, fsdp_shard, 0,
+          "analyze: hybrid sharding (HSDP): ZeRO-3 within groups of this many data-parallel "
+          "ranks (a node's 8, say), the groups all-reducing gradients as replicas; 0 = all");
 ABSL_FLAG(bool, eager, false,
           "analyze: eager PyTorch: each elementwise op of a layer its own kernel (no "
           "torch.compile, no fused norm or activation), priced on top of fused kernels");
@@ -281,6 +284,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.eager = absl::GetFlag(FLAGS_eager);
+  o.fsdp_shard = absl::GetFlag(FLAGS_fsdp_shard);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);
   o.network = absl::GetFlag(FLAGS_network);

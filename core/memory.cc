@@ -207,6 +207,7 @@ class ParamsOnGpu {
         static_cast<double>(layout.data_parallel > 0 ? layout.data_parallel : spec.data_parallel) *
             static_cast<double>(std::max<int64_t>(spec.context_parallel, 1)),
         layout.data_parallel > 0 ? 1.0 : ep_ * et_ / t_);
+    if (layout.shard_group > 0) dp_ = static_cast<double>(layout.shard_group);
     const double p = static_cast<double>(spec.pipeline_parallel);
     const double layers_per_stage =
         static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);

@@ -71,6 +71,9 @@ struct MemoryLayout {
   // ZeRO-3 (FSDP2's reshard_after_forward): false keeps every layer's gathered weights of the
   // stage from forward to backward instead of the largest unit at a time.
   bool reshard_after_forward = true;
+  // Hybrid sharding (HSDP): ZeRO shards over groups of this many of the data- and
+  // context-parallel ranks, the groups replicas of each other; 0 = over all of them.
+  int64_t shard_group = 0;
 };
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches

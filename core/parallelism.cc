@@ -131,6 +131,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.gradient_bytes = run.gradient_bytes;
   layout.fp8_params = run.fp8_param_gather;
   layout.reshard_after_forward = run.reshard_after_forward;
+  layout.shard_group = run.zero_stage >= 3 ? run.fsdp_shard : 0;
   return layout;
 }
 
@@ -185,6 +186,19 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
   const double n = static_cast<double>(layers);
   const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
   const double weights = params_per_gpu * (run.fp8_param_gather ? 1 : 2);
+  if (run.zero_stage >= 3 && run.fsdp_shard > 0 && run.fsdp_shard < replicas) {
+    // Hybrid sharding: FSDP within each group of fsdp_shard ranks (consecutive: a node's), then
+    // each micro-batch's gradient shards all-reduced over the replica groups, layer by layer
+    // beside the reduce-scatters (FSDP2 reduces every backward).
+    RunConfig within = run;
+    within.fsdp_shard = 0;
+    const int64_t groups = replicas / run.fsdp_shard;
+    const double shard_grads = grads / static_cast<double>(run.fsdp_shard);
+    const Path across = GroupPath(*a.gpu, run, groups, stride * run.fsdp_shard);
+    return DataParallelS(a, within, stride, run.fsdp_shard, params_per_gpu, microbatches,
+                         layer_forward_s, layer_backward_s) +
+           microbatches * AllReduceOver(shard_grads, groups, across) * (1 - run.dp_overlap);
+  }
   if (run.zero_stage >= 3) {
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
@@ -245,8 +259,10 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
   if (run.overlap_grad_reduce && run.zero_stage < 3) {
     r.dp_comm_s = std::max(0.0, r.dp_comm_s - stage_compute);
   }
+  const int64_t shards =
+      run.zero_stage >= 3 && run.fsdp_shard > 0 ? std::min(run.fsdp_shard, replicas) : replicas;
   const double optimizer_params =
-      run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(replicas) +
+      run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(shards) +
                                 expert_per_gpu / static_cast<double>(expert_replicas)
                           : dense_per_gpu + expert_per_gpu;
   r.optimizer_s = optimizer_params * kAdamBytesPerParam /

@@ -118,6 +118,10 @@ struct RunConfig {
   // H100, and DeepSpeed's ZeRO-3 in Narayanan et al. 2021: bench/results/published_runs_*.txt);
   // NCCL's kernels share the SMs and HBM with the layers they run beside.
   bool zero3_prefetch = false;
+  // Hybrid sharding (HSDP, FSDP2's 2-D device mesh, DeepSpeed's hpZ-like groups): ZeRO-3 shards
+  // over groups of this many data- and context-parallel ranks (a node's 8, say) and the groups
+  // all-reduce their shards' gradients as replicas; 0 = one group of all of them (FSDP).
+  int64_t fsdp_shard = 0;
   // Eager PyTorch: the layers' elementwise ops each a kernel of its own (no torch.compile, no
   // fused norm or activation; core/elementwise_cost.h's EagerExtraBytesPerToken), priced on top
   // of the fused kernels the step otherwise assumes.

@@ -103,7 +103,18 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
 absl::Status CheckRun(const ModelSpec& s, const RunConfig& run, int64_t tp, int64_t* d,
                       int64_t* m) {
   RETURN_IF_ERROR(ResolveRanks(s, run, tp, d, m));
-  return CheckRunSettings(s, run);
+  RETURN_IF_ERROR(CheckRunSettings(s, run));
+  // Hybrid sharding: groups that tile the data- and context-parallel ranks, under ZeRO-3 (the plan
+  // picks the stage: it keeps the groups only where it picks 3).
+  const int64_t ranks = *d * std::max<int64_t>(s.context_parallel, 1);
+  if (run.fsdp_shard < 0 || (run.fsdp_shard > 0 && ranks % run.fsdp_shard != 0) ||
+      (run.fsdp_shard > 0 && run.zero_stage != 3 && !run.plan)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.fsdp_shard: must be 0 (shard over all) or divide the ", ranks,
+        " data- and context-parallel ranks, with zero_stage 3; got ", run.fsdp_shard,
+        " at zero_stage ", run.zero_stage));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace wavecrest

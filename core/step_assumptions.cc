@@ -143,6 +143,13 @@ std::string Fp8Assumption(const RunConfig& run) {
 
 // ZeRO-3 (FSDP): what of its gathers and reduce-scatters is exposed, and when weights are freed.
 void AddZero3Assumptions(const RunConfig& run, std::vector<std::string>& out) {
+  if (run.fsdp_shard > 0) {
+    out.push_back(absl::StrFormat(
+        "hybrid sharding (fsdp_shard %d): ZeRO-3 within groups of %d data-parallel ranks, its "
+        "gathers and reduce-scatters over the group; each micro-batch's gradient shards "
+        "all-reduced over the replica groups (FSDP2's HSDP reduces every backward)",
+        run.fsdp_shard, run.fsdp_shard));
+  }
   out.push_back(
       run.zero3_prefetch
           ? "ZeRO-3 (FSDP) with ideal prefetch (zero3_prefetch): each layer's weights "

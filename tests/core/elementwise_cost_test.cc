@@ -80,12 +80,7 @@ TEST(ElementwiseCostTest, EagerPytorchMovesWhatItsUnfusedOpsMove) {
   const double bw =
       gpu.memory_bandwidth_bytes_per_s * gpu.Model(DType::kBf16).elementwise_memory_efficiency;
   EXPECT_DOUBLE_EQ(EagerExtraLayerTimeS(s, gpu), 3 * EagerExtraBytesPerToken(s) * 16384 / bw);
-  ModelSpec gpt;
-  gpt.hidden_size = 1024;
-  gpt.num_attention_heads = 16;
-  gpt.num_layers = 2;
-  gpt.vocab_size = 1024;
-  gpt.seq_length = 1024;
+  ModelSpec gpt = testing::SmallGpt(1024, 2, 1024);
   gpt.learned_position_embeddings = 1024;
   gpt = *NormalizeSpec(gpt);
   EXPECT_EQ(EagerExtraBytesPerToken(gpt), 0);

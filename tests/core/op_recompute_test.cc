@@ -80,12 +80,7 @@ TEST(OpRecomputeTest, KeepsTheInputTheOddMatmulsAndAttentionsOutput) {
                    2.0 * (4096 + 4096 + 1024 + 4096 + 14336 + 4096));
   // A GELU block runs wq wk wv wo up down: wq, wv and up are kept; under tensor parallelism
   // with sequence parallelism every width is a rank's.
-  ModelSpec gelu;
-  gelu.hidden_size = 2048;
-  gelu.num_attention_heads = 16;
-  gelu.num_layers = 2;
-  gelu.vocab_size = 1024;
-  gelu.seq_length = 2048;
+  ModelSpec gelu = testing::SmallGpt(2048, 2, 2048);
   gelu.tensor_parallel = 2;
   gelu = *NormalizeSpec(gelu);
   EXPECT_DOUBLE_EQ(OpRecomputeStoredBytesPerToken(gelu, Derive(gelu), true),

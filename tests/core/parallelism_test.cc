@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "bench/megatron_runs.h"
+#include "core/collectives.h"
 #include "core/units.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -385,6 +386,42 @@ TEST(ParallelismTest, UnevenStagesPutFewerLayersOnTheFirstAndLast) {
   const absl::StatusOr<ModelSpec> refused = NormalizeSpec(two);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("pipeline_parallel"));
+}
+
+// Hybrid sharding (HSDP) on 64 GPUs in groups of 8 (a node): the weights, gradients and optimizer
+// state shard over 8 ranks instead of 64, the gathers and reduce-scatters stay on NVLink, and
+// each micro-batch's gradient shards are all-reduced over the 8 replica groups across nodes.
+TEST(ParallelismTest, HybridShardingShardsWithinTheGroupAndAllReducesAcrossReplicas) {
+  const ModelSpec s = EightLayers70B(1, 2048);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64;  // 1 micro-batch per rank
+  run.zero_stage = 3;
+  const StepBreakdown fsdp = Plan(s, run);
+  run.fsdp_shard = 8;
+  const StepBreakdown hsdp = Plan(s, run);
+  EXPECT_NEAR(hsdp.memory.optimizer_bytes, 8 * fsdp.memory.optimizer_bytes, 1);
+  EXPECT_NEAR(hsdp.memory.weights_bytes, 8 * fsdp.memory.weights_bytes, 1);
+  // Its collectives: FSDP within one node plus the all-reduce across nodes.
+  RunConfig node = run;
+  node.num_gpus = 8;
+  node.global_batch = 8;
+  node.fsdp_shard = 0;
+  const GpuSpec& h100 = testing::H100();
+  absl::StatusOr<Analysis> a = Analyze(s, h100);
+  ASSERT_TRUE(a.ok());
+  const double params = static_cast<double>(a->params.total_params);
+  const Path across = GroupPath(h100, run, 8, 8);
+  EXPECT_NEAR(hsdp.dp_comm_s, Plan(s, node).dp_comm_s + AllReduceOver(params * 4 / 8, 8, across),
+              1e-9);
+  EXPECT_TRUE(Says(hsdp, "hybrid sharding (fsdp_shard 8)"));
+  // Groups must tile the data-parallel ranks, under ZeRO-3.
+  run.fsdp_shard = 6;
+  EXPECT_FALSE(PlanStep(*a, run).ok());
+  run.fsdp_shard = 8;
+  run.zero_stage = 1;
+  EXPECT_THAT(std::string(PlanStep(*a, run).status().message()),
+              ::testing::HasSubstr("run.fsdp_shard: must be 0 (shard over all) or divide the 64"));
 }
 
 // ZeRO-3 (FSDP) by default exposes every gather and reduce-scatter of every micro-batch, which is

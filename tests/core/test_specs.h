@@ -8,6 +8,17 @@
 
 namespace wavecrest::testing {
 
+// A small GPT-style model (GELU, LayerNorm, h/a = 128), not normalized: callers set the rest.
+inline ModelSpec SmallGpt(int64_t hidden, int64_t layers, int64_t seq) {
+  ModelSpec s;
+  s.hidden_size = hidden;
+  s.num_attention_heads = hidden / 128;
+  s.num_layers = layers;
+  s.vocab_size = 1024;
+  s.seq_length = seq;
+  return s;
+}
+
 // Pythia-2.8B (h = 2560, a = 32, h/a = 80, L = 32, v = 50304, GELU, biases), normalized: the
 // paper's running example.
 inline ModelSpec Pythia28(Attention attention) {

@@ -32,10 +32,12 @@ TEST(ConvertRunTest, ARunsFieldsAndDefaults) {
   EXPECT_FALSE(c->eager);
   r.set_recompute(v1::RECOMPUTE_OP);
   r.set_eager(true);
+  r.set_fsdp_shard(8);
   c = FromProto(r, "run.");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->recompute, Recompute::kOp);
   EXPECT_TRUE(c->eager);
+  EXPECT_EQ(c->fsdp_shard, 8);
   StepBreakdown b;
   b.recompute = Recompute::kOp;
   EXPECT_EQ(ToProto(b).recompute(), v1::RECOMPUTE_OP);

@@ -249,6 +249,7 @@ export interface RunConfig {
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
   eager?: boolean;
+  fsdp_shard?: number;
   ep_overlap?: boolean;
   ep_dispatcher?: string;
   fp8_param_gather?: boolean;
