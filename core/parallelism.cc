@@ -52,7 +52,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
   mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
   mb.head_s += a.elementwise.loss_time_s;
-  mb.op_recompute_s = OpRecomputeForwardS(a);
+  if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a);
   if (run.eager) {
     // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.
     const double eager = layers * EagerExtraLayerTimeS(a.spec, *a.gpu);
@@ -116,6 +116,13 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
     per_layer = (4 + (reruns ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }
   return layers * per_layer;
+}
+
+// The ranks ZeRO shards over among the `replicas` holding the same weights: all of them, or under
+// ZeRO-3 with hybrid sharding (RunConfig::fsdp_shard) a group of them.
+int64_t ZeroShardRanks(const RunConfig& run, int64_t replicas) {
+  return run.zero_stage >= 3 && run.fsdp_shard > 0 ? std::min(run.fsdp_shard, replicas)
+                                                   : replicas;
 }
 
 // The memory layout a run implies, for EstimateMemory.
@@ -186,7 +193,7 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
   const double n = static_cast<double>(layers);
   const double grads = params_per_gpu * (run.gradient_bytes > 0 ? run.gradient_bytes : 4);
   const double weights = params_per_gpu * (run.fp8_param_gather ? 1 : 2);
-  if (run.zero_stage >= 3 && run.fsdp_shard > 0 && run.fsdp_shard < replicas) {
+  if (ZeroShardRanks(run, replicas) < replicas) {
     // Hybrid sharding: FSDP within each group of fsdp_shard ranks (consecutive: a node's), then
     // each micro-batch's gradient shards all-reduced over the replica groups, layer by layer
     // beside the reduce-scatters (FSDP2 reduces every backward).
@@ -259,10 +266,8 @@ void ReduceAndUpdate(const Analysis& a, const RunConfig& run, double m, double f
   if (run.overlap_grad_reduce && run.zero_stage < 3) {
     r.dp_comm_s = std::max(0.0, r.dp_comm_s - stage_compute);
   }
-  const int64_t shards =
-      run.zero_stage >= 3 && run.fsdp_shard > 0 ? std::min(run.fsdp_shard, replicas) : replicas;
   const double optimizer_params =
-      run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(shards) +
+      run.zero_stage >= 1 ? dense_per_gpu / static_cast<double>(ZeroShardRanks(run, replicas)) +
                                 expert_per_gpu / static_cast<double>(expert_replicas)
                           : dense_per_gpu + expert_per_gpu;
   r.optimizer_s = optimizer_params * kAdamBytesPerParam /
