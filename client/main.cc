@@ -149,8 +149,8 @@ ABSL_FLAG(std::string, tp_options, "",
 ABSL_FLAG(std::string, dtype, "", "Override dtype: bf16, fp16, fp32, tf32, fp8_e4m3");
 ABSL_FLAG(std::string, attention, "",
           "Override attention: unfused, flash (the fused kernel the worker times, cuDNN), or a "
-          "named fused kernel priced from the FlashAttention-2 paper: flash2, flash1, "
-          "flash1_triton (predicted only)");
+          "named fused kernel priced from the FlashAttention-2 paper: flash2 (also cuDNN 8.9's class "
+          "on Hopper), flash1, flash1_triton (predicted only)");
 ABSL_FLAG(std::string, workload, "", "Override workload: training, prefill or decode");
 ABSL_FLAG(int64_t, kv_cache, 0, "Override kv_cache_length (decode); 0 = keep");
 ABSL_FLAG(std::string, format, "table", "Output: table (for people) or json (protobuf JSON)");

@@ -407,10 +407,10 @@ const std::vector<PlannerBand>& PlannerBands() {
   // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.065, 0.219, 64},
+      {kBandDense, -0.065, 0.204, 64},
       {kBandFsdp, -0.063, 0.130, 230},
       {kBandExpertParallel, -0.107, 0.401, 25},
-      {kBandContextParallel, 0.084, 0.616, 20},
+      {kBandContextParallel, -0.022, 0.616, 20},
   };
   return kBands;
 }
