@@ -37,6 +37,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -50,6 +51,7 @@
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
 #include "core/hf_import.h"
+#include "core/units.h"
 #include "core/model_stats.h"
 #include "core/parallelism.h"
 
@@ -443,15 +445,19 @@ struct Outcome {
   double predicted = 0;
   std::string why_not;
   std::string components;  // the step's parts, seconds (--components)
+  bool fits = true;        // the planner's memory estimate of the layout as published fits
 };
 
 // The predicted step's parts in one line: what --components prints beside a row.
 std::string Components(const StepBreakdown& b) {
   return absl::StrFormat(
       "step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f cp %.3f offload %.3f bubble %.3f "
-      "pp %.3f dp %.3f optimizer %.3f; m %d",
+      "pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of %.0f, %s",
       b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.ep_comm_s, b.cp_comm_s, b.offload_s,
-      b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches);
+      b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches,
+      b.memory.total_bytes / static_cast<double>(kGiB),
+      b.memory.capacity_bytes / static_cast<double>(kGiB),
+      b.memory.fits ? "fits" : "does NOT fit");
 }
 
 // The row's metric from the priced step.
@@ -502,6 +508,7 @@ Outcome Price(const Row& r, const std::string& root) {
   if (!b.ok()) return {0, std::string(b.status().message())};
   Outcome out = PriceMetric(r, *spec, **gpu, *a, *b);
   out.components = Components(*b);
+  out.fits = b->memory.fits;
   return out;
 }
 
@@ -661,6 +668,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int> reasons;
   std::vector<double> all;
   std::map<std::string, std::pair<int, double>> run_error;  // run -> (figure rank, |error|)
+  std::set<std::string> unfit;  // runs whose layout, as published, the estimate says cannot fit
   int total = 0;
   std::vector<std::pair<Row, std::string>> rows;  // (row, repository root of its file)
   for (const std::string& file : files) {
@@ -678,6 +686,8 @@ int main(int argc, char** argv) {
       if (rows_wanted) std::printf("%-48s refused: %s\n", r["id"].c_str(), o.why_not.c_str());
       continue;
     }
+    // A figure of the step (not a memory figure, which may describe a layout that never ran).
+    if (!o.fits && FigureRank(r["metric"]) >= 0) unfit.insert(RunOf(r));
     const double e = o.predicted / value - 1;
     errors[group].push_back(e);
     all.push_back(std::fabs(e));
@@ -717,6 +727,11 @@ int main(int argc, char** argv) {
   for (const auto& [run, e] : run_error) runs.push_back(e.second);
   std::printf("runs: %zu (one figure each), median |error| %.1f%%, p90 %.1f%%\n", runs.size(),
               100 * Quantile(runs, 0.5), 100 * Quantile(runs, 0.9));
+  // Each published layout ran, so it fitted: the memory estimate (kUsableMemoryFraction of the
+  // GPU) is checked against that (issue 50's `--plan` on published layouts).
+  std::printf("memory: %zu of %zu runs' layouts as published estimated not to fit%s%s\n",
+              unfit.size(), runs.size(), unfit.empty() ? "" : ": ",
+              absl::StrJoin(unfit, ", ").c_str());
   for (const auto& [why, n] : reasons) std::printf("  refused %d: %s\n", n, why.c_str());
   const std::vector<double>& gated = by_run ? runs : all;
   const double median = Quantile(gated, 0.5), p90 = Quantile(gated, 0.9);

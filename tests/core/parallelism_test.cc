@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
 #include "bench/megatron_runs.h"
 #include "core/collectives.h"
 #include "core/units.h"
@@ -701,6 +702,43 @@ TEST(ParallelismTest, ThePlanIsNeverWorseThanTheLayoutAsGiven) {
   const absl::StatusOr<StepBreakdown> refused = PlanStep(a, run);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.status().message(), HasSubstr("run.global_batch"));
+}
+
+// A layout as given that the estimate puts past the share of the GPU the plan leaves to the model
+// (kUsableMemoryFraction) but inside the GPU, where layouts that ran are published: the plan says
+// it is faster and may fit, with its estimate; one past the GPU itself gets no such note.
+// Llama 3 70B in FP8 on TP 4 x PP 8 with 5 stages per rank, as Megatron-Bridge publishes it.
+TEST(ParallelismTest, ThePlanNamesAFasterGivenLayoutPastItsMarginButInsideTheGpu) {
+  ModelSpec spec = Llama70B(4, 8);
+  spec.dtype = DType::kFp8E4M3;
+  const Analysis a = *Analyze(*NormalizeSpec(spec), **FindGpu("h100-sxm"));
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 128;
+  run.interleave = 5;
+  run.tp_overlap = 1;
+  run.overlap_grad_reduce = true;
+  int noted = 0, beyond = 0;
+  for (const RunConfig& c : CandidateLayouts(a.spec, run)) {
+    const StepBreakdown given = *PlanStep(a, c);
+    if (given.memory.fits) continue;
+    RunConfig planned_run = c;
+    planned_run.plan = true;
+    const StepBreakdown planned = *PlanStep(a, planned_run);
+    const std::string& first = planned.assumptions.front();
+    if (given.memory.total_bytes <= given.memory.capacity_bytes &&
+        given.step_s < planned.step_s) {
+      ++noted;
+      EXPECT_THAT(first, HasSubstr("so that one may fit"));
+      EXPECT_THAT(first, HasSubstr(absl::StrFormat("estimated at %.1f GiB",
+                                                   given.memory.total_bytes / kGiB)));
+    } else {
+      beyond += given.memory.total_bytes > given.memory.capacity_bytes;
+      EXPECT_THAT(first, Not(HasSubstr("may fit")));
+    }
+  }
+  EXPECT_GE(noted, 1);
+  EXPECT_GE(beyond, 1);
 }
 
 // With pipeline stages and no interleave given, the plan weighs Megatron-Core's virtual stages
