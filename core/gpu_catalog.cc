@@ -289,6 +289,27 @@ GpuSpec GrandTetonH100() {
   return g;
 }
 
+// The NVL boards (PCIe cards joined by NVLink bridges), each column of NVIDIA's H100 and H200
+// datasheets: the H100 NVL at 350-400 W, 94 GB at 3.9 TB/s, 1,671 TFLOP/s BF16 with sparsity
+// (835.5 dense), bridged in pairs at 600 GB/s; the H200 NVL at up to 600 W, 141 GB at 4.8 TB/s,
+// the same 1,671 (835.5 dense), 2- or 4-way bridges at 900 GB/s per GPU; both PCIe 5.0 (128 GB/s
+// both ways). The die is the H100 SXM's (132 SMs), so each takes the calibration of its SXM
+// sibling (same kernels), at its own peak: the power limit is in the datasheet's figure. The
+// clock given is the one that peak implies (835.5 TFLOP/s over 132 SMs x 4,096 dense BF16 FLOP a
+// clock: 1,545 MHz). Predictions until a worker measures one.
+inline constexpr int64_t kNvlClockMhz = 1545;
+GpuSpec NvlBoard(std::string name, std::string display, double bw, int64_t mem_gib,
+                 std::string sibling, int64_t bridged, double nvlink_gbps, std::string links) {
+  GpuSpec g = HopperGpu(std::move(name), std::move(display), 132, kNvlClockMhz, kH100NvlPeak16,
+                        bw, mem_gib, 0.80);
+  g.calibrated_as = std::move(sibling);
+  g.sources =
+      "NVIDIA H100 and H200 Tensor Core GPU datasheets (NVL columns: dense figures = half the "
+      "sparse ones); the H100 SXM's die";
+  g.link = Link(bridged, nvlink_gbps, 200, 64, std::move(links));
+  return g;
+}
+
 std::vector<GpuSpec> MakeCatalog() {
   std::vector<GpuSpec> c;
   // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
@@ -317,6 +338,12 @@ std::vector<GpuSpec> MakeCatalog() {
   c.push_back(GrandTetonH100());
   c.push_back(HopperGpu("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga,
                         141, 0.80));
+  c.push_back(NvlBoard("h100-nvl", "NVIDIA H100 NVL 94GB", 3900 * kGiga, 94, "h100-sxm", 2, 300,
+                       "NVIDIA H100 datasheet (NVL: NVLink bridge pairs, 600 GB/s; PCIe 5.0); a "
+                       "200 Gb/s NIC per GPU assumed"));
+  c.push_back(NvlBoard("h200-nvl", "NVIDIA H200 NVL 141GB", 4800 * kGiga, 141, "h200", 4, 450,
+                       "NVIDIA H200 datasheet (NVL: 4-way NVLink bridge, 900 GB/s per GPU; PCIe "
+                       "5.0); a 200 Gb/s NIC per GPU assumed"));
   c.push_back(B200());
   return c;
 }
@@ -407,6 +434,8 @@ const std::map<std::string, std::string>& GpuAliases() {
       {"h200-sxm", "h200"},
       {"h200-141gb", "h200"},
       {"h200-sxm-141gb", "h200"},
+      {"h100-nvl-94gb", "h100-nvl"},
+      {"h200-nvl-141gb", "h200-nvl"},
       {"b200-180gb", "b200"},
       {"b200-sxm", "b200"},
   };
@@ -422,7 +451,7 @@ const std::map<std::string, std::vector<std::string>>& AmbiguousGpuNames() {
       {"a100-sxm", {"a100-sxm-40gb", "a100-sxm-80gb"}},
       {"a100-sxm4", {"a100-sxm-40gb", "a100-sxm-80gb"}},
       {"a100-pcie", {"a100-pcie-40gb", "a100-pcie-80gb"}},
-      {"h100", {"h100-sxm", "h100-pcie", "h100-sxm-96gb"}},
+      {"h100", {"h100-sxm", "h100-pcie", "h100-sxm-96gb", "h100-nvl"}},
       {"h100-80gb", {"h100-sxm", "h100-pcie"}},
   };
   return *m;
@@ -431,17 +460,11 @@ const std::map<std::string, std::vector<std::string>>& AmbiguousGpuNames() {
 // GPUs people ask for that the catalogue has no fitted spec of, and what to do instead.
 const std::map<std::string, std::string>& UncataloguedGpus() {
   static const auto* m = new std::map<std::string, std::string>{
-      {"h100-nvl",
-       "the H100 NVL (94 GB, lower clocks than the SXM) is not catalogued: "
-       "--gpu h100-sxm predicts an upper bound, or measure on a worker with it"},
       {"gh200",
        "the GH200's GPU is not catalogued: its Hopper GPU is an H100 SXM with more "
        "memory (--gpu h100-sxm predicts for it), or measure on a worker with it"},
       {"l40",
        "the L40 is not catalogued (the L40S is: --gpu l40s), or measure on a worker with it"},
-      {"h200-nvl",
-       "the H200 NVL is not catalogued: --gpu h200 predicts an upper bound, or "
-       "measure on a worker with it"},
   };
   return *m;
 }
@@ -483,9 +506,9 @@ std::string CatalogNameForDevice(absl::string_view device_name, int64_t sm_count
   const bool pcie = has("PCIE");
   const int64_t gib = memory_bytes >> 30;
   if (has("GH200")) return "";
-  if (has("H200")) return has("NVL") ? "" : "h200";
+  if (has("H200")) return has("NVL") ? "h200-nvl" : "h200";
   if (has("H100")) {
-    if (has("NVL")) return "";
+    if (has("NVL")) return "h100-nvl";
     if (pcie) return "h100-pcie";
     if (sm_count != 132) return "";
     // Meta's 96 GB HBM2e part (TorchTitan's Grand Teton hosts) by its memory.

@@ -1,6 +1,7 @@
 #include "core/cost_model.h"
 
 #include <algorithm>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -319,7 +320,7 @@ TEST(CatalogTest, NvidiaSmiNamesAndAliasesResolveAndAmbiguousOnesAreRefused) {
   EXPECT_THAT(std::string(FindGpu("a100-80gb").status().message()),
               ::testing::HasSubstr("a100-sxm-80gb, a100-pcie-80gb"));
   // Known GPUs without a fitted spec: what to do instead.
-  for (const char* given : {"h100-nvl", "NVIDIA H100 NVL", "gh200", "NVIDIA GH200 480GB", "l40"}) {
+  for (const char* given : {"gh200", "NVIDIA GH200 480GB", "l40"}) {
     auto g = FindGpu(given);
     ASSERT_FALSE(g.ok()) << given;
     EXPECT_EQ(g.status().code(), absl::StatusCode::kNotFound);
@@ -346,11 +347,38 @@ TEST(CatalogTest, TheGrandTetonH100TakesTheSxmsCalibrationAndItsOwnMemory) {
   EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 80GB HBM3", 132, int64_t{79} << 30), "h100-sxm");
 }
 
+// The NVL boards (issue 50: GPUs runs are published on at lower power): each its datasheet
+// column's peak, memory and bandwidth, the calibration of its SXM sibling (the same die), bridged
+// NVLink domains of 2 (H100 NVL) and 4 (H200 NVL); nvidia-smi's names find them.
+TEST(CatalogTest, TheNvlBoardsTakeTheirSiblingsCalibrationAtTheirOwnPeak) {
+  for (const auto& [given, name, sibling, mem_gib, bw, domain] :
+       {std::tuple<const char*, const char*, const char*, int64_t, double, int64_t>{
+            "NVIDIA H100 NVL", "h100-nvl", "h100-sxm", 94, 3.9e12, 2},
+        {"NVIDIA H200 NVL", "h200-nvl", "h200", 141, 4.8e12, 4}}) {
+    const absl::StatusOr<const GpuSpec*> found = FindGpu(given);
+    ASSERT_TRUE(found.ok()) << given;
+    const GpuSpec& nvl = **found;
+    const GpuSpec& sxm = **FindGpu(sibling);
+    EXPECT_EQ(nvl.name, name);
+    EXPECT_DOUBLE_EQ(nvl.PeakFlops(DType::kBf16), 835.5e12);
+    EXPECT_DOUBLE_EQ(nvl.PeakFlops(DType::kFp8E4M3), 2 * 835.5e12);
+    EXPECT_LT(nvl.PeakFlops(DType::kBf16), sxm.PeakFlops(DType::kBf16));
+    EXPECT_EQ(nvl.memory_bytes, mem_gib << 30);
+    EXPECT_DOUBLE_EQ(nvl.memory_bandwidth_bytes_per_s, bw);
+    EXPECT_EQ(nvl.link.domain_gpus, domain);
+    EXPECT_DOUBLE_EQ(nvl.Model(DType::kBf16).peak_fraction, sxm.Model(DType::kBf16).peak_fraction);
+    EXPECT_EQ(nvl.Calibration(DType::kBf16).label, sxm.Calibration(DType::kBf16).label);
+  }
+  // "h100" alone stays ambiguous and names the NVL board among its candidates.
+  EXPECT_THAT(std::string(FindGpu("h100").status().message()), ::testing::HasSubstr("h100-nvl"));
+}
+
 TEST(CatalogNameForDevice, MapsDriverNamesToCatalogEntries) {
   const int64_t gib = int64_t{1} << 30;
   EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 80GB HBM3", 132, 80 * gib), "h100-sxm");
   EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 PCIe", 114, 80 * gib), "h100-pcie");
-  EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 NVL", 132, 94 * gib), "");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H100 NVL", 132, 94 * gib), "h100-nvl");
+  EXPECT_EQ(CatalogNameForDevice("NVIDIA H200 NVL", 132, 141 * gib), "h200-nvl");
   EXPECT_EQ(CatalogNameForDevice("NVIDIA H200", 132, 141 * gib), "h200");
   EXPECT_EQ(CatalogNameForDevice("NVIDIA A100-SXM4-80GB", 108, 80 * gib), "a100-sxm-80gb");
   EXPECT_EQ(CatalogNameForDevice("NVIDIA A100-SXM4-40GB", 108, 40 * gib), "a100-sxm-40gb");
