@@ -293,11 +293,12 @@ GpuSpec GrandTetonH100() {
 // datasheets: the H100 NVL at 350-400 W, 94 GB at 3.9 TB/s, 1,671 TFLOP/s BF16 with sparsity
 // (835.5 dense), bridged in pairs at 600 GB/s; the H200 NVL at up to 600 W, 141 GB at 4.8 TB/s,
 // the same 1,671 (835.5 dense), 2- or 4-way bridges at 900 GB/s per GPU; both PCIe 5.0 (128 GB/s
-// both ways). The die is the H100 SXM's (132 SMs), so each takes the calibration of its SXM
-// sibling (same kernels), at its own peak: the power limit is in the datasheet's figure. The
-// clock given is the one that peak implies (835.5 TFLOP/s over 132 SMs x 4,096 dense BF16 FLOP a
-// clock: 1,545 MHz). Predictions until a worker measures one.
-inline constexpr int64_t kNvlClockMhz = 1545;
+// both ways). The die is the H100 SXM's (132 SMs, as device queries of the H100 NVL report), so
+// each takes the calibration of its SXM sibling (same kernels), at its own peak: the power limit
+// is in the datasheet's figure (835.5 TFLOP/s over 132 SMs x 4,096 dense BF16 FLOP a clock is
+// 1,545 MHz, below the 1,785 MHz maximum the boards report). Predictions until a worker measures
+// one.
+inline constexpr int64_t kNvlClockMhz = 1785;
 GpuSpec NvlBoard(std::string name, std::string display, double bw, int64_t mem_gib,
                  std::string sibling, int64_t bridged, double nvlink_gbps, std::string links) {
   GpuSpec g = HopperGpu(std::move(name), std::move(display), 132, kNvlClockMhz, kH100NvlPeak16,
