@@ -147,16 +147,18 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True, at every release tag from
   // v0.1.0rc4 to v0.5.0; the perf configs take them through get_precision_config/_perf_precision).
   if (source == "mbridge" && s.dtype == DType::kFp8E4M3) run.fp8_param_gather = true;
-  // NeMo 24.03.01's launcher turns Transformer Engine's cuDNN attention off for every job
-  // (NeMo-Framework-Launcher at 24.03.01, launcher_scripts/conf/config.yaml: "NVTE_FUSED_ATTN: 0
-  // # Disable cudnn FA until we've tested it more"), so its DotProductAttention ran flash-attn 2:
-  // FlashAttention-2, priced at its published rates. Had it run cuDNN, the image's would have
-  // been 8.9.x (the Dockerfile builds on nvcr.io/nvidia/pytorch:24.01-py3, older than cuDNN
-  // 9.0.0: NVIDIA's redist index lists 8.9.7.29 on 2023-12-05 and 9.0.0 on 2024-02-07), whose
-  // Hopper flash attention cuDNN 9.0.0's release notes make "up to 50%" slower than 9.0's: the
-  // same class (Transformer Engine's documentation measures cuDNN 9 at 1.35x-1.59x flash-attn
-  // 2.4.2 on an H100, docs/examples/attention/attention.ipynb at v1.8).
-  if (absl::StrContains(r.at("source"), "24.03")) s.attention = Attention::kFlash2;
+  // NeMo's 24.03.01 and 24.07 runs came through NeMo-Framework-Launcher (most of the 24.07
+  // table's layouts are its launcher_scripts/conf/training configs' at 24.07: GPT-3 5B and 20B,
+  // Llama 2 7B, 13B and 70B, Llama 3 8B's CP 2 at 8k, Nemotron-22B), whose config turns Transformer
+  // Engine's cuDNN attention off for every job (launcher_scripts/conf/config.yaml at 24.03.01 and
+  // 24.07: "NVTE_FUSED_ATTN: 0 # Disable cudnn FA until we've tested it more"), so their
+  // DotProductAttention ran flash-attn 2: FlashAttention-2, priced at its published rates. Had
+  // 24.03.01 run cuDNN, its image's would have been 8.9.x (the Dockerfile builds on
+  // nvcr.io/nvidia/pytorch:24.01-py3, older than cuDNN 9.0.0: NVIDIA's redist index lists 8.9.7.29
+  // on 2023-12-05 and 9.0.0 on 2024-02-07), whose Hopper flash attention cuDNN 9.0.0's release
+  // notes make "up to 50%" slower than 9.0's: the same class (Transformer Engine's documentation
+  // measures cuDNN 9 at 1.35x-1.59x flash-attn 2.4.2 on an H100, attention.ipynb at v1.8).
+  if (source == "nemo") s.attention = Attention::kFlash2;
 }
 
 // The expert-parallel knobs of Megatron-Bridge's H100 perf configs for the release a row names

@@ -408,7 +408,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.065, 0.204, 64},
+      {kBandDense, -0.065, 0.177, 64},
       {kBandFsdp, -0.063, 0.130, 230},
       {kBandExpertParallel, -0.107, 0.401, 25},
       {kBandContextParallel, -0.022, 0.616, 20},
