@@ -778,6 +778,10 @@ TEST_F(ServerTest, RecommendBadConstraintsNameTheFields) {
                           {"param_tolerance", "allowed_head_dims[0]", "top", "vary[0]"}));
 }
 
+// A client that cancels a Recommend once the search reports progress gets CANCELLED, and the
+// server, free again, counts the call as cancelled. A search can finish before the cancel reaches
+// the server (a fast build on a loaded machine: the server then rightly counts it OK), so the
+// cancel is tried up to five times until one lands mid-search.
 TEST_F(ServerTest, RecommendCancelledMidSearch) {
   AdvisorClient c(server_.address());
   auto stub = v1::Advisor::NewStub(c.channel());
@@ -789,41 +793,44 @@ TEST_F(ServerTest, RecommendCancelledMidSearch) {
   req.set_mode(v1::MODE_PREDICTED);
   req.set_param_tolerance(0.5);
   req.set_max_candidates(100000);
-  req.add_vary(v1::KNOB_HEADS);
-  req.add_vary(v1::KNOB_KV_HEADS);
-  req.add_vary(v1::KNOB_FFN);
-  req.add_vary(v1::KNOB_HIDDEN);
-  req.add_vary(v1::KNOB_VOCAB);
-  req.add_vary(v1::KNOB_LAYERS);
-  grpc::ClientContext ctx;
-  auto reader = stub->Recommend(&ctx, req);
-  v1::RecommendResponse m;
-  bool cancelled_mid_search = false;
-  while (reader->Read(&m)) {
-    if (m.has_progress() && m.progress().total() > 0 && !m.done()) {
-      ctx.TryCancel();
-      cancelled_mid_search = true;
-      break;
-    }
+  for (v1::Knob k : {v1::KNOB_HEADS, v1::KNOB_KV_HEADS, v1::KNOB_FFN, v1::KNOB_HIDDEN,
+                     v1::KNOB_VOCAB, v1::KNOB_LAYERS}) {
+    req.add_vary(k);
   }
-  while (reader->Read(&m)) {
-  }
-  grpc::Status st = reader->Finish();
-  ASSERT_TRUE(cancelled_mid_search);
-  EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
-  // The server is free again: nothing in flight.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  const std::string cancelled_once =
+      "wavecrest_requests_total{code=\"CANCELLED\",method=\"Recommend\"} 1";
   std::string metrics;
-  while (absl::Now() < deadline) {
-    metrics = Metrics(server_.metrics_port());
-    if (metrics.find("wavecrest_requests_in_flight{method=\"Recommend\"} 0") != std::string::npos) {
-      break;
+  for (int attempt = 0; attempt < 5 && metrics.find(cancelled_once) == std::string::npos;
+       ++attempt) {
+    grpc::ClientContext ctx;
+    auto reader = stub->Recommend(&ctx, req);
+    v1::RecommendResponse m;
+    bool cancelled_mid_search = false;
+    while (reader->Read(&m)) {
+      if (m.has_progress() && m.progress().total() > 0 && !m.done()) {
+        ctx.TryCancel();
+        cancelled_mid_search = true;
+        break;
+      }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (reader->Read(&m)) {
+    }
+    grpc::Status st = reader->Finish();
+    ASSERT_TRUE(cancelled_mid_search);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::CANCELLED);
+    // The server is free again: nothing in flight.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      metrics = Metrics(server_.metrics_port());
+      if (metrics.find("wavecrest_requests_in_flight{method=\"Recommend\"} 0") !=
+          std::string::npos) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_in_flight{method=\"Recommend\"} 0"));
   }
-  EXPECT_THAT(metrics, HasSubstr("wavecrest_requests_in_flight{method=\"Recommend\"} 0"));
-  EXPECT_THAT(metrics,
-              HasSubstr("wavecrest_requests_total{code=\"CANCELLED\",method=\"Recommend\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr(cancelled_once));
 }
 
 TEST_F(ServerTest, CliRecommendOfflineAndThroughServerAgree) {
