@@ -51,9 +51,9 @@
 #include "absl/strings/str_split.h"
 #include "core/analysis.h"
 #include "core/hf_import.h"
-#include "core/units.h"
 #include "core/model_stats.h"
 #include "core/parallelism.h"
+#include "core/units.h"
 
 namespace wavecrest {
 namespace {
