@@ -18,9 +18,11 @@
 // FILE is ../shared/reference/published-runs-a100.csv's schema (its README lists the columns;
 // bench/data/published-runs-h100.csv, MosaicML's H100 tables, has it too; NVIDIA's DGX-H100 runs,
 // bench/data/published-runs-nemo-h100.csv, add vp, ep, fsdp and config, a model's config.json under
-// examples/models relative to the repository root FILE is two folders below); A100, H100 and H200
-// rows are priced on the catalog's SXM parts:
-// each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
+// examples/models relative to the repository root FILE is two folders below). The GPU is the
+// catalog part the row's board names (before its system's parenthesis): SXM unless it says PCIe or
+// NVL, the 96 GB H100 when it says 96GB, any other by the catalog's and nvidia-smi's names (B200);
+// an uncatalogued one (GH200, H800) is refused with the catalog's reason. --components prints the
+// part, the attention priced and the step's parts under each row. Each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
 // sequence parallelism, dtype, FSDP sharding), the rest left to wavecrest's defaults. A published
 // rate (MFU, model TFLOP/s) is compared under the publisher's own FLOP count per token, from the
 // predicted tokens/s: MosaicML 6N + 12·L·h·s (N with embeddings), Korthikanti et al. eq. 7
@@ -124,6 +126,27 @@ absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string
 // expert parallelism of its EP, sequence parallelism with tensor parallelism (the generator's
 // seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
 // (_benchmark_common: grad_reduce_in_fp32 = False).
+// The NeMo release a row's runs came in, as YYMM (2407 for 24.07, 2403 for 24.03.01): the first
+// "YY.MM" of its source text, else its id's second field when that is four digits; 0 when neither
+// says.
+int NemoRelease(const Row& r) {
+  const std::string& src = r.at("source");
+  const auto digit = [&](size_t i) { return absl::ascii_isdigit(static_cast<unsigned char>(src[i])); };
+  for (size_t i = 0; i + 5 <= src.size(); ++i) {
+    const bool starts = i == 0 || !(digit(i - 1) || src[i - 1] == '.');
+    const bool ends = i + 5 == src.size() || !digit(i + 5);
+    if (starts && ends && digit(i) && digit(i + 1) && src[i + 2] == '.' && digit(i + 3) &&
+        digit(i + 4)) {
+      return 1000 * (src[i] - '0') + 100 * (src[i + 1] - '0') + 10 * (src[i + 3] - '0') +
+             (src[i + 4] - '0');
+    }
+  }
+  const std::vector<std::string> fields = absl::StrSplit(r.at("id"), '_');
+  int yymm = 0;
+  if (fields.size() > 1 && fields[1].size() == 4 && absl::SimpleAtoi(fields[1], &yymm)) return yymm;
+  return 0;
+}
+
 void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run) {
   int64_t ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
   s.expert_parallel = std::max<int64_t>(ep, 1);
@@ -147,7 +170,8 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True, at every release tag from
   // v0.1.0rc4 to v0.5.0; the perf configs take them through get_precision_config/_perf_precision).
   if (source == "mbridge" && s.dtype == DType::kFp8E4M3) run.fp8_param_gather = true;
-  // NeMo's 24.03.01 and 24.07 runs came through NeMo-Framework-Launcher (most of the 24.07
+  // NeMo's 24.03.01 and 24.07 runs (releases up to 24.07: NemoRelease) came through
+  // NeMo-Framework-Launcher (most of the 24.07
   // table's layouts are its launcher_scripts/conf/training configs' at 24.07: GPT-3 5B and 20B,
   // Llama 2 7B, 13B and 70B, Llama 3 8B's CP 2 at 8k, Nemotron-22B), whose config turns Transformer
   // Engine's cuDNN attention off for every job (launcher_scripts/conf/config.yaml at 24.03.01 and
@@ -158,7 +182,11 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // on 2023-12-05 and 9.0.0 on 2024-02-07), whose Hopper flash attention cuDNN 9.0.0's release
   // notes make "up to 50%" slower than 9.0's: the same class (Transformer Engine's documentation
   // measures cuDNN 9 at 1.35x-1.59x flash-attn 2.4.2 on an H100, attention.ipynb at v1.8).
-  if (source == "nemo") s.attention = Attention::kFlash2;
+  // From 24.09 the launcher's config no longer turns it off (a6490ffe "(1) Enable cuDNN FA",
+  // 2024-07-15, and 04b8d098 "enable fused attention", 2024-08-29: in tag 24.09, not in 24.07):
+  // later NeMo releases, and a row whose release is not stated, run cuDNN's, the default.
+  const int release = NemoRelease(r);
+  if (source == "nemo" && release > 0 && release <= 2407) s.attention = Attention::kFlash2;
 }
 
 // The expert-parallel knobs of Megatron-Bridge's H100 perf configs for the release a row names
@@ -419,15 +447,32 @@ Priced Describe(const Row& r, const std::string& root) {
 
 // The catalog's GPU for the row's `gpu` text; empty when there is none.
 std::string GpuOf(const Row& r) {
-  const std::string& gpu = r.at("gpu");
-  if (absl::StrContains(gpu, "A100")) {
-    return absl::StrContains(gpu, "40GB") ? "a100-sxm-40gb" : "a100-sxm-80gb";
+  // The board is named before the system's parenthesis ("H100-80GB SXM (DGX H100; NVLink 4 ...)"):
+  // its form factor and memory are read there, NVL as a word (not NVLink's prefix).
+  const std::string board =
+      absl::AsciiStrToUpper(r.at("gpu").substr(0, r.at("gpu").find('(')));
+  const std::vector<std::string> words =
+      absl::StrSplit(board, absl::ByAnyChar(" -_,;/"), absl::SkipEmpty());
+  const auto has = [&](absl::string_view w) {
+    return std::find(words.begin(), words.end(), w) != words.end();
+  };
+  const bool pcie = absl::StrContains(board, "PCIE"), nvl = has("NVL");
+  const bool gb40 = absl::StrContains(board, "40GB");
+  if (absl::StrContains(board, "A100")) {
+    if (pcie) return gb40 ? "a100-pcie-40gb" : "a100-pcie-80gb";
+    return gb40 ? "a100-sxm-40gb" : "a100-sxm-80gb";
   }
-  if (absl::StrContains(gpu, "H100")) {
-    return absl::StrContains(gpu, "96GB") ? "h100-sxm-96gb" : "h100-sxm";
+  // The GH200's GPU is not catalogued (the catalogue says why), and its name holds "H200".
+  if (absl::StrContains(board, "GH200")) return "";
+  if (absl::StrContains(board, "H100")) {
+    if (nvl) return "h100-nvl";
+    if (pcie) return "h100-pcie";
+    return absl::StrContains(board, "96GB") ? "h100-sxm-96gb" : "h100-sxm";
   }
-  if (absl::StrContains(gpu, "H200")) return "h200";
-  return "";
+  if (absl::StrContains(board, "H200")) return nvl ? "h200-nvl" : "h200";
+  // Any other GPU by the catalogue's names and nvidia-smi's (B200, L40S, V100, ...).
+  absl::StatusOr<const GpuSpec*> gpu = FindGpu(absl::StripAsciiWhitespace(board));
+  return gpu.ok() ? (*gpu)->name : "";
 }
 
 // The publisher's FLOPs per token (see the header).
@@ -453,11 +498,13 @@ struct Outcome {
 };
 
 // The predicted step's parts in one line: what --components prints beside a row.
-std::string Components(const StepBreakdown& b) {
+std::string Components(const StepBreakdown& b, const ModelSpec& spec, const GpuSpec& gpu) {
   return absl::StrFormat(
-      "step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f cp %.3f offload %.3f bubble %.3f "
-      "pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of %.0f, %s",
-      b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s, b.ep_comm_s, b.cp_comm_s, b.offload_s,
+      "on %s, %s attention; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f cp %.3f offload "
+      "%.3f bubble %.3f pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of %.0f, %s",
+      gpu.name, AttentionName(spec.attention), b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s,
+      b.ep_comm_s, b.moe_host_s, b.cp_comm_s,
+      b.offload_s,
       b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches,
       b.memory.total_bytes / static_cast<double>(kGiB),
       b.memory.capacity_bytes / static_cast<double>(kGiB),
@@ -501,7 +548,13 @@ Outcome Price(const Row& r, const std::string& root) {
   if (g_moe_host_s) p.run.moe_host_s = g_moe_host_s;
   if (!p.why_not.empty()) return {0, p.why_not};
   const std::string gpu_name = GpuOf(r);
-  if (gpu_name.empty()) return {0, "no catalog GPU for \"" + r.at("gpu") + "\""};
+  if (gpu_name.empty()) {
+    // The catalogue's own word where it has one (the GH200, the L40), else the row's text.
+    const std::string board(absl::StripAsciiWhitespace(r.at("gpu").substr(0, r.at("gpu").find('('))));
+    absl::StatusOr<const GpuSpec*> named = FindGpu(board);
+    return {0, absl::StrCat("no catalog GPU for \"", r.at("gpu"), "\"",
+                            named.ok() ? "" : absl::StrCat(": ", named.status().message()))};
+  }
   absl::StatusOr<const GpuSpec*> gpu = FindGpu(gpu_name);
   if (!gpu.ok()) return {0, std::string(gpu.status().message())};
   absl::StatusOr<ModelSpec> spec = NormalizeSpec(p.spec);
@@ -511,7 +564,7 @@ Outcome Price(const Row& r, const std::string& root) {
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
   Outcome out = PriceMetric(r, *spec, **gpu, *a, *b);
-  out.components = Components(*b);
+  out.components = Components(*b, *spec, **gpu);
   out.fits = b->memory.fits;
   return out;
 }
