@@ -170,6 +170,12 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // bf16_with_fp8_current_scaling_mixed: fp8_param_gather = True, at every release tag from
   // v0.1.0rc4 to v0.5.0; the perf configs take them through get_precision_config/_perf_precision).
   if (source == "mbridge" && s.dtype == DType::kFp8E4M3) run.fp8_param_gather = true;
+  // Their experts run Megatron-Core's TEGroupedMLP without fused MoE kernels: biased experts'
+  // output bias added expert by expert in FP32, a clamped GLU's clamp outside the fused
+  // activation (core/elementwise_cost.h, MoeUnfusedOpsBytesPerToken; the code at the Megatron-LM
+  // submodule commits of NeMo 25.11, 26.02 and 26.04; the loop was vectorised in 883533e049,
+  // 2026-08-14, after every release here). Of these rows only GPT-OSS-120B's experts have either.
+  run.moe_unfused_ops = true;
   // NeMo's 24.03.01 and 24.07 runs (releases up to 24.07: NemoRelease) came through
   // NeMo-Framework-Launcher (most of the 24.07
   // table's layouts are its launcher_scripts/conf/training configs' at 24.07: GPT-3 5B and 20B,

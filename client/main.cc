@@ -107,6 +107,11 @@ ABSL_FLAG(int64_t, fsdp_shard, 0,
 ABSL_FLAG(bool, eager, false,
           "analyze: eager PyTorch: each elementwise op of a layer its own kernel (no "
           "torch.compile, no fused norm or activation), priced on top of fused kernels");
+ABSL_FLAG(bool, moe_unfused_ops, false,
+          "analyze: a MoE layer's expert ops as Megatron-Core's TEGroupedMLP runs them without "
+          "fused MoE kernels (Megatron-LM through mid-2026): biased experts' output bias added "
+          "expert by expert in FP32, a clamped GLU's clamp outside the fused activation "
+          "(GPT-OSS); priced on top of fused kernels, nothing for experts with neither");
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
@@ -284,6 +289,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.eager = absl::GetFlag(FLAGS_eager);
+  o.moe_unfused_ops = absl::GetFlag(FLAGS_moe_unfused_ops);
   o.fsdp_shard = absl::GetFlag(FLAGS_fsdp_shard);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);

@@ -101,4 +101,33 @@ double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
   return 3 * EagerExtraBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) / bw;
 }
 
+MoeUnfusedBytes MoeUnfusedOpsBytesPerToken(const ModelSpec& spec) {
+  MoeUnfusedBytes b;
+  if (spec.num_experts == 0) return b;
+  const double rows = static_cast<double>(spec.experts_per_token) * Derive(spec).expert_padding *
+                      static_cast<double>(ExpertTensorParallel(spec)) /
+                      static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  // The expert's width on this rank (split over the experts' tensor-parallel ranks).
+  const double f = static_cast<double>(spec.ffn_hidden_size) /
+                   static_cast<double>(ExpertTensorParallel(spec));
+  if (spec.bias == Bias::kAll) {
+    b.forward += 28 * rows * h;
+    b.total += (28 + 36) * rows * h;
+  }
+  if (spec.glu_clamp > 0 && spec.mlp != Mlp::kGelu) {
+    b.forward += 16 * rows * f;
+    b.total += (16 + 20) * rows * f;
+  }
+  return b;
+}
+
+MoeUnfusedTime MoeUnfusedOpsLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
+  const MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(spec);
+  const double bw =
+      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+  const double tokens = static_cast<double>(Derive(spec).tokens);
+  return {b.forward * tokens / bw, b.total * tokens / bw};
+}
+
 }  // namespace wavecrest

@@ -54,6 +54,40 @@ double EagerExtraBytesPerToken(const ModelSpec& spec);
 // backward (backward moving twice what forward does, as EstimateElementwise counts), seconds at
 // the GPU's elementwise bandwidth.
 double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
+
+// A MoE layer's expert ops as Megatron-Core's TEGroupedMLP runs them without fused MoE kernels
+// (RunConfig::moe_unfused_ops): bytes per token and MoE layer on one rank beyond what
+// EstimateElementwise counts, forward and forward + backward. From megatron/core/transformer/
+// moe/experts.py and megatron/core/fusions/fused_bias_geglu.py (NVIDIA/Megatron-LM), the same at
+// the submodule commits of NeMo's 25.11 (0d8e0714), 26.02 (b0cc2706) and 26.04 (d7288711)
+// containers:
+// - experts with biases (Bias::kAll): fc2's bias added expert by expert, scaled by each copy's
+//   routing probability in FP32 (_apply_bias: b * p, t + b·p, torch.cat, .to(dtype)): forward 28
+//   bytes an element of a copy's output (write 4; read 2 + 4, write 4; read 4, write 4; read 4,
+//   write 2), backward 36 (the cast back 6, the gradient cast to BF16 6, the bias's and the
+//   probability's gradients 12 each). Megatron-LM replaced the loop with one vectorised
+//   kernel in 883533e049 (2026-08-14).
+// - a clamped GLU (ModelSpec::glu_clamp): fc1's two halves clamped and concatenated again
+//   outside the fused activation (weighted_bias_quick_geglu_impl): forward 16 bytes an element
+//   of the expert's width (each half's clamp read 2 write 2, the concatenation read 4 write 4),
+//   backward 20 (each clamp's gradient 6, the halves' gradients concatenated 8).
+// Each token's copies on this rank: k × capacity padding × expert TP / t (as
+// Fp8CastBytesPerToken counts them). Left out: the clamp's forward again when the activation is
+// recomputed (recompute_modules "moe_act"), and the host synchronisation of the GLU offset's
+// torch.tensor(..., device=...) copy in every call.
+struct MoeUnfusedBytes {
+  double forward = 0;
+  double total = 0;
+};
+MoeUnfusedBytes MoeUnfusedOpsBytesPerToken(const ModelSpec& spec);
+
+// MoeUnfusedOpsBytesPerToken for one MoE layer and one micro-batch, seconds at the GPU's
+// elementwise bandwidth.
+struct MoeUnfusedTime {
+  double forward_s = 0;
+  double total_s = 0;
+};
+MoeUnfusedTime MoeUnfusedOpsLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
 }  // namespace wavecrest
 
 #endif  // WAVECREST_CORE_ELEMENTWISE_COST_H_

@@ -118,6 +118,7 @@ absl::StatusOr<json> GptOss(const ModelSpec& s) {
   j["num_local_experts"] = s.num_experts;
   j["num_experts_per_tok"] = s.experts_per_token;
   j["attention_bias"] = true;
+  if (s.glu_clamp > 0) j["swiglu_limit"] = s.glu_clamp;
   if (s.sliding_window > 0) {
     j["sliding_window"] = s.sliding_window;
     j["layer_types"] = LayerTypes(s);

@@ -16,6 +16,7 @@ namespace wavecrest {
 using hf::Defaults;
 using hf::GetBool;
 using hf::GetInt;
+using hf::GetNumber;
 using hf::GetPositive;
 using hf::ReadLlamaCore;
 using hf::ReadSlidingWindow;
@@ -169,7 +170,8 @@ absl::StatusOr<ModelSpec> ImportLlama4(const json& j, ModelSpec s) {
 }
 
 // GPT-OSS: experts of intermediate_size with biases (as the attention projections have), top-k,
-// alternating local (sliding_window) and full attention, untied embeddings.
+// a clamped GLU (swiglu_limit), alternating local (sliding_window) and full attention, untied
+// embeddings.
 absl::StatusOr<ModelSpec> ImportGptOss(const json& j, ModelSpec s) {
   RETURN_IF_ERROR(ReadLlamaCore(j, s));
   ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "num_local_experts", std::nullopt));
@@ -182,6 +184,8 @@ absl::StatusOr<ModelSpec> ImportGptOss(const json& j, ModelSpec s) {
   s.bias = bias ? Bias::kAll : Bias::kNone;
   ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   RETURN_IF_ERROR(ReadSlidingWindow(j, s, 2));
+  // GptOssConfig's swiglu_limit (7.0 by default): the experts' clamped GLU.
+  ASSIGN_OR_RETURN(s.glu_clamp, GetNumber(j, "swiglu_limit", 7.0));
   return s;
 }
 

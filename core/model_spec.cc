@@ -390,6 +390,11 @@ void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
   } else if (s.num_layers >= 1 && s.num_layers <= kMaxLayers) {
     CheckRange(v, "sliding_window_layers", s.sliding_window_layers, 0, s.num_layers);
   }
+  if (!(s.glu_clamp >= 0 && s.glu_clamp <= 1e6)) {
+    v.push_back({"glu_clamp", absl::StrCat("must be 0 (none) or in (0, 1e6]; got ", s.glu_clamp)});
+  } else if (s.glu_clamp > 0 && s.mlp == Mlp::kGelu) {
+    v.push_back({"glu_clamp", "clamps a gated MLP's halves: it needs mlp swiglu"});
+  }
 }
 
 // Heads, KV heads and the widths against each other and the tensor-parallel degree (fields out

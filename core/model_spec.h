@@ -171,6 +171,11 @@ struct ModelSpec {
   // to the last `sliding_window` tokens (0 = none): Mistral, Gemma 2 and 3, GPT-OSS.
   int64_t sliding_window = 0;
   int64_t sliding_window_layers = 0;
+  // A clamped gated MLP (GPT-OSS's swiglu_limit): the gate half clamped above at glu_clamp and the
+  // linear half to ±glu_clamp before the activation; 0 = none. No GEMM changes; the clamp is
+  // elementwise work (RunConfig::moe_unfused_ops prices it as Megatron-Core runs it). Range 0 or
+  // (0, 1e6]; needs a gated MLP (swiglu).
+  double glu_clamp = 0;
 
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };

@@ -61,6 +61,14 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     mb.layers_forward_s += eager / 3;
     mb.op_recompute_s += eager / 3;
   }
+  if (run.moe_unfused_ops) {
+    // Megatron-Core's unfused expert ops, on the MoE layers (spread over the layers as the rest).
+    const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
+    const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);
+    mb.layers_s += moe_layers * t.total_s;
+    mb.layers_forward_s += moe_layers * t.forward_s;
+    if (run.recompute == Recompute::kOp) mb.op_recompute_s += moe_layers * t.forward_s;
+  }
   return mb;
 }
 
@@ -410,7 +418,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.065, 0.177, 64},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.107, 0.401, 25},
+      {kBandExpertParallel, -0.107, 0.352, 25},
       {kBandContextParallel, -0.022, 0.616, 20},
   };
   return kBands;

@@ -126,6 +126,11 @@ struct RunConfig {
   // fused norm or activation; core/elementwise_cost.h's EagerExtraBytesPerToken), priced on top
   // of the fused kernels the step otherwise assumes.
   bool eager = false;
+  // A MoE layer's expert ops as Megatron-Core's TEGroupedMLP runs them without fused MoE kernels
+  // (core/elementwise_cost.h's MoeUnfusedOpsBytesPerToken: biased experts' output bias added
+  // expert by expert in FP32, a clamped GLU's clamp outside the fused activation), priced on top
+  // of the fused kernels the step otherwise assumes; nothing for experts with neither.
+  bool moe_unfused_ops = false;
   // ZeRO-3 (FSDP2's reshard_after_forward): each layer's gathered weights freed after its forward
   // and gathered again for its backward (true, FSDP2's default), or kept from forward to backward
   // (false: one gather per layer and micro-batch, the stage's gathered weights held; TorchTitan's

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/attention_cost.h"
 #include "core/elementwise_cost.h"
 #include "core/expert_parallel.h"
@@ -214,6 +215,25 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "embedding in complex FP32, SwiGLU in two kernels; TorchTitan's Llama block) and twice "
         "that backward, at the elementwise bandwidth",
         EagerExtraBytesPerToken(s) / 1e3));
+  }
+  if (run.moe_unfused_ops && s.num_experts > 0) {
+    const MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(s);
+    std::vector<std::string> parts;
+    if (s.bias == Bias::kAll) parts.push_back("the output bias added expert by expert in FP32");
+    if (s.glu_clamp > 0 && s.mlp != Mlp::kGelu) {
+      parts.push_back("the GLU's clamp outside the fused activation");
+    }
+    out.push_back(
+        parts.empty()
+            ? std::string("the experts' ops as Megatron-Core's TEGroupedMLP runs them "
+                          "(moe_unfused_ops): nothing more for these experts (no biases, no "
+                          "clamped GLU)")
+            : absl::StrFormat(
+                  "the experts' ops as Megatron-Core's TEGroupedMLP runs them without fused MoE "
+                  "kernels (moe_unfused_ops): %.0f KB more memory traffic per token and MoE layer, "
+                  "forward and backward (%s), at the elementwise bandwidth; its host "
+                  "synchronisations are not priced",
+                  b.total / 1e3, absl::StrJoin(parts, "; ")));
   }
   if (run.recompute == Recompute::kOp) {
     out.push_back(

@@ -163,6 +163,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.v_head_dim = p.v_head_dim();
   s.sliding_window = p.sliding_window();
   s.sliding_window_layers = p.sliding_window_layers();
+  s.glu_clamp = p.glu_clamp();
   EnumsFromProto(p, s, violations);
   return s;
 }
@@ -222,6 +223,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_v_head_dim(s.v_head_dim);
   p.set_sliding_window(s.sliding_window);
   p.set_sliding_window_layers(s.sliding_window_layers);
+  p.set_glu_clamp(s.glu_clamp);
   return p;
 }
 

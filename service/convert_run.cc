@@ -155,6 +155,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.keep_degrees = r.keep_degrees();
   c.train_tokens = r.train_tokens();
   c.eager = r.eager();
+  c.moe_unfused_ops = r.moe_unfused_ops();
   c.fsdp_shard = r.fsdp_shard();
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();

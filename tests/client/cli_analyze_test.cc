@@ -60,6 +60,30 @@ TEST(CliAnalyzeTest, AnyRunFlagMakesTheAnswerATrainingStep) {
               HasSubstr("\"recompute\": \"RECOMPUTE_OP\""));
 }
 
+// --moe-unfused-ops alone makes the answer a step that prices Megatron-Core's unfused expert ops
+// (GPT-OSS: biased experts, a clamped GLU) and says so; the JSON carries the flag back.
+TEST(CliAnalyzeTest, MoeUnfusedOpsPricesMegatronCoresExpertOps) {
+  CliOptions o;
+  o.command = "analyze";
+  o.model = testing::SourcePath("examples/models/hf/gpt-oss-120b.json");
+  o.gpu = "h100-sxm";
+  o.pp = 4;
+  o.ep = 8;
+  o.gpus = 64;
+  o.global_batch = 1280;
+  const CommandRun fused = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(fused.code, 0) << fused.err;
+  EXPECT_THAT(fused.out, Not(HasSubstr("TEGroupedMLP")));
+  o.moe_unfused_ops = true;
+  const CommandRun unfused = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(unfused.code, 0) << unfused.err;
+  EXPECT_THAT(unfused.out, HasSubstr("assumes: the experts' ops as Megatron-Core's TEGroupedMLP"));
+  EXPECT_THAT(unfused.out, HasSubstr("the output bias added expert by expert in FP32; the GLU's "
+                                     "clamp outside the fused activation"));
+  o.format = "json";
+  EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out, HasSubstr("TEGroupedMLP"));
+}
+
 TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
   CliOptions o = Llama70b();
   o.gpus = 8;

@@ -86,5 +86,48 @@ TEST(ElementwiseCostTest, EagerPytorchMovesWhatItsUnfusedOpsMove) {
   EXPECT_EQ(EagerExtraBytesPerToken(gpt), 0);
 }
 
+// Megatron-Core's TEGroupedMLP without fused MoE kernels (RunConfig::moe_unfused_ops), on a
+// GPT-OSS-120B-like layer (128 experts of 2880, top 4, hidden 2880, whole experts over EP 8):
+// biased experts' output bias added expert by expert in FP32 (28 bytes an element of each copy's
+// output forward, 36 backward) and the clamped GLU's clamp and concatenation (16 an element of
+// the expert's width forward, 20 backward); experts with neither move nothing more.
+TEST(ElementwiseCostTest, MegatronCoresUnfusedExpertOpsMoveWhatItsCodeMoves) {
+  ModelSpec s = testing::LlamaLike(2880, 64, 8, 36, 2880, 201088);
+  s.head_dim = 64;
+  s.num_experts = 128;
+  s.experts_per_token = 4;
+  s.expert_parallel = 8;
+  s.expert_tensor_parallel = 1;
+  s.seq_length = 4096;
+  s.bias = Bias::kAll;
+  s.glu_clamp = 7;
+  s = *NormalizeSpec(s);
+  const double copies = 4, h = 2880, f = 2880;
+  MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(s);
+  EXPECT_DOUBLE_EQ(b.forward, 28 * copies * h + 16 * copies * f);
+  EXPECT_DOUBLE_EQ(b.total, 64 * copies * h + 36 * copies * f);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const double bw =
+      gpu.memory_bandwidth_bytes_per_s * gpu.Model(DType::kBf16).elementwise_memory_efficiency;
+  const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(s, gpu);
+  EXPECT_DOUBLE_EQ(t.total_s, b.total * 4096 / bw);
+  EXPECT_DOUBLE_EQ(t.forward_s, b.forward * 4096 / bw);
+  // The bias alone, the clamp alone, neither.
+  ModelSpec unclamped = s;
+  unclamped.glu_clamp = 0;
+  EXPECT_DOUBLE_EQ(MoeUnfusedOpsBytesPerToken(unclamped).total, 64 * copies * h);
+  ModelSpec unbiased = s;
+  unbiased.bias = Bias::kNone;
+  EXPECT_DOUBLE_EQ(MoeUnfusedOpsBytesPerToken(unbiased).total, 36 * copies * f);
+  unbiased.glu_clamp = 0;
+  EXPECT_EQ(MoeUnfusedOpsBytesPerToken(unbiased).total, 0);
+  // A dense model has no experts to run.
+  ModelSpec dense = testing::LlamaLike(4096, 32, 8, 32, 14336, 128256);
+  dense.bias = Bias::kAll;
+  dense.glu_clamp = 7;
+  dense = *NormalizeSpec(dense);
+  EXPECT_EQ(MoeUnfusedOpsBytesPerToken(dense).total, 0);
+}
+
 }  // namespace
 }  // namespace wavecrest

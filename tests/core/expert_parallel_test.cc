@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "core/analysis.h"
+#include "core/elementwise_cost.h"
 #include "core/gemm.h"
 #include "core/memory.h"
 #include "core/model_stats.h"
@@ -428,6 +429,41 @@ TEST(ExpertParallelTest, HostWaitsPerMoeLayerAddUp) {
   EXPECT_EQ(Step(*NormalizeSpec(padded), run)->moe_host_s, 0);
   run.moe_host_s = -1;
   EXPECT_THAT(std::string(Step(s, run).status().message()), HasSubstr("run.moe_host_s"));
+}
+
+// Megatron-Core's unfused expert ops (RunConfig::moe_unfused_ops) add to a step of biased experts
+// with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
+// assumptions, and leave Mixtral's experts (neither) as they were.
+TEST(ExpertParallelTest, MegatronCoresUnfusedExpertOpsAddToBiasedClampedExperts) {
+  ModelSpec oss = testing::LlamaLike(2880, 64, 8, 36, 2880, 201088);
+  oss.head_dim = 64;
+  oss.bias = Bias::kAll;
+  oss.glu_clamp = 7;
+  oss.pipeline_parallel = 4;
+  oss = Moe(oss, 128, 4, 8);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 128;
+  for (const ModelSpec& s : {oss, Mixtral(8)}) {
+    const absl::StatusOr<Analysis> a = Analyze(s, **FindGpu("h100-sxm"));
+    ASSERT_TRUE(a.ok()) << a.status();
+    run.moe_unfused_ops = false;
+    const absl::StatusOr<StepBreakdown> fused = PlanStep(*a, run);
+    run.moe_unfused_ops = true;
+    const absl::StatusOr<StepBreakdown> unfused = PlanStep(*a, run);
+    ASSERT_TRUE(fused.ok() && unfused.ok());
+    const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a->spec, **FindGpu("h100-sxm"));
+    // The last stage's 9 layers, all MoE, for each of the micro-batches.
+    EXPECT_NEAR(unfused->compute_s - fused->compute_s, unfused->microbatches * 9 * t.total_s,
+                1e-9);
+    bool said = false;
+    for (const std::string& line : unfused->assumptions) {
+      said |= absl::StrContains(line, "Megatron-Core's TEGroupedMLP");
+    }
+    EXPECT_TRUE(said);
+  }
+  EXPECT_GT(MoeUnfusedOpsLayerTimeS(oss, **FindGpu("h100-sxm")).total_s, 0);
+  EXPECT_EQ(MoeUnfusedOpsLayerTimeS(Mixtral(8), **FindGpu("h100-sxm")).total_s, 0);
 }
 
 }  // namespace

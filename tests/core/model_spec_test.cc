@@ -1,5 +1,6 @@
 #include "core/model_spec.h"
 
+#include <cmath>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -118,6 +119,19 @@ TEST(ValidateTest, TokensPerMicroBatchBounded) {
   s.seq_length = 1'048'576;
   s.micro_batch_size = 65'536;
   EXPECT_THAT(Validate(s), Violation("micro_batch_size", "at most 67108864"));
+}
+
+// A clamped GLU (GPT-OSS's swiglu_limit) needs a gated MLP and a finite, non-negative clamp.
+TEST(ValidateTest, GluClampNeedsAGatedMlpAndARange) {
+  ModelSpec s = Valid();  // GELU
+  s.glu_clamp = 7;
+  EXPECT_THAT(Validate(s), Violation("glu_clamp", "needs mlp swiglu"));
+  s.mlp = Mlp::kSwiglu;
+  EXPECT_TRUE(Validate(s).empty());
+  s.glu_clamp = -1;
+  EXPECT_THAT(Validate(s), Violation("glu_clamp", "must be 0 (none) or in (0, 1e6]"));
+  s.glu_clamp = std::nan("");
+  EXPECT_THAT(Validate(s), Violation("glu_clamp", "must be 0 (none) or in (0, 1e6]"));
 }
 
 TEST(ValidateTest, ReportsEveryViolationNotJustTheFirst) {

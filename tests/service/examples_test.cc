@@ -422,6 +422,8 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   EXPECT_EQ(oss.sliding_window, 128);
   EXPECT_EQ(Derive(oss).window_layers, 18);  // from layer_types
   EXPECT_EQ(oss.bias, Bias::kAll);
+  EXPECT_EQ(oss.glu_clamp, 7.0);  // swiglu_limit
+  EXPECT_EQ(load("llama-3-8b").glu_clamp, 0);
   EXPECT_EQ(load("qwen3-8b").sliding_window, 0);  // use_sliding_window: false
   // Dense layers beyond the first ones are refused with the reason.
   auto mixed = ImportHfConfig(

@@ -249,6 +249,7 @@ export interface RunConfig {
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
   eager?: boolean;
+  moe_unfused_ops?: boolean;
   fsdp_shard?: number;
   ep_overlap?: boolean;
   ep_dispatcher?: string;

@@ -209,6 +209,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.check("#run-ogr");
   await page.check("#run-z3p");
   await page.check("#run-eager");
+  await page.check("#run-moeuf");
   await page.fill("#run-hsdp", "2");
   await page.check("#run-epov");
   await page.check("#run-sp");
@@ -228,7 +229,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
   expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_OP",
                              interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
-                             zero3_prefetch: true, eager: true, fsdp_shard: 2, ep_overlap: true, sequence_parallel: true,
+                             zero3_prefetch: true, eager: true, moe_unfused_ops: true, fsdp_shard: 2, ep_overlap: true, sequence_parallel: true,
                              offload_activations: true, plan: false, fp8_param_gather: true });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
@@ -268,6 +269,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-ogr")).toBeChecked();
   await expect(again.locator("#run-z3p")).toBeChecked();
   await expect(again.locator("#run-eager")).toBeChecked();
+  await expect(again.locator("#run-moeuf")).toBeChecked();
   await expect(again.locator("#run-hsdp")).toHaveValue("2");
   await expect(again.locator("#run-epov")).toBeChecked();
   await expect(again.locator("#run-fp8pg")).toBeChecked();

@@ -285,6 +285,11 @@ class ModelSpec:
     # MoE benchmarks force it); with expert_parallel 1 it changes nothing. Range 0 or [1, 16];
     # needs num_experts > 0 and moe_capacity_factor 0.
     moe_routing_skew: float = 0.0
+    # A clamped gated MLP (GPT-OSS's swiglu_limit, 7): the gate half clamped above at this value
+    # and the linear half to plus or minus it before the activation; 0 = none. Changes no GEMM;
+    # RunConfig.moe_unfused_ops prices the clamp as Megatron-Core runs it. Range 0 or (0, 1e6];
+    # needs mlp swiglu.
+    glu_clamp: float = 0.0
 
 
 @dataclass(frozen=True)

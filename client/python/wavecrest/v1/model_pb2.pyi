@@ -109,7 +109,7 @@ class GemmShape(_message.Message):
     def __init__(self, m: _Optional[int] = ..., n: _Optional[int] = ..., k: _Optional[int] = ..., batch: _Optional[int] = ...) -> None: ...
 
 class ModelSpec(_message.Message):
-    __slots__ = ["attention", "bias", "context_parallel", "data_parallel", "dense_ffn_hidden_size", "dtype", "expert_groups", "expert_groups_per_token", "expert_parallel", "expert_tensor_parallel", "experts_per_token", "ffn_hidden_size", "first_dense_layers", "fused_gate_up", "head_dim", "hidden_size", "kv_cache_length", "kv_lora_rank", "learned_position_embeddings", "micro_batch_size", "mlp", "moe_capacity_factor", "moe_layer_interval", "moe_routing_skew", "name", "norm", "num_attention_heads", "num_experts", "num_kv_heads", "num_layers", "pipeline_parallel", "q_lora_rank", "qk_rope_head_dim", "seq_length", "shared_expert_ffn_hidden_size", "shared_expert_gate", "sliding_window", "sliding_window_layers", "tensor_parallel", "tied_embeddings", "v_head_dim", "vocab_size", "workload"]
+    __slots__ = ["attention", "bias", "context_parallel", "data_parallel", "dense_ffn_hidden_size", "dtype", "expert_groups", "expert_groups_per_token", "expert_parallel", "expert_tensor_parallel", "experts_per_token", "ffn_hidden_size", "first_dense_layers", "fused_gate_up", "glu_clamp", "head_dim", "hidden_size", "kv_cache_length", "kv_lora_rank", "learned_position_embeddings", "micro_batch_size", "mlp", "moe_capacity_factor", "moe_layer_interval", "moe_routing_skew", "name", "norm", "num_attention_heads", "num_experts", "num_kv_heads", "num_layers", "pipeline_parallel", "q_lora_rank", "qk_rope_head_dim", "seq_length", "shared_expert_ffn_hidden_size", "shared_expert_gate", "sliding_window", "sliding_window_layers", "tensor_parallel", "tied_embeddings", "v_head_dim", "vocab_size", "workload"]
     ATTENTION_FIELD_NUMBER: _ClassVar[int]
     BIAS_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -124,6 +124,7 @@ class ModelSpec(_message.Message):
     FFN_HIDDEN_SIZE_FIELD_NUMBER: _ClassVar[int]
     FIRST_DENSE_LAYERS_FIELD_NUMBER: _ClassVar[int]
     FUSED_GATE_UP_FIELD_NUMBER: _ClassVar[int]
+    GLU_CLAMP_FIELD_NUMBER: _ClassVar[int]
     HEAD_DIM_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_SIZE_FIELD_NUMBER: _ClassVar[int]
     KV_CACHE_LENGTH_FIELD_NUMBER: _ClassVar[int]
@@ -167,6 +168,7 @@ class ModelSpec(_message.Message):
     ffn_hidden_size: int
     first_dense_layers: int
     fused_gate_up: bool
+    glu_clamp: float
     head_dim: int
     hidden_size: int
     kv_cache_length: int
@@ -196,7 +198,7 @@ class ModelSpec(_message.Message):
     v_head_dim: int
     vocab_size: int
     workload: Workload
-    def __init__(self, name: _Optional[str] = ..., hidden_size: _Optional[int] = ..., num_attention_heads: _Optional[int] = ..., num_kv_heads: _Optional[int] = ..., head_dim: _Optional[int] = ..., num_layers: _Optional[int] = ..., ffn_hidden_size: _Optional[int] = ..., mlp: _Optional[_Union[Mlp, str]] = ..., fused_gate_up: bool = ..., vocab_size: _Optional[int] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., attention: _Optional[_Union[Attention, str]] = ..., workload: _Optional[_Union[Workload, str]] = ..., tied_embeddings: bool = ..., kv_cache_length: _Optional[int] = ..., norm: _Optional[_Union[Norm, str]] = ..., bias: _Optional[_Union[Bias, str]] = ..., learned_position_embeddings: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., num_experts: _Optional[int] = ..., experts_per_token: _Optional[int] = ..., shared_expert_ffn_hidden_size: _Optional[int] = ..., shared_expert_gate: bool = ..., expert_groups: _Optional[int] = ..., expert_groups_per_token: _Optional[int] = ..., data_parallel: _Optional[int] = ..., first_dense_layers: _Optional[int] = ..., moe_layer_interval: _Optional[int] = ..., dense_ffn_hidden_size: _Optional[int] = ..., kv_lora_rank: _Optional[int] = ..., q_lora_rank: _Optional[int] = ..., qk_rope_head_dim: _Optional[int] = ..., v_head_dim: _Optional[int] = ..., sliding_window: _Optional[int] = ..., sliding_window_layers: _Optional[int] = ..., context_parallel: _Optional[int] = ..., expert_parallel: _Optional[int] = ..., expert_tensor_parallel: _Optional[int] = ..., moe_capacity_factor: _Optional[float] = ..., moe_routing_skew: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., hidden_size: _Optional[int] = ..., num_attention_heads: _Optional[int] = ..., num_kv_heads: _Optional[int] = ..., head_dim: _Optional[int] = ..., num_layers: _Optional[int] = ..., ffn_hidden_size: _Optional[int] = ..., mlp: _Optional[_Union[Mlp, str]] = ..., fused_gate_up: bool = ..., vocab_size: _Optional[int] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., attention: _Optional[_Union[Attention, str]] = ..., workload: _Optional[_Union[Workload, str]] = ..., tied_embeddings: bool = ..., kv_cache_length: _Optional[int] = ..., norm: _Optional[_Union[Norm, str]] = ..., bias: _Optional[_Union[Bias, str]] = ..., learned_position_embeddings: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., num_experts: _Optional[int] = ..., experts_per_token: _Optional[int] = ..., shared_expert_ffn_hidden_size: _Optional[int] = ..., shared_expert_gate: bool = ..., expert_groups: _Optional[int] = ..., expert_groups_per_token: _Optional[int] = ..., data_parallel: _Optional[int] = ..., first_dense_layers: _Optional[int] = ..., moe_layer_interval: _Optional[int] = ..., dense_ffn_hidden_size: _Optional[int] = ..., kv_lora_rank: _Optional[int] = ..., q_lora_rank: _Optional[int] = ..., qk_rope_head_dim: _Optional[int] = ..., v_head_dim: _Optional[int] = ..., sliding_window: _Optional[int] = ..., sliding_window_layers: _Optional[int] = ..., context_parallel: _Optional[int] = ..., expert_parallel: _Optional[int] = ..., expert_tensor_parallel: _Optional[int] = ..., moe_capacity_factor: _Optional[float] = ..., moe_routing_skew: _Optional[float] = ..., glu_clamp: _Optional[float] = ...) -> None: ...
 
 class Provenance(_message.Message):
     __slots__ = ["calibration", "device", "error_band_p10", "error_band_p90", "from_cache", "measured_at", "method", "relative_spread", "samples", "source", "storage"]
