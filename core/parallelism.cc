@@ -61,8 +61,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     mb.layers_forward_s += eager / 3;
     mb.op_recompute_s += eager / 3;
   }
-  if (run.moe_unfused_ops) {
-    // Megatron-Core's unfused expert ops, on the MoE layers (spread over the layers as the rest).
+  if (run.moe_unfused_ops) {  // on the MoE layers, spread over the layers as the rest
     const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
     const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);
     mb.layers_s += moe_layers * t.total_s;

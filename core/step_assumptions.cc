@@ -171,6 +171,24 @@ void AddZero3Assumptions(const RunConfig& run, std::vector<std::string>& out) {
                       "parallelism)");
 }
 
+// What RunConfig::moe_unfused_ops priced for these experts, in words.
+std::string MoeUnfusedOpsAssumption(const ModelSpec& s) {
+  std::vector<std::string> parts;
+  if (s.bias == Bias::kAll) parts.push_back("the output bias added expert by expert in FP32");
+  if (s.glu_clamp > 0 && s.mlp != Mlp::kGelu) {
+    parts.push_back("the GLU's clamp outside the fused activation");
+  }
+  if (parts.empty()) {
+    return "the experts' ops as Megatron-Core's TEGroupedMLP runs them (moe_unfused_ops): nothing "
+           "more for these experts (no biases, no clamped GLU)";
+  }
+  return absl::StrFormat(
+      "the experts' ops as Megatron-Core's TEGroupedMLP runs them without fused MoE kernels "
+      "(moe_unfused_ops): %.0f KB more memory traffic per token and MoE layer, forward and "
+      "backward (%s), at the elementwise bandwidth; its host synchronisations are not priced",
+      MoeUnfusedOpsBytesPerToken(s).total / 1e3, absl::StrJoin(parts, "; "));
+}
+
 }  // namespace
 
 // What the figures take for granted, in words.
@@ -216,25 +234,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "that backward, at the elementwise bandwidth",
         EagerExtraBytesPerToken(s) / 1e3));
   }
-  if (run.moe_unfused_ops && s.num_experts > 0) {
-    const MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(s);
-    std::vector<std::string> parts;
-    if (s.bias == Bias::kAll) parts.push_back("the output bias added expert by expert in FP32");
-    if (s.glu_clamp > 0 && s.mlp != Mlp::kGelu) {
-      parts.push_back("the GLU's clamp outside the fused activation");
-    }
-    out.push_back(
-        parts.empty()
-            ? std::string("the experts' ops as Megatron-Core's TEGroupedMLP runs them "
-                          "(moe_unfused_ops): nothing more for these experts (no biases, no "
-                          "clamped GLU)")
-            : absl::StrFormat(
-                  "the experts' ops as Megatron-Core's TEGroupedMLP runs them without fused MoE "
-                  "kernels (moe_unfused_ops): %.0f KB more memory traffic per token and MoE layer, "
-                  "forward and backward (%s), at the elementwise bandwidth; its host "
-                  "synchronisations are not priced",
-                  b.total / 1e3, absl::StrJoin(parts, "; ")));
-  }
+  if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
   if (run.recompute == Recompute::kOp) {
     out.push_back(
         "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "
