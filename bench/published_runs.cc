@@ -207,8 +207,14 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 //   26.02 (v0.3.0); with EP 16 (26.04 on): HybridEP (flex), moe_a2a_overlap=False.
 // - GPT-OSS-120B: neither (the alltoall dispatcher, no overlap; its recompute_modules
 //   ["layernorm", "moe_act"] recompute elementwise work only and are left out).
-void NvidiaMoeRecipe(const Row& r, const ModelSpec& s, RunConfig& run) {
+// - Rows their table marks "(tokendrop)" (25.09's Qwen3 rows on H100: scripts/performance/
+//   run_script.py at v0.1.0rc4 applies apply_moe_token_drop to both Qwen3 recipes): Megatron-
+//   Bridge's token drop, moe_expert_capacity_factor 1.0 with moe_pad_expert_input_to_capacity
+//   (src/megatron/bridge/training/utils/moe_token_drop.py's defaults): static shapes, no host
+//   wait (ModelSpec::moe_capacity_factor).
+void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (s.num_experts == 0) return;
+  if (absl::StrContains(Col(r, "quote"), "(tokendrop)")) s.moe_capacity_factor = 1.0;
   const std::string& id = r.at("id");
   const size_t at = id.find('_') + 1;
   int64_t yymm = 0;
