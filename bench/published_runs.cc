@@ -221,6 +221,10 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   (void)absl::SimpleAtoi(id.substr(at, 4), &yymm);
   const std::string model = absl::AsciiStrToLower(r.at("model"));
   if (absl::StrContains(model, "deepseek")) {
+    // 25.09's recipe trains its multi-token prediction module (deepseek_v3_pretrain_config's
+    // mtp_num_layers 1; on H100 the layout Et|(tt|)*30mL puts it and the loss in the last chunk);
+    // later tables name their rows "(w/o MTP)".
+    if (!absl::StrContains(Col(r, "quote"), "w/o MTP")) run.mtp_layers = 1;
     run.ep_dispatcher = EpDispatcher::kFlex;
     run.ep_overlap = true;
     run.overlap_grad_reduce = false;

@@ -112,6 +112,10 @@ ABSL_FLAG(bool, moe_unfused_ops, false,
           "fused MoE kernels (Megatron-LM through mid-2026): biased experts' output bias added "
           "expert by expert in FP32, a clamped GLU's clamp outside the fused activation "
           "(GPT-OSS); priced on top of fused kernels, nothing for experts with neither");
+ABSL_FLAG(int64_t, mtp_layers, 0,
+          "analyze: multi-token prediction modules trained beside the model (DeepSeek-V3's 1; "
+          "Megatron-Core's --mtp-num-layers), on the last pipeline stage: each one more layer, "
+          "its 2h x h projection and one more pass through the output layer and loss; 0 = none");
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap; 0, its default, when not given)");
@@ -290,6 +294,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.eager = absl::GetFlag(FLAGS_eager);
   o.moe_unfused_ops = absl::GetFlag(FLAGS_moe_unfused_ops);
+  o.mtp_layers = absl::GetFlag(FLAGS_mtp_layers);
   o.fsdp_shard = absl::GetFlag(FLAGS_fsdp_shard);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);
   o.ep_overlap = absl::GetFlag(FLAGS_ep_overlap);

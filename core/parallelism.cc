@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/collectives.h"
+#include "core/micro_batch.h"
 #include "core/expert_parallel.h"
 #include "core/network.h"
 #include "core/op_recompute.h"
@@ -19,57 +20,6 @@
 
 namespace wavecrest {
 namespace {
-
-// One micro-batch on one tensor-parallel rank, split the way the pipeline and recomputation need.
-struct MicroBatch {
-  double layers_s = 0;             // every transformer layer, forward and backward
-  double head_s = 0;               // the logits GEMMs and the loss (the last stage's extra)
-  double layers_forward_s = 0;     // the layers' forward (full recomputation repeats it)
-  double attention_forward_s = 0;  // attention's core forward (selective recomputation)
-  double attention_s = 0;          // attention's core, forward and backward (hides CP's sends)
-  double op_recompute_s = 0;       // what the op-level policy runs again (core/op_recompute.h)
-};
-
-MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
-  MicroBatch mb;
-  const double layers = static_cast<double>(a.spec.num_layers);
-  for (const GemmAnalysis& g : a.gemms) {
-    const double t = g.prediction.time_s * static_cast<double>(g.gemm.count);
-    if (g.gemm.name == kLogits) {
-      mb.head_s += t;
-      continue;
-    }
-    mb.layers_s += t;
-    const bool attention = g.gemm.fused_attention || g.gemm.name == kAttnScore ||
-                           g.gemm.name == kAttnOverValue;
-    if (attention) mb.attention_s += t;
-    if (g.gemm.pass != Pass::kForward) continue;
-    mb.layers_forward_s += t;
-    if (attention) mb.attention_forward_s += t;
-  }
-  // Elementwise kernels: their forward is taken as a third of forward + backward (backward reads
-  // about twice what forward does).
-  mb.layers_s += layers * a.elementwise.layer_time_s;
-  mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
-  mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
-  mb.head_s += a.elementwise.loss_time_s;
-  if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a);
-  if (run.eager) {
-    // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.
-    const double eager = layers * EagerExtraLayerTimeS(a.spec, *a.gpu);
-    mb.layers_s += eager;
-    mb.layers_forward_s += eager / 3;
-    mb.op_recompute_s += eager / 3;
-  }
-  if (run.moe_unfused_ops) {  // on the MoE layers, spread over the layers as the rest
-    const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
-    const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);
-    mb.layers_s += moe_layers * t.total_s;
-    mb.layers_forward_s += moe_layers * t.forward_s;
-    if (run.recompute == Recompute::kOp) mb.op_recompute_s += moe_layers * t.forward_s;
-  }
-  return mb;
-}
 
 // Context parallelism's ring of one micro-batch through one stage's `layers`, what attention's
 // kernels do not hide: each layer's K and V chunk (b·s/c tokens of this rank's KV heads, 16-bit;
@@ -417,7 +367,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.065, 0.177, 64},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.107, 0.435, 25},
+      {kBandExpertParallel, -0.107, 0.361, 25},
       {kBandContextParallel, -0.022, 0.616, 20},
   };
   return kBands;

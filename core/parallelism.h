@@ -131,6 +131,12 @@ struct RunConfig {
   // expert by expert in FP32, a clamped GLU's clamp outside the fused activation), priced on top
   // of the fused kernels the step otherwise assumes; nothing for experts with neither.
   bool moe_unfused_ops = false;
+  // Multi-token prediction modules trained beside the model (DeepSeek-V3's one; Megatron-Core's
+  // --mtp-num-layers), on the last pipeline stage: each one more transformer layer (priced as the
+  // model's mean layer), its projection of the embedding and hidden states (2h × h), and one more
+  // pass through the output layer and the loss. A training choice, not the model's: 0 = none.
+  // Range [0, 8]. Their memory is not counted; MFU counts the model's FLOPs without them.
+  int64_t mtp_layers = 0;
   // ZeRO-3 (FSDP2's reshard_after_forward): each layer's gathered weights freed after its forward
   // and gathered again for its backward (true, FSDP2's default), or kept from forward to backward
   // (false: one gather per layer and micro-batch, the stage's gathered weights held; TorchTitan's

@@ -83,6 +83,10 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
   }
+  if (run.mtp_layers < 0 || run.mtp_layers > 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run.mtp_layers: must be in [0, 8]; got ", run.mtp_layers));
+  }
   if (!(run.dp_overlap >= 0 && run.dp_overlap <= 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));

@@ -189,6 +189,15 @@ std::string MoeUnfusedOpsAssumption(const ModelSpec& s) {
       MoeUnfusedOpsBytesPerToken(s).total / 1e3, absl::StrJoin(parts, "; "));
 }
 
+// What RunConfig::mtp_layers priced, in words.
+std::string MtpAssumption(int64_t mtp_layers) {
+  return absl::StrFormat(
+      "multi-token prediction (mtp_layers %d) on the last pipeline stage: per module one more "
+      "layer (the model's mean layer), its 2h x h projection and one more pass through the output "
+      "layer and the loss; its memory not counted, and MFU counts the model's FLOPs without it",
+      mtp_layers);
+}
+
 }  // namespace
 
 // What the figures take for granted, in words.
@@ -235,6 +244,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         EagerExtraBytesPerToken(s) / 1e3));
   }
   if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
+  if (run.mtp_layers > 0) out.push_back(MtpAssumption(run.mtp_layers));
   if (run.recompute == Recompute::kOp) {
     out.push_back(
         "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "

@@ -156,6 +156,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.train_tokens = r.train_tokens();
   c.eager = r.eager();
   c.moe_unfused_ops = r.moe_unfused_ops();
+  c.mtp_layers = r.mtp_layers();
   c.fsdp_shard = r.fsdp_shard();
   c.dp_overlap = r.dp_overlap();
   c.tp_overlap = r.tp_overlap();

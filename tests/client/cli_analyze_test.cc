@@ -82,6 +82,12 @@ TEST(CliAnalyzeTest, MoeUnfusedOpsPricesMegatronCoresExpertOps) {
                                      "clamp outside the fused activation"));
   o.format = "json";
   EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out, HasSubstr("TEGroupedMLP"));
+  // --mtp-layers prices DeepSeek-V3's multi-token prediction module and says so.
+  o.format = "table";
+  o.moe_unfused_ops = false;
+  o.mtp_layers = 1;
+  EXPECT_THAT(RunCommandForTest(cli::DoAnalyze, o).out,
+              HasSubstr("assumes: multi-token prediction (mtp_layers 1) on the last pipeline stage"));
 }
 
 TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {

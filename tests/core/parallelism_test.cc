@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/megatron_runs.h"
 #include "core/collectives.h"
+#include "core/gemm.h"
 #include "core/units.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -83,6 +84,35 @@ TEST(ParallelismTest, OneGpuHasNoCommunication) {
   EXPECT_EQ(b.gpus, 1);
   EXPECT_EQ(b.tp_comm_s + b.pp_bubble_s + b.pp_comm_s + b.dp_comm_s, 0);
   EXPECT_NEAR(b.step_s, b.compute_s + b.optimizer_s, 1e-12);
+}
+
+// Multi-token prediction (RunConfig::mtp_layers) runs on the last stage: per module one more mean
+// layer, its 2h × h projection (2h/V of the logits' work) and one more pass through the output
+// layer and the loss; out of its range it is refused naming the field.
+TEST(ParallelismTest, MultiTokenPredictionAddsALayerAndAHeadToTheLastStage) {
+  const ModelSpec s = EightLayers70B(8);  // 8 layers on one stage: the last stage is the only one
+  const absl::StatusOr<Analysis> a = Analyze(s, **FindGpu("h100-sxm"));
+  ASSERT_TRUE(a.ok()) << a.status();
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 4;
+  const StepBreakdown none = *PlanStep(*a, run);
+  run.mtp_layers = 1;
+  const StepBreakdown one = *PlanStep(*a, run);
+  double logits = 0, layers = 0;
+  for (const GemmAnalysis& g : a->gemms) {
+    (g.gemm.name == kLogits ? logits : layers) +=
+        g.prediction.time_s * static_cast<double>(g.gemm.count);
+  }
+  layers += 8 * a->elementwise.layer_time_s;
+  const double head = logits + a->elementwise.loss_time_s;
+  const double mtp = layers / 8 + logits * 2 * 8192 / 128256.0 + head;
+  EXPECT_NEAR(one.compute_s - none.compute_s, none.microbatches * mtp, 1e-9 * one.compute_s);
+  EXPECT_TRUE(Says(one, "multi-token prediction (mtp_layers 1)"));
+  EXPECT_FALSE(Says(none, "multi-token prediction"));
+  run.mtp_layers = 9;
+  EXPECT_THAT(std::string(PlanStep(*a, run).status().message()),
+              ::testing::HasSubstr("run.mtp_layers: must be in [0, 8]; got 9"));
 }
 
 // 1F1B: (p-1)/v of one stage's micro-batch time idles; interleaving divides it.

@@ -250,6 +250,7 @@ export interface RunConfig {
   zero3_prefetch?: boolean;
   eager?: boolean;
   moe_unfused_ops?: boolean;
+  mtp_layers?: number;
   fsdp_shard?: number;
   ep_overlap?: boolean;
   ep_dispatcher?: string;

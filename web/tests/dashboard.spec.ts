@@ -211,6 +211,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.check("#run-eager");
   await page.check("#run-moeuf");
   await page.fill("#run-hsdp", "2");
+  await page.fill("#run-mtp", "1");
   await page.check("#run-epov");
   await page.check("#run-sp");
   await page.check("#run-offload");
@@ -229,7 +230,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
   expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_OP",
                              interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
-                             zero3_prefetch: true, eager: true, moe_unfused_ops: true, fsdp_shard: 2, ep_overlap: true, sequence_parallel: true,
+                             zero3_prefetch: true, eager: true, moe_unfused_ops: true, fsdp_shard: 2, mtp_layers: 1, ep_overlap: true, sequence_parallel: true,
                              offload_activations: true, plan: false, fp8_param_gather: true });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
   const bar = page.locator('#step-bars .step-bar[data-gpu="h100-sxm"]');
@@ -271,6 +272,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-eager")).toBeChecked();
   await expect(again.locator("#run-moeuf")).toBeChecked();
   await expect(again.locator("#run-hsdp")).toHaveValue("2");
+  await expect(again.locator("#run-mtp")).toHaveValue("1");
   await expect(again.locator("#run-epov")).toBeChecked();
   await expect(again.locator("#run-fp8pg")).toBeChecked();
   await expect(again.locator("#gpu-list input:checked")).toHaveCount(1);
