@@ -63,7 +63,7 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
 
 // The step a measurement would most likely show: the predicted step moved by the midpoint of its
 // kind's error band over the published runs (PlannerBands: dense -7%..+17%, context parallel
-// +5%..+42%, expert-parallel MoE -11%..+44% as bench/results/planner_bands.txt has them), so that
+// +5%..+42%, expert-parallel MoE -11%..+36% as bench/results/planner_bands.txt has them), so that
 // a kind the planner predicts too fast is not chosen for a gain smaller than its bias. The search
 // ranks by it.
 double ExpectedStepS(const StepBreakdown& b);
