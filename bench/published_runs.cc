@@ -22,16 +22,16 @@
 // catalog part the row's board names (before its system's parenthesis): SXM unless it says PCIe or
 // NVL, the 96 GB H100 when it says 96GB, any other by the catalog's and nvidia-smi's names (B200);
 // an uncatalogued one (GH200, H800) is refused with the catalog's reason. --components prints the
-// part, the attention priced and the step's parts under each row. Each run priced as its publisher described it (model shape, parallel layout, batch, recompute,
-// sequence parallelism, dtype, FSDP sharding), the rest left to wavecrest's defaults. A published
-// rate (MFU, model TFLOP/s) is compared under the publisher's own FLOP count per token, from the
-// predicted tokens/s: MosaicML 6N + 12·L·h·s (N with embeddings), Korthikanti et al. eq. 7
-// 72·L·h²(1 + s/6h + v/12hL) (also Megatron-LM's own count for the MHA, 4h-MLP models of its
-// weak-scaling table, bench/data/published-runs-megatron-h100.csv), Narayanan et al. eq. 3
-// 96·L·h²(1 + s/6h + v/16hL) (which counts the recomputation's forward). Unknown
-// tensor/pipeline splits take t = 8 (one node) and p from the stated model-parallel size.
-// Nothing of the planner is fitted to these runs: a benchmark, whose output scripts/bench.sh
-// commits under bench/results/.
+// part, the attention priced and the step's parts under each row. Each run priced as its publisher
+// described it (model shape, parallel layout, batch, recompute, sequence parallelism, dtype, FSDP
+// sharding), the rest left to wavecrest's defaults. A published rate (MFU, model TFLOP/s) is
+// compared under the publisher's own FLOP count per token, from the predicted tokens/s: MosaicML
+// 6N + 12·L·h·s (N with embeddings), Korthikanti et al. eq. 7 72·L·h²(1 + s/6h + v/12hL) (also
+// Megatron-LM's own count for the MHA, 4h-MLP models of its weak-scaling table,
+// bench/data/published-runs-megatron-h100.csv), Narayanan et al. eq. 3 96·L·h²(1 + s/6h + v/16hL)
+// (which counts the recomputation's forward). Unknown tensor/pipeline splits take t = 8 (one node)
+// and p from the stated model-parallel size. Nothing of the planner is fitted to these runs: a
+// benchmark, whose output scripts/bench.sh commits under bench/results/.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -119,19 +119,14 @@ absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string
   return ImportHfConfig(text.str());
 }
 
-// How NVIDIA's NeMo and Megatron-Bridge performance recipes run (Megatron-Core), and Megatron-LM's
-// own H100 weak-scaling runs (README: --overlap-grad-reduce --overlap-param-gather, so the
-// distributed optimizer, and --tp-comm-overlap): the distributed
-// optimizer (ZeRO 1) or FSDP where the table says so, the interleaved schedule of the table's VP,
-// expert parallelism of its EP, sequence parallelism with tensor parallelism (the generator's
-// seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
-// (_benchmark_common: grad_reduce_in_fp32 = False).
-// The NeMo release a row's runs came in, as YYMM (2407 for 24.07, 2403 for 24.03.01): the first
-// "YY.MM" of its source text, else its id's second field when that is four digits; 0 when neither
-// says.
-int NemoRelease(const Row& r) {
+// The NVIDIA release (NeMo or Megatron-Bridge container) a row's runs came in, as YYMM (2407 for
+// 24.07, 2403 for 24.03.01, 2602 for 26.02.01): the first "YY.MM" of its source text, else its
+// id's second field when that is four digits; 0 when neither says.
+int ReleaseOf(const Row& r) {
   const std::string& src = r.at("source");
-  const auto digit = [&](size_t i) { return absl::ascii_isdigit(static_cast<unsigned char>(src[i])); };
+  const auto digit = [&](size_t i) {
+    return absl::ascii_isdigit(static_cast<unsigned char>(src[i]));
+  };
   for (size_t i = 0; i + 5 <= src.size(); ++i) {
     const bool starts = i == 0 || !(digit(i - 1) || src[i - 1] == '.');
     const bool ends = i + 5 == src.size() || !digit(i + 5);
@@ -147,6 +142,13 @@ int NemoRelease(const Row& r) {
   return 0;
 }
 
+// How NVIDIA's NeMo and Megatron-Bridge performance recipes run (Megatron-Core), and Megatron-LM's
+// own H100 weak-scaling runs (README: --overlap-grad-reduce --overlap-param-gather, so the
+// distributed optimizer, and --tp-comm-overlap): the distributed
+// optimizer (ZeRO 1) or FSDP where the table says so, the interleaved schedule of the table's VP,
+// expert parallelism of its EP, sequence parallelism with tensor parallelism (the generator's
+// seq_parallel column); Megatron-Bridge's perf recipes reduce gradients in BF16
+// (_benchmark_common: grad_reduce_in_fp32 = False).
 void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run) {
   int64_t ep = Int(r, "ep", 1), fsdp = Int(r, "fsdp", 0);
   s.expert_parallel = std::max<int64_t>(ep, 1);
@@ -176,7 +178,7 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // submodule commits of NeMo 25.11, 26.02 and 26.04; the loop was vectorised in 883533e049,
   // 2026-08-14, after every release here). Of these rows only GPT-OSS-120B's experts have either.
   run.moe_unfused_ops = true;
-  // NeMo's 24.03.01 and 24.07 runs (releases up to 24.07: NemoRelease) came through
+  // NeMo's 24.03.01 and 24.07 runs (releases up to 24.07: ReleaseOf) came through
   // NeMo-Framework-Launcher (most of the 24.07
   // table's layouts are its launcher_scripts/conf/training configs' at 24.07: GPT-3 5B and 20B,
   // Llama 2 7B, 13B and 70B, Llama 3 8B's CP 2 at 8k, Nemotron-22B), whose config turns Transformer
@@ -191,7 +193,7 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // From 24.09 the launcher's config no longer turns it off (a6490ffe "(1) Enable cuDNN FA",
   // 2024-07-15, and 04b8d098 "enable fused attention", 2024-08-29: in tag 24.09, not in 24.07):
   // later NeMo releases, and a row whose release is not stated, run cuDNN's, the default.
-  const int release = NemoRelease(r);
+  const int release = ReleaseOf(r);
   if (source == "nemo" && release > 0 && release <= 2407) s.attention = Attention::kFlash2;
 }
 
@@ -215,10 +217,7 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (s.num_experts == 0) return;
   if (absl::StrContains(Col(r, "quote"), "(tokendrop)")) s.moe_capacity_factor = 1.0;
-  const std::string& id = r.at("id");
-  const size_t at = id.find('_') + 1;
-  int64_t yymm = 0;
-  (void)absl::SimpleAtoi(id.substr(at, 4), &yymm);
+  const int yymm = ReleaseOf(r);
   const std::string model = absl::AsciiStrToLower(r.at("model"));
   if (absl::StrContains(model, "deepseek")) {
     // 25.09's recipe trains its multi-token prediction module (deepseek_v3_pretrain_config's
@@ -461,12 +460,17 @@ Priced Describe(const Row& r, const std::string& root) {
   return p;
 }
 
+// The board a row's `gpu` text names: what comes before its system's parenthesis ("H100-80GB
+// SXM (DGX H100; NVLink 4 ...)" -> "H100-80GB SXM").
+std::string BoardOf(const Row& r) {
+  const std::string& gpu = r.at("gpu");
+  return std::string(absl::StripAsciiWhitespace(gpu.substr(0, gpu.find('('))));
+}
+
 // The catalog's GPU for the row's `gpu` text; empty when there is none.
 std::string GpuOf(const Row& r) {
-  // The board is named before the system's parenthesis ("H100-80GB SXM (DGX H100; NVLink 4 ...)"):
-  // its form factor and memory are read there, NVL as a word (not NVLink's prefix).
-  const std::string board =
-      absl::AsciiStrToUpper(r.at("gpu").substr(0, r.at("gpu").find('(')));
+  // The board's form factor and memory, NVL as a word (not NVLink's prefix).
+  const std::string board = absl::AsciiStrToUpper(BoardOf(r));
   const std::vector<std::string> words =
       absl::StrSplit(board, absl::ByAnyChar(" -_,;/"), absl::SkipEmpty());
   const auto has = [&](absl::string_view w) {
@@ -487,7 +491,7 @@ std::string GpuOf(const Row& r) {
   }
   if (absl::StrContains(board, "H200")) return nvl ? "h200-nvl" : "h200";
   // Any other GPU by the catalogue's names and nvidia-smi's (B200, L40S, V100, ...).
-  absl::StatusOr<const GpuSpec*> gpu = FindGpu(absl::StripAsciiWhitespace(board));
+  absl::StatusOr<const GpuSpec*> gpu = FindGpu(board);
   return gpu.ok() ? (*gpu)->name : "";
 }
 
@@ -516,15 +520,13 @@ struct Outcome {
 // The predicted step's parts in one line: what --components prints beside a row.
 std::string Components(const StepBreakdown& b, const ModelSpec& spec, const GpuSpec& gpu) {
   return absl::StrFormat(
-      "on %s, %s attention; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f cp %.3f offload "
-      "%.3f bubble %.3f pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of %.0f, %s",
+      "on %s, %s attention; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f "
+      "cp %.3f offload %.3f bubble %.3f pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of "
+      "%.0f, %s",
       gpu.name, AttentionName(spec.attention), b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s,
-      b.ep_comm_s, b.moe_host_s, b.cp_comm_s,
-      b.offload_s,
-      b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s, b.optimizer_s, b.microbatches,
-      b.memory.total_bytes / static_cast<double>(kGiB),
-      b.memory.capacity_bytes / static_cast<double>(kGiB),
-      b.memory.fits ? "fits" : "does NOT fit");
+      b.ep_comm_s, b.moe_host_s, b.cp_comm_s, b.offload_s, b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s,
+      b.optimizer_s, b.microbatches, b.memory.total_bytes / static_cast<double>(kGiB),
+      b.memory.capacity_bytes / static_cast<double>(kGiB), b.memory.fits ? "fits" : "does NOT fit");
 }
 
 // The row's metric from the priced step.
@@ -566,8 +568,7 @@ Outcome Price(const Row& r, const std::string& root) {
   const std::string gpu_name = GpuOf(r);
   if (gpu_name.empty()) {
     // The catalogue's own word where it has one (the GH200, the L40), else the row's text.
-    const std::string board(absl::StripAsciiWhitespace(r.at("gpu").substr(0, r.at("gpu").find('('))));
-    absl::StatusOr<const GpuSpec*> named = FindGpu(board);
+    absl::StatusOr<const GpuSpec*> named = FindGpu(BoardOf(r));
     return {0, absl::StrCat("no catalog GPU for \"", r.at("gpu"), "\"",
                             named.ok() ? "" : absl::StrCat(": ", named.status().message()))};
   }

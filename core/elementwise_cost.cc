@@ -3,6 +3,21 @@
 #include "core/elementwise_cost.h"
 
 namespace wavecrest {
+namespace {
+
+// Each token's routed copies on this tensor-parallel rank: k × capacity padding × expert TP / t.
+double ExpertRowsPerToken(const ModelSpec& spec) {
+  return static_cast<double>(spec.experts_per_token) * Derive(spec).expert_padding *
+         static_cast<double>(ExpertTensorParallel(spec)) /
+         static_cast<double>(spec.tensor_parallel);
+}
+
+// The bandwidth the step's elementwise kernels move bytes at.
+double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu) {
+  return gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+}
+
+}  // namespace
 
 double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
@@ -25,8 +40,7 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   // k copies (rows per token on this rank: k × capacity padding × expert TP / t) pass the up
   // projection's input and the down projection's output gradient.
   const double f = static_cast<double>(d.active_ffn_per_rank);
-  const double rows = static_cast<double>(spec.experts_per_token) * d.expert_padding *
-                      static_cast<double>(ExpertTensorParallel(spec)) / t;
+  const double rows = ExpertRowsPerToken(spec);
   const double copies = (rows + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
   const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + up_of(f) + copies);
   const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
@@ -69,8 +83,7 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   const double loss_bytes = 3 * logit_rows * static_cast<double>(d.vocab_per_rank) * eb;
   // Backward moves about twice as much as forward.
   const double passes = spec.workload == Workload::kTraining ? 3 : 1;
-  const double bw =
-      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+  const double bw = ElementwiseBandwidth(spec, gpu);
   ElementwiseEstimate e;
   const double layer_bytes =
       (per_token + softmax_per_token) * eb * tokens * passes + fp8_bytes * tokens;
@@ -96,17 +109,14 @@ double EagerExtraBytesPerToken(const ModelSpec& spec) {
 }
 
 double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
-  const double bw =
-      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+  const double bw = ElementwiseBandwidth(spec, gpu);
   return 3 * EagerExtraBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) / bw;
 }
 
 MoeUnfusedBytes MoeUnfusedOpsBytesPerToken(const ModelSpec& spec) {
   MoeUnfusedBytes b;
   if (spec.num_experts == 0) return b;
-  const double rows = static_cast<double>(spec.experts_per_token) * Derive(spec).expert_padding *
-                      static_cast<double>(ExpertTensorParallel(spec)) /
-                      static_cast<double>(spec.tensor_parallel);
+  const double rows = ExpertRowsPerToken(spec);
   const double h = static_cast<double>(spec.hidden_size);
   // The expert's width on this rank (split over the experts' tensor-parallel ranks).
   const double f = static_cast<double>(spec.ffn_hidden_size) /
@@ -124,8 +134,7 @@ MoeUnfusedBytes MoeUnfusedOpsBytesPerToken(const ModelSpec& spec) {
 
 MoeUnfusedTime MoeUnfusedOpsLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
   const MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(spec);
-  const double bw =
-      gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+  const double bw = ElementwiseBandwidth(spec, gpu);
   const double tokens = static_cast<double>(Derive(spec).tokens);
   return {b.forward * tokens / bw, b.total * tokens / bw};
 }

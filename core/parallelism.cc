@@ -12,7 +12,6 @@
 #include "core/micro_batch.h"
 #include "core/expert_parallel.h"
 #include "core/network.h"
-#include "core/op_recompute.h"
 #include "core/run_check.h"
 #include "core/step_assumptions.h"
 #include "core/status_macros.h"

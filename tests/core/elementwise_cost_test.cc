@@ -92,16 +92,7 @@ TEST(ElementwiseCostTest, EagerPytorchMovesWhatItsUnfusedOpsMove) {
 // output forward, 36 backward) and the clamped GLU's clamp and concatenation (16 an element of
 // the expert's width forward, 20 backward); experts with neither move nothing more.
 TEST(ElementwiseCostTest, MegatronCoresUnfusedExpertOpsMoveWhatItsCodeMoves) {
-  ModelSpec s = testing::LlamaLike(2880, 64, 8, 36, 2880, 201088);
-  s.head_dim = 64;
-  s.num_experts = 128;
-  s.experts_per_token = 4;
-  s.expert_parallel = 8;
-  s.expert_tensor_parallel = 1;
-  s.seq_length = 4096;
-  s.bias = Bias::kAll;
-  s.glu_clamp = 7;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = *NormalizeSpec(testing::GptOss120B(8));
   const double copies = 4, h = 2880, f = 2880;
   MoeUnfusedBytes b = MoeUnfusedOpsBytesPerToken(s);
   EXPECT_DOUBLE_EQ(b.forward, 28 * copies * h + 16 * copies * f);

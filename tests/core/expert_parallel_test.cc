@@ -435,12 +435,9 @@ TEST(ExpertParallelTest, HostWaitsPerMoeLayerAddUp) {
 // with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
 // assumptions, and leave Mixtral's experts (neither) as they were.
 TEST(ExpertParallelTest, MegatronCoresUnfusedExpertOpsAddToBiasedClampedExperts) {
-  ModelSpec oss = testing::LlamaLike(2880, 64, 8, 36, 2880, 201088);
-  oss.head_dim = 64;
-  oss.bias = Bias::kAll;
-  oss.glu_clamp = 7;
+  ModelSpec oss = testing::GptOss120B(8);
   oss.pipeline_parallel = 4;
-  oss = Moe(oss, 128, 4, 8);
+  oss = *NormalizeSpec(oss);
   RunConfig run;
   run.num_gpus = 64;
   run.global_batch = 128;

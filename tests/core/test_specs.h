@@ -49,6 +49,22 @@ inline ModelSpec LlamaLike(int64_t hidden, int64_t heads, int64_t kv_heads, int6
   return s;
 }
 
+// GPT-OSS-120B's shape (openai/gpt-oss-120b config.json): hidden 2880, 64 heads of 64 over 8 KV
+// heads, 36 layers, 128 experts of 2880 with biases and a clamped GLU, top 4; 4K tokens on
+// whole experts over ep ranks, not normalized.
+inline ModelSpec GptOss120B(int64_t expert_parallel) {
+  ModelSpec s = LlamaLike(2880, 64, 8, 36, 2880, 201088);
+  s.head_dim = 64;
+  s.num_experts = 128;
+  s.experts_per_token = 4;
+  s.expert_parallel = expert_parallel;
+  s.expert_tensor_parallel = 1;
+  s.seq_length = 4096;
+  s.bias = Bias::kAll;
+  s.glu_clamp = 7;
+  return s;
+}
+
 // Llama 3 70B at 8K tokens on t × p ranks, not normalized.
 inline ModelSpec Llama70B(int64_t tensor_parallel, int64_t pipeline_parallel) {
   ModelSpec s = LlamaLike(8192, 64, 8, 80, 28672, 128256);
