@@ -119,26 +119,31 @@ absl::StatusOr<ModelSpec> ConfigShape(const std::string& root, const std::string
   return ImportHfConfig(text.str());
 }
 
-// The NVIDIA release (NeMo or Megatron-Bridge container) a row's runs came in, as YYMM (2407 for
-// 24.07, 2403 for 24.03.01, 2602 for 26.02.01): the first "YY.MM" of its source text, else its
-// id's second field when that is four digits; 0 when neither says.
+// The NVIDIA release (NeMo or Megatron-Bridge container) a row's runs came in, as YYMMPP (240700
+// for 24.07, 240301 for 24.03.01, 260201 for 26.02.01): the first "YY.MM" (".PP" optional) of its
+// source text, else its id's second field (YYMM or YYMMPP); 0 when neither says.
 int ReleaseOf(const Row& r) {
   const std::string& src = r.at("source");
   const auto digit = [&](size_t i) {
-    return absl::ascii_isdigit(static_cast<unsigned char>(src[i]));
+    return i < src.size() && absl::ascii_isdigit(static_cast<unsigned char>(src[i]));
   };
+  const auto two = [&](size_t i) { return 10 * (src[i] - '0') + (src[i + 1] - '0'); };
   for (size_t i = 0; i + 5 <= src.size(); ++i) {
     const bool starts = i == 0 || !(digit(i - 1) || src[i - 1] == '.');
-    const bool ends = i + 5 == src.size() || !digit(i + 5);
+    const bool ends = !digit(i + 5);
     if (starts && ends && digit(i) && digit(i + 1) && src[i + 2] == '.' && digit(i + 3) &&
         digit(i + 4)) {
-      return 1000 * (src[i] - '0') + 100 * (src[i + 1] - '0') + 10 * (src[i + 3] - '0') +
-             (src[i + 4] - '0');
+      const bool patch = i + 5 < src.size() && src[i + 5] == '.' && digit(i + 6) &&
+                         digit(i + 7) && !digit(i + 8);
+      return 10000 * two(i) + 100 * two(i + 3) + (patch ? two(i + 6) : 0);
     }
   }
   const std::vector<std::string> fields = absl::StrSplit(r.at("id"), '_');
-  int yymm = 0;
-  if (fields.size() > 1 && fields[1].size() == 4 && absl::SimpleAtoi(fields[1], &yymm)) return yymm;
+  int id = 0;
+  if (fields.size() > 1 && absl::SimpleAtoi(fields[1], &id)) {
+    if (fields[1].size() == 4) return 100 * id;
+    if (fields[1].size() == 6) return id;
+  }
   return 0;
 }
 
@@ -194,19 +199,23 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
   // 2024-07-15, and 04b8d098 "enable fused attention", 2024-08-29: in tag 24.09, not in 24.07):
   // later NeMo releases, and a row whose release is not stated, run cuDNN's, the default.
   const int release = ReleaseOf(r);
-  if (source == "nemo" && release > 0 && release <= 2407) s.attention = Attention::kFlash2;
+  if (source == "nemo" && release > 0 && release < 240800) s.attention = Attention::kFlash2;
 }
 
 // The expert-parallel knobs of Megatron-Bridge's H100 perf configs for the release a row names
-// (its id's second field, YYMM or YYMMDD; github.com/NVIDIA-NeMo/Megatron-Bridge,
-// scripts/performance at the tag of that release: v0.1.0rc4 for 25.09, v0.2.0 for 25.11, v0.3.0
-// for 26.02 and 26.02.01, v0.3.1 to v0.5.0 for 26.04 to 26.06, whose layouts match the rows):
+// (ReleaseOf; github.com/NVIDIA-NeMo/Megatron-Bridge, scripts/performance at the tag of that
+// release, as docs/releases/software-versions.md pairs them: v0.1.0rc4 for 25.09, v0.2.0 for
+// 25.11, v0.3.0 for 26.02, v0.3.1 for 26.02.01 (tagged 2026-03-20, the day before the
+// "patch container data" commit cfeddcd94 added 26.02.01's table), v0.4.0 for 26.04, v0.5.0 for
+// 26.06). The table gives the layout; the config what the table does not say:
 // - DeepSeek-V3 (25.09, run_script.py): DeepEP (the flex dispatcher), the all-to-all overlap
 //   (A2A_1F1B), and no overlap_grad_reduce on H100. Its recompute_modules ["mla_up_proj", "mlp"]
 //   are left out (the planner recomputes attention or whole layers, not modules).
 // - Qwen3-235B-A22B: moe_a2a_overlap=True from 25.11 (v0.2.0 to v0.5.0; not in 25.09's YAML).
-// - Qwen3-30B-A3B with PP 2 and EP 8: moe_a2a_overlap=True from 25.11, and DeepEP for FP8 from
-//   26.02 (v0.3.0); with EP 16 (26.04 on): HybridEP (flex), moe_a2a_overlap=False.
+// - Qwen3-30B-A3B: moe_a2a_overlap=True in 25.11 and 26.02 only (v0.2.0, v0.3.0; PP 2 / EP 8),
+//   with DeepEP for FP8 in 26.02; from 26.02.01 the flex dispatcher (HybridEP) and no overlap
+//   (f29a269f8, "Update Qwen3 30B H100 Base Configs with HybridEP", in v0.3.1: EP 16, no PP; the
+//   26.02.01 table still gives 26.02's PP 2 / VP 12 / EP 8, priced as given).
 // - GPT-OSS-120B: neither (the alltoall dispatcher, no overlap; its recompute_modules
 //   ["layernorm", "moe_act"] recompute elementwise work only and are left out).
 // - Rows their table marks "(tokendrop)" (25.09's Qwen3 rows on H100: scripts/performance/
@@ -228,14 +237,10 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
     run.ep_overlap = true;
     run.overlap_grad_reduce = false;
   } else if (absl::StrContains(model, "qwen3-235b")) {
-    run.ep_overlap = yymm >= 2511;
+    run.ep_overlap = yymm >= 251100;
   } else if (absl::StrContains(model, "qwen3-30b")) {
-    if (s.expert_parallel >= 16) {
-      run.ep_dispatcher = EpDispatcher::kFlex;
-    } else {
-      run.ep_overlap = yymm >= 2511;
-      if (yymm >= 2602 && s.dtype == DType::kFp8E4M3) run.ep_dispatcher = EpDispatcher::kFlex;
-    }
+    run.ep_overlap = yymm >= 251100 && yymm < 260201;
+    if (yymm >= 260200 && s.dtype == DType::kFp8E4M3) run.ep_dispatcher = EpDispatcher::kFlex;
   }
 }
 
@@ -517,13 +522,20 @@ struct Outcome {
   bool fits = true;        // the planner's memory estimate of the layout as published fits
 };
 
-// The predicted step's parts in one line: what --components prints beside a row.
-std::string Components(const StepBreakdown& b, const ModelSpec& spec, const GpuSpec& gpu) {
+// The predicted step's parts in one line: what --components prints beside a row (with the
+// expert-parallel dispatcher and overlap of a row with expert parallelism).
+std::string Components(const StepBreakdown& b, const ModelSpec& spec, const RunConfig& run,
+                       const GpuSpec& gpu) {
+  const std::string ep =
+      spec.num_experts > 0 && spec.expert_parallel > 1
+          ? absl::StrCat(run.ep_dispatcher == EpDispatcher::kFlex ? ", flex" : ", alltoall",
+                         run.ep_overlap ? " dispatch, overlapped" : " dispatch")
+          : "";
   return absl::StrFormat(
-      "on %s, %s attention; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f "
+      "on %s, %s attention%s; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f "
       "cp %.3f offload %.3f bubble %.3f pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of "
       "%.0f, %s",
-      gpu.name, AttentionName(spec.attention), b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s,
+      gpu.name, AttentionName(spec.attention), ep, b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s,
       b.ep_comm_s, b.moe_host_s, b.cp_comm_s, b.offload_s, b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s,
       b.optimizer_s, b.microbatches, b.memory.total_bytes / static_cast<double>(kGiB),
       b.memory.capacity_bytes / static_cast<double>(kGiB), b.memory.fits ? "fits" : "does NOT fit");
@@ -581,7 +593,7 @@ Outcome Price(const Row& r, const std::string& root) {
   absl::StatusOr<StepBreakdown> b = PlanStep(*a, p.run);
   if (!b.ok()) return {0, std::string(b.status().message())};
   Outcome out = PriceMetric(r, *spec, **gpu, *a, *b);
-  out.components = Components(*b, *spec, **gpu);
+  out.components = Components(*b, *spec, p.run, **gpu);
   out.fits = b->memory.fits;
   return out;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CTest published_runs_reads_rows: which catalogued GPU and attention bench/published_runs takes
-# for each synthetic row of published-runs-readers.csv (bench/testdata/README.md).
+# (and for its MoE rows, which expert dispatch and overlap) for each synthetic row of
+# published-runs-readers.csv (bench/testdata/README.md).
 # usage: check_readers.sh PUBLISHED_RUNS_BINARY
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,5 +25,10 @@ expect nemo_2409_board-h200_tok "on h200,"
 expect nemo_2409_board-smi_tok "on h100-sxm,"                       # nvidia-smi's name
 expect nemo_2409_board-b200_tok "on b200,"                          # by the catalogue's names
 expect nemo_2409_board-gh200_tok "GH200's GPU is not catalogued"    # refused, with the reason
+# Megatron-Bridge's Qwen3-30B-A3B configs by release, the patch level read (ReleaseOf)
+expect mbridge_2511_release-moe_tok "alltoall dispatch, overlapped;"    # v0.2.0
+expect mbridge_2602_release-moe_tok "flex dispatch, overlapped;"        # v0.3.0: DeepEP, overlap
+expect mbridge_260201_release-moe_tok "flex dispatch;"                  # v0.3.1: HybridEP, none
+expect mbridge_260201_idonly-moe_tok "flex dispatch;"                   # the id's YYMMPP
 [[ $fail == 0 ]] && echo "published_runs reads every row's GPU and release as expected"
 exit $fail
