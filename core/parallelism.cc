@@ -366,7 +366,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.065, 0.177, 64},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.107, 0.361, 25},
+      {kBandExpertParallel, -0.107, 0.342, 25},
       {kBandContextParallel, -0.022, 0.616, 20},
   };
   return kBands;
