@@ -223,6 +223,9 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 //   Bridge's token drop, moe_expert_capacity_factor 1.0 with moe_pad_expert_input_to_capacity
 //   (src/megatron/bridge/training/utils/moe_token_drop.py's defaults): static shapes, no host
 //   wait (ModelSpec::moe_capacity_factor).
+// - A row whose source names its dispatcher backend (HybridEP, DeepEP: the flex dispatcher) or
+//   its overlap ("EP overlap on"/"off": Megatron-Bridge's MoE overlap skill, a controlled
+//   comparison of one configuration) takes them as named.
 void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (s.num_experts == 0) return;
   if (absl::StrContains(Col(r, "quote"), "(tokendrop)")) s.moe_capacity_factor = 1.0;
@@ -242,6 +245,12 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
     run.ep_overlap = yymm >= 251100 && yymm < 260201;
     if (yymm >= 260200 && s.dtype == DType::kFp8E4M3) run.ep_dispatcher = EpDispatcher::kFlex;
   }
+  const std::string& src = r.at("source");
+  if (absl::StrContains(src, "HybridEP") || absl::StrContains(src, "DeepEP")) {
+    run.ep_dispatcher = EpDispatcher::kFlex;
+  }
+  if (absl::StrContains(src, "EP overlap on")) run.ep_overlap = true;
+  if (absl::StrContains(src, "EP overlap off")) run.ep_overlap = false;
 }
 
 // How NeMo AutoModel's benchmark recipes run (PyTorch; github.com/NVIDIA-NeMo/Automodel: the MoE

@@ -2,7 +2,8 @@
 """Writes bench/data/published-runs-nemo-h100.csv: NVIDIA's published DGX-H100 pre-training
 throughput (tokens/s per GPU) from NeMo's and Megatron-Bridge's performance summaries, and the
 model TFLOP/s per GPU of NeMo's long-sequence page (Llama 2 7B with context parallelism, 4k to 1M
-tokens), one CSV row per figure, in the schema of ../shared/reference/published-runs-a100.csv plus the columns these
+tokens) and the step times of Megatron-Bridge's MoE overlap skill (Qwen3-30B-A3B with the expert
+all-to-all overlap off and on), one CSV row per figure, in the schema of ../shared/reference/published-runs-a100.csv plus the columns these
 runs need: vp, ep, fsdp (the table's), config (a model file of examples/models when the model is
 more than the h/a/L/ffn/vocab columns say: MoE, MLA, local attention).
 
@@ -27,6 +28,10 @@ NEMO = ("8e3d65dcfe3504689bfc5b6e67d502780aacad41", "docs/source/performance/per
 BRIDGE = ("067f987df03b8355b03192d88d70f1709fedf51a", "docs/performance-summary-archive.md")
 LONG = ("19fadb67b09ba94c55094d34df119d6f9c565068",
         "docs/source/performance/performance_long_sequence.md")
+# Megatron-Bridge's MoE overlap skill: a controlled H100 comparison of Qwen3-30B-A3B with the
+# expert all-to-all overlap off and on (its "HybridEP production-shape validation" table, added by
+# 7ded17dae, 2026-07-25), read at the archive's commit.
+OVERLAP = (BRIDGE[0], "skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md")
 
 # Shapes: NeMo's model configs (nemo/collections/llm/gpt/model/{base,llama,nemotron}.py) and the
 # models' Hugging Face config.json files; family picks what bench/published_runs assumes
@@ -178,6 +183,34 @@ def long_sequence_rows(text, repo_url, commit):
             }
 
 
+def overlap_rows(text, repo_url, commit):
+    """The overlap skill's controlled comparison: Qwen3-30B-A3B on 16 H100 GPUs, BF16, 4096 tokens,
+    TP 1, PP 1, CP 1, EP 16, MBS 1, GBS 1024, HybridEP, the overlap off and on (the "independent
+    validation" run; the "search run" is the same configuration's first measurement). Step time
+    in seconds, the figure the table leads with."""
+    section = text.split("### HybridEP production-shape validation", 1)[1].split("###", 1)[0]
+    setup = " ".join(section.split("|", 1)[0].split())
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[2].endswith("s") or "search run" in cells[0]:
+            continue
+        on = cells[0].startswith("EP overlap on")
+        yield {
+            "id": f"mbridge_skill2607_qwen3-30b-a3b_g16_t1p1c1e16_bf16_a2a{'on' if on else 'off'}"
+                  "_step",
+            "source": f"Megatron-Bridge MoE overlap skill (measured 2026-07-25; H100; HybridEP; "
+                      f"EP overlap {'on' if on else 'off'}; config)",
+            "model": "QWEN3-30B-A3B", "h": "", "a": "", "a_kv": "", "L": "", "ffn": "",
+            "vocab": "", "seq": 4096, "micro_batch": 1, "global_batch": 1024, "tp": 1, "pp": 1,
+            "dp": 16, "cp": 1, "vp": 1, "ep": 16, "fsdp": 0, "gpus": 16,
+            "gpu": "H100 (16 GPUs, 8 per node)", "dtype": "bf16", "recompute": "",
+            "seq_parallel": "no", "config": MODELS["QWEN3-30B-A3B"]["config"],
+            "metric": "step_time_s", "value": cells[2].rstrip("s"), "unit": "s",
+            "source_repo_or_url": repo_url, "commit_or_date": commit,
+            "quote": f"{setup} | {line.strip()}",
+        }
+
+
 def main():
     nemo_dir, bridge_dir = sys.argv[1], sys.argv[2]
     out = runs_csv.writer()
@@ -192,6 +225,9 @@ def main():
             out.writerow(row)
     for row in long_sequence_rows(read(nemo_dir, *LONG), f"github.com/NVIDIA/NeMo {LONG[1]}",
                                   LONG[0]):
+        out.writerow(row)
+    for row in overlap_rows(read(bridge_dir, *OVERLAP),
+                            f"github.com/NVIDIA-NeMo/Megatron-Bridge {OVERLAP[1]}", OVERLAP[0]):
         out.writerow(row)
 
 
