@@ -153,14 +153,20 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
   const double h = static_cast<double>(spec.hidden_size);
   const double per_layer = LayerActivationBytes(spec, layout, d);
   const double in_flight_layers = InFlightLayers(spec, layout);
-  // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage).
-  const double logits = p == 1 ? 4 * s * b * static_cast<double>(d.vocab_per_rank) : 0;
+  // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage); each
+  // multi-token prediction module another, and its layer's activations and input (its norms'
+  // outputs concatenated, 2h, into the 2h × h projection).
+  const double mtp = p == 1 ? static_cast<double>(layout.mtp_layers) : 0;
+  const double mtp_activations = mtp * (per_layer + 2 * s * b * 2 * h);
+  const double head =  // the last stage's: logits and MTP modules
+      p == 1 ? (1 + mtp) * 4 * s * b * static_cast<double>(d.vocab_per_rank) + mtp_activations
+             : 0;
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
   // and one layer's activations.
   const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);
-  const double full = layer_input * in_flight_layers + per_layer + logits;
+  const double full = layer_input * in_flight_layers + per_layer + head;
   m.activations_bytes =
-      layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + logits;
+      layout.recompute == Recompute::kFull ? full : per_layer * in_flight_layers + head;
   m.activations_full_recompute_bytes = full;
   const double stored = layout.recompute == Recompute::kFull ? layer_input : per_layer;
   m.stored_bytes_per_layer = stored;
@@ -169,8 +175,8 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
     // the next in transit) and, under full recomputation, one layer's recomputed activations.
     m.offloaded_bytes = stored * in_flight_layers;
     m.activations_bytes =
-        2 * stored + (layout.recompute == Recompute::kFull ? per_layer : 0) + logits;
-    m.activations_full_recompute_bytes = 2 * layer_input + per_layer + logits;
+        2 * stored + (layout.recompute == Recompute::kFull ? per_layer : 0) + head;
+    m.activations_full_recompute_bytes = 2 * layer_input + per_layer + head;
   }
 }
 
@@ -214,7 +220,12 @@ class ParamsOnGpu {
     layer_experts_ = static_cast<double>(params.expert_params) /
                      static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
     expert_stage_ = layer_experts_ * layers_per_stage / et_;
-    stage_params_ = (per_layer_params_ * layers_per_stage +
+    // With one stage, the multi-token prediction modules are on it too: each a mean layer (its
+    // experts' share as the layers'), the 2h × h projection and two norms.
+    const double mtp = p == 1 ? static_cast<double>(layout.mtp_layers) : 0;
+    const double h = static_cast<double>(spec.hidden_size);
+    expert_stage_ += layer_experts_ * mtp / et_;
+    stage_params_ = (per_layer_params_ * (layers_per_stage + mtp) + mtp * (2 * h * h + 2 * h) +
                      static_cast<double>(params.embedding_params) /
                          (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
                         t_ -

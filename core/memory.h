@@ -74,6 +74,11 @@ struct MemoryLayout {
   // Hybrid sharding (HSDP): ZeRO shards over groups of this many of the data- and
   // context-parallel ranks, the groups replicas of each other; 0 = over all of them.
   int64_t shard_group = 0;
+  // Multi-token prediction modules (RunConfig::mtp_layers), on the last pipeline stage: each one
+  // more layer of the model's mean parameters, its 2h × h projection and two norms, that layer's
+  // activations and one more FP32 logits buffer for its loss. Counted with one stage (the GPU
+  // estimated holds the last stage then); with a pipeline the module's stage is not this one.
+  int64_t mtp_layers = 0;
 };
 
 // The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches

@@ -86,6 +86,33 @@ TEST(MemoryTest, ModelStateIsEighteenBytesAParameterOrShardedOverDataParallel) {
   EXPECT_LT(split.weights_bytes, m.weights_bytes / 4);
 }
 
+// A multi-token prediction module on one stage: a mean layer's parameters, the 2h × h projection
+// and two norms more state (18 bytes a parameter), and its layer's activations, its projection's
+// 2h input and another FP32 logits buffer; with a pipeline it is on the last stage, not the first
+// one estimated.
+TEST(MemoryTest, MultiTokenPredictionAddsItsModuleOnTheLastStage) {
+  ModelSpec s = GptLayer();
+  s.num_layers = 4;
+  s = *NormalizeSpec(s);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  MemoryLayout layout;
+  const MemoryEstimate base = EstimateMemory(s, gpu, layout);
+  layout.mtp_layers = 1;
+  const MemoryEstimate mtp = EstimateMemory(s, gpu, layout);
+  const double h = 4096, sb = 2048.0 * 2;
+  const double module = static_cast<double>(CountParams(s).per_layer_params) + 2 * h * h + 2 * h;
+  EXPECT_NEAR((mtp.weights_bytes + mtp.gradients_bytes + mtp.optimizer_bytes) -
+                  (base.weights_bytes + base.gradients_bytes + base.optimizer_bytes),
+              18 * module, 1.0);
+  const double layer = 34 * sb * h;  // GptLayer's per-layer activations (Korthikanti, above)
+  EXPECT_DOUBLE_EQ(mtp.activations_bytes - base.activations_bytes,
+                   layer + 2 * sb * 2 * h + 4 * sb * 1024);
+  s.pipeline_parallel = 2;
+  s = *NormalizeSpec(s);
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu, layout).total_bytes,
+                   EstimateMemory(s, gpu, MemoryLayout()).total_bytes);
+}
+
 // The published ZeRO figures (bench/zero_figures.h: the ZeRO paper's Figure 1 and DeepSpeed's
 // estimator examples) within 10%, each under its publication's gradient accounting. DeepSpeed's
 // ZeRO-2 keeps the 16-bit gradients whole, which wavecrest's ZeRO-2 does not: that row differs by

@@ -88,7 +88,8 @@ TEST(ParallelismTest, OneGpuHasNoCommunication) {
 
 // Multi-token prediction (RunConfig::mtp_layers) runs on the last stage: per module one more mean
 // layer, its 2h × h projection (2h/V of the logits' work) and one more pass through the output
-// layer and the loss; out of its range it is refused naming the field.
+// layer and the loss, and its memory with one stage; out of its range it is refused naming the
+// field.
 TEST(ParallelismTest, MultiTokenPredictionAddsALayerAndAHeadToTheLastStage) {
   const ModelSpec s = EightLayers70B(8);  // 8 layers on one stage: the last stage is the only one
   const absl::StatusOr<Analysis> a = Analyze(s, **FindGpu("h100-sxm"));
@@ -110,6 +111,10 @@ TEST(ParallelismTest, MultiTokenPredictionAddsALayerAndAHeadToTheLastStage) {
   EXPECT_NEAR(one.compute_s - none.compute_s, none.microbatches * mtp, 1e-9 * one.compute_s);
   EXPECT_TRUE(Says(one, "multi-token prediction (mtp_layers 1)"));
   EXPECT_FALSE(Says(none, "multi-token prediction"));
+  // Its memory on the one stage (core/memory.h, MemoryLayout::mtp_layers): more than a layer's
+  // share of the state.
+  EXPECT_GT(one.memory.total_bytes - none.memory.total_bytes,
+            none.memory.weights_bytes / 8);
   run.mtp_layers = 9;
   EXPECT_THAT(std::string(PlanStep(*a, run).status().message()),
               ::testing::HasSubstr("run.mtp_layers: must be in [0, 8]; got 9"));
