@@ -16,9 +16,13 @@ namespace wavecrest {
 // "memory per GPU 47.6 GiB of 80 (estimate): weights 4.2, gradients 8.5, optimizer 12.7,
 // activations 22.2", with the gathered ZeRO-3 unit, the host's share and the KV cache when there.
 std::string MemoryParts(const v1::MemoryEstimate& m) {
+  // A pipeline's fullest GPU is named when it is not the first stage's.
+  const std::string stage =
+      m.stage() > 0 ? absl::StrFormat(", pipeline stage %d from 0, the fullest", m.stage()) : "";
   std::string out = absl::StrFormat(
-      "memory per GPU %.1f GiB of %.0f (estimate): weights %.1f, gradients %.1f, optimizer %.1f, ",
-      m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, m.weights_bytes() / kGiB,
+      "memory per GPU %.1f GiB of %.0f (estimate%s): weights %.1f, gradients %.1f, optimizer "
+      "%.1f, ",
+      m.total_bytes() / kGiB, m.capacity_bytes() / kGiB, stage, m.weights_bytes() / kGiB,
       m.gradients_bytes() / kGiB, m.optimizer_bytes() / kGiB);
   if (m.gathered_bytes() > 0) {
     absl::StrAppendFormat(&out, "gathered %.1f, ", m.gathered_bytes() / kGiB);

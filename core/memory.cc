@@ -127,40 +127,63 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   return per_layer;
 }
 
-// The layers whose activations the first stage holds at once under the pipeline's schedule.
-double InFlightLayers(const ModelSpec& spec, const MemoryLayout& layout) {
-  const double p = static_cast<double>(spec.pipeline_parallel);
-  // The first stage's layers (fewer than the others' when Megatron splits them unevenly).
-  const double layers_per_stage =
-      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
-  // Under 1F1B the first stage holds p micro-batches of its L/p layers: L layers' worth (fewer
-  // when a step has fewer than p micro-batches); the interleaved schedule L·(1 + (p-1)/(p·v)).
-  const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
-  double in_flight_layers = layers_per_stage * std::min(p, mb);
-  const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
-  if (v > 1) in_flight_layers *= 1 + (p - 1) / (p * v);
-  return in_flight_layers;
+// A pipeline stage: its index, its layers (SplitLayers: Megatron-Core's uneven split gives the
+// first and last fewer) and whether it holds the input embedding (the first) or the output layer,
+// the loss and any multi-token prediction modules (the last); with one stage, both.
+struct Stage {
+  int64_t index = 0;
+  double layers = 0;
+  bool first = true, last = true;
+};
+
+Stage StageAt(const ModelSpec& spec, int64_t r) {
+  const int64_t p = spec.pipeline_parallel;
+  const PipelineSplit split = SplitLayers(spec.num_layers, p);
+  Stage st;
+  st.index = r;
+  st.first = r == 0;
+  st.last = r == p - 1;
+  st.layers = static_cast<double>(st.first  ? split.first
+                                  : st.last ? split.last
+                                            : split.middle);
+  return st;
 }
 
-// What training stores for backward on the first stage's GPU (activations_bytes and the rest of
-// the activation fields of `m`).
-void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, MemoryEstimate& m) {
+// The layers whose activations a stage holds at once under the pipeline's schedule, as
+// Megatron-Core's schedules run them (pipeline_parallel/schedules.py): under 1F1B rank r runs
+// p − r − 1 warm-up forwards and holds one more in the steady state, p − r micro-batches of its
+// layers (fewer when a step has fewer micro-batches); under the interleaved schedule
+// 2(p − r − 1) + (v − 1)·p warm-up model chunks and one more, of layers/v each, at most the
+// step's m·v chunks (all of them when m = p). The first stage holds the most.
+double InFlightLayers(const ModelSpec& spec, const MemoryLayout& layout, const Stage& stage) {
+  const double p = static_cast<double>(spec.pipeline_parallel);
+  const double r = static_cast<double>(stage.index);
+  const double mb = layout.microbatches > 0 ? static_cast<double>(layout.microbatches) : p;
+  const double v = static_cast<double>(std::max<int64_t>(layout.interleave, 1));
+  if (v == 1) return stage.layers * std::min(p - r, mb);
+  const double chunks = std::min(2 * (p - r - 1) + (v - 1) * p + 1, mb * v);
+  return stage.layers / v * chunks;
+}
+
+// What training stores for backward on a stage's GPU (activations_bytes and the rest of the
+// activation fields of `m`).
+void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, const Stage& stage,
+                         MemoryEstimate& m) {
   const DerivedShape d = Derive(spec);
   const double t = static_cast<double>(spec.tensor_parallel);
-  const double p = static_cast<double>(spec.pipeline_parallel);
   const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
   const double per_layer = LayerActivationBytes(spec, layout, d);
-  const double in_flight_layers = InFlightLayers(spec, layout);
-  // Logits in FP32 for the loss (4·s·b·v/t bytes), on the last stage (here with one stage); each
-  // multi-token prediction module another, and its layer's activations and input (its norms'
-  // outputs concatenated, 2h, into the 2h × h projection).
-  const double mtp = p == 1 ? static_cast<double>(layout.mtp_layers) : 0;
+  const double in_flight_layers = InFlightLayers(spec, layout, stage);
+  // The last stage's: logits in FP32 for the loss (4·s·b·v/t bytes); each multi-token prediction
+  // module another, and its layer's activations and input (its norms' outputs concatenated, 2h,
+  // into the 2h × h projection).
+  const double mtp = static_cast<double>(layout.mtp_layers);
   const double mtp_activations = mtp * (per_layer + 2 * s * b * 2 * h);
-  const double head =  // the last stage's: logits and MTP modules
-      p == 1 ? (1 + mtp) * 4 * s * b * static_cast<double>(d.vocab_per_rank) + mtp_activations
-             : 0;
+  const double head =
+      stage.last ? (1 + mtp) * 4 * s * b * static_cast<double>(d.vocab_per_rank) + mtp_activations
+                 : 0;
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
   // and one layer's activations.
   const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);
@@ -183,26 +206,26 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, Memo
 // ZeRO 3's gathered weights on a GPU whose one layer holds `layer` parameters: the layer (or the
 // embedding, when larger) being used and the next being gathered; not resharded after forward,
 // the stage's layers stay gathered until their backward.
-double GatheredBytes(const ModelSpec& spec, const MemoryLayout& layout, double layer,
-                     double weight_bytes) {
+double GatheredBytes(const ModelSpec& spec, const MemoryLayout& layout, const Stage& stage,
+                     double layer, double weight_bytes) {
   const double unit =
       std::max(layer, static_cast<double>(spec.vocab_size * spec.hidden_size) /
                           static_cast<double>(spec.tensor_parallel));
   if (layout.reshard_after_forward) return 2 * weight_bytes * unit;
-  const double stage_layers =
-      static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
-  return weight_bytes * (layer * stage_layers + unit);
+  return weight_bytes * (layer * stage.layers + unit);
 }
 
-// The parameters a GPU of the first stage holds: its layers and the input embedding (the output
-// matrix, when untied, is on the last stage; with one stage it is here too), per tensor-parallel
-// rank. Under expert parallelism a GPU holds 1/e of the routed experts (split over the experts'
+// The parameters a GPU of a stage holds, per tensor-parallel rank: its layers; on the first the
+// input embedding (and a learned position table), on the last the output matrix (untied, or
+// Megatron-Core's copy of a tied embedding when there are stages) and any multi-token prediction
+// modules (each a mean layer, the 2h × h projection and two norms); with one stage all of them. Under expert parallelism a GPU holds 1/e of the routed experts (split over the experts'
 // own tensor-parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the
 // same ones (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same
 // share of them as of the rest.
 class ParamsOnGpu {
  public:
-  ParamsOnGpu(const ModelSpec& spec, const MemoryLayout& layout, const ParamCounts& params)
+  ParamsOnGpu(const ModelSpec& spec, const MemoryLayout& layout, const ParamCounts& params,
+              const Stage& stage)
       : per_layer_params_(static_cast<double>(params.per_layer_params)) {
     // The ranks that hold the same weights: data- and context-parallel ones; at least as many as
     // an expert-parallel group needs (e ranks of t·d·c/et) when the layout does not say.
@@ -214,22 +237,22 @@ class ParamsOnGpu {
             static_cast<double>(std::max<int64_t>(spec.context_parallel, 1)),
         layout.data_parallel > 0 ? 1.0 : ep_ * et_ / t_);
     if (layout.shard_group > 0) dp_ = static_cast<double>(layout.shard_group);
-    const double p = static_cast<double>(spec.pipeline_parallel);
-    const double layers_per_stage =
-        static_cast<double>(SplitLayers(spec.num_layers, spec.pipeline_parallel).first);
     layer_experts_ = static_cast<double>(params.expert_params) /
                      static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
-    expert_stage_ = layer_experts_ * layers_per_stage / et_;
-    // With one stage, the multi-token prediction modules are on it too: each a mean layer (its
-    // experts' share as the layers'), the 2h × h projection and two norms.
-    const double mtp = p == 1 ? static_cast<double>(layout.mtp_layers) : 0;
     const double h = static_cast<double>(spec.hidden_size);
-    expert_stage_ += layer_experts_ * mtp / et_;
-    stage_params_ = (per_layer_params_ * (layers_per_stage + mtp) + mtp * (2 * h * h + 2 * h) +
-                     static_cast<double>(params.embedding_params) /
-                         (spec.tied_embeddings || p == 1 ? 1.0 : 2.0)) /
-                        t_ -
-                    expert_stage_ * et_ / t_ + expert_stage_ / ep_;
+    const double mtp = stage.last ? static_cast<double>(layout.mtp_layers) : 0;
+    const double layers = stage.layers + mtp;  // an MTP module's layer as a mean one
+    const double output = static_cast<double>(spec.vocab_size) * h;
+    const double embedding = static_cast<double>(params.embedding_params);
+    const double first_embedding = embedding - (spec.tied_embeddings ? 0 : output);
+    const double embeddings = stage.first && stage.last ? embedding
+                              : stage.first            ? first_embedding
+                              : stage.last             ? output
+                                                       : 0;
+    expert_stage_ = layer_experts_ * layers / et_;
+    stage_params_ =
+        (per_layer_params_ * layers + mtp * (2 * h * h + 2 * h) + embeddings) / t_ -
+        expert_stage_ * et_ / t_ + expert_stage_ / ep_;
     expert_replicas_ = std::max(1.0, dp_ * t_ / et_ / ep_);
   }
 
@@ -265,11 +288,15 @@ void AddUpMemory(MemoryEstimate& m) {
 
 }  // namespace
 
-MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
-                              const MemoryLayout& layout) {
+namespace {
+
+// One stage's GPU (training) or the whole pipeline's share of inference.
+MemoryEstimate StageMemory(const ModelSpec& spec, const GpuSpec& gpu, const MemoryLayout& layout,
+                           const ParamCounts& counts, const Stage& stage) {
   MemoryEstimate m;
+  m.stage = stage.index;
   const int zero = layout.zero_stage >= 0 ? layout.zero_stage : 1;
-  const ParamsOnGpu params(spec, layout, CountParams(spec));
+  const ParamsOnGpu params(spec, layout, counts, stage);
   const double weight_bytes =
       layout.fp8_params && spec.dtype == DType::kFp8E4M3 ? 1 : WeightBytes(spec);
   m.weights_bytes = params.Held(zero, 3) * weight_bytes;
@@ -277,9 +304,11 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   if (spec.workload == Workload::kTraining) {
     const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
     m.gradients_bytes = params.Held(zero, 2) * grad_bytes;
-    if (zero >= 3) m.gathered_bytes = GatheredBytes(spec, layout, params.Layer(), weight_bytes);
+    if (zero >= 3) {
+      m.gathered_bytes = GatheredBytes(spec, layout, stage, params.Layer(), weight_bytes);
+    }
     m.optimizer_bytes = params.Held(zero, 1) * kOptimizerBytes;
-    TrainingActivations(spec, layout, m);
+    TrainingActivations(spec, layout, stage, m);
   } else {
     const DerivedShape d = Derive(spec);
     const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
@@ -294,6 +323,22 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   }
   AddUpMemory(m);
   return m;
+}
+
+}  // namespace
+
+MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
+                              const MemoryLayout& layout) {
+  const ParamCounts counts = CountParams(spec);
+  MemoryEstimate fullest = StageMemory(spec, gpu, layout, counts, StageAt(spec, 0));
+  if (spec.workload != Workload::kTraining) return fullest;
+  // Training: every stage (the first holds the most micro-batches and the embedding, the last
+  // the output layer and the loss, a middle one can hold more layers), the fullest kept.
+  for (int64_t r = 1; r < spec.pipeline_parallel; ++r) {
+    MemoryEstimate m = StageMemory(spec, gpu, layout, counts, StageAt(spec, r));
+    if (m.total_bytes > fullest.total_bytes) fullest = m;
+  }
+  return fullest;
 }
 
 double DecodeBytesPerStep(const ModelSpec& spec) {

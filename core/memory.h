@@ -13,6 +13,10 @@
 namespace wavecrest {
 
 struct MemoryEstimate {
+  // The pipeline stage (0-based) whose GPU this is: in training the fullest by total_bytes (the
+  // first holds the most micro-batches and the embedding, the last the output layer and the loss,
+  // a middle one can hold more layers); 0 with one stage and in inference.
+  int64_t stage = 0;
   double weights_bytes = 0;
   double gradients_bytes = 0;
   double optimizer_bytes = 0;                   // FP32 master weights and Adam's two moments
@@ -81,10 +85,12 @@ struct MemoryLayout {
   int64_t mtp_layers = 0;
 };
 
-// The GPU holding the first pipeline stage (the embedding, and the most in-flight micro-batches
-// under 1F1B), per tensor-parallel rank. Activations per Korthikanti et al. 2022 (Table 2, with
-// tensor and sequence parallelism and selective recomputation; the interleaved schedule's first
-// stage holds L·(1 + (p-1)/(p·v)) layers' worth). With the default layout: no sequence
+// The fullest GPU of a training run's pipeline (every stage estimated, MemoryEstimate::stage
+// says which; inference: the first stage's), per tensor-parallel rank. Activations per
+// Korthikanti et al. 2022 (Table 2, with tensor and sequence parallelism and selective
+// recomputation), of the micro-batches each stage holds under Megatron-Core's schedules (1F1B:
+// p − r on stage r; interleaved: 2(p − r − 1) + (v − 1)·p + 1 model chunks, L·(1 + (p-1)/(p·v))
+// layers' worth on the first). With the default layout: no sequence
 // parallelism, no recomputation in `activations_bytes`, the optimizer state sharded over
 // spec.data_parallel replicas (times context_parallel: Megatron shards over both). Under context
 // parallelism every activation term is of the rank's s/c tokens. `spec` must be normalized.

@@ -190,7 +190,7 @@ struct StepBreakdown {
   double model_flops_per_step = 0;  // counted as flop_count says
   double tflops_per_gpu = 0;        // model FLOPs per step / step / GPUs, in TFLOP/s
   FlopCount flop_count = FlopCount::kFull;
-  MemoryEstimate memory;  // per GPU of the first stage, under this run's layout
+  MemoryEstimate memory;  // per GPU of the fullest stage (memory.stage), under this run's layout
   // The layout (as given, or as PlanLayout chose it).
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;

@@ -194,9 +194,8 @@ std::string MtpAssumption(int64_t mtp_layers) {
   return absl::StrFormat(
       "multi-token prediction (mtp_layers %d) on the last pipeline stage: per module one more "
       "layer (the model's mean layer), its 2h x h projection and one more pass through the output "
-      "layer and the loss; its memory counted with one pipeline stage (its weights, gradients, "
-      "optimizer state, activations and logits) and not with a pipeline (the estimate is of the "
-      "first stage's GPU), and MFU counts the model's FLOPs without it",
+      "layer and the loss; its memory counted on that stage (its weights, gradients, optimizer "
+      "state, activations and logits), and MFU counts the model's FLOPs without it",
       mtp_layers);
 }
 

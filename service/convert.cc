@@ -204,6 +204,7 @@ v1::MemoryEstimate ToProto(const MemoryEstimate& m) {
   p.set_offloaded_bytes(m.offloaded_bytes);
   p.set_gathered_bytes(m.gathered_bytes);
   p.set_stored_bytes_per_layer(m.stored_bytes_per_layer);
+  p.set_stage(m.stage);
   return p;
 }
 

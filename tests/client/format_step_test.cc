@@ -77,6 +77,10 @@ TEST(FormatStepTest, MemoryPartsListsWhatIsThere) {
             "0.0, activations 8.0");
   m.set_kv_cache_bytes(1.0 * (1 << 30));
   EXPECT_THAT(MemoryParts(m), HasSubstr(", KV cache 1.0"));
+  // A pipeline's fullest stage, named when it is not the first.
+  m.set_stage(7);
+  EXPECT_THAT(MemoryParts(m),
+              HasSubstr("10.0 GiB of 80 (estimate, pipeline stage 7 from 0, the fullest): "));
 }
 
 // A run as given that does not fit is not the answer: the searched plan that fits is.

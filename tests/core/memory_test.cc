@@ -88,8 +88,7 @@ TEST(MemoryTest, ModelStateIsEighteenBytesAParameterOrShardedOverDataParallel) {
 
 // A multi-token prediction module on one stage: a mean layer's parameters, the 2h × h projection
 // and two norms more state (18 bytes a parameter), and its layer's activations, its projection's
-// 2h input and another FP32 logits buffer; with a pipeline it is on the last stage, not the first
-// one estimated.
+// 2h input and another FP32 logits buffer. With a pipeline it is on the last stage.
 TEST(MemoryTest, MultiTokenPredictionAddsItsModuleOnTheLastStage) {
   ModelSpec s = GptLayer();
   s.num_layers = 4;
@@ -107,10 +106,56 @@ TEST(MemoryTest, MultiTokenPredictionAddsItsModuleOnTheLastStage) {
   const double layer = 34 * sb * h;  // GptLayer's per-layer activations (Korthikanti, above)
   EXPECT_DOUBLE_EQ(mtp.activations_bytes - base.activations_bytes,
                    layer + 2 * sb * 2 * h + 4 * sb * 1024);
+  // Two stages of two layers: the first holds two micro-batches of its layers, the last one and
+  // the logits; the module makes the last the fullest.
   s.pipeline_parallel = 2;
   s = *NormalizeSpec(s);
-  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu, layout).total_bytes,
-                   EstimateMemory(s, gpu, MemoryLayout()).total_bytes);
+  EXPECT_EQ(EstimateMemory(s, gpu, MemoryLayout()).stage, 0);
+  const MemoryEstimate last = EstimateMemory(s, gpu, layout);
+  EXPECT_EQ(last.stage, 1);
+  EXPECT_DOUBLE_EQ(last.activations_bytes, 2 * layer + layer + 2 * sb * 2 * h + 2 * 4 * sb * 1024);
+}
+
+// Every stage is estimated and the fullest kept: under 1F1B stage r holds p − r micro-batches of
+// its layers (the first the most), the last holds the output layer and the FP32 logits (a large
+// vocabulary makes it the fullest), and an uneven split can make a middle stage the fullest
+// (Megatron-Core's: 126 layers on 16 stages, 7, 8 × 14, 7: stage 1 holds 15 micro-batches of 8
+// layers, 120 layers' worth, the first 16 of 7, 112).
+TEST(MemoryTest, TheFullestPipelineStageIsReported) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec s = GptLayer();
+  s.num_layers = 8;
+  s.pipeline_parallel = 4;
+  s = *NormalizeSpec(s);
+  const double layer = 34 * 2048.0 * 2 * 4096;
+  MemoryEstimate m = EstimateMemory(s, gpu);
+  EXPECT_EQ(m.stage, 0);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 4 * 2 * layer);  // p = 4 micro-batches of 2 layers
+  s.vocab_size = 262144;  // Gemma 3's: 4 GiB of FP32 logits and 1B parameters on the last stage
+  s = *NormalizeSpec(s);
+  m = EstimateMemory(s, gpu);
+  EXPECT_EQ(m.stage, 3);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 2 * layer + 4.0 * 2048 * 2 * 262144);
+  s.vocab_size = 1024;
+  s.num_layers = 126;
+  s.pipeline_parallel = 16;
+  s = *NormalizeSpec(s);
+  m = EstimateMemory(s, gpu);
+  EXPECT_EQ(m.stage, 1);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 15 * 8 * layer);
+  // The interleaved schedule (v = 2, 128 layers: 8 a stage, chunks of 4): the first stage holds
+  // 2(p − 1) + (v − 1)p + 1 = 47 chunks, stage 1 45; with as many micro-batches as stages, all
+  // m·v = 32 chunks.
+  MemoryLayout interleaved;
+  interleaved.interleave = 2;
+  interleaved.microbatches = 64;
+  s.num_layers = 128;
+  s = *NormalizeSpec(s);
+  m = EstimateMemory(s, gpu, interleaved);
+  EXPECT_EQ(m.stage, 0);
+  EXPECT_DOUBLE_EQ(m.activations_bytes, 47 * 4 * layer);
+  interleaved.microbatches = 16;
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu, interleaved).activations_bytes, 32 * 4 * layer);
 }
 
 // The published ZeRO figures (bench/zero_figures.h: the ZeRO paper's Figure 1 and DeepSpeed's

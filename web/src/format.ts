@@ -74,12 +74,15 @@ export function range(from: number, to: number, step: number, limit = 2000): num
   return out;
 }
 
-/** "46.6 / 80 GiB", and whether it fits (90% of the GPU's memory), for a memory estimate. */
+/** "46.6 / 80 GiB", and whether it fits (90% of the GPU's memory), for a memory estimate; the
+ *  pipeline stage it is of when that is not the first ("on stage 7"). */
 export function memoryText(m: { total_bytes?: number; capacity_bytes?: number; fits?: boolean;
-  fits_with_recompute?: boolean } | undefined): string {
+  fits_with_recompute?: boolean; stage?: number } | undefined): string {
   if (!m || m.total_bytes === undefined) return "–";
   const gib = 1024 ** 3;
-  const used = `${(m.total_bytes / gib).toFixed(1)} / ${((m.capacity_bytes ?? 0) / gib).toFixed(0)} GiB`;
+  const stage = m.stage ? ` on stage ${m.stage}` : "";
+  const used =
+    `${(m.total_bytes / gib).toFixed(1)} / ${((m.capacity_bytes ?? 0) / gib).toFixed(0)} GiB${stage}`;
   if (m.fits) return `${used} fits`;
   return `${used} does not fit${m.fits_with_recompute ? " (fits with full recomputation)" : ""}`;
 }

@@ -526,6 +526,10 @@ class MemoryEstimate:
     gathered_bytes: float = 0.0
     # What one layer keeps for backward per micro-batch (offload copies this out and back).
     stored_bytes_per_layer: float = 0.0
+    # The pipeline stage (0-based) whose GPU this is: in training the fullest (the first holds the
+    # most micro-batches and the embedding, the last the output layer and the loss); 0 with one
+    # stage and in inference.
+    stage: int = 0
 
 
 @dataclass(frozen=True)
