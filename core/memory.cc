@@ -218,10 +218,11 @@ double GatheredBytes(const ModelSpec& spec, const MemoryLayout& layout, const St
 // The parameters a GPU of a stage holds, per tensor-parallel rank: its layers; on the first the
 // input embedding (and a learned position table), on the last the output matrix (untied, or
 // Megatron-Core's copy of a tied embedding when there are stages) and any multi-token prediction
-// modules (each a mean layer, the 2h × h projection and two norms); with one stage all of them. Under expert parallelism a GPU holds 1/e of the routed experts (split over the experts'
-// own tensor-parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the
-// same ones (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same
-// share of them as of the rest.
+// modules (each a mean layer, the 2h × h projection and two norms); with one stage all of them.
+// Under expert parallelism a GPU holds 1/e of the routed experts (split over the experts' own
+// tensor-parallel degree et, t or 1), whose replicas are the t·d·c/(et·e) GPUs holding the same
+// ones (Megatron-Core's expert-data-parallel group): sharded (ZeRO), a GPU keeps the same share of
+// them as of the rest.
 class ParamsOnGpu {
  public:
   ParamsOnGpu(const ModelSpec& spec, const MemoryLayout& layout, const ParamCounts& params,
@@ -286,10 +287,6 @@ void AddUpMemory(MemoryEstimate& m) {
   m.fits_with_recompute = m.total_full_recompute_bytes <= usable;
 }
 
-}  // namespace
-
-namespace {
-
 // One stage's GPU (training) or the whole pipeline's share of inference.
 MemoryEstimate StageMemory(const ModelSpec& spec, const GpuSpec& gpu, const MemoryLayout& layout,
                            const ParamCounts& counts, const Stage& stage) {
@@ -332,9 +329,13 @@ MemoryEstimate EstimateMemory(const ModelSpec& spec, const GpuSpec& gpu,
   const ParamCounts counts = CountParams(spec);
   MemoryEstimate fullest = StageMemory(spec, gpu, layout, counts, StageAt(spec, 0));
   if (spec.workload != Workload::kTraining) return fullest;
-  // Training: every stage (the first holds the most micro-batches and the embedding, the last
-  // the output layer and the loss, a middle one can hold more layers), the fullest kept.
-  for (int64_t r = 1; r < spec.pipeline_parallel; ++r) {
+  // Training: the fullest stage. The first holds the most micro-batches and the embedding, the
+  // last the output layer and the loss; the middle ones hold the same weights and fewer
+  // micro-batches the later they are, so of them the second is the fullest (with more layers than
+  // the first under an uneven split, it can be the fullest of all).
+  const int64_t p = spec.pipeline_parallel;
+  for (const int64_t r : {std::min<int64_t>(1, p - 1), p - 1}) {
+    if (r == 0) continue;
     MemoryEstimate m = StageMemory(spec, gpu, layout, counts, StageAt(spec, r));
     if (m.total_bytes > fullest.total_bytes) fullest = m;
   }
