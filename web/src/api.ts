@@ -137,7 +137,7 @@ export interface MemoryEstimate {
   fits_with_recompute?: boolean;
   kv_cache_bytes?: number;
   /** The pipeline stage (from 0) whose GPU this is: the fullest in training. */
-  stage?: number;
+  stage?: Int64;
 }
 
 /** What an answer assumes of the work it prices (workload, batch, sequence, KV length, TP). */

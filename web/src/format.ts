@@ -1,5 +1,6 @@
 // Number and label formatting shared by the dashboard's tables, plot and heat map.
-import type { Source } from "./api";
+import { int } from "./api";
+import type { Int64, Source } from "./api";
 
 export function seconds(s: number | undefined): string {
   if (s === undefined || !Number.isFinite(s)) return "–";
@@ -77,10 +78,10 @@ export function range(from: number, to: number, step: number, limit = 2000): num
 /** "46.6 / 80 GiB", and whether it fits (90% of the GPU's memory), for a memory estimate; the
  *  pipeline stage it is of when that is not the first ("on stage 7"). */
 export function memoryText(m: { total_bytes?: number; capacity_bytes?: number; fits?: boolean;
-  fits_with_recompute?: boolean; stage?: number } | undefined): string {
+  fits_with_recompute?: boolean; stage?: Int64 } | undefined): string {
   if (!m || m.total_bytes === undefined) return "–";
   const gib = 1024 ** 3;
-  const stage = m.stage ? ` on stage ${m.stage}` : "";
+  const stage = int(m.stage) > 0 ? ` on stage ${int(m.stage)}` : "";
   const used =
     `${(m.total_bytes / gib).toFixed(1)} / ${((m.capacity_bytes ?? 0) / gib).toFixed(0)} GiB${stage}`;
   if (m.fits) return `${used} fits`;

@@ -247,6 +247,11 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(api.step_time_s).toBe(api.step.step_time_s);
   expect(api.kernels.step_time_s).toBeLessThan(api.step_time_s);
   await expect(page.locator("#gpu-table tbody tr").first()).toContainText(`${(100 * api.mfu).toFixed(1)}%`);
+  // The memory of the run's fullest pipeline stage, named: here the last (the logits of a 128k
+  // vocabulary and the MTP module, with the activations offloaded).
+  expect(Number(api.memory.stage)).toBe(1);  // int64: a string in the API's JSON
+  await expect(page.locator("#gpu-table tbody tr").first()).toContainText(
+    `${(api.memory.total_bytes / 1024 ** 3).toFixed(1)} / 80 GiB on stage 1`);
   await page.screenshot({ path: shots("run-breakdown"), fullPage: true });
 
   // A link reproduces the view: model, GPUs, knobs, run.
