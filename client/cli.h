@@ -99,7 +99,8 @@ struct CliOptions {
       "data/measurements/h100-torch-gemm-sweep.csv,data/measurements/h200-torch-gemm-sweep.csv,"
       "data/measurements/xla-gemm-perf-table.csv";
   std::string anchor = "data/measurements/mamf.csv";
-  std::string check = "data/measurements/cookbook-a100.csv";
+  std::string check =
+      "data/measurements/cookbook-a100.csv,data/measurements/deepgemm-h800-fp8.csv";
   std::string ratios = "data/measurements/h100-swiglu-ratios.csv";
   std::string attention_data = "data/measurements/fa3-h100-cudnn-attention.csv";
   std::string attention_check =
