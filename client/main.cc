@@ -112,6 +112,10 @@ ABSL_FLAG(bool, moe_unfused_ops, false,
           "fused MoE kernels (Megatron-LM through mid-2026): biased experts' output bias added "
           "expert by expert in FP32, a clamped GLU's clamp outside the fused activation "
           "(GPT-OSS); priced on top of fused kernels, nothing for experts with neither");
+ABSL_FLAG(bool, recompute_moe, false,
+          "analyze: Megatron-Core's recompute_modules \"moe\": each MoE layer's forward "
+          "(router, all-to-alls, experts) run again in backward instead of keeping its "
+          "activations, on top of --recompute");
 ABSL_FLAG(int64_t, mtp_layers, 0,
           "analyze: multi-token prediction modules trained beside the model (DeepSeek-V3's 1; "
           "Megatron-Core's --mtp-num-layers), on the last pipeline stage: each one more layer, "
@@ -294,6 +298,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.eager = absl::GetFlag(FLAGS_eager);
   o.moe_unfused_ops = absl::GetFlag(FLAGS_moe_unfused_ops);
+  o.recompute_moe = absl::GetFlag(FLAGS_recompute_moe);
   o.mtp_layers = absl::GetFlag(FLAGS_mtp_layers);
   o.fsdp_shard = absl::GetFlag(FLAGS_fsdp_shard);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);

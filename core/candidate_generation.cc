@@ -154,7 +154,8 @@ class CandidateGenerator {
         h0_(base.hidden_size),
         base_params_(BudgetParams(base, CountParams(base))),
         explicit_head_dim_(base.head_dim * base.num_attention_heads != base.hidden_size),
-        layers_move_(Has(Knob::kLayers) && !c.keep_layers),
+        // A hybrid model's layers are its pattern: they stay.
+        layers_move_(Has(Knob::kLayers) && !c.keep_layers && !IsHybrid(base)),
         strict_(StrictTp(c)),
         head_dim_floor_(HeadDimFloor(base, c)) {
     for (int64_t t : tps_) t_all_ = std::lcm(t_all_, t);

@@ -78,6 +78,24 @@ void DeriveExperts(const ModelSpec& s, DerivedShape& d) {
       static_cast<int64_t>(std::llround(routed_width * d.expert_padding)) + d.shared_ffn_per_rank;
 }
 
+// A hybrid model's layers by kind (its pattern's letters) and its Mamba-2 mixers per rank.
+void DeriveHybrid(const ModelSpec& s, DerivedShape& d) {
+  d.attention_layers = 0;
+  for (const char c : s.hybrid_pattern) {
+    d.attention_layers += c == kHybridAttention;
+    d.mamba_layers += c == kHybridMamba;
+    d.moe_layers += c == kHybridMoe;
+  }
+  d.blocks_per_layer = 1;
+  if (d.mamba_layers == 0) return;
+  const int64_t t = s.tensor_parallel;
+  d.mamba_heads_per_rank = s.mamba_heads / t;
+  d.mamba_groups_per_rank = s.mamba_groups / t;
+  d.mamba_inner_per_rank = d.mamba_heads_per_rank * s.mamba_head_dim;
+  d.mamba_conv_per_rank = d.mamba_inner_per_rank + 2 * d.mamba_groups_per_rank * s.mamba_state_dim;
+  d.mamba_in_proj_per_rank = d.mamba_inner_per_rank + d.mamba_conv_per_rank + d.mamba_heads_per_rank;
+}
+
 }  // namespace
 
 DerivedShape Derive(const ModelSpec& s) {
@@ -105,11 +123,18 @@ DerivedShape Derive(const ModelSpec& s) {
   d.active_ffn_per_rank = d.ffn_per_rank;
   if (s.num_experts > 0) DeriveExperts(s, d);
   d.moe_layers = 0;
-  if (s.num_experts > 0 && s.num_layers > s.first_dense_layers) {
+  d.attention_layers = s.num_layers;
+  d.mamba_layers = 0;
+  d.blocks_per_layer = 2;
+  d.mamba_heads_per_rank = d.mamba_groups_per_rank = d.mamba_inner_per_rank = 0;
+  d.mamba_in_proj_per_rank = d.mamba_conv_per_rank = 0;
+  if (IsHybrid(s)) {
+    DeriveHybrid(s, d);
+  } else if (s.num_experts > 0 && s.num_layers > s.first_dense_layers) {
     d.moe_layers =
         (s.num_layers - s.first_dense_layers) / std::max<int64_t>(1, s.moe_layer_interval);
   }
-  d.dense_layers = s.num_layers - d.moe_layers;
+  d.dense_layers = s.num_layers - d.moe_layers - (IsHybrid(s) ? d.attention_layers + d.mamba_layers : 0);
   d.dense_ffn_per_rank = DenseFfnWidth(s) / t;
   d.v_head_dim = s.kv_lora_rank > 0 && s.v_head_dim > 0 ? s.v_head_dim : s.head_dim;
   d.window_layers = s.sliding_window == 0          ? 0

@@ -44,6 +44,21 @@ struct DerivedShape {
   int64_t dense_ffn_per_rank;  // their MLP width per rank
   int64_t v_head_dim;          // the value head dim (head_dim but under MLA)
   int64_t window_layers;       // layers with local attention (sliding_window > 0)
+  // A hybrid model's layers by kind (hybrid_pattern); a transformer's every layer has attention
+  // and an MLP (attention_layers = num_layers, mamba_layers 0).
+  int64_t attention_layers;
+  int64_t mamba_layers;
+  // The blocks (pre-norm + residual) of one layer on average: 2 in a transformer (attention and
+  // MLP), 1 in a hybrid model (each layer one block).
+  double blocks_per_layer;
+  // Mamba-2 mixers, per tensor-parallel rank: heads H/t, groups G/t, d_inner/t = H·P/t, the
+  // in_proj's outputs (z, x, B, C, dt: 2·d_inner/t + 2·(G/t)·N + H/t) and the conv1d's channels
+  // (x, B, C: d_inner/t + 2·(G/t)·N).
+  int64_t mamba_heads_per_rank;
+  int64_t mamba_groups_per_rank;
+  int64_t mamba_inner_per_rank;
+  int64_t mamba_in_proj_per_rank;
+  int64_t mamba_conv_per_rank;
 };
 DerivedShape Derive(const ModelSpec& spec);
 

@@ -17,6 +17,67 @@ double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu) {
   return gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
 }
 
+// Fp8CastBytesPerToken of a hybrid model: its layers' blocks each as a transformer layer's casts
+// count them (attention's projections; the MLP's or the experts'; a Mamba-2 mixer's in_proj
+// input out of its fused norm, its out_proj input cast alone, and both outputs' gradients and
+// inputs transposed), averaged over the layers.
+double HybridFp8CastBytesPerToken(const ModelSpec& spec, const DerivedShape& d) {
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(d.q_width) / t;
+  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;
+  const auto up_of = [&](double f) { return spec.mlp == Mlp::kGelu ? f : 2 * f; };
+  const double attention = 3 * q + 1 * (h + q) + 4 * (qkv + h);
+  const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
+  const double dense = 1 * (h + dense_f) + 4 * (up_of(dense_f) + h);
+  double moe = 0;
+  if (d.moe_layers > 0) {
+    const double f = static_cast<double>(d.active_ffn_per_rank);
+    const double copies =
+        (ExpertRowsPerToken(spec) + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
+    moe = 4 * (copies + f) + 4 * (up_of(f) + copies);
+  }
+  const double inner = static_cast<double>(d.mamba_inner_per_rank);
+  const double mamba =
+      1 * h + 3 * inner + 4 * (static_cast<double>(d.mamba_in_proj_per_rank) + h);
+  return (static_cast<double>(d.attention_layers) * attention +
+          static_cast<double>(d.dense_layers) * dense + static_cast<double>(d.moe_layers) * moe +
+          static_cast<double>(d.mamba_layers) * mamba) /
+         static_cast<double>(spec.num_layers);
+}
+
+// EstimateElementwise's bytes per token and layer of a hybrid model (elements; forward), on
+// average over its layers: each layer's one norm (read h, write h) and residual add (read 2h,
+// write h); an MLP layer's activation, a MoE layer's permutation there and back; a Mamba-2
+// mixer's conv1d with its SiLU (read and write x, B, C), the scan's per-head discretisation
+// (dt's softplus, the decay's cumulative sum: about 3 values a head) and the gated RMSNorm (read
+// the scan's output and z, write); decode also reads and writes each head's N × P state (FP32)
+// and shifts the conv1d's window.
+double HybridElementwisePerToken(const ModelSpec& spec, const DerivedShape& d) {
+  const double h = static_cast<double>(spec.hidden_size);
+  const double f = static_cast<double>(d.active_ffn_per_rank);
+  const double layers = static_cast<double>(spec.num_layers);
+  const double activation = spec.mlp == Mlp::kGelu ? 2 * f : 3 * f;
+  double per_token = 2 * h + 3 * h +
+                     activation * static_cast<double>(d.dense_layers + d.moe_layers) / layers;
+  if (d.moe_layers > 0) {
+    const double k = static_cast<double>(spec.experts_per_token);
+    per_token += 2 * (k + 1) * h * static_cast<double>(d.moe_layers) / layers;
+  }
+  if (d.mamba_layers > 0) {
+    const double conv = static_cast<double>(d.mamba_conv_per_rank);
+    const double inner = static_cast<double>(d.mamba_inner_per_rank);
+    double mamba = 2 * conv + 3 * static_cast<double>(d.mamba_heads_per_rank) + 3 * inner;
+    if (spec.workload == Workload::kDecode) {
+      // (The state in FP32: 2 + 2 16-bit elements' worth read and written.)
+      mamba += 4 * inner * static_cast<double>(spec.mamba_state_dim) +
+               2 * static_cast<double>(spec.mamba_conv_kernel - 1) * conv;
+    }
+    per_token += mamba * static_cast<double>(d.mamba_layers) / layers;
+  }
+  return per_token;
+}
+
 }  // namespace
 
 double Fp8CastBytesPerToken(const ModelSpec& spec) {
@@ -33,6 +94,7 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const auto dense = [&](double f) {
     return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + up_of(f) + h);
   };
+  if (IsHybrid(spec)) return HybridFp8CastBytesPerToken(spec, d);
   if (d.moe_layers == 0) return dense(static_cast<double>(d.active_ffn_per_rank));
   // A MoE layer's experts take their inputs after the permutation and the activation, in BF16,
   // and cast them themselves (Transformer Engine's GroupedLinear quantizes each expert's rows,
@@ -58,7 +120,9 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   // Per token and layer, forward: two norms (read h, write h), two residual adds (read 2h, write
   // h), the activation (GELU: read f, write f; SwiGLU: read 2f, write f).
   double per_token = 2 * 2 * h + 2 * 3 * h + (spec.mlp == Mlp::kGelu ? 2 * f : 3 * f);
-  if (d.moe_layers > 0) {
+  if (IsHybrid(spec)) {
+    per_token = HybridElementwisePerToken(spec, d);
+  } else if (d.moe_layers > 0) {
     // A MoE layer permutes each token's k copies into expert order (read h, write k·h) and back,
     // weighted and summed (read k·h, write h); averaged over the layers.
     const double k = static_cast<double>(spec.experts_per_token);
@@ -71,6 +135,10 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
     const double kv_len =
         spec.workload == Workload::kDecode ? spec.kv_cache_length : spec.seq_length;
     softmax_per_token = 2 * kv_len * static_cast<double>(d.heads_per_rank);
+    if (IsHybrid(spec)) {  // the attention layers' share
+      softmax_per_token *= static_cast<double>(d.attention_layers) /
+                           static_cast<double>(spec.num_layers);
+    }
   }
   // FP8 training under Transformer Engine's recipe: what its casts move beyond the BF16 step
   // (per token and layer, in bytes, not elements: Fp8CastBytesPerToken).

@@ -234,7 +234,10 @@ double ExpertParallelS(const Analysis& a, const RunConfig& run, double moe_layer
   // recomputation and the op-level policy (which keeps no all-to-all's output): the forward's
   // again.
   const double passes =
-      2 + (run.recompute == Recompute::kFull || run.recompute == Recompute::kOp ? 1 : 0);
+      2 + (run.recompute == Recompute::kFull || run.recompute == Recompute::kOp ||
+                   RecomputesMoeAlone(run)
+               ? 1
+               : 0);
   double tp_extra = 0;
   if (t > 1 && et == t) {
     const Path tp_path = PathFor(gpu, run, t);

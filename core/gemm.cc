@@ -51,7 +51,7 @@ std::string GemmKeyString(const GemmKey& key) {
 DType ComputeDType(DType model, absl::string_view name) {
   if (model != DType::kFp8E4M3) return model;
   const bool bf16 = name == kAttnScore || name == kAttnOverValue || name == kAttnFused ||
-                    name == kLogits;
+                    name == kLogits || IsSsdGemm(name);
   return bf16 ? DType::kBf16 : model;
 }
 
@@ -134,7 +134,7 @@ struct CoreDims {
 CoreDims CoreDimsOf(const ModelSpec& spec, const DerivedShape& d) {
   CoreDims c;
   c.decode = spec.workload == Workload::kDecode;
-  c.count = spec.num_layers * (c.decode ? 1 : spec.context_parallel);
+  c.count = d.attention_layers * (c.decode ? 1 : spec.context_parallel);
   c.dq = d.head_dim;
   c.dv = d.v_head_dim;
   c.q_len = c.decode ? 1 : d.seq_per_rank;
@@ -220,7 +220,7 @@ void AttentionCore(const ModelSpec& spec, const DerivedShape& d, GemmListBuilder
 // whole on every rank (Megatron-Core's MLA keeps them duplicated), the up projections are
 // column-parallel by heads.
 void AttentionInputProjections(const ModelSpec& spec, const DerivedShape& d, GemmListBuilder& b) {
-  const int64_t h = spec.hidden_size, L = spec.num_layers, T = d.tokens;
+  const int64_t h = spec.hidden_size, L = d.attention_layers, T = d.tokens;
   if (spec.kv_lora_rank > 0) {
     const int64_t nope = d.head_dim - spec.qk_rope_head_dim;
     if (spec.q_lora_rank > 0) {
@@ -258,6 +258,33 @@ void ExpertMlpGemms(const ModelSpec& spec, const DerivedShape& d, GemmListBuilde
     b.Linear(gelu ? kSharedUp : kSharedGateUp, T, (gelu ? 1 : 2) * d.shared_ffn_per_rank, h, M);
     b.Linear(kSharedDown, T, h, d.shared_ffn_per_rank, M);
   }
+}
+
+// The Mamba-2 mixers of a hybrid model (Megatron-Core's MambaMixer, its heads and groups split
+// over the tensor-parallel ranks): in_proj (column-parallel) and out_proj (row-parallel), and the
+// chunked scan as the products the SSD algorithm is made of (Dao and Gu 2024, sec. 6: per chunk
+// of Q tokens, C·Bᵀ per group, its masked product with X per head, each chunk's state Bᵀ·X and
+// the output from the carried state C·h), batched over the micro-batch's chunks and the rank's
+// heads (groups); each has its two gradient products in training. They are priced as batched
+// GEMMs of those shapes: the Triton kernels that run them are not measured here. Decode carries
+// the state: one product of the token's C with each head's N × P state (the state's update is
+// elementwise work).
+void MambaGemms(const ModelSpec& spec, const DerivedShape& d, GemmListBuilder& b) {
+  const int64_t h = spec.hidden_size, T = d.tokens, M = d.mamba_layers;
+  const int64_t Q = spec.mamba_chunk_size, P = spec.mamba_head_dim, N = spec.mamba_state_dim;
+  b.Linear(kMambaInProj, T, d.mamba_in_proj_per_rank, h, M);
+  const int64_t bsz = spec.micro_batch_size;
+  if (spec.workload == Workload::kDecode) {
+    b.Add(kSsdOff, Pass::kForward, {1, P, N, bsz * d.mamba_heads_per_rank}, Layout::kNN, M);
+  } else {
+    const int64_t q = std::min(Q, d.seq_per_rank);
+    const int64_t chunks = bsz * ((d.seq_per_rank + q - 1) / q);
+    b.Linear(kSsdCb, q, q, N, M, chunks * d.mamba_groups_per_rank);
+    b.Linear(kSsdDiag, q, P, q, M, chunks * d.mamba_heads_per_rank);
+    b.Linear(kSsdState, N, P, q, M, chunks * d.mamba_heads_per_rank);
+    b.Linear(kSsdOff, q, P, N, M, chunks * d.mamba_heads_per_rank);
+  }
+  b.Linear(kMambaOutProj, T, h, d.mamba_inner_per_rank, M);
 }
 
 // Dense layers' MLP (every layer of a dense model; the others of a mixed one).
@@ -320,10 +347,13 @@ std::vector<Gemm> BuildGemms(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
   const int64_t h = spec.hidden_size;
   GemmListBuilder b(spec, out);
-  AttentionInputProjections(spec, d, b);
-  AttentionCore(spec, d, b);
-  // The output projection is row-parallel.
-  b.Linear(kAttnProj, d.tokens, h, d.heads_per_rank * d.v_head_dim, spec.num_layers);
+  if (d.attention_layers > 0) {
+    AttentionInputProjections(spec, d, b);
+    AttentionCore(spec, d, b);
+    // The output projection is row-parallel.
+    b.Linear(kAttnProj, d.tokens, h, d.heads_per_rank * d.v_head_dim, d.attention_layers);
+  }
+  if (d.mamba_layers > 0) MambaGemms(spec, d, b);
   if (d.moe_layers > 0) ExpertMlpGemms(spec, d, b);
   if (d.dense_layers > 0) DenseMlpGemms(spec, d, b);
   // Logits: training needs every position; prefill and decode only the last one per sequence.

@@ -79,6 +79,19 @@ inline constexpr absl::string_view kMlaQUp = "mla_q_up";
 inline constexpr absl::string_view kMlaQ = "mla_q";
 inline constexpr absl::string_view kMlaKvDown = "mla_kv_down";
 inline constexpr absl::string_view kMlaKvUp = "mla_kv_up";
+// A Mamba-2 mixer (hybrid models): its in and out projections, and the chunked scan's (SSD's)
+// products per chunk of Q tokens: C·Bᵀ per group (Q × Q × N), the masked scores times X per head
+// (Q × P × Q), the chunk's state Bᵀ·X (N × P × Q) and C times the carried state (Q × P × N).
+inline constexpr absl::string_view kMambaInProj = "mamba_in_proj";
+inline constexpr absl::string_view kMambaOutProj = "mamba_out_proj";
+inline constexpr absl::string_view kSsdCb = "ssd_cb";
+inline constexpr absl::string_view kSsdDiag = "ssd_diag";
+inline constexpr absl::string_view kSsdState = "ssd_state";
+inline constexpr absl::string_view kSsdOff = "ssd_off";
+// Whether a GEMM is one of the chunked scan's products (BF16 in an FP8 run, like attention's).
+inline bool IsSsdGemm(absl::string_view name) {
+  return name == kSsdCb || name == kSsdDiag || name == kSsdState || name == kSsdOff;
+}
 
 struct Gemm {
   std::string name;
@@ -113,8 +126,8 @@ double GemmFlops(const GemmShape& s);  // 2·M·N·K·batch
 
 // The operand type a GEMM named `name` (kAttnFused, kLogits, ...) runs in when the model's is
 // `model`: FP8 as Transformer Engine's default recipe runs it, the linear layers in FP8,
-// attention's core (DotProductAttention without fp8_dpa) and the output layer (Megatron's non-TE
-// output_layer) in BF16.
+// attention's core (DotProductAttention without fp8_dpa), the output layer (Megatron's non-TE
+// output_layer) and a Mamba-2 mixer's chunked scan (Triton kernels in BF16) in BF16.
 DType ComputeDType(DType model, absl::string_view name);
 
 // What the expert GEMMs of a mixture of experts assume of routing, in words (empty for a dense

@@ -293,11 +293,54 @@ absl::StatusOr<json> Gated(const ModelSpec& s) {
   return j;
 }
 
+// A hybrid model as Nemotron-H (NemotronHForCausalLM; the fields ImportNemotronH reads): its
+// pattern, Mamba-2 mixers, attention, ungated MLPs (squared ReLU) and experts.
+absl::StatusOr<json> NemotronH(const ModelSpec& s) {
+  if (s.mlp != Mlp::kGelu) return Unexpressible("mlp", "Nemotron-H's MLPs are ungated (relu2)");
+  if (s.norm != Norm::kRmsNorm) return Unexpressible("norm", "Nemotron-H uses RMSNorm");
+  if (s.kv_lora_rank > 0) return Unexpressible("kv_lora_rank", "Nemotron-H has no latent attention");
+  if (s.bias == Bias::kQkv) return Unexpressible("bias", "Nemotron-H biases all or none");
+  if (s.shared_expert_gate) return Unexpressible("shared_expert_gate", "Nemotron-H has none");
+  json j = Common(s, "NemotronHForCausalLM", "nemotron_h");
+  j["hidden_size"] = s.hidden_size;
+  j["num_attention_heads"] = s.num_attention_heads;
+  j["num_key_value_heads"] = s.num_kv_heads;
+  j["head_dim"] = s.head_dim;
+  j["num_hidden_layers"] = s.num_layers;
+  j["hybrid_override_pattern"] = s.hybrid_pattern;
+  j["mlp_hidden_act"] = "relu2";
+  j["use_bias"] = s.bias == Bias::kAll;
+  j["layer_norm_epsilon"] = 1e-5;
+  if (s.num_experts > 0) {
+    j["n_routed_experts"] = s.num_experts;
+    j["num_experts_per_tok"] = s.experts_per_token;
+    j["moe_intermediate_size"] = s.ffn_hidden_size;
+    j["moe_shared_expert_intermediate_size"] = s.shared_expert_ffn_hidden_size;
+    j["intermediate_size"] = DenseFfnWidth(s);
+  } else {
+    j["intermediate_size"] = s.ffn_hidden_size;
+  }
+  if (Derive(s).mamba_layers > 0) {
+    j["mamba_num_heads"] = s.mamba_heads;
+    j["mamba_head_dim"] = s.mamba_head_dim;
+    j["ssm_state_size"] = s.mamba_state_dim;
+    j["n_groups"] = s.mamba_groups;
+    j["conv_kernel"] = s.mamba_conv_kernel;
+    j["chunk_size"] = s.mamba_chunk_size;
+  }
+  return j;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ExportHfConfig(const ModelSpec& s) {
   const DerivedShape d = Derive(s);
   absl::StatusOr<json> j;
+  if (IsHybrid(s)) {
+    j = NemotronH(s);
+    if (!j.ok()) return j.status();
+    return j->dump(2) + "\n";
+  }
   if (s.kv_lora_rank > 0) {
     j = Deepseek(s, d);
   } else if (s.num_experts > 0) {

@@ -333,6 +333,10 @@ constexpr Family kFamilies[] = {
      [](const json& j, const std::string&, ModelSpec s) {
        return hf::ImportGranite(j, true, std::move(s));
      }},
+    {"NemotronHForCausalLM", "nemotron_h",
+     [](const json& j, const std::string&, ModelSpec s) {
+       return hf::ImportNemotronH(j, std::move(s));
+     }},
     {"GraniteMoeSharedForCausalLM", "granitemoeshared",
      [](const json& j, const std::string&, ModelSpec s) {
        return hf::ImportGranite(j, true, std::move(s));

@@ -1,6 +1,7 @@
 // The families a team brings beside the Llama line: BLOOM, GPT-J, MPT and DBRX (each with its own
 // spelling of the fields), and StarCoder2, InternLM2/2.5, OLMo 2, OLMoE, Phi-3.5-MoE, Granite and
-// Granite-MoE (Llama's spelling, their own MLPs, norms, biases and experts). Field names and
+// Granite-MoE (Llama's spelling, their own MLPs, norms, biases and experts), and NVIDIA's hybrid
+// Nemotron-H / Nemotron 3 (Mamba-2 layers among attention, MLP and MoE ones). Field names and
 // defaults are those of transformers' config classes (BloomConfig, GPTJConfig, MptConfig,
 // DbrxConfig, Starcoder2Config, InternLM2Config, Olmo2Config, OlmoeConfig, PhimoeConfig,
 // GraniteConfig, GraniteMoeConfig, GraniteMoeSharedConfig). What wavecrest's spec does not hold
@@ -8,7 +9,9 @@
 // OLMo 2's query/key norms); each is under 0.01% of its model.
 #include "core/hf_import_families.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "core/hf_import_fields.h"
@@ -215,6 +218,65 @@ absl::StatusOr<ModelSpec> ImportGranite(const json& j, bool moe, ModelSpec s) {
     ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", 2));
     ASSIGN_OR_RETURN(s.shared_expert_ffn_hidden_size, GetInt(j, "shared_intermediate_size", 0));
   }
+  return s;
+}
+
+// Nemotron-H, Nemotron Nano 2 and Nemotron 3 (NemotronHForCausalLM, model_type nemotron_h): a
+// hybrid of Mamba-2 mixers, attention, MLP and MoE layers, one a layer, in the order of
+// "hybrid_override_pattern" (Megatron-Core's letters; a '|' marks a pipeline split and is
+// dropped). Names as Megatron-Bridge's NemotronHBridge maps them (nemotron_h_bridge.py at
+// 067f987d): mamba_num_heads, mamba_head_dim, ssm_state_size, n_groups, conv_kernel, chunk_size;
+// the attention's head dim in "head_dim" or "attention_head_dim"; an ungated MLP (squared ReLU:
+// mlp_hidden_act "relu2"); RMSNorm; biases where "use_bias"; MoE layers of n_routed_experts
+// experts of moe_intermediate_size, num_experts_per_tok a token, a shared expert of
+// moe_shared_expert_intermediate_size.
+absl::StatusOr<ModelSpec> ImportNemotronH(const json& j, ModelSpec s) {
+  ASSIGN_OR_RETURN(s.hidden_size, GetPositive(j, "hidden_size", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_attention_heads, GetPositive(j, "num_attention_heads", std::nullopt));
+  ASSIGN_OR_RETURN(s.num_kv_heads,
+                   GetPositive(j, "num_key_value_heads", s.num_attention_heads));
+  ASSIGN_OR_RETURN(s.head_dim, GetPositive(j, FirstKey(j, {"head_dim", "attention_head_dim"}), 0));
+  ASSIGN_OR_RETURN(s.num_layers, GetPositive(j, "num_hidden_layers", std::nullopt));
+  ASSIGN_OR_RETURN(s.vocab_size, GetPositive(j, "vocab_size", std::nullopt));
+  std::string pattern;
+  ASSIGN_OR_RETURN(pattern, GetString(j, "hybrid_override_pattern", ""));
+  pattern.erase(std::remove(pattern.begin(), pattern.end(), '|'), pattern.end());
+  if (pattern.empty()) {
+    return absl::InvalidArgumentError(
+        "config.json: field \"hybrid_override_pattern\" is missing: a Nemotron-H config names "
+        "its layers there (M Mamba-2, * attention, - MLP, E MoE)");
+  }
+  s.hybrid_pattern = pattern;
+  const bool moe = pattern.find(kHybridMoe) != std::string::npos;
+  const bool dense = pattern.find(kHybridMlp) != std::string::npos;
+  if (moe) {
+    ASSIGN_OR_RETURN(s.num_experts, GetPositive(j, "n_routed_experts", std::nullopt));
+    ASSIGN_OR_RETURN(s.experts_per_token, GetPositive(j, "num_experts_per_tok", std::nullopt));
+    ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "moe_intermediate_size", std::nullopt));
+    ASSIGN_OR_RETURN(s.shared_expert_ffn_hidden_size,
+                     GetInt(j, "moe_shared_expert_intermediate_size", 0));
+    if (dense) {
+      ASSIGN_OR_RETURN(s.dense_ffn_hidden_size, GetPositive(j, "intermediate_size", 0));
+    }
+  } else {
+    ASSIGN_OR_RETURN(s.ffn_hidden_size, GetPositive(j, "intermediate_size", std::nullopt));
+  }
+  if (pattern.find(kHybridMamba) != std::string::npos) {
+    ASSIGN_OR_RETURN(s.mamba_heads, GetPositive(j, "mamba_num_heads", 0));
+    ASSIGN_OR_RETURN(s.mamba_head_dim, GetPositive(j, "mamba_head_dim", 0));
+    ASSIGN_OR_RETURN(s.mamba_state_dim, GetPositive(j, "ssm_state_size", 0));
+    ASSIGN_OR_RETURN(s.mamba_groups, GetPositive(j, "n_groups", 0));
+    ASSIGN_OR_RETURN(s.mamba_conv_kernel, GetPositive(j, "conv_kernel", 0));
+    ASSIGN_OR_RETURN(s.mamba_chunk_size, GetPositive(j, "chunk_size", 0));
+  }
+  std::string act;
+  ASSIGN_OR_RETURN(act, GetString(j, "mlp_hidden_act", "relu2"));
+  s.mlp = act == "silu" || act == "swiglu" ? Mlp::kSwiglu : Mlp::kGelu;  // relu2: ungated
+  s.norm = Norm::kRmsNorm;
+  bool bias = false;
+  ASSIGN_OR_RETURN(bias, GetBool(j, "use_bias", false));
+  s.bias = bias ? Bias::kAll : Bias::kNone;
+  ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
   return s;
 }
 

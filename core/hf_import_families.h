@@ -20,6 +20,8 @@ absl::StatusOr<ModelSpec> ImportOlmo(const nlohmann::json& j, bool moe, ModelSpe
 absl::StatusOr<ModelSpec> ImportPhimoe(const nlohmann::json& j, ModelSpec s);
 // Granite (moe false), Granite-MoE and Granite-MoE-Shared (moe true).
 absl::StatusOr<ModelSpec> ImportGranite(const nlohmann::json& j, bool moe, ModelSpec s);
+// Nemotron-H, Nemotron Nano 2 and Nemotron 3: hybrid Mamba-2 / attention / MLP / MoE layers.
+absl::StatusOr<ModelSpec> ImportNemotronH(const nlohmann::json& j, ModelSpec s);
 
 }  // namespace wavecrest::hf
 

@@ -155,6 +155,14 @@ std::string RoleName(const ModelSpec& model, LayerRole role, bool attention) {
   return absl::StrJoin(words, " ");
 }
 
+// Why a hybrid model's layers have no whole-layer benchmark.
+absl::Status HybridNotTimedWhole() {
+  return absl::FailedPreconditionError(
+      "a hybrid model's layers (hybrid_pattern: Mamba-2 mixers, attention and MLP blocks, one a "
+      "layer) have no whole-layer benchmark yet: their GEMMs, attention and elementwise work are "
+      "priced one by one");
+}
+
 }  // namespace
 
 LayerRole DefaultRole(const ModelSpec& model) {
@@ -163,6 +171,7 @@ LayerRole DefaultRole(const ModelSpec& model) {
 }
 
 absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
+  if (IsHybrid(model) && !IsAttention(kind)) return HybridNotTimedWhole();
   // One key stands for every layer only where they are alike.
   int roles = 0;
   for (bool moe : {true, false}) {
@@ -191,6 +200,7 @@ absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model) {
 absl::StatusOr<LayerKey> MakeLayerKey(LayerKind kind, const ModelSpec& model, LayerRole role,
                                       const MoeRouting& routing) {
   if (absl::Status st = CheckKeyKind(kind, model); !st.ok()) return st;
+  if (IsHybrid(model) && !IsAttention(kind)) return HybridNotTimedWhole();
   const DerivedShape d = Derive(model);
   ModelSpec s;
   SetAttentionFields(model, d, role.local, IsAttention(kind), s);
@@ -223,6 +233,15 @@ absl::StatusOr<std::vector<LayerUse>> LayerStackOf(const ModelSpec& model,
   const LayerKind attention =
       IsFused(model.attention) ? LayerKind::kFusedAttention : LayerKind::kUnfusedAttention;
   std::vector<LayerUse> stack;
+  if (IsHybrid(model)) {
+    // Its attention layers alone: no whole-layer key stands for a Mamba-2 or MLP block.
+    const int64_t attention_layers = Derive(model).attention_layers;
+    if (attention_layers == 0) return HybridNotTimedWhole();
+    absl::StatusOr<LayerKey> key = MakeLayerKey(attention, model, {false, false}, routing);
+    if (!key.ok()) return key.status();
+    stack.push_back({*std::move(key), attention_layers, "attention"});
+    return stack;
+  }
   std::string why;
   auto add = [&](LayerKind kind, LayerRole role, int64_t layers) {
     if (layers <= 0) return;

@@ -85,8 +85,10 @@ struct LayerUse {
 // The model's stack: each distinct attention and whole-layer key with the layers that run it,
 // attention first (local, then global), then the layers (MoE before dense, local before global).
 // Where a model mixes both MoE/dense and local/global layers, local layers are taken to be spread
-// evenly over the MoE and dense ones (the spec gives their counts, not their order). A reason
-// instead when the model has no layer a key can stand for.
+// evenly over the MoE and dense ones (the spec gives their counts, not their order). A hybrid
+// model (hybrid_pattern) has its attention layers' key alone: no whole-layer key stands for its
+// Mamba-2, MLP or MoE blocks yet. A reason instead when the model has no layer a key can stand
+// for.
 absl::StatusOr<std::vector<LayerUse>> LayerStackOf(const ModelSpec& model,
                                                    const MoeRouting& routing = {});
 

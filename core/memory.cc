@@ -50,10 +50,18 @@ double KvCacheBytes(const ModelSpec& spec) {
   // Layers with local attention keep only the window.
   const double windowed = static_cast<double>(d.window_layers);
   const double tokens_kept =
-      (static_cast<double>(spec.num_layers) - windowed) * kv_len +
+      (static_cast<double>(d.attention_layers) - windowed) * kv_len +
       windowed * std::min(kv_len, static_cast<double>(spec.sliding_window));
+  // A Mamba-2 layer keeps a state instead, whatever the length: each head's N × P state in FP32
+  // (Nemotron 3's mamba_ssm_cache_dtype "float32": twice a 16-bit element) and the conv1d's last
+  // kernel − 1 inputs (x, B and C), 16-bit.
+  const double mamba_state =
+      static_cast<double>(d.mamba_layers) *
+      (2 * static_cast<double>(d.mamba_inner_per_rank * spec.mamba_state_dim) +
+       static_cast<double>((spec.mamba_conv_kernel - 1) * d.mamba_conv_per_rank));
   // Under context parallelism (prefill) each rank keeps its own chunks' keys and values.
-  return static_cast<double>(spec.micro_batch_size) * tokens_kept * per_token * 2 /
+  return static_cast<double>(spec.micro_batch_size) *
+         (tokens_kept * per_token + mamba_state) * 2 /
          static_cast<double>(std::max<int64_t>(spec.context_parallel, 1));
 }
 
@@ -68,8 +76,13 @@ double KvCacheBytesPerToken(const ModelSpec& spec) {
   const int64_t windowed = spec.sliding_window == 0            ? 0
                            : spec.sliding_window_layers == 0 ? spec.num_layers
                                                              : spec.sliding_window_layers;
+  int64_t attention_layers = spec.num_layers;  // a hybrid model's '*' layers
+  if (IsHybrid(spec)) {
+    attention_layers = static_cast<int64_t>(
+        std::count(spec.hybrid_pattern.begin(), spec.hybrid_pattern.end(), kHybridAttention));
+  }
   const double layers =
-      static_cast<double>(spec.num_layers - windowed) +
+      static_cast<double>(attention_layers - windowed) +
       static_cast<double>(windowed) * std::min(len, static_cast<double>(spec.sliding_window)) / len;
   return layers * per_layer * 2;
 }
@@ -79,6 +92,32 @@ namespace {
 // Bytes per weight: 4 for FP32/TF32 training, else 2 (FP8 keeps a 16-bit copy).
 double WeightBytes(const ModelSpec& spec) {
   return spec.dtype == DType::kFp32 || spec.dtype == DType::kTf32 ? 4 : kWeightBytes;
+}
+
+// A hybrid model's layer on average (each layer one block: attention, a Mamba-2 mixer, or an
+// MLP), per token, as LayerActivationBytes counts a transformer's: the block's half of the 10·h
+// outside the tensor-parallel regions (its norm and residual), then attention's Q, K, V and the
+// projection's input, the MLP's interior, or the mixer's in_proj output (z, x, B, C, dt), conv1d
+// output (x, B, C), scan output and gated norm output (the out_proj's input, its FP8 cast in FP8).
+double HybridLayerActivationBytesPerToken(const ModelSpec& spec, const MemoryLayout& layout,
+                                          const DerivedShape& d) {
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  const bool fp8 = spec.dtype == DType::kFp8E4M3;
+  const double outside = (fp8 ? 4 : 5) * h / (layout.sequence_parallel ? t : 1);
+  const double q_w = static_cast<double>(d.q_width), kv_w = static_cast<double>(d.kv_width);
+  const double attention = outside + (2 * q_w + 4 * kv_w + (fp8 ? 3 : 2) * q_w) / t;
+  const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;
+  const double mlp =
+      outside + ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active / t;
+  const double inner = static_cast<double>(d.mamba_inner_per_rank);
+  const double mamba = outside + 2 * static_cast<double>(d.mamba_in_proj_per_rank) +
+                       2 * static_cast<double>(d.mamba_conv_per_rank) + 2 * inner +
+                       (fp8 ? 1 : 2) * inner;
+  return (static_cast<double>(d.attention_layers) * attention +
+          static_cast<double>(d.dense_layers + d.moe_layers) * mlp +
+          static_cast<double>(d.mamba_layers) * mamba) /
+         static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
 }
 
 // Activations one layer stores for backward on one GPU, 16-bit, for one micro-batch.
@@ -116,13 +155,19 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   const double outside_h = fp8 ? 8 : 10;
   const double outside = layout.sequence_parallel ? outside_h * h / t : outside_h * h;
   const double projection_input = (fp8 ? 3 : 2) * q_w;
-  double per_layer = s * b *
-                     (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + projection_input + mlp_interior) /
-                                    t);
+  double per_layer =
+      IsHybrid(spec)
+          ? s * b * HybridLayerActivationBytesPerToken(spec, layout, d)
+          : s * b *
+                (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + projection_input + mlp_interior) / t);
   if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
-    // (The rank's s/c query rows against all s keys under context parallelism.)
-    per_layer += 5 * static_cast<double>(spec.num_attention_heads) * s *
-                 static_cast<double>(spec.seq_length) * b / t;
+    // (The rank's s/c query rows against all s keys under context parallelism; in a hybrid
+    // model the attention layers' share.)
+    const double scores = 5 * static_cast<double>(spec.num_attention_heads) * s *
+                          static_cast<double>(spec.seq_length) * b / t;
+    per_layer += IsHybrid(spec) ? scores * static_cast<double>(d.attention_layers) /
+                                      static_cast<double>(spec.num_layers)
+                                : scores;
   }
   return per_layer;
 }

@@ -5,6 +5,15 @@
 #include "core/op_recompute.h"
 
 namespace wavecrest {
+namespace {
+
+// A GEMM of a MoE layer's MLP block: the router, the experts, the shared expert.
+bool IsMoeBlockGemm(absl::string_view name) {
+  return name == kMoeRouter || name == kMoeGateUp || name == kMoeUp || name == kMoeDown ||
+         name == kSharedGateUp || name == kSharedUp || name == kSharedDown;
+}
+
+}  // namespace
 
 MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   MicroBatch mb;
@@ -22,6 +31,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     if (attention) mb.attention_s += t;
     if (g.gemm.pass != Pass::kForward) continue;
     mb.layers_forward_s += t;
+    if (IsMoeBlockGemm(g.gemm.name)) mb.moe_forward_s += t;
     if (attention) mb.attention_forward_s += t;
   }
   // Elementwise kernels: their forward is taken as a third of forward + backward (backward reads
@@ -44,6 +54,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     mb.layers_s += moe_layers * t.total_s;
     mb.layers_forward_s += moe_layers * t.forward_s;
     if (run.recompute == Recompute::kOp) mb.op_recompute_s += moe_layers * t.forward_s;
+    mb.moe_forward_s += moe_layers * t.forward_s;
   }
   if (run.mtp_layers > 0) {  // RunConfig::mtp_layers: the projection is 2h/V of the logits' work
     const double projection = logits_s * 2 * static_cast<double>(a.spec.hidden_size) /

@@ -126,6 +126,21 @@ ModelSpec WithDefaults(const ModelSpec& in) {
   if (s.expert_parallel == 0) s.expert_parallel = 1;
   if (s.kv_cache_length == 0) s.kv_cache_length = s.seq_length;
   if (s.num_experts > 0 && s.experts_per_token == 0) s.experts_per_token = 1;
+  if (IsHybrid(s) && s.num_layers == 0) {
+    s.num_layers = static_cast<int64_t>(s.hybrid_pattern.size());
+  }
+  if (s.hybrid_pattern.find(kHybridMamba) != std::string::npos) {
+    // Megatron-Core's MambaMixer defaults (megatron/core/ssm/mamba_mixer.py): expand 2, head dim
+    // 64, state 128, 8 groups, 4 conv taps, chunks of 128.
+    if (s.mamba_head_dim == 0) s.mamba_head_dim = 64;
+    if (s.mamba_heads == 0 && s.hidden_size > 0 && s.hidden_size <= kMaxHiddenSize) {
+      s.mamba_heads = 2 * s.hidden_size / s.mamba_head_dim;
+    }
+    if (s.mamba_state_dim == 0) s.mamba_state_dim = 128;
+    if (s.mamba_groups == 0) s.mamba_groups = 8;
+    if (s.mamba_conv_kernel == 0) s.mamba_conv_kernel = 4;
+    if (s.mamba_chunk_size == 0) s.mamba_chunk_size = 128;
+  }
   // moe_layer_interval, dense_ffn_hidden_size, v_head_dim, sliding_window_layers and
   // expert_tensor_parallel keep their 0 ("as the other field says", Derive, ExpertTensorParallel): the recommender moves the fields they follow.
   return s;
@@ -384,6 +399,7 @@ void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
   ValidateCapacityFactor(s, v);
   ValidateLayerMix(s, v);
   ValidateMla(s, v);
+  ValidateHybrid(s, v);
   CheckRange(v, "sliding_window", s.sliding_window, 0, kMaxSeqLength);
   if (s.sliding_window == 0 && s.sliding_window_layers != 0) {
     v.push_back({"sliding_window_layers", "needs sliding_window > 0 (the window, in tokens)"});

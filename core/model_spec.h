@@ -76,6 +76,15 @@ inline constexpr int64_t kMaxDataParallel = 1'048'576;
 inline constexpr int64_t kMaxContextParallel = 1'024;
 
 inline constexpr int64_t kMaxNameLength = 256;  // characters of ModelSpec.name
+inline constexpr int64_t kMaxMambaHeads = 65'536;
+inline constexpr int64_t kMaxMambaStateDim = 4'096;
+inline constexpr int64_t kMaxMambaConvKernel = 64;
+inline constexpr int64_t kMaxMambaChunkSize = 4'096;
+// The letters of ModelSpec::hybrid_pattern.
+inline constexpr char kHybridMamba = 'M';
+inline constexpr char kHybridAttention = '*';
+inline constexpr char kHybridMlp = '-';
+inline constexpr char kHybridMoe = 'E';
 
 inline constexpr int64_t kDefaultSeqLength = 2048;
 inline constexpr int64_t kDefaultMicroBatch = 1;
@@ -176,6 +185,27 @@ struct ModelSpec {
   // elementwise work (RunConfig::moe_unfused_ops prices it as Megatron-Core runs it). Range 0 or
   // (0, 1e6]; needs a gated MLP (swiglu).
   double glu_clamp = 0;
+  // Hybrid models (NVIDIA's Nemotron-H and Nemotron 3, Megatron-Core's MambaModel): the layers in
+  // order as Megatron-Core's hybrid_override_pattern spells them, one letter a layer, each layer
+  // one block with its own pre-norm and residual: 'M' a Mamba-2 mixer, '*' self-attention, '-' a
+  // dense MLP, 'E' a mixture-of-experts MLP. Empty = a transformer (every layer attention and an
+  // MLP). With a pattern, num_layers is its length (0 = take it), the MoE layers are its 'E's
+  // (first_dense_layers and moe_layer_interval stay 0) and the attention fields describe the '*'
+  // layers.
+  std::string hybrid_pattern;
+  // The Mamba-2 mixer (Dao and Gu 2024, "Transformers are SSMs", arXiv 2405.21060; Megatron-Core's
+  // MambaMixer): in_proj h -> 2·d_inner + 2·G·N + H (z, x, B, C and dt), a depthwise causal conv1d
+  // of `mamba_conv_kernel` taps over x, B and C, the chunked state-space scan (SSD, chunks of
+  // `mamba_chunk_size` tokens) of H heads of `mamba_head_dim` (d_inner = H·P) with G groups of
+  // B and C of `mamba_state_dim` N, a gated RMSNorm, out_proj d_inner -> h. Tensor parallelism
+  // splits the heads and groups. 0 = Megatron-Core's default: H = 2h/P, P 64, N 128, G 8, 4
+  // taps, chunks of 128.
+  int64_t mamba_heads = 0;
+  int64_t mamba_head_dim = 0;
+  int64_t mamba_state_dim = 0;
+  int64_t mamba_groups = 0;
+  int64_t mamba_conv_kernel = 0;
+  int64_t mamba_chunk_size = 0;
 
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };
@@ -187,6 +217,8 @@ struct FieldViolation {
   std::string description;
   friend bool operator==(const FieldViolation&, const FieldViolation&) = default;
 };
+
+inline bool IsHybrid(const ModelSpec& spec) { return !spec.hybrid_pattern.empty(); }
 
 // Returns `spec` with every "0 = default" field filled in. Does not validate.
 ModelSpec WithDefaults(const ModelSpec& spec);
@@ -202,6 +234,11 @@ struct PipelineSplit {
   bool valid = true;
 };
 PipelineSplit SplitLayers(int64_t layers, int64_t stages);
+
+// A hybrid model's checks (core/model_spec_hybrid.cc, part of Validate): the pattern's letters
+// against num_layers, num_experts and the fields it decides; its Mamba-2 mixers' ranges and their
+// split over tensor_parallel; mamba_* fields only with 'M' layers.
+void ValidateHybrid(const ModelSpec& s, std::vector<FieldViolation>& v);
 
 // Checks a spec (after WithDefaults) and returns every violation, not just the first: ranges of
 // each field, and the divisibility the GEMM mapping needs (heads divide hidden unless head_dim is

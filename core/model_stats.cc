@@ -32,6 +32,15 @@ int64_t AttentionParams(const ModelSpec& s) {
   return p;
 }
 
+// One Mamba-2 mixer (Megatron-Core's MambaMixer): in_proj, the depthwise conv1d with its bias,
+// dt's bias, A and D per head, the gated RMSNorm's scale and out_proj.
+int64_t MambaParams(const ModelSpec& s) {
+  const int64_t h = s.hidden_size, H = s.mamba_heads;
+  const int64_t inner = H * s.mamba_head_dim;
+  const int64_t conv = inner + 2 * s.mamba_groups * s.mamba_state_dim;
+  return h * (inner + conv + H) + conv * (s.mamba_conv_kernel + 1) + 3 * H + inner + inner * h;
+}
+
 }  // namespace
 
 ParamCounts CountParams(const ModelSpec& s) {
@@ -55,7 +64,13 @@ ParamCounts CountParams(const ModelSpec& s) {
   }
   const int64_t norm_params = s.norm == Norm::kLayerNorm ? 2 * h : h;  // weight (+ bias)
   const int64_t layer_base = AttentionParams(s) + 2 * norm_params;
-  const int64_t layers = (layer_base + dense_mlp) * d.dense_layers + (layer_base + moe_mlp) * d.moe_layers;
+  // A hybrid model's layers are one block each, with its own norm.
+  const int64_t layers =
+      IsHybrid(s) ? (AttentionParams(s) + norm_params) * d.attention_layers +
+                        (MambaParams(s) + norm_params) * d.mamba_layers +
+                        (dense_mlp + norm_params) * d.dense_layers +
+                        (moe_mlp + norm_params) * d.moe_layers
+                  : (layer_base + dense_mlp) * d.dense_layers + (layer_base + moe_mlp) * d.moe_layers;
 
   int64_t embedding = s.vocab_size * h + s.learned_position_embeddings * h;
   if (!s.tied_embeddings) embedding += s.vocab_size * h;

@@ -298,6 +298,7 @@ StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatc
                  : run.recompute == Recompute::kSelective && !flash
                      ? mb.attention_forward_s / layers * st.layers
                      : 0;
+  if (RecomputesMoeAlone(run)) st.recompute += mb.moe_forward_s / layers * st.layers;
   st.moe_layers = static_cast<double>(Derive(s).moe_layers) / layers * st.layers;
   // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
   // (the tokens go to their experts by the all-to-all instead), half of a layer's.

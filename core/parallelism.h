@@ -131,6 +131,10 @@ struct RunConfig {
   // expert by expert in FP32, a clamped GLU's clamp outside the fused activation), priced on top
   // of the fused kernels the step otherwise assumes; nothing for experts with neither.
   bool moe_unfused_ops = false;
+  // Megatron-Core's recompute_modules "moe" (Megatron-Bridge's Nemotron 3 recipes): each MoE
+  // layer's forward (router, dispatch and combine all-to-alls, experts, shared expert) run again
+  // in backward instead of keeping its activations. On top of `recompute`.
+  bool recompute_moe = false;
   // Multi-token prediction modules trained beside the model (DeepSeek-V3's one; Megatron-Core's
   // --mtp-num-layers), on the last pipeline stage: each one more transformer layer (priced as the
   // model's mean layer), its projection of the embedding and hidden states (2h × h), and one more
@@ -164,6 +168,12 @@ struct RunConfig {
   // (the default) or the causal half, as the user's framework counts them. Times do not change.
   FlopCount flop_count = FlopCount::kFull;
 };
+// Whether recompute_moe reruns the MoE layers' forward beyond what `recompute` already does (full
+// and op-level recomputation rerun every layer's forward).
+inline bool RecomputesMoeAlone(const RunConfig& run) {
+  return run.recompute_moe && run.recompute != Recompute::kFull && run.recompute != Recompute::kOp;
+}
+
 
 struct StepBreakdown {
   int64_t gpus = 0;

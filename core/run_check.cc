@@ -83,6 +83,10 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
   }
+  if (run.recompute_moe && s.num_experts == 0) {
+    return absl::InvalidArgumentError(
+        "run.recompute_moe: recomputes the MoE layers: the model needs num_experts > 0");
+  }
   if (run.mtp_layers < 0 || run.mtp_layers > 8) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.mtp_layers: must be in [0, 8]; got ", run.mtp_layers));

@@ -246,6 +246,13 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   }
   if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
   if (run.mtp_layers > 0) out.push_back(MtpAssumption(run.mtp_layers));
+  if (RecomputesMoeAlone(run)) {
+    out.push_back(
+        "recompute_moe: each MoE layer's forward (router, experts, shared expert and its "
+        "all-to-alls) runs again in backward; the memory estimate still keeps its activations "
+        "(an upper bound)");
+  }
+  if (IsHybrid(s)) out.push_back(HybridAssumption(s));
   if (run.recompute == Recompute::kOp) {
     out.push_back(
         "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "
@@ -253,6 +260,17 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "output and the other matmuls' are kept");
   }
   return out;
+}
+
+std::string HybridAssumption(const ModelSpec& s) {
+  const DerivedShape d = Derive(s);
+  return absl::StrFormat(
+      "a hybrid model (hybrid_pattern): %d Mamba-2, %d attention, %d MoE and %d MLP layers, "
+      "each one block; the Mamba-2 mixers' chunked scan priced as the batched products of its "
+      "chunks at the GEMM model's rates (their Triton kernels not measured), its conv1d, "
+      "discretisation and gated norm as elementwise traffic; the pipeline splits the layers "
+      "as counted, each stage's priced at the model's mean layer",
+      d.mamba_layers, d.attention_layers, d.moe_layers, d.dense_layers);
 }
 
 }  // namespace wavecrest

@@ -18,6 +18,9 @@ inline bool PipelineSendsOverlapped(const RunConfig& run) {
   return run.pp_overlap && run.interleave > 1;
 }
 
+// How a hybrid model's layers are priced, in words (its layer counts; the Mamba-2 scan).
+std::string HybridAssumption(const ModelSpec& s);
+
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r);
 

@@ -136,6 +136,27 @@ void ParallelAndExpertsFromProto(const v1::ModelSpec& p, ModelSpec& s) {
   s.dense_ffn_hidden_size = p.dense_ffn_hidden_size();
 }
 
+// A hybrid model's pattern and Mamba-2 mixers.
+void HybridFromProto(const v1::ModelSpec& p, ModelSpec& s) {
+  s.hybrid_pattern = p.hybrid_pattern();
+  s.mamba_heads = p.mamba_heads();
+  s.mamba_head_dim = p.mamba_head_dim();
+  s.mamba_state_dim = p.mamba_state_dim();
+  s.mamba_groups = p.mamba_groups();
+  s.mamba_conv_kernel = p.mamba_conv_kernel();
+  s.mamba_chunk_size = p.mamba_chunk_size();
+}
+
+void HybridToProto(const ModelSpec& s, v1::ModelSpec& p) {
+  p.set_hybrid_pattern(s.hybrid_pattern);
+  p.set_mamba_heads(s.mamba_heads);
+  p.set_mamba_head_dim(s.mamba_head_dim);
+  p.set_mamba_state_dim(s.mamba_state_dim);
+  p.set_mamba_groups(s.mamba_groups);
+  p.set_mamba_conv_kernel(s.mamba_conv_kernel);
+  p.set_mamba_chunk_size(s.mamba_chunk_size);
+}
+
 }  // namespace
 
 ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violations) {
@@ -164,6 +185,7 @@ ModelSpec FromProto(const v1::ModelSpec& p, std::vector<FieldViolation>* violati
   s.sliding_window = p.sliding_window();
   s.sliding_window_layers = p.sliding_window_layers();
   s.glu_clamp = p.glu_clamp();
+  HybridFromProto(p, s);
   EnumsFromProto(p, s, violations);
   return s;
 }
@@ -224,6 +246,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_sliding_window(s.sliding_window);
   p.set_sliding_window_layers(s.sliding_window_layers);
   p.set_glu_clamp(s.glu_clamp);
+  HybridToProto(s, p);
   return p;
 }
 

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/memory.h"
 #include "core/moe_routing.h"
+#include "core/step_assumptions.h"
 #include "service/convert.h"
 #include "service/errors.h"
 
@@ -138,6 +139,7 @@ v1::AnalyzeResponse ToProto(const Analysis& a) {
   if (std::string routing = ExpertRoutingAssumption(a.spec); !routing.empty()) {
     r.add_assumptions(std::move(routing));
   }
+  if (IsHybrid(a.spec)) r.add_assumptions(HybridAssumption(a.spec));
   for (const RuleViolation& v : a.rules) RuleToProto(v, r.add_rules());
   *r.mutable_provenance() = StepProvenance(a);
   return r;
@@ -156,6 +158,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.train_tokens = r.train_tokens();
   c.eager = r.eager();
   c.moe_unfused_ops = r.moe_unfused_ops();
+  c.recompute_moe = r.recompute_moe();
   c.mtp_layers = r.mtp_layers();
   c.fsdp_shard = r.fsdp_shard();
   c.dp_overlap = r.dp_overlap();

@@ -5,6 +5,7 @@
 #include <utility>
 #include <string>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/match.h"
 #include "core/analysis.h"
 #include "core/elementwise_cost.h"
@@ -461,6 +462,52 @@ TEST(ExpertParallelTest, MegatronCoresUnfusedExpertOpsAddToBiasedClampedExperts)
   }
   EXPECT_GT(MoeUnfusedOpsLayerTimeS(oss, **FindGpu("h100-sxm")).total_s, 0);
   EXPECT_EQ(MoeUnfusedOpsLayerTimeS(Mixtral(8), **FindGpu("h100-sxm")).total_s, 0);
+}
+
+}  // namespace
+}  // namespace wavecrest
+
+namespace wavecrest {
+namespace {
+
+// recompute_moe (Megatron-Core's recompute_modules "moe") runs each MoE layer's forward again:
+// its GEMMs' forward time and one more dispatch and combine; nothing more under full
+// recomputation, which reruns it already; refused for a dense model.
+TEST(ExpertParallelTest, RecomputingTheMoeLayersAddsTheirForwardAndAllToAlls) {
+  const ModelSpec s = Mixtral(8);
+  RunConfig run;
+  run.num_gpus = 16;
+  run.global_batch = 64;
+  run.zero_stage = 1;
+  const StepBreakdown base = *Step(s, run);
+  run.recompute_moe = true;
+  const StepBreakdown moe = *Step(s, run);
+  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
+  double forward = 0;
+  for (const GemmAnalysis& g : a.gemms) {
+    const std::string& n = g.gemm.name;
+    if (g.gemm.pass == Pass::kForward &&
+        (n == kMoeRouter || n == kMoeGateUp || n == kMoeDown || n == kMoeUp)) {
+      forward += g.prediction.time_s * static_cast<double>(g.gemm.count);
+    }
+  }
+  const double m = static_cast<double>(base.microbatches);
+  EXPECT_NEAR(moe.recompute_s - base.recompute_s, m * forward, 1e-9 * m * forward);
+  EXPECT_NEAR(moe.ep_comm_s / base.ep_comm_s, 1.5, 1e-9);  // 3 passes of dispatch and combine
+  EXPECT_TRUE(absl::c_any_of(moe.assumptions, [](const std::string& x) {
+    return absl::StrContains(x, "recompute_moe");
+  }));
+  run.recompute = Recompute::kFull;
+  const StepBreakdown full = *Step(s, run);
+  run.recompute_moe = false;
+  const StepBreakdown full_alone = *Step(s, run);
+  EXPECT_DOUBLE_EQ(full.step_s, full_alone.step_s);
+  RunConfig dense_run;
+  dense_run.recompute_moe = true;
+  const ModelSpec dense_spec = *NormalizeSpec(testing::LlamaLike(4096, 32, 8, 32, 14336, 32000));
+  absl::StatusOr<StepBreakdown> dense = Step(dense_spec, dense_run);
+  ASSERT_FALSE(dense.ok());
+  EXPECT_THAT(std::string(dense.status().message()), ::testing::HasSubstr("run.recompute_moe"));
 }
 
 }  // namespace

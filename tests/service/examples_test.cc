@@ -135,7 +135,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"examples/models/hf/granite-3.0-3b-a800m.json", 3.3e9, 0.03},
                       Published{"examples/models/hf/gemma-3-4b.json", 3.884e9, 0.01},
                       Published{"examples/models/hf/llava-1.5-7b.json", 6'738'939'904, 0.01},
-                      Published{"examples/models/hf/mistral-small-3.1-24b.json", 24e9, 0.03}),
+                      Published{"examples/models/hf/mistral-small-3.1-24b.json", 24e9, 0.03},
+                      // Nemotron 3 Nano 30B-A3B "31.6 billion total parameters" (NVIDIA's model
+                      // card, nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16): a hybrid of Mamba-2,
+                      // MoE and attention layers.
+                      Published{"examples/models/hf/nemotron-3-nano-30b-a3b.json", 31.6e9, 0.01}),
     [](const auto& i) {
       std::string n = i.param.file;
       n = n.substr(n.rfind('/') + 1);
@@ -187,7 +191,10 @@ TEST(HfImportTest, TodaysFamiliesActiveParametersMatchPublished) {
                         Case{"qwen3-30b-a3b", 3.3e9, false, 0.025},
                         Case{"qwen3-235b-a22b", 22e9, false, 0.025},
                         Case{"llama-4-scout", 17e9, false, 0.025},
-                        Case{"llama-4-maverick", 17e9, false, 0.025}}) {
+                        Case{"llama-4-maverick", 17e9, false, 0.025},
+                        // Nemotron 3 Nano: "about 3.6 billion" active with the embeddings
+                        // (NVIDIA's model card).
+                        Case{"nemotron-3-nano-30b-a3b", 3.6e9, false, 0.025}}) {
     auto p = LoadModelFile(SourcePath(std::string("examples/models/hf/") + c.file + ".json"));
     ASSERT_TRUE(p.ok()) << c.file << ": " << p.status();
     auto spec = SpecFromRequest(*p, "model.");

@@ -252,6 +252,7 @@ export interface RunConfig {
   zero3_prefetch?: boolean;
   eager?: boolean;
   moe_unfused_ops?: boolean;
+  recompute_moe?: boolean;
   mtp_layers?: number;
   fsdp_shard?: number;
   ep_overlap?: boolean;

@@ -290,6 +290,26 @@ class ModelSpec:
     # RunConfig.moe_unfused_ops prices the clamp as Megatron-Core runs it. Range 0 or (0, 1e6];
     # needs mlp swiglu.
     glu_clamp: float = 0.0
+    # Hybrid models (NVIDIA's Nemotron-H and Nemotron 3; Megatron-Core's hybrid_override_pattern):
+    # the layers in order, one letter each, every layer one block with its own norm and residual:
+    # 'M' a Mamba-2 mixer, '*' self-attention, '-' a dense MLP, 'E' a mixture-of-experts MLP. Empty
+    # = a transformer (every layer attention and an MLP). With a pattern num_layers is its length
+    # (0 takes it), the MoE layers are its 'E's (num_experts > 0 exactly when it has one;
+    # first_dense_layers and moe_layer_interval 0) and the attention fields describe the '*'
+    # layers; no sliding_window. At most 4096 letters.
+    hybrid_pattern: str = ""
+    # The Mamba-2 mixers of the 'M' layers (Megatron-Core's MambaMixer): in_proj h -> 2*d_inner +
+    # 2*groups*state + heads, a depthwise causal conv1d of mamba_conv_kernel taps, the chunked scan
+    # over chunks of mamba_chunk_size tokens, a gated RMSNorm, out_proj d_inner -> h, where d_inner
+    # = mamba_heads * mamba_head_dim. 0 = Megatron-Core's defaults: heads 2h/head_dim, head dim 64,
+    # state 128, 8 groups, 4 taps, chunks of 128. mamba_groups must divide mamba_heads and
+    # tensor_parallel mamba_groups; context_parallel must be 1. Only with 'M' layers.
+    mamba_heads: int = 0
+    mamba_head_dim: int = 0
+    mamba_state_dim: int = 0
+    mamba_groups: int = 0
+    mamba_conv_kernel: int = 0
+    mamba_chunk_size: int = 0
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ class GemmShape(_message.Message):
     def __init__(self, m: _Optional[int] = ..., n: _Optional[int] = ..., k: _Optional[int] = ..., batch: _Optional[int] = ...) -> None: ...
 
 class ModelSpec(_message.Message):
-    __slots__ = ["attention", "bias", "context_parallel", "data_parallel", "dense_ffn_hidden_size", "dtype", "expert_groups", "expert_groups_per_token", "expert_parallel", "expert_tensor_parallel", "experts_per_token", "ffn_hidden_size", "first_dense_layers", "fused_gate_up", "glu_clamp", "head_dim", "hidden_size", "kv_cache_length", "kv_lora_rank", "learned_position_embeddings", "micro_batch_size", "mlp", "moe_capacity_factor", "moe_layer_interval", "moe_routing_skew", "name", "norm", "num_attention_heads", "num_experts", "num_kv_heads", "num_layers", "pipeline_parallel", "q_lora_rank", "qk_rope_head_dim", "seq_length", "shared_expert_ffn_hidden_size", "shared_expert_gate", "sliding_window", "sliding_window_layers", "tensor_parallel", "tied_embeddings", "v_head_dim", "vocab_size", "workload"]
+    __slots__ = ["attention", "bias", "context_parallel", "data_parallel", "dense_ffn_hidden_size", "dtype", "expert_groups", "expert_groups_per_token", "expert_parallel", "expert_tensor_parallel", "experts_per_token", "ffn_hidden_size", "first_dense_layers", "fused_gate_up", "glu_clamp", "head_dim", "hidden_size", "hybrid_pattern", "kv_cache_length", "kv_lora_rank", "learned_position_embeddings", "mamba_chunk_size", "mamba_conv_kernel", "mamba_groups", "mamba_head_dim", "mamba_heads", "mamba_state_dim", "micro_batch_size", "mlp", "moe_capacity_factor", "moe_layer_interval", "moe_routing_skew", "name", "norm", "num_attention_heads", "num_experts", "num_kv_heads", "num_layers", "pipeline_parallel", "q_lora_rank", "qk_rope_head_dim", "seq_length", "shared_expert_ffn_hidden_size", "shared_expert_gate", "sliding_window", "sliding_window_layers", "tensor_parallel", "tied_embeddings", "v_head_dim", "vocab_size", "workload"]
     ATTENTION_FIELD_NUMBER: _ClassVar[int]
     BIAS_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -127,9 +127,16 @@ class ModelSpec(_message.Message):
     GLU_CLAMP_FIELD_NUMBER: _ClassVar[int]
     HEAD_DIM_FIELD_NUMBER: _ClassVar[int]
     HIDDEN_SIZE_FIELD_NUMBER: _ClassVar[int]
+    HYBRID_PATTERN_FIELD_NUMBER: _ClassVar[int]
     KV_CACHE_LENGTH_FIELD_NUMBER: _ClassVar[int]
     KV_LORA_RANK_FIELD_NUMBER: _ClassVar[int]
     LEARNED_POSITION_EMBEDDINGS_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_CHUNK_SIZE_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_CONV_KERNEL_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_GROUPS_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_HEADS_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_HEAD_DIM_FIELD_NUMBER: _ClassVar[int]
+    MAMBA_STATE_DIM_FIELD_NUMBER: _ClassVar[int]
     MICRO_BATCH_SIZE_FIELD_NUMBER: _ClassVar[int]
     MLP_FIELD_NUMBER: _ClassVar[int]
     MOE_CAPACITY_FACTOR_FIELD_NUMBER: _ClassVar[int]
@@ -171,9 +178,16 @@ class ModelSpec(_message.Message):
     glu_clamp: float
     head_dim: int
     hidden_size: int
+    hybrid_pattern: str
     kv_cache_length: int
     kv_lora_rank: int
     learned_position_embeddings: int
+    mamba_chunk_size: int
+    mamba_conv_kernel: int
+    mamba_groups: int
+    mamba_head_dim: int
+    mamba_heads: int
+    mamba_state_dim: int
     micro_batch_size: int
     mlp: Mlp
     moe_capacity_factor: float
@@ -198,7 +212,7 @@ class ModelSpec(_message.Message):
     v_head_dim: int
     vocab_size: int
     workload: Workload
-    def __init__(self, name: _Optional[str] = ..., hidden_size: _Optional[int] = ..., num_attention_heads: _Optional[int] = ..., num_kv_heads: _Optional[int] = ..., head_dim: _Optional[int] = ..., num_layers: _Optional[int] = ..., ffn_hidden_size: _Optional[int] = ..., mlp: _Optional[_Union[Mlp, str]] = ..., fused_gate_up: bool = ..., vocab_size: _Optional[int] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., attention: _Optional[_Union[Attention, str]] = ..., workload: _Optional[_Union[Workload, str]] = ..., tied_embeddings: bool = ..., kv_cache_length: _Optional[int] = ..., norm: _Optional[_Union[Norm, str]] = ..., bias: _Optional[_Union[Bias, str]] = ..., learned_position_embeddings: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., num_experts: _Optional[int] = ..., experts_per_token: _Optional[int] = ..., shared_expert_ffn_hidden_size: _Optional[int] = ..., shared_expert_gate: bool = ..., expert_groups: _Optional[int] = ..., expert_groups_per_token: _Optional[int] = ..., data_parallel: _Optional[int] = ..., first_dense_layers: _Optional[int] = ..., moe_layer_interval: _Optional[int] = ..., dense_ffn_hidden_size: _Optional[int] = ..., kv_lora_rank: _Optional[int] = ..., q_lora_rank: _Optional[int] = ..., qk_rope_head_dim: _Optional[int] = ..., v_head_dim: _Optional[int] = ..., sliding_window: _Optional[int] = ..., sliding_window_layers: _Optional[int] = ..., context_parallel: _Optional[int] = ..., expert_parallel: _Optional[int] = ..., expert_tensor_parallel: _Optional[int] = ..., moe_capacity_factor: _Optional[float] = ..., moe_routing_skew: _Optional[float] = ..., glu_clamp: _Optional[float] = ...) -> None: ...
+    def __init__(self, name: _Optional[str] = ..., hidden_size: _Optional[int] = ..., num_attention_heads: _Optional[int] = ..., num_kv_heads: _Optional[int] = ..., head_dim: _Optional[int] = ..., num_layers: _Optional[int] = ..., ffn_hidden_size: _Optional[int] = ..., mlp: _Optional[_Union[Mlp, str]] = ..., fused_gate_up: bool = ..., vocab_size: _Optional[int] = ..., seq_length: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., dtype: _Optional[_Union[Dtype, str]] = ..., attention: _Optional[_Union[Attention, str]] = ..., workload: _Optional[_Union[Workload, str]] = ..., tied_embeddings: bool = ..., kv_cache_length: _Optional[int] = ..., norm: _Optional[_Union[Norm, str]] = ..., bias: _Optional[_Union[Bias, str]] = ..., learned_position_embeddings: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., num_experts: _Optional[int] = ..., experts_per_token: _Optional[int] = ..., shared_expert_ffn_hidden_size: _Optional[int] = ..., shared_expert_gate: bool = ..., expert_groups: _Optional[int] = ..., expert_groups_per_token: _Optional[int] = ..., data_parallel: _Optional[int] = ..., first_dense_layers: _Optional[int] = ..., moe_layer_interval: _Optional[int] = ..., dense_ffn_hidden_size: _Optional[int] = ..., kv_lora_rank: _Optional[int] = ..., q_lora_rank: _Optional[int] = ..., qk_rope_head_dim: _Optional[int] = ..., v_head_dim: _Optional[int] = ..., sliding_window: _Optional[int] = ..., sliding_window_layers: _Optional[int] = ..., context_parallel: _Optional[int] = ..., expert_parallel: _Optional[int] = ..., expert_tensor_parallel: _Optional[int] = ..., moe_capacity_factor: _Optional[float] = ..., moe_routing_skew: _Optional[float] = ..., glu_clamp: _Optional[float] = ..., hybrid_pattern: _Optional[str] = ..., mamba_heads: _Optional[int] = ..., mamba_head_dim: _Optional[int] = ..., mamba_state_dim: _Optional[int] = ..., mamba_groups: _Optional[int] = ..., mamba_conv_kernel: _Optional[int] = ..., mamba_chunk_size: _Optional[int] = ...) -> None: ...
 
 class Provenance(_message.Message):
     __slots__ = ["calibration", "device", "error_band_p10", "error_band_p90", "from_cache", "measured_at", "method", "relative_spread", "samples", "source", "storage"]
