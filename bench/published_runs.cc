@@ -216,6 +216,8 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 //   with DeepEP for FP8 in 26.02; from 26.02.01 the flex dispatcher (HybridEP) and no overlap
 //   (f29a269f8, "Update Qwen3 30B H100 Base Configs with HybridEP", in v0.3.1: EP 16, no PP; the
 //   26.02.01 table still gives 26.02's PP 2 / VP 12 / EP 8, priced as given).
+// - Nemotron 3 Nano (26.02.01 to 26.06): HybridEP (the flex dispatcher), no overlap; its FP8
+//   recompute_modules recompute the MoE layers (recompute_moe).
 // - GPT-OSS-120B: neither (the alltoall dispatcher, no overlap; its recompute_modules
 //   ["layernorm", "moe_act"] recompute elementwise work only and are left out).
 // - Rows their table marks "(tokendrop)" (25.09's Qwen3 rows on H100: scripts/performance/
@@ -244,6 +246,14 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   } else if (absl::StrContains(model, "qwen3-30b")) {
     run.ep_overlap = yymm >= 251100 && yymm < 260201;
     if (yymm >= 260200 && s.dtype == DType::kFp8E4M3) run.ep_dispatcher = EpDispatcher::kFlex;
+  } else if (absl::StrContains(model, "nemotron-3-nano")) {
+    // Every release's H100 config (nemotron_3_nano_workload_base_configs.py at v0.3.1,
+    // nemotron_3_workload_base_configs.py at v0.4.0 and v0.5.0): HybridEP, and for FP8
+    // recompute_modules ["moe", "layernorm", "core_attn", "moe_act"]: the MoE layers' forward
+    // again (recompute_moe); the norms' and the activation's are elementwise work and the six
+    // attention layers' core is left out (flash attention's recomputation is not priced).
+    run.ep_dispatcher = EpDispatcher::kFlex;
+    run.recompute_moe = s.dtype == DType::kFp8E4M3;
   }
   const std::string& src = r.at("source");
   if (absl::StrContains(src, "HybridEP") || absl::StrContains(src, "DeepEP")) {
