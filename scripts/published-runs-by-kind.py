@@ -13,7 +13,7 @@ import sys
 KINDS = [
     ("Llama 2 7B, context parallel, 4k-1M tokens (model TFLOP/s)", re.compile(r"^nemo_longseq_")),
     ("MoE with expert parallelism (tokens/s, step time)",
-     re.compile(r"(qwen3-30b|qwen3-235b|gpt-oss|deepseekv3|mixtral)")),
+     re.compile(r"(qwen3-30b|qwen3-235b|gpt-oss|deepseekv3|mixtral|nemotron-3-nano)")),
     ("dense (tokens/s)", re.compile(r".")),
 ]
 
