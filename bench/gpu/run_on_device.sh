@@ -32,6 +32,10 @@
 #              fast accumulation (its forward), the list's m,n,k as TN GEMMs timed interleaved by
 #              torch._scaled_mm (torch_fp8_accum.py: fp8-accum.csv and .txt, the median ratio);
 #              a figure for the planner's FP8 backward, not a target;
+#   mamba      a hybrid's Mamba-2 scan (torch_ssd.py: Nemotron 3 Nano's mixer at 8192 tokens, a
+#              PyTorch chunked scan forward and backward beside its four batched products alone;
+#              mamba-ssd.csv and .txt, with the planner's price of the products): what the
+#              planner's hybrid pricing has not measured; a figure, not a target;
 #   moe        one rank's MoE block, forward and backward, in PyTorch eager beside its GEMMs alone
 #              (torch_moe_block.py: Qwen3-30B-A3B on EP 16 and GPT-OSS-120B on EP 8, 4096 and
 #              16384 tokens; moe-block.csv and .txt): what of the block is not its GEMMs and
@@ -62,9 +66,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|families|gemms|sweeps|attention|fp8|moe|layers|recommend|summary) ;;
-    *) echo "run_on_device.sh: unknown part '$p': all, tests, families, gemms, sweeps," \
-         "attention, fp8, moe, layers, recommend, summary" >&2
+    all|tests|families|moe|mamba|gemms|sweeps|attention|fp8|layers|recommend|summary) ;;
+    *) echo "run_on_device.sh: unknown part '$p': all, tests, families, moe, mamba, gemms," \
+         "sweeps, attention, fp8, layers, recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -141,6 +145,20 @@ python3 bench/gpu/compare_families.py "$out" > "$out/families.txt" 2>&1
 fi
 if want families || want moe; then
   python3 bench/gpu/torch_moe_block.py "$out/moe-block.csv" > "$out/moe-block.txt" 2>&1
+fi
+if want mamba; then
+  # A hybrid's Mamba-2 scan (Nemotron 3 Nano's mixer): PyTorch's chunked scan and its four
+  # batched products, beside the planner's price of the products for one layer.
+  python3 bench/gpu/torch_ssd.py "$out/mamba-ssd.csv" > "$out/mamba-ssd.txt" 2>&1
+  "$R" wavecrest analyze --model examples/models/hf/nemotron-3-nano-30b-a3b.json \
+    --gpu "$kind" --seq 8192 --format json \
+    2>/dev/null | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+t = sum(g["time_s"] * int(g["gemm"]["count"]) for g in j["gemms"]
+        if g["gemm"]["name"].startswith("ssd_"))
+print(f"planner: the scan products of one layer, forward and backward, {t / 23 * 1e3:.3f} ms")
+' >> "$out/mamba-ssd.txt" 2>&1
 fi
 
 if want gemms; then
