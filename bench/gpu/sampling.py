@@ -42,3 +42,41 @@ def sample(run, target=0.01, budget=2.0, sleep_cycles=100000):
             break
     return {"median_s": med, "p10_s": percentile(samples, 0.1), "p90_s": percentile(samples, 0.9),
             "samples": len(samples), "relative_spread": spread}
+
+
+def whole_against_parts(path, cases, header):
+    """Times each case's two closures (the whole, then its parts alone), writes a CSV row per case
+    to `path` (its label fields, both medians, the share of the whole beyond the parts, the sample
+    counts, the device) and prints a line each. `cases` yields (label fields, build) where build()
+    returns the two closures; `header` names the CSV's columns: the label fields', the whole's,
+    the parts', the share's, the two sample counts' and the device's. A case that fails is reported and the rest go on.
+    Returns how many cases were timed."""
+    import csv
+    import sys
+    import torch
+    device = f"{torch.cuda.get_device_name(0)} torch {torch.__version__}"
+    written = 0
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for label, build in cases:
+            try:
+                whole, parts = build()
+                a = sample(whole, budget=2.0, sleep_cycles=1000000)
+                b = sample(parts, budget=2.0, sleep_cycles=1000000)
+            except Exception as e:  # reported, the rest go on
+                print(f"{' '.join(map(str, label))}: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            finally:
+                torch.cuda.empty_cache()
+            share = 1 - b["median_s"] / a["median_s"]
+            w.writerow(list(label) + [f"{a['median_s']:.6e}", f"{b['median_s']:.6e}",
+                                      f"{share:.4f}", a["samples"], b["samples"],
+                                      device.replace(",", ";")])
+            f.flush()
+            written += 1
+            print(f"{' '.join(map(str, label)):<30} {a['median_s'] * 1e3:>9.3f} ms "
+                  f"{b['median_s'] * 1e3:>9.3f} ms {100 * share:>6.1f}% beyond the parts",
+                  flush=True)
+    print(f"{written} timed into {path} ({device})")
+    return written

@@ -17,7 +17,6 @@ experts, top 8; 8 local experts on EP 16) and GPT-OSS-120B (h 2880, f 2880, 128 
 
 Usage: torch_moe_block.py OUT.csv   (writes OUT.csv and prints a table; exit 1 if nothing ran)
 """
-import csv
 import sys
 
 import sampling
@@ -75,32 +74,10 @@ def main(argv):
         print(__doc__)
         return 2
     import torch
-    device = f"{torch.cuda.get_device_name(0)} torch {torch.__version__}"
-    written = 0
-    with open(argv[0], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        print(f"{'config':<22} {'tokens':>6} {'block ms':>9} {'GEMMs ms':>9} {'not GEMMs':>9}")
-        for name, h, ffn, experts, k, local in CONFIGS:
-            for tokens in TOKENS:
-                try:
-                    block, gemms = block_and_gemms(torch, h, ffn, experts, k, local, tokens)
-                    b = sampling.sample(block, budget=2.0, sleep_cycles=1000000)
-                    g = sampling.sample(gemms, budget=2.0, sleep_cycles=1000000)
-                except Exception as e:  # reported, the rest go on
-                    print(f"{name} {tokens}: {type(e).__name__}: {e}", file=sys.stderr)
-                    continue
-                finally:
-                    torch.cuda.empty_cache()
-                share = 1 - g["median_s"] / b["median_s"]
-                w.writerow([name, tokens, f"{b['median_s']:.6e}", f"{g['median_s']:.6e}",
-                            f"{share:.4f}", b["samples"], g["samples"], device.replace(",", ";")])
-                f.flush()
-                written += 1
-                print(f"{name:<22} {tokens:>6} {b['median_s'] * 1e3:>9.3f} "
-                      f"{g['median_s'] * 1e3:>9.3f} {100 * share:>8.1f}%", flush=True)
-    print(f"{written} of {len(CONFIGS) * len(TOKENS)} blocks timed into {argv[0]} ({device})")
-    return 0 if written else 1
+    cases = (((name, tokens),
+              lambda c=(h, ffn, experts, k, local, tokens): block_and_gemms(torch, *c))
+             for name, h, ffn, experts, k, local in CONFIGS for tokens in TOKENS)
+    return 0 if sampling.whole_against_parts(argv[0], cases, HEADER) else 1
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ Nemotron 3 Nano 30B-A3B's mixer on one GPU (64 heads of 64, 8 groups, state 128,
 
 Usage: torch_ssd.py OUT.csv   (writes OUT.csv and prints a table; exit 1 if nothing ran)
 """
-import csv
 import sys
 
 import sampling
@@ -87,31 +86,10 @@ def main(argv):
         print(__doc__)
         return 2
     import torch
-    device = f"{torch.cuda.get_device_name(0)} torch {torch.__version__}"
-    written = 0
-    with open(argv[0], "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        print(f"{'config':<24} {'tokens':>6} {'scan ms':>9} {'products ms':>11} {'rest':>7}")
-        for name, b, s, heads, p, groups, n, q in CONFIGS:
-            try:
-                scan, products = scan_and_products(torch, b, s, heads, p, groups, n, q)
-                sc = sampling.sample(scan, budget=2.0, sleep_cycles=1000000)
-                pr = sampling.sample(products, budget=2.0, sleep_cycles=1000000)
-            except Exception as e:  # reported, the rest go on
-                print(f"{name}: {type(e).__name__}: {e}", file=sys.stderr)
-                continue
-            finally:
-                torch.cuda.empty_cache()
-            share = 1 - pr["median_s"] / sc["median_s"]
-            w.writerow([name, b * s, f"{sc['median_s']:.6e}", f"{pr['median_s']:.6e}",
-                        f"{share:.4f}", sc["samples"], pr["samples"], device.replace(",", ";")])
-            f.flush()
-            written += 1
-            print(f"{name:<24} {b * s:>6} {sc['median_s'] * 1e3:>9.3f} "
-                  f"{pr['median_s'] * 1e3:>11.3f} {100 * share:>6.1f}%", flush=True)
-    print(f"{written} of {len(CONFIGS)} scans timed into {argv[0]} ({device})")
-    return 0 if written else 1
+    cases = (((name, b * s),
+              lambda c=(b, s, heads, p, groups, n, q): scan_and_products(torch, *c))
+             for name, b, s, heads, p, groups, n, q in CONFIGS)
+    return 0 if sampling.whole_against_parts(argv[0], cases, HEADER) else 1
 
 
 if __name__ == "__main__":
