@@ -108,14 +108,15 @@ double HybridLayerActivationBytesPerToken(const ModelSpec& spec, const MemoryLay
   const double q_w = static_cast<double>(d.q_width), kv_w = static_cast<double>(d.kv_width);
   const double attention = outside + (2 * q_w + 4 * kv_w + (fp8 ? 3 : 2) * q_w) / t;
   const double f_active = static_cast<double>(d.active_ffn_per_rank) * t;
-  const double mlp =
-      outside + ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active / t;
+  const double interior = ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active / t;
+  const double dense = outside + interior;
+  const double moe = outside + (layout.recompute_moe ? 0 : interior);  // recompute_moe keeps none
   const double inner = static_cast<double>(d.mamba_inner_per_rank);
   const double mamba = outside + 2 * static_cast<double>(d.mamba_in_proj_per_rank) +
                        2 * static_cast<double>(d.mamba_conv_per_rank) + 2 * inner +
                        (fp8 ? 1 : 2) * inner;
   return (static_cast<double>(d.attention_layers) * attention +
-          static_cast<double>(d.dense_layers + d.moe_layers) * mlp +
+          static_cast<double>(d.dense_layers) * dense + static_cast<double>(d.moe_layers) * moe +
           static_cast<double>(d.mamba_layers) * mamba) /
          static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
 }
@@ -151,7 +152,12 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   // docs/discussions/deepseek-v3-gb200-optimization, sec. 2.2.2: "SDPA saves a BF16 output tensor,
   // while Projection Linear saves an FP8 tensor quantized from the input tensor").
   const bool fp8 = spec.dtype == DType::kFp8E4M3;
-  const double mlp_interior = ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active;
+  // Recomputed MoE layers keep no MLP interior: the layers' share that is dense keeps it.
+  const double kept = layout.recompute_moe && d.moe_layers > 0
+                          ? static_cast<double>(d.dense_layers) /
+                                static_cast<double>(std::max<int64_t>(spec.num_layers, 1))
+                          : 1.0;
+  const double mlp_interior = ((spec.mlp == Mlp::kGelu ? 4 : 6) - (fp8 ? 1 : 0)) * f_active * kept;
   const double outside_h = fp8 ? 8 : 10;
   const double outside = layout.sequence_parallel ? outside_h * h / t : outside_h * h;
   const double projection_input = (fp8 ? 3 : 2) * q_w;

@@ -65,6 +65,9 @@ struct MemoryLayout {
   // Stored activations copied to host memory after each layer's forward and back before its
   // backward (Megatron-Core's and Transformer Engine's CPU offloading).
   bool offload_activations = false;
+  // The MoE layers' forward run again in backward (RunConfig::recompute_moe): their MLP interior
+  // (the experts' and shared experts' activations) is not kept, only the layer's input.
+  bool recompute_moe = false;
   // Bytes per gradient: 4 (0) = FP32 main gradients (Megatron, and DeepSpeed's partitions); 2 =
   // 16-bit gradients (the ZeRO paper's accounting, FSDP with a 16-bit reduce dtype).
   int gradient_bytes = 0;

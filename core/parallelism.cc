@@ -87,6 +87,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   MemoryLayout layout;
   layout.sequence_parallel = run.sequence_parallel;
   layout.recompute = run.recompute;
+  layout.recompute_moe = run.recompute_moe;
   layout.interleave = run.interleave;
   layout.microbatches = r.microbatches;
   layout.data_parallel = r.data_parallel;

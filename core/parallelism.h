@@ -133,7 +133,8 @@ struct RunConfig {
   bool moe_unfused_ops = false;
   // Megatron-Core's recompute_modules "moe" (Megatron-Bridge's Nemotron 3 recipes): each MoE
   // layer's forward (router, dispatch and combine all-to-alls, experts, shared expert) run again
-  // in backward instead of keeping its activations. On top of `recompute`.
+  // in backward instead of keeping its MLP activations (MemoryLayout::recompute_moe). On top of
+  // `recompute`.
   bool recompute_moe = false;
   // Multi-token prediction modules trained beside the model (DeepSeek-V3's one; Megatron-Core's
   // --mtp-num-layers), on the last pipeline stage: each one more transformer layer (priced as the

@@ -249,8 +249,8 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (RecomputesMoeAlone(run)) {
     out.push_back(
         "recompute_moe: each MoE layer's forward (router, experts, shared expert and its "
-        "all-to-alls) runs again in backward; the memory estimate still keeps its activations "
-        "(an upper bound)");
+        "all-to-alls) runs again in backward, its MLP activations not kept (the memory estimate "
+        "keeps the layer's input)");
   }
   if (IsHybrid(s)) out.push_back(HybridAssumption(s));
   if (run.recompute == Recompute::kOp) {

@@ -497,6 +497,15 @@ TEST(ExpertParallelTest, RecomputingTheMoeLayersAddsTheirForwardAndAllToAlls) {
   EXPECT_TRUE(absl::c_any_of(moe.assumptions, [](const std::string& x) {
     return absl::StrContains(x, "recompute_moe");
   }));
+  // Its experts' activations are not kept: every layer of Mixtral is MoE, so each drops its
+  // SwiGLU interior (6 bytes per unit of the active width, top 2 of 14336, per token).
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  MemoryLayout layout;
+  const double kept = EstimateMemory(s, gpu, layout).activations_bytes;
+  layout.recompute_moe = true;
+  const double recomputed = EstimateMemory(s, gpu, layout).activations_bytes;
+  EXPECT_DOUBLE_EQ(kept - recomputed, 32.0 * 4096 * 6 * 2 * 14336);
+  EXPECT_LT(moe.memory.activations_bytes, base.memory.activations_bytes);
   run.recompute = Recompute::kFull;
   const StepBreakdown full = *Step(s, run);
   run.recompute_moe = false;
