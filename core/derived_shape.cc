@@ -80,9 +80,8 @@ void DeriveExperts(const ModelSpec& s, DerivedShape& d) {
 
 // A hybrid model's layers by kind (its pattern's letters) and its Mamba-2 mixers per rank.
 void DeriveHybrid(const ModelSpec& s, DerivedShape& d) {
-  d.attention_layers = 0;
+  d.attention_layers = AttentionLayers(s);
   for (const char c : s.hybrid_pattern) {
-    d.attention_layers += c == kHybridAttention;
     d.mamba_layers += c == kHybridMamba;
     d.moe_layers += c == kHybridMoe;
   }

@@ -93,6 +93,16 @@ inline bool IsSsdGemm(absl::string_view name) {
   return name == kSsdCb || name == kSsdDiag || name == kSsdState || name == kSsdOff;
 }
 
+// Whether a GEMM is a routed expert's (grouped over the rank's experts), and whether it is any
+// of a MoE block's (those, the router and the shared expert).
+inline bool IsRoutedExpertGemm(absl::string_view name) {
+  return name == kMoeGateUp || name == kMoeUp || name == kMoeDown;
+}
+inline bool IsMoeBlockGemm(absl::string_view name) {
+  return IsRoutedExpertGemm(name) || name == kMoeRouter || name == kSharedGateUp ||
+         name == kSharedUp || name == kSharedDown;
+}
+
 struct Gemm {
   std::string name;
   Pass pass = Pass::kForward;

@@ -76,13 +76,8 @@ double KvCacheBytesPerToken(const ModelSpec& spec) {
   const int64_t windowed = spec.sliding_window == 0            ? 0
                            : spec.sliding_window_layers == 0 ? spec.num_layers
                                                              : spec.sliding_window_layers;
-  int64_t attention_layers = spec.num_layers;  // a hybrid model's '*' layers
-  if (IsHybrid(spec)) {
-    attention_layers = static_cast<int64_t>(
-        std::count(spec.hybrid_pattern.begin(), spec.hybrid_pattern.end(), kHybridAttention));
-  }
   const double layers =
-      static_cast<double>(attention_layers - windowed) +
+      static_cast<double>(AttentionLayers(spec) - windowed) +
       static_cast<double>(windowed) * std::min(len, static_cast<double>(spec.sliding_window)) / len;
   return layers * per_layer * 2;
 }

@@ -5,15 +5,6 @@
 #include "core/op_recompute.h"
 
 namespace wavecrest {
-namespace {
-
-// A GEMM of a MoE layer's MLP block: the router, the experts, the shared expert.
-bool IsMoeBlockGemm(absl::string_view name) {
-  return name == kMoeRouter || name == kMoeGateUp || name == kMoeUp || name == kMoeDown ||
-         name == kSharedGateUp || name == kSharedUp || name == kSharedDown;
-}
-
-}  // namespace
 
 MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   MicroBatch mb;

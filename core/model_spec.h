@@ -218,7 +218,19 @@ struct FieldViolation {
   friend bool operator==(const FieldViolation&, const FieldViolation&) = default;
 };
 
+// Adds "must be in [lo, hi]; got value" for `field` when value is outside [lo, hi].
+void AddRangeViolation(std::vector<FieldViolation>& out, absl::string_view field, int64_t value,
+                       int64_t lo, int64_t hi);
+inline void CheckRange(std::vector<FieldViolation>& out, absl::string_view field, int64_t value,
+                       int64_t lo, int64_t hi) {
+  if (value < lo || value > hi) [[unlikely]] {
+    AddRangeViolation(out, field, value, lo, hi);
+  }
+}
+
 inline bool IsHybrid(const ModelSpec& spec) { return !spec.hybrid_pattern.empty(); }
+// Layers with attention: a hybrid model's '*' layers, else every layer.
+int64_t AttentionLayers(const ModelSpec& spec);
 
 // Returns `spec` with every "0 = default" field filled in. Does not validate.
 ModelSpec WithDefaults(const ModelSpec& spec);

@@ -9,13 +9,6 @@
 namespace wavecrest {
 namespace {
 
-void InRange(std::vector<FieldViolation>& v, const char* field, int64_t value, int64_t lo,
-             int64_t hi) {
-  if (value < lo || value > hi) {
-    v.push_back({field, absl::StrCat("must be in [", lo, ", ", hi, "]; got ", value)});
-  }
-}
-
 bool AnyMambaField(const ModelSpec& s) {
   return s.mamba_heads != 0 || s.mamba_head_dim != 0 || s.mamba_state_dim != 0 ||
          s.mamba_groups != 0 || s.mamba_conv_kernel != 0 || s.mamba_chunk_size != 0;
@@ -72,12 +65,12 @@ void ValidateMambaMixers(const ModelSpec& s, std::vector<FieldViolation>& v) {
                               "modelled); got ",
                               s.context_parallel)});
   }
-  InRange(v, "mamba_heads", s.mamba_heads, 1, kMaxMambaHeads);
-  InRange(v, "mamba_head_dim", s.mamba_head_dim, 1, kMaxHeadDim);
-  InRange(v, "mamba_state_dim", s.mamba_state_dim, 1, kMaxMambaStateDim);
-  InRange(v, "mamba_groups", s.mamba_groups, 1, kMaxMambaHeads);
-  InRange(v, "mamba_conv_kernel", s.mamba_conv_kernel, 1, kMaxMambaConvKernel);
-  InRange(v, "mamba_chunk_size", s.mamba_chunk_size, 1, kMaxMambaChunkSize);
+  CheckRange(v, "mamba_heads", s.mamba_heads, 1, kMaxMambaHeads);
+  CheckRange(v, "mamba_head_dim", s.mamba_head_dim, 1, kMaxHeadDim);
+  CheckRange(v, "mamba_state_dim", s.mamba_state_dim, 1, kMaxMambaStateDim);
+  CheckRange(v, "mamba_groups", s.mamba_groups, 1, kMaxMambaHeads);
+  CheckRange(v, "mamba_conv_kernel", s.mamba_conv_kernel, 1, kMaxMambaConvKernel);
+  CheckRange(v, "mamba_chunk_size", s.mamba_chunk_size, 1, kMaxMambaChunkSize);
   if (s.mamba_groups >= 1 && s.mamba_heads >= 1 && s.mamba_heads % s.mamba_groups != 0) {
     v.push_back({"mamba_groups", absl::StrCat("must divide mamba_heads (", s.mamba_heads,
                                               "); got ", s.mamba_groups)});

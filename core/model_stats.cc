@@ -109,7 +109,7 @@ FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms) {
   for (const Gemm& g : gemms) {
     c.step_flops += g.step_flops();
     if (g.pass == Pass::kForward) c.forward_flops += g.step_flops();
-    const bool expert = g.name == kMoeUp || g.name == kMoeGateUp || g.name == kMoeDown;
+    const bool expert = IsRoutedExpertGemm(g.name);
     const bool scores = g.name == kAttnScore || g.name == kAttnOverValue;
     double model = expert ? g.step_flops() / padding : g.step_flops();
     if (g.fused_attention) {

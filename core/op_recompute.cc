@@ -69,10 +69,6 @@ std::vector<BlockMm> BlockMms(const ModelSpec& s, const DerivedShape& d) {
   return mms;
 }
 
-bool IsExpertGemm(absl::string_view name) {
-  return name == kMoeGateUp || name == kMoeUp || name == kMoeDown;
-}
-
 }  // namespace
 
 double OpRecomputeForwardS(const Analysis& a) {
@@ -94,7 +90,7 @@ double OpRecomputeForwardS(const Analysis& a) {
     if (++mm % 2 == 0) recompute += m.share * forward_s(m.gemm);
   }
   for (const GemmAnalysis& g : a.gemms) {
-    if (g.gemm.pass == Pass::kForward && IsExpertGemm(g.gemm.name)) {
+    if (g.gemm.pass == Pass::kForward && IsRoutedExpertGemm(g.gemm.name)) {
       recompute += g.prediction.time_s * static_cast<double>(g.gemm.count);
     }
   }

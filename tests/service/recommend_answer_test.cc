@@ -49,7 +49,9 @@ TEST(RecommendAnswerTest, TheTopRowsTheBaselineOnceAndAVerdict) {
   int baselines = 0;
   for (int i = 0; i < r->candidates_size(); ++i) {
     baselines += r->candidates(i).baseline();
-    if (i > 0) EXPECT_GT(r->candidates(i).rank(), r->candidates(i - 1).rank());
+    if (i > 0) {
+      EXPECT_GT(r->candidates(i).rank(), r->candidates(i - 1).rank());
+    }
   }
   EXPECT_EQ(baselines, 1);
   EXPECT_EQ(r->verdict(), v1::VERDICT_CHANGE);
