@@ -249,6 +249,21 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, cons
   }
 }
 
+// Whether ZeRO-3 defers its reduce-scatter to the step's last micro-batch, so that the stage's
+// gradients build up unsharded, in the reduce dtype, beside the sharded ones: FSDP2 under
+// PyTorch's pipelining with the weights kept gathered (reshard_after_forward false, TorchTitan's
+// default with pipeline stages). Its stage runs every backward with
+// set_requires_gradient_sync(False) and set_reshard_after_backward(False) and reduces once after
+// the last (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync, at the torch of
+// TorchTitan's December 2024 benchmarks), and FSDP2 keeps the unsharded gradients it accumulates
+// in its reduce dtype (FSDPParam.to_accumulated_grad_if_needed). TorchTitan's published peaks bear
+// it out (bench/data/published-runs-torchtitan-h100.md). Not taken where the weights are
+// resharded after forward: NeMo AutoModel's DeepSeek-V3 on 256 H100s (PP 4) ran in 80 GB, which
+// 37 GiB more of unsharded FP32 gradients would not allow.
+bool DefersShardedGradients(const ModelSpec& spec, const MemoryLayout& layout, int zero) {
+  return zero >= 3 && spec.pipeline_parallel > 1 && !layout.reshard_after_forward;
+}
+
 // ZeRO 3's gathered weights on a GPU whose one layer holds `layer` parameters: the layer (or the
 // embedding, when larger) being used and the next being gathered; not resharded after forward,
 // the stage's layers stay gathered until their backward.
@@ -347,6 +362,11 @@ MemoryEstimate StageMemory(const ModelSpec& spec, const GpuSpec& gpu, const Memo
   if (spec.workload == Workload::kTraining) {
     const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
     m.gradients_bytes = params.Held(zero, 2) * grad_bytes;
+    // Under a pipeline the stage's gradients also build up unsharded over its micro-batches in
+    // the reduce dtype (DefersShardedGradients).
+    if (DefersShardedGradients(spec, layout, zero)) {
+      m.gradients_bytes += params.Held(0, 1) * grad_bytes;
+    }
     if (zero >= 3) {
       m.gathered_bytes = GatheredBytes(spec, layout, stage, params.Layer(), weight_bytes);
     }

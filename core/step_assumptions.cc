@@ -168,7 +168,9 @@ void AddZero3Assumptions(const RunConfig& run, std::vector<std::string>& out) {
                     : "each layer's weights kept gathered from its forward to its backward: one "
                       "gather per layer and micro-batch, the stage's weights held (FSDP2's "
                       "reshard_after_forward=False, TorchTitan's default with pipeline "
-                      "parallelism)");
+                      "parallelism); with pipeline stages the stage's gradients also held "
+                      "unsharded in the reduce dtype until the step's last micro-batch "
+                      "(PyTorch's pipelining defers FSDP2's reduce-scatter to it)");
 }
 
 // What RunConfig::moe_unfused_ops priced for these experts, in words.

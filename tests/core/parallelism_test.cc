@@ -9,6 +9,7 @@
 #include "bench/megatron_runs.h"
 #include "core/collectives.h"
 #include "core/gemm.h"
+#include "core/model_stats.h"
 #include "core/units.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -506,6 +507,33 @@ TEST(ParallelismTest, KeepingWeightsGatheredAfterForwardHalvesTheGathers) {
   EXPECT_GT(kept.memory.gathered_bytes, 3 * resharded.memory.gathered_bytes);  // 8 layers
   EXPECT_TRUE(Says(kept, "kept gathered from its forward to its backward"));
   EXPECT_TRUE(Says(resharded, "gathered again for its backward"));
+}
+
+// FSDP2 under PyTorch's pipelining with the weights kept gathered: each stage's gradients build
+// up unsharded (FP32, the reduce dtype) over the micro-batches beside the sharded ones, so the
+// gradient memory grows by the stage's parameters per tensor-parallel rank times 4 bytes; not
+// without pipeline stages, and not where the weights are resharded after forward.
+TEST(ParallelismTest, PipelinedFsdpKeepingWeightsGatheredHoldsTheStagesGradientsUnsharded) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 256;
+  run.zero_stage = 3;
+  const ModelSpec piped = *NormalizeSpec(Llama70B(8, 2));
+  const StepBreakdown resharded = Plan(piped, run);
+  run.reshard_after_forward = false;
+  const StepBreakdown kept = Plan(piped, run);
+  // The fullest stage's parameters per tensor-parallel rank (its layers and one embedding).
+  const ParamCounts p = CountParams(piped);
+  const double stage_params =
+      (static_cast<double>(p.per_layer_params) * 40 + 8192.0 * 128256) / 8;
+  EXPECT_NEAR(kept.memory.gradients_bytes - resharded.memory.gradients_bytes, stage_params * 4,
+              0.02 * stage_params * 4);
+  EXPECT_TRUE(Says(kept, "gradients also held unsharded"));
+  const ModelSpec flat = *NormalizeSpec(Llama70B(8, 1));
+  const StepBreakdown flat_kept = Plan(flat, run);
+  run.reshard_after_forward = true;
+  const StepBreakdown flat_resharded = Plan(flat, run);
+  EXPECT_DOUBLE_EQ(flat_kept.memory.gradients_bytes, flat_resharded.memory.gradients_bytes);
 }
 
 // Across nodes a collective's ranks that share a node send through as many NICs at once (NCCL
