@@ -2,8 +2,8 @@
 """Writes bench/data/published-runs-nemo-h100.csv: NVIDIA's published DGX-H100 pre-training
 throughput (tokens/s per GPU) from NeMo's and Megatron-Bridge's performance summaries, and the
 model TFLOP/s per GPU of NeMo's long-sequence page (Llama 2 7B with context parallelism, 4k to 1M
-tokens) and the step times of Megatron-Bridge's MoE overlap skill (Qwen3-30B-A3B with the expert
-all-to-all overlap off and on), one CSV row per figure, in the schema of ../shared/reference/published-runs-a100.csv plus the columns these
+tokens) and the step times of Megatron-Bridge's MoE overlap and expert-parallel overlap skills
+(Qwen3-30B-A3B with the expert all-to-all overlap off and on, HybridEP and alltoall), one CSV row per figure, in the schema of ../shared/reference/published-runs-a100.csv plus the columns these
 runs need: vp, ep, fsdp (the table's), config (a model file of examples/models when the model is
 more than the h/a/L/ffn/vocab columns say: MoE, MLA, local attention).
 
@@ -32,6 +32,10 @@ LONG = ("19fadb67b09ba94c55094d34df119d6f9c565068",
 # expert all-to-all overlap off and on (its "HybridEP production-shape validation" table, added by
 # 7ded17dae, 2026-07-25), read at the archive's commit.
 OVERLAP = (BRIDGE[0], "skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md")
+# Megatron-Bridge's expert-parallel overlap skill: the same model's plain A/B of the overlap with
+# Megatron-Core's alltoall dispatcher (its "Correctness-First alltoall Benchmark", measured
+# 2026-05-18 per docs/training/communication-overlap.md of 750d0d322), read at the same commit.
+EP_OVERLAP = (BRIDGE[0], "skills/nemo-mbridge-perf-expert-parallel-overlap/SKILL.md")
 
 # Shapes: NeMo's model configs (nemo/collections/llm/gpt/model/{base,llama,nemotron}.py) and the
 # models' Hugging Face config.json files; family picks what bench/published_runs assumes
@@ -213,6 +217,37 @@ def overlap_rows(text, repo_url, commit):
         }
 
 
+def alltoall_overlap_rows(text, repo_url, commit):
+    """The expert-parallel overlap skill's alltoall A/B: Qwen3-30B-A3B on 16 H100 GPUs, EP 16,
+    Megatron-Core's alltoall dispatcher, BF16, GBS 1024, CUDA graphs off, moe_permute_fusion off;
+    the overlap off and on (plain overlap, delayed wgrad off). The skill states no sequence length
+    or micro-batch: the H100 BF16 pre-training config's of that model, 4096 tokens and MBS 1 (the
+    project docs call the run a mock-data rerun). The third row, the overlap plus delay_wgrad_compute
+    (31.20 s), is not written: the planner does not price delayed weight gradients."""
+    section = text.split("## Correctness-First alltoall Benchmark", 1)[1].split("\n## ", 1)[0]
+    setup = " ".join(section.split("Use these overrides", 1)[0].split())
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[1].endswith("s") or cells[0] not in (
+                "no EP overlap", "EP overlap"):
+            continue
+        on = cells[0] == "EP overlap"
+        yield {
+            "id": f"mbridge_skill2605_qwen3-30b-a3b_g16_t1p1c1e16_bf16_alltoall_a2a"
+                  f"{'on' if on else 'off'}_step",
+            "source": f"Megatron-Bridge expert-parallel overlap skill (measured 2026-05-18; H100; "
+                      f"alltoall; EP overlap {'on' if on else 'off'}; config)",
+            "model": "QWEN3-30B-A3B", "h": "", "a": "", "a_kv": "", "L": "", "ffn": "",
+            "vocab": "", "seq": 4096, "micro_batch": 1, "global_batch": 1024, "tp": 1, "pp": 1,
+            "dp": 16, "cp": 1, "vp": 1, "ep": 16, "fsdp": 0, "gpus": 16,
+            "gpu": "H100 (16 GPUs)", "dtype": "bf16", "recompute": "",
+            "seq_parallel": "no", "config": MODELS["QWEN3-30B-A3B"]["config"],
+            "metric": "step_time_s", "value": cells[1].rstrip("s"), "unit": "s",
+            "source_repo_or_url": repo_url, "commit_or_date": commit,
+            "quote": f"{setup} | {line.strip()}",
+        }
+
+
 def main():
     nemo_dir, bridge_dir = sys.argv[1], sys.argv[2]
     out = runs_csv.writer()
@@ -230,6 +265,10 @@ def main():
         out.writerow(row)
     for row in overlap_rows(read(bridge_dir, *OVERLAP),
                             f"github.com/NVIDIA-NeMo/Megatron-Bridge {OVERLAP[1]}", OVERLAP[0]):
+        out.writerow(row)
+    for row in alltoall_overlap_rows(read(bridge_dir, *EP_OVERLAP),
+                                     f"github.com/NVIDIA-NeMo/Megatron-Bridge {EP_OVERLAP[1]}",
+                                     EP_OVERLAP[0]):
         out.writerow(row)
 
 
