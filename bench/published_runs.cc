@@ -579,6 +579,11 @@ Outcome PriceMetric(const Row& r, const ModelSpec& spec, const GpuSpec& gpu, con
   const double per_gpu_rate = own_count ? rate : b->mfu * gpu.PeakFlops(spec.dtype);
   if (metric == "mfu") return {100 * per_gpu_rate / gpu.PeakFlops(spec.dtype), ""};
   if (metric == "tflops_per_gpu") return {per_gpu_rate / 1e12, ""};
+  // A run's peak allocated memory per GPU as its publisher logged it (PyTorch's
+  // max_memory_allocated): the estimate's total, the fullest stage's GPU.
+  if (metric == "memory_peak_gib") {
+    return {b->memory.total_bytes / (1024.0 * 1024 * 1024), ""};
+  }
   if (metric == "memory_gib") {
     const MemoryEstimate& m = b->memory;
     const double bytes = absl::StrContains(r.at("id"), "param_opt")

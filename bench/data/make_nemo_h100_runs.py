@@ -201,7 +201,7 @@ def overlap_rows(text, repo_url, commit):
         if len(cells) != 4 or not cells[2].endswith("s") or "search run" in cells[0]:
             continue
         on = cells[0].startswith("EP overlap on")
-        yield {
+        row = {
             "id": f"mbridge_skill2607_qwen3-30b-a3b_g16_t1p1c1e16_bf16_a2a{'on' if on else 'off'}"
                   "_step",
             "source": f"Megatron-Bridge MoE overlap skill (measured 2026-07-25; H100; HybridEP; "
@@ -215,6 +215,15 @@ def overlap_rows(text, repo_url, commit):
             "source_repo_or_url": repo_url, "commit_or_date": commit,
             "quote": f"{setup} | {line.strip()}",
         }
+        yield row
+        peak = re.search(r"rank-0 peak allocated memory was ([0-9.]+) GiB", section)
+        if on and peak:  # logged for the independent validation run, the overlap on
+            yield {
+                **row,
+                "id": row["id"].replace("_step", "_mem"),
+                "metric": "memory_peak_gib", "value": peak.group(1), "unit": "GiB",
+                "quote": f"{setup} | {' '.join(peak.group(0).split())}",
+            }
 
 
 def alltoall_overlap_rows(text, repo_url, commit):
