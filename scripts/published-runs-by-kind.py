@@ -4,7 +4,8 @@
 Reads the rows (id, metric, "published", value, "predicted", value, signed error) on stdin and
 prints, per kind, the rows, median |error|, median signed error, min and max (%). The kinds come
 from the row ids written by bench/data/make_nemo_h100_runs.py. A step-time row's error is turned
-into the throughput's (predicted rate / published - 1), so that + is too fast in every kind.
+into the throughput's (predicted rate / published - 1), so that + is too fast in every kind;
+memory figures are left out.
 """
 import re
 import statistics
@@ -23,6 +24,8 @@ def main() -> None:
     for line in sys.stdin:
         parts = line.split()
         if len(parts) != 7 or parts[2] != "published" or not parts[6].endswith("%"):
+            continue
+        if parts[1].startswith("memory"):  # not a rate of the step: the data set's .md has it
             continue
         err = float(parts[6].rstrip("%"))
         if parts[1] == "step_time_s":
