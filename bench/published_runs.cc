@@ -405,20 +405,22 @@ Priced Describe(const Row& r, const std::string& root) {
   } else {
     // Any other source: today's Megatron-Core / NeMo stack (Transformer Engine's fused attention,
     // cuDNN on Hopper) and the model family its name says. Llama-like (Llama, Mistral, Mixtral,
-    // Qwen): gated MLP of the row's ffn, RMSNorm, no biases, rotary positions; Mixtral 8x7B and
-    // 8x22B: 8 experts, 2 per token. Nemotron (NeMo's NemotronConfig): a squared-ReLU MLP (the
+    // Qwen, Grok-1): gated MLP of the row's ffn, RMSNorm, no biases, rotary positions; Mixtral
+    // 8x7B and 8x22B and Grok-1 (its gated GELU MLP has a SwiGLU's GEMMs): 8 experts, 2 per
+    // token. Nemotron (NeMo's NemotronConfig): a squared-ReLU MLP (the
     // GEMMs of a GELU one), LayerNorm, no biases, rotary positions. Otherwise GPT-3 style: GELU,
     // LayerNorm, biases, learned positions.
     s.attention = Attention::kFlash;
     const std::string model = absl::AsciiStrToLower(r.at("model"));
     const bool llama_like = absl::StrContains(model, "llama") ||
                             absl::StrContains(model, "mistral") ||
-                            absl::StrContains(model, "mixtral") || absl::StrContains(model, "qwen");
+                            absl::StrContains(model, "mixtral") || absl::StrContains(model, "qwen") ||
+                            absl::StrContains(model, "grok");
     if (llama_like) {
       s.mlp = Mlp::kSwiglu;
       s.norm = Norm::kRmsNorm;
       s.bias = Bias::kNone;
-      if (absl::StrContains(model, "mixtral")) {
+      if (absl::StrContains(model, "mixtral") || absl::StrContains(model, "grok")) {
         s.num_experts = 8;
         s.experts_per_token = 2;
       }
@@ -468,10 +470,15 @@ Priced Describe(const Row& r, const std::string& root) {
   // 2021-2022 papers' runs.
   if (source == "kort22" || source == "nar21") run.pp_overlap = false;
   const std::string& src = r.at("source");
-  if (source == "nemo" || source == "mbridge" || source == "mlm2407") {
+  if (source == "nemo" || source == "mbridge" || source == "mlm2407" || source == "dgxc") {
     NvidiaRecipe(r, source, s, run);
     NvidiaMoeRecipe(r, s, run);
   }
+  // NVIDIA's DGX Cloud recipes (NeMo 24.09 to 25.04): tables without an ETP column ran
+  // Megatron-Core's default of the time, the experts split over the tensor-parallel ranks as the
+  // dense MLP is ("ETP as TP" in the row's source; Megatron-Core's expert_tensor_parallel_size
+  // arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them whole.
+  if (source == "dgxc" && absl::StrContains(src, "ETP as TP")) s.expert_tensor_parallel = 0;
   if (source == "automodel") AutoModelRecipe(r, s, run);
   if (source == "llama3") MetaLlama3Recipe(run);
   if (source == "torchtitan") TorchTitanRecipe(r, s, run);

@@ -47,6 +47,11 @@ megatron_runs=bench/data/published-runs-megatron-h100.csv
 # its publisher's bracket, +-8.4%: the data set's .md) but in the bands and the held-sets line.
 { bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-torchtitan-h100.csv; } \
   2>&1 | tee bench/results/published_runs_torchtitan_h100.txt
+# ... and against NVIDIA's DGX Cloud benchmarking recipes (NeMo 24.09 to 25.04 on H100: Llama 3.1,
+# Nemotron-4, GPT-3 175B, Grok-1's MoE; bench/data), kept out of issue 36's combined check (added
+# for issue 50) but in the bands and the held-sets line.
+{ bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-dgxc-h100.csv; } \
+  2>&1 | tee bench/results/published_runs_dgxc_h100.txt
 # ... and the five H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
 # p90 <= 25%; the "runs:" line counts each run once).
 h100_sets=(bench/data/published-runs-h100.csv bench/data/published-runs-nemo-h100.csv
@@ -57,11 +62,12 @@ h100_sets=(bench/data/published-runs-h100.csv bench/data/published-runs-nemo-h10
 # ... and every H100 set held, TorchTitan's with them (issue 50's bar for them: median <= 8%,
 # p90 <= 25%).
 { bench_header; "$build/bench/published_runs" "${h100_sets[@]}" \
-    bench/data/published-runs-torchtitan-h100.csv; } 2>&1 |
+    bench/data/published-runs-torchtitan-h100.csv bench/data/published-runs-dgxc-h100.csv; } 2>&1 |
   tee bench/results/published_runs_h100_held.txt
-# ... and the planner's error band by kind of run over all seven (core's PlannerBands).
+# ... and the planner's error band by kind of run over all eight (core's PlannerBands).
 if [[ -f $runs ]]; then
   { bench_header; "$build/bench/published_runs" --bands "$runs" "${h100_sets[@]}" \
-      bench/data/published-runs-torchtitan-h100.csv; } 2>&1 |
+      bench/data/published-runs-torchtitan-h100.csv bench/data/published-runs-dgxc-h100.csv; } \
+    2>&1 |
     tee bench/results/planner_bands.txt
 fi

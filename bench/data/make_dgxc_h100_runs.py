@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Writes bench/data/published-runs-dgxc-h100.csv: the H100 pre-training step times NVIDIA
+published with its DGX Cloud benchmarking recipes (github.com/NVIDIA/dgxc-benchmarking), one CSV
+row per figure, in the schema of published-runs-nemo-h100.csv.
+
+  python3 bench/data/make_dgxc_h100_runs.py DGXC_GIT_DIR > bench/data/published-runs-dgxc-h100.csv
+
+DGXC_GIT_DIR is a clone of github.com/NVIDIA/dgxc-benchmarking (Apache-2.0); the READMEs are read
+at the release tags below (TAGS). Every figure is a "Training step time (seconds per step)" cell of
+an H100 table; the quote holds the table's header cell and the row as written. The layout is the
+one the README states beside the figure: in the table's header ("(TP=4, PP=4, CP=2, VP=5, MBS=1,
+GA=64)" and each column's "(GBS=...)"), or in the workload's configuration table by GPU count
+(Grok-1, and the 25.05 tables). A figure repeated unchanged at a later tag is written once, at the
+first. Left out, and listed on stderr: tables whose columns name GPU counts the stated layout
+cannot fill (Llama 3.1 405B at 32 to 192 GPUs with TP 8 × PP 9 × CP 2, 144 GPUs a replica), tables
+without a stated layout (the 25.04 tables), the JAX workloads (MaxText, PaxML: another stack), and
+fine-tuning.
+"""
+import re
+import subprocess
+import sys
+
+import runs_csv
+
+# (tag, README) pairs read; the container each names (setup.sh, the README's "Prepare environment").
+TAGS = [
+    ("v24.11.1", "24.09", ["grok1/README_314b.md", "llama3.1/README_8b.md", "llama3.1/README_70b.md",
+                           "nemotron/README_15b.md", "nemotron/README_340b.md",
+                           "nemo_megatron/README_175b.md"]),
+    ("v25.02.02", "24.12", ["grok1/README_314b.md", "llama3.1/README_8b.md",
+                            "llama3.1/README_70b.md", "nemotron/README_15b.md",
+                            "nemotron/README_340b.md", "nemo_megatron/README_175b.md"]),
+    ("v25.05.05", "25.04", ["grok1/README.md", "llama3.1/README.md"]),
+]
+
+# Shapes (h, a, a_kv, L, ffn, vocab) and sequence length where the table states none: Llama 3.1
+# (Meta's config.json; the README's FLOP example takes 8192 tokens), Nemotron-4 15B and 340B
+# (arXiv:2402.16819, arXiv:2406.11704; 4096 tokens, the README's example), GPT-3 175B (the header's
+# SEQ), Grok-1 (xai-org/grok-1's model.py: 64 layers of width 6144, 48 query and 8 key-value heads,
+# 8 experts, 2 per token, widening factor 8 → 32768, vocabulary 131072).
+MODELS = {
+    "llama3.1-8b": dict(h=4096, a=32, a_kv=8, L=32, ffn=14336, vocab=128256, seq=8192,
+                        name="Llama 3.1 8B"),
+    "llama3.1-70b": dict(h=8192, a=64, a_kv=8, L=80, ffn=28672, vocab=128256, seq=8192,
+                         name="Llama 3.1 70B"),
+    "llama3.1-405b": dict(h=16384, a=128, a_kv=8, L=126, ffn=53248, vocab=128256, seq=8192,
+                          name="Llama 3.1 405B"),
+    "nemotron4-15b": dict(h=6144, a=48, a_kv=8, L=32, ffn=24576, vocab=256000, seq=4096,
+                          name="Nemotron4 15B"),
+    "nemotron4-340b": dict(h=18432, a=96, a_kv=8, L=96, ffn=73728, vocab=256000, seq=4096,
+                           name="Nemotron4 340B"),
+    "gpt3-175b": dict(h=12288, a=96, a_kv=96, L=96, ffn=49152, vocab=50257, seq=2048,
+                      name="GPT3 175B"),
+    "grok1-314b": dict(h=6144, a=48, a_kv=8, L=64, ffn=32768, vocab=131072, seq=8192,
+                       name="Grok-1 314B"),
+}
+
+
+def read(repo, tag, path):
+    return subprocess.run(["git", "-C", repo, "show", f"{tag}:{path}"], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def model_of(title):
+    t = title.lower().replace(" ", "")
+    for key in ("grok", "nemomegatron"):
+        if key in t:
+            return "grok1-314b" if key == "grok" else "gpt3-175b"
+    m = re.search(r"(llama3\.1|nemotron4)(\d+b)", t)
+    return f"{m.group(1)}-{m.group(2)}" if m else None
+
+
+def config_tables(text):
+    """{gpus: {column: value}} of the H100 configuration table (the one after "**H100**" where
+    the README has one per system, else the only one)."""
+    if "**H100**" in text:
+        text = text.split("**H100**", 1)[1]
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("| GPUs"):
+            head = cells(line)
+            table = {}
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                c = dict(zip(head, cells(row)))
+                table[int(c["GPUs"])] = c
+            return table
+    return {}
+
+
+def layout_of(header_cell):
+    return {k: int(v) for k, v in re.findall(r"\b(TP|PP|CP|VP|MBS|GA|SEQ)=(\d+)", header_cell)}
+
+
+def rows(repo, tag, container, path):
+    text = read(repo, tag, path)
+    config = config_tables(text)
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        head = cells(line)
+        if len(head) < 2 or "H100" not in head[1] or not re.search(r"\b(BF16|FP8)\b", head[0]):
+            continue
+        step = next((l for l in lines[i + 1:i + 4] if "Training step time" in l), None)
+        if step is None:
+            continue
+        model = model_of(head[0])
+        if model is None:
+            continue
+        shape = MODELS[model]
+        dtype = re.search(r"\b(BF16|FP8)\b", head[0]).group(1).lower()
+        stated = layout_of(head[0])
+        for col, value in zip(head[1:], cells(step)[1:]):
+            m = re.search(r"(\d+)x? H100", col)
+            if not m or not value:
+                continue
+            gpus = int(m.group(1))
+            gbs = re.search(r"GBS=(\d+)", col)
+            c = config.get(gpus, {})
+            if not stated and not c:
+                print(f"left out: {tag} {path} {head[0]} {col}: no layout stated", file=sys.stderr)
+                continue
+
+            def num(key, default=1):
+                v = stated.get(key, c.get(key, ""))
+                return int(v) if str(v).isdigit() else default
+            tp, pp, cp, vp, mbs = num("TP"), num("PP"), num("CP"), num("VP"), num("MBS")
+            ep = num("EP")
+            layers = int(c["Layers"]) if c.get("Layers", "").isdigit() else shape["L"]
+            seq = stated.get("SEQ") or (int(c["SeqLen"]) if c.get("SeqLen") else shape["seq"])
+            global_batch = int(gbs.group(1)) if gbs else int(c.get("GBS", 0) or 0)
+            if gpus % (tp * pp * cp) != 0 or global_batch == 0:
+                print(f"left out: {tag} {path} {head[0]} {col}: TP {tp} x PP {pp} x CP {cp} does "
+                      f"not divide {gpus} GPUs, or no global batch", file=sys.stderr)
+                continue
+            dp = gpus // (tp * pp * cp)
+            if global_batch % (dp * mbs) != 0:
+                print(f"left out: {tag} {path} {head[0]} {col}: GBS {global_batch} over DP {dp} x "
+                      f"MBS {mbs}", file=sys.stderr)
+                continue
+            if "GA" in stated and global_batch != dp * mbs * stated["GA"]:
+                print(f"left out: {tag} {path} {head[0]} {col}: GBS {global_batch} is not DP {dp} "
+                      f"x MBS {mbs} x GA {stated['GA']}", file=sys.stderr)
+                continue
+            etp = c.get("ETP", "")
+            notes = f"ETP {etp}" if etp.isdigit() else "ETP as TP" if ep > 1 else ""
+            yield {
+                "id": f"dgxc_{tag.lstrip('v').replace('.', '')}_{model}_L{layers}_g{gpus}"
+                      f"_t{tp}p{pp}c{cp}e{ep}_s{seq // 1024}k_{dtype}_step",
+                "source": f"DGX Cloud benchmarking recipes ({tag}; NeMo {container}; H100"
+                          f"{'; ' + notes if notes else ''})",
+                "model": shape["name"], "h": shape["h"], "a": shape["a"], "a_kv": shape["a_kv"],
+                "L": layers, "ffn": shape["ffn"], "vocab": shape["vocab"], "seq": seq,
+                "micro_batch": mbs, "global_batch": global_batch, "tp": tp, "pp": pp, "dp": dp,
+                "cp": cp, "vp": vp, "ep": ep, "fsdp": 0, "gpus": gpus,
+                "gpu": "H100 80GB (DGX Cloud)", "dtype": dtype, "recompute": "",
+                "seq_parallel": "yes" if tp > 1 else "no", "config": "",
+                "metric": "step_time_s", "value": value, "unit": "s",
+                "source_repo_or_url": f"github.com/NVIDIA/dgxc-benchmarking {path}",
+                "commit_or_date": tag,
+                "quote": f"{head[0]} | {col} | {' '.join(step.split())}",
+            }
+
+
+def main():
+    repo = sys.argv[1]
+    out = runs_csv.writer()
+    seen = set()
+    for tag, container, paths in TAGS:
+        for path in paths:
+            for row in rows(repo, tag, container, path):
+                key = (row["id"].split("_", 2)[2], row["value"])
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.writerow(row)
+
+
+if __name__ == "__main__":
+    main()
