@@ -362,15 +362,15 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
 const std::vector<PlannerBand>& PlannerBands() {
   // Measured step / predicted - 1, p10 and p90, over the published runs of each kind (472 A100
   // figures beside the repository, MosaicML's 231, NVIDIA's 61, NeMo AutoModel's 7,
-  // Megatron-LM's 9, Meta's 2 (Llama 3 405B) and TorchTitan's 18 H100 figures in bench/data; one
-  // figure per run): bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's
+  // Megatron-LM's 9, Meta's 2 (Llama 3 405B), TorchTitan's 18 and NVIDIA's DGX Cloud recipes' 145
+  // H100 figures in bench/data; one figure per run): bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's
   // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.065, 0.177, 64},
+      {kBandDense, -0.029, 0.136, 125},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.112, 0.293, 33},
-      {kBandContextParallel, -0.022, 0.616, 20},
+      {kBandExpertParallel, -0.102, 0.192, 71},
+      {kBandContextParallel, 0.028, 0.168, 66},
   };
   return kBands;
 }
