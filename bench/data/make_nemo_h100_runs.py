@@ -189,6 +189,21 @@ def long_sequence_rows(text, repo_url, commit):
             }
 
 
+def qwen3_30b_ep16_row(run_id, source, gpu, value, repo_url, commit, quote):
+    """A step-time row of Qwen3-30B-A3B on 16 H100 GPUs, BF16, 4096 tokens, TP 1, PP 1, CP 1,
+    EP 16, MBS 1, GBS 1024: the shape both of Megatron-Bridge's overlap skills measured."""
+    return {
+        "id": run_id, "source": source,
+        "model": "QWEN3-30B-A3B", "h": "", "a": "", "a_kv": "", "L": "", "ffn": "",
+        "vocab": "", "seq": 4096, "micro_batch": 1, "global_batch": 1024, "tp": 1, "pp": 1,
+        "dp": 16, "cp": 1, "vp": 1, "ep": 16, "fsdp": 0, "gpus": 16,
+        "gpu": gpu, "dtype": "bf16", "recompute": "",
+        "seq_parallel": "no", "config": MODELS["QWEN3-30B-A3B"]["config"],
+        "metric": "step_time_s", "value": value, "unit": "s",
+        "source_repo_or_url": repo_url, "commit_or_date": commit, "quote": quote,
+    }
+
+
 def overlap_rows(text, repo_url, commit):
     """The overlap skill's controlled comparison: Qwen3-30B-A3B on 16 H100 GPUs, BF16, 4096 tokens,
     TP 1, PP 1, CP 1, EP 16, MBS 1, GBS 1024, HybridEP, the overlap off and on (the "independent
@@ -201,20 +216,12 @@ def overlap_rows(text, repo_url, commit):
         if len(cells) != 4 or not cells[2].endswith("s") or "search run" in cells[0]:
             continue
         on = cells[0].startswith("EP overlap on")
-        row = {
-            "id": f"mbridge_skill2607_qwen3-30b-a3b_g16_t1p1c1e16_bf16_a2a{'on' if on else 'off'}"
-                  "_step",
-            "source": f"Megatron-Bridge MoE overlap skill (measured 2026-07-25; H100; HybridEP; "
-                      f"EP overlap {'on' if on else 'off'}; config)",
-            "model": "QWEN3-30B-A3B", "h": "", "a": "", "a_kv": "", "L": "", "ffn": "",
-            "vocab": "", "seq": 4096, "micro_batch": 1, "global_batch": 1024, "tp": 1, "pp": 1,
-            "dp": 16, "cp": 1, "vp": 1, "ep": 16, "fsdp": 0, "gpus": 16,
-            "gpu": "H100 (16 GPUs, 8 per node)", "dtype": "bf16", "recompute": "",
-            "seq_parallel": "no", "config": MODELS["QWEN3-30B-A3B"]["config"],
-            "metric": "step_time_s", "value": cells[2].rstrip("s"), "unit": "s",
-            "source_repo_or_url": repo_url, "commit_or_date": commit,
-            "quote": f"{setup} | {line.strip()}",
-        }
+        row = qwen3_30b_ep16_row(
+            f"mbridge_skill2607_qwen3-30b-a3b_g16_t1p1c1e16_bf16_a2a{'on' if on else 'off'}_step",
+            f"Megatron-Bridge MoE overlap skill (measured 2026-07-25; H100; HybridEP; "
+            f"EP overlap {'on' if on else 'off'}; config)",
+            "H100 (16 GPUs, 8 per node)", cells[2].rstrip("s"), repo_url, commit,
+            f"{setup} | {line.strip()}")
         yield row
         peak = re.search(r"rank-0 peak allocated memory was ([0-9.]+) GiB", section)
         if on and peak:  # logged for the independent validation run, the overlap on
@@ -241,20 +248,12 @@ def alltoall_overlap_rows(text, repo_url, commit):
                 "no EP overlap", "EP overlap"):
             continue
         on = cells[0] == "EP overlap"
-        yield {
-            "id": f"mbridge_skill2605_qwen3-30b-a3b_g16_t1p1c1e16_bf16_alltoall_a2a"
-                  f"{'on' if on else 'off'}_step",
-            "source": f"Megatron-Bridge expert-parallel overlap skill (measured 2026-05-18; H100; "
-                      f"alltoall; EP overlap {'on' if on else 'off'}; config)",
-            "model": "QWEN3-30B-A3B", "h": "", "a": "", "a_kv": "", "L": "", "ffn": "",
-            "vocab": "", "seq": 4096, "micro_batch": 1, "global_batch": 1024, "tp": 1, "pp": 1,
-            "dp": 16, "cp": 1, "vp": 1, "ep": 16, "fsdp": 0, "gpus": 16,
-            "gpu": "H100 (16 GPUs)", "dtype": "bf16", "recompute": "",
-            "seq_parallel": "no", "config": MODELS["QWEN3-30B-A3B"]["config"],
-            "metric": "step_time_s", "value": cells[1].rstrip("s"), "unit": "s",
-            "source_repo_or_url": repo_url, "commit_or_date": commit,
-            "quote": f"{setup} | {line.strip()}",
-        }
+        yield qwen3_30b_ep16_row(
+            f"mbridge_skill2605_qwen3-30b-a3b_g16_t1p1c1e16_bf16_alltoall_a2a"
+            f"{'on' if on else 'off'}_step",
+            f"Megatron-Bridge expert-parallel overlap skill (measured 2026-05-18; H100; "
+            f"alltoall; EP overlap {'on' if on else 'off'}; config)",
+            "H100 (16 GPUs)", cells[1].rstrip("s"), repo_url, commit, f"{setup} | {line.strip()}")
 
 
 def main():
