@@ -11,10 +11,11 @@ an H100 table; the quote holds the table's header cell and the row as written. T
 one the README states beside the figure: in the table's header ("(TP=4, PP=4, CP=2, VP=5, MBS=1,
 GA=64)" and each column's "(GBS=...)"), or in the workload's configuration table by GPU count
 (Grok-1, and the 25.05 tables). A figure repeated unchanged at a later tag is written once, at the
-first. Left out, and listed on stderr: tables whose columns name GPU counts the stated layout
-cannot fill (Llama 3.1 405B at 32 to 192 GPUs with TP 8 × PP 9 × CP 2, 144 GPUs a replica), tables
-without a stated layout (the 25.04 tables), the JAX workloads (MaxText, PaxML: another stack), and
-fine-tuning.
+first. Not read: Llama 3.1 405B's 24.x tables (their 32 to 192 GPU columns cannot hold the
+TP 8 × PP 9 × CP 2 the header states, 144 GPUs a replica), the 25.04 tables (no layout beside
+their figures), the JAX workloads (MaxText, PaxML: another stack) and fine-tuning. A column the
+stated layout cannot fill, or whose batch does not divide, is left out and listed on stderr (none
+at these tags).
 """
 import re
 import subprocess
