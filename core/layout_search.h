@@ -62,8 +62,8 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                                            PredictionMemo* memo, size_t shown = 5);
 
 // The step a measurement would most likely show: the predicted step moved by the midpoint of its
-// kind's error band over the published runs (PlannerBands: dense -7%..+17%, context parallel
-// +5%..+42%, expert-parallel MoE -11%..+36% as bench/results/planner_bands.txt has them), so that
+// kind's error band over the published runs (PlannerBands, as bench/results/planner_bands.txt has
+// them: dense -3%..+14%, context parallel +3%..+17%, expert-parallel MoE -10%..+19%), so that
 // a kind the planner predicts too fast is not chosen for a gain smaller than its bias. The search
 // ranks by it.
 double ExpectedStepS(const StepBreakdown& b);
