@@ -65,6 +65,13 @@ double EpOverlapS(const Analysis& a, const RunConfig& run, double ep_comm, doubl
 // dropless experts, 0 with a capacity factor).
 double MoeHostWaitS(const ModelSpec& s, const RunConfig& run);
 
+// The host waits of a step's `microbatches` through a stage of `moe_layers` MoE layers: each
+// micro-batch's, or with RunConfig::ep_overlap less the GPU's idle share of them (kMoeHostIdleS,
+// at most the whole wait) for every micro-batch but one, whose queued kernels fill the gap
+// (the unpaired first forward and last backward wait as without).
+double MoeHostStepS(const ModelSpec& s, const RunConfig& run, double moe_layers,
+                    double microbatches);
+
 // What a step assumed of expert parallelism, in words.
 std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
                                      const StepBreakdown& r);

@@ -343,7 +343,7 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   const StageTimes st = SlowestStage(a, run, mb, r.memory.stored_bytes_per_layer);
   r.compute_s = m * st.compute;
   r.ep_comm_s = EpOverlapS(a, run, st.ep_comm, st.moe_layers * st.per_layer, m);
-  r.moe_host_s = m * st.host_wait;
+  r.moe_host_s = MoeHostStepS(s, run, st.moe_layers, m);
   r.recompute_s = m * st.recompute;
   r.tp_comm_s = m * st.tp_comm;
   r.cp_comm_s = m * st.cp_comm;

@@ -432,6 +432,31 @@ TEST(ExpertParallelTest, HostWaitsPerMoeLayerAddUp) {
   EXPECT_THAT(std::string(Step(s, run).status().message()), HasSubstr("run.moe_host_s"));
 }
 
+// Under the expert-parallel overlap another micro-batch's queued kernels fill the GPU's idle share
+// of each host wait (kMoeHostIdleS, at most the whole wait) for every micro-batch but the unpaired
+// one; the rest of the wait (the host's launches) stays. Without the overlap nothing is filled.
+TEST(ExpertParallelTest, OverlapFillsTheIdleShareOfTheHostWaits) {
+  const ModelSpec s = Mixtral(8);
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64 * 8;
+  const StepBreakdown plain = *Step(s, run);
+  run.ep_overlap = true;
+  const StepBreakdown overlapped = *Step(s, run);
+  const double m = static_cast<double>(plain.microbatches);
+  ASSERT_GT(m, 1);
+  EXPECT_NEAR(plain.moe_host_s, m * 32 * kMoeHostWaitS, 1e-12);
+  EXPECT_NEAR(overlapped.moe_host_s, 32 * (m * kMoeHostWaitS - (m - 1) * kMoeHostIdleS), 1e-12);
+  // A wait shorter than the idle share is filled whole, but for the unpaired micro-batch.
+  run.moe_host_s = kMoeHostIdleS / 2;
+  EXPECT_NEAR(Step(s, run)->moe_host_s, 32 * kMoeHostIdleS / 2, 1e-12);
+  run.moe_host_s = 0;
+  EXPECT_EQ(Step(s, run)->moe_host_s, 0);
+  bool said = false;
+  for (const std::string& x : overlapped.assumptions) said |= absl::StrContains(x, "idle share");
+  EXPECT_TRUE(said);
+}
+
 // Megatron-Core's unfused expert ops (RunConfig::moe_unfused_ops) add to a step of biased experts
 // with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
 // assumptions, and leave Mixtral's experts (neither) as they were.
