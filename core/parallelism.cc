@@ -369,7 +369,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.029, 0.136, 125},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.102, 0.192, 71},
+      {kBandExpertParallel, -0.087, 0.192, 71},
       {kBandContextParallel, 0.028, 0.168, 66},
   };
   return kBands;
