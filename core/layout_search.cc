@@ -169,6 +169,23 @@ std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
 
 namespace {
 
+// The request's own degrees and flags priced as given, when the estimate puts them past the
+// usable share of the GPU but within it and they would beat the search's `best`: the plan says so
+// (OverMarginNote) rather than passing over a layout like those published runs that ran there.
+std::string GivenDegreesNote(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& run,
+                             const StepBreakdown& best, PredictionMemo* memo) {
+  if (spec.micro_batch_size == 0) return "";  // the plan's to choose: no layout as given
+  ModelSpec s = spec;
+  s.data_parallel = 1;  // the run's GPUs decide (CheckRun)
+  RunConfig as_given = run;
+  as_given.plan = false;
+  absl::StatusOr<Analysis> a = Analyze(s, gpu, memo);
+  if (!a.ok()) return "";
+  absl::StatusOr<StepBreakdown> given = PlanStep(*a, as_given);
+  if (!given.ok()) return "";
+  return OverMarginNote(*given, best, absl::StrCat(DegreesName(*given), ", ", LayoutWords(*given)));
+}
+
 // Fills out.ranked: the layouts that fit by their expected step, then those that do not by the
 // memory they need, at most `shown`; each after the first says why it loses to the first.
 void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not_fit, size_t shown,
@@ -229,6 +246,7 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
   out.fit = static_cast<int64_t>(fits.size());
   RankLayouts(std::move(fits), std::move(not_fit), shown, out);
   const StepBreakdown& best = out.ranked.front().step;
+  const std::string given_note = out.fit > 0 ? GivenDegreesNote(spec, gpu, run, best, memo) : "";
   out.assumption =
       out.fit > 0
           ? absl::StrCat("planned layout: ", DegreesName(best), " on ", run.num_gpus,
@@ -237,7 +255,7 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                          " that fit in memory (ranked by the predicted step moved by the midpoint "
                          "of its kind's published-run error band: dense, FSDP, context-parallel "
                          "and expert-parallel runs miss by different amounts)",
-                         HeldWords(held, spec))
+                         HeldWords(held, spec), given_note)
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",
                          HeldWords(held, spec), "; the one needing the least is ",

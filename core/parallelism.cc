@@ -428,8 +428,6 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
   return out;
 }
 
-namespace {
-
 // A layout in words, for the plan's assumption line.
 std::string LayoutWords(const StepBreakdown& b) {
   return absl::StrCat(b.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
@@ -441,28 +439,28 @@ std::string LayoutWords(const StepBreakdown& b) {
                           : "");
 }
 
-// What the plan says of the layout as given (the run's own flags), when that one fits.
-std::string GivenLayoutNote(const StepBreakdown& given, const StepBreakdown& chosen) {
-  if (given.step_s <= chosen.step_s) return "; the layout as given is that one";
-  return absl::StrFormat("; the layout as given (%s) fits too and takes %.1f%% longer",
-                         LayoutWords(given), 100 * (given.step_s / chosen.step_s - 1));
-}
-
-// What the plan says of the layout as given when the estimate puts it past the usable share of
-// the GPU but inside the GPU, and it would be faster: published layouts that ran come out there
-// (bench/published_runs' "memory:" line: 20 of 339 runs, at up to 98% of the GPU by the estimate,
-// those whose estimate is not beyond the GPU).
-std::string GivenOverMarginNote(const StepBreakdown& given, const StepBreakdown& chosen) {
-  if (given.step_s >= chosen.step_s || given.memory.total_bytes > given.memory.capacity_bytes) {
+std::string OverMarginNote(const StepBreakdown& given, const StepBreakdown& chosen,
+                           std::string_view given_words) {
+  if (given.memory.fits || given.step_s >= chosen.step_s ||
+      given.memory.total_bytes > given.memory.capacity_bytes) {
     return "";
   }
   return absl::StrFormat(
       "; it takes %.1f%% longer than the layout as given (%s), estimated at %.1f GiB: past the "
       "%.0f%% of the GPU's %.0f GiB the plan leaves to the model but within it, where published "
       "layouts that ran reach, so that one may fit (without --plan it is priced as given)",
-      100 * (chosen.step_s / given.step_s - 1), LayoutWords(given),
+      100 * (chosen.step_s / given.step_s - 1), given_words,
       given.memory.total_bytes / static_cast<double>(kGiB), 100 * kUsableMemoryFraction,
       given.memory.capacity_bytes / static_cast<double>(kGiB));
+}
+
+namespace {
+
+// What the plan says of the layout as given (the run's own flags), when that one fits.
+std::string GivenLayoutNote(const StepBreakdown& given, const StepBreakdown& chosen) {
+  if (given.step_s <= chosen.step_s) return "; the layout as given is that one";
+  return absl::StrFormat("; the layout as given (%s) fits too and takes %.1f%% longer",
+                         LayoutWords(given), 100 * (given.step_s / chosen.step_s - 1));
 }
 
 }  // namespace
@@ -507,7 +505,7 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
       best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,
                           " that fit in memory",
                           given_fits   ? GivenLayoutNote(*given, out)
-                          : given.ok() ? GivenOverMarginNote(*given, out)
+                          : given.ok() ? OverMarginNote(*given, out, LayoutWords(*given))
                                        : "")
            : absl::StrCat("planned: none of the ", tried,
                           " layouts fits in memory; the one needing the least is ", layout,

@@ -263,6 +263,16 @@ const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run);
 // virtual stages), where the micro-batches make whole rounds of p.
 absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& analysis, const RunConfig& run);
 inline constexpr int64_t kMaxPlannedInterleave = 8;
+
+// What a plan says of the layout as given (`given`, named `given_words`) when the estimate puts it
+// past the usable share of the GPU but inside the GPU and it would have been faster than the plan's
+// `chosen`: published layouts that ran come out there (bench/published_runs' "memory:" line), so
+// the answer names it rather than passing it over. Empty otherwise.
+std::string OverMarginNote(const StepBreakdown& given, const StepBreakdown& chosen,
+                           std::string_view given_words);
+// A layout's memory-side choices in words (sequence parallelism, recomputation, ZeRO stage,
+// offload, interleave).
+std::string LayoutWords(const StepBreakdown& b);
 // The interleaves PlanLayout weighs for `s` and `run`, and the layouts: `run` with each of them,
 // each sequence parallelism, recomputation, ZeRO stage and offload (plan off).
 std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run);
