@@ -263,6 +263,31 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (absl::StrContains(src, "EP overlap off")) run.ep_overlap = false;
 }
 
+// What a DGX Cloud row's source says beyond NVIDIA's other Megatron-Core runs
+// (make_dgxc_h100_runs.py writes it from the README and, for the MFU examples of v25.07 on, from
+// the NeMo perf script at the commit the tag pins: EXAMPLE_NOTES):
+// - "ETP as TP": tables without an ETP column (NeMo 24.09 to 25.04) ran Megatron-Core's default
+//   of the time, the experts split over the tensor-parallel ranks as the dense MLP is
+//   (expert_tensor_parallel_size arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them whole.
+// - "alltoall", "token drop" (MegatronTokenDropCallback: capacity factor 1.0, padded), "TP comm
+//   overlap off" (the recipe's MegatronCommOverlapCallback(tp_comm_overlap=False)), "recompute
+//   moe" (the RecomputeModule column's "moe": the MoE layers' forward again) as they say.
+// - DeepSeek-V3 through NeMo 2 (25.04.01, 25.07.01): the gradient reduce and weight gather
+//   overlapped (the callback's default with data parallelism, where Megatron-Bridge 25.09's H100
+//   config turned them off) and gradients reduced in BF16 (grad_reduce_in_fp32 False).
+void DgxcRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
+  const std::string& src = r.at("source");
+  if (absl::StrContains(src, "ETP as TP")) s.expert_tensor_parallel = 0;
+  if (absl::StrContains(src, "alltoall")) run.ep_dispatcher = EpDispatcher::kAllToAll;
+  if (absl::StrContains(src, "token drop")) s.moe_capacity_factor = 1.0;
+  if (absl::StrContains(src, "TP comm overlap off")) run.tp_overlap = 0;
+  if (absl::StrContains(src, "recompute moe")) run.recompute_moe = true;
+  if (absl::StrContains(absl::AsciiStrToLower(r.at("model")), "deepseek")) {
+    run.overlap_grad_reduce = true;
+    run.gradient_bytes = 2;
+  }
+}
+
 // How NeMo AutoModel's benchmark recipes run (PyTorch; github.com/NVIDIA-NeMo/Automodel: the MoE
 // rows' examples/benchmark/configs/*_te_deepep.yaml at 89e3a9fdd, the commit that published them,
 // and the Llama row's examples/llm_pretrain/custom_llama3_1_70b_pretrain_benchmark_8nodes.yaml at
@@ -474,11 +499,7 @@ Priced Describe(const Row& r, const std::string& root) {
     NvidiaRecipe(r, source, s, run);
     NvidiaMoeRecipe(r, s, run);
   }
-  // NVIDIA's DGX Cloud recipes (NeMo 24.09 to 25.04): tables without an ETP column ran
-  // Megatron-Core's default of the time, the experts split over the tensor-parallel ranks as the
-  // dense MLP is ("ETP as TP" in the row's source; Megatron-Core's expert_tensor_parallel_size
-  // arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them whole.
-  if (source == "dgxc" && absl::StrContains(src, "ETP as TP")) s.expert_tensor_parallel = 0;
+  if (source == "dgxc") DgxcRecipe(r, s, run);
   if (source == "automodel") AutoModelRecipe(r, s, run);
   if (source == "llama3") MetaLlama3Recipe(run);
   if (source == "torchtitan") TorchTitanRecipe(r, s, run);

@@ -16,6 +16,17 @@ TP 8 × PP 9 × CP 2 the header states, 144 GPUs a replica), the 25.04 tables (n
 their figures), the JAX workloads (MaxText, PaxML: another stack) and fine-tuning. A column the
 stated layout cannot fill, or whose batch does not divide, is left out and listed on stderr (none
 at these tags).
+
+From v25.07 the READMEs give no tables of figures, only a configuration table per system and, in
+the MFU section, one worked example with its step time ("E.g. Deepseek V3 BF16 on 1024x H100 GPUs
+(GBS=8192) ... training step time = 52.04 s"). Those examples on H100 are read too (EXAMPLES), the
+layout from the H100 configuration table's row of that precision and GPU count, and what the
+release's NeMo perf script sets beside them (dispatcher, overlap, token drop; EXAMPLE_NOTES) in
+the source column. The READMEs do not say whether the example is a measurement of that release;
+each changes with its release's configuration (DeepSeek-V3 52.04 s at v25.07, 36.189 s at
+v25.08.02 with another layout and dispatcher), so they are taken as such, the quote beside each.
+Nemotron-H 56B's example (a hybrid Mamba model whose layer pattern the README does not give) is
+left out.
 """
 import re
 import subprocess
@@ -33,6 +44,28 @@ TAGS = [
                             "nemotron/README_340b.md", "nemo_megatron/README_175b.md"]),
     ("v25.05.05", "25.04", ["grok1/README.md", "llama3.1/README.md"]),
 ]
+
+# (tag, NeMo container, README) pairs whose MFU section's H100 example is read (examples()).
+EXAMPLES = [
+    ("v25.07", "25.04.01", "deepseek_v3/pretrain/README.md"),
+    ("v25.07", "25.04.01", "nemotron/README.md"),
+    ("v25.08.02", "25.07.01", "deepseek_v3/pretrain/README.md"),
+    ("v25.12.02", "25.09", "nemotron4-340b/README.md"),
+]
+
+# What each example's NeMo perf script sets that its table does not say (scripts/performance/llm/
+# pretrain_deepseek_v3.py and nemo/collections/llm/recipes/deepseek_v3.py at the NeMo commit the
+# tag's metadata.yaml pins: 00b778eb for v25.07, 9244b1ec for v25.08.02): both train the
+# multi-token prediction module (use_mtp=True), reduce gradients in BF16 (grad_reduce_in_fp32
+# False) and leave the TP communication overlap off; at v25.07 the alltoall dispatcher with the
+# token drop (MegatronTokenDropCallback: capacity factor 1.0, padded) and no all-to-all overlap; at
+# v25.08.02 on H100 DeepEP (flex), routing forced balanced, dropless, no all-to-all overlap, and
+# its RecomputeModule "moe" recomputes the MoE layers.
+EXAMPLE_NOTES = {
+    ("v25.07", "deepseek-v3"): "alltoall; EP overlap off; token drop; TP comm overlap off",
+    ("v25.08.02", "deepseek-v3"): "DeepEP; EP overlap off; forced-balanced routing; "
+                                  "recompute moe; TP comm overlap off",
+}
 
 # Shapes (h, a, a_kv, L, ffn, vocab) and sequence length where the table states none: Llama 3.1
 # (Meta's config.json; the README's FLOP example takes 8192 tokens), Nemotron-4 15B and 340B
@@ -167,6 +200,79 @@ def rows(repo, tag, container, path):
             }
 
 
+def h100_config_row(text, gpus, dtype):
+    """The H100 configuration table's row for `gpus` whose Precision names `dtype` ({column:
+    value}), from the section "## H100" up to the next "## "."""
+    section = text.split("## H100", 1)[1].split("\n## ", 1)[0] if "## H100" in text else ""
+    lines = section.splitlines()
+    for i, line in enumerate(lines):
+        head = cells(line)
+        if "GPUs" not in head or "TP" not in head:
+            continue
+        for row in lines[i + 2:]:
+            if not row.startswith("|"):
+                break
+            c = dict(zip(head, cells(row)))
+            if c.get("GPUs") == str(gpus) and dtype.upper() in c.get("Precision", "").upper():
+                return c
+    return None
+
+
+def examples(repo, tag, container, path):
+    text = read(repo, tag, path)
+    m = re.search(r"E\.g\. (.+?) (BF16|FP8) on (\d+)x H100 GPUs \(GBS=(\d+)\)[^\n]*\n"
+                  r"(?:.*\n){0,3}?training step time = ([\d.]+)", text)
+    if not m:
+        return
+    title, dtype, gpus, gbs, value = m.group(1), m.group(2), int(m.group(3)), int(m.group(4)), \
+        m.group(5)
+    t = title.lower().replace(" ", "").replace("-", "")
+    size = re.search(r"(\d+b)", t)
+    model = ("deepseek-v3" if "deepseekv3" in t else model_of(title) or
+             ("nemotron4-" + size.group(1) if "nemotron4" in t and size else None))
+    c = h100_config_row(text, gpus, dtype)
+    if model is None or c is None:
+        print(f"left out: {tag} {path} {m.group(0).splitlines()[0]}: no model or H100 row",
+              file=sys.stderr)
+        return
+
+    def num(key, default=1):
+        v = c.get(key, "")
+        return int(v) if v.isdigit() else default
+    tp, pp, cp, vp, mbs, ep = num("TP"), num("PP"), num("CP"), num("VP"), num("MBS"), num("EP")
+    dp = gpus // (tp * pp * cp)
+    if num("GBS", 0) != gbs or gbs != dp * mbs * num("GA", 0):
+        print(f"left out: {tag} {path}: GBS {gbs} is not the table's, or not DP {dp} x MBS {mbs} x "
+              f"GA {c.get('GA')}", file=sys.stderr)
+        return
+    notes = [f"ETP {c['ETP']}"] if c.get("ETP", "").isdigit() else []
+    if EXAMPLE_NOTES.get((tag, model)):
+        notes.append(EXAMPLE_NOTES[(tag, model)])
+    deepseek = model == "deepseek-v3"
+    shape = {} if deepseek else MODELS[model]
+    layers = num("Layers", shape.get("L", 0))
+    seq = num("SeqLen", shape.get("seq", 4096))
+    yield {
+        "id": f"dgxc_{tag.lstrip('v').replace('.', '')}_{model}_L{layers}_g{gpus}"
+              f"_t{tp}p{pp}c{cp}e{ep}_s{seq // 1024}k_{dtype.lower()}_step",
+        "source": f"DGX Cloud benchmarking recipes ({tag}; NeMo {container}; H100; MFU example"
+                  f"{'; ' + '; '.join(notes) if notes else ''})",
+        "model": "DEEPSEEKV3" if deepseek else shape["name"],
+        "h": shape.get("h", ""), "a": shape.get("a", ""), "a_kv": shape.get("a_kv", ""),
+        "L": "" if deepseek else layers, "ffn": shape.get("ffn", ""),
+        "vocab": shape.get("vocab", ""), "seq": seq, "micro_batch": mbs, "global_batch": gbs,
+        "tp": tp, "pp": pp, "dp": dp, "cp": cp, "vp": vp, "ep": ep, "fsdp": 0, "gpus": gpus,
+        "gpu": "H100 80GB (DGX Cloud)", "dtype": dtype.lower(), "recompute": "",
+        "seq_parallel": "yes" if tp > 1 else "no",
+        "config": "examples/models/hf/deepseek-v3.json" if deepseek else "",
+        "metric": "step_time_s", "value": value, "unit": "s",
+        "source_repo_or_url": f"github.com/NVIDIA/dgxc-benchmarking {path}",
+        "commit_or_date": tag,
+        "quote": f"{m.group(0).splitlines()[0]} | training step time = {value} s | H100 table: "
+                 + " ".join(f"{k}={v}" for k, v in c.items()),
+    }
+
+
 def main():
     repo = sys.argv[1]
     out = runs_csv.writer()
@@ -177,6 +283,12 @@ def main():
                 key = (row["id"].split("_", 2)[2], row["value"])
                 if key in seen:
                     continue
+                seen.add(key)
+                out.writerow(row)
+    for tag, container, path in EXAMPLES:
+        for row in examples(repo, tag, container, path):
+            key = (row["id"].split("_", 2)[2], row["value"])
+            if key not in seen:
                 seen.add(key)
                 out.writerow(row)
 
