@@ -209,8 +209,9 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 // "patch container data" commit cfeddcd94 added 26.02.01's table), v0.4.0 for 26.04, v0.5.0 for
 // 26.06). The table gives the layout; the config what the table does not say:
 // - DeepSeek-V3 (25.09, run_script.py): DeepEP (the flex dispatcher), the all-to-all overlap
-//   (A2A_1F1B), and no overlap_grad_reduce on H100. Its recompute_modules ["mla_up_proj", "mlp"]
-//   are left out (the planner recomputes attention or whole layers, not modules).
+//   (A2A_1F1B), and no overlap_grad_reduce on H100. Of its recompute_modules ["mla_up_proj",
+//   "mlp"] the first is priced (RunConfig::recompute_mla_up_proj, since 2026-11-29); "mlp", the
+//   dense layers' MLP, is left out.
 // - Qwen3-235B-A22B: moe_a2a_overlap=True from 25.11 (v0.2.0 to v0.5.0; not in 25.09's YAML).
 // - Qwen3-30B-A3B: moe_a2a_overlap=True in 25.11 and 26.02 only (v0.2.0, v0.3.0; PP 2 / EP 8),
 //   with DeepEP for FP8 in 26.02; from 26.02.01 the flex dispatcher (HybridEP) and no overlap
@@ -238,6 +239,7 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
     // mtp_num_layers 1; on H100 the layout Et|(tt|)*30mL puts it and the loss in the last chunk);
     // later tables name their rows "(w/o MTP)".
     if (!absl::StrContains(Col(r, "quote"), "w/o MTP")) run.mtp_layers = 1;
+    run.recompute_mla_up_proj = true;
     run.ep_dispatcher = EpDispatcher::kFlex;
     run.ep_overlap = true;
     run.overlap_grad_reduce = false;
@@ -270,8 +272,10 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
 //   of the time, the experts split over the tensor-parallel ranks as the dense MLP is
 //   (expert_tensor_parallel_size arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them whole.
 // - "alltoall", "token drop" (MegatronTokenDropCallback: capacity factor 1.0, padded), "TP comm
-//   overlap off" (the recipe's MegatronCommOverlapCallback(tp_comm_overlap=False)), "recompute
-//   moe" (the RecomputeModule column's "moe": the MoE layers' forward again) as they say.
+//   overlap off" (the recipe's MegatronCommOverlapCallback(tp_comm_overlap=False)) as they say;
+//   "recompute M,N,..." (the table's RecomputeModule column, Megatron-Core's recompute_modules):
+//   "moe" and "mla_up_proj" priced (RunConfig::recompute_moe, recompute_mla_up_proj), the rest
+//   ("mlp" of the dense layers, "core_attn") left out.
 // - DeepSeek-V3 through NeMo 2 (25.04.01, 25.07.01): the gradient reduce and weight gather
 //   overlapped (the callback's default with data parallelism, where Megatron-Bridge 25.09's H100
 //   config turned them off) and gradients reduced in BF16 (grad_reduce_in_fp32 False).
@@ -281,7 +285,13 @@ void DgxcRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (absl::StrContains(src, "alltoall")) run.ep_dispatcher = EpDispatcher::kAllToAll;
   if (absl::StrContains(src, "token drop")) s.moe_capacity_factor = 1.0;
   if (absl::StrContains(src, "TP comm overlap off")) run.tp_overlap = 0;
-  if (absl::StrContains(src, "recompute moe")) run.recompute_moe = true;
+  if (const size_t at = src.find("recompute "); at != std::string::npos) {
+    const std::string modules = src.substr(at + 10, src.find_first_of(";)", at) - at - 10);
+    for (absl::string_view m : absl::StrSplit(modules, ',')) {
+      if (m == "moe") run.recompute_moe = true;
+      if (m == "mla_up_proj") run.recompute_mla_up_proj = true;
+    }
+  }
   if (absl::StrContains(absl::AsciiStrToLower(r.at("model")), "deepseek")) {
     run.overlap_grad_reduce = true;
     run.gradient_bytes = 2;

@@ -37,7 +37,8 @@ CommandInfo AnalyzeCommand() {
       "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
       "ep_dispatcher", "fp8_param_gather", "flop_count", "moe_host_ms",
       "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes",
-      "eager", "moe_unfused_ops", "recompute_moe", "mtp_layers", "fsdp_shard"};
+      "eager", "moe_unfused_ops", "recompute_moe", "recompute_mla_up_proj", "mtp_layers",
+      "fsdp_shard"};
   return {"analyze",
           "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "
           "the model breaks (offline, or through --server)",

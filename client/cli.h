@@ -42,6 +42,7 @@ struct CliOptions {
   bool eager = false;      // eager PyTorch's unfused elementwise kernels
   bool moe_unfused_ops = false;  // Megatron-Core's unfused expert ops (biases, clamped GLU)
   bool recompute_moe = false;    // Megatron-Core's recompute_modules "moe"
+  bool recompute_mla_up_proj = false;  // ... and "mla_up_proj"
   int64_t mtp_layers = 0;        // multi-token prediction modules trained beside the model
   int64_t fsdp_shard = 0;  // hybrid sharding's group size (0 = FSDP over all)
   bool no_reshard_after_forward = false;

@@ -116,6 +116,11 @@ ABSL_FLAG(bool, recompute_moe, false,
           "analyze: Megatron-Core's recompute_modules \"moe\": each MoE layer's forward "
           "(router, all-to-alls, experts) run again in backward instead of keeping its "
           "activations, on top of --recompute");
+ABSL_FLAG(bool, recompute_mla_up_proj, false,
+          "analyze: Megatron-Core's recompute_modules \"mla_up_proj\" (NVIDIA's DeepSeek-V3 "
+          "recipes): multi-latent attention's up-projections run again in backward, their "
+          "full-head Q, K and V not kept beside the latents, on top of --recompute; needs an MLA "
+          "model (kv_lora_rank > 0)");
 ABSL_FLAG(int64_t, mtp_layers, 0,
           "analyze: multi-token prediction modules trained beside the model (DeepSeek-V3's 1; "
           "Megatron-Core's --mtp-num-layers), on the last pipeline stage: each one more layer, "
@@ -299,6 +304,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.eager = absl::GetFlag(FLAGS_eager);
   o.moe_unfused_ops = absl::GetFlag(FLAGS_moe_unfused_ops);
   o.recompute_moe = absl::GetFlag(FLAGS_recompute_moe);
+  o.recompute_mla_up_proj = absl::GetFlag(FLAGS_recompute_mla_up_proj);
   o.mtp_layers = absl::GetFlag(FLAGS_mtp_layers);
   o.fsdp_shard = absl::GetFlag(FLAGS_fsdp_shard);
   o.no_reshard_after_forward = absl::GetFlag(FLAGS_no_reshard_after_forward);

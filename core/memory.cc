@@ -156,11 +156,21 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   const double outside_h = fp8 ? 8 : 10;
   const double outside = layout.sequence_parallel ? outside_h * h / t : outside_h * h;
   const double projection_input = (fp8 ? 3 : 2) * q_w;
+  // Multi-latent attention keeps its latents too, whole on every tensor-parallel rank (the down-
+  // projections are not split): the query's and the key-value latent's, each as its norm's input
+  // and the up-projection's, and the rotary key part, 16-bit. Recomputing the up-projections
+  // (recompute_mla_up_proj, Megatron-Core's CheckpointWithoutOutput around them) frees the
+  // full-head Q, K and V they make once attention has run, and makes them again for backward.
+  const bool mla = spec.kv_lora_rank > 0;
+  const double latents =
+      mla ? 2 * (2 * static_cast<double>(spec.q_lora_rank + spec.kv_lora_rank) +
+                 static_cast<double>(spec.qk_rope_head_dim))
+          : 0;
+  const double qkv = mla && layout.recompute_mla_up_proj ? 0 : 2 * q_w + 2 * kv_w + 2 * kv_w;
   double per_layer =
       IsHybrid(spec)
           ? s * b * HybridLayerActivationBytesPerToken(spec, layout, d)
-          : s * b *
-                (outside + (2 * q_w + 2 * kv_w + 2 * kv_w + projection_input + mlp_interior) / t);
+          : s * b * (outside + latents + (qkv + projection_input + mlp_interior) / t);
   if (spec.attention == Attention::kUnfused && layout.recompute == Recompute::kNone) {
     // (The rank's s/c query rows against all s keys under context parallelism; in a hybrid
     // model the attention layers' share.)

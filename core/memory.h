@@ -68,6 +68,9 @@ struct MemoryLayout {
   // The MoE layers' forward run again in backward (RunConfig::recompute_moe): their MLP interior
   // (the experts' and shared experts' activations) is not kept, only the layer's input.
   bool recompute_moe = false;
+  // MLA's up-projections run again in backward (RunConfig::recompute_mla_up_proj): the full-head
+  // Q, K and V they make are not kept, only the latents they are made from.
+  bool recompute_mla_up_proj = false;
   // Bytes per gradient: 4 (0) = FP32 main gradients (Megatron, and DeepSpeed's partitions); 2 =
   // 16-bit gradients (the ZeRO paper's accounting, FSDP with a 16-bit reduce dtype).
   int gradient_bytes = 0;

@@ -23,6 +23,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     if (g.gemm.pass != Pass::kForward) continue;
     mb.layers_forward_s += t;
     if (IsMoeBlockGemm(g.gemm.name)) mb.moe_forward_s += t;
+    if (g.gemm.name == kMlaQUp || g.gemm.name == kMlaKvUp) mb.mla_up_forward_s += t;
     if (attention) mb.attention_forward_s += t;
   }
   // Elementwise kernels: their forward is taken as a third of forward + backward (backward reads

@@ -18,6 +18,7 @@ struct MicroBatch {
   double attention_s = 0;          // attention's core, forward and backward (hides CP's sends)
   double op_recompute_s = 0;       // what the op-level policy runs again (core/op_recompute.h)
   double moe_forward_s = 0;        // the MoE layers' GEMMs forward (RunConfig::recompute_moe)
+  double mla_up_forward_s = 0;     // MLA's up-projections forward (recompute_mla_up_proj)
 };
 
 // The micro-batch's parts from the analysis's GEMMs and elementwise work, with what the run adds:

@@ -88,6 +88,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.sequence_parallel = run.sequence_parallel;
   layout.recompute = run.recompute;
   layout.recompute_moe = run.recompute_moe;
+  layout.recompute_mla_up_proj = run.recompute_mla_up_proj;
   layout.interleave = run.interleave;
   layout.microbatches = r.microbatches;
   layout.data_parallel = r.data_parallel;
@@ -300,6 +301,7 @@ StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatc
                      ? mb.attention_forward_s / layers * st.layers
                      : 0;
   if (RecomputesMoeAlone(run)) st.recompute += mb.moe_forward_s / layers * st.layers;
+  if (RecomputesMlaUpAlone(run)) st.recompute += mb.mla_up_forward_s / layers * st.layers;
   st.moe_layers = static_cast<double>(Derive(s).moe_layers) / layers * st.layers;
   // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
   // (the tokens go to their experts by the all-to-all instead), half of a layer's.

@@ -147,6 +147,11 @@ struct RunConfig {
   // in backward instead of keeping its MLP activations (MemoryLayout::recompute_moe). On top of
   // `recompute`.
   bool recompute_moe = false;
+  // Megatron-Core's recompute_modules "mla_up_proj" (NVIDIA's DeepSeek-V3 recipes): multi-latent
+  // attention's up-projections (the query's and the key-value latent's) and the rotary embedding
+  // run again in backward, so that the full-head Q, K and V they make are not kept beside the
+  // latents (MemoryLayout::recompute_mla_up_proj). Needs an MLA model; on top of `recompute`.
+  bool recompute_mla_up_proj = false;
   // Multi-token prediction modules trained beside the model (DeepSeek-V3's one; Megatron-Core's
   // --mtp-num-layers), on the last pipeline stage: each one more transformer layer (priced as the
   // model's mean layer), its projection of the embedding and hidden states (2h × h), and one more
@@ -184,6 +189,11 @@ struct RunConfig {
 // and op-level recomputation rerun every layer's forward).
 inline bool RecomputesMoeAlone(const RunConfig& run) {
   return run.recompute_moe && run.recompute != Recompute::kFull && run.recompute != Recompute::kOp;
+}
+// The same of recompute_mla_up_proj and MLA's up-projections.
+inline bool RecomputesMlaUpAlone(const RunConfig& run) {
+  return run.recompute_mla_up_proj && run.recompute != Recompute::kFull &&
+         run.recompute != Recompute::kOp;
 }
 
 

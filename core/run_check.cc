@@ -87,6 +87,11 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
     return absl::InvalidArgumentError(
         "run.recompute_moe: recomputes the MoE layers: the model needs num_experts > 0");
   }
+  if (run.recompute_mla_up_proj && s.kv_lora_rank == 0) {
+    return absl::InvalidArgumentError(
+        "run.recompute_mla_up_proj: recomputes multi-latent attention's up-projections: the "
+        "model needs kv_lora_rank > 0 (MLA)");
+  }
   if (run.mtp_layers < 0 || run.mtp_layers > 8) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.mtp_layers: must be in [0, 8]; got ", run.mtp_layers));

@@ -254,6 +254,12 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
         "all-to-alls) runs again in backward, its MLP activations not kept (the memory estimate "
         "keeps the layer's input)");
   }
+  if (RecomputesMlaUpAlone(run)) {
+    out.push_back(
+        "recompute_mla_up_proj: multi-latent attention's query and key-value up-projections run "
+        "again in backward, their full-head Q, K and V not kept (the memory estimate keeps the "
+        "latents)");
+  }
   if (IsHybrid(s)) out.push_back(HybridAssumption(s));
   if (run.recompute == Recompute::kOp) {
     out.push_back(

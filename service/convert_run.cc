@@ -159,6 +159,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.eager = r.eager();
   c.moe_unfused_ops = r.moe_unfused_ops();
   c.recompute_moe = r.recompute_moe();
+  c.recompute_mla_up_proj = r.recompute_mla_up_proj();
   c.mtp_layers = r.mtp_layers();
   c.fsdp_shard = r.fsdp_shard();
   c.dp_overlap = r.dp_overlap();

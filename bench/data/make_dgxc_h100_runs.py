@@ -59,12 +59,12 @@ EXAMPLES = [
 # multi-token prediction module (use_mtp=True), reduce gradients in BF16 (grad_reduce_in_fp32
 # False) and leave the TP communication overlap off; at v25.07 the alltoall dispatcher with the
 # token drop (MegatronTokenDropCallback: capacity factor 1.0, padded) and no all-to-all overlap; at
-# v25.08.02 on H100 DeepEP (flex), routing forced balanced, dropless, no all-to-all overlap, and
-# its RecomputeModule "moe" recomputes the MoE layers.
+# v25.08.02 on H100 DeepEP (flex), routing forced balanced, dropless, no all-to-all overlap. The
+# table's RecomputeModule column goes beside them ("recompute mla_up_proj,mlp,moe").
 EXAMPLE_NOTES = {
     ("v25.07", "deepseek-v3"): "alltoall; EP overlap off; token drop; TP comm overlap off",
     ("v25.08.02", "deepseek-v3"): "DeepEP; EP overlap off; forced-balanced routing; "
-                                  "recompute moe; TP comm overlap off",
+                                  "TP comm overlap off",
 }
 
 # Shapes (h, a, a_kv, L, ffn, vocab) and sequence length where the table states none: Llama 3.1
@@ -248,6 +248,8 @@ def examples(repo, tag, container, path):
     notes = [f"ETP {c['ETP']}"] if c.get("ETP", "").isdigit() else []
     if EXAMPLE_NOTES.get((tag, model)):
         notes.append(EXAMPLE_NOTES[(tag, model)])
+    if c.get("RecomputeModule"):
+        notes.append("recompute " + c["RecomputeModule"].replace(" ", ""))
     deepseek = model == "deepseek-v3"
     shape = {} if deepseek else MODELS[model]
     layers = num("Layers", shape.get("L", 0))

@@ -457,6 +457,43 @@ TEST(ExpertParallelTest, OverlapFillsTheIdleShareOfTheHostWaits) {
   EXPECT_TRUE(said);
 }
 
+// Recomputing MLA's up-projections (RunConfig::recompute_mla_up_proj) adds their forward GEMMs
+// to every layer's recomputation, says so, and frees memory; a model without MLA is refused naming
+// the field.
+TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
+  ModelSpec s = testing::LlamaLike(4096, 32, 32, 8, 14336, 32000);
+  s.head_dim = 192;
+  s.qk_rope_head_dim = 64;
+  s.kv_lora_rank = 512;
+  s.q_lora_rank = 1536;
+  s.seq_length = 4096;
+  s.micro_batch_size = 1;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 16;
+  const StepBreakdown plain = *Step(s, run);
+  run.recompute_mla_up_proj = true;
+  const StepBreakdown again = *Step(s, run);
+  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
+  double up = 0;
+  for (const GemmAnalysis& g : a.gemms) {
+    if ((g.gemm.name == kMlaQUp || g.gemm.name == kMlaKvUp) && g.gemm.pass == Pass::kForward) {
+      up += g.prediction.time_s * static_cast<double>(g.gemm.count);
+    }
+  }
+  ASSERT_GT(up, 0);
+  EXPECT_NEAR(again.recompute_s - plain.recompute_s,
+              static_cast<double>(plain.microbatches) * up, 1e-9 * again.step_s);
+  EXPECT_LT(again.memory.activations_bytes, plain.memory.activations_bytes);
+  bool said = false;
+  for (const std::string& x : again.assumptions) said |= absl::StrContains(x, "mla_up_proj");
+  EXPECT_TRUE(said);
+  absl::StatusOr<StepBreakdown> gqa = Step(Mixtral(1), run);
+  ASSERT_FALSE(gqa.ok());
+  EXPECT_THAT(std::string(gqa.status().message()), HasSubstr("run.recompute_mla_up_proj"));
+}
+
 // Megatron-Core's unfused expert ops (RunConfig::moe_unfused_ops) add to a step of biased experts
 // with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
 // assumptions, and leave Mixtral's experts (neither) as they were.

@@ -207,5 +207,41 @@ TEST(MemoryTest, DecodeCountsTheKvCacheOfItsKvHeads) {
                    32.0 * 8 * 4096 * (512 + 64) * 2);
 }
 
+// Multi-latent attention stores its latents (the query's and the key-value latent's, as the
+// norm's input and the up-projection's, and the rotary key part), whole on every tensor-parallel
+// rank; recomputing the up-projections (Megatron-Core's recompute_modules "mla_up_proj") frees the
+// full-head Q, K and V and nothing else.
+TEST(MemoryTest, RecomputingMlaUpProjectionsFreesTheFullHeadQkv) {
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec mla = GptLayer();
+  mla.num_attention_heads = 32;
+  mla.num_kv_heads = 32;
+  mla.head_dim = 192;
+  mla.qk_rope_head_dim = 64;
+  mla.kv_lora_rank = 512;
+  mla.q_lora_rank = 1536;
+  mla.tensor_parallel = 2;
+  mla = *NormalizeSpec(mla);
+  MemoryLayout kept;
+  MemoryLayout freed;
+  freed.recompute_mla_up_proj = true;
+  const double tokens = 2048.0 * 2;
+  const double qkv = 2.0 * 32 * 192 * 3 / 2;  // Q, K and V of 32 heads of 192, over t = 2
+  EXPECT_DOUBLE_EQ(EstimateMemory(mla, gpu, kept).activations_bytes -
+                       EstimateMemory(mla, gpu, freed).activations_bytes,
+                   tokens * qkv);
+  // Without MLA the knob changes nothing, and the latents are MLA's alone.
+  ModelSpec gqa = GptLayer();
+  EXPECT_DOUBLE_EQ(EstimateMemory(gqa, gpu, kept).activations_bytes,
+                   EstimateMemory(gqa, gpu, freed).activations_bytes);
+  ModelSpec no_latents = mla;
+  no_latents.kv_lora_rank = 0;
+  no_latents.q_lora_rank = 0;
+  no_latents.qk_rope_head_dim = 0;
+  EXPECT_DOUBLE_EQ(EstimateMemory(mla, gpu, kept).activations_bytes -
+                       EstimateMemory(*NormalizeSpec(no_latents), gpu, kept).activations_bytes,
+                   tokens * 2 * (2 * (1536 + 512) + 64));  // the same Q, K and V both
+}
+
 }  // namespace
 }  // namespace wavecrest

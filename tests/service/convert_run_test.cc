@@ -33,11 +33,13 @@ TEST(ConvertRunTest, ARunsFieldsAndDefaults) {
   r.set_recompute(v1::RECOMPUTE_OP);
   r.set_eager(true);
   r.set_fsdp_shard(8);
+  r.set_recompute_mla_up_proj(true);
   c = FromProto(r, "run.");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->recompute, Recompute::kOp);
   EXPECT_TRUE(c->eager);
   EXPECT_EQ(c->fsdp_shard, 8);
+  EXPECT_TRUE(c->recompute_mla_up_proj);
   StepBreakdown b;
   b.recompute = Recompute::kOp;
   EXPECT_EQ(ToProto(b).recompute(), v1::RECOMPUTE_OP);

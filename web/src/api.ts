@@ -253,6 +253,7 @@ export interface RunConfig {
   eager?: boolean;
   moe_unfused_ops?: boolean;
   recompute_moe?: boolean;
+  recompute_mla_up_proj?: boolean;
   mtp_layers?: number;
   fsdp_shard?: number;
   ep_overlap?: boolean;
