@@ -116,23 +116,32 @@ double HybridLayerActivationBytesPerToken(const ModelSpec& spec, const MemoryLay
          static_cast<double>(std::max<int64_t>(spec.num_layers, 1));
 }
 
-// Activations one layer stores for backward on one GPU, 16-bit, for one micro-batch.
+// What multi-latent attention keeps of its latents per token and layer, whole on every
+// tensor-parallel rank (the down-projections are not split): the query's and the key-value
+// latent's, each as its norm's input and the up-projection's, and the rotary key part, 16-bit.
+// 0 without MLA.
+double MlaLatentBytesPerToken(const ModelSpec& spec) {
+  if (spec.kv_lora_rank == 0) return 0;
+  return 2 * (2 * static_cast<double>(spec.q_lora_rank + spec.kv_lora_rank) +
+              static_cast<double>(spec.qk_rope_head_dim));
+}
+
+// Activations one layer stores for backward on one GPU, 16-bit, for one micro-batch
+// (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv
+// 2205.05198, eq. 2 with tensor parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer).
+// The 24/t term is written out per tensor so that GQA and SwiGLU widths count: Q and K for the
+// scores, V, the projection's input (2 bytes each), and the MLP's interior (GELU: up output and
+// activation, 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the
+// active width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused
+// attention: FlashAttention stores no score matrix. With sequence parallelism the part outside
+// the tensor-parallel regions (the 10·h) splits over t too; selective recomputation drops the
+// score term.
 double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
                             const DerivedShape& d) {
   const double t = static_cast<double>(spec.tensor_parallel);
   const double s = static_cast<double>(d.seq_per_rank);  // s/c under context parallelism
   const double b = static_cast<double>(spec.micro_batch_size);
   const double h = static_cast<double>(spec.hidden_size);
-  // Activations of one layer, 16-bit (Korthikanti et al. 2022, "Reducing Activation
-  // Recomputation in Large Transformer Models", arXiv 2205.05198, eq. 2 with tensor
-  // parallelism: s·b·h·(10 + 24/t + 5·a·s/(h·t)) for a GPT layer). The 24/t term is written
-  // out per tensor so that GQA and SwiGLU widths count: Q and K for the scores, V, the
-  // projection's input (2 bytes each), and the MLP's interior (GELU: up output and activation,
-  // 4 bytes per unit of width; SwiGLU: gate+up output and activation, 6), over the active
-  // width of an MoE. The 5·a·s/(h·t) attention-score term is kept only for unfused attention:
-  // FlashAttention stores no score matrix.
-  // With sequence parallelism the part outside the tensor-parallel regions (the 10·h) splits
-  // over t too; selective recomputation drops the score term.
   if (layout.recompute == Recompute::kOp) {
     return s * b * OpRecomputeStoredBytesPerToken(spec, d, layout.sequence_parallel);
   }
@@ -156,17 +165,13 @@ double LayerActivationBytes(const ModelSpec& spec, const MemoryLayout& layout,
   const double outside_h = fp8 ? 8 : 10;
   const double outside = layout.sequence_parallel ? outside_h * h / t : outside_h * h;
   const double projection_input = (fp8 ? 3 : 2) * q_w;
-  // Multi-latent attention keeps its latents too, whole on every tensor-parallel rank (the down-
-  // projections are not split): the query's and the key-value latent's, each as its norm's input
-  // and the up-projection's, and the rotary key part, 16-bit. Recomputing the up-projections
-  // (recompute_mla_up_proj, Megatron-Core's CheckpointWithoutOutput around them) frees the
-  // full-head Q, K and V they make once attention has run, and makes them again for backward.
-  const bool mla = spec.kv_lora_rank > 0;
-  const double latents =
-      mla ? 2 * (2 * static_cast<double>(spec.q_lora_rank + spec.kv_lora_rank) +
-                 static_cast<double>(spec.qk_rope_head_dim))
-          : 0;
-  const double qkv = mla && layout.recompute_mla_up_proj ? 0 : 2 * q_w + 2 * kv_w + 2 * kv_w;
+  // Recomputing MLA's up-projections (recompute_mla_up_proj, Megatron-Core's
+  // CheckpointWithoutOutput around them) frees the full-head Q, K and V they make once attention
+  // has run, and makes them again for backward.
+  const double qkv = spec.kv_lora_rank > 0 && layout.recompute_mla_up_proj
+                         ? 0
+                         : 2 * q_w + 2 * kv_w + 2 * kv_w;
+  const double latents = MlaLatentBytesPerToken(spec);
   double per_layer =
       IsHybrid(spec)
           ? s * b * HybridLayerActivationBytesPerToken(spec, layout, d)

@@ -201,6 +201,35 @@ std::string MtpAssumption(int64_t mtp_layers) {
       mtp_layers);
 }
 
+// What the step's recomputation does beyond the plain words of its layout: selective with fused
+// attention, Megatron-Core's recompute_modules, TorchTitan's op-level policy.
+void AddRecomputeAssumptions(const ModelSpec& s, const RunConfig& run,
+                             std::vector<std::string>& out) {
+  if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
+    out.push_back(
+        "selective recomputation adds nothing with fused attention: its backward already "
+        "recomputes the attention scores");
+  }
+  if (RecomputesMoeAlone(run)) {
+    out.push_back(
+        "recompute_moe: each MoE layer's forward (router, experts, shared expert and its "
+        "all-to-alls) runs again in backward, its MLP activations not kept (the memory estimate "
+        "keeps the layer's input)");
+  }
+  if (RecomputesMlaUpAlone(run)) {
+    out.push_back(
+        "recompute_mla_up_proj: multi-latent attention's query and key-value up-projections run "
+        "again in backward, their full-head Q, K and V not kept (the memory estimate keeps the "
+        "latents)");
+  }
+  if (run.recompute == Recompute::kOp) {
+    out.push_back(
+        "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "
+        "layer, its norms, activations and all-to-alls run again in backward; attention's "
+        "output and the other matmuls' are kept");
+  }
+}
+
 }  // namespace
 
 // What the figures take for granted, in words.
@@ -233,11 +262,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   }
   out.push_back(FlopCountAssumption(run.flop_count));
   if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
-  if (run.recompute == Recompute::kSelective && s.attention != Attention::kUnfused) {
-    out.push_back(
-        "selective recomputation adds nothing with fused attention: its backward already "
-        "recomputes the attention scores");
-  }
+  AddRecomputeAssumptions(s, run, out);
   if (run.eager) {
     out.push_back(absl::StrFormat(
         "eager PyTorch (eager): each elementwise op of a layer its own kernel, %.0f KB more "
@@ -248,25 +273,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   }
   if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
   if (run.mtp_layers > 0) out.push_back(MtpAssumption(run.mtp_layers));
-  if (RecomputesMoeAlone(run)) {
-    out.push_back(
-        "recompute_moe: each MoE layer's forward (router, experts, shared expert and its "
-        "all-to-alls) runs again in backward, its MLP activations not kept (the memory estimate "
-        "keeps the layer's input)");
-  }
-  if (RecomputesMlaUpAlone(run)) {
-    out.push_back(
-        "recompute_mla_up_proj: multi-latent attention's query and key-value up-projections run "
-        "again in backward, their full-head Q, K and V not kept (the memory estimate keeps the "
-        "latents)");
-  }
   if (IsHybrid(s)) out.push_back(HybridAssumption(s));
-  if (run.recompute == Recompute::kOp) {
-    out.push_back(
-        "op-level selective checkpointing (TorchTitan's 'op' policy): every second matmul of a "
-        "layer, its norms, activations and all-to-alls run again in backward; attention's "
-        "output and the other matmuls' are kept");
-  }
   return out;
 }
 
