@@ -461,11 +461,7 @@ TEST(ExpertParallelTest, OverlapFillsTheIdleShareOfTheHostWaits) {
 // to every layer's recomputation, says so, and frees memory; a model without MLA is refused naming
 // the field.
 TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
-  ModelSpec s = testing::LlamaLike(4096, 32, 32, 8, 14336, 32000);
-  s.head_dim = 192;
-  s.qk_rope_head_dim = 64;
-  s.kv_lora_rank = 512;
-  s.q_lora_rank = 1536;
+  ModelSpec s = testing::WithMla(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000));
   s.seq_length = 4096;
   s.micro_batch_size = 1;
   s = *NormalizeSpec(s);

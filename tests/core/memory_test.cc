@@ -4,6 +4,7 @@
 #include "core/gpu_catalog.h"
 #include "core/model_stats.h"
 #include "gtest/gtest.h"
+#include "tests/core/test_specs.h"
 
 namespace wavecrest {
 namespace {
@@ -213,13 +214,7 @@ TEST(MemoryTest, DecodeCountsTheKvCacheOfItsKvHeads) {
 // full-head Q, K and V and nothing else.
 TEST(MemoryTest, RecomputingMlaUpProjectionsFreesTheFullHeadQkv) {
   const GpuSpec& gpu = **FindGpu("h100-sxm");
-  ModelSpec mla = GptLayer();
-  mla.num_attention_heads = 32;
-  mla.num_kv_heads = 32;
-  mla.head_dim = 192;
-  mla.qk_rope_head_dim = 64;
-  mla.kv_lora_rank = 512;
-  mla.q_lora_rank = 1536;
+  ModelSpec mla = testing::WithMla(GptLayer());
   mla.tensor_parallel = 2;
   mla = *NormalizeSpec(mla);
   MemoryLayout kept;

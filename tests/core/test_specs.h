@@ -49,6 +49,18 @@ inline ModelSpec LlamaLike(int64_t hidden, int64_t heads, int64_t kv_heads, int6
   return s;
 }
 
+// `s` with DeepSeek-V3's multi-latent attention (deepseek-ai/DeepSeek-V3 config.json): every
+// head a KV head, query and key heads of 192 (128 + 64 rotary), latents of 1536 and 512; not
+// normalized.
+inline ModelSpec WithMla(ModelSpec s) {
+  s.num_kv_heads = s.num_attention_heads;
+  s.head_dim = 192;
+  s.qk_rope_head_dim = 64;
+  s.kv_lora_rank = 512;
+  s.q_lora_rank = 1536;
+  return s;
+}
+
 // GPT-OSS-120B's shape (openai/gpt-oss-120b config.json): hidden 2880, 64 heads of 64 over 8 KV
 // heads, 36 layers, 128 experts of 2880 with biases and a clamped GLU, top 4; 4K tokens on
 // whole experts over ep ranks, not normalized.
