@@ -118,10 +118,10 @@ absl::string_view RecomputeLabel(v1::Recompute r, absl::string_view none) {
 // GPU ...; fits".
 std::string StepLayout(const v1::StepBreakdown& b) {
   return absl::StrFormat(
-      "layout: %s, %s recomputation, ZeRO stage %d%s%s, micro-batch %d; %s; %s\n",
+      "layout: %s, %s recomputation%s, ZeRO stage %d%s%s, micro-batch %d; %s; %s\n",
       b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
       RecomputeLabel(b.recompute(), "no"),
-      b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
+      b.recompute_mla_up_proj() ? ", MLA up-projections recomputed" : "", b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
       b.interleave() > 1 ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
                          : "",
       std::max<int64_t>(b.micro_batch_size(), 1), MemoryParts(b.memory()),
@@ -155,7 +155,8 @@ std::string LayoutsTable(const v1::AnalyzeResponse& r) {
     const v1::StepBreakdown& b = o.step();
     t.Add({absl::StrCat(o.rank()), LayoutLine(b), absl::StrCat(b.micro_batch_size()),
            absl::StrCat(std::max<int64_t>(b.interleave(), 1)), b.sequence_parallel() ? "on" : "off",
-           std::string(RecomputeLabel(b.recompute(), "none")),
+           absl::StrCat(RecomputeLabel(b.recompute(), "none"),
+                        b.recompute_mla_up_proj() ? "+mla" : ""),
            absl::StrCat(b.zero_stage()), b.offload_activations() ? "on" : "off",
            absl::StrFormat("%.1f GiB%s", b.memory().total_bytes() / (1024.0 * 1024 * 1024),
                            b.memory().fits() ? "" : " (no fit)"),

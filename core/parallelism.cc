@@ -239,6 +239,7 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   const ModelSpec& s = a.spec;
   r.sequence_parallel = run.sequence_parallel;
   r.recompute = run.recompute;
+  r.recompute_mla_up_proj = RecomputesMlaUpAlone(run);
   r.zero_stage = run.zero_stage;
   r.offload_activations = run.offload_activations;
   r.interleave = std::max<int64_t>(run.interleave, 1);
@@ -407,21 +408,28 @@ std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& r
 
 std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run) {
   std::vector<RunConfig> out;
+  // An MLA model's up-projections recomputed or not (Megatron-Core's recompute_modules
+  // "mla_up_proj"), where full recomputation does not already rerun them; as given elsewhere.
+  const bool weigh_mla_up = s.kv_lora_rank > 0 && !run.recompute_mla_up_proj;
   for (int64_t v : CandidateInterleaves(s, run)) {
     for (bool sp : {false, true}) {
       for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-        for (int zero = 0; zero <= 3; ++zero) {
-          for (bool offload : {false, true}) {
-            RunConfig c = run;
-            c.plan = false;
-            c.sequence_parallel = sp;
-            c.recompute = rc;
-            c.zero_stage = zero;
-            c.offload_activations = offload;
-            c.interleave = v;
-            // FP8 weights are gathered by the distributed optimizer or FSDP: none to gather at 0.
-            c.fp8_param_gather = run.fp8_param_gather && zero >= 1;
-            out.push_back(c);
+        for (bool mla_up : {false, true}) {
+          if (mla_up && (!weigh_mla_up || rc == Recompute::kFull)) continue;
+          for (int zero = 0; zero <= 3; ++zero) {
+            for (bool offload : {false, true}) {
+              RunConfig c = run;
+              c.plan = false;
+              c.sequence_parallel = sp;
+              c.recompute = rc;
+              c.recompute_mla_up_proj = run.recompute_mla_up_proj || mla_up;
+              c.zero_stage = zero;
+              c.offload_activations = offload;
+              c.interleave = v;
+              // FP8 weights are gathered by the distributed optimizer or FSDP: none at ZeRO 0.
+              c.fp8_param_gather = run.fp8_param_gather && zero >= 1;
+              out.push_back(c);
+            }
           }
         }
       }
@@ -434,7 +442,9 @@ std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run
 std::string LayoutWords(const StepBreakdown& b) {
   return absl::StrCat(b.sequence_parallel ? "sequence parallelism, " : "no sequence parallelism, ",
                       b.recompute == Recompute::kNone ? "no" : RecomputeName(b.recompute),
-                      " recomputation, ZeRO stage ", b.zero_stage,
+                      " recomputation",
+                      b.recompute_mla_up_proj ? " with MLA's up-projections recomputed" : "",
+                      ", ZeRO stage ", b.zero_stage,
                       b.offload_activations ? ", activations offloaded" : "",
                       b.interleave > 1
                           ? absl::StrCat(", ", b.interleave, " interleaved stages per rank")

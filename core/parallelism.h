@@ -226,6 +226,7 @@ struct StepBreakdown {
   // The layout (as given, or as PlanLayout chose it).
   bool sequence_parallel = false;
   Recompute recompute = Recompute::kNone;
+  bool recompute_mla_up_proj = false;  // RunConfig::recompute_mla_up_proj, as given or planned
   int zero_stage = 0;
   bool offload_activations = false;
   int64_t interleave = 1;  // virtual pipeline stages per rank

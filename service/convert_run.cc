@@ -214,6 +214,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
                                                          : v1::RECOMPUTE_NONE);
   p.set_zero_stage(b.zero_stage);
   p.set_offload_activations(b.offload_activations);
+  p.set_recompute_mla_up_proj(b.recompute_mla_up_proj);
   p.set_interleave(b.interleave);
   p.set_micro_batch_size(b.micro_batch_size);
   p.set_cp_comm_s(b.cp_comm_s);

@@ -490,6 +490,32 @@ TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
   EXPECT_THAT(std::string(gqa.status().message()), HasSubstr("run.recompute_mla_up_proj"));
 }
 
+// The plan weighs MLA's up-projections recomputed or not, for MLA models only and not beside full
+// recomputation (which reruns them anyway); the step it returns says which it took.
+TEST(ExpertParallelTest, ThePlanWeighsRecomputingMlaUpProjections) {
+  ModelSpec s = testing::WithMla(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000));
+  s.seq_length = 4096;
+  s.micro_batch_size = 1;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 16;
+  int with = 0;
+  for (const RunConfig& c : CandidateLayouts(s, run)) {
+    if (!c.recompute_mla_up_proj) continue;
+    ++with;
+    EXPECT_NE(c.recompute, Recompute::kFull);
+  }
+  EXPECT_GT(with, 0);
+  for (const RunConfig& c : CandidateLayouts(Mixtral(1), run)) {
+    EXPECT_FALSE(c.recompute_mla_up_proj);
+  }
+  run.recompute_mla_up_proj = true;
+  EXPECT_TRUE(Step(s, run)->recompute_mla_up_proj);
+  run.recompute = Recompute::kFull;  // full recomputation reruns them: nothing apart to say
+  EXPECT_FALSE(Step(s, run)->recompute_mla_up_proj);
+}
+
 // Megatron-Core's unfused expert ops (RunConfig::moe_unfused_ops) add to a step of biased experts
 // with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
 // assumptions, and leave Mixtral's experts (neither) as they were.

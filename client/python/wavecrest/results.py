@@ -708,6 +708,8 @@ class StepBreakdown:
     recompute: Recompute = Recompute.UNSPECIFIED
     zero_stage: int = 0
     offload_activations: bool = False
+    # MLA's up-projections recomputed (RunConfig.recompute_mla_up_proj), as given or planned.
+    recompute_mla_up_proj: bool = False
     # Context parallelism's K/V ring sends not hidden under the attention kernels.
     cp_comm_s: float = 0.0
     # Activation copies to and from the host not hidden under the layers' compute.
