@@ -180,7 +180,7 @@ std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
     const v1::MemoryEstimate& mem = r.memory();
     absl::StrAppendFormat(
         &out, "memory per GPU  %s; %s\n", absl::StripPrefix(MemoryParts(mem), "memory per GPU "),
-        mem.fits()                 ? "fits"
+        mem.fits() || PastMarginWithinGpu(mem) ? FitWords(mem)
         : mem.kv_cache_bytes() > 0 ? "does NOT fit (a smaller batch or KV cache, or more --tp/--pp)"
         : mem.fits_with_recompute()
             ? absl::StrFormat("does NOT fit; with full activation recomputation %.1f GiB fits",

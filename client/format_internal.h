@@ -17,6 +17,12 @@ std::string DtypeShort(v1::Dtype d);
 // "memory per GPU 47.6 GiB of 80 (estimate): weights 4.2, gradients 8.5, optimizer 12.7,
 // activations 22.2", with the gathered ZeRO-3 unit, the host's share and the KV cache when there.
 std::string MemoryParts(const v1::MemoryEstimate& m);
+// Whether the estimate fits, in words: "fits"; past the share of the GPU the plan leaves to the
+// model but within the GPU, where published layouts that ran reach ("past the 90% ..."); or
+// "does NOT fit" beyond the GPU.
+std::string FitWords(const v1::MemoryEstimate& m);
+// Past that share but within the GPU.
+bool PastMarginWithinGpu(const v1::MemoryEstimate& m);
 
 // The run's answer line: the step when it fits; a run as given that does not fit is not an
 // answer, and the plan that fits (layouts[0]) is said instead; a layout search's table after.

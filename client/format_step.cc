@@ -9,12 +9,26 @@
 #include "client/format.h"
 #include "client/format_internal.h"
 #include "client/table.h"
+#include "core/memory.h"
 #include "core/units.h"
 
 namespace wavecrest {
 
 // "memory per GPU 47.6 GiB of 80 (estimate): weights 4.2, gradients 8.5, optimizer 12.7,
 // activations 22.2", with the gathered ZeRO-3 unit, the host's share and the KV cache when there.
+bool PastMarginWithinGpu(const v1::MemoryEstimate& m) {
+  return !m.fits() && m.total_bytes() <= m.capacity_bytes();
+}
+
+std::string FitWords(const v1::MemoryEstimate& m) {
+  if (m.fits()) return "fits";
+  if (!PastMarginWithinGpu(m)) return "does NOT fit";
+  return absl::StrFormat(
+      "does NOT fit the %.0f%% of the GPU the plan leaves to the model, within the GPU itself: "
+      "it may not start (published layouts that ran reach this far)",
+      100 * kUsableMemoryFraction);
+}
+
 std::string MemoryParts(const v1::MemoryEstimate& m) {
   // A pipeline's fullest GPU is named when it is not the first stage's.
   const std::string stage =
@@ -43,9 +57,9 @@ namespace {
 // data-parallel rank; PREDICTED".
 std::string StepHeadline(const v1::StepBreakdown& b) {
   return absl::StrFormat(
-      "training step on %d GPUs (%d nodes): t=%d p=%d%s d=%d%s, global batch %d = %d "
+      "training step on %d GPUs (%d node%s): t=%d p=%d%s d=%d%s, global batch %d = %d "
       "micro-batch%s per data-parallel rank; PREDICTED\n",
-      b.gpus(), b.nodes(), b.tensor_parallel(), b.pipeline_parallel(),
+      b.gpus(), b.nodes(), b.nodes() == 1 ? "" : "s", b.tensor_parallel(), b.pipeline_parallel(),
       b.context_parallel() > 1 ? absl::StrCat(" c=", b.context_parallel()) : "", b.data_parallel(),
       b.expert_parallel() > 1 ? absl::StrCat(" (e=", b.expert_parallel(), " of them)") : "",
       b.global_batch(), b.microbatches(), b.microbatches() == 1 ? "" : "es");
@@ -125,7 +139,7 @@ std::string StepLayout(const v1::StepBreakdown& b) {
       b.interleave() > 1 ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
                          : "",
       std::max<int64_t>(b.micro_batch_size(), 1), MemoryParts(b.memory()),
-      b.memory().fits() ? "fits" : "does NOT fit");
+      FitWords(b.memory()));
 }
 
 }  // namespace
@@ -179,9 +193,13 @@ std::string RunAnswer(const v1::AnalyzeResponse& r) {
   const bool searched_plan = !r.layouts().empty() && r.layouts(0).step().memory().fits();
   if (!given_fits && searched_plan) {
     absl::StrAppendFormat(&out,
-                          "as given        %s per step, but it does NOT fit in memory: not an "
-                          "answer; the plan that fits on these GPUs:\n",
-                          HumanSeconds(r.step_time_s()));
+                          "as given        %s per step, but %s; the plan that fits on these "
+                          "GPUs:\n",
+                          HumanSeconds(r.step_time_s()),
+                          PastMarginWithinGpu(r.step().memory())
+                              ? "its memory is past the share the plan leaves to the model "
+                                "(it may not start)"
+                              : "it does NOT fit in memory: not an answer");
     answer = &r.layouts(0).step();
   } else if (!given_fits) {
     absl::StrAppendFormat(&out,

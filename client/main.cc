@@ -78,10 +78,11 @@ ABSL_FLAG(bool, ep_overlap, false,
 ABSL_FLAG(std::string, ep_dispatcher, "",
           "analyze: how expert-parallel tokens travel (Megatron-Core's moe_token_dispatcher_type): "
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
-          "token once to every node and rank holding one of its experts)");
+          "token once to every node and rank holding one of its experts; deepep and hybridep "
+          "name the same)");
 ABSL_FLAG(double, moe_host_ms, -1,
-          "analyze: milliseconds the GPU waits on the host per MoE layer and micro-batch (forward "
-          "and backward): the dropless dispatchers read each layer's token counts back to the CPU "
+          "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
+          "and backward; a fitted constant, not a measured wait): the dropless dispatchers read each layer's token counts back to the CPU "
           "before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
           "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
           "over a static-shaped MoE block)");

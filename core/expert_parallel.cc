@@ -281,7 +281,7 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
       "back by all-to-all (dispatch and combine, forward and backward, 16-bit; %s; across nodes "
       "no call shorter than DeepEP's low-latency kernels of that EP size, 77-194 us a dispatch "
       "and 114-369 us a combine at 400 Gb/s) %s, routing as the experts' line says%s (the "
-      "busiest rank sets the pace); expert gradients reduce over the %d ranks holding the same "
+      "busiest rank sets the pace); expert gradients reduce over the %d rank%s holding the same "
       "experts%s; %s",
       s.expert_parallel, s.num_experts / s.expert_parallel, s.num_experts,
       run.ep_dispatcher == EpDispatcher::kFlex
@@ -294,7 +294,9 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
       run.ep_overlap ? "under another micro-batch's MoE layers (ep_overlap, Megatron-Core's "
                        "--overlap-moe-expert-parallel-comm; the first forward's and the last "
                        "backward's exposed; the compute beside them slowed by the 20 SMs the "
-                       "dispatch kernels hold, Megatron-Core's moe_deepep_num_sms)"
+                       "dispatch kernels hold, Megatron-Core's moe_deepep_num_sms default, "
+                       "taken for every dispatcher; that slowdown is counted in the EP "
+                       "all-to-all row)"
                      : "not overlapped with compute (Megatron-Core's default)",
       GroupLimitedRouting(s)
           ? absl::StrFormat(" within %d of %d groups of experts per token (group-limited "
@@ -302,15 +304,18 @@ std::string ExpertParallelAssumption(const ModelSpec& s, const RunConfig& run,
                             s.expert_groups_per_token, s.expert_groups)
           : "",
       std::max<int64_t>(1, ExpertPool(s, r.data_parallel) / s.expert_parallel),
+      ExpertPool(s, r.data_parallel) / s.expert_parallel > 1 ? "s" : "",
       ExpertTensorParallel(s) < s.tensor_parallel
           ? "; whole experts (expert tensor parallelism 1): each tensor-parallel rank routes its "
             "own share of the tokens"
           : "",
       MoeHostWaitS(s, run) > 0
-          ? absl::StrFormat("each MoE layer and micro-batch waits %.1f ms on the host (--moe-host-ms; "
-                            "dropless experts: their token counts read back to the CPU, their "
-                            "kernels launched outside CUDA graphs; fitted to NVIDIA's "
-                            "Megatron-Bridge MoE runs, 3 ms by default)%s",
+          ? absl::StrFormat("each MoE layer and micro-batch costs %.1f ms on the host's account "
+                            "(--moe-host-ms; the step's \"MoE host waits\": a FITTED constant, "
+                            "3 ms by default from NVIDIA's Megatron-Bridge MoE runs, for what "
+                            "dropless experts cost beyond their priced kernels: token counts read "
+                            "back to the CPU, kernels launched outside CUDA graphs, and whatever "
+                            "else those runs spent there)%s",
                             1e3 * MoeHostWaitS(s, run),
                             run.ep_overlap
                                 ? absl::StrFormat(

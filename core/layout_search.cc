@@ -91,6 +91,8 @@ std::optional<StepBreakdown> PlanDegrees(const ModelSpec& spec, const GpuSpec& g
   return *std::move(step);
 }
 
+}  // namespace
+
 std::string HeldWords(const HeldDegrees& held, const ModelSpec& s) {
   std::vector<std::string> out;
   if (held.tensor) out.push_back(absl::StrCat("TP ", s.tensor_parallel));
@@ -99,8 +101,6 @@ std::string HeldWords(const HeldDegrees& held, const ModelSpec& s) {
   if (held.expert && s.num_experts > 0) out.push_back(absl::StrCat("EP ", s.expert_parallel));
   return out.empty() ? "" : absl::StrCat(" (held as given: ", absl::StrJoin(out, ", "), ")");
 }
-
-}  // namespace
 
 double ExpectedStepS(const StepBreakdown& b) {
   return b.step_s * (1 + 0.5 * (b.band_p10 + b.band_p90));

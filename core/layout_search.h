@@ -68,6 +68,9 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
 // ranks by it.
 double ExpectedStepS(const StepBreakdown& b);
 
+// " (held as given: TP 8, CP 2)": the degrees `held` keeps of `s`, or "" when none.
+std::string HeldWords(const HeldDegrees& held, const ModelSpec& s);
+
 // "TP 8 × PP 4 × DP 16" (CP and EP when above 1), the degrees of a step.
 std::string DegreesName(const StepBreakdown& b);
 

@@ -460,7 +460,7 @@ std::string OverMarginNote(const StepBreakdown& given, const StepBreakdown& chos
   return absl::StrFormat(
       "; it takes %.1f%% longer than the layout as given (%s), estimated at %.1f GiB: past the "
       "%.0f%% of the GPU's %.0f GiB the plan leaves to the model but within it, where published "
-      "layouts that ran reach, so that one may fit (without --plan it is priced as given)",
+      "layouts that ran reach, so that one may fit (without --plan its step is shown as given)",
       100 * (chosen.step_s / given.step_s - 1), given_words,
       given.memory.total_bytes / static_cast<double>(kGiB), 100 * kUsableMemoryFraction,
       given.memory.capacity_bytes / static_cast<double>(kGiB));

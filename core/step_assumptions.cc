@@ -245,6 +245,11 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   if (run.zero_stage >= 3) AddZero3Assumptions(run, out);
   if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
   if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
+  if (s.expert_parallel <= 1 && (run.ep_overlap || run.ep_dispatcher != EpDispatcher::kAllToAll)) {
+    out.push_back(
+        "ep_overlap and ep_dispatcher change nothing here: they price expert parallelism's "
+        "all-to-alls, and this run has none (expert_parallel 1)");
+  }
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(
         "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "

@@ -90,8 +90,13 @@ void AddPlanThatFits(const v1::ModelSpec& requested, const GpuSpec& gpu, const R
   free.plan = true;
   free.num_gpus = given.gpus();
   free.global_batch = given.global_batch();
-  absl::StatusOr<LayoutSearch> search = SearchLayouts(AsRequested(requested, spec), gpu, free,
-                                                      HeldDegrees{}, &CatalogPredictionMemo());
+  // The degrees the request states held, as --plan holds them; all free where none fits so.
+  const ModelSpec asked = AsRequested(requested, spec);
+  const HeldDegrees held = HeldOf(RequestedDegrees(requested), false);
+  absl::StatusOr<LayoutSearch> search =
+      SearchLayouts(asked, gpu, free, held, &CatalogPredictionMemo());
+  const bool kept = search.ok() && search->fit > 0;
+  if (!kept) search = SearchLayouts(asked, gpu, free, HeldDegrees{}, &CatalogPredictionMemo());
   if (!search.ok() || search->fit == 0) return;
   const StepBreakdown& plan = search->ranked.front().step;
   // Past the GPU it cannot start; past the share the plan leaves to the model but within the
@@ -99,15 +104,17 @@ void AddPlanThatFits(const v1::ModelSpec& requested, const GpuSpec& gpu, const R
   const bool within_gpu = given.memory().total_bytes() <= given.memory().capacity_bytes();
   response.mutable_step()->mutable_assumptions()->Add(absl::StrFormat(
       "does NOT fit in memory as given (%.1f GiB of %.0f per GPU): %s; the fastest layout that "
-      "fits on these %d GPUs at global batch %d is %s, micro-batch %d, %.3g s per step (layouts; "
-      "analyze --plan answers with it)",
+      "fits on these %d GPUs at global batch %d%s is %s, micro-batch %d, %.3g s per step "
+      "(layouts; analyze --plan answers with it)",
       given.memory().total_bytes() / kGiB, given.memory().capacity_bytes() / kGiB,
       within_gpu ? absl::StrFormat("past the %.0f%% of the GPU the plan leaves to the model but "
                                    "within it, where published layouts that ran reach: it may "
                                    "not start",
                                    100 * kUsableMemoryFraction)
                  : "not a run that can start",
-      given.gpus(), given.global_batch(), DegreesName(plan), plan.micro_batch_size, plan.step_s));
+      given.gpus(), given.global_batch(),
+      kept ? absl::StrCat(HeldWords(held, asked)) : " (no layout fits with the degrees given)",
+      DegreesName(plan), plan.micro_batch_size, plan.step_s));
   auto* a = response.mutable_step()->mutable_assumptions();
   std::rotate(a->begin(), a->end() - 1, a->end());
   AddLayouts(*search, response);

@@ -95,9 +95,17 @@ TEST(FormatStepTest, ARunThatDoesNotFitAnswersWithThePlanThatDoes) {
   plan->mutable_step()->set_step_time_s(1.5);
   r.set_layouts_examined(10);
   r.set_layouts_fit(3);
+  // Beyond the GPU: it cannot start.
+  r.mutable_step()->mutable_memory()->set_total_bytes(
+      r.step().memory().capacity_bytes() + 1);
   const std::string out = RunAnswer(r);
   EXPECT_THAT(out, HasSubstr("as given        2.000 s per step, but it does NOT fit in memory"));
   EXPECT_THAT(out, HasSubstr("the answer      1.500 s per step"));
+  // Past the plan's margin but within the GPU: it may not start, and the layout line says so.
+  r.mutable_step()->mutable_memory()->set_total_bytes(r.step().memory().capacity_bytes() * 0.95);
+  EXPECT_THAT(RunAnswer(r), HasSubstr("past the share the plan leaves to the model (it may not "
+                                      "start)"));
+  EXPECT_THAT(FormatStepBreakdown(r.step()), HasSubstr("within the GPU itself: it may not start"));
   EXPECT_THAT(out, HasSubstr("(the run: TP 8 × PP 4 × DP 2)"));
   EXPECT_THAT(out, HasSubstr("layouts searched: 10 degree combinations, 3 fit in memory"));
   EXPECT_THAT(out, HasSubstr("the answer\n"));

@@ -138,8 +138,16 @@ TEST(PlanTest, PlanOnGpusSearchesTheLayoutAndAGivenLayoutThatDoesNotFitShowsTheP
   EXPECT_TRUE(r->layouts(0).step().memory().fits());
   EXPECT_THAT(r->step().assumptions(0), ::testing::HasSubstr("does NOT fit in memory as given"));
   EXPECT_THAT(r->step().assumptions(0), ::testing::HasSubstr("not a run that can start"));
-  // The search's answer is the same plan `--plan` gives.
-  EXPECT_DOUBLE_EQ(r->layouts(0).step().step_time_s(), best.step_time_s());
+  // The search's answer is the same plan `--plan` gives for that request: the degrees it states
+  // (TP 8, PP 4) held.
+  v1::AnalyzeRequest given_planned = given;
+  given_planned.mutable_run()->set_plan(true);
+  const absl::StatusOr<v1::AnalyzeResponse> gp = HandleAnalyze(given_planned);
+  ASSERT_TRUE(gp.ok()) << gp.status();
+  ASSERT_GE(gp->layouts_size(), 1);
+  EXPECT_DOUBLE_EQ(r->layouts(0).step().step_time_s(), gp->layouts(0).step().step_time_s());
+  EXPECT_EQ(r->layouts(0).step().pipeline_parallel(), 4);
+  EXPECT_THAT(r->step().assumptions(0), ::testing::HasSubstr("(held as given: TP 8, PP 4)"));
 
   // Degrees kept: the layout as given, planned for the rest, no search.
   given.mutable_run()->set_plan(true);
