@@ -281,6 +281,22 @@ struct StageTimes {
   }
 };
 
+// The MoE layers among layers [begin, end) of a model whose dense layers come first
+// (first_dense_layers) and then every moe_layer_interval-th is MoE; a hybrid's share of them.
+double MoeLayersIn(const ModelSpec& s, int64_t begin, int64_t end) {
+  const DerivedShape d = Derive(s);
+  if (IsHybrid(s) || s.num_experts == 0) {
+    return static_cast<double>(d.moe_layers) / static_cast<double>(s.num_layers) *
+           static_cast<double>(end - begin);
+  }
+  const int64_t k = std::max<int64_t>(1, s.moe_layer_interval);
+  int64_t n = 0;
+  for (int64_t i = std::max(begin, s.first_dense_layers); i < end; ++i) {
+    if ((i - s.first_dense_layers + 1) % k == 0) ++n;
+  }
+  return static_cast<double>(n);
+}
+
 // The slowest stage: the last (its layers, the logits and the loss), or with uneven stages a
 // middle one if its extra layers outweigh the head. `stored_bytes_per_layer`: what offloading
 // moves (the run's memory estimate).
@@ -303,7 +319,10 @@ StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatc
                      : 0;
   if (RecomputesMoeAlone(run)) st.recompute += mb.moe_forward_s / layers * st.layers;
   if (RecomputesMlaUpAlone(run)) st.recompute += mb.mla_up_forward_s / layers * st.layers;
-  st.moe_layers = static_cast<double>(Derive(s).moe_layers) / layers * st.layers;
+  // Its MoE layers: the last stage's, or the last middle stage's (the middle one with the most
+  // where the dense layers come first).
+  const int64_t end = s.num_layers - (last_slowest ? 0 : split.last);
+  st.moe_layers = MoeLayersIn(s, end - static_cast<int64_t>(st.layers), end);
   // Whole experts under tensor parallelism: a MoE layer's MLP has no tensor-parallel collectives
   // (the tokens go to their experts by the all-to-all instead), half of a layer's.
   const double tp_layers =

@@ -516,6 +516,26 @@ TEST(ExpertParallelTest, ThePlanWeighsRecomputingMlaUpProjections) {
   EXPECT_FALSE(Step(s, run)->recompute_mla_up_proj);
 }
 
+// The slowest stage's MoE layers are its own: with the dense layers first (DeepSeek-V3's
+// first_k_dense_replace) the last of 4 stages holds 8 MoE layers of Mixtral's 32, not the model's
+// share of 29/32 of them; with every other layer MoE, 4.
+TEST(ExpertParallelTest, TheSlowestStageCountsItsOwnMoeLayers) {
+  ModelSpec s = Mixtral(1);
+  s.first_dense_layers = 3;
+  s.pipeline_parallel = 4;
+  s = *NormalizeSpec(s);
+  RunConfig run;
+  run.num_gpus = 4;
+  run.global_batch = 8;
+  const StepBreakdown b = *Step(s, run);
+  EXPECT_NEAR(b.moe_host_s, static_cast<double>(b.microbatches) * 8 * kMoeHostWaitS, 1e-12);
+  s.first_dense_layers = 0;
+  s.moe_layer_interval = 2;
+  const StepBreakdown every_other = *Step(*NormalizeSpec(s), run);
+  EXPECT_NEAR(every_other.moe_host_s, static_cast<double>(b.microbatches) * 4 * kMoeHostWaitS,
+              1e-12);
+}
+
 // Megatron-Core's unfused expert ops (RunConfig::moe_unfused_ops) add to a step of biased experts
 // with a clamped GLU what they move in every MoE layer of every micro-batch, say so in the
 // assumptions, and leave Mixtral's experts (neither) as they were.
