@@ -391,7 +391,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.028, 0.134, 127},
       {kBandFsdp, -0.063, 0.130, 230},
-      {kBandExpertParallel, -0.085, 0.191, 73},
+      {kBandExpertParallel, -0.088, 0.191, 73},
       {kBandContextParallel, 0.028, 0.168, 66},
   };
   return kBands;
