@@ -206,15 +206,28 @@ std::string TensorParallelRunLine(const v1::AnalyzeResponse& r) {
       100 * b.optimizer_s() / step, b.gpus());
 }
 
+// The step's FLOPs: one rank of the tensor- (and context-) parallel group that splits each layer,
+// every layer (a pipeline's stages split them further, which the run's breakdown prices), beside
+// the whole model's, in the convention asked for.
+std::string FlopLine(const v1::AnalyzeResponse& r) {
+  const int64_t split = std::max<int64_t>(1, r.model().tensor_parallel()) *
+                        std::max<int64_t>(1, r.model().context_parallel());
+  const int64_t stages = std::max<int64_t>(1, r.model().pipeline_parallel());
+  return absl::StrFormat(
+      "step            %s FLOP %s%s (%s for the whole model, attention counted %s), %d tokens\n",
+      HumanCount(r.step_flops()),
+      split > 1 ? absl::StrCat("per rank of the ", split, " splitting each layer") : "per GPU",
+      stages > 1 ? absl::StrCat(", every layer (the ", stages, " pipeline stages split them)") : "",
+      HumanCount(r.model_flops()), r.flop_count().empty() ? "full" : r.flop_count(),
+      r.tokens_per_step());
+}
+
 // The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,
 // and with a run the run's breakdown and answer.
 std::string StepLines(const v1::AnalyzeResponse& r) {
   std::string out;
-  absl::StrAppendFormat(&out,
-                        "step            %s FLOP per GPU (%s for the model, attention counted %s), "
-                        "%d tokens\n",
-                        HumanCount(r.step_flops()), HumanCount(r.model_flops()),
-                        r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
+  absl::StrAppend(&out, FlopLine(r));
+  const int64_t stages = std::max<int64_t>(1, r.model().pipeline_parallel());
   // With a run the step is the run's (below); these lines are one rank's kernels.
   const bool run = r.has_step();
   const v1::KernelStep& k = r.kernels();
@@ -231,8 +244,10 @@ std::string StepLines(const v1::AnalyzeResponse& r) {
   absl::StrAppendFormat(
       &out, "kernel MFU      %.1f%%, %s tokens/s per GPU%s\n", 100 * (run ? k.mfu() : r.mfu()),
       HumanCount(run ? k.tokens_per_second_per_gpu() : r.tokens_per_second_per_gpu()),
-      t > 1 ? absl::StrCat(" (one rank's kernels: without the TP communication of t=", t, ")")
-            : "");
+      absl::StrCat(
+          t > 1 ? absl::StrCat(" (one rank's kernels: without the TP communication of t=", t, ")")
+                : "",
+          stages > 1 ? " (every layer's kernels, as if on one pipeline stage)" : ""));
   absl::StrAppend(&out, TensorParallelRunLine(r));
   if (r.memory_bandwidth_utilization() > 0) {
     absl::StrAppendFormat(&out,
