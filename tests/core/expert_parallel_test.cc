@@ -49,6 +49,26 @@ absl::StatusOr<StepBreakdown> Step(const ModelSpec& s, const RunConfig& run) {
   return PlanStep(*a, run);
 }
 
+// Mixtral on 64 GPUs (d = 64, each expert-parallel group of 8 in one node) at a batch of 512,
+// without and with the all-to-all overlap.
+RunConfig MixtralOn64() {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 64 * 8;
+  return run;
+}
+struct PlainAndOverlapped {
+  StepBreakdown plain, overlapped;
+};
+PlainAndOverlapped MixtralOverlap() {
+  RunConfig run = MixtralOn64();
+  PlainAndOverlapped out;
+  out.plain = *Step(Mixtral(8), run);
+  run.ep_overlap = true;
+  out.overlapped = *Step(Mixtral(8), run);
+  return out;
+}
+
 // A rank runs E/e experts on the tokens of e ranks: the grouped GEMM's batch shrinks by e and its
 // rows grow by e, so the rank's expert FLOPs stay those of its own tokens (balanced routing).
 TEST(ExpertParallelTest, ARankRunsItsExpertsOnTheTokensOfEveryEpRank) {
@@ -247,13 +267,7 @@ TEST(ExpertParallelTest, CapacityFactorPadsEveryExpertToItsCapacity) {
 // forward and last backward), so the exposed time falls but never below it, a single micro-batch
 // hides nothing, and the assumptions say which.
 TEST(ExpertParallelTest, EpOverlapHidesAllToAllsUnderAnotherMicroBatch) {
-  const ModelSpec s = Mixtral(8);
-  RunConfig run;
-  run.num_gpus = 64;  // d = 64, each expert-parallel group of 8 in one node
-  run.global_batch = 64 * 8;
-  const StepBreakdown plain = *Step(s, run);
-  run.ep_overlap = true;
-  const StepBreakdown overlapped = *Step(s, run);
+  const auto [plain, overlapped] = MixtralOverlap();
   ASSERT_GT(plain.ep_comm_s, 0);
   EXPECT_LT(overlapped.ep_comm_s, plain.ep_comm_s);
   EXPECT_GE(overlapped.ep_comm_s, plain.ep_comm_s / plain.microbatches - 1e-12);
@@ -262,11 +276,13 @@ TEST(ExpertParallelTest, EpOverlapHidesAllToAllsUnderAnotherMicroBatch) {
   bool said = false;
   for (const std::string& a : overlapped.assumptions) said |= absl::StrContains(a, "ep_overlap");
   EXPECT_TRUE(said);
+  RunConfig run = MixtralOn64();
+  run.ep_overlap = true;
   run.global_batch = 64;  // one micro-batch: nothing to pair with
-  EXPECT_DOUBLE_EQ(Step(s, run)->ep_comm_s, [&] {
+  EXPECT_DOUBLE_EQ(Step(Mixtral(8), run)->ep_comm_s, [&] {
     RunConfig off = run;
     off.ep_overlap = false;
-    return Step(s, off)->ep_comm_s;
+    return Step(Mixtral(8), off)->ep_comm_s;
   }());
 }
 
@@ -389,13 +405,7 @@ TEST(ExpertParallelTest, CallsAcrossNodesTakeAtLeastTheFloor) {
 // Hidden all-to-alls are not free: while the dispatch kernels hold kEpOverlapSms of the 132 SMs
 // the compute beside them runs on the rest, so each hidden second costs 20/112 of a second.
 TEST(ExpertParallelTest, OverlapCostsTheSmsTheDispatchHolds) {
-  const ModelSpec s = Mixtral(8);
-  RunConfig run;
-  run.num_gpus = 64;
-  run.global_batch = 64 * 8;
-  const StepBreakdown plain = *Step(s, run);
-  run.ep_overlap = true;
-  const StepBreakdown overlapped = *Step(s, run);
+  const auto [plain, overlapped] = MixtralOverlap();
   const double m = static_cast<double>(plain.microbatches);
   const double per = plain.ep_comm_s / m;
   // Mixtral's MoE layers outlast their all-to-alls: every paired one hidden.
@@ -436,22 +446,18 @@ TEST(ExpertParallelTest, HostWaitsPerMoeLayerAddUp) {
 // of each host wait (kMoeHostIdleS, at most the whole wait) for every micro-batch but the unpaired
 // one; the rest of the wait (the host's launches) stays. Without the overlap nothing is filled.
 TEST(ExpertParallelTest, OverlapFillsTheIdleShareOfTheHostWaits) {
-  const ModelSpec s = Mixtral(8);
-  RunConfig run;
-  run.num_gpus = 64;
-  run.global_batch = 64 * 8;
-  const StepBreakdown plain = *Step(s, run);
-  run.ep_overlap = true;
-  const StepBreakdown overlapped = *Step(s, run);
+  const auto [plain, overlapped] = MixtralOverlap();
   const double m = static_cast<double>(plain.microbatches);
   ASSERT_GT(m, 1);
   EXPECT_NEAR(plain.moe_host_s, m * 32 * kMoeHostWaitS, 1e-12);
   EXPECT_NEAR(overlapped.moe_host_s, 32 * (m * kMoeHostWaitS - (m - 1) * kMoeHostIdleS), 1e-12);
   // A wait shorter than the idle share is filled whole, but for the unpaired micro-batch.
+  RunConfig run = MixtralOn64();
+  run.ep_overlap = true;
   run.moe_host_s = kMoeHostIdleS / 2;
-  EXPECT_NEAR(Step(s, run)->moe_host_s, 32 * kMoeHostIdleS / 2, 1e-12);
+  EXPECT_NEAR(Step(Mixtral(8), run)->moe_host_s, 32 * kMoeHostIdleS / 2, 1e-12);
   run.moe_host_s = 0;
-  EXPECT_EQ(Step(s, run)->moe_host_s, 0);
+  EXPECT_EQ(Step(Mixtral(8), run)->moe_host_s, 0);
   bool said = false;
   for (const std::string& x : overlapped.assumptions) said |= absl::StrContains(x, "idle share");
   EXPECT_TRUE(said);

@@ -10,13 +10,19 @@
 namespace wavecrest {
 namespace {
 
-v1::AnalyzeRequest Llama70b() {
+// A request for an example model on an H100 SXM.
+v1::AnalyzeRequest ExampleOnH100(const std::string& file) {
   v1::AnalyzeRequest r;
   absl::StatusOr<v1::ModelSpec> m =
-      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/llama-3-70b.json");
+      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/" + file);
   EXPECT_TRUE(m.ok()) << m.status();
   *r.mutable_model() = *m;
   r.set_gpu("h100-sxm");
+  return r;
+}
+
+v1::AnalyzeRequest Llama70b() {
+  v1::AnalyzeRequest r = ExampleOnH100("llama-3-70b.json");
   r.mutable_model()->set_tensor_parallel(8);
   return r;
 }
@@ -169,12 +175,7 @@ TEST(PlanTest, PlanOnGpusSearchesTheLayoutAndAGivenLayoutThatDoesNotFitShowsTheP
 // at 8k with CP 2 on 8 H100s, as NVIDIA's DGX Cloud recipe ran it) is not called one that cannot
 // start: published layouts that ran reach there.
 TEST(PlanTest, ALayoutPastTheMarginButWithinTheGpuMayNotStart) {
-  v1::AnalyzeRequest q;
-  absl::StatusOr<v1::ModelSpec> m =
-      LoadModelFile(std::string(WAVECREST_SOURCE_DIR) + "/examples/models/llama-3-8b.json");
-  ASSERT_TRUE(m.ok()) << m.status();
-  *q.mutable_model() = *m;
-  q.set_gpu("h100-sxm");
+  v1::AnalyzeRequest q = ExampleOnH100("llama-3-8b.json");
   q.mutable_model()->set_seq_length(8192);
   q.mutable_model()->set_micro_batch_size(1);
   q.mutable_model()->set_context_parallel(2);
