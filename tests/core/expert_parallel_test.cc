@@ -463,14 +463,19 @@ TEST(ExpertParallelTest, OverlapFillsTheIdleShareOfTheHostWaits) {
   EXPECT_TRUE(said);
 }
 
+// An 8-layer model with DeepSeek-V3's multi-latent attention, 4K tokens, micro-batch 1.
+ModelSpec MlaModel() {
+  ModelSpec s = testing::WithMla(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000));
+  s.seq_length = 4096;
+  s.micro_batch_size = 1;
+  return *NormalizeSpec(s);
+}
+
 // Recomputing MLA's up-projections (RunConfig::recompute_mla_up_proj) adds their forward GEMMs
 // to every layer's recomputation, says so, and frees memory; a model without MLA is refused naming
 // the field.
 TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
-  ModelSpec s = testing::WithMla(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000));
-  s.seq_length = 4096;
-  s.micro_batch_size = 1;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = MlaModel();
   RunConfig run;
   run.num_gpus = 8;
   run.global_batch = 16;
@@ -499,10 +504,7 @@ TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
 // The plan weighs MLA's up-projections recomputed or not, for MLA models only and not beside full
 // recomputation (which reruns them anyway); the step it returns says which it took.
 TEST(ExpertParallelTest, ThePlanWeighsRecomputingMlaUpProjections) {
-  ModelSpec s = testing::WithMla(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000));
-  s.seq_length = 4096;
-  s.micro_batch_size = 1;
-  s = *NormalizeSpec(s);
+  const ModelSpec s = MlaModel();
   RunConfig run;
   run.num_gpus = 8;
   run.global_batch = 16;
