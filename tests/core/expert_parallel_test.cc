@@ -49,6 +49,18 @@ absl::StatusOr<StepBreakdown> Step(const ModelSpec& s, const RunConfig& run) {
   return PlanStep(*a, run);
 }
 
+// The predicted forward time of one micro-batch's GEMMs of these names on an H100 SXM.
+double ForwardS(const ModelSpec& s, std::initializer_list<absl::string_view> names) {
+  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
+  double out = 0;
+  for (const GemmAnalysis& g : a.gemms) {
+    if (g.gemm.pass == Pass::kForward && absl::c_linear_search(names, g.gemm.name)) {
+      out += g.prediction.time_s * static_cast<double>(g.gemm.count);
+    }
+  }
+  return out;
+}
+
 // Mixtral on 64 GPUs (d = 64, each expert-parallel group of 8 in one node) at a batch of 512,
 // without and with the all-to-all overlap.
 RunConfig MixtralOn64() {
@@ -482,13 +494,7 @@ TEST(ExpertParallelTest, RecomputingMlaUpProjectionsRerunsTheirForward) {
   const StepBreakdown plain = *Step(s, run);
   run.recompute_mla_up_proj = true;
   const StepBreakdown again = *Step(s, run);
-  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
-  double up = 0;
-  for (const GemmAnalysis& g : a.gemms) {
-    if ((g.gemm.name == kMlaQUp || g.gemm.name == kMlaKvUp) && g.gemm.pass == Pass::kForward) {
-      up += g.prediction.time_s * static_cast<double>(g.gemm.count);
-    }
-  }
+  const double up = ForwardS(s, {kMlaQUp, kMlaKvUp});
   ASSERT_GT(up, 0);
   EXPECT_NEAR(again.recompute_s - plain.recompute_s,
               static_cast<double>(plain.microbatches) * up, 1e-9 * again.step_s);
@@ -594,15 +600,7 @@ TEST(ExpertParallelTest, RecomputingTheMoeLayersAddsTheirForwardAndAllToAlls) {
   const StepBreakdown base = *Step(s, run);
   run.recompute_moe = true;
   const StepBreakdown moe = *Step(s, run);
-  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
-  double forward = 0;
-  for (const GemmAnalysis& g : a.gemms) {
-    const std::string& n = g.gemm.name;
-    if (g.gemm.pass == Pass::kForward &&
-        (n == kMoeRouter || n == kMoeGateUp || n == kMoeDown || n == kMoeUp)) {
-      forward += g.prediction.time_s * static_cast<double>(g.gemm.count);
-    }
-  }
+  const double forward = ForwardS(s, {kMoeRouter, kMoeGateUp, kMoeDown, kMoeUp});
   const double m = static_cast<double>(base.microbatches);
   EXPECT_NEAR(moe.recompute_s - base.recompute_s, m * forward, 1e-9 * m * forward);
   EXPECT_NEAR(moe.ep_comm_s / base.ep_comm_s, 1.5, 1e-9);  // 3 passes of dispatch and combine
