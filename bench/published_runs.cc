@@ -229,7 +229,7 @@ void NvidiaRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConf
 // - A row whose source names its dispatcher backend (HybridEP, DeepEP: the flex dispatcher) or
 //   its overlap ("EP overlap on"/"off": Megatron-Bridge's MoE overlap skill, a controlled
 //   comparison of one configuration) takes them as named.
-void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
+void NvidiaMoeRecipe(const Row& r, const std::string& source, ModelSpec& s, RunConfig& run) {
   if (s.num_experts == 0) return;
   if (absl::StrContains(Col(r, "quote"), "(tokendrop)")) s.moe_capacity_factor = 1.0;
   const int yymm = ReleaseOf(r);
@@ -238,11 +238,16 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
     // 25.09's recipe trains its multi-token prediction module (deepseek_v3_pretrain_config's
     // mtp_num_layers 1; on H100 the layout Et|(tt|)*30mL puts it and the loss in the last chunk);
     // later tables name their rows "(w/o MTP)".
+    // NeMo 2's recipes train it too (use_mtp=True: DgxcRecipe's rows). Every NVIDIA DeepSeek-V3
+    // recipe recomputes the MLA up-projections; the dispatcher, overlap and gradient reduce below
+    // are Megatron-Bridge's H100 config (DGX Cloud's rows state their own).
     if (!absl::StrContains(Col(r, "quote"), "w/o MTP")) run.mtp_layers = 1;
     run.recompute_mla_up_proj = true;
-    run.ep_dispatcher = EpDispatcher::kFlex;
-    run.ep_overlap = true;
-    run.overlap_grad_reduce = false;
+    if (source == "mbridge") {
+      run.ep_dispatcher = EpDispatcher::kFlex;
+      run.ep_overlap = true;
+      run.overlap_grad_reduce = false;
+    }
   } else if (absl::StrContains(model, "qwen3-235b")) {
     run.ep_overlap = yymm >= 251100;
   } else if (absl::StrContains(model, "qwen3-30b")) {
@@ -276,9 +281,9 @@ void NvidiaMoeRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
 //   "recompute M,N,..." (the table's RecomputeModule column, Megatron-Core's recompute_modules):
 //   "moe" and "mla_up_proj" priced (RunConfig::recompute_moe, recompute_mla_up_proj), the rest
 //   ("mlp" of the dense layers, "core_attn") left out.
-// - DeepSeek-V3 through NeMo 2 (25.04.01, 25.07.01): the gradient reduce and weight gather
-//   overlapped (the callback's default with data parallelism, where Megatron-Bridge 25.09's H100
-//   config turned them off) and gradients reduced in BF16 (grad_reduce_in_fp32 False).
+// - DeepSeek-V3 through NeMo 2 (25.04.01, 25.07.01): gradients reduced in BF16
+//   (grad_reduce_in_fp32 False); the gradient reduce and weight gather overlapped as NvidiaRecipe
+//   has them (the callback's default with data parallelism).
 void DgxcRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   const std::string& src = r.at("source");
   if (absl::StrContains(src, "ETP as TP")) s.expert_tensor_parallel = 0;
@@ -292,10 +297,7 @@ void DgxcRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
       if (m == "mla_up_proj") run.recompute_mla_up_proj = true;
     }
   }
-  if (absl::StrContains(absl::AsciiStrToLower(r.at("model")), "deepseek")) {
-    run.overlap_grad_reduce = true;
-    run.gradient_bytes = 2;
-  }
+  if (absl::StrContains(absl::AsciiStrToLower(r.at("model")), "deepseek")) run.gradient_bytes = 2;
 }
 
 // How NeMo AutoModel's benchmark recipes run (PyTorch; github.com/NVIDIA-NeMo/Automodel: the MoE
@@ -507,7 +509,7 @@ Priced Describe(const Row& r, const std::string& root) {
   const std::string& src = r.at("source");
   if (source == "nemo" || source == "mbridge" || source == "mlm2407" || source == "dgxc") {
     NvidiaRecipe(r, source, s, run);
-    NvidiaMoeRecipe(r, s, run);
+    NvidiaMoeRecipe(r, source, s, run);
   }
   if (source == "dgxc") DgxcRecipe(r, s, run);
   if (source == "automodel") AutoModelRecipe(r, s, run);
