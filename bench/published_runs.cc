@@ -275,7 +275,8 @@ void NvidiaMoeRecipe(const Row& r, const std::string& source, ModelSpec& s, RunC
 // the NeMo perf script at the commit the tag pins: EXAMPLE_NOTES):
 // - "ETP as TP": tables without an ETP column (NeMo 24.09 to 25.04) ran Megatron-Core's default
 //   of the time, the experts split over the tensor-parallel ranks as the dense MLP is
-//   (expert_tensor_parallel_size arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them whole.
+//   (expert_tensor_parallel_size arrived in core_r0.10.0); the 25.05 table's ETP 1 keeps them
+//   whole.
 // - "alltoall", "token drop" (MegatronTokenDropCallback: capacity factor 1.0, padded), "TP comm
 //   overlap off" (the recipe's MegatronCommOverlapCallback(tp_comm_overlap=False)) as they say;
 //   "recompute M,N,..." (the table's RecomputeModule column, Megatron-Core's recompute_modules):

@@ -135,7 +135,8 @@ std::string StepLayout(const v1::StepBreakdown& b) {
       "layout: %s, %s recomputation%s, ZeRO stage %d%s%s, micro-batch %d; %s; %s\n",
       b.sequence_parallel() ? "sequence parallel" : "no sequence parallelism",
       RecomputeLabel(b.recompute(), "no"),
-      b.recompute_mla_up_proj() ? ", MLA up-projections recomputed" : "", b.zero_stage(), b.offload_activations() ? ", activations offloaded" : "",
+      b.recompute_mla_up_proj() ? ", MLA up-projections recomputed" : "", b.zero_stage(),
+      b.offload_activations() ? ", activations offloaded" : "",
       b.interleave() > 1 ? absl::StrFormat(", %d interleaved stages per rank", b.interleave())
                          : "",
       std::max<int64_t>(b.micro_batch_size(), 1), MemoryParts(b.memory()),

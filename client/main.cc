@@ -82,8 +82,8 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "name the same)");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
-          "and backward; a fitted constant, not a measured wait): the dropless dispatchers read each layer's token counts back to the CPU "
-          "before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
+          "and backward; a fitted constant, not a measured wait): the dropless dispatchers read "
+          "each layer's token counts back to the CPU before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
           "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
           "over a static-shaped MoE block)");
 ABSL_FLAG(std::string, flop_count, "",
