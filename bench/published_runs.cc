@@ -365,19 +365,25 @@ FlopCount PublisherFlopCount(const std::string& source) {
 // gradients reduced in FP32 (training.mixed_precision_reduce); PyTorch's SDPA, whose backend
 // order puts FlashAttention-2 first (FlashAttention-2's class); Float8 as FP8 linears, the 405B's
 // weights gathered in float8 (its train_configs/llama3_405b.toml: enable_fsdp_float8_all_gather);
-// AsyncTP as the tensor-parallel collectives hidden under their GEMMs; the interleaved schedule's
-// two stages per rank; 400 Gb/s of RDMA per GPU (RoCE).
+// AsyncTP as the share of the tensor-parallel collectives its published pairs hid
+// (kAsyncTpHiddenShare); the interleaved schedule's two stages per rank; 400 Gb/s of RDMA per
+// GPU (RoCE). The same for the runs others submitted to its benchmarks folder (H200s): what the
+// page says each ran, the rest torchtitan's configs at the commit it names.
 void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   run.zero_stage = 3;
   run.zero3_prefetch = true;
   run.reshard_after_forward = s.pipeline_parallel <= 1;
   s.attention = Attention::kFlash2;
   const std::string& src = r.at("source");
-  if (absl::StrContains(src, "AsyncTP") && s.tensor_parallel > 1) run.tp_overlap = 1;
+  if (absl::StrContains(src, "AsyncTP") && s.tensor_parallel > 1) {
+    run.tp_overlap = kAsyncTpHiddenShare;
+  }
   // Its tensor-parallel plan shards the norms over the sequence (SequenceParallel on
   // attention_norm, ffn_norm and norm: parallelisms/parallelize_llama.py at 9dec370).
   run.sequence_parallel = s.tensor_parallel > 1;
-  if (s.dtype == DType::kFp8E4M3 && absl::StrContains(r.at("model"), "405B")) {
+  // Float8 weights all-gathered in float8: the 405B's config enables it, other rows say so.
+  if (s.dtype == DType::kFp8E4M3 && (absl::StrContains(r.at("model"), "405B") ||
+                                     absl::StrContains(src, "Float8 all-gather"))) {
     run.fp8_param_gather = true;
   }
   run.network = "roce-400g";

@@ -8,6 +8,7 @@
 #include "core/expert_parallel.h"
 #include "core/gemm.h"
 #include "core/network.h"
+#include "core/parallelism.h"
 #include "core/units.h"
 
 namespace wavecrest {
@@ -57,8 +58,11 @@ std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
       s.tensor_parallel <= 1 ? "" :
       run.tp_overlap > 0
           ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
-                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap); ",
-                            100 * run.tp_overlap)
+                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap%s); ",
+                            100 * run.tp_overlap,
+                            run.tp_overlap == kAsyncTpHiddenShare
+                                ? "; TorchTitan's async TP hid this share in its published pairs"
+                                : "")
           : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
             "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
       s.pipeline_parallel <= 1 ? ""

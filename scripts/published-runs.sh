@@ -47,6 +47,11 @@ megatron_runs=bench/data/published-runs-megatron-h100.csv
 # its publisher's bracket, +-8.4%: the data set's .md) but in the bands and the held-sets line.
 { bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-torchtitan-h100.csv; } \
   2>&1 | tee bench/results/published_runs_torchtitan_h100.txt
+# ... and the share of the tensor-parallel collectives its async TP hid, from its published pairs
+# (core/parallelism.h's kAsyncTpHiddenShare).
+{ bench_header; "$build/bench/published_runs" --rows --components \
+    bench/data/published-runs-torchtitan-h100.csv | python3 bench/data/fit_async_tp_share.py; } \
+  2>&1 | tee bench/results/async_tp_share.txt
 # ... and against NVIDIA's DGX Cloud benchmarking recipes (NeMo 24.09 to 25.04 on H100: Llama 3.1,
 # Nemotron-4, GPT-3 175B, Grok-1's MoE; bench/data), kept out of issue 36's combined check (added
 # for issue 50) but in the bands and the held-sets line.

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes bench/data/published-runs-torchtitan-h100.csv: TorchTitan's published Llama 3.1 8B, 70B
-and 405B pre-training throughput on Meta's Grand Teton H100s (96 GB HBM2e, 500 W), one CSV row per
-run, the tokens per second per GPU each measured, in the schema of
-bench/data/published-runs-nemo-h100.csv.
+and 405B pre-training throughput on Meta's Grand Teton H100s (96 GB HBM2e, 500 W), and the H200
+runs a team submitted to its benchmarks folder, one CSV row per run, the tokens per second per GPU
+each measured, in the schema of bench/data/published-runs-nemo-h100.csv.
 
   python3 bench/data/make_torchtitan_h100_runs.py > bench/data/published-runs-torchtitan-h100.csv
 
@@ -16,6 +16,17 @@ pipeline's micro-batches default to its degree, two stages per rank for an inter
 torchtitan/config_manager.py and parallelisms/pipelining_utils.py). The memory column is not
 written (bench/published_runs compares step rates). How bench/published_runs prices the rows is in
 published-runs-torchtitan-h100.md.
+
+Two more pages of the same folder (BSD-3-Clause), read at b5bcd76c66d0acb1a08b176d9639425bc55e0b2a:
+benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md (the PyTorch team, June 2025, torchtitan
+820504e: Llama 3.1 70B on 256 and 8B on 64 of the same H100s, vanilla against async TP, BF16 and
+Float8 with tensorwise and rowwise scales) and benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md
+(Trainy on WhiteFiber, June 2025, torchtitan e7c0cae: Llama 3.1 8B on 32 and 64 H200s, its
+command line quoted there). What those pages leave unstated comes from the configs at the
+torchtitan commit each names (torchtitan/models/llama3/train_configs/llama3_{8b,70b}.toml:
+seq_len 8192; 8B's selective_ac_option "op"). Their tokens/sec is torchtitan's logged tps, per
+GPU (components/metrics.py: the tokens of a data-parallel rank over the time and its
+non-data-parallel ranks).
 """
 import runs_csv
 
@@ -66,36 +77,106 @@ TABLE = [
 ]
 
 
+ASYNC_TP_PAGE = "benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md"
+H200_PAGE = "benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md"
+# page, its table, model, GPUs, FSDP, TP, sequence, local batch, techniques, activation
+# checkpointing, TPS/GPU, the row as written
+TABLE_2506 = [
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + torch.compile", "full", 597.3, "| None (bfloat16)   | 597.3 | 652.4 | 1.09 |"),
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + AsyncTP + torch.compile", "full", 652.4, "| None (bfloat16)   | 597.3 | 652.4 | 1.09 |"),
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + torch.compile + Float8 tensorwise", "full", 809.8,
+     "| float8 tensorwise | 809.8 | 942.4 | 1.16 |"),
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + AsyncTP + torch.compile + Float8 tensorwise", "full", 942.4,
+     "| float8 tensorwise | 809.8 | 942.4 | 1.16 |"),
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + torch.compile + Float8 rowwise", "full", 599.6,
+     "| float8 rowwise    | 599.6 | 624.8 | 1.04 |"),
+    (ASYNC_TP_PAGE, "Llama3 70b on 256 H100s", "70b", 256, 32, 8, 8192, 16,
+     "2D + AsyncTP + torch.compile + Float8 rowwise", "full", 624.8,
+     "| float8 rowwise    | 599.6 | 624.8 | 1.04 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + torch.compile", "selective", 4378, "| None (bfloat16)   | 4378   | 4809.4 | 1.10 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + AsyncTP + torch.compile", "selective", 4809.4,
+     "| None (bfloat16)   | 4378   | 4809.4 | 1.10 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + torch.compile + Float8 tensorwise", "selective", 5078.1,
+     "| float8 tensorwise | 5078.1 | 5570.1 | 1.10 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + AsyncTP + torch.compile + Float8 tensorwise", "selective", 5570.1,
+     "| float8 tensorwise | 5078.1 | 5570.1 | 1.10 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + torch.compile + Float8 rowwise", "selective", 3708.5,
+     "| float8 rowwise    | 3708.5 | 3914.9 | 1.06 |"),
+    (ASYNC_TP_PAGE, "Llama3 8b on 64 H100s", "8b", 64, 8, 8, 8192, 12,
+     "2D + AsyncTP + torch.compile + Float8 rowwise", "selective", 3914.9,
+     "| float8 rowwise    | 3708.5 | 3914.9 | 1.06 |"),
+    (H200_PAGE, "NUM_NODES 4", "8b", 32, 32, 1, 8192, 2,
+     "FSDP + torch.compile + Float8 all-gather", "selective", 10938, "| 4 | 10938 | 47.96 |"),
+    (H200_PAGE, "NUM_NODES 8", "8b", 64, 64, 1, 8192, 2,
+     "FSDP + torch.compile + Float8 all-gather", "selective", 10753, "| 8 | 10753 | 46.97 |"),
+]
+GRAND_TETON = "H100 96GB HBM2e at 500 W (Meta's Grand Teton; 400 Gb/s RDMA per GPU)"
+WHITEFIBER = "H200 (WhiteFiber; 8 per host on NVLink, 400 Gb/s RDMA per GPU, ConnectX-7)"
+
+
+def tag_of(tech):
+    """The techniques as an id's word: lower case, letters and digits only."""
+    return "".join(c for c in tech.lower().replace("torch.compile", "compile")
+                   .replace("interleaved 1f1b", "i1f1b").replace("float8 all-gather", "float8ag")
+                   if c.isalnum())
+
+
+def row(model, gpus, fsdp, tp, pp, cp, seq, micro, local, tech, ac, tps, rid, source, gpu, page,
+        commit, quote):
+    """One CSV row of the shared schema."""
+    h, a, a_kv, L, ffn, vocab = MODELS[model]
+    return {
+        "id": rid, "source": source,
+        "model": f"Llama 3.1 {model.upper()}", "h": h, "a": a, "a_kv": a_kv, "L": L,
+        "ffn": ffn, "vocab": vocab, "seq": seq, "micro_batch": micro,
+        "global_batch": local * fsdp, "tp": tp, "pp": pp, "dp": fsdp, "cp": cp,
+        "vp": 2 if "Interleaved" in tech else 1, "ep": 1, "fsdp": fsdp, "gpus": gpus,
+        "gpu": gpu, "dtype": "fp8" if "Float8" in tech else "bf16", "recompute": ac,
+        "seq_parallel": "yes" if tp > 1 else "", "config": "",
+        "metric": "tokens_per_s_per_gpu", "value": tps, "unit": "tokens/s/GPU",
+        "source_repo_or_url": f"github.com/pytorch/torchtitan {page}",
+        "commit_or_date": commit, "quote": quote,
+    }
+
+
 def main():
     out = runs_csv.writer()
     for n, model, gpus, fsdp, tp, pp, cp, seq, local, glob, tech, ac, tps, quote in TABLE:
         assert fsdp * tp * pp * cp == gpus, quote
         assert glob == 0 or local * fsdp == glob, quote
-        h, a, a_kv, L, ffn, vocab = MODELS[model]
-        interleaved = "Interleaved" in tech
-        fp8 = "Float8" in tech
         # The pipeline splits the local batch into pp micro-batches (torchtitan's default).
         micro = local // pp if pp > 1 else local
-        tag = "".join(c for c in tech.lower().replace("torch.compile", "compile")
-                      .replace("interleaved 1f1b", "i1f1b") if c.isalnum())
-        out.writerow({
-            "id": f"torchtitan_2412_llama31-{model}_g{gpus}_t{tp}p{pp}c{cp}f{fsdp}_s{seq // 1024}k_"
-                  f"{tag}_tok",
-            "source": f"TorchTitan Llama 3.1 H100 benchmarks (Table {n}: {tech}; "
-                      f"{ac} activation checkpointing)",
-            "model": f"Llama 3.1 {model.upper()}", "h": h, "a": a, "a_kv": a_kv, "L": L,
-            "ffn": ffn, "vocab": vocab, "seq": seq, "micro_batch": micro,
-            "global_batch": local * fsdp, "tp": tp, "pp": pp, "dp": fsdp, "cp": cp,
-            "vp": 2 if interleaved else 1, "ep": 1, "fsdp": fsdp, "gpus": gpus,
-            "gpu": "H100 96GB HBM2e at 500 W (Meta's Grand Teton; 400 Gb/s RDMA per GPU)",
-            "dtype": "fp8" if fp8 else "bf16", "recompute": ac,
-            "seq_parallel": "yes" if tp > 1 else "", "config": "",
-            "metric": "tokens_per_s_per_gpu", "value": tps, "unit": "tokens/s/GPU",
-            "source_repo_or_url": "github.com/pytorch/torchtitan "
-                                  "benchmarks/llama3_h100_202412_torchtitan.md",
-            "commit_or_date": "31a17bfdb70bab6f62a13d21816a5339b911d6e3",
-            "quote": quote,
-        })
+        out.writerow(row(
+            model, gpus, fsdp, tp, pp, cp, seq, micro, local, tech, ac, tps,
+            f"torchtitan_2412_llama31-{model}_g{gpus}_t{tp}p{pp}c{cp}f{fsdp}_s{seq // 1024}k_"
+            f"{tag_of(tech)}_tok",
+            f"TorchTitan Llama 3.1 H100 benchmarks (Table {n}: {tech}; "
+            f"{ac} activation checkpointing)", GRAND_TETON,
+            "benchmarks/llama3_h100_202412_torchtitan.md",
+            "31a17bfdb70bab6f62a13d21816a5339b911d6e3", quote))
+    for page, table, model, gpus, fsdp, tp, seq, local, tech, ac, tps, quote in TABLE_2506:
+        assert fsdp * tp == gpus, quote
+        assert str(tps) in quote.replace(",", "") or f"{tps:g}" in quote, quote
+        h200 = page == H200_PAGE
+        who = "Trainy's H200 benchmark" if h200 else "TorchTitan async TP benchmarks"
+        out.writerow(row(
+            model, gpus, fsdp, tp, 1, 1, seq, local, local, tech, ac, tps,
+            f"torchtitan_2506_llama31-{model}_g{gpus}_t{tp}p1c1f{fsdp}_s{seq // 1024}k_"
+            f"{tag_of(tech)}_tok",
+            f"{who}, June 2025 ({table}: {tech}; {ac} activation checkpointing"
+            f"{'; torchtitan e7c0cae' if h200 else '; torchtitan 820504e'})",
+            WHITEFIBER if h200 else GRAND_TETON, page,
+            "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a", quote))
 
 
 if __name__ == "__main__":
