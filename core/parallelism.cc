@@ -390,7 +390,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.028, 0.134, 127},
-      {kBandFsdp, -0.063, 0.130, 230},
+      {kBandFsdp, -0.071, 0.144, 244},
       {kBandExpertParallel, -0.088, 0.191, 73},
       {kBandContextParallel, 0.028, 0.168, 66},
   };
