@@ -5,8 +5,8 @@
 // several files, their rows together (the "all:" line is the whole, a figure per row; the "runs:"
 // line counts each run once, where its publisher gave one measurement as several figures).
 //
-//   published_runs [--rows | --components] [--moe-host-ms MS] [--max-median F --max-p90 F
-//                  [--by-run]] FILE.csv...
+//   published_runs [--rows | --components] [--moe-host-ms MS] [--sustained-stretch X]
+//                  [--max-median F --max-p90 F [--by-run]] FILE.csv...
 //   published_runs --bands [--check] FILE.csv...
 //
 // --bands: the planner's error band by kind of run (core/parallelism.h PlannerBands): measured
@@ -641,6 +641,17 @@ Outcome PriceMetric(const Row& r, const ModelSpec& spec, const GpuSpec& gpu, con
   return {0, "unknown metric " + metric};
 }
 
+// --sustained-stretch X: the H100 die's GpuSpec::sustained_gemm_stretch (the SXM's and the 96 GB
+// part's) for every row, to see what one value does across the sets (how
+// kH100SustainedGemmStretch was fitted and cross-validated: bench/data/fit_sustained_stretch.py).
+void SetH100SustainedStretch(double stretch) {
+  std::vector<GpuSpec> catalog = GpuCatalog();
+  for (GpuSpec& g : catalog) {
+    if (absl::StartsWith(g.name, "h100-sxm")) g.sustained_gemm_stretch = stretch;
+  }
+  PublishCatalog(std::move(catalog));
+}
+
 // --moe-host-ms: a host wait per MoE layer and micro-batch for every MoE row (RunConfig::
 // moe_host_s), to see what one value does across the sets (how kMoeHostWaitS was fitted and
 // cross-validated); unset, the planner's default.
@@ -801,6 +812,10 @@ int main(int argc, char** argv) {
       double ms = 0;
       (void)absl::SimpleAtod(argv[++i], &ms);
       g_moe_host_s = ms / 1000;
+    } else if (arg == "--sustained-stretch" && i + 1 < argc) {
+      double stretch = 1;
+      (void)absl::SimpleAtod(argv[++i], &stretch);
+      SetH100SustainedStretch(stretch);
     } else if (arg == "--components") {
       rows_wanted = components_wanted = true;
     } else if (arg == "--by-run") {
@@ -861,8 +876,14 @@ int main(int argc, char** argv) {
       if (components_wanted) std::printf("    %s\n", o.components.c_str());
     }
   }
-  std::printf("Published runs priced by the planner (PREDICTED, nothing fitted to them): %s\n",
-              absl::StrJoin(files, " ").c_str());
+  // Three constants of the planner are fitted to published runs, each checked on the sets it was
+  // not fitted to: the MoE host wait (kMoeHostWaitS), async TP's share (kAsyncTpHiddenShare) and
+  // the H100's sustained-load stretch (kH100SustainedGemmStretch).
+  std::printf(
+      "Published runs priced by the planner (PREDICTED; fitted to published runs: the MoE host "
+      "wait to Megatron-Bridge's MoE runs, async TP's share to TorchTitan's June 2025 pairs, the "
+      "H100's sustained-load stretch to the DGX Cloud set): %s\n",
+      absl::StrJoin(files, " ").c_str());
   std::printf("%-28s %5s %8s %8s %9s %8s\n", "source metric", "rows", "median", "p90",
               "bias", "refused");
   for (const auto& [group, e] : errors) {

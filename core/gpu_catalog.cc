@@ -311,6 +311,39 @@ GpuSpec NvlBoard(std::string name, std::string display, double bw, int64_t mem_g
   return g;
 }
 
+// Sustained load (GpuSpec::sustained_gemm_stretch). MEASURED on the project's own lent GPUs
+// (../shared/measurements: h100-layers-llama-3-8b-{1,2}.json, h200-2026-11-26/layers-llama-3-8b-
+// {1,2}.json): Llama-3-8B's whole training layer (8,192 tokens, batch 1, forward and backward)
+// timed by the layer engine, samples drawn for 2 s (0.7 s in one H200 run). The H100 SXM ran it
+// at SM clocks of 1,485-1,500 MHz in 20.959 and 20.928 ms against its predicted parts' 19.215 ms
+// (the same engine's fused attention alone, 0.3 s of samples at 1,800 MHz, took 3.86 ms against
+// the 4.23 predicted); the H200 at 1,560-1,575 MHz in 20.889 and 21.113 ms against 20.436. With
+// attention (4.229 and 4.234 ms) and the elementwise kernels (1.760 and 1.228 ms) at their
+// predicted times, the GEMMs took 14.956 ms against 13.226 on the H100 (1.13) and 15.539 against
+// 14.973 on the H200 (1.04). Two runs of one layer each.
+// FITTED for the H100: what whole published runs see is less than that lent GPU's 2 s. The
+// stretch of 1.00-1.13 that minimises the median |error| of NVIDIA's DGX Cloud recipes (149 H100
+// step times) is 1.10; held out, the five H100 sets of issue 36's check go from 6.4% / 19.8%
+// (median / p90) to 5.9% / 16.5%, TorchTitan's from 17.2% / 33.5% to 16.4% / 29.9%; fitted to the
+// five instead it is 1.06 (bench/data/fit_sustained_stretch.py, bench/results/
+// sustained_stretch.txt). The H200 keeps its measured 1.04: two published H200 runs are too few
+// to fit.
+inline constexpr double kH100SustainedGemmStretch = 1.10;
+inline constexpr double kH200SustainedGemmStretch = 1.04;
+inline constexpr char kH100SustainedSource[] =
+    "fitted to NVIDIA's DGX Cloud H100 runs (the median |error|'s minimum), checked on the other "
+    "published H100 sets; the project's whole-layer measurement of Llama-3-8B on an H100 SXM at "
+    "700 W (2 s of samples, SM clock 1,485-1,500 MHz) gave 1.13";
+inline constexpr char kH200SustainedSource[] =
+    "measured: the project's whole-layer measurement of Llama-3-8B on an H200 SXM (SM clock "
+    "1,560-1,575 MHz); too few published H200 runs to fit it";
+
+GpuSpec Sustained(GpuSpec g, double stretch, std::string source) {
+  g.sustained_gemm_stretch = stretch;
+  g.sustained_source = std::move(source);
+  return g;
+}
+
 std::vector<GpuSpec> MakeCatalog() {
   std::vector<GpuSpec> c;
   // Best-tile fractions: A100 87% and H100 80% of dense peak are the best shapes measured through
@@ -330,15 +363,21 @@ std::vector<GpuSpec> MakeCatalog() {
   c.push_back(A10());
   c.push_back(L4());
   c.push_back(L40s());
-  c.push_back(HopperGpu("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera,
-                        3350 * kGiga, 80, 0.80));
+  const std::string h100_sustained = kH100SustainedSource;
+  c.push_back(Sustained(HopperGpu("h100-sxm", "NVIDIA H100 SXM5 80GB", 132, 1980, 989.4 * kTera,
+                                  3350 * kGiga, 80, 0.80),
+                        kH100SustainedGemmStretch, h100_sustained));
   GpuSpec h100_pcie = HopperGpu("h100-pcie", "NVIDIA H100 PCIe 80GB", 114, 1755, 756 * kTera,
                                 2000 * kGiga, 80, 0.75);
   h100_pcie.link = PcieLink(64);  // PCIe 5.0 x16
   c.push_back(h100_pcie);
-  c.push_back(GrandTetonH100());
-  c.push_back(HopperGpu("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera, 4800 * kGiga,
-                        141, 0.80));
+  // The same die at 500 W: its sustained clocks are no higher than at 700 W.
+  c.push_back(Sustained(GrandTetonH100(), kH100SustainedGemmStretch,
+                        h100_sustained + "; this part runs at 500 W, its clocks no higher"));
+  c.push_back(Sustained(HopperGpu("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera,
+                                  4800 * kGiga, 141, 0.80),
+                        kH200SustainedGemmStretch,
+                        kH200SustainedSource));
   c.push_back(NvlBoard("h100-nvl", "NVIDIA H100 NVL 94GB", 3900 * kGiga, 94, "h100-sxm", 2, 300,
                        "NVIDIA H100 datasheet (NVL: NVLink bridge pairs, 600 GB/s; PCIe 5.0); a "
                        "200 Gb/s NIC per GPU assumed"));

@@ -223,6 +223,14 @@ struct GpuSpec {
   // A variant of another catalogued GPU (same die, same kernels) that takes that GPU's calibration
   // (ApplyCalibration) instead of its own; empty for most.
   std::string calibrated_as;
+  // MEASURED where set (1 elsewhere: none assumed): how much longer a training step's GEMMs take
+  // under seconds of sustained load than the cost model's rates, which were measured in bursts of
+  // at most a fraction of a second at clocks near boost (the model's clock term prices what a
+  // kernel's own length does). Applied to the planner's step (SplitMicroBatch), not to the
+  // per-GEMM table, Recommend or attention's fused kernel. `sustained_source` says where it was
+  // measured.
+  double sustained_gemm_stretch = 1.0;
+  std::string sustained_source;
   Interconnect link;
 
   double PeakFlops(DType dtype) const;

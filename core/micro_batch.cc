@@ -9,16 +9,20 @@ namespace wavecrest {
 MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   MicroBatch mb;
   const double layers = static_cast<double>(a.spec.num_layers);
+  // A step holds the GPU at its power limit for seconds: its GEMMs at the sustained rate
+  // (GpuSpec::sustained_gemm_stretch), attention's fused kernel at its own.
+  const double stretch = a.gpu->sustained_gemm_stretch;
   double logits_s = 0;
   for (const GemmAnalysis& g : a.gemms) {
-    const double t = g.prediction.time_s * static_cast<double>(g.gemm.count);
+    const bool attention = g.gemm.fused_attention || g.gemm.name == kAttnScore ||
+                           g.gemm.name == kAttnOverValue;
+    const double t = g.prediction.time_s * static_cast<double>(g.gemm.count) *
+                     (g.gemm.fused_attention ? 1.0 : stretch);
     if (g.gemm.name == kLogits) {
       logits_s += t;
       continue;
     }
     mb.layers_s += t;
-    const bool attention = g.gemm.fused_attention || g.gemm.name == kAttnScore ||
-                           g.gemm.name == kAttnOverValue;
     if (attention) mb.attention_s += t;
     if (g.gemm.pass != Pass::kForward) continue;
     mb.layers_forward_s += t;
@@ -32,7 +36,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
   mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
   mb.head_s = logits_s + a.elementwise.loss_time_s;
-  if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a);
+  if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a, stretch);
   if (run.eager) {
     // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.
     const double eager = layers * EagerExtraLayerTimeS(a.spec, *a.gpu);

@@ -71,7 +71,7 @@ std::vector<BlockMm> BlockMms(const ModelSpec& s, const DerivedShape& d) {
 
 }  // namespace
 
-double OpRecomputeForwardS(const Analysis& a) {
+double OpRecomputeForwardS(const Analysis& a, double gemm_stretch) {
   const ModelSpec& s = a.spec;
   const DerivedShape d = Derive(s);
   // The forward time of each of the model's GEMMs this step (all layers, one micro-batch).
@@ -95,7 +95,8 @@ double OpRecomputeForwardS(const Analysis& a) {
     }
   }
   const double layers = static_cast<double>(s.num_layers);
-  return recompute + layers * (a.elementwise.layer_time_s - a.elementwise.softmax_time_s) / 3;
+  return gemm_stretch * recompute +
+         layers * (a.elementwise.layer_time_s - a.elementwise.softmax_time_s) / 3;
 }
 
 double OpRecomputeStoredBytesPerToken(const ModelSpec& spec, const DerivedShape& d,

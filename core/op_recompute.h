@@ -23,8 +23,9 @@ namespace wavecrest {
 // The forward work the op policy runs again in one step's backward, seconds on one rank for one
 // micro-batch through every layer: the recomputed mms' predicted forward times and the layers'
 // forward elementwise work (a third of their forward + backward, as full recomputation counts
-// it), without attention's core (SDPA's output is kept).
-double OpRecomputeForwardS(const Analysis& a);
+// it), without attention's core (SDPA's output is kept). `gemm_stretch` scales the mms' times
+// (GpuSpec::sustained_gemm_stretch in a planned step).
+double OpRecomputeForwardS(const Analysis& a, double gemm_stretch = 1.0);
 
 // Bytes per token one layer keeps for backward under the op policy on one tensor-parallel rank,
 // 16-bit: the layer's input (the checkpoint's), the kept mms' outputs and the attention kernel's

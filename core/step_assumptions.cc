@@ -236,6 +236,18 @@ void AddRecomputeAssumptions(const ModelSpec& s, const RunConfig& run,
 
 }  // namespace
 
+// How long the step's GEMMs run under sustained load (GpuSpec::sustained_gemm_stretch).
+std::string SustainedAssumption(const GpuSpec& gpu) {
+  if (gpu.sustained_gemm_stretch == 1.0) {
+    return absl::StrCat("the step's GEMMs at the cost model's rates: their sustained-load rate is "
+                        "not measured on the ", gpu.name);
+  }
+  return absl::StrFormat(
+      "the step's GEMMs (not attention's fused kernel) %.2fx the cost model's times, the GPU held "
+      "at its power limit for seconds (%s): ",
+      gpu.sustained_gemm_stretch, gpu.name) + gpu.sustained_source;
+}
+
 // What the figures take for granted, in words.
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                      const StepBreakdown& r) {
@@ -245,6 +257,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(PipelineAssumption(s, run));
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
+  out.push_back(SustainedAssumption(gpu));
   if (s.dtype == DType::kFp8E4M3) out.push_back(Fp8Assumption(run));
   if (run.zero_stage >= 3) AddZero3Assumptions(run, out);
   if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));

@@ -57,6 +57,10 @@ megatron_runs=bench/data/published-runs-megatron-h100.csv
 # for issue 50) but in the bands and the held-sets line.
 { bench_header; "$build/bench/published_runs" --rows bench/data/published-runs-dgxc-h100.csv; } \
   2>&1 | tee bench/results/published_runs_dgxc_h100.txt
+# ... and the H100's sustained-load stretch of a step's GEMMs, fitted to the DGX Cloud set and
+# checked on the others (core/gpu_catalog.cc's kH100SustainedGemmStretch).
+{ bench_header; python3 bench/data/fit_sustained_stretch.py "$build"; } 2>&1 |
+  tee bench/results/sustained_stretch.txt
 # ... and the five H100 sets together (issue 36's bar for published H100 runs: median <= 10%,
 # p90 <= 25%; the "runs:" line counts each run once).
 h100_sets=(bench/data/published-runs-h100.csv bench/data/published-runs-nemo-h100.csv

@@ -49,16 +49,18 @@ absl::StatusOr<StepBreakdown> Step(const ModelSpec& s, const RunConfig& run) {
   return PlanStep(*a, run);
 }
 
-// The predicted forward time of one micro-batch's GEMMs of these names on an H100 SXM.
+// The predicted forward time of one micro-batch's GEMMs of these names on an H100 SXM, as a
+// planned step runs them (at the GPU's sustained-load stretch).
 double ForwardS(const ModelSpec& s, std::initializer_list<absl::string_view> names) {
-  const Analysis a = *Analyze(s, **FindGpu("h100-sxm"));
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  const Analysis a = *Analyze(s, gpu);
   double out = 0;
   for (const GemmAnalysis& g : a.gemms) {
     if (g.gemm.pass == Pass::kForward && absl::c_linear_search(names, g.gemm.name)) {
       out += g.prediction.time_s * static_cast<double>(g.gemm.count);
     }
   }
-  return out;
+  return gpu.sustained_gemm_stretch * out;
 }
 
 // Mixtral on 64 GPUs (d = 64, each expert-parallel group of 8 in one node) at a batch of 512,

@@ -101,10 +101,13 @@ TEST(ParallelismTest, MultiTokenPredictionAddsALayerAndAHeadToTheLastStage) {
   const StepBreakdown none = *PlanStep(*a, run);
   run.mtp_layers = 1;
   const StepBreakdown one = *PlanStep(*a, run);
+  // The step's GEMMs at the GPU's sustained-load stretch, attention's fused kernel at its own.
+  const double stretch = a->gpu->sustained_gemm_stretch;
   double logits = 0, layers = 0;
   for (const GemmAnalysis& g : a->gemms) {
-    (g.gemm.name == kLogits ? logits : layers) +=
-        g.prediction.time_s * static_cast<double>(g.gemm.count);
+    (g.gemm.name == kLogits ? logits : layers) += g.prediction.time_s *
+                                                  static_cast<double>(g.gemm.count) *
+                                                  (g.gemm.fused_attention ? 1.0 : stretch);
   }
   layers += 8 * a->elementwise.layer_time_s;
   const double head = logits + a->elementwise.loss_time_s;
@@ -119,6 +122,41 @@ TEST(ParallelismTest, MultiTokenPredictionAddsALayerAndAHeadToTheLastStage) {
   run.mtp_layers = 9;
   EXPECT_THAT(std::string(PlanStep(*a, run).status().message()),
               ::testing::HasSubstr("run.mtp_layers: must be in [0, 8]; got 9"));
+}
+
+// A planned step holds the GPU at its power limit: its GEMMs run at the GPU's sustained-load
+// stretch, attention's fused kernel and the elementwise kernels at their own rates; a GPU without
+// a measured stretch keeps the model's rates, and each answer says which.
+TEST(ParallelismTest, AStepRunsItsGemmsAtTheSustainedStretchAndSaysSo) {
+  const ModelSpec s = EightLayers70B(8);
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 4;
+  for (const char* name : {"h100-sxm", "a100-sxm-80gb"}) {
+    const GpuSpec& gpu = **FindGpu(name);
+    const absl::StatusOr<Analysis> a = Analyze(s, gpu);
+    ASSERT_TRUE(a.ok()) << a.status();
+    const StepBreakdown step = *PlanStep(*a, run);
+    double gemms = 0, attention = 0;
+    for (const GemmAnalysis& g : a->gemms) {
+      (g.gemm.fused_attention ? attention : gemms) +=
+          g.prediction.time_s * static_cast<double>(g.gemm.count);
+    }
+    const double kernels = attention + 8 * a->elementwise.layer_time_s +
+                           a->elementwise.loss_time_s;
+    EXPECT_NEAR(step.compute_s,
+                step.microbatches * (gpu.sustained_gemm_stretch * gemms + kernels),
+                1e-9 * step.compute_s)
+        << name;
+    if (gpu.name == "h100-sxm") {
+      EXPECT_GT(gpu.sustained_gemm_stretch, 1.0);
+      EXPECT_TRUE(Says(step, absl::StrFormat("%.2fx the cost model's times",
+                                             gpu.sustained_gemm_stretch)));
+    } else {
+      EXPECT_EQ(gpu.sustained_gemm_stretch, 1.0);
+      EXPECT_TRUE(Says(step, "not measured on the a100-sxm-80gb"));
+    }
+  }
 }
 
 // 1F1B: (p-1)/v of one stage's micro-batch time idles; interleaving divides it.
