@@ -324,7 +324,7 @@ GpuSpec NvlBoard(std::string name, std::string display, double bw, int64_t mem_g
 // FITTED for the H100: what whole published runs see is less than that lent GPU's 2 s. The
 // stretch of 1.00-1.13 that minimises the median |error| of NVIDIA's DGX Cloud recipes (149 H100
 // step times) is 1.10; held out, the five H100 sets of issue 36's check go from 6.4% / 19.8%
-// (median / p90) to 5.9% / 16.5%, TorchTitan's from 17.2% / 33.5% to 16.4% / 29.9%; fitted to the
+// (median / p90) to 5.9% / 16.5%, TorchTitan's from 17.0% / 34.3% to 16.4% / 30.7%; fitted to the
 // five instead it is 1.06 (bench/data/fit_sustained_stretch.py, bench/results/
 // sustained_stretch.txt). The H200 keeps its measured 1.04: two published H200 runs are too few
 // to fit.

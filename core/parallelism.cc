@@ -384,15 +384,15 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
 const std::vector<PlannerBand>& PlannerBands() {
   // Measured step / predicted - 1, p10 and p90, over the published runs of each kind (472 A100
   // figures beside the repository, MosaicML's 231, NVIDIA's 61, NeMo AutoModel's 7,
-  // Megatron-LM's 9, Meta's 2 (Llama 3 405B), TorchTitan's 18 and NVIDIA's DGX Cloud recipes' 149
+  // Megatron-LM's 9, Meta's 2 (Llama 3 405B), TorchTitan's 32 and NVIDIA's DGX Cloud recipes' 149
   // H100 figures in bench/data; one figure per run): bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's
   // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.028, 0.134, 127},
-      {kBandFsdp, -0.071, 0.144, 244},
-      {kBandExpertParallel, -0.088, 0.191, 73},
-      {kBandContextParallel, 0.028, 0.168, 66},
+      {kBandDense, -0.080, 0.071, 127},
+      {kBandFsdp, -0.082, 0.116, 244},
+      {kBandExpertParallel, -0.113, 0.140, 73},
+      {kBandContextParallel, -0.020, 0.101, 66},
   };
   return kBands;
 }
