@@ -47,6 +47,11 @@
 #              PyTorch's same layers (torch_layers.py) between the runs, compared by
 #              compare_layers.py (within 5% of torch; re-run within 1%; and measured against the
 #              planner's sum of the layer's parts, a figure for issue 36);
+#   sustained  the GEMMs of a Llama-3-8B training layer back to back in a CUDA graph for 30 s after
+#              5 s idle, nvidia-smi sampling clocks and power beside them (torch_sustained.py:
+#              sustained.csv, sustained-smi.csv, sustained.txt): the first 0.3 s's rate against
+#              the last 10 s's, the measurement behind the planner's sustained-load stretch
+#              (kH100SustainedGemmStretch, fitted to published runs); a figure, not a target;
 #   recommend  measured recommendations for Pythia-2.8B (unfused attention, as in the paper),
 #              Llama-3-8B and GPT-2 through a real server with `--workers auto` and default
 #              flags, on two fresh caches A and B (a server each): cold on both, then cached on A,
@@ -66,9 +71,9 @@ parts=("$@")
 (( ${#parts[@]} )) || parts=(all)
 for p in "${parts[@]}"; do
   case $p in
-    all|tests|families|moe|mamba|gemms|sweeps|attention|fp8|layers|recommend|summary) ;;
+    all|tests|families|moe|mamba|gemms|sweeps|attention|fp8|layers|sustained|recommend|summary) ;;
     *) echo "run_on_device.sh: unknown part '$p': all, tests, families, moe, mamba, gemms," \
-         "sweeps, attention, fp8, layers, recommend, summary" >&2
+         "sweeps, attention, fp8, layers, sustained, recommend, summary" >&2
        exit 2 ;;
   esac
 done
@@ -240,6 +245,10 @@ for m in "pythia-2.8b --attention unfused" "llama-3-8b" "megatron-gpt-1.7b"; do
     "$out/torch-layers-$name.json" > "$out/compare-layers-$name.txt" 2>&1
 done
 kill -TERM $server; wait $server
+fi
+
+if want sustained; then
+  python3 bench/gpu/torch_sustained.py "$out/sustained" 30 > "$out/sustained.log" 2>&1
 fi
 
 # Measured Recommend with the default flags (its 60 s GPU budget, the CLI's deadline from it) on
