@@ -158,8 +158,8 @@ std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
                                     slower < 0 ? "" : absl::StrJoin(words, ", "));
   if (loser.band_kind != winner.band_kind) {
     absl::StrAppendFormat(&out,
-                          "; %s runs measure %+.0f%% off their predictions at the band's "
-                          "midpoint, %s runs %+.0f%%: %+.1f%% once each is moved by its own",
+                          "; %s runs measure %+.1f%% off their predictions at the band's "
+                          "midpoint, %s runs %+.1f%%: %+.1f%% once each is moved by its own",
                           loser.band_kind, 50 * (loser.band_p10 + loser.band_p90),
                           winner.band_kind, 50 * (winner.band_p10 + winner.band_p90),
                           100 * (ExpectedStepS(loser) / ExpectedStepS(winner) - 1));
