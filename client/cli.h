@@ -52,6 +52,7 @@ struct CliOptions {
   bool fp8_param_gather = false;
   std::string flop_count;  // full (default) or causal
   double moe_host_ms = -1;  // < 0: the planner's default
+  double sustained_stretch = 0;  // 0: the GPU's (RunConfig.sustained_gemm_stretch)
   int zero_stage = 0;
   bool plan = false;
   bool keep_degrees = false;  // with --plan: hold the model's parallel degrees

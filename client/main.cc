@@ -86,6 +86,11 @@ ABSL_FLAG(double, moe_host_ms, -1,
           "each layer's token counts back to the CPU before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
           "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
           "over a static-shaped MoE block)");
+ABSL_FLAG(double, sustained_stretch, 0,
+          "analyze: how much longer the step's GEMMs (not attention's fused kernel) take under "
+          "sustained load than the cost model's short-sweep rates, in [1, 2]; 0 = the GPU's (1.10 "
+          "on the H100, fitted to NVIDIA's DGX Cloud runs; 1.04 on the H200, measured; 1 where not "
+          "measured); 1 for GPUs that hold their clocks");
 ABSL_FLAG(std::string, flop_count, "",
           "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
           "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "
@@ -316,6 +321,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
   o.flop_count = absl::GetFlag(FLAGS_flop_count);
   o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
+  o.sustained_stretch = absl::GetFlag(FLAGS_sustained_stretch);
   o.zero_stage = absl::GetFlag(FLAGS_zero_stage);
   o.plan = absl::GetFlag(FLAGS_plan);
   o.keep_degrees = absl::GetFlag(FLAGS_keep_degrees);

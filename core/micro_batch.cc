@@ -11,7 +11,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   const double layers = static_cast<double>(a.spec.num_layers);
   // A step holds the GPU at its power limit for seconds: its GEMMs at the sustained rate
   // (GpuSpec::sustained_gemm_stretch), attention's fused kernel at its own.
-  const double stretch = a.gpu->sustained_gemm_stretch;
+  const double stretch = run.sustained_gemm_stretch.value_or(a.gpu->sustained_gemm_stretch);
   double logits_s = 0;
   for (const GemmAnalysis& g : a.gemms) {
     const bool attention = g.gemm.fused_attention || g.gemm.name == kAttnScore ||

@@ -117,6 +117,9 @@ struct RunConfig {
   // CPU every layer, and their kernels cannot be captured in CUDA graphs), 0 with a capacity
   // factor (static shapes); set, that.
   std::optional<double> moe_host_s;
+  // How much longer the step's GEMMs take under sustained load than the cost model's rates
+  // (SplitMicroBatch): unset, the GPU's GpuSpec::sustained_gemm_stretch; set, that, in [1, 2].
+  std::optional<double> sustained_gemm_stretch;
   // FP8 training with the weights kept and all-gathered in FP8 (Megatron-Core's
   // --fp8-param-gather, on in Megatron-Bridge's FP8 recipes; torchao's FSDP float8 all-gather):
   // the distributed optimizer's and FSDP's weight all-gathers move 1 byte per weight instead of

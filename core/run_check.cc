@@ -83,6 +83,12 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.moe_host_s: must be in [0, 1] seconds; got ", *run.moe_host_s));
   }
+  if (run.sustained_gemm_stretch &&
+      !(*run.sustained_gemm_stretch >= 1 && *run.sustained_gemm_stretch <= 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.sustained_gemm_stretch: must be in [1, 2] (1 = the cost model's rates); got ",
+        *run.sustained_gemm_stretch));
+  }
   if (run.recompute_moe && s.num_experts == 0) {
     return absl::InvalidArgumentError(
         "run.recompute_moe: recomputes the MoE layers: the model needs num_experts > 0");

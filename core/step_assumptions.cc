@@ -236,15 +236,23 @@ void AddRecomputeAssumptions(const ModelSpec& s, const RunConfig& run,
 
 }  // namespace
 
-// How long the step's GEMMs run under sustained load (GpuSpec::sustained_gemm_stretch).
-std::string SustainedAssumption(const GpuSpec& gpu) {
+// How long the step's GEMMs run under sustained load (RunConfig::sustained_gemm_stretch, else
+// GpuSpec::sustained_gemm_stretch).
+std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  if (run.sustained_gemm_stretch) {
+    return absl::StrFormat(
+        "the step's GEMMs (not attention's fused kernel) %.2fx the cost model's times, as given "
+        "(--sustained-stretch; the %s's own: %.2fx)",
+        *run.sustained_gemm_stretch, gpu.name, gpu.sustained_gemm_stretch);
+  }
   if (gpu.sustained_gemm_stretch == 1.0) {
     return absl::StrCat("the step's GEMMs at the cost model's rates: their sustained-load rate is "
-                        "not measured on the ", gpu.name);
+                        "not measured on the ", gpu.name, " (--sustained-stretch sets one)");
   }
   return absl::StrFormat(
       "the step's GEMMs (not attention's fused kernel) %.2fx the cost model's times, the GPU held "
-      "at its power limit for seconds (%s): ",
+      "at its power limit for seconds (%s; --sustained-stretch 1 for GPUs that hold their "
+      "clocks): ",
       gpu.sustained_gemm_stretch, gpu.name) + gpu.sustained_source;
 }
 
@@ -257,7 +265,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(PipelineAssumption(s, run));
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
-  out.push_back(SustainedAssumption(gpu));
+  out.push_back(SustainedAssumption(gpu, run));
   if (s.dtype == DType::kFp8E4M3) out.push_back(Fp8Assumption(run));
   if (run.zero_stage >= 3) AddZero3Assumptions(run, out);
   if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));

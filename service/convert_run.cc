@@ -171,6 +171,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.ep_overlap = r.ep_overlap();
   c.fp8_param_gather = r.fp8_param_gather();
   if (r.has_moe_host_s()) c.moe_host_s = r.moe_host_s();
+  if (r.has_sustained_gemm_stretch()) c.sustained_gemm_stretch = r.sustained_gemm_stretch();
   c.network = r.network();
   if (absl::StatusOr<EpDispatcher> d = ParseEpDispatcher(r.ep_dispatcher()); d.ok()) {
     c.ep_dispatcher = *d;

@@ -156,6 +156,15 @@ TEST(ParallelismTest, AStepRunsItsGemmsAtTheSustainedStretchAndSaysSo) {
       EXPECT_EQ(gpu.sustained_gemm_stretch, 1.0);
       EXPECT_TRUE(Says(step, "not measured on the a100-sxm-80gb"));
     }
+    // The run's own stretch replaces the GPU's (a cluster whose GPUs hold their clocks: 1).
+    RunConfig held = run;
+    held.sustained_gemm_stretch = 1.0;
+    const StepBreakdown own = *PlanStep(*a, held);
+    EXPECT_NEAR(own.compute_s, own.microbatches * (gemms + kernels), 1e-9 * own.compute_s) << name;
+    EXPECT_TRUE(Says(own, "1.00x the cost model's times, as given (--sustained-stretch"));
+    held.sustained_gemm_stretch = 2.5;
+    EXPECT_THAT(std::string(PlanStep(*a, held).status().message()),
+                ::testing::HasSubstr("run.sustained_gemm_stretch: must be in [1, 2]"));
   }
 }
 
