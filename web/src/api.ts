@@ -246,6 +246,7 @@ export interface RunConfig {
   zero_stage?: number;
   recompute?: string;
   tp_overlap?: number;
+  sustained_gemm_stretch?: number;
   interleave?: number;
   no_pp_overlap?: boolean;
   overlap_grad_reduce?: boolean;

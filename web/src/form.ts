@@ -24,7 +24,7 @@ export const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> 
 // The recommendation's constraint controls (the CLI's --tp-options, --allowed-head-dims, ...).
 export const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                                   "rec-kv-divisible"];
-export const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-interleave",
+export const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-sustain", "run-interleave",
                            "run-no-ppov", "run-ogr", "run-z3p", "run-eager", "run-moeuf", "run-rcmoe", "run-rcmla", "run-hsdp", "run-mtp", "run-epov", "run-epdisp", "run-network", "run-sp",
                            "run-offload", "run-plan", "run-keep", "run-tokens", "run-fp8pg", "run-flops"];
 
@@ -72,6 +72,7 @@ export function runConfig(): RunConfig | undefined {
   if (fieldValue("run-zero") !== "") run.zero_stage = Number(fieldValue("run-zero"));
   if (fieldValue("run-recompute") !== "") run.recompute = fieldValue("run-recompute");
   if (fieldValue("run-tpov") !== "") run.tp_overlap = Number(fieldValue("run-tpov"));
+  if (fieldValue("run-sustain") !== "") run.sustained_gemm_stretch = Number(fieldValue("run-sustain"));
   if (fieldValue("run-interleave") !== "") run.interleave = Number(fieldValue("run-interleave"));
   run.no_pp_overlap = fieldValue("run-no-ppov") === "1";
   run.overlap_grad_reduce = fieldValue("run-ogr") === "1";

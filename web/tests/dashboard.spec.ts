@@ -205,6 +205,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await page.selectOption("#run-zero", "3");
   await page.selectOption("#run-recompute", "RECOMPUTE_OP");
   await page.fill("#run-interleave", "2");
+  await page.fill("#run-sustain", "1.05");
   await page.check("#run-no-ppov");
   await page.check("#run-ogr");
   await page.check("#run-z3p");
@@ -229,7 +230,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   expect(body.model.dtype).toBe("DTYPE_FP8_E4M3");
   expect(body.model.attention).toBe("ATTENTION_UNFUSED");
   expect(body.run).toEqual({ num_gpus: 64, global_batch: 512, zero_stage: 3, recompute: "RECOMPUTE_OP",
-                             interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
+                             sustained_gemm_stretch: 1.05, interleave: 2, no_pp_overlap: true, overlap_grad_reduce: true,
                              zero3_prefetch: true, eager: true, moe_unfused_ops: true, fsdp_shard: 2, mtp_layers: 1, ep_overlap: true, sequence_parallel: true,
                              offload_activations: true, plan: false, fp8_param_gather: true });
   // The step under parallelism as a bar: compute, TP communication, the pipeline bubble...
@@ -241,6 +242,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(page.locator("#step-bars")).toContainText("published context parallel runs");
   await expect(page.locator("#step-bars")).toContainText("layout: sequence parallel, op-level selective recomputation, ZeRO 3");
   await expect(page.locator("#step-bars")).toContainText("2 interleaved stages per rank, micro-batch 2");
+  await expect(page.locator("#step-bars")).toContainText("1.05x the cost model's times, as given");
   // One answer: the GPU table's step time is the run's, as the API's top level is.
   const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
                                                            body: JSON.stringify(sent[0]) })).json();
@@ -271,6 +273,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(again.locator("#run-zero")).toHaveValue("3");
   await expect(again.locator("#run-sp")).toBeChecked();
   await expect(again.locator("#run-interleave")).toHaveValue("2");
+  await expect(again.locator("#run-sustain")).toHaveValue("1.05");
   await expect(again.locator("#run-no-ppov")).toBeChecked();
   await expect(again.locator("#run-ogr")).toBeChecked();
   await expect(again.locator("#run-z3p")).toBeChecked();

@@ -236,5 +236,15 @@ function runAnswerNodes(r: AnalyzeResponse): HTMLElement[] {
     table.id = `layouts-${r.gpu}`;
     out.push(table);
   }
+  // What the step takes for granted (the CLI's "assumes:" lines), folded under one line.
+  if (step.assumptions?.length) {
+    const more = node("details", undefined, "note");
+    more.dataset.role = "assumes";
+    more.appendChild(node("summary", `what this step assumes (${step.assumptions.length})`));
+    const list = node("ul");
+    for (const a of step.assumptions) list.appendChild(node("li", a));
+    more.appendChild(list);
+    out.push(more);
+  }
   return out;
 }
