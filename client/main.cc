@@ -89,8 +89,10 @@ ABSL_FLAG(double, moe_host_ms, -1,
 ABSL_FLAG(double, sustained_stretch, 0,
           "analyze: how much longer the step's GEMMs (not attention's fused kernel) take under "
           "sustained load than the cost model's short-sweep rates, in [1, 2]; 0 = the GPU's (1.10 "
-          "on the H100, fitted to NVIDIA's DGX Cloud runs; 1.04 on the H200, measured; 1 where not "
-          "measured); 1 for GPUs that hold their clocks");
+          "on h100-sxm and h100-sxm-96gb, fitted to NVIDIA's DGX Cloud runs; 1.04 on h200, "
+          "measured; 1 on the others, not measured); 1 for GPUs that hold their clocks. To measure "
+          "yours: a layer's GEMMs back to back for 30 s, the last 10 s's time per call over the "
+          "first 0.3 s's (bench/gpu/torch_sustained.py)");
 ABSL_FLAG(std::string, flop_count, "",
           "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
           "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "

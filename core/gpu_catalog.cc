@@ -331,9 +331,10 @@ GpuSpec NvlBoard(std::string name, std::string display, double bw, int64_t mem_g
 inline constexpr double kH100SustainedGemmStretch = 1.10;
 inline constexpr double kH200SustainedGemmStretch = 1.04;
 inline constexpr char kH100SustainedSource[] =
-    "fitted to NVIDIA's DGX Cloud H100 runs (the median |error|'s minimum), checked on the other "
-    "published H100 sets; the project's whole-layer measurement of Llama-3-8B on an H100 SXM at "
-    "700 W (2 s of samples, SM clock 1,485-1,500 MHz) gave 1.13";
+    "an empirical correction fitted to NVIDIA's DGX Cloud H100 step times (the value with the "
+    "smallest median |error|; it absorbs what else those runs miss too), checked on the other "
+    "published H100 sets; the project's own 2 s whole-layer measurement of Llama-3-8B on an H100 "
+    "SXM at 700 W (SM clock 1,485-1,500 MHz) gave 1.13";
 inline constexpr char kH200SustainedSource[] =
     "measured: the project's whole-layer measurement of Llama-3-8B on an H200 SXM (SM clock "
     "1,560-1,575 MHz); too few published H200 runs to fit it";
@@ -373,7 +374,9 @@ std::vector<GpuSpec> MakeCatalog() {
   c.push_back(h100_pcie);
   // The same die at 500 W: its sustained clocks are no higher than at 700 W.
   c.push_back(Sustained(GrandTetonH100(), kH100SustainedGemmStretch,
-                        h100_sustained + "; this part runs at 500 W, its clocks no higher"));
+                        h100_sustained +
+                            "; borrowed from the H100 SXM at 700 W: this part is capped at 500 W "
+                            "and not measured, so likely a lower bound"));
   c.push_back(Sustained(HopperGpu("h200", "NVIDIA H200 SXM 141GB", 132, 1980, 989.4 * kTera,
                                   4800 * kGiga, 141, 0.80),
                         kH200SustainedGemmStretch,

@@ -58,11 +58,13 @@ std::string OverlapAssumption(const ModelSpec& s, const RunConfig& run) {
       s.tensor_parallel <= 1 ? "" :
       run.tp_overlap > 0
           ? absl::StrFormat("%.0f%% of the tensor-parallel collectives hidden under their GEMMs "
-                            "(--tp-overlap, Megatron-Core's --tp-comm-overlap%s); ",
-                            100 * run.tp_overlap,
+                            "(--tp-overlap %.2f%s); ",
+                            100 * run.tp_overlap, run.tp_overlap,
                             run.tp_overlap == kAsyncTpHiddenShare
-                                ? "; TorchTitan's async TP hid this share in its published pairs"
-                                : "")
+                                ? ": the share TorchTitan's async TP hid in its published runs "
+                                  "with and without it; Megatron-Core's --tp-comm-overlap is "
+                                  "priced as 1"
+                                : ", Megatron-Core's --tp-comm-overlap as 1")
           : "tensor-parallel collectives not overlapped with compute (Megatron-LM's default: "
             "--tp-comm-overlap off; --tp-overlap says how much it hides); ",
       s.pipeline_parallel <= 1 ? ""
@@ -239,21 +241,26 @@ void AddRecomputeAssumptions(const ModelSpec& s, const RunConfig& run,
 // How long the step's GEMMs run under sustained load (RunConfig::sustained_gemm_stretch, else
 // GpuSpec::sustained_gemm_stretch).
 std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
+  // What the stretch does to the answer, said once in each case: the step's compute is more than
+  // the micro-batches times the "rank kernels" line, which is at the cost model's rates.
+  constexpr char kWhat[] =
+      "sustained load: the step's GEMMs other than attention's fused kernel take %.2fx their "
+      "predicted times (the per-GEMM table and the rank-kernels line are at the cost model's "
+      "short-sweep rates; the step's compute includes the stretch)";
   if (run.sustained_gemm_stretch) {
-    return absl::StrFormat(
-        "the step's GEMMs (not attention's fused kernel) %.2fx the cost model's times, as given "
-        "(--sustained-stretch; the %s's own: %.2fx)",
-        *run.sustained_gemm_stretch, gpu.name, gpu.sustained_gemm_stretch);
+    return absl::StrFormat(kWhat, *run.sustained_gemm_stretch) +
+           absl::StrFormat(": as given (--sustained-stretch; the %s's own is %.2fx)", gpu.name,
+                           gpu.sustained_gemm_stretch);
   }
   if (gpu.sustained_gemm_stretch == 1.0) {
-    return absl::StrCat("the step's GEMMs at the cost model's rates: their sustained-load rate is "
-                        "not measured on the ", gpu.name, " (--sustained-stretch sets one)");
+    return absl::StrCat(
+        "sustained load: none charged; the step's GEMMs at the cost model's short-sweep rates, "
+        "as no sustained-load rate is measured or fitted for the ", gpu.name,
+        " (likely optimistic: an H100's step is charged a fitted stretch; --sustained-stretch "
+        "sets one)");
   }
-  return absl::StrFormat(
-      "the step's GEMMs (not attention's fused kernel) %.2fx the cost model's times, the GPU held "
-      "at its power limit for seconds (%s; --sustained-stretch 1 for GPUs that hold their "
-      "clocks): ",
-      gpu.sustained_gemm_stretch, gpu.name) + gpu.sustained_source;
+  return absl::StrFormat(kWhat, gpu.sustained_gemm_stretch) + ": " + gpu.sustained_source +
+         " (--sustained-stretch 1 for GPUs that hold their clocks)";
 }
 
 // What the figures take for granted, in words.

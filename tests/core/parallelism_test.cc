@@ -150,18 +150,19 @@ TEST(ParallelismTest, AStepRunsItsGemmsAtTheSustainedStretchAndSaysSo) {
         << name;
     if (gpu.name == "h100-sxm") {
       EXPECT_GT(gpu.sustained_gemm_stretch, 1.0);
-      EXPECT_TRUE(Says(step, absl::StrFormat("%.2fx the cost model's times",
+      EXPECT_TRUE(Says(step, absl::StrFormat("take %.2fx their predicted times",
                                              gpu.sustained_gemm_stretch)));
     } else {
       EXPECT_EQ(gpu.sustained_gemm_stretch, 1.0);
-      EXPECT_TRUE(Says(step, "not measured on the a100-sxm-80gb"));
+      EXPECT_TRUE(Says(step, "measured or fitted for the a100-sxm-80gb"));
     }
     // The run's own stretch replaces the GPU's (a cluster whose GPUs hold their clocks: 1).
     RunConfig held = run;
     held.sustained_gemm_stretch = 1.0;
     const StepBreakdown own = *PlanStep(*a, held);
     EXPECT_NEAR(own.compute_s, own.microbatches * (gemms + kernels), 1e-9 * own.compute_s) << name;
-    EXPECT_TRUE(Says(own, "1.00x the cost model's times, as given (--sustained-stretch"));
+    EXPECT_TRUE(Says(own, "take 1.00x their predicted times"));
+    EXPECT_TRUE(Says(own, "as given (--sustained-stretch"));
     held.sustained_gemm_stretch = 2.5;
     EXPECT_THAT(std::string(PlanStep(*a, held).status().message()),
                 ::testing::HasSubstr("run.sustained_gemm_stretch: must be in [1, 2]"));

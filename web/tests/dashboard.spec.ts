@@ -242,7 +242,7 @@ test("every knob reaches the request, a run shows its step breakdown, and the UR
   await expect(page.locator("#step-bars")).toContainText("published context parallel runs");
   await expect(page.locator("#step-bars")).toContainText("layout: sequence parallel, op-level selective recomputation, ZeRO 3");
   await expect(page.locator("#step-bars")).toContainText("2 interleaved stages per rank, micro-batch 2");
-  await expect(page.locator("#step-bars")).toContainText("1.05x the cost model's times, as given");
+  await expect(page.locator("#step-bars")).toContainText("take 1.05x their predicted times");
   // One answer: the GPU table's step time is the run's, as the API's top level is.
   const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
                                                            body: JSON.stringify(sent[0]) })).json();
