@@ -152,6 +152,11 @@ std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
     if (parts[i].delta <= 1e-3 * winner.step_s) break;
     words.push_back(absl::StrFormat("%s %+.3g s", parts[i].name, parts[i].delta));
   }
+  // The part that shrank most, when it did by as much: the parts that grew do not add up to the
+  // difference without it.
+  if (!words.empty() && parts.back().delta < -1e-3 * winner.step_s) {
+    words.push_back(absl::StrFormat("%s %+.3g s", parts.back().name, parts.back().delta));
+  }
   const double slower = loser.step_s / winner.step_s - 1;
   std::string out = absl::StrFormat("%+.1f%% step time%s%s", 100 * slower,
                                     words.empty() || slower < 0 ? "" : ": ",

@@ -217,6 +217,12 @@ TEST(LayoutSearchTest, WhyLosesNamesTheLargestDifference) {
   l.step_s = 12;
   l.memory.fits = true;
   EXPECT_EQ(WhyLoses(l, w), "+20.0% step time: pipeline bubble +1.5 s, TP communication +0.5 s");
+  // A part that shrank as much is named too, or the parts named would not add up to the step.
+  l.dp_comm_s = -1.0;
+  l.step_s = 11;
+  EXPECT_EQ(WhyLoses(l, w),
+            "+10.0% step time: pipeline bubble +1.5 s, TP communication +0.5 s, "
+            "DP communication -1 s");
   l.memory.fits = false;
   l.memory.total_bytes = 100.0 * (1 << 30);
   l.memory.capacity_bytes = 80.0 * (1 << 30);
