@@ -213,13 +213,19 @@ std::string FlopLine(const v1::AnalyzeResponse& r) {
   const int64_t split = std::max<int64_t>(1, r.model().tensor_parallel()) *
                         std::max<int64_t>(1, r.model().context_parallel());
   const int64_t stages = std::max<int64_t>(1, r.model().pipeline_parallel());
+  // With a run the analysis is one micro-batch of the run's step.
   return absl::StrFormat(
-      "step            %s FLOP %s%s (%s for the whole model, attention counted %s), %d tokens\n",
+      "FLOPs           %s executed %s%s per %s (the kernels as they run%s); %s model FLOPs for "
+      "the whole model (attention counted %s; MFU divides these), %d tokens\n",
       HumanCount(r.step_flops()),
       split > 1 ? absl::StrCat("per rank of the ", split, " splitting each layer") : "per GPU",
       stages > 1 ? absl::StrCat(", every layer (the ", stages, " pipeline stages split them)") : "",
-      HumanCount(r.model_flops()), r.flop_count().empty() ? "full" : r.flop_count(),
-      r.tokens_per_step());
+      r.has_step() ? "micro-batch" : "step",
+      r.model().attention() == v1::ATTENTION_UNFUSED
+          ? ""
+          : ": the fused attention's backward recomputation among them",
+      HumanCount(r.model_flops()),
+      r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
 }
 
 // The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,
