@@ -641,27 +641,24 @@ Outcome PriceMetric(const Row& r, const ModelSpec& spec, const GpuSpec& gpu, con
   return {0, "unknown metric " + metric};
 }
 
-// --sustained-stretch X: the H100 die's GpuSpec::sustained_gemm_stretch (the SXM's and the 96 GB
-// part's) for every row, to see what one value does across the sets (how
-// kH100SustainedGemmStretch was fitted and cross-validated: bench/data/fit_sustained_stretch.py).
-void SetH100SustainedStretch(double stretch) {
-  std::vector<GpuSpec> catalog = GpuCatalog();
-  for (GpuSpec& g : catalog) {
-    if (absl::StartsWith(g.name, "h100-sxm")) g.sustained_gemm_stretch = stretch;
-  }
-  PublishCatalog(std::move(catalog));
-}
-
 // --moe-host-ms: a host wait per MoE layer and micro-batch for every MoE row (RunConfig::
 // moe_host_s), to see what one value does across the sets (how kMoeHostWaitS was fitted and
 // cross-validated); unset, the planner's default.
 std::optional<double> g_moe_host_s;
+// --sustained-stretch X: the stretch of every row on the H100 die (the SXM and the 96 GB part:
+// RunConfig::sustained_gemm_stretch in place of their GpuSpec's), to see what one value does
+// across the sets (how kH100SustainedGemmStretch was fitted and cross-validated:
+// bench/data/fit_sustained_stretch.py); unset, the catalogue's.
+std::optional<double> g_h100_stretch;
 
 Outcome Price(const Row& r, const std::string& root) {
   Priced p = Describe(r, root);
   if (g_moe_host_s) p.run.moe_host_s = g_moe_host_s;
   if (!p.why_not.empty()) return {0, p.why_not};
   const std::string gpu_name = GpuOf(r);
+  if (g_h100_stretch && absl::StartsWith(gpu_name, "h100-sxm")) {
+    p.run.sustained_gemm_stretch = g_h100_stretch;
+  }
   if (gpu_name.empty()) {
     // The catalogue's own word where it has one (the GH200, the L40), else the row's text.
     absl::StatusOr<const GpuSpec*> named = FindGpu(BoardOf(r));
@@ -815,7 +812,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--sustained-stretch" && i + 1 < argc) {
       double stretch = 1;
       (void)absl::SimpleAtod(argv[++i], &stretch);
-      SetH100SustainedStretch(stretch);
+      g_h100_stretch = stretch;
     } else if (arg == "--components") {
       rows_wanted = components_wanted = true;
     } else if (arg == "--by-run") {

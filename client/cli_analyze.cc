@@ -17,7 +17,8 @@ bool AnyRunFlag(const CliOptions& o) {
          !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
          o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
          !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather ||
-         o.moe_host_ms >= 0 || o.sustained_stretch != 0 || o.zero_stage != 0 || o.plan || o.keep_degrees || o.tokens != 0 ||
+         o.moe_host_ms >= 0 || o.sustained_stretch != 0 || o.zero_stage != 0 || o.plan ||
+         o.keep_degrees || o.tokens != 0 ||
          o.offload_activations || o.gradient_bytes != 0 || o.eager || o.moe_unfused_ops ||
          o.recompute_moe || o.recompute_mla_up_proj ||
          o.mtp_layers != 0 || o.fsdp_shard != 0;

@@ -236,8 +236,6 @@ void AddRecomputeAssumptions(const ModelSpec& s, const RunConfig& run,
   }
 }
 
-}  // namespace
-
 // How long the step's GEMMs run under sustained load (RunConfig::sustained_gemm_stretch, else
 // GpuSpec::sustained_gemm_stretch).
 std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
@@ -262,6 +260,8 @@ std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
   return absl::StrFormat(kWhat, gpu.sustained_gemm_stretch) + ": " + gpu.sustained_source +
          " (--sustained-stretch 1 for GPUs that hold their clocks)";
 }
+
+}  // namespace
 
 // What the figures take for granted, in words.
 std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
