@@ -386,6 +386,9 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
                                      absl::StrContains(src, "Float8 all-gather"))) {
     run.fp8_param_gather = true;
   }
+  // Float8 with rowwise scales (the June 2025 page's "float8 rowwise"): torchao's rowwise recipe,
+  // its tensor parallelism in 16 bits (Fp8Recipe).
+  if (absl::StrContains(src, "rowwise")) run.fp8_recipe = Fp8Recipe::kRowwise;
   run.network = "roce-400g";
   // The page's "selective activation checkpointing" is torchtitan's default option at 9dec370,
   // selective_ac_option = 'op' (train_configs/llama3_8b.toml): the op-level policy.

@@ -80,6 +80,11 @@ ABSL_FLAG(std::string, ep_dispatcher, "",
           "alltoall (the default: one copy per routed expert) or flex (DeepEP, HybridEP: each "
           "token once to every node and rank holding one of its experts; deepep and hybridep "
           "name the same)");
+ABSL_FLAG(std::string, fp8_recipe, "",
+          "analyze: how an FP8 step scales its linears' operands: tensorwise (the default: one "
+          "scale per tensor, as Transformer Engine and torchao's tensorwise; the tensor-parallel "
+          "all-gathers move FP8) or rowwise (torchao's rowwise: tensor parallelism in 16 bits, as "
+          "torchtitan runs it, and the backward's extra casts and rescaled outputs)");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
           "and backward; a fitted constant, not a measured wait): the dropless dispatchers read "
@@ -136,7 +141,7 @@ ABSL_FLAG(int64_t, mtp_layers, 0,
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap, priced as 1 in NVIDIA's recipes; TorchTitan's "
-          "async TP hid 0.38 of them in its published pairs; 0, the default, when not given)");
+          "async TP hid 0.42 of them in its published pairs; 0, the default, when not given)");
 ABSL_FLAG(bool, no_pp_overlap, false,
           "analyze: expose every pipeline send (Megatron-LM's --no-overlap-p2p-communication); by "
           "default the interleaved schedule's steady-state sends run under compute");
@@ -321,6 +326,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.network = absl::GetFlag(FLAGS_network);
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
+  o.fp8_recipe = absl::GetFlag(FLAGS_fp8_recipe);
   o.flop_count = absl::GetFlag(FLAGS_flop_count);
   o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.sustained_stretch = absl::GetFlag(FLAGS_sustained_stretch);

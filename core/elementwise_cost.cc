@@ -176,6 +176,25 @@ double EagerExtraBytesPerToken(const ModelSpec& spec) {
   return 2 * norm_extra * h + rope + activation_extra;
 }
 
+double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec) {
+  const DerivedShape d = Derive(spec);
+  const double t = static_cast<double>(spec.tensor_parallel);
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(d.q_width) / t;
+  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;
+  const double f = static_cast<double>(d.active_ffn_per_rank);
+  const double up = spec.mlp == Mlp::kGelu ? f : 2 * f;
+  // The linears' inputs (QKV, projection, up, down) are also their input gradients' widths.
+  const double inputs = h + q + h + f;
+  const double output_gradients = qkv + h + up + h;
+  return 1 * inputs + 2 * output_gradients + 4 * inputs;
+}
+
+double Fp8RowwiseExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
+  return Fp8RowwiseExtraBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) /
+         ElementwiseBandwidth(spec, gpu);
+}
+
 double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
   const double bw = ElementwiseBandwidth(spec, gpu);
   return 3 * EagerExtraBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) / bw;

@@ -50,6 +50,21 @@ inline constexpr double kElementwiseRelativeSigma = 0.15;
 // extra; LayerNorm is one kernel eager too). The residual adds are separate kernels either way.
 double EagerExtraBytesPerToken(const ModelSpec& spec);
 
+// FP8 with rowwise scales (RunConfig::fp8_recipe kRowwise, torchao's "rowwise" recipe: every
+// operand scaled along the dimension its GEMM contracts, torchao/float8/config.py and
+// float8_ops.py at 6243040, June 2025): the bytes per token and layer on one tensor-parallel rank
+// its backward moves beyond tensorwise FP8's (Fp8CastBytesPerToken). Each linear's input is cast
+// again from BF16 with column scales for wgrad (read 2, write 1, where tensorwise transposes its
+// FP8 copy: read 1, write 1): 1 more per element; each output gradient is cast twice, along each
+// GEMM's contraction (3 + 3 against a cast and transpose, 4): 2 more; and the dgrad GEMM, run
+// without fast accumulation, goes to cuBLAS's tensorwise kernel with unit scales and is rescaled
+// after (addmm_float8_unwrapped: read 2, write 2 of each input gradient): 4 per element. Not
+// counted: the forward, the weights' casts, wgrad's rescale (weight-sized, once a micro-batch)
+// and the row-scaled forward kernel's own rate.
+double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec);
+// Those bytes for one layer and micro-batch, seconds at the GPU's elementwise bandwidth.
+double Fp8RowwiseExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
+
 // One layer's eager extra (EagerExtraBytesPerToken) for one micro-batch of training, forward and
 // backward (backward moving twice what forward does, as EstimateElementwise counts), seconds at
 // the GPU's elementwise bandwidth.

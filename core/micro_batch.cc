@@ -44,6 +44,10 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
     mb.layers_forward_s += eager / 3;
     mb.op_recompute_s += eager / 3;
   }
+  if (a.spec.dtype == DType::kFp8E4M3 && run.fp8_recipe == Fp8Recipe::kRowwise) {
+    // Rowwise FP8's backward casts and rescales, at the elementwise bandwidth.
+    mb.layers_s += layers * Fp8RowwiseExtraLayerTimeS(a.spec, *a.gpu);
+  }
   if (run.moe_unfused_ops) {  // on the MoE layers, spread over the layers as the rest
     const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
     const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);

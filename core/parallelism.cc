@@ -18,6 +18,22 @@
 #include "core/units.h"
 
 namespace wavecrest {
+
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name) {
+  if (name.empty() || name == "tensorwise") return Fp8Recipe::kTensorwise;
+  if (name == "rowwise") return Fp8Recipe::kRowwise;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown value \"", name, "\"; allowed: tensorwise (the default), rowwise"));
+}
+
+absl::string_view Fp8RecipeName(Fp8Recipe r) {
+  return r == Fp8Recipe::kRowwise ? "rowwise" : "tensorwise";
+}
+
+bool Fp8TpGathers(const ModelSpec& s, const RunConfig& run) {
+  return s.dtype == DType::kFp8E4M3 && run.fp8_recipe == Fp8Recipe::kTensorwise;
+}
+
 namespace {
 
 // Context parallelism's ring of one micro-batch through one stage's `layers`, what attention's
@@ -66,9 +82,11 @@ double TensorParallelS(const Analysis& a, const RunConfig& run, double layers) {
   double per_layer = 0;
   if (run.sequence_parallel) {
     // Forward: 2 all-gathers and 2 reduce-scatters; backward the same and 2 all-gathers re-done.
+    // Under tensorwise FP8 every all-gather moves the FP8 copy (Fp8Recipe).
     const double gathers = 4 + 2 + (reruns ? 2 : 0);
     const double scatters = 4 + (full ? 2 : 0);
-    per_layer = (gathers + scatters) * GatherS(bytes, t, path);
+    const double gather_bytes = Fp8TpGathers(s, run) ? bytes / 2 : bytes;
+    per_layer = gathers * GatherS(gather_bytes, t, path) + scatters * GatherS(bytes, t, path);
   } else {
     per_layer = (4 + (reruns ? 2 : 0)) * AllReduceOver(bytes, t, path);
   }

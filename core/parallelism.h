@@ -80,12 +80,31 @@ inline constexpr double kMoeHostIdleS = 0.6e-3;
 // framework: the median of the four pairs (vanilla and async TP, BF16 and tensorwise float8,
 // Llama 3.1 70B on 256 and 8B on 64 H100s) of torchtitan's
 // benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, each the share of the planner's
-// collective time its measured speed-up implies (0.31-0.58); held out, its December 2024 pair
-// (1.057x measured, 1.102x predicted) and its 405B pipelined rows
+// collective time its measured speed-up implies (0.34-0.75); held out, its December 2024 pair
+// (1.057x measured, 1.085x predicted) and its 405B pipelined rows
 // (bench/data/fit_async_tp_share.py, bench/results/async_tp_share.txt). Hiding all of them, as
-// Transformer Engine's userbuffers overlap is priced, predicts 1.25-1.40x for those pairs where
-// they measured 1.09-1.16x.
-inline constexpr double kAsyncTpHiddenShare = 0.38;
+// Transformer Engine's userbuffers overlap is priced, predicts 1.23-1.36x for those pairs where
+// they measured 1.09-1.16x. (0.38 before tensorwise float8's all-gathers were priced in FP8.)
+inline constexpr double kAsyncTpHiddenShare = 0.42;
+// How an FP8 step scales its linears' operands (RunConfig::fp8_recipe; dtype FP8 only).
+// - kTensorwise ("tensorwise", the default): one scale per tensor, as Transformer Engine's delayed
+//   and current scaling and torchao's "tensorwise" recipe. The linears' inputs and output
+//   gradients are cast before the tensor-parallel all-gathers, which then move 1 byte an element:
+//   TE gathers its norm's FP8 output (LayerNormLinear and LayerNormMLP forward, again for wgrad)
+//   and casts the output gradient before gathering it (grad_output_preprocess); torchao's
+//   Float8ColwiseParallel and PrepareFloat8ModuleInput cast before the all-gather and
+//   Float8RowwiseParallel casts the gradient before its backward all-gather (torchtitan's
+//   float8 tensor parallelism). The reduce-scatters stay 16-bit.
+// - kRowwise ("rowwise"): one scale per row, torchao's "rowwise" recipe (torch._scaled_mm's
+//   row-scaled kernel). torchtitan runs its tensor parallelism in 16 bits for it ("float8
+//   all-gather with TP is only supported for tensorwise", models/llama3/parallelize_llama.py at
+//   820504e) and FSDP's float8 all-gather is tensorwise only.
+enum class Fp8Recipe { kTensorwise, kRowwise };
+// "tensorwise" or "" (the default) and "rowwise"; otherwise InvalidArgument naming the allowed
+// values (the caller names the field).
+absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name);
+absl::string_view Fp8RecipeName(Fp8Recipe r);
+
 // Fraction of the PCIe link a pinned device-host copy reaches. PRIOR, not fitted to our own
 // measurements: NVIDIA's nvbandwidth host_to_device_memcpy_ce example reports 55.6 GB/s on a
 // PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
@@ -125,6 +144,8 @@ struct RunConfig {
   // the distributed optimizer's and FSDP's weight all-gathers move 1 byte per weight instead of
   // 2, and the weights take 1 byte of memory. Needs dtype FP8 and ZeRO stage >= 1.
   bool fp8_param_gather = false;
+  // How an FP8 step scales its linears' operands (Fp8Recipe; dtype FP8 only).
+  Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;
@@ -199,6 +220,9 @@ struct RunConfig {
   // (the default) or the causal half, as the user's framework counts them. Times do not change.
   FlopCount flop_count = FlopCount::kFull;
 };
+
+// Whether the step's tensor-parallel all-gathers move FP8 (dtype FP8 under kTensorwise).
+bool Fp8TpGathers(const ModelSpec& s, const RunConfig& run);
 // Whether recompute_moe reruns the MoE layers' forward beyond what `recompute` already does (full
 // and op-level recomputation rerun every layer's forward).
 inline bool RecomputesMoeAlone(const RunConfig& run) {

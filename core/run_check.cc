@@ -54,8 +54,26 @@ absl::Status ResolveRanks(const ModelSpec& s, const RunConfig& run, int64_t tp, 
   return absl::OkStatus();
 }
 
+// FP8's settings: the weights' gathers in FP8 and the scaling recipe.
+absl::Status CheckFp8Settings(const ModelSpec& s, const RunConfig& run) {
+  // (With --plan the plan picks the ZeRO stage, and gathers in FP8 only where it has one.)
+  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || (run.zero_stage < 1 && !run.plan))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run.fp8_param_gather: needs dtype fp8_e4m3 and zero_stage >= 1 (the weights gathered "
+        "in FP8 by the distributed optimizer or FSDP); got dtype ",
+        DTypeName(s.dtype), ", zero_stage ", run.zero_stage));
+  }
+  if (run.fp8_recipe == Fp8Recipe::kRowwise && run.fp8_param_gather) {
+    return absl::InvalidArgumentError(
+        "run.fp8_recipe: rowwise with fp8_param_gather; FSDP's float8 all-gather is tensorwise "
+        "only (torchao), so gather the weights in 16 bits (fp8_param_gather off) or use "
+        "fp8_recipe tensorwise");
+  }
+  return absl::OkStatus();
+}
+
 // The run's schedule and communication settings: interleaving, ZeRO, gradient precision, overlaps,
-// the network and FP8 parameter gathers.
+// the network and FP8's (CheckFp8Settings).
 absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
   // Stages of unequal layers interleave too (Megatron-Core's layouts with the embedding and the
   // loss counted as layers: Llama 3.1 405B's 126 layers on 8 stages of 8 chunks): the chunks
@@ -107,14 +125,7 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
   }
   if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
-  // (With --plan the plan picks the ZeRO stage, and gathers in FP8 only where it has one.)
-  if (run.fp8_param_gather && (s.dtype != DType::kFp8E4M3 || (run.zero_stage < 1 && !run.plan))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "run.fp8_param_gather: needs dtype fp8_e4m3 and zero_stage >= 1 (the weights gathered "
-        "in FP8 by the distributed optimizer or FSDP); got dtype ",
-        DTypeName(s.dtype), ", zero_stage ", run.zero_stage));
-  }
-  return absl::OkStatus();
+  return CheckFp8Settings(s, run);
 }
 
 }  // namespace

@@ -135,9 +135,28 @@ std::string PipelineAssumption(const ModelSpec& s, const RunConfig& run) {
                                    split.first, split.middle, split.last));
 }
 
-// FP8 training as Transformer Engine's recipe runs it, and the precision of the weights' gathers.
-std::string Fp8Assumption(const RunConfig& run) {
+// FP8 training as Transformer Engine's recipe runs it (or torchao's rowwise one), and the
+// precision of the weights' and the tensor-parallel all-gathers.
+std::string Fp8Assumption(const ModelSpec& s, const RunConfig& run) {
+  std::string tp;
+  if (s.tensor_parallel > 1 && run.sequence_parallel) {
+    tp = Fp8TpGathers(s, run)
+             ? "; the tensor-parallel all-gathers move the FP8 copies, 1 byte an element (TE's "
+               "and torchao's float8 tensor parallelism), the reduce-scatters BF16"
+             : "; the tensor-parallel collectives in BF16 (torchtitan's tensor parallelism under "
+               "the rowwise recipe)";
+  }
+  std::string recipe =
+      run.fp8_recipe == Fp8Recipe::kRowwise
+          ? "FP8 with rowwise scales (fp8_recipe rowwise, torchao's recipe): priced as "
+            "tensorwise plus its backward's extra memory traffic (each linear's input cast again "
+            "from BF16 with column scales, each output gradient cast twice, the output gradients "
+            "of dgrad rescaled after cuBLAS: Fp8RowwiseExtraBytesPerToken); the row-scaled GEMM "
+            "kernel at tensorwise's rate (PyTorch issue 147971 measures most shapes at 90-100% "
+            "of it, a tail to 50%); "
+          : "";
   return absl::StrCat(
+      recipe,
       "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
       "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
       "input cast alone, every input transposed for wgrad, every output gradient cast and "
@@ -146,7 +165,8 @@ std::string Fp8Assumption(const RunConfig& run) {
       run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
                              "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
                            : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
-                             "gathers them in FP8)");
+                             "gathers them in FP8)",
+      tp);
 }
 
 // ZeRO-3 (FSDP): what of its gathers and reduce-scatters is exposed, and when weights are freed.
@@ -273,7 +293,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
   out.push_back(SustainedAssumption(gpu, run));
-  if (s.dtype == DType::kFp8E4M3) out.push_back(Fp8Assumption(run));
+  if (s.dtype == DType::kFp8E4M3) out.push_back(Fp8Assumption(s, run));
   if (run.zero_stage >= 3) AddZero3Assumptions(run, out);
   if (s.num_experts > 0) out.push_back(ExpertRoutingAssumption(s));
   if (s.expert_parallel > 1) out.push_back(ExpertParallelAssumption(s, run, r));
@@ -281,6 +301,11 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
     out.push_back(
         "ep_overlap and ep_dispatcher change nothing here: they price expert parallelism's "
         "all-to-alls, and this run has none (expert_parallel 1)");
+  }
+  if (s.dtype != DType::kFp8E4M3 && run.fp8_recipe != Fp8Recipe::kTensorwise) {
+    out.push_back(absl::StrCat("fp8_recipe ", Fp8RecipeName(run.fp8_recipe),
+                               " changes nothing here: the step runs ", DTypeName(s.dtype),
+                               ", not FP8"));
   }
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(

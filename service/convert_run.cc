@@ -178,6 +178,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   } else {
     v.push_back({absl::StrCat(prefix, "ep_dispatcher"), std::string(d.status().message())});
   }
+  if (absl::StatusOr<Fp8Recipe> f = ParseFp8Recipe(r.fp8_recipe()); f.ok()) {
+    c.fp8_recipe = *f;
+  } else {
+    v.push_back({absl::StrCat(prefix, "fp8_recipe"), std::string(f.status().message())});
+  }
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
   RecomputeFromProto(r, prefix, c, v);

@@ -12,9 +12,10 @@ r_a) give the share f of C that the measured speed-up implies hidden:
 The share is fitted to the June 2025 page's pairs with tensorwise (or no) float8 scales, the
 median of them (kAsyncTpHiddenShare in core/parallelism.h), and checked on what it was not
 fitted to: the December 2024 page's pair, and each pair left out of the median of the others.
-The rowwise-scaled pairs are reported, not fitted: their vanilla runs are priced 18-26% fast
-(the planner has no rate for rowwise-scaled float8 GEMMs), so the implied share is not the
-collectives' alone.
+The rowwise-scaled pairs are reported, not fitted: their vanilla runs are priced 9-17% fast
+(the planner prices rowwise float8's tensor parallelism in BF16 and its backward's casts, not the
+row-scaled kernel's rate nor the small linears torchao's auto filter now leaves in BF16), so the
+implied share is not the collectives' alone.
 
   build/bench/published_runs --rows --components bench/data/published-runs-torchtitan-h100.csv \
     | python3 bench/data/fit_async_tp_share.py [--check core/parallelism.h client/main.cc]
@@ -82,7 +83,7 @@ def main():
         measured = rows[a][0] / rows[v][0]
         role = "fitted" if (a, v) in fit else "held out"
         if "rowwise" in a:
-            role += " (rowwise float8: GEMMs not priced)"
+            role += " (rowwise float8: its kernels not priced)"
         print(f"{a:78} {shares[a]:6.3f} {measured:8.3f}x {predicted_speedup(rows, v, median):8.3f}x"
               f"  {role}")
     print(f"fitted share (median of {len(fit)} pairs): {median:.3f}")

@@ -952,5 +952,52 @@ TEST(ParallelismTest, Fp8ParamGatherHalvesTheWeightsAndTheirGathers) {
               HasSubstr("got dtype bf16"));
 }
 
+// Tensorwise FP8 (TE's recipes, torchao's tensorwise) gathers its FP8 copies over tensor
+// parallelism; torchao's rowwise runs TP in 16 bits and pays its backward's casts and rescales.
+TEST(ParallelismTest, Fp8RecipesSetTheTensorParallelGathersAndTheRowwiseCasts) {
+  ModelSpec s = EightLayers70B(8);
+  RunConfig run;
+  run.num_gpus = 8;
+  run.sequence_parallel = true;
+  const StepBreakdown bf16 = Plan(s, run);
+  s.dtype = DType::kFp8E4M3;
+  const StepBreakdown tensorwise = Plan(s, run);
+  run.fp8_recipe = Fp8Recipe::kRowwise;
+  const StepBreakdown rowwise = Plan(s, run);
+  // Rowwise: the collectives as BF16's; tensorwise: the 6 all-gathers at half the bytes, the 4
+  // reduce-scatters as they were.
+  EXPECT_DOUBLE_EQ(rowwise.tp_comm_s, bf16.tp_comm_s);
+  EXPECT_LT(tensorwise.tp_comm_s, 0.8 * bf16.tp_comm_s);
+  EXPECT_GT(tensorwise.tp_comm_s, 0.5 * bf16.tp_comm_s);
+  EXPECT_GT(rowwise.compute_s, tensorwise.compute_s);
+  EXPECT_LT(rowwise.compute_s, bf16.compute_s);
+  EXPECT_TRUE(Says(tensorwise, "all-gathers move the FP8 copies"));
+  EXPECT_TRUE(Says(rowwise, "FP8 with rowwise scales"));
+  EXPECT_TRUE(Says(rowwise, "collectives in BF16"));
+  // Without sequence parallelism the all-reduces stay 16-bit under either recipe.
+  run.sequence_parallel = false;
+  run.fp8_recipe = Fp8Recipe::kTensorwise;
+  const double all_reduce = Plan(s, run).tp_comm_s;
+  run.fp8_recipe = Fp8Recipe::kRowwise;
+  EXPECT_DOUBLE_EQ(Plan(s, run).tp_comm_s, all_reduce);
+  // BF16 steps: the recipe changes nothing, and the answer says so.
+  s.dtype = DType::kBf16;
+  const StepBreakdown bf16_rowwise = Plan(s, run);
+  run.fp8_recipe = Fp8Recipe::kTensorwise;
+  EXPECT_DOUBLE_EQ(bf16_rowwise.compute_s, Plan(s, run).compute_s);
+  run.fp8_recipe = Fp8Recipe::kRowwise;
+  EXPECT_TRUE(Says(bf16_rowwise, "fp8_recipe rowwise changes nothing here"));
+  // FSDP's float8 all-gather is tensorwise only.
+  s.dtype = DType::kFp8E4M3;
+  run.zero_stage = 1;
+  run.fp8_param_gather = true;
+  EXPECT_THAT(PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run).status().message(),
+              HasSubstr("run.fp8_recipe: rowwise with fp8_param_gather"));
+  EXPECT_EQ(*ParseFp8Recipe(""), Fp8Recipe::kTensorwise);
+  EXPECT_EQ(*ParseFp8Recipe("rowwise"), Fp8Recipe::kRowwise);
+  EXPECT_THAT(ParseFp8Recipe("blockwise").status().message(),
+              HasSubstr("allowed: tensorwise (the default), rowwise"));
+}
+
 }  // namespace
 }  // namespace wavecrest

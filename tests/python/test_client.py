@@ -262,6 +262,16 @@ class ClientTest(unittest.TestCase):
             self.client.analyze(hf, "h100-sxm", run={"num_gpus": 64, "fp8_param_gather": True},
                                 tensor_parallel=8)
         self.assertIn("run.fp8_param_gather: needs dtype fp8_e4m3", str(cm.exception))
+        # The FP8 recipe, as the CLI's --fp8-recipe names it: rowwise gathers TP in BF16.
+        sp = {"num_gpus": 8, "sequence_parallel": True}
+        tensorwise = self.client.analyze(hf, "h100-sxm", run=sp, **fp8)
+        rowwise = self.client.analyze(hf, "h100-sxm", run=dict(sp, fp8_recipe="rowwise"), **fp8)
+        self.assertGreater(rowwise.step.tp_comm_s, tensorwise.step.tp_comm_s)
+        self.assertTrue(any("FP8 with rowwise scales" in a for a in rowwise.step.assumptions))
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(hf, "h100-sxm", run=dict(sp, fp8_recipe="blockwise"), **fp8)
+        self.assertIn("run.fp8_recipe: unknown value \"blockwise\"; allowed: tensorwise",
+                      str(cm.exception))
 
     def test_plan_searches_the_layout_and_a_run_that_does_not_fit_is_not_the_answer(self):
         model = os.path.join(SOURCE, "examples/models/llama-3-70b.json")

@@ -259,6 +259,7 @@ export interface RunConfig {
   fsdp_shard?: number;
   ep_overlap?: boolean;
   ep_dispatcher?: string;
+  fp8_recipe?: string;
   fp8_param_gather?: boolean;
   network?: string;
   sequence_parallel?: boolean;

@@ -298,6 +298,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   await page.fill("#knob-capacity", "1.25");
   await page.fill("#run-gpus", "64");
   await page.selectOption("#run-epdisp", "flex");
+  await page.selectOption("#run-fp8recipe", "rowwise");
   const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
@@ -306,6 +307,9 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   const api = await (await fetch(`${url()}/v1/analyze`, { method: "POST", headers: { "Content-Type": "application/json" },
                                                            body: JSON.stringify(sent[0]) })).json();
   expect((api.step.assumptions as string[]).join(" ")).toContain("the flex dispatcher");
+  // The FP8 recipe reaches the request; on a BF16 model the answer says it changes nothing.
+  expect(body.run.fp8_recipe).toBe("rowwise");
+  expect((api.step.assumptions as string[]).join(" ")).toContain("fp8_recipe rowwise changes nothing here");
   expect(body.model.expert_parallel).toBe(8);
   expect(body.model.expert_tensor_parallel).toBe(1);
   expect(body.model.moe_capacity_factor).toBe(1.25);
