@@ -27,6 +27,14 @@ torchtitan commit each names (torchtitan/models/llama3/train_configs/llama3_{8b,
 seq_len 8192; 8B's selective_ac_option "op"). Their tokens/sec is torchtitan's logged tps, per
 GPU (components/metrics.py: the tokens of a data-parallel rank over the time and its
 non-data-parallel ranks).
+
+Three runs torchao published (BSD-3-Clause, the repository's LICENSE): github.com/pytorch/ao,
+torchao/float8/README.md at 8c81863ba (2025-03-12), "Training benchmarks": Llama3-8b with torchtitan
+0.0.2 (torch 2.7.0a0+gitb98af95, torchao 0.10.0+git890e0ac8) on 8 H100s, FSDP2, torch.compile,
+per-op SAC, local batch 1, 8,192 tokens, in BF16, float8 tensorwise with float8 all-gather and
+float8 rowwise with BF16 all-gather (the page's median tokens/second). The README names the GPU
+"H100" only; its authors ran on Meta's machines, priced as the Grand Teton part the December 2024
+page describes.
 """
 import runs_csv
 
@@ -114,6 +122,21 @@ def table_2506():
     return rows
 
 
+AO_README = "torchao/float8/README.md"
+# torchao's float8 README: (scaling as written, techniques, median tokens/second, the row)
+AO_ROWS = [
+    ("none (bfloat16)", "FSDP + torch.compile", 6150,
+     "| Llama3-8b     |  none (bfloat16)                   | per op SAC               | 47.65"
+     "             |  6150                | -"),
+    ("tensorwise with float8 all-gather", "FSDP + torch.compile + Float8 all-gather", 7689.5,
+     "| Llama3-8b     |  tensorwise with float8 all-gather | per op SAC               | 47.77"
+     "             |  7689.5              | 25.03%"),
+    ("rowwise with bfloat16 all-gather", "FSDP + torch.compile + Float8 rowwise", 6768,
+     "| Llama3-8b     |  rowwise with bfloat16 all-gather  | per op SAC               | 47.79"
+     "             |  6768                | 10.05%"),
+]
+
+
 GRAND_TETON = "H100 96GB HBM2e at 500 W (Meta's Grand Teton; 400 Gb/s RDMA per GPU)"
 WHITEFIBER = "H200 (WhiteFiber; 8 per host on NVLink, 400 Gb/s RDMA per GPU, ConnectX-7)"
 
@@ -171,6 +194,16 @@ def main():
             f"{'; torchtitan e7c0cae' if h200 else '; torchtitan 820504e'})",
             WHITEFIBER if h200 else GRAND_TETON, page,
             "b5bcd76c66d0acb1a08b176d9639425bc55e0b2a", quote))
+    for scaling, tech, tps, quote in AO_ROWS:
+        assert f"{tps:g}" in quote and scaling in quote, quote
+        r = row("8b", 8, 8, 1, 1, 1, 8192, 1, 1, tech, "selective", tps,
+                f"torchtitan_2503ao_llama3-8b_g8_t1p1c1f8_s8k_{tag_of(tech)}_tok",
+                f"torchao's float8 training benchmarks, March 2025 (Llama3-8b, {scaling}: "
+                f"{tech}; per-op selective activation checkpointing; torchtitan 0.0.2)",
+                GRAND_TETON, AO_README, "8c81863ba", quote)
+        r["model"] = "Llama 3 8B"
+        r["source_repo_or_url"] = f"github.com/pytorch/ao {AO_README}"
+        out.writerow(r)
 
 
 if __name__ == "__main__":
