@@ -408,7 +408,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   // parallelism.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.080, 0.071, 127},
-      {kBandFsdp, -0.082, 0.116, 244},
+      {kBandFsdp, -0.080, 0.148, 247},
       {kBandExpertParallel, -0.113, 0.140, 73},
       {kBandContextParallel, -0.020, 0.101, 66},
   };
