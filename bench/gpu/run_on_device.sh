@@ -27,11 +27,13 @@
 #              attention rows' shapes, and causal at 32k-128k tokens, attention-long.csv: issue
 #              36's long sequences), scored against the model's predictions by `wavecrest
 #              calibrate --attention_check` (attention-check.txt, attention-long-check.txt; the
-#              CSVs also refit them);
+#              CSVs also refit them); and PyTorch's FlashAttention-2 backend at TorchTitan's
+#              Llama 3.1 shapes (attention-flash2.csv: the planner's flash2 class's rate);
 #   fp8        what FP8's split accumulator (Transformer Engine's dgrad and wgrad) costs against
 #              fast accumulation (its forward), the list's m,n,k as TN GEMMs timed interleaved by
 #              torch._scaled_mm (torch_fp8_accum.py: fp8-accum.csv and .txt, the median ratio);
-#              a figure for the planner's FP8 backward, not a target;
+#              a figure for the planner's FP8 backward, not a target; and the row-scaled
+#              kernel (torchao's rowwise forward) against tensorwise, --fp8-recipe rowwise's rate;
 #   mamba      a hybrid's Mamba-2 scan (torch_ssd.py: Nemotron 3 Nano's mixer at 8192 tokens, a
 #              PyTorch chunked scan forward and backward beside its four batched products alone;
 #              mamba-ssd.csv and .txt, with the planner's price of the products): what the
@@ -219,6 +221,11 @@ if want attention; then
     > "$out/attention-long.log" 2>&1
   "$R" wavecrest calibrate --fit= --attention_check "$out/attention-long.csv" \
     > "$out/attention-long-check.txt" 2>&1
+  # PyTorch's FlashAttention-2 backend at TorchTitan's Llama 3.1 shapes (8k-32k, head dim 128):
+  # the rate of the planner's flash2 class, which TorchTitan's published runs are priced at.
+  python3 bench/gpu/torch_attention.py --gpu "$kind" --out "$out/attention-flash2.csv" \
+    --source device-torch-sdpa-flash2 --backend flash bench/gpu/attention-torchtitan.csv \
+    > "$out/attention-flash2.log" 2>&1
 fi
 if want fp8; then
   python3 bench/gpu/torch_fp8_accum.py bench/gpu/shapes.csv "$out/fp8-accum.csv" \

@@ -13,7 +13,11 @@ method of sampling.py. Heads are full (K and V have as many heads as Q): the row
 depend on grouped-query sharing. A shape torch cannot run under the cuDNN backend is reported on
 stderr and left out of the CSV.
 
-Usage: torch_attention.py --gpu KIND --out OUT.csv [--source NAME] [SHAPES.csv ...]
+With --backend flash, PyTorch's FlashAttention-2 backend instead (what TorchTitan's Llama runs
+through SDPA on Hopper, the planner's `flash2` class: the rows that settle that class's rate).
+
+Usage: torch_attention.py --gpu KIND --out OUT.csv [--source NAME] [--backend cudnn|flash]
+                          [SHAPES.csv ...]
 (KIND: the catalog name of this device, e.g. h100-sxm; SHAPES: attention CSVs whose rows give the
 shapes, by default the two published ones; NAME: the rows' source column, by default
 device-torch-sdpa-cudnn, which `--attention_check` reports each source of apart.)
@@ -69,7 +73,7 @@ def csv_row(shape, median_s, gpu, method, device, source=SOURCE):
             method.replace(",", ";"), device.replace(",", ";")]
 
 
-def time_shape(shape):
+def time_shape(shape, backend="cudnn"):
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -77,7 +81,8 @@ def time_shape(shape):
     dt = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=dt, requires_grad=True)
                for _ in range(3))
-    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    chosen = SDPBackend.FLASH_ATTENTION if backend == "flash" else SDPBackend.CUDNN_ATTENTION
+    with sdpa_kernel([chosen]):
         if pass_ == "forward":
             with torch.no_grad():
                 def run():
@@ -99,13 +104,16 @@ def main(argv):
     ap.add_argument("--gpu", required=True, help="catalog name of this device, e.g. h100-sxm")
     ap.add_argument("--out", required=True, help="CSV to write (the attention schema)")
     ap.add_argument("--source", default=SOURCE, help="the rows' source column")
+    ap.add_argument("--backend", default="cudnn", choices=["cudnn", "flash"],
+                    help="SDPA backend: cudnn (default) or flash (FlashAttention-2)")
     ap.add_argument("shapes", nargs="*", default=DEFAULT_SHAPES,
                     help="attention CSVs to take the shapes from")
     a = ap.parse_args(argv)
     import torch
     device = (f"{torch.cuda.get_device_name(0)} cuDNN {torch.backends.cudnn.version()} "
               f"torch {torch.__version__}")
-    method = "torch SDPA cuDNN backend (eager; CUDA events; median; bench/gpu/sampling.py)"
+    method = (f"torch SDPA {'FlashAttention-2' if a.backend == 'flash' else 'cuDNN'} backend "
+              "(eager; CUDA events; median; bench/gpu/sampling.py)")
     shapes = shapes_from(a.shapes)
     written = 0
     with open(a.out, "w", newline="") as f:
@@ -115,7 +123,7 @@ def main(argv):
         w.writerow(HEADER)
         for i, shape in enumerate(shapes, 1):
             try:
-                stats = time_shape(shape)
+                stats = time_shape(shape, a.backend)
             except Exception as e:  # reported, the rest go on
                 print(f"[{i}/{len(shapes)}] {shape}: {type(e).__name__}: {e}", file=sys.stderr)
                 continue
