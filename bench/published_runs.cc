@@ -747,6 +747,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
     }
   }
   std::map<std::string, std::vector<double>> by_kind;
+  std::set<std::string> gpus;  // the catalogue GPUs the runs ran on
   int refused = 0;
   for (const auto& [run, entry] : runs) {
     const Row& r = entry.second;
@@ -761,6 +762,7 @@ int Bands(const std::vector<std::string>& files, bool check) {
         r.at("metric") == "step_time_s" ? value / o.predicted : o.predicted / value;
     const Priced described = Describe(r, root_of[run]);
     by_kind[PlannerBandKind(described.spec, described.run)].push_back(ratio - 1);
+    gpus.insert(GpuOf(r));
   }
   std::printf("# the planner's error band: measured step time / predicted - 1, by kind of run\n");
   std::printf("%-22s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
@@ -775,6 +777,11 @@ int Bands(const std::vector<std::string>& files, bool check) {
                   b.p90, b.runs);
       off = true;
     }
+  }
+  std::printf("on: %s\n", absl::StrJoin(gpus, ", ").c_str());
+  if (check && std::vector<std::string>(gpus.begin(), gpus.end()) != PlannerBandGpus()) {
+    std::printf("FAIL: core's band GPUs are %s\n", absl::StrJoin(PlannerBandGpus(), ", ").c_str());
+    off = true;
   }
   std::printf("refused: %d\n", refused);
   return off || refused > 0 ? 1 : 0;

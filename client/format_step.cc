@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/format.h"
 #include "client/format_internal.h"
 #include "client/table.h"
@@ -110,6 +111,12 @@ std::string StepFigures(const v1::StepBreakdown& b) {
                           "(p10..p90 of %d published %s runs the planner was checked against)\n",
                           100 * b.error_band_p10(), 100 * b.error_band_p90(), b.error_band_runs(),
                           b.error_band_kind());
+    if (!b.error_band_gpu_checked() && b.error_band_gpus_size() > 0) {
+      absl::StrAppendFormat(&out,
+                            "            those runs were on %s, none on this GPU: the band is a "
+                            "prediction beyond them, the miss here likely wider\n",
+                            absl::StrJoin(b.error_band_gpus(), ", "));
+    }
   }
   return out;
 }

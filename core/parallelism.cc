@@ -283,6 +283,9 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   r.band_p90 = band.p90;
   r.band_kind = band.kind;
   r.band_runs = band.runs;
+  r.band_gpus = PlannerBandGpus();
+  r.band_gpu_checked = std::find(r.band_gpus.begin(), r.band_gpus.end(), a.gpu->name) !=
+                       r.band_gpus.end();
 }
 
 // One micro-batch through the slowest pipeline stage, by part (what PlanStep multiplies by the
@@ -413,6 +416,12 @@ const std::vector<PlannerBand>& PlannerBands() {
       {kBandContextParallel, -0.020, 0.101, 66},
   };
   return kBands;
+}
+
+const std::vector<std::string>& PlannerBandGpus() {
+  static const std::vector<std::string> kGpus = {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm",
+                                                 "h100-sxm-96gb", "h200"};
+  return kGpus;
 }
 
 const PlannerBand& PlannerBandOf(const std::string& kind) {

@@ -280,6 +280,10 @@ struct StepBreakdown {
   double band_p90 = 0;
   std::string band_kind;
   int band_runs = 0;
+  // The catalogue GPUs those runs ran on (PlannerBandGpus), and whether this step's is one: a
+  // step on another GPU carries the band as a prediction beyond what was checked.
+  std::vector<std::string> band_gpus;
+  bool band_gpu_checked = false;
 };
 
 // The kinds of run the planner's error band is kept for.
@@ -298,6 +302,9 @@ struct PlannerBand {
 // equal).
 const std::vector<PlannerBand>& PlannerBands();
 const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknown
+// The catalogue GPUs the bands' published runs ran on (`bench/published_runs --bands` lists them;
+// CTest planner_bands_current keeps them equal), sorted.
+const std::vector<std::string>& PlannerBandGpus();
 // A run's kind: expert parallelism, else context parallelism, else FSDP (ZeRO stage 3), else
 // dense.
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run);

@@ -233,6 +233,8 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_error_band_p90(b.band_p90);
   p.set_error_band_kind(b.band_kind);
   p.set_error_band_runs(b.band_runs);
+  for (const std::string& g : b.band_gpus) p.add_error_band_gpus(g);
+  p.set_error_band_gpu_checked(b.band_gpu_checked);
   p.set_train_tokens(b.train_tokens);
   p.set_time_to_train_s(b.time_to_train_s);
   p.set_gpu_hours(b.gpu_hours);

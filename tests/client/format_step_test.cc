@@ -66,6 +66,25 @@ TEST(FormatStepTest, ExpertParallelismAndTrainingTimeAddTheirLines) {
   EXPECT_THAT(out, HasSubstr("time to train  1.00T tokens: 2.0 days (48 hours)"));
 }
 
+// The error band's line, and on a GPU none of its runs was on, that it is unchecked there.
+TEST(FormatStepTest, TheErrorBandSaysWhenItsRunsWereOnOtherGpus) {
+  v1::StepBreakdown b = Step();
+  b.set_error_band_p10(-0.08);
+  b.set_error_band_p90(0.07);
+  b.set_error_band_runs(127);
+  b.set_error_band_kind("dense");
+  b.add_error_band_gpus("a100-sxm-80gb");
+  b.add_error_band_gpus("h100-sxm");
+  b.set_error_band_gpu_checked(true);
+  EXPECT_THAT(FormatStepBreakdown(b),
+              HasSubstr("error band: a measured step -8% .. +7% off this prediction (p10..p90 of "
+                        "127 published dense runs the planner was checked against)\n"));
+  EXPECT_THAT(FormatStepBreakdown(b), Not(HasSubstr("none on this GPU")));
+  b.set_error_band_gpu_checked(false);
+  EXPECT_THAT(FormatStepBreakdown(b),
+              HasSubstr("those runs were on a100-sxm-80gb, h100-sxm, none on this GPU"));
+}
+
 TEST(FormatStepTest, MemoryPartsListsWhatIsThere) {
   v1::MemoryEstimate m;
   m.set_total_bytes(10.0 * (1 << 30));

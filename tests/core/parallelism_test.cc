@@ -378,6 +378,12 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
   EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
   EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));
+  // The band's runs were on A100s, H100s and H200s: a B200's step carries it unchecked.
+  EXPECT_TRUE(dense.band_gpu_checked);
+  EXPECT_THAT(dense.band_gpus, ::testing::Contains("h100-sxm"));
+  const StepBreakdown b200 = Plan(Llama70B(8, 1), run, "b200");
+  EXPECT_FALSE(b200.band_gpu_checked);
+  EXPECT_EQ(b200.band_gpus, PlannerBandGpus());
 }
 
 // Inside a DGX H100 the NVSwitch reduces all-reduces itself (NCCL's NVLS, ~275 GB/s of algorithm

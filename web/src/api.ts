@@ -225,6 +225,8 @@ export interface StepBreakdown {
   error_band_p90?: number;
   error_band_kind?: string;
   error_band_runs?: number;
+  error_band_gpus?: string[];
+  error_band_gpu_checked?: boolean;
   /** Model TFLOP/s per GPU, counted as the answer's flop_count says. */
   tflops_per_gpu?: number;
   /** With RunConfig.train_tokens: the time they take and the GPU-hours, PREDICTED as the step. */

@@ -310,6 +310,10 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   // The FP8 recipe reaches the request; on a BF16 model the answer says it changes nothing.
   expect(body.run.fp8_recipe).toBe("rowwise");
   expect((api.step.assumptions as string[]).join(" ")).toContain("fp8_recipe rowwise changes nothing here");
+  // The band's runs were on this GPU among others: no "none on this GPU" in the step's note.
+  expect(api.step.error_band_gpus as string[]).toContain("h100-sxm");
+  expect(api.step.error_band_gpu_checked).toBe(true);
+  await expect(page.locator("#step-bars")).not.toContainText("none on this GPU");
   expect(body.model.expert_parallel).toBe(8);
   expect(body.model.expert_tensor_parallel).toBe(1);
   expect(body.model.moe_capacity_factor).toBe(1.25);

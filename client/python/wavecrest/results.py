@@ -740,6 +740,10 @@ class StepBreakdown:
     train_tokens: float = 0.0
     time_to_train_s: float = 0.0
     gpu_hours: float = 0.0
+    # The catalogue GPUs the error band's published runs ran on, and whether this step's GPU is one
+    # of them; when not, the band is a prediction beyond the GPUs the planner was checked on.
+    error_band_gpus: List[str] = field(default_factory=list)
+    error_band_gpu_checked: bool = False
 
 
 @dataclass(frozen=True)

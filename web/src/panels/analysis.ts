@@ -154,7 +154,11 @@ function renderStepBars(results: AnalyzeResponse[]) {
         `(${(r.step.tflops_per_gpu ?? 0).toFixed(0)} TFLOP/s per GPU, attention counted ${r.flop_count || "full"}); ` +
         (r.step.error_band_runs
           ? `PREDICTED ${band(r.step.error_band_p10, r.step.error_band_p90)} (p10..p90 of ${r.step.error_band_runs} ` +
-            `published ${r.step.error_band_kind} runs); `
+            `published ${r.step.error_band_kind} runs` +
+            (r.step.error_band_gpu_checked || !r.step.error_band_gpus?.length
+              ? ""
+              : `, on ${r.step.error_band_gpus.join(", ")}, none on this GPU: likely wider here`) +
+            "); "
           : "") +
         `layout: ${layoutText(r.step)}; ` +
         `one rank's kernels ${seconds(r.kernels?.step_time_s)} per micro-batch`

@@ -749,7 +749,7 @@ class RunConfig(_message.Message):
     def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ..., no_reshard_after_forward: bool = ..., keep_degrees: bool = ..., train_tokens: _Optional[float] = ..., eager: bool = ..., fsdp_shard: _Optional[int] = ..., moe_unfused_ops: bool = ..., mtp_layers: _Optional[int] = ..., recompute_moe: bool = ..., recompute_mla_up_proj: bool = ..., sustained_gemm_stretch: _Optional[float] = ..., fp8_recipe: _Optional[str] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
-    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpu_hours", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_mla_up_proj", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "time_to_train_s", "tokens_per_second_per_gpu", "tp_comm_s", "train_tokens", "zero_stage"]
+    __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_gpu_checked", "error_band_gpus", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpu_hours", "gpus", "interleave", "memory", "mfu", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_mla_up_proj", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "time_to_train_s", "tokens_per_second_per_gpu", "tp_comm_s", "train_tokens", "zero_stage"]
     ASSUMPTIONS_FIELD_NUMBER: _ClassVar[int]
     COMPUTE_S_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_PARALLEL_FIELD_NUMBER: _ClassVar[int]
@@ -757,6 +757,8 @@ class StepBreakdown(_message.Message):
     DATA_PARALLEL_FIELD_NUMBER: _ClassVar[int]
     DP_COMM_S_FIELD_NUMBER: _ClassVar[int]
     EP_COMM_S_FIELD_NUMBER: _ClassVar[int]
+    ERROR_BAND_GPUS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_BAND_GPU_CHECKED_FIELD_NUMBER: _ClassVar[int]
     ERROR_BAND_KIND_FIELD_NUMBER: _ClassVar[int]
     ERROR_BAND_P10_FIELD_NUMBER: _ClassVar[int]
     ERROR_BAND_P90_FIELD_NUMBER: _ClassVar[int]
@@ -797,6 +799,8 @@ class StepBreakdown(_message.Message):
     data_parallel: int
     dp_comm_s: float
     ep_comm_s: float
+    error_band_gpu_checked: bool
+    error_band_gpus: _containers.RepeatedScalarFieldContainer[str]
     error_band_kind: str
     error_band_p10: float
     error_band_p90: float
@@ -830,7 +834,7 @@ class StepBreakdown(_message.Message):
     tp_comm_s: float
     train_tokens: float
     zero_stage: int
-    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., recompute_mla_up_proj: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ..., moe_host_s: _Optional[float] = ..., train_tokens: _Optional[float] = ..., time_to_train_s: _Optional[float] = ..., gpu_hours: _Optional[float] = ...) -> None: ...
+    def __init__(self, gpus: _Optional[int] = ..., nodes: _Optional[int] = ..., tensor_parallel: _Optional[int] = ..., pipeline_parallel: _Optional[int] = ..., data_parallel: _Optional[int] = ..., microbatches: _Optional[int] = ..., global_batch: _Optional[int] = ..., compute_s: _Optional[float] = ..., recompute_s: _Optional[float] = ..., tp_comm_s: _Optional[float] = ..., pp_bubble_s: _Optional[float] = ..., pp_comm_s: _Optional[float] = ..., dp_comm_s: _Optional[float] = ..., optimizer_s: _Optional[float] = ..., step_time_s: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ..., assumptions: _Optional[_Iterable[str]] = ..., memory: _Optional[_Union[MemoryEstimate, _Mapping]] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., zero_stage: _Optional[int] = ..., offload_activations: bool = ..., recompute_mla_up_proj: bool = ..., cp_comm_s: _Optional[float] = ..., offload_s: _Optional[float] = ..., context_parallel: _Optional[int] = ..., ep_comm_s: _Optional[float] = ..., expert_parallel: _Optional[int] = ..., error_band_p10: _Optional[float] = ..., error_band_p90: _Optional[float] = ..., error_band_kind: _Optional[str] = ..., error_band_runs: _Optional[int] = ..., interleave: _Optional[int] = ..., micro_batch_size: _Optional[int] = ..., tflops_per_gpu: _Optional[float] = ..., moe_host_s: _Optional[float] = ..., train_tokens: _Optional[float] = ..., time_to_train_s: _Optional[float] = ..., gpu_hours: _Optional[float] = ..., error_band_gpus: _Optional[_Iterable[str]] = ..., error_band_gpu_checked: bool = ...) -> None: ...
 
 class SweepPoint(_message.Message):
     __slots__ = ["error_band_p10", "error_band_p90", "invalid_reason", "mfu", "rules_broken", "source", "tflops", "time_s", "tokens_per_second_per_gpu", "total_params", "valid", "value"]
