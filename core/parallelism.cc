@@ -402,46 +402,6 @@ absl::StatusOr<StepBreakdown> PlanStep(const Analysis& a, const RunConfig& run) 
   return r;
 }
 
-const std::vector<PlannerBand>& PlannerBands() {
-  // Measured step / predicted - 1, p10 and p90, over the published runs of each kind (472 A100
-  // figures beside the repository, MosaicML's 231, NVIDIA's 61, NeMo AutoModel's 7,
-  // Megatron-LM's 9, Meta's 2 (Llama 3 405B), TorchTitan's 32 and NVIDIA's DGX Cloud recipes' 149
-  // H100 figures in bench/data; one figure per run): bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's
-  // llm-foundry runs, DeepSpeed's ZeRO-3, TorchTitan's FSDP2) without expert or context
-  // parallelism.
-  static const std::vector<PlannerBand> kBands = {
-      {kBandDense, -0.080, 0.071, 127},
-      {kBandFsdp, -0.080, 0.148, 247},
-      {kBandExpertParallel, -0.113, 0.140, 73},
-      {kBandContextParallel, -0.020, 0.101, 66},
-  };
-  return kBands;
-}
-
-const std::vector<std::string>& PlannerBandGpus() {
-  static const std::vector<std::string> kGpus = {"a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm",
-                                                 "h100-sxm-96gb", "h200"};
-  return kGpus;
-}
-
-const PlannerBand& PlannerBandOf(const std::string& kind) {
-  for (const PlannerBand& b : PlannerBands()) {
-    if (kind == b.kind) return b;
-  }
-  return PlannerBands().front();
-}
-
-const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run) {
-  if (s.expert_parallel > 1) return kBandExpertParallel;
-  if (s.context_parallel > 1) return kBandContextParallel;
-  if (run.zero_stage == 3) return kBandFsdp;
-  return kBandDense;
-}
-
-const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run) {
-  return PlannerBandOf(PlannerBandKind(s, run));
-}
-
 std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& run) {
   std::vector<int64_t> out = {std::max<int64_t>(run.interleave, 1)};
   if (run.interleave > 1 || s.pipeline_parallel <= 1) return out;

@@ -39,6 +39,7 @@
 #include "core/analysis.h"
 #include "core/expert_parallel.h"
 #include "core/memory.h"
+#include "core/planner_bands.h"
 
 namespace wavecrest {
 
@@ -286,29 +287,7 @@ struct StepBreakdown {
   bool band_gpu_checked = false;
 };
 
-// The kinds of run the planner's error band is kept for.
-inline constexpr char kBandDense[] = "dense";
-inline constexpr char kBandExpertParallel[] = "expert-parallel MoE";
-inline constexpr char kBandContextParallel[] = "context parallel";
-inline constexpr char kBandFsdp[] = "FSDP (ZeRO-3)";
-struct PlannerBand {
-  const char* kind;
-  double p10;  // measured step / predicted - 1
-  double p90;
-  int runs;
-};
-// The bands of every kind, from bench/results/planner_bands.txt (`bench/published_runs --bands`
-// over the A100, MosaicML H100 and NVIDIA DGX-H100 runs; CTest planner_bands_current keeps them
-// equal).
-const std::vector<PlannerBand>& PlannerBands();
-const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknown
-// The catalogue GPUs the bands' published runs ran on (`bench/published_runs --bands` lists them;
-// CTest planner_bands_current keeps them equal), sorted.
-const std::vector<std::string>& PlannerBandGpus();
-// A run's kind: expert parallelism, else context parallelism, else FSDP (ZeRO stage 3), else
-// dense.
-const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run);
-const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run);
+// The planner's error bands by kind of run: core/planner_bands.h.
 
 // The fastest of the layouts (sequence parallelism on or off × no, selective or full
 // recomputation × ZeRO 0-3 × activation offload off or on × the interleave, ZeRO only with data
