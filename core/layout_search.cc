@@ -191,6 +191,12 @@ std::string GivenDegreesNote(const ModelSpec& spec, const GpuSpec& gpu, const Ru
   return OverMarginNote(*given, best, absl::StrCat(DegreesName(*given), ", ", LayoutWords(*given)));
 }
 
+// Whether a layout that fits expects a step within kLayoutNearTie of the winner's.
+bool IsNearTie(const StepBreakdown& other, const StepBreakdown& best) {
+  return other.memory.fits && best.memory.fits &&
+         ExpectedStepS(other) < (1 + kLayoutNearTie) * ExpectedStepS(best);
+}
+
 // Fills out.ranked: the layouts that fit by their expected step, then those that do not by the
 // memory they need, at most `shown`; each after the first says why it loses to the first.
 void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not_fit, size_t shown,
@@ -212,7 +218,28 @@ void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not
   const StepBreakdown& best = out.ranked.front().step;
   for (size_t i = 1; i < out.ranked.size(); ++i) {
     out.ranked[i].why = WhyLoses(out.ranked[i].step, best);
+    if (IsNearTie(out.ranked[i].step, best)) {
+      absl::StrAppendFormat(&out.ranked[i].why,
+                            "; a near tie (within %.0f%%): measure both",
+                            100 * kLayoutNearTie);
+    }
   }
+}
+
+// "; 2 of the layouts shown within 5% of it: near ties, ..." or "".
+std::string NearTieWords(int64_t ties) {
+  if (ties == 0) return "";
+  return absl::StrFormat(
+      "; %d of the layouts shown within %.0f%% of it: near ties the planner cannot separate "
+      "(its ratios between published layouts have missed by that much), worth measuring",
+      ties, 100 * kLayoutNearTie);
+}
+
+// How many of the ranked layouts after the winner are near ties with it.
+int64_t NearTies(const LayoutSearch& out) {
+  return std::count_if(out.ranked.begin() + 1, out.ranked.end(), [&](const LayoutChoice& c) {
+    return IsNearTie(c.step, out.ranked.front().step);
+  });
 }
 
 }  // namespace
@@ -260,7 +287,7 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                          " that fit in memory (ranked by the predicted step moved by the midpoint "
                          "of its kind's published-run error band: dense, FSDP, context-parallel "
                          "and expert-parallel runs miss by different amounts)",
-                         HeldWords(held, spec), given_note)
+                         HeldWords(held, spec), NearTieWords(NearTies(out)), given_note)
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",
                          HeldWords(held, spec), "; the one needing the least is ",

@@ -3,7 +3,11 @@
 // lose, and a token budget becomes time to train and GPU-hours.
 #include "core/layout_search.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 
 #include "tests/core/test_specs.h"
 #include "gmock/gmock.h"
@@ -87,7 +91,21 @@ TEST(LayoutSearchTest, RunnersUpAreSlowerAndSayWhy) {
     last = ExpectedStepS(s);
     if (i > 0) {
       EXPECT_THAT(search->ranked[i].why, HasSubstr("% step time"));
+      // A runner-up within kLayoutNearTie of the winner says it is a near tie; one past it not.
+      const bool tie =
+          ExpectedStepS(s) < (1 + kLayoutNearTie) * ExpectedStepS(search->ranked[0].step);
+      EXPECT_EQ(absl::StrContains(search->ranked[i].why, "a near tie"), tie) << i;
     }
+  }
+  // The answer's assumption counts them.
+  const auto ties = std::count_if(search->ranked.begin() + 1, search->ranked.end(),
+                                  [&](const LayoutChoice& c) {
+                                    return absl::StrContains(c.why, "a near tie");
+                                  });
+  EXPECT_EQ(absl::StrContains(search->assumption, "near ties the planner cannot separate"),
+            ties > 0);
+  if (ties > 0) {
+    EXPECT_THAT(search->assumption, HasSubstr(absl::StrCat("; ", ties, " of the layouts shown")));
   }
 }
 
