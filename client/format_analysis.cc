@@ -185,8 +185,8 @@ std::string ParamsAndMemory(const v1::AnalyzeResponse& r) {
         : mem.fits_with_recompute()
             ? absl::StrFormat("does NOT fit; with full activation recomputation %.1f GiB fits",
                               mem.total_full_recompute_bytes() / kGiB)
-            : "does NOT fit, even with full recomputation (more --tp/--pp, or --dp to shard the "
-              "optimizer)");
+            : "does NOT fit, even with full recomputation (more --tp/--pp, or data-parallel "
+              "ranks with --zero-stage 1 or more to shard the optimizer)");
   }
   return out;
 }

@@ -114,7 +114,8 @@ std::string StepFigures(const v1::StepBreakdown& b) {
     if (!b.error_band_gpu_checked() && b.error_band_gpus_size() > 0) {
       absl::StrAppendFormat(&out,
                             "            those runs were on %s, none on this GPU: the band is a "
-                            "prediction beyond them, the miss here likely wider\n",
+                            "prediction beyond them, the miss here likely wider (and the step "
+                            "longer, where the sustained-load line charges none)\n",
                             absl::StrJoin(b.error_band_gpus(), ", "));
     }
   }
@@ -218,9 +219,10 @@ std::string RunAnswer(const v1::AnalyzeResponse& r) {
   }
   if (answer != nullptr) {
     absl::StrAppendFormat(&out,
-                          "the answer      %s per step, MFU %.1f%%, %.0f TFLOP/s per GPU (%s "
+                          "the answer      %s per step, MFU %.1f%%%s, %.0f TFLOP/s per GPU (%s "
                           "attention FLOPs), %s tokens/s per GPU (the run: %s)\n",
                           HumanSeconds(answer->step_time_s()), 100 * answer->mfu(),
+                          r.model().dtype() == v1::DTYPE_FP8_E4M3 ? " of the FP8 peak" : "",
                           answer->tflops_per_gpu(),
                           r.flop_count().empty() ? "full" : r.flop_count(),
                           HumanCount(answer->tokens_per_second_per_gpu()), LayoutLine(*answer));

@@ -1,6 +1,7 @@
 #include "core/layout_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -148,14 +149,24 @@ std::string WhyLoses(const StepBreakdown& loser, const StepBreakdown& winner) {
   std::sort(parts.begin(), parts.end(),
             [](const Part& a, const Part& b) { return a.delta > b.delta; });
   std::vector<std::string> words;
+  double listed = 0;
   for (size_t i = 0; i < parts.size() && words.size() < 2; ++i) {
     if (parts[i].delta <= 1e-3 * winner.step_s) break;
     words.push_back(absl::StrFormat("%s %+.3g s", parts[i].name, parts[i].delta));
+    listed += parts[i].delta;
   }
   // The part that shrank most, when it did by as much: the parts that grew do not add up to the
   // difference without it.
   if (!words.empty() && parts.back().delta < -1e-3 * winner.step_s) {
     words.push_back(absl::StrFormat("%s %+.3g s", parts.back().name, parts.back().delta));
+    listed += parts.back().delta;
+  }
+  // The rest, so that the parts named add up to the difference.
+  const double rest = (loser.step_s - winner.step_s) - listed;
+  if (!words.empty() &&
+      std::fabs(rest) > std::max(1e-3 * winner.step_s,
+                                 0.05 * std::fabs(loser.step_s - winner.step_s))) {
+    words.push_back(absl::StrFormat("the other parts %+.3g s", rest));
   }
   const double slower = loser.step_s / winner.step_s - 1;
   std::string out = absl::StrFormat("%+.1f%% step time%s%s", 100 * slower,
@@ -282,11 +293,12 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
   out.assumption =
       out.fit > 0
           ? absl::StrCat("planned layout: ", DegreesName(best), " on ", run.num_gpus,
-                         " GPUs, the fastest of the ", out.fit, " degree combinations of ",
-                         out.examined,
-                         " that fit in memory (ranked by the predicted step moved by the midpoint "
-                         "of its kind's published-run error band: dense, FSDP, context-parallel "
-                         "and expert-parallel runs miss by different amounts)",
+                         " GPUs, first of the ", out.fit,
+                         " degree combinations that fit in memory (of ", out.examined,
+                         " priced), ranked by the predicted step moved by the midpoint of its "
+                         "kind's published-run error band (dense, FSDP, context-parallel and "
+                         "expert-parallel runs miss by different amounts: a layout of another "
+                         "kind can show a shorter predicted step and rank below it)",
                          HeldWords(held, spec), NearTieWords(NearTies(out)), given_note)
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",

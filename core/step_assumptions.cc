@@ -138,6 +138,7 @@ std::string PipelineAssumption(const ModelSpec& s, const RunConfig& run) {
 // FP8 training as Transformer Engine's recipe runs it (or torchao's rowwise one), and the
 // precision of the weights' and the tensor-parallel all-gathers.
 std::string Fp8Assumption(const ModelSpec& s, const RunConfig& run) {
+  const bool rowwise = run.fp8_recipe == Fp8Recipe::kRowwise;
   std::string tp;
   if (s.tensor_parallel > 1 && run.sequence_parallel) {
     tp = Fp8TpGathers(s, run)
@@ -146,27 +147,32 @@ std::string Fp8Assumption(const ModelSpec& s, const RunConfig& run) {
              : "; the tensor-parallel collectives in BF16 (torchtitan's tensor parallelism under "
                "the rowwise recipe)";
   }
-  std::string recipe =
-      run.fp8_recipe == Fp8Recipe::kRowwise
-          ? "FP8 with rowwise scales (fp8_recipe rowwise, torchao's recipe): priced as "
-            "tensorwise plus its backward's extra memory traffic (each linear's input cast again "
-            "from BF16 with column scales, each output gradient cast twice, the output gradients "
-            "of dgrad rescaled after cuBLAS: Fp8RowwiseExtraBytesPerToken); the row-scaled GEMM "
-            "kernel at tensorwise's rate (PyTorch issue 147971 measures most shapes at 90-100% "
-            "of it, a tail to 50%); "
-          : "";
+  const std::string recipe =
+      rowwise
+          ? absl::StrFormat(
+                "with rowwise scales (--fp8-recipe rowwise, torchao's recipe): its casts priced "
+                "as tensorwise's plus %.0f KB per token and layer its backward moves beyond them "
+                "(each linear's input cast again with column scales, each output gradient cast "
+                "twice, each input gradient rescaled after cuBLAS), in the step's compute, not "
+                "in the per-GEMM table or the rank-kernels line; the row-scaled GEMM kernel at "
+                "tensorwise's rate (PyTorch issue 147971 measures most shapes at 90-100%% of it, "
+                "a tail to 50%%)",
+                Fp8RowwiseExtraBytesPerToken(s) / 1e3)
+          : "with one scale per tensor (--fp8-recipe tensorwise, the default: Transformer "
+            "Engine's recipes, torchao's tensorwise): its casts priced as memory traffic (the "
+            "projection's input cast alone, every input transposed for wgrad, every output "
+            "gradient cast and transposed; norms and activations write FP8 themselves, amax "
+            "inside the casts), the weights' casts (once per step) not";
+  const char* weights =
+      run.fp8_param_gather
+          ? "; the weights kept and all-gathered in FP8, 1 byte each (--fp8-param-gather, "
+            "Megatron-Core's)"
+      : rowwise ? "; the weights kept and all-gathered in BF16"
+                : "; the weights kept and all-gathered in BF16 (--fp8-param-gather gathers "
+                  "them in FP8)";
   return absl::StrCat(
-      recipe,
-      "FP8 as Transformer Engine's default recipe: the linear layers in FP8 (E4M3), attention's "
-      "core and the output layer in BF16; its casts priced as memory traffic (the projection's "
-      "input cast alone, every input transposed for wgrad, every output gradient cast and "
-      "transposed; norms and activations write FP8 themselves, amax inside the casts), the "
-      "weights' casts (once per step) not",
-      run.fp8_param_gather ? "; the weights kept and all-gathered in FP8, 1 byte each "
-                             "(fp8_param_gather, Megatron-Core's --fp8-param-gather)"
-                           : "; the weights kept and all-gathered in BF16 (fp8_param_gather "
-                             "gathers them in FP8)",
-      tp);
+      "FP8: the linear layers in FP8 (E4M3), attention's core and the output layer in BF16, ",
+      recipe, weights, tp);
 }
 
 // ZeRO-3 (FSDP): what of its gathers and reduce-scatters is exposed, and when weights are freed.
@@ -289,7 +295,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   const ModelSpec& s = a.spec;
   const GpuSpec& gpu = *a.gpu;
   std::vector<std::string> out;
-  out.push_back(PipelineAssumption(s, run));
+  if (s.pipeline_parallel > 1) out.push_back(PipelineAssumption(s, run));
   out.push_back(LinkAssumption(gpu, run));
   out.push_back(OverlapAssumption(s, run));
   out.push_back(SustainedAssumption(gpu, run));

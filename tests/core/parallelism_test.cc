@@ -978,7 +978,8 @@ TEST(ParallelismTest, Fp8RecipesSetTheTensorParallelGathersAndTheRowwiseCasts) {
   EXPECT_GT(rowwise.compute_s, tensorwise.compute_s);
   EXPECT_LT(rowwise.compute_s, bf16.compute_s);
   EXPECT_TRUE(Says(tensorwise, "all-gathers move the FP8 copies"));
-  EXPECT_TRUE(Says(rowwise, "FP8 with rowwise scales"));
+  EXPECT_TRUE(Says(rowwise, "with rowwise scales (--fp8-recipe rowwise"));
+  EXPECT_FALSE(Says(rowwise, "Transformer Engine"));
   EXPECT_TRUE(Says(rowwise, "collectives in BF16"));
   // Without sequence parallelism the all-reduces stay 16-bit under either recipe.
   run.sequence_parallel = false;
