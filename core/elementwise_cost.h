@@ -60,7 +60,8 @@ double EagerExtraBytesPerToken(const ModelSpec& spec);
 // without fast accumulation, goes to cuBLAS's tensorwise kernel with unit scales and is rescaled
 // after (addmm_float8_unwrapped: read 2, write 2 of each input gradient): 4 per element. Not
 // counted: the forward, the weights' casts, wgrad's rescale (weight-sized, once a micro-batch)
-// and the row-scaled forward kernel's own rate.
+// and the row-scaled forward kernel's own rate; a MoE layer's experts are counted as one MLP of
+// its active width (their k copies of each token's input not apart: an undercount there).
 double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec);
 // Those bytes for one layer and micro-batch, seconds at the GPU's elementwise bandwidth.
 double Fp8RowwiseExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
