@@ -44,7 +44,11 @@ std::string MemoryParts(const v1::MemoryEstimate& m) {
   }
   absl::StrAppendFormat(&out, "activations %.1f", m.activations_bytes() / kGiB);
   if (m.offloaded_bytes() > 0) {
-    absl::StrAppendFormat(&out, " (%.1f on the host)", m.offloaded_bytes() / kGiB);
+    absl::StrAppendFormat(&out, " (%.1f on the host", m.offloaded_bytes() / kGiB);
+    if (m.host_capacity_bytes() > 0) {
+      absl::StrAppendFormat(&out, " of %.0f per GPU", m.host_capacity_bytes() / kGiB);
+    }
+    out += ")";
   }
   if (m.kv_cache_bytes() > 0) {
     absl::StrAppendFormat(&out, ", KV cache %.1f", m.kv_cache_bytes() / kGiB);

@@ -95,6 +95,7 @@ Interconnect DgxHopperLink() {
       Link(8, 450, 400, 64,
            "NVIDIA DGX H100/H200 datasheets (NVLink 4 + NVSwitch, 8x NDR IB, PCIe 5.0)");
   l.nvls_allreduce_bytes_per_s = 275 * kGiga;
+  l.host_memory_bytes = 2000 * kGiga / 8;  // DGX H100/H200: 2 TB of system memory, 8 GPUs
   return l;
 }
 
@@ -124,6 +125,7 @@ GpuSpec V100() {
   // NVLink 2: 300 GB/s total per GPU (150 each way); DGX-1: 8 GPUs, 4 x 100 Gb/s EDR.
   g.link = Link(8, 150, 50, 16,
                 "NVIDIA DGX-1 with Tesla V100 datasheet (NVLink 2, 4x EDR IB, PCIe 3.0)");
+  g.link.host_memory_bytes = 512 * kGiga / 8;  // DGX-1: 512 GB of system memory, 8 GPUs
   return g;
 }
 
@@ -209,6 +211,7 @@ GpuSpec B200() {
   // NVLink 5: 1.8 TB/s total per GPU (900 each way); DGX B200: 8 GPUs, 8 x 400 Gb/s.
   g.link = Link(8, 900, 400, 64,
                 "NVIDIA DGX B200 datasheet (NVLink 5 + NVSwitch, 8x 400 Gb/s, PCIe 5.0)");
+  g.link.host_memory_bytes = 2000 * kGiga / 8;  // DGX B200: 2 TB of system memory (up to 4), 8 GPUs
   return g;
 }
 
@@ -234,6 +237,8 @@ GpuSpec A100(std::string name, std::string display, double bw, int64_t mem_gib, 
   // HDR InfiniBand for compute (one per GPU).
   g.link = Link(8, 300, 200, 32,
                 "NVIDIA DGX A100 datasheet (NVLink 3 + NVSwitch, 8x HDR IB, PCIe 4.0)");
+  // DGX A100: 1 TB of system memory with the 40 GB GPUs, 2 TB with the 80 GB ones; 8 GPUs.
+  g.link.host_memory_bytes = (mem_gib >= 80 ? 2000 : 1000) * kGiga / 8;
   return g;
 }
 

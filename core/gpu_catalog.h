@@ -188,6 +188,9 @@ struct Interconnect {
   double nvlink_bytes_per_s = 0;   // per GPU, one direction
   double network_bytes_per_s = 0;  // per GPU, one direction (InfiniBand/RoCE NICs)
   double host_bytes_per_s = 0;     // to host memory (PCIe), one direction: activation offload
+  // The reference system's host memory per GPU (its datasheet's system memory / its GPUs): the
+  // room activation offload has; 0 where no reference system is taken (PCIe cards): not checked.
+  double host_memory_bytes = 0;
   double nvlink_latency_s = 0;     // per collective step
   double network_latency_s = 0;
   // NVLink SHARP (NVLS): the NVSwitch reduces an all-reduce inside the domain; its algorithm

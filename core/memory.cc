@@ -359,7 +359,9 @@ void AddUpMemory(MemoryEstimate& m) {
   m.total_bytes = state + m.activations_bytes;
   m.total_full_recompute_bytes = state + m.activations_full_recompute_bytes;
   const double usable = kUsableMemoryFraction * m.capacity_bytes;
-  m.fits = m.total_bytes <= usable;
+  const bool host_fits = m.offloaded_bytes == 0 || m.host_capacity_bytes == 0 ||
+                         m.offloaded_bytes <= kUsableMemoryFraction * m.host_capacity_bytes;
+  m.fits = m.total_bytes <= usable && host_fits;
   m.fits_with_recompute = m.total_full_recompute_bytes <= usable;
 }
 
@@ -374,6 +376,7 @@ MemoryEstimate StageMemory(const ModelSpec& spec, const GpuSpec& gpu, const Memo
       layout.fp8_params && spec.dtype == DType::kFp8E4M3 ? 1 : WeightBytes(spec);
   m.weights_bytes = params.Held(zero, 3) * weight_bytes;
   m.capacity_bytes = static_cast<double>(gpu.memory_bytes);
+  m.host_capacity_bytes = gpu.link.host_memory_bytes;
   if (spec.workload == Workload::kTraining) {
     const double grad_bytes = layout.gradient_bytes > 0 ? layout.gradient_bytes : kGradBytes;
     m.gradients_bytes = params.Held(zero, 2) * grad_bytes;

@@ -26,6 +26,9 @@ struct MemoryEstimate {
   // With activation offload: the stored activations kept in host memory instead (per GPU); the
   // GPU keeps two layers' worth (the one computing, the next in transit).
   double offloaded_bytes = 0;
+  // The host memory per GPU offload has (GpuSpec link.host_memory_bytes; 0: not known, not
+  // checked); with offload, fits also needs offloaded_bytes within kUsableMemoryFraction of it.
+  double host_capacity_bytes = 0;
   // What one layer keeps for backward per micro-batch (training): its activations, or under full
   // recomputation its input. Activation offload copies this out and back per layer.
   double stored_bytes_per_layer = 0;

@@ -202,6 +202,7 @@ v1::MemoryEstimate ToProto(const MemoryEstimate& m) {
   p.set_fits(m.fits);
   p.set_fits_with_recompute(m.fits_with_recompute);
   p.set_offloaded_bytes(m.offloaded_bytes);
+  p.set_host_capacity_bytes(m.host_capacity_bytes);
   p.set_gathered_bytes(m.gathered_bytes);
   p.set_stored_bytes_per_layer(m.stored_bytes_per_layer);
   p.set_stage(m.stage);

@@ -727,6 +727,20 @@ TEST(ParallelismTest, ActivationOffloadTradesHostCopiesForMemory) {
   plan.num_gpus = 8;
   plan.plan = true;
   EXPECT_FALSE(Plan(s, plan).offload_activations);
+  // What goes to the host must fit there too: a DGX H100 has 2 TB for its 8 GPUs.
+  EXPECT_DOUBLE_EQ(off.memory.host_capacity_bytes, 250e9);
+  EXPECT_TRUE(off.memory.fits);
+  // All 80 layers at 32k tokens under ZeRO-3 on 64 GPUs: the GPU's share fits, the host's not.
+  ModelSpec deep = s;
+  deep.num_layers = 80;
+  deep.seq_length = 4 * s.seq_length;
+  RunConfig sharded = run;
+  sharded.num_gpus = 64;
+  sharded.zero_stage = 3;
+  const StepBreakdown overflow = Plan(*NormalizeSpec(deep), sharded);
+  EXPECT_GT(overflow.memory.offloaded_bytes, 0.9 * 250e9);
+  EXPECT_LE(overflow.memory.total_bytes, 0.9 * overflow.memory.capacity_bytes);  // the GPU's fits
+  EXPECT_FALSE(overflow.memory.fits);
 }
 
 // Korthikanti et al. 2022, Table 5: eight published step times of 22B-1T GPT models on Selene,

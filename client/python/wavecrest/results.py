@@ -550,6 +550,9 @@ class MemoryEstimate:
     # most micro-batches and the embedding, the last the output layer and the loss); 0 with one
     # stage and in inference.
     stage: int = 0
+    # The host memory per GPU activation offload has (the reference system's system memory over its
+    # GPUs; 0 where not known): with offload, `fits` also needs offloaded_bytes within 90% of it.
+    host_capacity_bytes: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -461,7 +461,7 @@ class MeasuredStep(_message.Message):
     def __init__(self, layer: _Optional[_Union[LayerTiming, _Mapping]] = ..., step_time_s: _Optional[float] = ..., measured_share: _Optional[float] = ..., mfu: _Optional[float] = ..., tokens_per_second_per_gpu: _Optional[float] = ...) -> None: ...
 
 class MemoryEstimate(_message.Message):
-    __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gathered_bytes", "gradients_bytes", "kv_cache_bytes", "offloaded_bytes", "optimizer_bytes", "stage", "stored_bytes_per_layer", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
+    __slots__ = ["activations_bytes", "activations_full_recompute_bytes", "capacity_bytes", "fits", "fits_with_recompute", "gathered_bytes", "gradients_bytes", "host_capacity_bytes", "kv_cache_bytes", "offloaded_bytes", "optimizer_bytes", "stage", "stored_bytes_per_layer", "total_bytes", "total_full_recompute_bytes", "weights_bytes"]
     ACTIVATIONS_BYTES_FIELD_NUMBER: _ClassVar[int]
     ACTIVATIONS_FULL_RECOMPUTE_BYTES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -469,6 +469,7 @@ class MemoryEstimate(_message.Message):
     FITS_WITH_RECOMPUTE_FIELD_NUMBER: _ClassVar[int]
     GATHERED_BYTES_FIELD_NUMBER: _ClassVar[int]
     GRADIENTS_BYTES_FIELD_NUMBER: _ClassVar[int]
+    HOST_CAPACITY_BYTES_FIELD_NUMBER: _ClassVar[int]
     KV_CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
     OFFLOADED_BYTES_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_BYTES_FIELD_NUMBER: _ClassVar[int]
@@ -484,6 +485,7 @@ class MemoryEstimate(_message.Message):
     fits_with_recompute: bool
     gathered_bytes: float
     gradients_bytes: float
+    host_capacity_bytes: float
     kv_cache_bytes: float
     offloaded_bytes: float
     optimizer_bytes: float
@@ -492,7 +494,7 @@ class MemoryEstimate(_message.Message):
     total_bytes: float
     total_full_recompute_bytes: float
     weights_bytes: float
-    def __init__(self, weights_bytes: _Optional[float] = ..., gradients_bytes: _Optional[float] = ..., optimizer_bytes: _Optional[float] = ..., activations_bytes: _Optional[float] = ..., activations_full_recompute_bytes: _Optional[float] = ..., kv_cache_bytes: _Optional[float] = ..., total_bytes: _Optional[float] = ..., total_full_recompute_bytes: _Optional[float] = ..., capacity_bytes: _Optional[float] = ..., fits: bool = ..., fits_with_recompute: bool = ..., offloaded_bytes: _Optional[float] = ..., gathered_bytes: _Optional[float] = ..., stored_bytes_per_layer: _Optional[float] = ..., stage: _Optional[int] = ...) -> None: ...
+    def __init__(self, weights_bytes: _Optional[float] = ..., gradients_bytes: _Optional[float] = ..., optimizer_bytes: _Optional[float] = ..., activations_bytes: _Optional[float] = ..., activations_full_recompute_bytes: _Optional[float] = ..., kv_cache_bytes: _Optional[float] = ..., total_bytes: _Optional[float] = ..., total_full_recompute_bytes: _Optional[float] = ..., capacity_bytes: _Optional[float] = ..., fits: bool = ..., fits_with_recompute: bool = ..., offloaded_bytes: _Optional[float] = ..., gathered_bytes: _Optional[float] = ..., stored_bytes_per_layer: _Optional[float] = ..., stage: _Optional[int] = ..., host_capacity_bytes: _Optional[float] = ...) -> None: ...
 
 class ParameterCounts(_message.Message):
     __slots__ = ["active_params", "embedding_params", "non_embedding_params", "per_layer_params", "total_params"]
