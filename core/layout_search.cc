@@ -253,6 +253,69 @@ int64_t NearTies(const LayoutSearch& out) {
   });
 }
 
+// Every candidate combination of degrees priced with its best layout: those that fit, those that
+// do not, how many were priced.
+struct Priced {
+  std::vector<StepBreakdown> fits, not_fit;
+  int64_t examined = 0;
+};
+Priced PriceCandidates(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& planned,
+                       const HeldDegrees& held, PredictionMemo* memo) {
+  Priced out;
+  for (const Degrees& g : CandidateDegrees(spec, gpu, planned.num_gpus, held)) {
+    std::optional<StepBreakdown> step = PlanDegrees(spec, gpu, planned, g, memo);
+    if (!step) continue;
+    ++out.examined;
+    (step->memory.fits ? out.fits : out.not_fit).push_back(*std::move(step));
+  }
+  return out;
+}
+
+// The layout in words, degrees and knobs: what two searches are compared by.
+std::string ChoiceWords(const StepBreakdown& b) {
+  return absl::StrCat(DegreesName(b), ", micro-batch ", b.micro_batch_size, ", ", LayoutWords(b));
+}
+
+// Where the winner pays the fitted MoE host wait (kMoeHostWaitS, the run not setting its own):
+// whether the search picks the same layout without it, so that the answer says how much its choice
+// rests on that constant, and how far behind the other pick is with it (`fits`: the layouts that
+// fit, priced with it).
+std::string HostWaitNote(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& planned,
+                         const HeldDegrees& held, const StepBreakdown& best,
+                         const std::vector<StepBreakdown>& fits, PredictionMemo* memo) {
+  if (best.moe_host_s <= 0 || planned.moe_host_s.has_value()) return "";
+  RunConfig without = planned;
+  without.moe_host_s = 0;
+  Priced other = PriceCandidates(spec, gpu, without, held, memo);
+  if (other.fits.empty()) return "";
+  const StepBreakdown& alt = *std::min_element(
+      other.fits.begin(), other.fits.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
+        return ExpectedStepS(a) < ExpectedStepS(b);
+      });
+  const std::string wait = absl::StrFormat(
+      "the MoE host wait (--moe-host-ms: a fitted %.1f ms per MoE layer and micro-batch, %.0f%% "
+      "of this step)",
+      1e3 * kMoeHostWaitS, 100 * best.moe_host_s / best.step_s);
+  if (ChoiceWords(alt) == ChoiceWords(best)) {
+    return absl::StrCat("; the same layout wins without ", wait);
+  }
+  if (DegreesName(alt) == DegreesName(best)) {
+    return absl::StrCat("; without ", wait,
+                        " the same degrees win with micro-batch ", alt.micro_batch_size, ", ",
+                        LayoutWords(alt));
+  }
+  std::string behind;
+  for (const StepBreakdown& f : fits) {
+    if (DegreesName(f) == DegreesName(alt)) {
+      behind = absl::StrFormat(" (with the wait, those degrees come out %+.1f%% behind this one)",
+                               100 * (ExpectedStepS(f) / ExpectedStepS(best) - 1));
+    }
+  }
+  return absl::StrCat("; the choice rests on ", wait,
+                      ": without it (0: CUDA graphs over static-shaped experts) the search picks ",
+                      ChoiceWords(alt), behind);
+}
+
 }  // namespace
 
 absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec& gpu,
@@ -271,13 +334,8 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
   planned.plan = true;
   planned.num_gpus = run.num_gpus;
   LayoutSearch out;
-  std::vector<StepBreakdown> fits, not_fit;
-  for (const Degrees& g : CandidateDegrees(spec, gpu, run.num_gpus, held)) {
-    std::optional<StepBreakdown> step = PlanDegrees(spec, gpu, planned, g, memo);
-    if (!step) continue;
-    ++out.examined;
-    (step->memory.fits ? fits : not_fit).push_back(*std::move(step));
-  }
+  Priced priced = PriceCandidates(spec, gpu, planned, held, memo);
+  out.examined = priced.examined;
   if (out.examined == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "run.num_gpus: no layout of ", run.num_gpus, " GPUs runs this model at global batch ",
@@ -286,10 +344,14 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
         "leave data-parallel ranks that do not divide the batch",
         HeldWords(held, spec)));
   }
-  out.fit = static_cast<int64_t>(fits.size());
-  RankLayouts(std::move(fits), std::move(not_fit), shown, out);
+  out.fit = static_cast<int64_t>(priced.fits.size());
+  const std::vector<StepBreakdown> fits = priced.fits;
+  RankLayouts(std::move(priced.fits), std::move(priced.not_fit), shown, out);
   const StepBreakdown& best = out.ranked.front().step;
-  const std::string given_note = out.fit > 0 ? GivenDegreesNote(spec, gpu, run, best, memo) : "";
+  const std::string given_note =
+      out.fit > 0 ? absl::StrCat(GivenDegreesNote(spec, gpu, run, best, memo),
+                                 HostWaitNote(spec, gpu, planned, held, best, fits, memo))
+                  : "";
   out.assumption =
       out.fit > 0
           ? absl::StrCat("planned layout: ", DegreesName(best), " on ", run.num_gpus,

@@ -17,6 +17,7 @@ namespace wavecrest {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 ModelSpec Llama70B() {
   ModelSpec s = testing::LlamaLike(8192, 64, 8, 80, 28672, 128256);
@@ -194,6 +195,44 @@ TEST(LayoutSearchTest, MixturesOfExpertsSearchExpertParallelism) {
   bool ep = false;
   for (const LayoutChoice& c : search->ranked) ep |= c.step.expert_parallel > 1;
   EXPECT_TRUE(ep);
+}
+
+// Dropless experts pay the fitted host wait per MoE layer and micro-batch; the plan says whether
+// its choice survives without it, naming what a search without it picks. A run that sets its own
+// wait gets no such note.
+TEST(LayoutSearchTest, AMoePlanSaysWhetherItRestsOnTheHostWait) {
+  ModelSpec spec = testing::LlamaLike(2048, 32, 4, 48, 768, 151936);
+  spec.num_experts = 128;
+  spec.experts_per_token = 8;
+  spec.seq_length = 4096;
+  spec.micro_batch_size = 0;
+  spec = *NormalizeSpec(spec);
+  const LayoutSearch with =
+      *SearchLayouts(spec, H100(), PlanRun(64, 512), HeldDegrees{}, nullptr, 5);
+  RunConfig none = PlanRun(64, 512);
+  none.moe_host_s = 0;
+  const LayoutSearch without = *SearchLayouts(spec, H100(), none, HeldDegrees{}, nullptr, 5);
+  ASSERT_GT(with.ranked.front().step.moe_host_s, 0);
+  EXPECT_THAT(with.assumption, HasSubstr("MoE host wait (--moe-host-ms: a fitted 3.0 ms"));
+  const StepBreakdown& a = with.ranked.front().step;
+  const StepBreakdown& b = without.ranked.front().step;
+  if (DegreesName(a) == DegreesName(b) && a.micro_batch_size == b.micro_batch_size &&
+      LayoutWords(a) == LayoutWords(b)) {
+    EXPECT_THAT(with.assumption, HasSubstr("the same layout wins without"));
+  } else if (DegreesName(a) == DegreesName(b)) {
+    EXPECT_THAT(with.assumption,
+                HasSubstr(absl::StrCat("the same degrees win with micro-batch ",
+                                       b.micro_batch_size, ", ", LayoutWords(b))));
+  } else {
+    EXPECT_THAT(with.assumption,
+                HasSubstr(absl::StrCat("the search picks ", DegreesName(b), ", micro-batch ",
+                                       b.micro_batch_size)));
+  }
+  EXPECT_THAT(without.assumption, Not(HasSubstr("MoE host wait")));
+  RunConfig own = PlanRun(64, 512);
+  own.moe_host_s = 3e-3;
+  EXPECT_THAT(SearchLayouts(spec, H100(), own, HeldDegrees{}, nullptr, 5)->assumption,
+              Not(HasSubstr("MoE host wait")));
 }
 
 TEST(LayoutSearchTest, TokensBecomeTimeToTrainAndGpuHours) {
