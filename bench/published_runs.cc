@@ -765,11 +765,11 @@ int Bands(const std::vector<std::string>& files, bool check) {
     gpus.insert(GpuOf(r));
   }
   std::printf("# the planner's error band: measured step time / predicted - 1, by kind of run\n");
-  std::printf("%-22s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
+  std::printf("%-24s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
   bool off = false;
   for (const auto& [kind, e] : by_kind) {
     const double p10 = Quantile(e, 0.1), p90 = Quantile(e, 0.9);
-    std::printf("%-22s %5zu %+7.1f%% %+7.1f%%\n", kind.c_str(), e.size(), 100 * p10, 100 * p90);
+    std::printf("%-24s %5zu %+7.1f%% %+7.1f%%\n", kind.c_str(), e.size(), 100 * p10, 100 * p90);
     const PlannerBand& b = PlannerBandOf(kind);
     if (check && (std::fabs(b.p10 - p10) > 0.01 || std::fabs(b.p90 - p90) > 0.01 ||
                   b.runs != static_cast<int>(e.size()))) {

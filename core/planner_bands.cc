@@ -10,11 +10,13 @@ const std::vector<PlannerBand>& PlannerBands() {
   // figures beside the repository, MosaicML's 231, NVIDIA's 61, NeMo AutoModel's 7,
   // Megatron-LM's 9, Meta's 2 (Llama 3 405B), TorchTitan's 35 (torchao's 3 among them) and
   // NVIDIA's DGX Cloud recipes' 149 H100 figures in bench/data; one figure per run):
-  // bench/results/planner_bands.txt. FSDP: ZeRO stage 3 (MosaicML's llm-foundry runs, DeepSpeed's
-  // ZeRO-3, TorchTitan's FSDP2) without expert or context parallelism.
+  // bench/results/planner_bands.txt. FSDP: ZeRO stage 3 without expert or context parallelism,
+  // priced with the collectives exposed (MosaicML's llm-foundry runs, DeepSpeed's ZeRO-3) or with
+  // prefetch (TorchTitan's and NeMo AutoModel's FSDP2).
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.080, 0.071, 127},
-      {kBandFsdp, -0.080, 0.148, 247},
+      {kBandFsdp, -0.079, 0.075, 216},
+      {kBandFsdpPrefetch, -0.096, 0.236, 31},
       {kBandExpertParallel, -0.113, 0.140, 73},
       {kBandContextParallel, -0.020, 0.101, 66},
   };
@@ -37,7 +39,7 @@ const PlannerBand& PlannerBandOf(const std::string& kind) {
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run) {
   if (s.expert_parallel > 1) return kBandExpertParallel;
   if (s.context_parallel > 1) return kBandContextParallel;
-  if (run.zero_stage == 3) return kBandFsdp;
+  if (run.zero_stage == 3) return run.zero3_prefetch ? kBandFsdpPrefetch : kBandFsdp;
   return kBandDense;
 }
 
