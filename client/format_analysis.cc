@@ -140,7 +140,8 @@ std::string GemmTable(const v1::AnalyzeResponse& r) {
            absl::StrCat(gr.shape().k()),
            fused ? "fused" : LayoutShort(gr.layout()),
            DtypeShort(gr.dtype()),
-           absl::StrFormat("%.1f", gr.flops() / 1e9),
+           // A fused attention's work is the blocks its mask leaves (its TFLOP/s are of them).
+           absl::StrFormat("%.1f", (fused ? g.tflops() * 1e12 * g.time_s() : gr.flops()) / 1e9),
            absl::StrFormat("%.1f%%", 100 * g.step_flop_share()),
            Align(g.m_alignment()),
            Align(g.n_alignment()),
@@ -158,7 +159,9 @@ std::string GemmTable(const v1::AnalyzeResponse& r) {
   absl::StrAppend(&out, t.Render());
   absl::StrAppend(&out,
                   "align: largest power of two dividing the dimension; '!' = misses the GPU's "
-                  "tensor-core alignment rule. tile/k: split-K. All times PREDICTED by ",
+                  "tensor-core alignment rule. tile/k: split-K. fused: GFLOP, share and "
+                  "TFLOP/s count the blocks the kernel computes (a causal mask skips about half "
+                  "of the s × s product; MFU counts as --flop-count says). All times PREDICTED by ",
                   r.provenance().method(), ".\n\n");
   return out;
 }
@@ -223,7 +226,8 @@ std::string FlopLine(const v1::AnalyzeResponse& r) {
       r.has_step() ? "micro-batch" : "step",
       r.model().attention() == v1::ATTENTION_UNFUSED
           ? ""
-          : ": the fused attention's backward recomputation among them",
+          : ": the fused attention's backward recomputation among them, the blocks a causal "
+            "mask skips not",
       HumanCount(r.model_flops()),
       r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
 }

@@ -1,6 +1,7 @@
 // The CLI's rendering of a training run: the step's breakdown, component by component, and a
 // layout search's answer and ranked layouts (analyze --gpus ... [--plan]).
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -195,6 +196,16 @@ std::string LayoutsTable(const v1::AnalyzeResponse& r) {
          t.Render();
 }
 
+// Where the other count of attention's FLOPs moves MFU by 5% or more (long sequences), what it
+// reads under that count, so that a team compares it with its framework's.
+std::string OtherCountNote(const v1::StepBreakdown& b, const std::string& flop_count) {
+  if (b.mfu() <= 0 || std::abs(b.mfu_other_count() / b.mfu() - 1) < 0.05) return "";
+  const bool causal = flop_count == "causal";
+  return absl::StrFormat("; MFU %.1f%% counting its %s: --flop-count %s",
+                         100 * b.mfu_other_count(), causal ? "whole s × s product" : "causal half",
+                         causal ? "full" : "causal");
+}
+
 }  // namespace
 
 // The run's answer line: the step when it fits; a run as given that does not fit is not an
@@ -224,11 +235,12 @@ std::string RunAnswer(const v1::AnalyzeResponse& r) {
   if (answer != nullptr) {
     absl::StrAppendFormat(&out,
                           "the answer      %s per step, MFU %.1f%%%s, %.0f TFLOP/s per GPU (%s "
-                          "attention FLOPs), %s tokens/s per GPU (the run: %s)\n",
+                          "attention FLOPs%s), %s tokens/s per GPU (the run: %s)\n",
                           HumanSeconds(answer->step_time_s()), 100 * answer->mfu(),
                           r.model().dtype() == v1::DTYPE_FP8_E4M3 ? " of the FP8 peak" : "",
                           answer->tflops_per_gpu(),
                           r.flop_count().empty() ? "full" : r.flop_count(),
+                          OtherCountNote(*answer, r.flop_count()),
                           HumanCount(answer->tokens_per_second_per_gpu()), LayoutLine(*answer));
   }
   if (!r.layouts().empty()) absl::StrAppend(&out, LayoutsTable(r));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/attention_cost.h"
 #include "core/status_macros.h"
 
 namespace wavecrest {
@@ -40,7 +41,9 @@ absl::StatusOr<Analysis> Analyze(const ModelSpec& raw, const GpuSpec& gpu, Predi
   a.gemms.reserve(gemms.size());
   for (Gemm& g : gemms) {
     GemmAnalysis ga;
-    ga.step_flop_share = a.flops.step_flops > 0 ? g.step_flops() / a.flops.step_flops : 0;
+    ga.step_flop_share = a.flops.step_flops > 0
+                             ? g.step_flops() * FusedAttentionWorkShare(g) / a.flops.step_flops
+                             : 0;
     ga.m_align = AlignmentOf(g.shape.m, g.dtype, gpu);
     ga.n_align = AlignmentOf(g.shape.n, g.dtype, gpu);
     ga.k_align = AlignmentOf(g.shape.k, g.dtype, gpu);

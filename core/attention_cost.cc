@@ -59,6 +59,17 @@ FlashBlocks BlocksVisited(const Gemm& gemm, const CostModelParams& mp) {
   return b;
 }
 
+}  // namespace
+
+double FusedAttentionWorkShare(const Gemm& gemm) {
+  if (!gemm.fused_attention) return 1.0;
+  const FlashBlocks b = BlocksVisited(gemm, CostModelParams{});
+  const double all = static_cast<double>(b.q_blocks) * static_cast<double>(b.kv_blocks);
+  return all > 0 ? b.visited / all : 1.0;
+}
+
+namespace {
+
 // Why a fused attention is slow, as for a GEMM: what the kernel's shape costs, largest effects
 // named.
 void AddAttentionPenalties(const GpuSpec& gpu, const Gemm& gemm, int64_t padded_d, double d_factor,

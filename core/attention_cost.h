@@ -18,6 +18,11 @@ namespace wavecrest {
 // floor for Q, K, V and O. Fitted to cuDNN's published H100 times (gpu_catalog.h).
 GemmPrediction PredictFusedAttention(const GpuSpec& gpu, const Gemm& gemm);
 
+// The share of a fused attention's `flops` (the whole s × s product) its kernel computes: the
+// blocks it visits over all of them (under a causal mask about half, in a local window less); 1
+// for a GEMM.
+double FusedAttentionWorkShare(const Gemm& gemm);
+
 // A named fused kernel's rate as a fraction of kFlash's (the calibrated model; 1 for kFlash),
 // forward or backward, and the spread of that fraction in time (± relative). CITED: the
 // FlashAttention-2 paper (Dao 2023, arXiv:2307.08691). FlashAttention-2 itself: on GPUs before

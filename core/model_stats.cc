@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "core/attention_cost.h"
 
 namespace wavecrest {
 
@@ -107,8 +108,10 @@ FlopCounts CountFlops(const ModelSpec& spec, const std::vector<Gemm>& gemms) {
   const double causal = spec.workload == Workload::kDecode ? 1.0 : 0.5;
   double full = 0, halved = 0;
   for (const Gemm& g : gemms) {
-    c.step_flops += g.step_flops();
-    if (g.pass == Pass::kForward) c.forward_flops += g.step_flops();
+    // The kernels' own work: a fused attention computes only the blocks its mask leaves.
+    const double work = g.step_flops() * FusedAttentionWorkShare(g);
+    c.step_flops += work;
+    if (g.pass == Pass::kForward) c.forward_flops += work;
     const bool expert = IsRoutedExpertGemm(g.name);
     const bool scores = g.name == kAttnScore || g.name == kAttnOverValue;
     double model = expert ? g.step_flops() / padding : g.step_flops();

@@ -47,7 +47,9 @@ absl::StatusOr<FlopCount> ParseFlopCount(absl::string_view name);
 absl::string_view FlopCountName(FlopCount c);  // "full", "causal"
 
 struct FlopCounts {
-  double step_flops = 0;        // FLOPs of every GEMM and attention kernel of one step, one rank
+  // FLOPs of every GEMM and attention kernel of one step, one rank, as the kernels run them (a
+  // fused attention only the blocks its mask leaves: FusedAttentionWorkShare).
+  double step_flops = 0;
   double forward_flops = 0;     // forward pass part of step_flops
   // The model's FLOPs per micro-batch, summed over the t·c ranks: step_flops less the experts'
   // padding, with attention's core counted as FlopCount::kFull says (model_flops) and as kCausal

@@ -269,6 +269,9 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
       a.flops.ModelFlops(run.flop_count) * m * static_cast<double>(r.data_parallel);
   r.tflops_per_gpu = r.model_flops_per_step / (r.step_s * static_cast<double>(r.gpus)) / 1e12;
   r.mfu = r.tflops_per_gpu * 1e12 / a.gpu->PeakFlops(s.dtype);
+  const FlopCount other = run.flop_count == FlopCount::kFull ? FlopCount::kCausal : FlopCount::kFull;
+  const double counted = a.flops.ModelFlops(run.flop_count);
+  r.mfu_other_count = counted > 0 ? r.mfu * a.flops.ModelFlops(other) / counted : 0;
   r.tokens_per_s_per_gpu =
       static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);

@@ -257,6 +257,9 @@ struct StepBreakdown {
   double optimizer_s = 0;  // Adam over this GPU's parameters (or its shard)
   double step_s = 0;
   double mfu = 0;  // model FLOPs per step / (step × GPUs × dense peak)
+  // The same with attention's s × s products counted the other way (causal when flop_count is
+  // full, full when causal): how far the convention moves it.
+  double mfu_other_count = 0;
   double tokens_per_s_per_gpu = 0;
   double model_flops_per_step = 0;  // counted as flop_count says
   double tflops_per_gpu = 0;        // model FLOPs per step / step / GPUs, in TFLOP/s

@@ -1,7 +1,9 @@
 // `wavecrest analyze` (client/cli_analyze.cc): the run's flags make the answer a training step,
 // and a bad --recompute or --flop-count is a usage error naming the flag.
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_split.h"
 #include "client/cli_commands.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -62,6 +64,35 @@ TEST(CliAnalyzeTest, AnyRunFlagMakesTheAnswerATrainingStep) {
 
 // --moe-unfused-ops alone makes the answer a step that prices Megatron-Core's unfused expert ops
 // (GPT-OSS: biased experts, a clamped GLU) and says so; the JSON carries the flag back.
+// At 128k tokens the two counts of attention's FLOPs part: the answer gives MFU in both, and the
+// fused kernel's row counts the blocks it computes, so that its GFLOP over its time is its TFLOP/s.
+TEST(CliAnalyzeTest, LongContextAnswerGivesMfuInBothCounts) {
+  CliOptions o = Llama70b();
+  o.model = testing::SourcePath("examples/models/llama-3-8b.json");
+  o.tp = 8;
+  o.cp = 8;
+  o.seq = 131072;
+  o.gpus = 64;
+  o.global_batch = 64;
+  o.recompute = "full";
+  o.sequence_parallel = true;
+  const CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("(full attention FLOPs; MFU "));
+  EXPECT_THAT(r.out, HasSubstr("counting its causal half: --flop-count causal)"));
+  o.flop_count = "causal";
+  const CommandRun causal = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(causal.code, 0) << causal.err;
+  EXPECT_THAT(causal.out, HasSubstr("counting its whole s × s product: --flop-count full)"));
+  // The forward kernel's row: GFLOP, time and TFLOP/s agree (time in us or ms).
+  const std::string row = r.out.substr(r.out.find("attn_fused     fwd"), 200);
+  const std::vector<std::string> cells = absl::StrSplit(row, ' ', absl::SkipEmpty());
+  ASSERT_GE(cells.size(), 21u);
+  const double gflop = std::stod(cells[9]);
+  const double time = std::stod(cells[18]) * (cells[19] == "ms" ? 1e-3 : 1e-6);
+  EXPECT_NEAR(gflop / time / 1e3, std::stod(cells[20]), 0.01 * std::stod(cells[20])) << row;
+}
+
 TEST(CliAnalyzeTest, MoeUnfusedOpsPricesMegatronCoresExpertOps) {
   CliOptions o;
   o.command = "analyze";

@@ -374,6 +374,12 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   const StepBreakdown sharded = Plan(Llama70B(8, 1), fsdp);
   EXPECT_EQ(sharded.band_kind, kBandFsdp);
   EXPECT_GT(sharded.band_runs, 100);
+  // Priced with ideal prefetch, the band of the runs priced so: wider above.
+  fsdp.zero3_prefetch = true;
+  const StepBreakdown prefetched = Plan(Llama70B(8, 1), fsdp);
+  EXPECT_EQ(prefetched.band_kind, kBandFsdpPrefetch);
+  EXPECT_GT(prefetched.band_p90, sharded.band_p90);
+  fsdp.zero3_prefetch = false;
   EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallel);
   const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
   EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
@@ -634,7 +640,9 @@ TEST(ParallelismTest, ContextParallelismSplitsTheSequence) {
   s.context_parallel = 4;
   const Analysis four = *Analyze(*NormalizeSpec(s), **FindGpu("h100-sxm"));
   EXPECT_NEAR(four.flops.model_flops, one.flops.model_flops, 1e-9 * one.flops.model_flops);
-  EXPECT_NEAR(four.flops.step_flops, one.flops.step_flops / 4, 1e-9 * one.flops.step_flops);
+  // The kernels' work splits four ways too, within the causal blocks the ring's chunks add on
+  // their diagonals (0.2% here).
+  EXPECT_NEAR(four.flops.step_flops, one.flops.step_flops / 4, 0.005 * one.flops.step_flops / 4);
   for (const GemmAnalysis& g : four.gemms) {
     if (g.gemm.name == kQkv && g.gemm.pass == Pass::kForward) {
       EXPECT_EQ(g.gemm.shape.m, 65536 / 4);

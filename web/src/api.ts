@@ -209,6 +209,8 @@ export interface StepBreakdown {
   optimizer_s?: number;
   step_time_s?: number;
   mfu?: number;
+  /** MFU with attention's s × s products counted the other way from flop_count. */
+  mfu_other_count?: number;
   tokens_per_second_per_gpu?: number;
   assumptions?: string[];
   memory?: MemoryEstimate;

@@ -747,6 +747,9 @@ class StepBreakdown:
     # of them; when not, the band is a prediction beyond the GPUs the planner was checked on.
     error_band_gpus: List[str] = field(default_factory=list)
     error_band_gpu_checked: bool = False
+    # MFU with attention's s × s products counted the other way (causal when
+    # AnalyzeResponse.flop_count is full, full when causal): how much the convention moves it.
+    mfu_other_count: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,16 @@ function layoutText(b: StepBreakdown): string {
     .filter((x) => x).join(", ");
 }
 
+// Where the other count of attention's FLOPs moves MFU by 5% or more, what it reads under it
+// (as the CLI's answer line says it).
+function otherCountNote(step: StepBreakdown, flopCount?: string): string {
+  const mfu = step.mfu ?? 0;
+  const other = step.mfu_other_count ?? 0;
+  if (mfu <= 0 || Math.abs(other / mfu - 1) < 0.05) return "";
+  const causal = flopCount === "causal";
+  return `; MFU ${percent(other)} counting its ${causal ? "whole s × s product" : "causal half"}`;
+}
+
 function renderStepBars(results: AnalyzeResponse[]) {
   const box = $("step-bars");
   box.replaceChildren();
@@ -151,7 +161,8 @@ function renderStepBars(results: AnalyzeResponse[]) {
       ? `${r.gpu}: ${seconds(r.step.step_time_s)} per step on ${int(r.step.gpus)} GPUs ` +
         `(t=${int(r.step.tensor_parallel)} p=${int(r.step.pipeline_parallel)} c=${int(r.step.context_parallel ?? 1)} ` +
         `d=${int(r.step.data_parallel)}${Number(r.step.expert_parallel ?? 1) > 1 ? ` e=${int(r.step.expert_parallel)}` : ""}), MFU ${percent(r.step.mfu)} ` +
-        `(${(r.step.tflops_per_gpu ?? 0).toFixed(0)} TFLOP/s per GPU, attention counted ${r.flop_count || "full"}); ` +
+        `(${(r.step.tflops_per_gpu ?? 0).toFixed(0)} TFLOP/s per GPU, attention counted ${r.flop_count || "full"}` +
+        otherCountNote(r.step, r.flop_count) + "); " +
         (r.step.error_band_runs
           ? `PREDICTED ${band(r.step.error_band_p10, r.step.error_band_p90)} (p10..p90 of ${r.step.error_band_runs} ` +
             `published ${r.step.error_band_kind} runs` +
