@@ -17,25 +17,36 @@ double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu) {
   return gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
 }
 
+// A layer's linear widths on this tensor-parallel rank, per token, in elements: the model's
+// width, attention's output (the projection's input), QKV's output, and the up projection's
+// output for an MLP of width f (gate and up for a GLU).
+struct RankWidths {
+  double h = 0, q = 0, qkv = 0;
+  bool gelu = false;
+  double Up(double f) const { return gelu ? f : 2 * f; }
+};
+RankWidths WidthsOnRank(const ModelSpec& spec, const DerivedShape& d) {
+  const double t = static_cast<double>(spec.tensor_parallel);
+  return {static_cast<double>(spec.hidden_size), static_cast<double>(d.q_width) / t,
+          static_cast<double>(d.q_width + 2 * d.kv_width) / t, spec.mlp == Mlp::kGelu};
+}
+
 // Fp8CastBytesPerToken of a hybrid model: its layers' blocks each as a transformer layer's casts
 // count them (attention's projections; the MLP's or the experts'; a Mamba-2 mixer's in_proj
 // input out of its fused norm, its out_proj input cast alone, and both outputs' gradients and
 // inputs transposed), averaged over the layers.
 double HybridFp8CastBytesPerToken(const ModelSpec& spec, const DerivedShape& d) {
-  const double t = static_cast<double>(spec.tensor_parallel);
-  const double h = static_cast<double>(spec.hidden_size);
-  const double q = static_cast<double>(d.q_width) / t;
-  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;
-  const auto up_of = [&](double f) { return spec.mlp == Mlp::kGelu ? f : 2 * f; };
+  const RankWidths w = WidthsOnRank(spec, d);
+  const double h = w.h, q = w.q, qkv = w.qkv;
   const double attention = 3 * q + 1 * (h + q) + 4 * (qkv + h);
   const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
-  const double dense = 1 * (h + dense_f) + 4 * (up_of(dense_f) + h);
+  const double dense = 1 * (h + dense_f) + 4 * (w.Up(dense_f) + h);
   double moe = 0;
   if (d.moe_layers > 0) {
     const double f = static_cast<double>(d.active_ffn_per_rank);
     const double copies =
         (ExpertRowsPerToken(spec) + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
-    moe = 4 * (copies + f) + 4 * (up_of(f) + copies);
+    moe = 4 * (copies + f) + 4 * (w.Up(f) + copies);
   }
   const double inner = static_cast<double>(d.mamba_inner_per_rank);
   const double mamba =
@@ -82,17 +93,14 @@ double HybridElementwisePerToken(const ModelSpec& spec, const DerivedShape& d) {
 
 double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
-  const double t = static_cast<double>(spec.tensor_parallel);
-  const double h = static_cast<double>(spec.hidden_size);
-  const double q = static_cast<double>(d.q_width) / t;                              // attention out
-  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;           // QKV out
-  const auto up_of = [&](double f) { return spec.mlp == Mlp::kGelu ? f : 2 * f; };  // up out
+  const RankWidths w = WidthsOnRank(spec, d);
+  const double h = w.h, q = w.q, qkv = w.qkv;
   // Forward: the projection's input (attention's BF16 output) cast alone, read 2 write 1 byte;
   // the other inputs come out of a fused norm or activation already in FP8 (LayerNormLinear,
   // LayerNormMLP). Wgrad needs every input transposed in FP8 (the fused cast-transpose writes one
   // more byte), and backward casts and transposes each output gradient (read 2, write 1 + 1).
   const auto dense = [&](double f) {
-    return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + up_of(f) + h);
+    return 3 * q + 1 * (2 * h + q + f) + 4 * (qkv + h + w.Up(f) + h);
   };
   if (IsHybrid(spec)) return HybridFp8CastBytesPerToken(spec, d);
   if (d.moe_layers == 0) return dense(static_cast<double>(d.active_ffn_per_rank));
@@ -104,7 +112,7 @@ double Fp8CastBytesPerToken(const ModelSpec& spec) {
   const double f = static_cast<double>(d.active_ffn_per_rank);
   const double rows = ExpertRowsPerToken(spec);
   const double copies = (rows + (spec.shared_expert_ffn_hidden_size > 0 ? 1 : 0)) * h;
-  const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + up_of(f) + copies);
+  const double moe = 3 * q + 1 * (h + q) + 4 * (copies + f) + 4 * (qkv + h + w.Up(f) + copies);
   const double dense_f = static_cast<double>(d.dense_ffn_per_rank);
   return (static_cast<double>(d.dense_layers) * dense(dense_f) +
           static_cast<double>(d.moe_layers) * moe) /
@@ -178,15 +186,11 @@ double EagerExtraBytesPerToken(const ModelSpec& spec) {
 
 double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
-  const double t = static_cast<double>(spec.tensor_parallel);
-  const double h = static_cast<double>(spec.hidden_size);
-  const double q = static_cast<double>(d.q_width) / t;
-  const double qkv = static_cast<double>(d.q_width + 2 * d.kv_width) / t;
+  const RankWidths w = WidthsOnRank(spec, d);
   const double f = static_cast<double>(d.active_ffn_per_rank);
-  const double up = spec.mlp == Mlp::kGelu ? f : 2 * f;
   // The linears' inputs (QKV, projection, up, down) are also their input gradients' widths.
-  const double inputs = h + q + h + f;
-  const double output_gradients = qkv + h + up + h;
+  const double inputs = w.h + w.q + w.h + f;
+  const double output_gradients = w.qkv + w.h + w.Up(f) + w.h;
   return 1 * inputs + 2 * output_gradients + 4 * inputs;
 }
 

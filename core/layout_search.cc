@@ -230,6 +230,7 @@ void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not
   for (size_t i = 1; i < out.ranked.size(); ++i) {
     out.ranked[i].why = WhyLoses(out.ranked[i].step, best);
     if (IsNearTie(out.ranked[i].step, best)) {
+      ++out.near_ties;
       absl::StrAppendFormat(&out.ranked[i].why,
                             "; a near tie (within %.0f%%): measure both",
                             100 * kLayoutNearTie);
@@ -244,13 +245,6 @@ std::string NearTieWords(int64_t ties) {
       "; %d of the layouts shown within %.0f%% of it: near ties the planner cannot separate "
       "(its ratios between published layouts have missed by that much), worth measuring",
       ties, 100 * kLayoutNearTie);
-}
-
-// How many of the ranked layouts after the winner are near ties with it.
-int64_t NearTies(const LayoutSearch& out) {
-  return std::count_if(out.ranked.begin() + 1, out.ranked.end(), [&](const LayoutChoice& c) {
-    return IsNearTie(c.step, out.ranked.front().step);
-  });
 }
 
 // Every candidate combination of degrees priced with its best layout: those that fit, those that
@@ -361,7 +355,7 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                          "kind's published-run error band (dense, FSDP, context-parallel and "
                          "expert-parallel runs miss by different amounts: a layout of another "
                          "kind can show a shorter predicted step and rank below it)",
-                         HeldWords(held, spec), NearTieWords(NearTies(out)), given_note)
+                         HeldWords(held, spec), NearTieWords(out.near_ties), given_note)
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",
                          HeldWords(held, spec), "; the one needing the least is ",

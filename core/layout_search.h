@@ -47,6 +47,7 @@ struct LayoutSearch {
   std::vector<LayoutChoice> ranked;
   int64_t examined = 0;  // degree combinations priced
   int64_t fit = 0;       // of them, with a layout whose memory fits
+  int64_t near_ties = 0;  // of the ranked after the winner, those within kLayoutNearTie of it
   // The search in words, for the winner's assumptions: what was chosen among how many, and what
   // was held.
   std::string assumption;
