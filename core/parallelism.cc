@@ -272,13 +272,14 @@ void FinishStep(const Analysis& a, const RunConfig& run, double m, StepBreakdown
   const FlopCount other = run.flop_count == FlopCount::kFull ? FlopCount::kCausal : FlopCount::kFull;
   const double counted = a.flops.ModelFlops(run.flop_count);
   r.mfu_other_count = counted > 0 ? r.mfu * a.flops.ModelFlops(other) / counted : 0;
+  r.tokens_per_step = r.global_batch * s.seq_length;
   r.tokens_per_s_per_gpu =
-      static_cast<double>(r.global_batch * s.seq_length) / r.step_s / static_cast<double>(r.gpus);
+      static_cast<double>(r.tokens_per_step) / r.step_s / static_cast<double>(r.gpus);
   r.assumptions = Assumptions(a, run, r);
   if (run.train_tokens > 0) {
-    const double tokens_per_step = static_cast<double>(r.global_batch * s.seq_length);
     r.train_tokens = run.train_tokens;
-    r.time_to_train_s = std::ceil(run.train_tokens / tokens_per_step) * r.step_s;
+    r.time_to_train_s =
+        std::ceil(run.train_tokens / static_cast<double>(r.tokens_per_step)) * r.step_s;
     r.gpu_hours = r.time_to_train_s * static_cast<double>(r.gpus) / 3600;
   }
   const PlannerBand& band = PlannerBandFor(s, run);

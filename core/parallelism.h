@@ -260,6 +260,7 @@ struct StepBreakdown {
   // The same with attention's s × s products counted the other way (causal when flop_count is
   // full, full when causal): how far the convention moves it.
   double mfu_other_count = 0;
+  int64_t tokens_per_step = 0;  // global_batch × the sequence length
   double tokens_per_s_per_gpu = 0;
   double model_flops_per_step = 0;  // counted as flop_count says
   double tflops_per_gpu = 0;        // model FLOPs per step / step / GPUs, in TFLOP/s

@@ -210,6 +210,7 @@ v1::StepBreakdown ToProto(const StepBreakdown& b) {
   p.set_step_time_s(b.step_s);
   p.set_mfu(b.mfu);
   p.set_mfu_other_count(b.mfu_other_count);
+  p.set_tokens_per_step(b.tokens_per_step);
   p.set_tflops_per_gpu(b.tflops_per_gpu);
   p.set_tokens_per_second_per_gpu(b.tokens_per_s_per_gpu);
   for (const std::string& a : b.assumptions) p.add_assumptions(a);

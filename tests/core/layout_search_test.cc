@@ -244,6 +244,8 @@ TEST(LayoutSearchTest, TokensBecomeTimeToTrainAndGpuHours) {
   const StepBreakdown& b = search->ranked.front().step;
   const double steps = std::ceil(15e12 / (1024.0 * 8192));
   EXPECT_DOUBLE_EQ(b.train_tokens, 15e12);
+  EXPECT_EQ(b.tokens_per_step, 1024 * 8192);  // the whole step's, not one micro-batch's
+  EXPECT_NEAR(b.tokens_per_s_per_gpu * b.step_s * 512, 1024.0 * 8192, 1e-6 * 1024 * 8192);
   EXPECT_NEAR(b.time_to_train_s, steps * b.step_s, 1e-6 * b.time_to_train_s);
   EXPECT_NEAR(b.gpu_hours, b.time_to_train_s * 512 / 3600, 1e-6 * b.gpu_hours);
 }

@@ -212,6 +212,8 @@ export interface StepBreakdown {
   /** MFU with attention's s × s products counted the other way from flop_count. */
   mfu_other_count?: number;
   tokens_per_second_per_gpu?: number;
+  /** Tokens the whole step trains on: global_batch × the sequence length. */
+  tokens_per_step?: Int64;
   assumptions?: string[];
   memory?: MemoryEstimate;
   sequence_parallel?: boolean;

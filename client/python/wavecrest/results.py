@@ -750,6 +750,8 @@ class StepBreakdown:
     # MFU with attention's s × s products counted the other way (causal when
     # AnalyzeResponse.flop_count is full, full when causal): how much the convention moves it.
     mfu_other_count: float = 0.0
+    # Tokens the whole step trains on: global_batch × the sequence length.
+    tokens_per_step: int = 0
 
 
 @dataclass(frozen=True)
@@ -806,20 +808,24 @@ class LayoutOption:
 @dataclass(frozen=True)
 class AnalyzeResponse:
     r"""Analyze output. Every time in it is PREDICTED by the analytic model (see provenance)."""
-    # The spec with every default filled in.
+    # The spec with every default filled in, its parallel degrees as the request gave them (a run's
+    # data parallelism, which its GPUs decide, is step.data_parallel; model.data_parallel stays the
+    # spec's own).
     model: ModelSpec = field(default_factory=ModelSpec)
     # The catalog GPU predicted for.
     gpu: str = ""
-    # One entry per GEMM (and fused attention kernel) of one step, per tensor-parallel rank.
+    # One entry per GEMM (and fused attention kernel) of one micro-batch, per tensor-parallel rank.
     gemms: List[GemmAnalysis] = field(default_factory=list)
     # Parameter counts.
     params: ParameterCounts = field(default_factory=ParameterCounts)
-    # FLOPs of one step on one rank.
+    # FLOPs of one micro-batch on one rank, as the kernels run them (a fused attention only the
+    # blocks its mask leaves; its backward's recomputed scores included).
     step_flops: float = 0.0
     # The model's FLOPs of one micro-batch (all t·c ranks; the experts' capacity padding left out),
     # with attention counted as flop_count says.
     model_flops: float = 0.0
-    # Tokens per step of one model replica.
+    # Tokens of one micro-batch of one model replica (b·s; over context parallelism each rank has
+    # 1/c of them). A run's whole step is step.tokens_per_step.
     tokens_per_step: int = 0
     # Σ count × time over the GEMMs of one rank's micro-batch, seconds.
     gemm_time_s: float = 0.0
