@@ -395,6 +395,16 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (run.recompute == Recompute::kSelective) run.recompute = Recompute::kOp;
   // Without torch.compile its Llama block runs eager, each elementwise op a kernel.
   run.eager = !absl::StrContains(src, "torch.compile");
+  // Its loss, cross_entropy over `pred.flatten(0, 1).float()`, ran uncompiled until 2025-04:
+  // train.py at 9dec370 has the loss's torch.compile commented out (e8977b0, 2024-12-18, "turning
+  // off compile on loss function"), compiled with the model again from bbb1b61 (2025-04-02,
+  // build_loss_fn). The December 2024 page and torchao's March 2025 runs (torchtitan 0.0.2)
+  // predate it; the June 2025 pages' runs compiled it.
+  const std::string& id = r.at("id");
+  if (run.eager || absl::StartsWith(id, "torchtitan_2412_") ||
+      absl::StartsWith(id, "torchtitan_2503ao_")) {
+    run.loss = LossKernel::kEager;
+  }
 }
 
 Priced Describe(const Row& r, const std::string& root) {

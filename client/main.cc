@@ -85,6 +85,12 @@ ABSL_FLAG(std::string, fp8_recipe, "",
           "scale per tensor, as Transformer Engine and torchao's tensorwise; the tensor-parallel "
           "all-gathers move FP8) or rowwise (torchao's rowwise: tensor parallelism in 16 bits, as "
           "torchtitan runs it, and the backward's extra casts and rescaled outputs)");
+ABSL_FLAG(std::string, loss, "",
+          "analyze: how the loss over the logits runs: fused (the default: the FP32 softmax kept "
+          "in place, 4 bytes a logit, as Megatron-Core's vocab-parallel cross entropy and a "
+          "compiled loss) or eager (PyTorch's cross_entropy over an FP32 copy of the logits, "
+          "uncompiled, as TorchTitan until 2025-04 and Hugging Face trainers: 12 bytes a logit "
+          "held, and more memory traffic)");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
           "and backward; a fitted constant, not a measured wait): the dropless dispatchers read "
@@ -327,6 +333,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.ep_dispatcher = absl::GetFlag(FLAGS_ep_dispatcher);
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
   o.fp8_recipe = absl::GetFlag(FLAGS_fp8_recipe);
+  o.loss = absl::GetFlag(FLAGS_loss);
   o.flop_count = absl::GetFlag(FLAGS_flop_count);
   o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.sustained_stretch = absl::GetFlag(FLAGS_sustained_stretch);

@@ -199,6 +199,12 @@ double Fp8RowwiseExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
          ElementwiseBandwidth(spec, gpu);
 }
 
+double EagerLossExtraTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
+  const DerivedShape d = Derive(spec);
+  return kEagerLossExtraBytesPerLogit * static_cast<double>(d.tokens) *
+         static_cast<double>(d.vocab_per_rank) / ElementwiseBandwidth(spec, gpu);
+}
+
 double EagerExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
   const double bw = ElementwiseBandwidth(spec, gpu);
   return 3 * EagerExtraBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) / bw;

@@ -66,6 +66,18 @@ double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec);
 // Those bytes for one layer and micro-batch, seconds at the GPU's elementwise bandwidth.
 double Fp8RowwiseExtraLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
 
+// PyTorch's eager cross_entropy over an FP32 copy of 16-bit logits (LossKernel::kEager): bytes
+// per logit its passes move beyond the fused loss's 18 (EstimateElementwise's: read, softmax,
+// write, backward twice that, 2 bytes each). COUNTED from its ops' reads and writes, one pass each
+// and two for the softmax's row reductions: forward the copy (read 2, write 4), the log-softmax's
+// max and sum (read 4) and its output (read 4, write 4), 18; backward the NLL's gradient written
+// (4), the log-softmax backward's row sum (read 4) and its output (read 4 + 4, write 4), the cast
+// back to 16 bits (read 4, write 2), 26. 44 in all: 26 more. Not measured.
+inline constexpr double kEagerLossExtraBytesPerLogit = 44 - 18;
+// Those bytes for one micro-batch's logits on one rank (training), seconds at the GPU's
+// elementwise bandwidth.
+double EagerLossExtraTimeS(const ModelSpec& spec, const GpuSpec& gpu);
+
 // One layer's eager extra (EagerExtraBytesPerToken) for one micro-batch of training, forward and
 // backward (backward moving twice what forward does, as EstimateElementwise counts), seconds at
 // the GPU's elementwise bandwidth.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "core/model_stats.h"
 #include "core/op_recompute.h"
 
@@ -37,6 +39,19 @@ absl::string_view RecomputeName(Recompute r) {
   }
   return "none";
 }
+
+absl::StatusOr<LossKernel> ParseLossKernel(absl::string_view name) {
+  if (name.empty() || name == "fused") return LossKernel::kFused;
+  if (name == "eager") return LossKernel::kEager;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown value \"", name, "\"; allowed: fused, eager"));
+}
+
+absl::string_view LossKernelName(LossKernel k) {
+  return k == LossKernel::kEager ? "eager" : "fused";
+}
+
+double LossBytesPerLogit(LossKernel k) { return k == LossKernel::kEager ? 12 : 4; }
 
 double KvCacheBytes(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
@@ -237,14 +252,15 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, cons
   const double h = static_cast<double>(spec.hidden_size);
   const double per_layer = LayerActivationBytes(spec, layout, d);
   const double in_flight_layers = InFlightLayers(spec, layout, stage);
-  // The last stage's: logits in FP32 for the loss (4·s·b·v/t bytes); each multi-token prediction
-  // module another, and its layer's activations and input (its norms' outputs concatenated, 2h,
-  // into the 2h × h projection).
+  // The last stage's: what the loss holds of the logits (LossBytesPerLogit: 4·s·b·v/t bytes fused,
+  // 12 eager); each multi-token prediction module another, and its layer's activations and input
+  // (its norms' outputs concatenated, 2h, into the 2h × h projection).
   const double mtp = static_cast<double>(layout.mtp_layers);
   const double mtp_activations = mtp * (per_layer + 2 * s * b * 2 * h);
-  const double head =
-      stage.last ? (1 + mtp) * 4 * s * b * static_cast<double>(d.vocab_per_rank) + mtp_activations
-                 : 0;
+  const double head = stage.last ? (1 + mtp) * LossBytesPerLogit(layout.loss) * s * b *
+                                           static_cast<double>(d.vocab_per_rank) +
+                                       mtp_activations
+                                 : 0;
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
   // and one layer's activations.
   const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);

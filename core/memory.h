@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/gpu_catalog.h"
 #include "core/model_spec.h"
@@ -55,6 +56,23 @@ inline constexpr double kUsableMemoryFraction = 0.90;
 enum class Recompute { kNone, kSelective, kFull, kOp };
 absl::string_view RecomputeName(Recompute r);  // "none", "selective", "full", "op"
 
+// How the loss over the logits runs (RunConfig::loss, MemoryLayout::loss):
+// - kFused (the default): the FP32 softmax kept and rewritten in place for backward, 4 bytes a
+//   logit: Megatron-Core's vocab-parallel cross entropy (megatron/core/tensor_parallel/
+//   cross_entropy.py: the logits cast to FP32, exp and divide in place, the softmax saved), and a
+//   torch.compile'd loss (TorchTitan compiles it with the model since 2025-04).
+// - kEager: PyTorch's cross_entropy over an FP32 copy of the logits, uncompiled (TorchTitan's
+//   `pred.flatten(0, 1).float()` until 2025-04, Hugging Face trainers): at backward's start the
+//   log-softmax kept for it, the NLL's gradient and the log-softmax's input gradient, FP32 each,
+//   12 bytes a logit; and its passes move more memory (EagerLossExtraBytesPerLogit).
+enum class LossKernel { kFused, kEager };
+// "fused" or "" (the default) and "eager"; otherwise InvalidArgument naming the allowed values
+// (the caller names the field).
+absl::StatusOr<LossKernel> ParseLossKernel(absl::string_view name);
+absl::string_view LossKernelName(LossKernel k);
+// The bytes per logit the loss holds at its peak (4 fused, 12 eager).
+double LossBytesPerLogit(LossKernel k);
+
 // How a training run lays a model out, as far as memory is concerned.
 struct MemoryLayout {
   bool sequence_parallel = false;  // the activations outside the TP regions split over t too
@@ -92,6 +110,8 @@ struct MemoryLayout {
   // activations and one more FP32 logits buffer for its loss. Counted with one stage (the GPU
   // estimated holds the last stage then); with a pipeline the module's stage is not this one.
   int64_t mtp_layers = 0;
+  // How the loss runs (LossKernel): the bytes per logit the last stage holds for it.
+  LossKernel loss = LossKernel::kFused;
 };
 
 // The fullest GPU of a training run's pipeline (every stage estimated, MemoryEstimate::stage

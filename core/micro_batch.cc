@@ -36,6 +36,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   mb.layers_forward_s += layers * a.elementwise.layer_time_s / 3;
   mb.attention_forward_s += layers * a.elementwise.softmax_time_s / 3;
   mb.head_s = logits_s + a.elementwise.loss_time_s;
+  if (run.loss == LossKernel::kEager) mb.head_s += EagerLossExtraTimeS(a.spec, *a.gpu);
   if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a, stretch);
   if (run.eager) {
     // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.

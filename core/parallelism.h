@@ -147,6 +147,9 @@ struct RunConfig {
   bool fp8_param_gather = false;
   // How an FP8 step scales its linears' operands (Fp8Recipe; dtype FP8 only).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
+  // How the loss over the logits runs (LossKernel: fused, the default, or PyTorch's eager
+  // cross_entropy over an FP32 copy): its memory and, eager, its extra traffic.
+  LossKernel loss = LossKernel::kFused;
   // Fraction of the tensor-parallel collectives hidden under the GEMMs they feed (Megatron-Core's
   // --tp-comm-overlap, off by default there: 0).
   double tp_overlap = 0;

@@ -287,6 +287,17 @@ std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
          " (--sustained-stretch 1 for GPUs that hold their clocks)";
 }
 
+// How the loss over the logits was priced (LossKernel).
+std::string LossAssumption(const RunConfig& run) {
+  return run.loss == LossKernel::kEager
+             ? "the loss as PyTorch's eager cross_entropy over an FP32 copy of the logits (loss "
+               "eager): 12 bytes a logit held at backward's start, 26 more of memory traffic "
+               "than a fused loss"
+             : "the loss fused (Megatron-Core's vocab-parallel cross entropy, or a compiled "
+               "loss): the FP32 softmax kept in place, 4 bytes a logit; --loss eager prices "
+               "PyTorch's uncompiled cross_entropy over an FP32 copy (12)";
+}
+
 }  // namespace
 
 // What the figures take for granted, in words.
@@ -313,6 +324,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                " changes nothing here: the step runs ", DTypeName(s.dtype),
                                ", not FP8"));
   }
+  out.push_back(LossAssumption(run));
   if (s.context_parallel > 1) {
     out.push_back(absl::StrFormat(
         "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "

@@ -183,6 +183,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   } else {
     v.push_back({absl::StrCat(prefix, "fp8_recipe"), std::string(f.status().message())});
   }
+  if (absl::StatusOr<LossKernel> l = ParseLossKernel(r.loss()); l.ok()) {
+    c.loss = *l;
+  } else {
+    v.push_back({absl::StrCat(prefix, "loss"), std::string(l.status().message())});
+  }
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
   RecomputeFromProto(r, prefix, c, v);

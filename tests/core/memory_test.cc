@@ -3,6 +3,7 @@
 #include "bench/zero_figures.h"
 #include "core/gpu_catalog.h"
 #include "core/model_stats.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/core/test_specs.h"
 
@@ -115,6 +116,23 @@ TEST(MemoryTest, MultiTokenPredictionAddsItsModuleOnTheLastStage) {
   const MemoryEstimate last = EstimateMemory(s, gpu, layout);
   EXPECT_EQ(last.stage, 1);
   EXPECT_DOUBLE_EQ(last.activations_bytes, 2 * layer + layer + 2 * sb * 2 * h + 2 * 4 * sb * 1024);
+}
+
+// PyTorch's eager cross_entropy over an FP32 copy holds 12 bytes a logit at backward's start where
+// a fused loss keeps its 4-byte softmax: 8·s·b·V/t more on the last stage; names parse both ways.
+TEST(MemoryTest, AnEagerLossHoldsThreeFp32CopiesOfTheLogits) {
+  const ModelSpec s = GptLayer();
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  MemoryLayout layout;
+  const MemoryEstimate fused = EstimateMemory(s, gpu, layout);
+  layout.loss = LossKernel::kEager;
+  const MemoryEstimate eager = EstimateMemory(s, gpu, layout);
+  EXPECT_DOUBLE_EQ(eager.activations_bytes - fused.activations_bytes, 8 * 2048.0 * 2 * 1024);
+  EXPECT_EQ(*ParseLossKernel(""), LossKernel::kFused);
+  EXPECT_EQ(*ParseLossKernel("eager"), LossKernel::kEager);
+  EXPECT_EQ(LossKernelName(*ParseLossKernel("fused")), "fused");
+  EXPECT_THAT(std::string(ParseLossKernel("chunked").status().message()),
+              ::testing::HasSubstr("\"chunked\"; allowed: fused, eager"));
 }
 
 // Every stage is estimated and the fullest kept: under 1F1B stage r holds p − r micro-batches of

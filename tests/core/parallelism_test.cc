@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/megatron_runs.h"
 #include "core/collectives.h"
+#include "core/elementwise_cost.h"
 #include "core/gemm.h"
 #include "core/model_stats.h"
 #include "core/units.h"
@@ -978,6 +979,27 @@ TEST(ParallelismTest, Fp8ParamGatherHalvesTheWeightsAndTheirGathers) {
   s.dtype = DType::kBf16;
   EXPECT_THAT(PlanStep(*Analyze(s, **FindGpu("h100-sxm")), run).status().message(),
               HasSubstr("got dtype bf16"));
+}
+
+// PyTorch's eager loss moves 26 more bytes a logit each micro-batch on the last stage and holds
+// 8 more in memory; the answer says which loss it priced.
+TEST(ParallelismTest, AnEagerLossCostsItsTrafficAndMemory) {
+  ModelSpec s = EightLayers70B(1);
+  RunConfig run;
+  run.num_gpus = 8;
+  run.global_batch = 16;
+  const StepBreakdown fused = Plan(s, run);
+  run.loss = LossKernel::kEager;
+  const StepBreakdown eager = Plan(s, run);
+  const double m = static_cast<double>(fused.microbatches);
+  const ModelSpec n = *NormalizeSpec(s);
+  EXPECT_NEAR(eager.compute_s - fused.compute_s, m * EagerLossExtraTimeS(n, **FindGpu("h100-sxm")),
+              1e-9 * fused.compute_s);
+  const double logits = static_cast<double>(n.seq_length * n.micro_batch_size) *
+                        static_cast<double>(Derive(n).vocab_per_rank);
+  EXPECT_NEAR(eager.memory.total_bytes - fused.memory.total_bytes, 8 * logits, 1.0);
+  EXPECT_TRUE(Says(fused, "the loss fused"));
+  EXPECT_TRUE(Says(eager, "eager cross_entropy over an FP32 copy"));
 }
 
 // Tensorwise FP8 (TE's recipes, torchao's tensorwise) gathers its FP8 copies over tensor

@@ -272,6 +272,20 @@ class ClientTest(unittest.TestCase):
             self.client.analyze(hf, "h100-sxm", run=dict(sp, fp8_recipe="blockwise"), **fp8)
         self.assertIn("run.fp8_recipe: unknown value \"blockwise\"; allowed: tensorwise",
                       str(cm.exception))
+        # The loss, as the CLI's --loss names it: eager holds more of the logits and says so;
+        # the whole step's tokens beside the MFU of the other count.
+        fused = self.client.analyze(hf, "h100-sxm", run=sp)
+        eager = self.client.analyze(hf, "h100-sxm", run=dict(sp, loss="eager"))
+        self.assertGreater(eager.step.memory.activations_bytes,
+                           fused.step.memory.activations_bytes)
+        self.assertGreater(eager.step.step_time_s, fused.step.step_time_s)
+        self.assertTrue(any("eager cross_entropy" in a for a in eager.step.assumptions))
+        self.assertGreater(fused.step.tokens_per_step, 0)
+        self.assertGreater(fused.step.mfu_other_count, 0)
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(hf, "h100-sxm", run=dict(sp, loss="chunked"))
+        self.assertIn("run.loss: unknown value \"chunked\"; allowed: fused, eager",
+                      str(cm.exception))
 
     def test_plan_searches_the_layout_and_a_run_that_does_not_fit_is_not_the_answer(self):
         model = os.path.join(SOURCE, "examples/models/llama-3-70b.json")

@@ -266,6 +266,8 @@ export interface RunConfig {
   ep_overlap?: boolean;
   ep_dispatcher?: string;
   fp8_recipe?: string;
+  /** How the loss runs: "fused" (the default) or "eager" (PyTorch's uncompiled FP32 cross_entropy). */
+  loss?: string;
   fp8_param_gather?: boolean;
   network?: string;
   sequence_parallel?: boolean;
