@@ -393,8 +393,12 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   // The page's "selective activation checkpointing" is torchtitan's default option at 9dec370,
   // selective_ac_option = 'op' (train_configs/llama3_8b.toml): the op-level policy.
   if (run.recompute == Recompute::kSelective) run.recompute = Recompute::kOp;
-  // Without torch.compile its Llama block runs eager, each elementwise op a kernel.
+  // Without torch.compile its Llama block runs eager, each elementwise op a kernel; with it the
+  // rotary embedding still does: its apply_rotary_emb multiplies complex numbers
+  // (torch.view_as_complex, models/llama/model.py at 9dec370, models/llama3/model.py at e7c0cae
+  // and 820504e), for which TorchInductor generates no code (pytorch/torchtitan#15).
   run.eager = !absl::StrContains(src, "torch.compile");
+  run.rope_unfused = true;
   // Its loss, cross_entropy over `pred.flatten(0, 1).float()`, ran uncompiled until 2025-04:
   // train.py at 9dec370 has the loss's torch.compile commented out (e8977b0, 2024-12-18, "turning
   // off compile on loss function"), compiled with the model again from bbb1b61 (2025-04-02,

@@ -37,7 +37,7 @@ CommandInfo AnalyzeCommand() {
       "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
       "ep_dispatcher", "fp8_param_gather", "fp8_recipe", "loss", "flop_count", "moe_host_ms", "sustained_stretch",
       "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes",
-      "eager", "moe_unfused_ops", "recompute_moe", "recompute_mla_up_proj", "mtp_layers",
+      "eager", "rope_unfused", "moe_unfused_ops", "recompute_moe", "recompute_mla_up_proj", "mtp_layers",
       "fsdp_shard"};
   return {"analyze",
           "the GEMMs of one step of a model, their alignment, predicted cost and the paper's rules "

@@ -40,6 +40,7 @@ struct CliOptions {
   bool overlap_grad_reduce = false;
   bool zero3_prefetch = false;
   bool eager = false;      // eager PyTorch's unfused elementwise kernels
+  bool rope_unfused = false;  // the rotary embedding's alone (TorchTitan's complex RoPE)
   bool moe_unfused_ops = false;  // Megatron-Core's unfused expert ops (biases, clamped GLU)
   bool recompute_moe = false;    // Megatron-Core's recompute_modules "moe"
   bool recompute_mla_up_proj = false;  // ... and "mla_up_proj"

@@ -19,7 +19,8 @@ bool AnyRunFlag(const CliOptions& o) {
          !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || !o.fp8_recipe.empty() || !o.loss.empty() ||
          o.moe_host_ms >= 0 || o.sustained_stretch != 0 || o.zero_stage != 0 || o.plan ||
          o.keep_degrees || o.tokens != 0 ||
-         o.offload_activations || o.gradient_bytes != 0 || o.eager || o.moe_unfused_ops ||
+         o.offload_activations || o.gradient_bytes != 0 || o.eager || o.rope_unfused ||
+         o.moe_unfused_ops ||
          o.recompute_moe || o.recompute_mla_up_proj ||
          o.mtp_layers != 0 || o.fsdp_shard != 0;
 }
@@ -36,6 +37,7 @@ absl::Status RunConfigFromFlags(const CliOptions& o, v1::RunConfig* run) {
   run->set_overlap_grad_reduce(o.overlap_grad_reduce);
   run->set_zero3_prefetch(o.zero3_prefetch);
   run->set_eager(o.eager);
+  run->set_rope_unfused(o.rope_unfused);
   run->set_moe_unfused_ops(o.moe_unfused_ops);
   run->set_recompute_moe(o.recompute_moe);
   run->set_recompute_mla_up_proj(o.recompute_mla_up_proj);

@@ -126,6 +126,10 @@ ABSL_FLAG(int64_t, fsdp_shard, 0,
 ABSL_FLAG(bool, eager, false,
           "analyze: eager PyTorch: each elementwise op of a layer its own kernel (no "
           "torch.compile, no fused norm or activation), priced on top of fused kernels");
+ABSL_FLAG(bool, rope_unfused, false,
+          "analyze: the rotary embedding as its own kernels beside compiled ones (TorchTitan's "
+          "complex-number RoPE, for which TorchInductor generates no code), priced as eager's; "
+          "implied by --eager");
 ABSL_FLAG(bool, moe_unfused_ops, false,
           "analyze: a MoE layer's expert ops as Megatron-Core's TEGroupedMLP runs them without "
           "fused MoE kernels (Megatron-LM through mid-2026): biased experts' output bias added "
@@ -147,7 +151,7 @@ ABSL_FLAG(int64_t, mtp_layers, 0,
 ABSL_FLAG(double, tp_overlap, 0,
           "analyze: fraction of the tensor-parallel collectives hidden under their GEMMs "
           "(Megatron-Core's --tp-comm-overlap, priced as 1 in NVIDIA's recipes; TorchTitan's "
-          "async TP hid 0.42 of them in its published pairs; 0, the default, when not given)");
+          "async TP hid 0.43 of them in its published pairs; 0, the default, when not given)");
 ABSL_FLAG(bool, no_pp_overlap, false,
           "analyze: expose every pipeline send (Megatron-LM's --no-overlap-p2p-communication); by "
           "default the interleaved schedule's steady-state sends run under compute");
@@ -322,6 +326,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.overlap_grad_reduce = absl::GetFlag(FLAGS_overlap_grad_reduce);
   o.zero3_prefetch = absl::GetFlag(FLAGS_zero3_prefetch);
   o.eager = absl::GetFlag(FLAGS_eager);
+  o.rope_unfused = absl::GetFlag(FLAGS_rope_unfused);
   o.moe_unfused_ops = absl::GetFlag(FLAGS_moe_unfused_ops);
   o.recompute_moe = absl::GetFlag(FLAGS_recompute_moe);
   o.recompute_mla_up_proj = absl::GetFlag(FLAGS_recompute_mla_up_proj);

@@ -171,17 +171,24 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
   return e;
 }
 
+double RopeUnfusedBytesPerToken(const ModelSpec& spec) {
+  if (spec.learned_position_embeddings != 0) return 0;  // no rotary positions
+  const DerivedShape d = Derive(spec);
+  return 20 * static_cast<double>((d.heads_per_rank + d.kv_heads_per_rank) * d.head_dim);
+}
+
+double RopeUnfusedLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu) {
+  return 3 * RopeUnfusedBytesPerToken(spec) * static_cast<double>(Derive(spec).tokens) /
+         ElementwiseBandwidth(spec, gpu);
+}
+
 double EagerExtraBytesPerToken(const ModelSpec& spec) {
   const DerivedShape d = Derive(spec);
   const double h = static_cast<double>(spec.hidden_size);
-  const double q = static_cast<double>(d.heads_per_rank * d.head_dim);
-  const double kv = static_cast<double>(d.kv_heads_per_rank * d.head_dim);
   const double f = static_cast<double>(d.active_ffn_per_rank);
   const double norm_extra = spec.norm == Norm::kRmsNorm ? 36 - 4 : 0;
-  // Rotary positions wherever the model has no learned position table.
-  const double rope = spec.learned_position_embeddings == 0 ? 20 * (q + kv) : 0;
   const double activation_extra = spec.mlp == Mlp::kGelu ? 0 : (10 - 6) * f;
-  return 2 * norm_extra * h + rope + activation_extra;
+  return 2 * norm_extra * h + RopeUnfusedBytesPerToken(spec) + activation_extra;
 }
 
 double Fp8RowwiseExtraBytesPerToken(const ModelSpec& spec) {

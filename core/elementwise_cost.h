@@ -49,6 +49,15 @@ inline constexpr double kElementwiseRelativeSigma = 0.15;
 // then the product (6), 10 an element of the MLP's width where a fused one moves 6 (GELU: no
 // extra; LayerNorm is one kernel eager too). The residual adds are separate kernels either way.
 double EagerExtraBytesPerToken(const ModelSpec& spec);
+// Of those, the rotary embedding's (20 an element of the queries and keys on this rank; 0 for a
+// model with a learned position table). TorchTitan's Llama RoPE runs so under torch.compile too
+// (RunConfig::rope_unfused): TorchInductor generates no code for complex operators ("Torchinductor
+// does not support code generation for complex operators", pytorch/torchtitan#15), and its
+// complex product runs as its own kernels.
+double RopeUnfusedBytesPerToken(const ModelSpec& spec);
+// Those bytes for one layer and micro-batch of training, forward and backward, seconds (as
+// EagerExtraLayerTimeS counts them).
+double RopeUnfusedLayerTimeS(const ModelSpec& spec, const GpuSpec& gpu);
 
 // FP8 with rowwise scales (RunConfig::fp8_recipe kRowwise, torchao's "rowwise" recipe: every
 // operand scaled along the dimension its GEMM contracts, torchao/float8/config.py and

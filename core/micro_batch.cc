@@ -6,6 +6,37 @@
 
 namespace wavecrest {
 
+namespace {
+
+// What the run's unfused kernels add to the layers' elementwise work: eager PyTorch's (or the
+// rotary embedding's alone), rowwise FP8's backward casts, Megatron-Core's unfused expert ops.
+void AddUnfusedKernels(const Analysis& a, const RunConfig& run, MicroBatch& mb) {
+  const double layers = static_cast<double>(a.spec.num_layers);
+  if (run.eager || run.rope_unfused) {
+    // Eager PyTorch's unfused elementwise kernels (or of them the rotary embedding's alone):
+    // forward a third, recomputed with the rest.
+    const double eager = layers * (run.eager ? EagerExtraLayerTimeS(a.spec, *a.gpu)
+                                             : RopeUnfusedLayerTimeS(a.spec, *a.gpu));
+    mb.layers_s += eager;
+    mb.layers_forward_s += eager / 3;
+    mb.op_recompute_s += eager / 3;
+  }
+  if (a.spec.dtype == DType::kFp8E4M3 && run.fp8_recipe == Fp8Recipe::kRowwise) {
+    // Rowwise FP8's backward casts and rescales, at the elementwise bandwidth.
+    mb.layers_s += layers * Fp8RowwiseExtraLayerTimeS(a.spec, *a.gpu);
+  }
+  if (run.moe_unfused_ops) {  // on the MoE layers, spread over the layers as the rest
+    const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
+    const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);
+    mb.layers_s += moe_layers * t.total_s;
+    mb.layers_forward_s += moe_layers * t.forward_s;
+    if (run.recompute == Recompute::kOp) mb.op_recompute_s += moe_layers * t.forward_s;
+    mb.moe_forward_s += moe_layers * t.forward_s;
+  }
+}
+
+}  // namespace
+
 MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   MicroBatch mb;
   const double layers = static_cast<double>(a.spec.num_layers);
@@ -38,25 +69,7 @@ MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run) {
   mb.head_s = logits_s + a.elementwise.loss_time_s;
   if (run.loss == LossKernel::kEager) mb.head_s += EagerLossExtraTimeS(a.spec, *a.gpu);
   if (run.recompute == Recompute::kOp) mb.op_recompute_s = OpRecomputeForwardS(a, stretch);
-  if (run.eager) {
-    // Eager PyTorch's unfused elementwise kernels: forward a third, recomputed with the rest.
-    const double eager = layers * EagerExtraLayerTimeS(a.spec, *a.gpu);
-    mb.layers_s += eager;
-    mb.layers_forward_s += eager / 3;
-    mb.op_recompute_s += eager / 3;
-  }
-  if (a.spec.dtype == DType::kFp8E4M3 && run.fp8_recipe == Fp8Recipe::kRowwise) {
-    // Rowwise FP8's backward casts and rescales, at the elementwise bandwidth.
-    mb.layers_s += layers * Fp8RowwiseExtraLayerTimeS(a.spec, *a.gpu);
-  }
-  if (run.moe_unfused_ops) {  // on the MoE layers, spread over the layers as the rest
-    const MoeUnfusedTime t = MoeUnfusedOpsLayerTimeS(a.spec, *a.gpu);
-    const double moe_layers = static_cast<double>(Derive(a.spec).moe_layers);
-    mb.layers_s += moe_layers * t.total_s;
-    mb.layers_forward_s += moe_layers * t.forward_s;
-    if (run.recompute == Recompute::kOp) mb.op_recompute_s += moe_layers * t.forward_s;
-    mb.moe_forward_s += moe_layers * t.forward_s;
-  }
+  AddUnfusedKernels(a, run, mb);
   if (run.mtp_layers > 0) {  // RunConfig::mtp_layers: the projection is 2h/V of the logits' work
     const double projection = logits_s * 2 * static_cast<double>(a.spec.hidden_size) /
                               static_cast<double>(a.spec.vocab_size);

@@ -22,8 +22,9 @@ struct MicroBatch {
 };
 
 // The micro-batch's parts from the analysis's GEMMs and elementwise work, with what the run adds:
-// eager kernels (RunConfig::eager), Megatron-Core's unfused expert ops (moe_unfused_ops) and
-// multi-token prediction on the last stage (mtp_layers).
+// eager kernels (RunConfig::eager, rope_unfused), rowwise FP8's casts, Megatron-Core's unfused
+// expert ops (moe_unfused_ops), an eager loss (loss) and multi-token prediction on the last stage
+// (mtp_layers).
 MicroBatch SplitMicroBatch(const Analysis& a, const RunConfig& run);
 
 }  // namespace wavecrest

@@ -85,8 +85,9 @@ inline constexpr double kMoeHostIdleS = 0.6e-3;
 // (1.057x measured, 1.085x predicted) and its 405B pipelined rows
 // (bench/data/fit_async_tp_share.py, bench/results/async_tp_share.txt). Hiding all of them, as
 // Transformer Engine's userbuffers overlap is priced, predicts 1.23-1.36x for those pairs where
-// they measured 1.09-1.16x. (0.38 before tensorwise float8's all-gathers were priced in FP8.)
-inline constexpr double kAsyncTpHiddenShare = 0.42;
+// they measured 1.09-1.16x. (0.38 before tensorwise float8's all-gathers were priced in FP8,
+// 0.42 before the compiled runs' unfused RoPE was.)
+inline constexpr double kAsyncTpHiddenShare = 0.43;
 // How an FP8 step scales its linears' operands (RunConfig::fp8_recipe; dtype FP8 only).
 // - kTensorwise ("tensorwise", the default): one scale per tensor, as Transformer Engine's delayed
 //   and current scaling and torchao's "tensorwise" recipe. The linears' inputs and output
@@ -176,6 +177,9 @@ struct RunConfig {
   // fused norm or activation; core/elementwise_cost.h's EagerExtraBytesPerToken), priced on top
   // of the fused kernels the step otherwise assumes.
   bool eager = false;
+  // The rotary embedding as its own kernels beside compiled ones (RopeUnfusedBytesPerToken:
+  // TorchTitan's complex-number RoPE under torch.compile), priced as eager's; implied by eager.
+  bool rope_unfused = false;
   // A MoE layer's expert ops as Megatron-Core's TEGroupedMLP runs them without fused MoE kernels
   // (core/elementwise_cost.h's MoeUnfusedOpsBytesPerToken: biased experts' output bias added
   // expert by expert in FP32, a clamped GLU's clamp outside the fused activation), priced on top

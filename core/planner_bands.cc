@@ -16,7 +16,7 @@ const std::vector<PlannerBand>& PlannerBands() {
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.080, 0.071, 127},
       {kBandFsdp, -0.079, 0.075, 216},
-      {kBandFsdpPrefetch, -0.098, 0.220, 31},
+      {kBandFsdpPrefetch, -0.120, 0.175, 31},
       {kBandExpertParallel, -0.113, 0.140, 73},
       {kBandContextParallel, -0.020, 0.101, 66},
   };

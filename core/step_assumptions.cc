@@ -287,6 +287,23 @@ std::string SustainedAssumption(const GpuSpec& gpu, const RunConfig& run) {
          " (--sustained-stretch 1 for GPUs that hold their clocks)";
 }
 
+// Eager PyTorch's unfused elementwise kernels, or of them the rotary embedding's alone.
+std::string UnfusedKernelsAssumption(const ModelSpec& s, const RunConfig& run) {
+  if (run.eager) {
+    return absl::StrFormat(
+        "eager PyTorch (eager): each elementwise op of a layer its own kernel, %.0f KB more "
+        "memory traffic per token and layer forward (RMSNorm in FP32 steps, the rotary "
+        "embedding in complex FP32, SwiGLU in two kernels; TorchTitan's Llama block) and twice "
+        "that backward, at the elementwise bandwidth",
+        EagerExtraBytesPerToken(s) / 1e3);
+  }
+  return absl::StrFormat(
+      "the rotary embedding as its own kernels beside compiled ones (rope_unfused: TorchTitan's "
+      "complex-number RoPE, for which TorchInductor generates no code, pytorch/torchtitan#15): "
+      "%.0f KB more memory traffic per token and layer forward and twice that backward",
+      RopeUnfusedBytesPerToken(s) / 1e3);
+}
+
 // How the loss over the logits was priced (LossKernel).
 std::string LossAssumption(const RunConfig& run) {
   return run.loss == LossKernel::kEager
@@ -343,14 +360,7 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   out.push_back(FlopCountAssumption(run.flop_count));
   if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));
   AddRecomputeAssumptions(s, run, out);
-  if (run.eager) {
-    out.push_back(absl::StrFormat(
-        "eager PyTorch (eager): each elementwise op of a layer its own kernel, %.0f KB more "
-        "memory traffic per token and layer forward (RMSNorm in FP32 steps, the rotary "
-        "embedding in complex FP32, SwiGLU in two kernels; TorchTitan's Llama block) and twice "
-        "that backward, at the elementwise bandwidth",
-        EagerExtraBytesPerToken(s) / 1e3));
-  }
+  if (run.eager || run.rope_unfused) out.push_back(UnfusedKernelsAssumption(s, run));
   if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
   if (run.mtp_layers > 0) out.push_back(MtpAssumption(run.mtp_layers));
   if (IsHybrid(s)) out.push_back(HybridAssumption(s));

@@ -157,6 +157,7 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   c.keep_degrees = r.keep_degrees();
   c.train_tokens = r.train_tokens();
   c.eager = r.eager();
+  c.rope_unfused = r.rope_unfused();
   c.moe_unfused_ops = r.moe_unfused_ops();
   c.recompute_moe = r.recompute_moe();
   c.recompute_mla_up_proj = r.recompute_mla_up_proj();

@@ -107,6 +107,22 @@ TEST(OpRecomputeTest, EagerKernelsAddToTheStepAndToWhatIsRecomputed) {
   bool said = false;
   for (const std::string& line : eager->assumptions) said |= line.find("eager PyTorch") == 0;
   EXPECT_TRUE(said);
+  // Compiled, with the rotary embedding alone unfused (TorchTitan's complex RoPE): its share of
+  // eager's extra, 20 bytes an element of the queries and keys; eager implies it.
+  run.eager = false;
+  run.rope_unfused = true;
+  const absl::StatusOr<StepBreakdown> rope = PlanStep(*a, run);
+  ASSERT_TRUE(rope.ok());
+  EXPECT_DOUBLE_EQ(RopeUnfusedBytesPerToken(a->spec), 20.0 * (4096 + 1024));
+  const double rope_extra = 32 * RopeUnfusedLayerTimeS(a->spec, H100());
+  EXPECT_NEAR(rope->compute_s - fused->compute_s, rope_extra, 1e-9);
+  EXPECT_NEAR(rope->recompute_s - fused->recompute_s, rope_extra / 3, 1e-9);
+  EXPECT_LT(rope_extra, extra);
+  said = false;
+  for (const std::string& line : rope->assumptions) said |= line.find("the rotary embedding as") == 0;
+  EXPECT_TRUE(said);
+  run.eager = true;
+  EXPECT_DOUBLE_EQ(PlanStep(*a, run)->compute_s, eager->compute_s);
 }
 
 }  // namespace

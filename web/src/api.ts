@@ -258,6 +258,8 @@ export interface RunConfig {
   overlap_grad_reduce?: boolean;
   zero3_prefetch?: boolean;
   eager?: boolean;
+  /** The rotary embedding as its own kernels beside compiled ones (TorchTitan's complex RoPE). */
+  rope_unfused?: boolean;
   moe_unfused_ops?: boolean;
   recompute_moe?: boolean;
   recompute_mla_up_proj?: boolean;

@@ -25,7 +25,7 @@ export const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> 
 export const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                                   "rec-kv-divisible"];
 export const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-sustain", "run-interleave",
-                           "run-no-ppov", "run-ogr", "run-z3p", "run-eager", "run-moeuf", "run-rcmoe", "run-rcmla", "run-hsdp", "run-mtp", "run-epov", "run-epdisp", "run-fp8recipe", "run-loss", "run-network", "run-sp",
+                           "run-no-ppov", "run-ogr", "run-z3p", "run-eager", "run-ropeuf", "run-moeuf", "run-rcmoe", "run-rcmla", "run-hsdp", "run-mtp", "run-epov", "run-epdisp", "run-fp8recipe", "run-loss", "run-network", "run-sp",
                            "run-offload", "run-plan", "run-keep", "run-tokens", "run-fp8pg", "run-flops"];
 
 export function fieldValue(id: string): string {
@@ -78,6 +78,7 @@ export function runConfig(): RunConfig | undefined {
   run.overlap_grad_reduce = fieldValue("run-ogr") === "1";
   run.zero3_prefetch = fieldValue("run-z3p") === "1";
   run.eager = fieldValue("run-eager") === "1";
+  if (fieldValue("run-ropeuf") === "1") run.rope_unfused = true;
   if (fieldValue("run-moeuf") === "1") run.moe_unfused_ops = true;
   if (fieldValue("run-rcmoe") === "1") run.recompute_moe = true;
   if (fieldValue("run-rcmla") === "1") run.recompute_mla_up_proj = true;

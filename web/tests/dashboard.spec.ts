@@ -300,6 +300,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   await page.selectOption("#run-epdisp", "flex");
   await page.selectOption("#run-fp8recipe", "rowwise");
   await page.selectOption("#run-loss", "eager");
+  await page.check("#run-ropeuf");
   const sent = recordRequests(page, "/v1/analyze");
   await page.click("#analyze-button");
   await expect(page.locator("#gpu-table tbody tr")).toHaveCount(1);
@@ -313,6 +314,7 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   expect((api.step.assumptions as string[]).join(" ")).toContain("fp8_recipe rowwise changes nothing here");
   // The loss reaches the request and the answer names it.
   expect(body.run.loss).toBe("eager");
+  expect(body.run.rope_unfused).toBe(true);
   expect((api.step.assumptions as string[]).join(" ")).toContain("eager cross_entropy over an FP32 copy");
   // The band's runs were on this GPU among others: no "none on this GPU" in the step's note.
   expect(api.step.error_band_gpus as string[]).toContain("h100-sxm");
