@@ -182,13 +182,17 @@ TEST(LayoutSearchTest, LongSequencesAddContextParallelDegrees) {
   EXPECT_TRUE(cp);
 }
 
-TEST(LayoutSearchTest, MixturesOfExpertsSearchExpertParallelism) {
-  ModelSpec spec = testing::LlamaLike(4096, 32, 8, 8, 14336, 32000);
-  spec.num_experts = 8;
-  spec.experts_per_token = 2;
+// A Llama-like mixture of experts at 4k tokens (`micro_batch` 0: the plan's to choose).
+ModelSpec Moe(ModelSpec spec, int64_t experts, int64_t top_k, int64_t micro_batch) {
+  spec.num_experts = experts;
+  spec.experts_per_token = top_k;
   spec.seq_length = 4096;
-  spec.micro_batch_size = 1;
-  spec = *NormalizeSpec(spec);
+  spec.micro_batch_size = micro_batch;
+  return *NormalizeSpec(spec);
+}
+
+TEST(LayoutSearchTest, MixturesOfExpertsSearchExpertParallelism) {
+  const ModelSpec spec = Moe(testing::LlamaLike(4096, 32, 8, 8, 14336, 32000), 8, 2, 1);
   absl::StatusOr<LayoutSearch> search =
       SearchLayouts(spec, H100(), PlanRun(64, 256), HeldDegrees{}, nullptr, 200);
   ASSERT_TRUE(search.ok()) << search.status();
@@ -201,12 +205,7 @@ TEST(LayoutSearchTest, MixturesOfExpertsSearchExpertParallelism) {
 // its choice survives without it, naming what a search without it picks. A run that sets its own
 // wait gets no such note.
 TEST(LayoutSearchTest, AMoePlanSaysWhetherItRestsOnTheHostWait) {
-  ModelSpec spec = testing::LlamaLike(2048, 32, 4, 48, 768, 151936);
-  spec.num_experts = 128;
-  spec.experts_per_token = 8;
-  spec.seq_length = 4096;
-  spec.micro_batch_size = 0;
-  spec = *NormalizeSpec(spec);
+  const ModelSpec spec = Moe(testing::LlamaLike(2048, 32, 4, 48, 768, 151936), 128, 8, 0);
   const LayoutSearch with =
       *SearchLayouts(spec, H100(), PlanRun(64, 512), HeldDegrees{}, nullptr, 5);
   RunConfig none = PlanRun(64, 512);
