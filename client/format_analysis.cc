@@ -227,7 +227,7 @@ std::string FlopLine(const v1::AnalyzeResponse& r) {
       r.model().attention() == v1::ATTENTION_UNFUSED
           ? ""
           : ": the fused attention's backward recomputation among them, the blocks a causal "
-            "mask skips not",
+            "mask skips left out",
       HumanCount(r.model_flops()),
       r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
 }

@@ -93,10 +93,11 @@ ABSL_FLAG(std::string, loss, "",
           "held, and more memory traffic)");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
-          "and backward; a fitted constant, not a measured wait): the dropless dispatchers read "
-          "each layer's token counts back to the CPU before the experts' kernels launch; -1 = the planner's (3 for dropless experts, fitted "
-          "to NVIDIA's Megatron-Bridge MoE runs; 0 with a capacity factor); 0 = none (CUDA graphs "
-          "over a static-shaped MoE block)");
+          "and backward together; a fitted constant, not a measured wait): the dropless "
+          "dispatchers read each layer's token counts back to the CPU before the experts' kernels "
+          "launch; -1 = the default (3 for dropless experts, fitted to NVIDIA's Megatron-Bridge "
+          "MoE runs, the same for every model and GPU; 0 with a capacity factor); 0 = none (CUDA "
+          "graphs over a static-shaped MoE block); --plan says when its choice rests on it");
 ABSL_FLAG(double, sustained_stretch, 0,
           "analyze: how much longer the step's GEMMs (not attention's fused kernel) take under "
           "sustained load than the cost model's short-sweep rates, in [1, 2]; 0 = the GPU's (1.10 "
@@ -118,8 +119,9 @@ ABSL_FLAG(bool, no_reshard_after_forward, false,
           "gather per layer and micro-batch, the stage's weights held");
 ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
-          "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as the "
-          "published FSDP runs measure");
+          "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as "
+          "MosaicML's and DeepSpeed's published FSDP runs measure; TorchTitan's and NeMo "
+          "AutoModel's FSDP2 runs are priced with it (their own error band says how they miss)");
 ABSL_FLAG(int64_t, fsdp_shard, 0,
           "analyze: hybrid sharding (HSDP): ZeRO-3 within groups of this many data-parallel "
           "ranks (a node's 8, say), the groups all-reducing gradients as replicas; 0 = all");

@@ -412,9 +412,17 @@ std::vector<int64_t> CandidateInterleaves(const ModelSpec& s, const RunConfig& r
   if (run.interleave > 1 || s.pipeline_parallel <= 1) return out;
   const PipelineSplit split = SplitLayers(s.num_layers, s.pipeline_parallel);
   for (int64_t v = 2; v <= std::min<int64_t>(split.middle, kMaxPlannedInterleave); ++v) {
+    // An uneven split's first and last stages need not divide by v: Meta's Llama 3 405B ran 7, 8
+    // × 14, 7 layers on 16 stages interleaved (its bench/data .md), and Megatron-Core's
+    // pipeline_model_parallel_layout places any layers per virtual stage (its
+    // num_layers_in_first/last_pipeline_stage alone refuses counts v does not divide).
     if (split.middle % v == 0) out.push_back(v);
   }
   return out;
+}
+
+bool OffloadRunsWith(int64_t pipeline_parallel, Recompute recompute, bool recompute_modules) {
+  return pipeline_parallel <= 1 && recompute == Recompute::kNone && !recompute_modules;
 }
 
 std::vector<RunConfig> CandidateLayouts(const ModelSpec& s, const RunConfig& run) {

@@ -231,6 +231,15 @@ struct RunConfig {
 
 // Whether the step's tensor-parallel all-gathers move FP8 (dtype FP8 under kTensorwise).
 bool Fp8TpGathers(const ModelSpec& s, const RunConfig& run);
+// Whether layer-level activation offload runs beside these choices as Megatron-Core runs it: its
+// cpu_offloading refuses pipeline parallelism ("Currently there is no support for Pipeline
+// parallelism with CPU offloading") and any recomputation ("CPU offloading does not work when
+// activation recomputation is enabled"; megatron/core/transformer/transformer_config.py at
+// d98e8a6). `recompute_modules`: MLA's up-projections or the MoE layers rerun. Other stacks may
+// (Meta's Llama 3 405B layout is planned with offload beside 16 stages: bench/data's
+// published-runs-llama3-h100.md), so the plan still weighs it; where it picks it, or a run asks
+// for it, elsewhere, the answer says Megatron-Core would refuse it.
+bool OffloadRunsWith(int64_t pipeline_parallel, Recompute recompute, bool recompute_modules);
 // Whether recompute_moe reruns the MoE layers' forward beyond what `recompute` already does (full
 // and op-level recomputation rerun every layer's forward).
 inline bool RecomputesMoeAlone(const RunConfig& run) {

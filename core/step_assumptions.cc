@@ -300,7 +300,8 @@ std::string UnfusedKernelsAssumption(const ModelSpec& s, const RunConfig& run) {
   return absl::StrFormat(
       "the rotary embedding as its own kernels beside compiled ones (rope_unfused: TorchTitan's "
       "complex-number RoPE, for which TorchInductor generates no code, pytorch/torchtitan#15): "
-      "%.0f KB more memory traffic per token and layer forward and twice that backward",
+      "%.0f KB more memory traffic per token and layer forward and twice that backward, in the "
+      "step's compute (not in the rank-kernels line)",
       RopeUnfusedBytesPerToken(s) / 1e3);
 }
 
@@ -308,8 +309,8 @@ std::string UnfusedKernelsAssumption(const ModelSpec& s, const RunConfig& run) {
 std::string LossAssumption(const RunConfig& run) {
   return run.loss == LossKernel::kEager
              ? "the loss as PyTorch's eager cross_entropy over an FP32 copy of the logits (loss "
-               "eager): 12 bytes a logit held at backward's start, 26 more of memory traffic "
-               "than a fused loss"
+               "eager): 12 bytes a logit held at backward's start, 26 bytes a logit more memory "
+               "traffic than a fused loss, in the step's compute (not in the rank-kernels line)"
              : "the loss fused (Megatron-Core's vocab-parallel cross entropy, or a compiled "
                "loss): the FP32 softmax kept in place, 4 bytes a logit; --loss eager prices "
                "PyTorch's uncompiled cross_entropy over an FP32 copy (12)";
@@ -353,9 +354,14 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
     out.push_back(absl::StrFormat(
         "activation offload: %.2f GiB per layer and micro-batch to the host and back over PCIe "
         "(%.0f GB/s at %.0f%%), overlapped with the layer's forward and backward; %.1f GiB of "
-        "host memory per GPU",
+        "host memory per GPU%s",
         r.memory.stored_bytes_per_layer / kGiB, gpu.link.host_bytes_per_s / 1e9,
-        100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB));
+        100 * kHostCopyEfficiency, r.memory.offloaded_bytes / kGiB,
+        OffloadRunsWith(s.pipeline_parallel, run.recompute,
+                        run.recompute_mla_up_proj || run.recompute_moe)
+            ? ""
+            : "; Megatron-Core's layer-level cpu_offloading refuses this run (pipeline stages "
+              "or recomputation beside it): priced as if a stack offloaded each layer so"));
   }
   out.push_back(FlopCountAssumption(run.flop_count));
   if (IsNamedFusedKernel(s.attention)) out.push_back(AttentionKernelAssumption(gpu, s));

@@ -903,6 +903,22 @@ TEST(ParallelismTest, ThePlanChoosesTheInterleaveWhenNoneIsGiven) {
   EXPECT_EQ(CandidateInterleaves(Llama70B(8, 1), RunConfig()), (std::vector<int64_t>{1}));
 }
 
+// Layer-level activation offload beside pipeline stages or recomputation is priced, and the answer
+// says Megatron-Core's cpu_offloading refuses it; alone it is not flagged.
+TEST(ParallelismTest, OffloadWhereMegatronRefusesItIsFlagged) {
+  RunConfig run;
+  run.num_gpus = 64;
+  run.global_batch = 1024;
+  run.offload_activations = true;
+  EXPECT_TRUE(Says(Plan(Llama70B(8, 4), run), "cpu_offloading refuses this run"));
+  EXPECT_TRUE(OffloadRunsWith(1, Recompute::kNone, false));
+  EXPECT_FALSE(OffloadRunsWith(1, Recompute::kNone, true));
+  run.recompute = Recompute::kFull;
+  EXPECT_TRUE(Says(Plan(Llama70B(8, 4), run), "cpu_offloading refuses this run"));
+  run.recompute = Recompute::kNone;
+  EXPECT_FALSE(Says(Plan(Llama70B(8, 1), run), "cpu_offloading refuses"));
+}
+
 // A planned run whose model leaves the micro-batch unset plans it too: Megatron-LM's GPT 32B on
 // TP 8 over 48 nodes (its H100 weak-scaling table) exposes its FP32 gradient reduction at one
 // sequence a micro-batch, four a step; a larger micro-batch hides more of it under the last

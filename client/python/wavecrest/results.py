@@ -341,7 +341,9 @@ class GemmReport:
     layout: Layout = Layout.UNSPECIFIED
     # Operand type.
     dtype: Dtype = Dtype.UNSPECIFIED
-    # FLOPs of one execution (2·M·N·K·batch; for attn_fused, of its 2 or 5 products).
+    # FLOPs of one execution (2·M·N·K·batch; for attn_fused, of its 2 or 5 products over the whole
+    # s × s product, the model's count: under a causal mask the kernel computes about half, which
+    # its GemmAnalysis.tflops and step_flop_share count).
     flops: float = 0.0
     # Executions per step (num_layers for per-layer GEMMs, 1 for logits).
     count: int = 0
