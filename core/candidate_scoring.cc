@@ -270,7 +270,12 @@ CandidateScore ScoreCandidate(const ModelSpec& spec, const GpuSpec& gpu, ScoreCa
   const FlopCounts f = CountFlops(spec, gemms);
   c.tokens_per_s_per_gpu = static_cast<double>(f.tokens_per_step) / c.step_time_s /
                            static_cast<double>(spec.tensor_parallel);
-  c.mfu = f.step_flops / (c.step_time_s * gpu.PeakFlops(spec.dtype));
+  // Recommend's merit (Merit) counts each kernel's products whole, a fused attention's whole
+  // s × s product among them, as it always has: FlopCounts::step_flops now counts only the blocks
+  // a causal mask leaves, which would move candidates that change attention's share.
+  double counted = 0;
+  for (const Gemm& g : gemms) counted += g.step_flops();
+  c.mfu = counted / (c.step_time_s * gpu.PeakFlops(spec.dtype));
   return c;
 }
 
