@@ -222,7 +222,9 @@ std::string FlopLine(const v1::AnalyzeResponse& r) {
       "the whole model (attention counted %s; MFU divides these), %d tokens\n",
       HumanCount(r.step_flops()),
       split > 1 ? absl::StrCat("per rank of the ", split, " splitting each layer") : "per GPU",
-      stages > 1 ? absl::StrCat(", every layer (the ", stages, " pipeline stages split them)") : "",
+      stages > 1 ? absl::StrCat(", all layers (each of the ", stages,
+                                " pipeline stages runs its share)")
+                 : "",
       r.has_step() ? "micro-batch" : "step",
       r.model().attention() == v1::ATTENTION_UNFUSED
           ? ""

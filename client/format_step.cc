@@ -86,7 +86,8 @@ std::string StepComponents(const v1::StepBreakdown& b) {
       {"activation offload", b.offload_s(), offload},
       {"pipeline bubble", b.pp_bubble_s(), true},
       {"pipeline sends", b.pp_comm_s(), true},
-      {"DP communication", b.dp_comm_s(), true},
+      // With context parallelism the gradients reduce over the data- and context-parallel ranks.
+      {cp ? "DP+CP gradient sync" : "DP communication", b.dp_comm_s(), true},
       {"optimizer", b.optimizer_s(), true}};
   Table t({"component", "time", "share"});
   for (const auto& [name, s, shown] : parts) {

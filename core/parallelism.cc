@@ -533,8 +533,9 @@ absl::StatusOr<StepBreakdown> PlanLayout(const Analysis& a, const RunConfig& run
   const std::string layout = LayoutWords(out);
   out.assumptions.insert(
       out.assumptions.begin(),
-      best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit, " layouts of ", tried,
-                          " that fit in memory",
+      best ? absl::StrCat("planned: ", layout, ", the fastest of the ", fit,
+                          " layouts that fit in memory (of ", tried,
+                          " knob combinations priced for these degrees)",
                           given_fits   ? GivenLayoutNote(*given, out)
                           : given.ok() ? OverMarginNote(*given, out, LayoutWords(*given))
                                        : "")

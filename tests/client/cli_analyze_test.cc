@@ -80,6 +80,8 @@ TEST(CliAnalyzeTest, LongContextAnswerGivesMfuInBothCounts) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("(full attention FLOPs; MFU "));
   EXPECT_THAT(r.out, HasSubstr("counting its causal half: --flop-count causal)"));
+  // Its gradients reduce over the context-parallel ranks too (d = 1 here), and the table says so.
+  EXPECT_THAT(r.out, HasSubstr("DP+CP gradient sync"));
   o.flop_count = "causal";
   const CommandRun causal = RunCommandForTest(cli::DoAnalyze, o);
   ASSERT_EQ(causal.code, 0) << causal.err;
