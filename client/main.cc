@@ -107,7 +107,7 @@ ABSL_FLAG(double, sustained_stretch, 0,
           "first 0.3 s's (bench/gpu/torch_sustained.py)");
 ABSL_FLAG(std::string, flop_count, "",
           "analyze: how MFU and TFLOP/s count attention's s x s products: full (the default: the "
-          "whole product; PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, MosaicML's) or causal "
+          "whole product; PaLM's 6N + 12·L·a·d·s, NeMo's before 2025-08, MosaicML's) or causal "
           "(half of it, as Megatron-Core counts a causal mask); times do not change");
 ABSL_FLAG(bool, fp8_param_gather, false,
           "analyze: FP8 training with the weights kept and all-gathered in FP8, 1 byte each "

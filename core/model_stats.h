@@ -31,7 +31,8 @@ ParamCounts CountParams(const ModelSpec& spec);
 // How a model's FLOPs count attention's s × s products (the model FLOPs behind MFU and TFLOP/s;
 // the kernels' own work, `step_flops`, is what they do either way).
 // - kFull: the whole product, forward once and backward twice (4·b·s²·h forward per layer, 12
-//   with backward): PaLM's 6N + 12·L·h·s per token (Chowdhery et al. 2022, appendix B),
+//   with backward): PaLM's 6N + 12·L·a·d·s per token (Chowdhery et al. 2022, appendix B: 12·L·H·Q·T,
+//   H heads of dimension Q; h where a·d = h, not where a model's heads are wider or narrower),
 //   Megatron-LM's count until it halved it, NeMo's before 2025-08 (nemo/utils/flops_formulas.py),
 //   MosaicML's llm-foundry tables. The default.
 // - kCausal: half of it, the part a causal mask leaves (Megatron-LM's

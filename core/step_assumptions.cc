@@ -115,7 +115,7 @@ std::string FlopCountAssumption(FlopCount count) {
                "for the causal mask (--flop-count causal: Megatron-Core's count; NeMo's since "
                "2025-08); times are the same either way"
              : "MFU and TFLOP/s count the model's FLOPs with attention's whole s × s product "
-               "(--flop-count full, the default: PaLM's 6N + 12·L·h·s, NeMo's before 2025-08, "
+               "(--flop-count full, the default: PaLM's 6N + 12·L·a·d·s, NeMo's before 2025-08, "
                "MosaicML's; Megatron-Core halves it for a causal mask: --flop-count causal); "
                "times are the same either way";
 }
