@@ -272,11 +272,10 @@ std::string ChoiceWords(const StepBreakdown& b) {
 
 // Where the winner pays the fitted MoE host wait (kMoeHostWaitS, the run not setting its own):
 // whether the search picks the same layout without it, so that the answer says how much its choice
-// rests on that constant, and how far behind the other pick is with it (`fits`: the layouts that
-// fit, priced with it).
+// rests on that constant, and how far behind the other pick's degrees are with it.
 std::string HostWaitNote(const ModelSpec& spec, const GpuSpec& gpu, const RunConfig& planned,
                          const HeldDegrees& held, const StepBreakdown& best,
-                         const std::vector<StepBreakdown>& fits, PredictionMemo* memo) {
+                         PredictionMemo* memo) {
   if (best.moe_host_s <= 0 || planned.moe_host_s.has_value()) return "";
   RunConfig without = planned;
   without.moe_host_s = 0;
@@ -298,12 +297,14 @@ std::string HostWaitNote(const ModelSpec& spec, const GpuSpec& gpu, const RunCon
                         " the same degrees win with micro-batch ", alt.micro_batch_size, ", ",
                         LayoutWords(alt));
   }
+  // The alternative's degrees planned again with the wait, as the search planned them.
   std::string behind;
-  for (const StepBreakdown& f : fits) {
-    if (DegreesName(f) == DegreesName(alt)) {
-      behind = absl::StrFormat(" (with the wait, those degrees come out %+.1f%% behind this one)",
-                               100 * (ExpectedStepS(f) / ExpectedStepS(best) - 1));
-    }
+  const Degrees g{alt.tensor_parallel, alt.pipeline_parallel, alt.context_parallel,
+                  alt.expert_parallel};
+  if (std::optional<StepBreakdown> f = PlanDegrees(spec, gpu, planned, g, memo);
+      f && f->memory.fits) {
+    behind = absl::StrFormat(" (with the wait, those degrees come out %+.1f%% behind this one)",
+                             100 * (ExpectedStepS(*f) / ExpectedStepS(best) - 1));
   }
   return absl::StrCat("; the choice rests on ", wait,
                       ": without it (0: CUDA graphs over static-shaped experts) the search picks ",
@@ -339,12 +340,11 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
         HeldWords(held, spec)));
   }
   out.fit = static_cast<int64_t>(priced.fits.size());
-  const std::vector<StepBreakdown> fits = priced.fits;
   RankLayouts(std::move(priced.fits), std::move(priced.not_fit), shown, out);
   const StepBreakdown& best = out.ranked.front().step;
   const std::string given_note =
       out.fit > 0 ? absl::StrCat(GivenDegreesNote(spec, gpu, run, best, memo),
-                                 HostWaitNote(spec, gpu, planned, held, best, fits, memo))
+                                 HostWaitNote(spec, gpu, planned, held, best, memo))
                   : "";
   out.assumption =
       out.fit > 0
