@@ -390,6 +390,10 @@ void TorchTitanRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   // its tensor parallelism in 16 bits (Fp8Recipe).
   if (absl::StrContains(src, "rowwise")) run.fp8_recipe = Fp8Recipe::kRowwise;
   run.network = "roce-400g";
+  // Its context parallelism is PyTorch's context_parallel with torchtitan's default rotate
+  // method, allgather (experimental.context_parallel_rotate_method in config_manager.py at
+  // 9dec370), over the query heads' K and V (CpRing::kTorch).
+  run.cp_ring = CpRing::kTorch;
   // The page's "selective activation checkpointing" is torchtitan's default option at 9dec370,
   // selective_ac_option = 'op' (train_configs/llama3_8b.toml): the op-level policy.
   if (run.recompute == Recompute::kSelective) run.recompute = Recompute::kOp;
@@ -779,11 +783,11 @@ int Bands(const std::vector<std::string>& files, bool check) {
     gpus.insert(GpuOf(r));
   }
   std::printf("# the planner's error band: measured step time / predicted - 1, by kind of run\n");
-  std::printf("%-24s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
+  std::printf("%-34s %5s %8s %8s\n", "kind", "runs", "p10", "p90");
   bool off = false;
   for (const auto& [kind, e] : by_kind) {
     const double p10 = Quantile(e, 0.1), p90 = Quantile(e, 0.9);
-    std::printf("%-24s %5zu %+7.1f%% %+7.1f%%\n", kind.c_str(), e.size(), 100 * p10, 100 * p90);
+    std::printf("%-34s %5zu %+7.1f%% %+7.1f%%\n", kind.c_str(), e.size(), 100 * p10, 100 * p90);
     const PlannerBand& b = PlannerBandOf(kind);
     if (check && (std::fabs(b.p10 - p10) > 0.01 || std::fabs(b.p90 - p90) > 0.01 ||
                   b.runs != static_cast<int>(e.size()))) {

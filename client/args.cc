@@ -35,7 +35,7 @@ CommandInfo AnalyzeCommand() {
       "gpu", "calibration", "gpus", "global_batch", "interleave", "sequence_parallel",
       "recompute", "dp_overlap", "overlap_grad_reduce", "tp_overlap", "no_pp_overlap",
       "network", "zero_stage", "zero3_prefetch", "no_reshard_after_forward", "ep_overlap",
-      "ep_dispatcher", "fp8_param_gather", "fp8_recipe", "loss", "flop_count", "moe_host_ms", "sustained_stretch",
+      "ep_dispatcher", "fp8_param_gather", "fp8_recipe", "loss", "cp_ring", "flop_count", "moe_host_ms", "sustained_stretch",
       "plan", "keep_degrees", "tokens", "offload_activations", "gradient_bytes",
       "eager", "rope_unfused", "moe_unfused_ops", "recompute_moe", "recompute_mla_up_proj", "mtp_layers",
       "fsdp_shard"};

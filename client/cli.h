@@ -53,6 +53,7 @@ struct CliOptions {
   bool fp8_param_gather = false;
   std::string fp8_recipe;  // tensorwise (default) or rowwise
   std::string loss;        // fused (default) or eager
+  std::string cp_ring;     // te (default) or torch
   std::string flop_count;  // full (default) or causal
   double moe_host_ms = -1;  // < 0: the planner's default
   double sustained_stretch = 0;  // 0: the GPU's (RunConfig.sustained_gemm_stretch)

@@ -16,7 +16,7 @@ bool AnyRunFlag(const CliOptions& o) {
   return o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
          !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
          o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
-         !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || !o.fp8_recipe.empty() || !o.loss.empty() ||
+         !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || !o.fp8_recipe.empty() || !o.loss.empty() || !o.cp_ring.empty() ||
          o.moe_host_ms >= 0 || o.sustained_stretch != 0 || o.zero_stage != 0 || o.plan ||
          o.keep_degrees || o.tokens != 0 ||
          o.offload_activations || o.gradient_bytes != 0 || o.eager || o.rope_unfused ||
@@ -50,6 +50,7 @@ absl::Status RunConfigFromFlags(const CliOptions& o, v1::RunConfig* run) {
   run->set_fp8_param_gather(o.fp8_param_gather);
   run->set_fp8_recipe(o.fp8_recipe);
   run->set_loss(o.loss);
+  run->set_cp_ring(o.cp_ring);
   if (o.moe_host_ms >= 0) run->set_moe_host_s(o.moe_host_ms / 1000);
   if (o.sustained_stretch != 0) run->set_sustained_gemm_stretch(o.sustained_stretch);
   run->set_zero_stage(o.zero_stage);

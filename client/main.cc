@@ -91,6 +91,13 @@ ABSL_FLAG(std::string, loss, "",
           "compiled loss) or eager (PyTorch's cross_entropy over an FP32 copy of the logits, "
           "uncompiled, as TorchTitan until 2025-04 and Hugging Face trainers: 12 bytes a logit "
           "held, and more memory traffic)");
+ABSL_FLAG(std::string, cp_ring, "",
+          "analyze: how context parallelism's ring runs: te (the default: Transformer Engine's "
+          "ring, Megatron-Core's --cp-comm-type p2p, the KV heads' K and V sent beside each "
+          "step) or torch (PyTorch's context_parallel as TorchTitan runs it, rotate method "
+          "allgather: K and V of the query heads all-gathered under the first step, their FP32 "
+          "gradients sent on each step; its published runs measured 16-61% slower than so "
+          "priced); nothing without --cp");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
           "and backward together; a fitted constant, not a measured wait): the dropless "
@@ -341,6 +348,7 @@ void ModelFlags(wavecrest::CliOptions& o) {
   o.fp8_param_gather = absl::GetFlag(FLAGS_fp8_param_gather);
   o.fp8_recipe = absl::GetFlag(FLAGS_fp8_recipe);
   o.loss = absl::GetFlag(FLAGS_loss);
+  o.cp_ring = absl::GetFlag(FLAGS_cp_ring);
   o.flop_count = absl::GetFlag(FLAGS_flop_count);
   o.moe_host_ms = absl::GetFlag(FLAGS_moe_host_ms);
   o.sustained_stretch = absl::GetFlag(FLAGS_sustained_stretch);

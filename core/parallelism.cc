@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/collectives.h"
+#include "core/context_parallel.h"
 #include "core/micro_batch.h"
 #include "core/expert_parallel.h"
 #include "core/network.h"
@@ -30,33 +31,20 @@ absl::string_view Fp8RecipeName(Fp8Recipe r) {
   return r == Fp8Recipe::kRowwise ? "rowwise" : "tensorwise";
 }
 
+absl::StatusOr<CpRing> ParseCpRing(absl::string_view name) {
+  if (name.empty() || name == "te") return CpRing::kTe;
+  if (name == "torch") return CpRing::kTorch;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown value \"", name, "\"; allowed: te (the default), torch"));
+}
+
+absl::string_view CpRingName(CpRing r) { return r == CpRing::kTorch ? "torch" : "te"; }
+
 bool Fp8TpGathers(const ModelSpec& s, const RunConfig& run) {
   return s.dtype == DType::kFp8E4M3 && run.fp8_recipe == Fp8Recipe::kTensorwise;
 }
 
 namespace {
-
-// Context parallelism's ring of one micro-batch through one stage's `layers`, what attention's
-// kernels do not hide: each layer's K and V chunk (b·s/c tokens of this rank's KV heads, 16-bit;
-// under MLA K and V of every head) goes around c ranks in c - 1 sends forward, and backward
-// sends K, V and their gradients (twice that); full recomputation re-runs the forward ring. The
-// sends of a layer overlap its attention kernels (`attention_layer_s`).
-double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
-                        double attention_layer_s) {
-  const ModelSpec& s = a.spec;
-  const int64_t c = s.context_parallel;
-  if (c <= 1) return 0;
-  const DerivedShape d = Derive(s);
-  const double kv_elements =
-      s.kv_lora_rank > 0 ? static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim))
-                         : 2.0 * static_cast<double>(d.kv_heads_per_rank * d.head_dim);
-  const double chunk = static_cast<double>(d.tokens) * kv_elements * 2;
-  const Path path = PathFor(*a.gpu, run, s.tensor_parallel * c);
-  const double sends = (1 + 2 + (run.recompute == Recompute::kFull ? 1 : 0)) *
-                       static_cast<double>(c - 1);
-  const double per_layer = sends * (chunk / path.bw + path.latency);
-  return layers * std::max(0.0, per_layer - attention_layer_s);
-}
 
 // Activation offload of one micro-batch through one stage's `layers`, what compute does not hide:
 // each layer's stored activations go to the host during forward and come back during backward.
@@ -354,7 +342,8 @@ StageTimes SlowestStage(const Analysis& a, const RunConfig& run, const MicroBatc
   const double tp_layers =
       st.layers - (ExpertTensorParallel(s) < s.tensor_parallel ? st.moe_layers / 2 : 0);
   st.tp_comm = TensorParallelS(a, run, tp_layers) * (1 - run.tp_overlap);
-  st.cp_comm = ContextParallelS(a, run, st.layers, mb.attention_s / layers);
+  st.cp_comm = ContextParallelS(a, run, st.layers, mb.attention_s / layers,
+                               mb.attention_forward_s / layers);
   st.forward_layer = mb.layers_forward_s / layers;
   st.offload = OffloadS(a, run, st.layers, stored_bytes_per_layer, st.forward_layer,
                         mb.layers_s / layers - st.forward_layer);

@@ -107,6 +107,23 @@ enum class Fp8Recipe { kTensorwise, kRowwise };
 absl::StatusOr<Fp8Recipe> ParseFp8Recipe(absl::string_view name);
 absl::string_view Fp8RecipeName(Fp8Recipe r);
 
+// How context parallelism's ring runs (RunConfig::cp_ring):
+// - kTe ("te", the default): Transformer Engine's ring (Megatron-Core's default --cp-comm-type
+//   p2p): each step sends the chunk of K and V of the rank's KV heads to the next rank beside the
+//   step's attention; backward sends K, V and their 16-bit gradients.
+// - kTorch ("torch"): PyTorch's context_parallel (torch.distributed.tensor.experimental.
+//   _attention, TorchTitan's CP, its default rotate method "allgather"): torchtitan repeats the
+//   KV heads to the query heads before SDPA (repeat_kv, models/llama/model.py at 9dec370), so
+//   K and V of every query head travel; they are all-gathered once per layer, the gather waited
+//   on after the first step's attention only (_AllGatherRotater), in forward and again in
+//   backward; backward rotates the gradients of K and V in FP32 (accum_dtype float32, an
+//   all-to-all each step, _templated_ring_attention_backward), the last one waited on after the
+//   layer's last step.
+enum class CpRing { kTe, kTorch };
+// "te" or "" (the default) and "torch"; otherwise InvalidArgument naming the allowed values.
+absl::StatusOr<CpRing> ParseCpRing(absl::string_view name);
+absl::string_view CpRingName(CpRing r);
+
 // Fraction of the PCIe link a pinned device-host copy reaches. PRIOR, not fitted to our own
 // measurements: NVIDIA's nvbandwidth host_to_device_memcpy_ce example reports 55.6 GB/s on a
 // PCIe 5.0 x16 GPU (87% of 64), rounded down for copies that share the link with the network.
@@ -148,6 +165,9 @@ struct RunConfig {
   bool fp8_param_gather = false;
   // How an FP8 step scales its linears' operands (Fp8Recipe; dtype FP8 only).
   Fp8Recipe fp8_recipe = Fp8Recipe::kTensorwise;
+  // How context parallelism's ring runs (CpRing: Transformer Engine's, the default, or
+  // PyTorch's context_parallel as TorchTitan runs it); nothing without context parallelism.
+  CpRing cp_ring = CpRing::kTe;
   // How the loss over the logits runs (LossKernel: fused, the default, or PyTorch's eager
   // cross_entropy over an FP32 copy): its memory and, eager, its extra traffic.
   LossKernel loss = LossKernel::kFused;

@@ -12,13 +12,15 @@ const std::vector<PlannerBand>& PlannerBands() {
   // NVIDIA's DGX Cloud recipes' 149 H100 figures in bench/data; one figure per run):
   // bench/results/planner_bands.txt. FSDP: ZeRO stage 3 without expert or context parallelism,
   // priced with the collectives exposed (MosaicML's llm-foundry runs, DeepSpeed's ZeRO-3) or with
-  // prefetch (TorchTitan's and NeMo AutoModel's FSDP2).
+  // prefetch (TorchTitan's and NeMo AutoModel's FSDP2). Context parallelism with PyTorch's ring:
+  // TorchTitan's 6 CP runs, one source, the band their spread.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.080, 0.071, 127},
       {kBandFsdp, -0.079, 0.075, 216},
       {kBandFsdpPrefetch, -0.120, 0.175, 31},
       {kBandExpertParallel, -0.113, 0.140, 73},
-      {kBandContextParallel, -0.020, 0.101, 66},
+      {kBandContextParallel, -0.021, 0.065, 60},
+      {kBandContextParallelTorch, 0.160, 0.614, 6},
   };
   return kBands;
 }
@@ -38,7 +40,9 @@ const PlannerBand& PlannerBandOf(const std::string& kind) {
 
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run) {
   if (s.expert_parallel > 1) return kBandExpertParallel;
-  if (s.context_parallel > 1) return kBandContextParallel;
+  if (s.context_parallel > 1) {
+    return run.cp_ring == CpRing::kTorch ? kBandContextParallelTorch : kBandContextParallel;
+  }
   if (run.zero_stage == 3) return run.zero3_prefetch ? kBandFsdpPrefetch : kBandFsdp;
   return kBandDense;
 }

@@ -17,6 +17,9 @@ struct RunConfig;
 inline constexpr char kBandDense[] = "dense";
 inline constexpr char kBandExpertParallel[] = "expert-parallel MoE";
 inline constexpr char kBandContextParallel[] = "context parallel";
+// Context parallelism with PyTorch's ring (CpRing::kTorch, TorchTitan's): its runs miss by far more
+// than Transformer Engine's, and by more the more ranks the ring has.
+inline constexpr char kBandContextParallelTorch[] = "context parallel, PyTorch's ring";
 inline constexpr char kBandFsdp[] = "FSDP (ZeRO-3)";
 // ZeRO-3 priced with its collectives hidden layer by layer (RunConfig::zero3_prefetch): the runs
 // priced so (TorchTitan's, NeMo AutoModel's FSDP2) miss by more than those priced exposed.
@@ -35,8 +38,8 @@ const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknow
 // The catalogue GPUs the bands' published runs ran on (`bench/published_runs --bands` lists them;
 // CTest planner_bands_current keeps them equal), sorted.
 const std::vector<std::string>& PlannerBandGpus();
-// A run's kind: expert parallelism, else context parallelism, else FSDP (ZeRO stage 3; with
-// zero3_prefetch a kind of its own), else dense.
+// A run's kind: expert parallelism, else context parallelism (with PyTorch's ring a kind of its
+// own), else FSDP (ZeRO stage 3; with zero3_prefetch a kind of its own), else dense.
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run);
 const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run);
 

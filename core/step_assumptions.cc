@@ -305,6 +305,30 @@ std::string UnfusedKernelsAssumption(const ModelSpec& s, const RunConfig& run) {
       RopeUnfusedBytesPerToken(s) / 1e3);
 }
 
+// Context parallelism's ring (CpRing), or that the ring's knob changes nothing; "" when neither.
+std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
+                                      const StepBreakdown& r) {
+  if (s.context_parallel <= 1) {
+    return run.cp_ring == CpRing::kTe
+               ? ""
+               : "cp_ring torch changes nothing here: it prices context parallelism's ring, and "
+                 "this run has none (context_parallel 1)";
+  }
+  return absl::StrFormat(
+      "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), %s; "
+      "gradients reduce over data × context ranks (%d)",
+      s.context_parallel,
+      run.cp_ring == CpRing::kTorch
+          ? "PyTorch's ring (cp_ring torch: TorchTitan's context_parallel, rotate method "
+            "allgather): K and V of the query heads all-gathered once a layer under the first "
+            "step's attention, forward and backward, their FP32 gradients sent on under the next "
+            "step's, the last exposed; its published runs measured +16% .. +61% slower than so "
+            "priced, the more ranks the slower (the error band)"
+          : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
+            "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
+      r.data_parallel * s.context_parallel);
+}
+
 // How the loss over the logits was priced (LossKernel).
 std::string LossAssumption(const RunConfig& run) {
   return run.loss == LossKernel::kEager
@@ -343,12 +367,8 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
                                ", not FP8"));
   }
   out.push_back(LossAssumption(run));
-  if (s.context_parallel > 1) {
-    out.push_back(absl::StrFormat(
-        "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), "
-        "K/V sends overlapped with the attention kernels; gradients reduce over data × context "
-        "ranks (%d)",
-        s.context_parallel, r.data_parallel * s.context_parallel));
+  if (const std::string cp = ContextParallelAssumption(s, run, r); !cp.empty()) {
+    out.push_back(cp);
   }
   if (run.offload_activations) {
     out.push_back(absl::StrFormat(

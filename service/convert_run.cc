@@ -189,6 +189,11 @@ absl::StatusOr<RunConfig> FromProto(const v1::RunConfig& r, absl::string_view pr
   } else {
     v.push_back({absl::StrCat(prefix, "loss"), std::string(l.status().message())});
   }
+  if (absl::StatusOr<CpRing> ring = ParseCpRing(r.cp_ring()); ring.ok()) {
+    c.cp_ring = *ring;
+  } else {
+    v.push_back({absl::StrCat(prefix, "cp_ring"), std::string(ring.status().message())});
+  }
   c.offload_activations = r.offload_activations();
   c.gradient_bytes = r.gradient_bytes();
   RecomputeFromProto(r, prefix, c, v);

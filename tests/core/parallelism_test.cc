@@ -382,6 +382,8 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   EXPECT_GT(prefetched.band_p90, sharded.band_p90);
   fsdp.zero3_prefetch = false;
   EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallel);
+  fsdp.cp_ring = CpRing::kTorch;
+  EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallelTorch);
   const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
   EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
   EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));
@@ -686,6 +688,39 @@ TEST(ParallelismTest, ContextParallelismSplitsTheSequence) {
   const StepBreakdown sb = Plan(small, two);
   EXPECT_GT(sb.cp_comm_s, 0);
   EXPECT_NEAR(sb.step_s, Sum(sb), 1e-9 * sb.step_s);
+}
+
+// PyTorch's ring (TorchTitan's context_parallel): K and V of every query head (torchtitan repeats
+// the KV heads), all-gathered under the first step only, and FP32 gradients sent each step. Over
+// a ring across nodes it shows where Transformer Engine's ring of the KV heads is hidden; the
+// step carries that ring's own error band and its assumption names it.
+TEST(ParallelismTest, PyTorchsRingMovesTheQueryHeadsKAndVAndShowsAcrossNodes) {
+  ModelSpec s = Llama70B(8, 1);
+  s.num_layers = 8;
+  s.seq_length = 131072;
+  s.context_parallel = 8;  // t·c = 64: every CP rank in another node
+  RunConfig te;
+  te.num_gpus = 64;
+  te.recompute = Recompute::kFull;
+  const StepBreakdown ring_te = Plan(s, te);
+  RunConfig torch = te;
+  torch.cp_ring = CpRing::kTorch;
+  const StepBreakdown ring_torch = Plan(s, torch);
+  EXPECT_EQ(ring_te.cp_comm_s, 0);
+  EXPECT_GT(ring_torch.cp_comm_s, 0);
+  EXPECT_NEAR(ring_torch.step_s, Sum(ring_torch), 1e-9 * ring_torch.step_s);
+  EXPECT_EQ(ring_torch.compute_s, ring_te.compute_s);
+  EXPECT_EQ(ring_te.band_kind, kBandContextParallel);
+  EXPECT_EQ(ring_torch.band_kind, kBandContextParallelTorch);
+  EXPECT_GT(ring_torch.band_p10, 0);  // its published runs all measured slower than priced
+  EXPECT_TRUE(Says(ring_torch, "PyTorch's ring"));
+  // Without context parallelism the knob changes nothing, and says so.
+  s.context_parallel = 1;
+  const StepBreakdown flat = Plan(s, torch);
+  EXPECT_EQ(flat.cp_comm_s, 0);
+  EXPECT_TRUE(Says(flat, "cp_ring torch changes nothing"));
+  EXPECT_THAT(std::string(ParseCpRing("ulysses").status().message()),
+              HasSubstr("allowed: te (the default), torch"));
 }
 
 TEST(ParallelismTest, ContextParallelismTheSpecCannotHaveIsRefused) {

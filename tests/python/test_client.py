@@ -286,6 +286,18 @@ class ClientTest(unittest.TestCase):
             self.client.analyze(hf, "h100-sxm", run=dict(sp, loss="chunked"))
         self.assertIn("run.loss: unknown value \"chunked\"; allowed: fused, eager",
                       str(cm.exception))
+        # The context-parallel ring, as the CLI's --cp-ring names it: PyTorch's moves the query
+        # heads' K and V and carries its own error band.
+        ring = {"num_gpus": 64, "recompute": "full"}
+        long = dict(seq_length=131072, context_parallel=8, tensor_parallel=8)
+        te = self.client.analyze(hf, "h100-sxm", run=ring, **long)
+        torch = self.client.analyze(hf, "h100-sxm", run=dict(ring, cp_ring="torch"), **long)
+        self.assertGreater(torch.step.cp_comm_s, te.step.cp_comm_s)
+        self.assertEqual(torch.step.error_band_kind, "context parallel, PyTorch's ring")
+        self.assertTrue(any("PyTorch's ring" in a for a in torch.step.assumptions))
+        with self.assertRaises(WavecrestError) as cm:
+            self.client.analyze(hf, "h100-sxm", run=dict(ring, cp_ring="ulysses"), **long)
+        self.assertIn("run.cp_ring: unknown value \"ulysses\"; allowed: te", str(cm.exception))
 
     def test_plan_searches_the_layout_and_a_run_that_does_not_fit_is_not_the_answer(self):
         model = os.path.join(SOURCE, "examples/models/llama-3-70b.json")

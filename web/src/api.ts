@@ -270,6 +270,8 @@ export interface RunConfig {
   fp8_recipe?: string;
   /** How the loss runs: "fused" (the default) or "eager" (PyTorch's uncompiled FP32 cross_entropy). */
   loss?: string;
+  /** Context parallelism's ring: "te" (the default, Transformer Engine's) or "torch" (PyTorch's context_parallel). */
+  cp_ring?: string;
   fp8_param_gather?: boolean;
   network?: string;
   sequence_parallel?: boolean;

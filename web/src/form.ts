@@ -25,7 +25,7 @@ export const KNOBS: Array<[string, keyof ModelSpec, "int" | "enum" | "number"]> 
 export const CONSTRAINT_FIELDS = ["rec-tp", "rec-head-dims", "rec-head-multiple", "rec-tolerance", "rec-keep-layers",
                                   "rec-kv-divisible"];
 export const RUN_FIELDS = ["run-gpus", "run-gb", "run-zero", "run-recompute", "run-tpov", "run-sustain", "run-interleave",
-                           "run-no-ppov", "run-ogr", "run-z3p", "run-eager", "run-ropeuf", "run-moeuf", "run-rcmoe", "run-rcmla", "run-hsdp", "run-mtp", "run-epov", "run-epdisp", "run-fp8recipe", "run-loss", "run-network", "run-sp",
+                           "run-no-ppov", "run-ogr", "run-z3p", "run-eager", "run-ropeuf", "run-moeuf", "run-rcmoe", "run-rcmla", "run-hsdp", "run-mtp", "run-epov", "run-epdisp", "run-fp8recipe", "run-loss", "run-cpring", "run-network", "run-sp",
                            "run-offload", "run-plan", "run-keep", "run-tokens", "run-fp8pg", "run-flops"];
 
 export function fieldValue(id: string): string {
@@ -89,6 +89,7 @@ export function runConfig(): RunConfig | undefined {
   if (fieldValue("run-epdisp") !== "") run.ep_dispatcher = fieldValue("run-epdisp");
   if (fieldValue("run-fp8recipe") !== "") run.fp8_recipe = fieldValue("run-fp8recipe");
   if (fieldValue("run-loss") !== "") run.loss = fieldValue("run-loss");
+  if (fieldValue("run-cpring") !== "") run.cp_ring = fieldValue("run-cpring");
   if (fieldValue("run-fp8pg") === "1") run.fp8_param_gather = true;
   run.sequence_parallel = fieldValue("run-sp") === "1";
   run.offload_activations = fieldValue("run-offload") === "1";

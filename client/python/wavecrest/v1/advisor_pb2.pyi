@@ -685,7 +685,8 @@ class RuleViolation(_message.Message):
     def __init__(self, id: _Optional[str] = ..., paper_rule: _Optional[int] = ..., message: _Optional[str] = ..., hurts: _Optional[_Iterable[str]] = ..., priced: bool = ...) -> None: ...
 
 class RunConfig(_message.Message):
-    __slots__ = ["dp_overlap", "eager", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "fp8_recipe", "fsdp_shard", "global_batch", "gradient_bytes", "interleave", "keep_degrees", "loss", "moe_host_s", "moe_unfused_ops", "mtp_layers", "network", "no_pp_overlap", "no_reshard_after_forward", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "recompute_mla_up_proj", "recompute_moe", "rope_unfused", "sequence_parallel", "sustained_gemm_stretch", "tp_overlap", "train_tokens", "zero3_prefetch", "zero_stage"]
+    __slots__ = ["cp_ring", "dp_overlap", "eager", "ep_dispatcher", "ep_overlap", "fp8_param_gather", "fp8_recipe", "fsdp_shard", "global_batch", "gradient_bytes", "interleave", "keep_degrees", "loss", "moe_host_s", "moe_unfused_ops", "mtp_layers", "network", "no_pp_overlap", "no_reshard_after_forward", "no_zero3_prefetch", "num_gpus", "offload_activations", "overlap_grad_reduce", "plan", "recompute", "recompute_mla_up_proj", "recompute_moe", "rope_unfused", "sequence_parallel", "sustained_gemm_stretch", "tp_overlap", "train_tokens", "zero3_prefetch", "zero_stage"]
+    CP_RING_FIELD_NUMBER: _ClassVar[int]
     DP_OVERLAP_FIELD_NUMBER: _ClassVar[int]
     EAGER_FIELD_NUMBER: _ClassVar[int]
     EP_DISPATCHER_FIELD_NUMBER: _ClassVar[int]
@@ -719,6 +720,7 @@ class RunConfig(_message.Message):
     TRAIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
     ZERO3_PREFETCH_FIELD_NUMBER: _ClassVar[int]
     ZERO_STAGE_FIELD_NUMBER: _ClassVar[int]
+    cp_ring: str
     dp_overlap: float
     eager: bool
     ep_dispatcher: str
@@ -752,7 +754,7 @@ class RunConfig(_message.Message):
     train_tokens: float
     zero3_prefetch: bool
     zero_stage: int
-    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ..., no_reshard_after_forward: bool = ..., keep_degrees: bool = ..., train_tokens: _Optional[float] = ..., eager: bool = ..., fsdp_shard: _Optional[int] = ..., moe_unfused_ops: bool = ..., mtp_layers: _Optional[int] = ..., recompute_moe: bool = ..., recompute_mla_up_proj: bool = ..., sustained_gemm_stretch: _Optional[float] = ..., fp8_recipe: _Optional[str] = ..., loss: _Optional[str] = ..., rope_unfused: bool = ...) -> None: ...
+    def __init__(self, num_gpus: _Optional[int] = ..., global_batch: _Optional[int] = ..., interleave: _Optional[int] = ..., sequence_parallel: bool = ..., recompute: _Optional[_Union[Recompute, str]] = ..., dp_overlap: _Optional[float] = ..., zero_stage: _Optional[int] = ..., plan: bool = ..., offload_activations: bool = ..., gradient_bytes: _Optional[int] = ..., no_zero3_prefetch: bool = ..., tp_overlap: _Optional[float] = ..., no_pp_overlap: bool = ..., network: _Optional[str] = ..., overlap_grad_reduce: bool = ..., zero3_prefetch: bool = ..., ep_overlap: bool = ..., ep_dispatcher: _Optional[str] = ..., fp8_param_gather: bool = ..., moe_host_s: _Optional[float] = ..., no_reshard_after_forward: bool = ..., keep_degrees: bool = ..., train_tokens: _Optional[float] = ..., eager: bool = ..., fsdp_shard: _Optional[int] = ..., moe_unfused_ops: bool = ..., mtp_layers: _Optional[int] = ..., recompute_moe: bool = ..., recompute_mla_up_proj: bool = ..., sustained_gemm_stretch: _Optional[float] = ..., fp8_recipe: _Optional[str] = ..., loss: _Optional[str] = ..., rope_unfused: bool = ..., cp_ring: _Optional[str] = ...) -> None: ...
 
 class StepBreakdown(_message.Message):
     __slots__ = ["assumptions", "compute_s", "context_parallel", "cp_comm_s", "data_parallel", "dp_comm_s", "ep_comm_s", "error_band_gpu_checked", "error_band_gpus", "error_band_kind", "error_band_p10", "error_band_p90", "error_band_runs", "expert_parallel", "global_batch", "gpu_hours", "gpus", "interleave", "memory", "mfu", "mfu_other_count", "micro_batch_size", "microbatches", "moe_host_s", "nodes", "offload_activations", "offload_s", "optimizer_s", "pipeline_parallel", "pp_bubble_s", "pp_comm_s", "recompute", "recompute_mla_up_proj", "recompute_s", "sequence_parallel", "step_time_s", "tensor_parallel", "tflops_per_gpu", "time_to_train_s", "tokens_per_second_per_gpu", "tokens_per_step", "tp_comm_s", "train_tokens", "zero_stage"]

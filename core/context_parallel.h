@@ -1,0 +1,20 @@
+// Context parallelism's ring as the planner prices it (core/parallelism.h): what one
+// micro-batch's ring through a stage's layers costs beyond the attention kernels it runs beside,
+// for Transformer Engine's ring and PyTorch's (CpRing). PREDICTIONS, as everything of the planner.
+#ifndef WAVECREST_CORE_CONTEXT_PARALLEL_H_
+#define WAVECREST_CORE_CONTEXT_PARALLEL_H_
+
+namespace wavecrest {
+
+struct Analysis;
+struct RunConfig;
+
+// The ring of one micro-batch through one stage's `layers`, what attention's kernels do not hide:
+// `attention_layer_s` is a layer's attention core forward and backward, of it
+// `attention_forward_layer_s` forward. 0 without context parallelism.
+double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
+                        double attention_layer_s, double attention_forward_layer_s);
+
+}  // namespace wavecrest
+
+#endif  // WAVECREST_CORE_CONTEXT_PARALLEL_H_
