@@ -313,7 +313,7 @@ void DgxcRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
 // "TE"; FlexAttention (the GPT-OSS rows) and PyTorch's SDPA (the Llama row, whose backend order
 // puts FlashAttention-2 first: pytorch/pytorch#138907) priced as FlashAttention-2's class (on an
 // H100 FlexAttention's forward measured 5-10% slower than SDPA's FlashAttention-2:
-// co-me-tokens/CoMe#5).
+// co-me-tokens/CoMe#5), and its context parallelism PyTorch's ring (CpRing::kTorch).
 void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   s.expert_parallel = std::max<int64_t>(Int(r, "ep", 1), 1);
   if (s.num_experts > 0) {
@@ -328,6 +328,10 @@ void AutoModelRecipe(const Row& r, ModelSpec& s, RunConfig& run) {
   if (absl::StrContains(src, "FlexAttn") || absl::StrContains(src, "SDPA")) {
     s.attention = Attention::kFlash2;
   }
+  // Context parallelism over SDPA is PyTorch's context_parallel (components/distributed/
+  // cp_utils.py's create_context_parallel_ctx: PyTorch's default rotate method); TE's attention
+  // takes TE's ring.
+  if (absl::StrContains(src, "SDPA")) run.cp_ring = CpRing::kTorch;
 }
 
 // How Meta ran Llama 3 405B's pre-training (arXiv:2407.21783 sec. 3.3;

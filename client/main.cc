@@ -128,7 +128,9 @@ ABSL_FLAG(bool, zero3_prefetch, false,
           "analyze: price ZeRO-3 (FSDP) with each layer's gathers and reduce-scatter hidden under "
           "its neighbours' compute (FSDP's prefetch, ideal); off by default: all exposed, as "
           "MosaicML's and DeepSpeed's published FSDP runs measure; TorchTitan's and NeMo "
-          "AutoModel's FSDP2 runs are priced with it (their own error band says how they miss)");
+          "AutoModel's FSDP2 runs are priced with it, with FSDP2's copies of the gathered "
+          "weights and of the gradients on the compute stream (their own error band says how "
+          "they miss)");
 ABSL_FLAG(int64_t, fsdp_shard, 0,
           "analyze: hybrid sharding (HSDP): ZeRO-3 within groups of this many data-parallel "
           "ranks (a node's 8, say), the groups all-reducing gradients as replicas; 0 = all");

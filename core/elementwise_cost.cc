@@ -3,6 +3,11 @@
 #include "core/elementwise_cost.h"
 
 namespace wavecrest {
+
+double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu) {
+  return gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
+}
+
 namespace {
 
 // Each token's routed copies on this tensor-parallel rank: k × capacity padding × expert TP / t.
@@ -13,9 +18,6 @@ double ExpertRowsPerToken(const ModelSpec& spec) {
 }
 
 // The bandwidth the step's elementwise kernels move bytes at.
-double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu) {
-  return gpu.memory_bandwidth_bytes_per_s * gpu.Model(spec.dtype).elementwise_memory_efficiency;
-}
 
 // A layer's linear widths on this tensor-parallel rank, per token, in elements: the model's
 // width, attention's output (the projection's input), QKV's output, and the up projection's

@@ -35,6 +35,9 @@ ElementwiseEstimate EstimateElementwise(const ModelSpec& spec, const GpuSpec& gp
 // Zero cost in time beyond memory traffic: priced with the elementwise work at its bandwidth.
 double Fp8CastBytesPerToken(const ModelSpec& spec);
 
+// The bandwidth elementwise kernels and copies reach on this GPU at the spec's dtype, bytes/s.
+double ElementwiseBandwidth(const ModelSpec& spec, const GpuSpec& gpu);
+
 // The relative standard deviation of the elementwise estimate: a PRIOR (no measurements of norms,
 // activations and softmax yet; measured layer benchmarks replace the estimate where they exist).
 inline constexpr double kElementwiseRelativeSigma = 0.15;

@@ -177,8 +177,17 @@ double DataParallelS(const Analysis& a, const RunConfig& run, int64_t stride, in
     // FSDP gathers the weights for every micro-batch's forward and backward and reduce-scatters
     // its gradients, layer by layer: overlapped with the layers' compute (prefetch), or not.
     if (run.zero3_prefetch) {
+      // FSDP2's copies on the compute stream (torch/distributed/fsdp/_fully_shard/
+      // _fsdp_collectives.py): each gather's output split into the layer's parameters after the
+      // wait (foreach_all_gather_copy_out, split_with_sizes_copy: the gathered weights read and
+      // written), and each reduce-scatter's input packed from the 16-bit gradients in the reduce
+      // dtype before the reduce-scatter stream takes it (foreach_reduce_scatter_copy_in,
+      // chunk_cat). Memory traffic, at the elementwise bandwidth.
+      const double gathers = run.reshard_after_forward ? 2 : 1;
+      const double copies = gathers * 2 * weights / n + (2 * params_per_gpu + grads) / n;
       return Zero3PrefetchS(weights / n, grads / n, layers, replicas, path, layer_forward_s,
-                            layer_backward_s, microbatches, run.reshard_after_forward);
+                            layer_backward_s, microbatches, run.reshard_after_forward) +
+             microbatches * n * copies / ElementwiseBandwidth(a.spec, *a.gpu);
     }
     const double gathers = run.reshard_after_forward ? 2 : 1;
     return microbatches * n *

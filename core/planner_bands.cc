@@ -13,14 +13,14 @@ const std::vector<PlannerBand>& PlannerBands() {
   // bench/results/planner_bands.txt. FSDP: ZeRO stage 3 without expert or context parallelism,
   // priced with the collectives exposed (MosaicML's llm-foundry runs, DeepSpeed's ZeRO-3) or with
   // prefetch (TorchTitan's and NeMo AutoModel's FSDP2). Context parallelism with PyTorch's ring:
-  // TorchTitan's 6 CP runs, one source, the band their spread.
+  // TorchTitan's 6 CP runs and NeMo AutoModel's one over SDPA, the band their spread.
   static const std::vector<PlannerBand> kBands = {
       {kBandDense, -0.080, 0.071, 127},
       {kBandFsdp, -0.079, 0.075, 216},
-      {kBandFsdpPrefetch, -0.120, 0.175, 31},
+      {kBandFsdpPrefetch, -0.123, 0.129, 31},
       {kBandExpertParallel, -0.113, 0.140, 73},
-      {kBandContextParallel, -0.021, 0.065, 60},
-      {kBandContextParallelTorch, 0.160, 0.614, 6},
+      {kBandContextParallel, -0.022, 0.066, 59},
+      {kBandContextParallelTorch, 0.060, 0.600, 7},
   };
   return kBands;
 }
