@@ -96,7 +96,7 @@ ABSL_FLAG(std::string, cp_ring, "",
           "ring, Megatron-Core's --cp-comm-type p2p, the KV heads' K and V sent beside each "
           "step) or torch (PyTorch's context_parallel as TorchTitan runs it, rotate method "
           "allgather: K and V of the query heads all-gathered under the first step, their FP32 "
-          "gradients sent on each step; its published runs measured 16-61% slower than so "
+          "gradients sent on each step; its published runs measured up to 60% slower than so "
           "priced); nothing without --cp");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "

@@ -324,7 +324,7 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
           ? "PyTorch's ring (cp_ring torch: TorchTitan's context_parallel, rotate method "
             "allgather): K and V of the query heads all-gathered once a layer under the first "
             "step's attention, forward and backward, their FP32 gradients sent on under the next "
-            "step's, the last exposed; its published runs measured +16% .. +61% slower than so "
+            "step's, the last exposed; its published runs measured up to 60% slower than so "
             "priced, the more ranks the slower (the error band)"
           : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
             "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
