@@ -39,10 +39,10 @@ const PlannerBand& PlannerBandOf(const std::string& kind) {
 }
 
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run) {
+  // PyTorch's ring misses by the most of any kind: under expert parallelism too, its band.
+  if (s.context_parallel > 1 && run.cp_ring == CpRing::kTorch) return kBandContextParallelTorch;
   if (s.expert_parallel > 1) return kBandExpertParallel;
-  if (s.context_parallel > 1) {
-    return run.cp_ring == CpRing::kTorch ? kBandContextParallelTorch : kBandContextParallel;
-  }
+  if (s.context_parallel > 1) return kBandContextParallel;
   if (run.zero_stage == 3) return run.zero3_prefetch ? kBandFsdpPrefetch : kBandFsdp;
   return kBandDense;
 }

@@ -38,8 +38,9 @@ const PlannerBand& PlannerBandOf(const std::string& kind);  // dense when unknow
 // The catalogue GPUs the bands' published runs ran on (`bench/published_runs --bands` lists them;
 // CTest planner_bands_current keeps them equal), sorted.
 const std::vector<std::string>& PlannerBandGpus();
-// A run's kind: expert parallelism, else context parallelism (with PyTorch's ring a kind of its
-// own), else FSDP (ZeRO stage 3; with zero3_prefetch a kind of its own), else dense.
+// A run's kind: context parallelism with PyTorch's ring (the widest band), else expert
+// parallelism, else context parallelism, else FSDP (ZeRO stage 3; with zero3_prefetch a kind of
+// its own), else dense.
 const char* PlannerBandKind(const ModelSpec& s, const RunConfig& run);
 const PlannerBand& PlannerBandFor(const ModelSpec& s, const RunConfig& run);
 
