@@ -384,6 +384,15 @@ TEST(ParallelismTest, TheStepCarriesThePlannersErrorBandForItsKind) {
   EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallel);
   fsdp.cp_ring = CpRing::kTorch;
   EXPECT_EQ(Plan(*NormalizeSpec(cp), fsdp).band_kind, kBandContextParallelTorch);
+  // PyTorch's ring's band, the widest, wins over expert parallelism's.
+  EXPECT_GT(PlannerBandOf(kBandContextParallelTorch).p90, PlannerBandOf(kBandExpertParallel).p90);
+  ModelSpec experts = Llama70B(8, 1);
+  experts.expert_parallel = 8;
+  RunConfig torch_ring;
+  torch_ring.cp_ring = CpRing::kTorch;
+  EXPECT_EQ(std::string(PlannerBandKind(experts, torch_ring)), kBandExpertParallel);  // no CP
+  experts.context_parallel = 2;
+  EXPECT_EQ(std::string(PlannerBandKind(experts, torch_ring)), kBandContextParallelTorch);
   const PlannerBand& moe = PlannerBandOf(kBandExpertParallel);
   EXPECT_GT(moe.p90 - moe.p10, dense.band_p90 - dense.band_p10);
   EXPECT_EQ(&PlannerBandOf("unknown"), &PlannerBandOf(kBandDense));
