@@ -625,13 +625,15 @@ std::string Components(const StepBreakdown& b, const ModelSpec& spec, const RunC
   return absl::StrFormat(
       "on %s, %s attention%s; step %.3f s: compute %.3f recompute %.3f tp %.3f ep %.3f moe-host %.3f "
       "cp %.3f offload %.3f bubble %.3f pp %.3f dp %.3f optimizer %.3f; m %d; memory %.1f GiB of "
-      "%.0f%s, %s",
+      "%.0f%s (weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, gathered %.1f), %s",
       gpu.name, AttentionName(spec.attention), ep, b.step_s, b.compute_s, b.recompute_s, b.tp_comm_s,
       b.ep_comm_s, b.moe_host_s, b.cp_comm_s, b.offload_s, b.pp_bubble_s, b.pp_comm_s, b.dp_comm_s,
       b.optimizer_s, b.microbatches, b.memory.total_bytes / static_cast<double>(kGiB),
       b.memory.capacity_bytes / static_cast<double>(kGiB),
       b.memory.stage > 0 ? absl::StrFormat(" on stage %d", b.memory.stage) : "",
-      b.memory.fits ? "fits" : "does NOT fit");
+      b.memory.weights_bytes / kGiB, b.memory.gradients_bytes / kGiB,
+      b.memory.optimizer_bytes / kGiB, b.memory.activations_bytes / kGiB,
+      b.memory.gathered_bytes / kGiB, b.memory.fits ? "fits" : "does NOT fit");
 }
 
 // The row's metric from the priced step.
