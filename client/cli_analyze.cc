@@ -3,6 +3,10 @@
 #include "absl/strings/str_cat.h"
 #include "client/cli_commands.h"
 #include "client/format.h"
+#include "core/expert_parallel.h"
+#include "core/memory.h"
+#include "core/network.h"
+#include "core/parallelism.h"
 #include "core/status_macros.h"
 #include "service/advisor_logic.h"
 #include "service/errors.h"
@@ -25,8 +29,27 @@ bool AnyRunFlag(const CliOptions& o) {
          o.mtp_layers != 0 || o.fsdp_shard != 0;
 }
 
-// The run's layout from the flags; INVALID_ARGUMENT naming --recompute for an unknown one.
+// A choice flag's value the service would refuse, refused here naming the flag (as --recompute's).
+template <typename T>
+absl::Status CheckChoice(absl::string_view flag, const std::string& value,
+                         absl::StatusOr<T> (*parse)(absl::string_view)) {
+  if (value.empty()) return absl::OkStatus();
+  const absl::StatusOr<T> parsed = parse(value);
+  return parsed.ok() ? absl::OkStatus() : FieldError(flag, parsed.status().message());
+}
+
+// The run's choice flags checked before the request is made (exit 2, the flag named).
+absl::Status CheckRunChoices(const CliOptions& o) {
+  RETURN_IF_ERROR(CheckChoice("--network", o.network, &FindNetwork));
+  RETURN_IF_ERROR(CheckChoice("--ep-dispatcher", o.ep_dispatcher, &ParseEpDispatcher));
+  RETURN_IF_ERROR(CheckChoice("--fp8-recipe", o.fp8_recipe, &ParseFp8Recipe));
+  RETURN_IF_ERROR(CheckChoice("--loss", o.loss, &ParseLossKernel));
+  return CheckChoice("--cp-ring", o.cp_ring, &ParseCpRing);
+}
+
+// The run's layout from the flags; INVALID_ARGUMENT naming the flag for an unknown choice.
 absl::Status RunConfigFromFlags(const CliOptions& o, v1::RunConfig* run) {
+  RETURN_IF_ERROR(CheckRunChoices(o));
   run->set_num_gpus(o.gpus);
   run->set_global_batch(o.global_batch);
   run->set_interleave(o.interleave);

@@ -35,7 +35,7 @@ absl::StatusOr<const NetworkProfile*> FindNetwork(absl::string_view name) {
     absl::StrAppend(&allowed, allowed.empty() ? "" : ", ", p.name);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("run.network: unknown \"", name, "\"; allowed: ", allowed));
+      absl::StrCat("unknown value \"", name, "\"; allowed: ", allowed));
 }
 
 }  // namespace wavecrest

@@ -124,7 +124,11 @@ absl::Status CheckRunSettings(const ModelSpec& s, const RunConfig& run) {
     return absl::InvalidArgumentError(
         absl::StrCat("run.dp_overlap: must be in [0, 1]; got ", run.dp_overlap));
   }
-  if (!run.network.empty()) RETURN_IF_ERROR(FindNetwork(run.network).status());
+  if (!run.network.empty()) {
+    if (absl::StatusOr<const NetworkProfile*> n = FindNetwork(run.network); !n.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("run.network: ", n.status().message()));
+    }
+  }
   return CheckFp8Settings(s, run);
 }
 

@@ -135,6 +135,20 @@ TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
   r = RunCommandForTest(cli::DoAnalyze, o);
   EXPECT_EQ(r.code, 2);
   EXPECT_THAT(r.err, HasSubstr("--flop-count: \"half\" is not one of: full, causal"));
+  // The run's choice flags the service checks are refused before the request, by the flag.
+  const std::vector<std::pair<std::string CliOptions::*, std::string>> choices = {
+      {&CliOptions::cp_ring, "--cp-ring: unknown value \"ulysses\"; allowed: te"},
+      {&CliOptions::loss, "--loss: unknown value \"ulysses\"; allowed: fused, eager"},
+      {&CliOptions::fp8_recipe, "--fp8-recipe: unknown value \"ulysses\""},
+      {&CliOptions::ep_dispatcher, "--ep-dispatcher: unknown value \"ulysses\""},
+      {&CliOptions::network, "--network: unknown value \"ulysses\"; allowed: hdr-ib"}};
+  for (const auto& [field, message] : choices) {
+    o = Llama70b();
+    o.*field = "ulysses";
+    r = RunCommandForTest(cli::DoAnalyze, o);
+    EXPECT_EQ(r.code, 2) << message;
+    EXPECT_THAT(r.err, HasSubstr(message));
+  }
 }
 
 }  // namespace

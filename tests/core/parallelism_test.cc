@@ -318,7 +318,7 @@ TEST(ParallelismTest, NamedNetworksSetTheRateAcrossNodes) {
   run.network = "myrinet";
   auto refused = PlanStep(*Analyze(*NormalizeSpec(s), **FindGpu("a100-sxm-80gb")), run);
   EXPECT_THAT(std::string(refused.status().message()),
-              HasSubstr("run.network: unknown \"myrinet\"; allowed: hdr-ib, ndr-ib"));
+              HasSubstr("run.network: unknown value \"myrinet\"; allowed: hdr-ib, ndr-ib"));
 }
 
 // A collective's latency is NCCL's (src/graph/tuning.cc): a base plus a step per rank, the steps

@@ -236,7 +236,7 @@ class ClientTest(unittest.TestCase):
         self.assertLess(ndr.step.dp_comm_s, hdr.step.dp_comm_s)
         with self.assertRaises(WavecrestError) as cm:
             self.client.analyze(hf, "h100-sxm", run={"num_gpus": 32, "network": "myrinet"})
-        self.assertIn("run.network: unknown \"myrinet\"; allowed: hdr-ib", str(cm.exception))
+        self.assertIn("run.network: unknown value \"myrinet\"; allowed: hdr-ib", str(cm.exception))
         # The expert-parallel dispatcher, as the CLI's --ep-dispatcher names it.
         moe = os.path.join(SOURCE, "examples/models/hf/qwen3-30b-a3b.json")
         ep16 = dict(expert_parallel=16, expert_tensor_parallel=1)
