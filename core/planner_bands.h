@@ -19,7 +19,7 @@ inline constexpr char kBandExpertParallel[] = "expert-parallel MoE";
 inline constexpr char kBandContextParallel[] = "context parallel";
 // Context parallelism with PyTorch's ring (CpRing::kTorch, TorchTitan's): its runs miss by far more
 // than Transformer Engine's, and by more the more ranks the ring has.
-inline constexpr char kBandContextParallelTorch[] = "context parallel, PyTorch's ring";
+inline constexpr char kBandContextParallelTorch[] = "PyTorch-ring context parallel";
 inline constexpr char kBandFsdp[] = "FSDP (ZeRO-3)";
 // ZeRO-3 priced with its collectives hidden layer by layer (RunConfig::zero3_prefetch): the runs
 // priced so (TorchTitan's, NeMo AutoModel's FSDP2) miss by more than those priced exposed.

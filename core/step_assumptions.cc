@@ -313,8 +313,9 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
   if (s.context_parallel <= 1) {
     return run.cp_ring == CpRing::kTe
                ? ""
-               : "cp_ring torch changes nothing here: it prices context parallelism's ring, and "
-                 "this run has none (context_parallel 1)";
+               : "cp_ring torch prices context parallelism's ring, and this layout has none "
+                 "(context_parallel 1); under --plan the layouts searched with context "
+                 "parallelism were priced with PyTorch's ring and ranked with its error band";
   }
   return absl::StrFormat(
       "context parallelism over %d ranks: load-balanced ring attention (2 chunks per rank), %s; "
@@ -324,8 +325,9 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
           ? "PyTorch's ring (cp_ring torch: TorchTitan's context_parallel, rotate method "
             "allgather): K and V of the query heads all-gathered once a layer under the first "
             "step's attention, forward and backward, their FP32 gradients sent on under the next "
-            "step's, the last exposed; its published runs measured up to 60% slower than so "
-            "priced, the more ranks the slower (the error band)"
+            "step's, the last exposed; TorchTitan's 6 published CP runs measured 13-66% slower "
+            "than so priced, the more ranks the slower (the error band); its all-gathered K "
+            "and V (a layer's, c chunks) and FP32 gradients are not counted in memory"
           : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
             "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
       r.data_parallel * s.context_parallel);

@@ -734,7 +734,7 @@ TEST(ParallelismTest, PyTorchsRingMovesTheQueryHeadsKAndVAndShowsAcrossNodes) {
   s.context_parallel = 1;
   const StepBreakdown flat = Plan(s, torch);
   EXPECT_EQ(flat.cp_comm_s, 0);
-  EXPECT_TRUE(Says(flat, "cp_ring torch changes nothing"));
+  EXPECT_TRUE(Says(flat, "cp_ring torch prices context parallelism's ring, and this layout has none"));
   EXPECT_THAT(std::string(ParseCpRing("ulysses").status().message()),
               HasSubstr("allowed: te (the default), torch"));
 }

@@ -293,7 +293,7 @@ class ClientTest(unittest.TestCase):
         te = self.client.analyze(hf, "h100-sxm", run=ring, **long)
         torch = self.client.analyze(hf, "h100-sxm", run=dict(ring, cp_ring="torch"), **long)
         self.assertGreater(torch.step.cp_comm_s, te.step.cp_comm_s)
-        self.assertEqual(torch.step.error_band_kind, "context parallel, PyTorch's ring")
+        self.assertEqual(torch.step.error_band_kind, "PyTorch-ring context parallel")
         self.assertTrue(any("PyTorch's ring" in a for a in torch.step.assumptions))
         with self.assertRaises(WavecrestError) as cm:
             self.client.analyze(hf, "h100-sxm", run=dict(ring, cp_ring="ulysses"), **long)

@@ -317,9 +317,9 @@ test("expert parallelism reaches the request and its all-to-alls show in the ste
   expect(body.run.loss).toBe("eager");
   expect(body.run.rope_unfused).toBe(true);
   expect((api.step.assumptions as string[]).join(" ")).toContain("eager cross_entropy over an FP32 copy");
-  // The CP ring reaches the request; without context parallelism the answer says it changes nothing.
+  // The CP ring reaches the request; the answer says this layout has no ring for it to price.
   expect(body.run.cp_ring).toBe("torch");
-  expect((api.step.assumptions as string[]).join(" ")).toContain("cp_ring torch changes nothing here");
+  expect((api.step.assumptions as string[]).join(" ")).toContain("cp_ring torch prices context parallelism's ring, and this layout has none");
   // The band's runs were on this GPU among others: no "none on this GPU" in the step's note.
   expect(api.step.error_band_gpus as string[]).toContain("h100-sxm");
   expect(api.step.error_band_gpu_checked).toBe(true);
