@@ -213,15 +213,24 @@ std::string TensorParallelRunLine(const v1::AnalyzeResponse& r) {
 // every layer (a pipeline's stages split them further, which the run's breakdown prices), beside
 // the whole model's, in the convention asked for.
 std::string FlopLine(const v1::AnalyzeResponse& r) {
-  const int64_t split = std::max<int64_t>(1, r.model().tensor_parallel()) *
-                        std::max<int64_t>(1, r.model().context_parallel());
+  const int64_t t = std::max<int64_t>(1, r.model().tensor_parallel());
+  const int64_t c = std::max<int64_t>(1, r.model().context_parallel());
   const int64_t stages = std::max<int64_t>(1, r.model().pipeline_parallel());
+  const std::string split =
+      c > 1 ? absl::StrCat("per rank of the ", t * c, " splitting each layer (",
+                           t > 1 ? absl::StrCat("TP ", t, " × ") : "", "CP ", c,
+                           ": each rank 1/", c, " of the sequence)")
+      : t > 1 ? absl::StrCat("per rank of the ", t, " splitting each layer")
+              : "per GPU";
+  // tokens_per_step is a rank's; the whole model's FLOPs are those of the c ranks' tokens.
+  const std::string tokens =
+      c > 1 ? absl::StrCat(r.tokens_per_step() * c, " tokens (", r.tokens_per_step(), " a rank)")
+            : absl::StrCat(r.tokens_per_step(), " tokens");
   // With a run the analysis is one micro-batch of the run's step.
   return absl::StrFormat(
       "FLOPs           %s executed %s%s per %s (the kernels as they run%s); %s model FLOPs for "
-      "the whole model (attention counted %s; MFU divides these), %d tokens\n",
-      HumanCount(r.step_flops()),
-      split > 1 ? absl::StrCat("per rank of the ", split, " splitting each layer") : "per GPU",
+      "the whole model (attention counted %s; MFU divides these), %s\n",
+      HumanCount(r.step_flops()), split,
       stages > 1 ? absl::StrCat(", all layers (each of the ", stages,
                                 " pipeline stages runs its share)")
                  : "",
@@ -231,7 +240,7 @@ std::string FlopLine(const v1::AnalyzeResponse& r) {
           : ": the fused attention's backward recomputation among them, the blocks a causal "
             "mask skips left out",
       HumanCount(r.model_flops()),
-      r.flop_count().empty() ? "full" : r.flop_count(), r.tokens_per_step());
+      r.flop_count().empty() ? "full" : r.flop_count(), tokens);
 }
 
 // The step: FLOPs, predicted (or one rank's kernel) time and MFU, decode's MBU, measured layers,

@@ -123,6 +123,20 @@ TEST(CliAnalyzeTest, MoeUnfusedOpsPricesMegatronCoresExpertOps) {
               HasSubstr("assumes: multi-token prediction (mtp_layers 1) on the last pipeline stage"));
 }
 
+// Under context parallelism the FLOPs line says the whole model's count is the micro-batch's
+// tokens over every CP rank, and how many of them a rank runs.
+TEST(CliAnalyzeTest, TheFlopsLineCountsTheWholeSequenceUnderContextParallelism) {
+  CliOptions o = Llama70b();
+  o.seq = 32768;
+  o.cp = 4;
+  o.tp = 8;
+  const CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("per rank of the 32 splitting each layer (TP 8 × CP 4: each rank "
+                               "1/4 of the sequence)"));
+  EXPECT_THAT(r.out, HasSubstr("32768 tokens (8192 a rank)"));
+}
+
 TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
   CliOptions o = Llama70b();
   o.gpus = 8;
