@@ -215,6 +215,16 @@ void RankLayouts(std::vector<StepBreakdown> fits, std::vector<StepBreakdown> not
   std::sort(fits.begin(), fits.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
     return ExpectedStepS(a) < ExpectedStepS(b);
   });
+  // The shortest predicted step, where its band's midpoint ranks it below the layouts shown.
+  const auto shortest = std::min_element(
+      fits.begin(), fits.end(),
+      [](const StepBreakdown& a, const StepBreakdown& b) { return a.step_s < b.step_s; });
+  if (shortest != fits.end() && shortest - fits.begin() >= static_cast<std::ptrdiff_t>(shown)) {
+    out.shortest_note = absl::StrFormat(
+        "; the shortest predicted step, %s's (%.3f s), ranks %d of %d: %s", DegreesName(*shortest),
+        shortest->step_s, static_cast<int>(shortest - fits.begin()) + 1,
+        static_cast<int>(fits.size()), WhyLoses(*shortest, fits.front()));
+  }
   std::sort(not_fit.begin(), not_fit.end(), [](const StepBreakdown& a, const StepBreakdown& b) {
     return a.memory.total_bytes < b.memory.total_bytes;
   });
@@ -355,7 +365,8 @@ absl::StatusOr<LayoutSearch> SearchLayouts(const ModelSpec& spec, const GpuSpec&
                          "kind's published-run error band (dense, FSDP, context-parallel and "
                          "expert-parallel runs miss by different amounts: a layout of another "
                          "kind can show a shorter predicted step and rank below it)",
-                         HeldWords(held, spec), NearTieWords(out.near_ties), given_note)
+                         HeldWords(held, spec), NearTieWords(out.near_ties), out.shortest_note,
+                         given_note)
           : absl::StrCat("planned layout: none of the ", out.examined,
                          " degree combinations fits in memory on ", run.num_gpus, " GPUs",
                          HeldWords(held, spec), "; the one needing the least is ",

@@ -48,6 +48,9 @@ struct LayoutSearch {
   int64_t examined = 0;  // degree combinations priced
   int64_t fit = 0;       // of them, with a layout whose memory fits
   int64_t near_ties = 0;  // of the ranked after the winner, those within kLayoutNearTie of it
+  // Where the layout with the shortest predicted step ranks below those shown (its kind's band
+  // midpoint moved it): "; the shortest predicted step, ..." naming it and why; else "".
+  std::string shortest_note;
   // The search in words, for the winner's assumptions: what was chosen among how many, and what
   // was held.
   std::string assumption;

@@ -182,6 +182,28 @@ TEST(LayoutSearchTest, LongSequencesAddContextParallelDegrees) {
   EXPECT_TRUE(cp);
 }
 
+// At 128k tokens with PyTorch's ring, whose band's midpoint is far above the others', the layout
+// with the shortest predicted step (context-parallel) ranks below those shown: the answer names
+// it, where it ranks and why.
+TEST(LayoutSearchTest, TheShortestPredictedStepIsNamedWhereItsBandRanksItBelowTheTable) {
+  ModelSpec spec = Llama70B();
+  spec.seq_length = 131072;
+  RunConfig run = PlanRun(64, 16);
+  run.cp_ring = CpRing::kTorch;
+  absl::StatusOr<LayoutSearch> search = SearchLayouts(spec, H100(), run, HeldDegrees{}, nullptr, 3);
+  ASSERT_TRUE(search.ok()) << search.status();
+  double shortest = search->ranked.front().step.step_s;
+  for (const LayoutChoice& c : search->ranked) shortest = std::min(shortest, c.step.step_s);
+  EXPECT_EQ(shortest, search->ranked.front().step.step_s);  // not among the 3 shown
+  EXPECT_THAT(search->shortest_note, HasSubstr("the shortest predicted step, "));
+  EXPECT_THAT(search->shortest_note, HasSubstr("PyTorch-ring context parallel runs measure"));
+  EXPECT_THAT(search->assumption, HasSubstr(search->shortest_note));
+  // With every layout shown, the table itself has it: no note.
+  absl::StatusOr<LayoutSearch> all = SearchLayouts(spec, H100(), run, HeldDegrees{}, nullptr, 500);
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->shortest_note, "");
+}
+
 // A Llama-like mixture of experts at 4k tokens (`micro_batch` 0: the plan's to choose).
 ModelSpec Moe(ModelSpec spec, int64_t experts, int64_t top_k, int64_t micro_batch) {
   spec.num_experts = experts;
