@@ -86,8 +86,12 @@ std::string StepComponents(const v1::StepBreakdown& b) {
       {"activation offload", b.offload_s(), offload},
       {"pipeline bubble", b.pp_bubble_s(), true},
       {"pipeline sends", b.pp_comm_s(), true},
-      // With context parallelism the gradients reduce over the data- and context-parallel ranks.
-      {cp ? "DP+CP gradient sync" : "DP communication", b.dp_comm_s(), true},
+      // With context parallelism the gradients reduce over the data- and context-parallel ranks;
+      // ZeRO-3 gathers the weights too (and FSDP2 copies them on the compute stream).
+      {b.zero_stage() >= 3 ? (cp ? "FSDP over DP+CP ranks" : "FSDP gathers and reduces")
+       : cp                ? "DP+CP gradient sync"
+                           : "DP communication",
+       b.dp_comm_s(), true},
       {"optimizer", b.optimizer_s(), true}};
   Table t({"component", "time", "share"});
   for (const auto& [name, s, shown] : parts) {

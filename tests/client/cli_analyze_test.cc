@@ -137,6 +137,20 @@ TEST(CliAnalyzeTest, TheFlopsLineCountsTheWholeSequenceUnderContextParallelism) 
   EXPECT_THAT(r.out, HasSubstr("32768 tokens (8192 a rank)"));
 }
 
+// Under ZeRO-3 the step table's data-parallel row holds the weights' gathers too (and FSDP2's
+// copies with --zero3-prefetch): it is named for FSDP.
+TEST(CliAnalyzeTest, TheStepTableNamesFsdpsRow) {
+  CliOptions o = Llama70b();
+  o.gpus = 64;
+  o.zero_stage = 3;
+  o.zero3_prefetch = true;
+  const CommandRun r = RunCommandForTest(cli::DoAnalyze, o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("FSDP gathers and reduces"));
+  EXPECT_THAT(r.out, Not(HasSubstr("\nDP communication ")));
+  EXPECT_THAT(r.out, HasSubstr("counted with them in the step's FSDP row"));
+}
+
 TEST(CliAnalyzeTest, BadRunFlagsAreUsageErrorsNamingTheFlag) {
   CliOptions o = Llama70b();
   o.gpus = 8;

@@ -149,12 +149,18 @@ function otherCountNote(step: StepBreakdown, flopCount?: string): string {
   return `; MFU ${percent(other)} counting its ${causal ? "whole s × s product" : "causal half"}`;
 }
 
+// The data-parallel part's name: under ZeRO-3 the weights' gathers (and FSDP2's copies) are in it,
+// as the CLI's step table names it.
+function dpLabel(key: keyof StepBreakdown, label: string, step?: StepBreakdown): string {
+  return key === "dp_comm_s" && Number(step?.zero_stage ?? 0) >= 3 ? "FSDP gathers and reduces" : label;
+}
+
 function renderStepBars(results: AnalyzeResponse[]) {
   const box = $("step-bars");
   box.replaceChildren();
   for (const r of results) {
     const parts: Array<[string, number, string]> = r.step
-      ? STEP_PARTS.map(([k, label, color]) => [label, Number(r.step?.[k] ?? 0), color])
+      ? STEP_PARTS.map(([k, label, color]) => [dpLabel(k, label, r.step), Number(r.step?.[k] ?? 0), color])
       : [["GEMMs", r.gemm_time_s ?? 0, "#3b528b"], ["other (elementwise)", r.elementwise_time_s ?? 0, "#9aa3b5"]];
     const total = parts.reduce((a, [, v]) => a + v, 0);
     const title = r.step
