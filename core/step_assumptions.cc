@@ -193,9 +193,10 @@ void AddZero3Assumptions(const RunConfig& run, std::vector<std::string>& out) {
             "with them in the step's FSDP row (each gather's output split into the parameters, "
             "each reduce-scatter's input packed from the gradients in the reduce dtype)"
           : "ZeRO-3 (FSDP): every layer's gathers (forward and backward) and reduce-scatter "
-            "exposed, per micro-batch, as the published FSDP runs measure with prefetch on "
-            "(their collectives share the SMs and memory with the compute); zero3_prefetch "
-            "prices them hidden");
+            "exposed, per micro-batch, as MosaicML's and DeepSpeed's published FSDP runs measure "
+            "with prefetch on (their collectives share the SMs and memory with the compute); "
+            "zero3_prefetch prices them hidden and FSDP2's copies, as TorchTitan's and NeMo "
+            "AutoModel's FSDP2 runs are priced");
   out.push_back(run.reshard_after_forward
                     ? "each layer's weights freed after its forward and gathered again for its "
                       "backward (FSDP2's reshard_after_forward, its default)"
@@ -328,8 +329,12 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
             "step's, the last exposed; TorchTitan's 6 published CP runs measured 13-66% slower "
             "than so priced, the more ranks the slower (the error band); its all-gathered K "
             "and V (a layer's, c chunks) and FP32 gradients are not counted in memory"
-          : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
-            "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
+          : run.zero3_prefetch
+              ? "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
+                "sends overlapped with the attention kernels; PyTorch's FSDP2 stacks (TorchTitan, "
+                "NeMo AutoModel over SDPA) run PyTorch's ring: --cp-ring torch"
+              : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
+                "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
       r.data_parallel * s.context_parallel);
 }
 
