@@ -257,10 +257,16 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, cons
   // (its norms' outputs concatenated, 2h, into the 2h × h projection).
   const double mtp = static_cast<double>(layout.mtp_layers);
   const double mtp_activations = mtp * (per_layer + 2 * s * b * 2 * h);
-  const double head = stage.last ? (1 + mtp) * LossBytesPerLogit(layout.loss) * s * b *
+  const double loss = stage.last ? (1 + mtp) * LossBytesPerLogit(layout.loss) * s * b *
                                            static_cast<double>(d.vocab_per_rank) +
                                        mtp_activations
                                  : 0;
+  // PyTorch's context-parallel ring's buffers while a layer's attention runs (MemoryLayout::
+  // torch_cp_ring): never beside the loss's, so the larger of the two.
+  const double c = static_cast<double>(spec.context_parallel);
+  const double chunk = s * b * static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
+  const double ring = layout.torch_cp_ring && c > 1 ? (c + 6) * chunk : 0;
+  const double head = std::max(loss, ring);
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
   // and one layer's activations.
   const double layer_input = 2 * s * b * h / (layout.sequence_parallel ? t : 1);

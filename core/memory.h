@@ -112,6 +112,11 @@ struct MemoryLayout {
   int64_t mtp_layers = 0;
   // How the loss runs (LossKernel): the bytes per logit the last stage holds for it.
   LossKernel loss = LossKernel::kFused;
+  // Context parallelism as PyTorch's ring (CpRing::kTorch): a layer's attention holds the c ranks'
+  // all-gathered K and V of its query heads and, in backward, the FP32 gradients of its own K and
+  // V three times (accumulated, sent, received): (c + 6) chunks, while the layer runs. Not at
+  // once with the loss's logits (the larger of the two is counted).
+  bool torch_cp_ring = false;
 };
 
 // The fullest GPU of a training run's pipeline (every stage estimated, MemoryEstimate::stage

@@ -104,6 +104,7 @@ MemoryLayout LayoutOf(const RunConfig& run, const StepBreakdown& r) {
   layout.fp8_params = run.fp8_param_gather;
   layout.reshard_after_forward = run.reshard_after_forward;
   layout.loss = run.loss;
+  layout.torch_cp_ring = run.cp_ring == CpRing::kTorch;
   layout.shard_group = run.zero_stage >= 3 ? run.fsdp_shard : 0;
   layout.mtp_layers = run.mtp_layers;
   return layout;

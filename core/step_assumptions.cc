@@ -327,8 +327,8 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
             "allgather): K and V of the query heads all-gathered once a layer under the first "
             "step's attention, forward and backward, their FP32 gradients sent on under the next "
             "step's, the last exposed; TorchTitan's 6 published CP runs measured 13-66% slower "
-            "than so priced, the more ranks the slower (the error band); its all-gathered K "
-            "and V (a layer's, c chunks) and FP32 gradients are not counted in memory"
+            "than so priced, the more ranks the slower (the error band); in memory a layer's "
+            "gathered K and V and FP32 gradients, c + 6 chunks, or the loss's logits if larger"
           : run.zero3_prefetch
               ? "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
                 "sends overlapped with the attention kernels; PyTorch's FSDP2 stacks (TorchTitan, "

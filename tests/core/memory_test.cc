@@ -135,6 +135,28 @@ TEST(MemoryTest, AnEagerLossHoldsThreeFp32CopiesOfTheLogits) {
               ::testing::HasSubstr("\"chunked\"; allowed: fused, eager"));
 }
 
+// PyTorch's context-parallel ring holds, while a layer's attention runs, the c ranks' gathered K
+// and V of the query heads and three FP32 copies of its own K and V's gradients: (c + 6) chunks of
+// b·(s/c)·heads·(d + d)·2 bytes; not beside the loss's logits, the larger of the two counted.
+TEST(MemoryTest, PyTorchsRingHoldsTheGatheredKeysAndValuesOrTheLossWhicheverIsLarger) {
+  ModelSpec s = GptLayer();
+  s.context_parallel = 4;
+  s = *NormalizeSpec(s);
+  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  MemoryLayout layout;
+  const MemoryEstimate te = EstimateMemory(s, gpu, layout);
+  layout.torch_cp_ring = true;
+  const MemoryEstimate torch = EstimateMemory(s, gpu, layout);
+  const double chunk = 2 * (2048.0 / 4) * 32 * (128 + 128) * 2;  // b · s/c · a · (d + d) · 2 B
+  const double loss = 4 * 2 * (2048.0 / 4) * 1024;                // the fused loss's FP32 logits
+  EXPECT_DOUBLE_EQ(torch.activations_bytes - te.activations_bytes, (4 + 6) * chunk - loss);
+  // A vocabulary whose logits outweigh the ring's buffers: the loss is the peak, as before.
+  s.vocab_size = 1 << 20;
+  s = *NormalizeSpec(s);
+  EXPECT_DOUBLE_EQ(EstimateMemory(s, gpu, layout).activations_bytes,
+                   EstimateMemory(s, gpu, MemoryLayout()).activations_bytes);
+}
+
 // Every stage is estimated and the fullest kept: under 1F1B stage r holds p − r micro-batches of
 // its layers (the first the most), the last holds the output layer and the FP32 logits (a large
 // vocabulary makes it the fullest), and an uneven split can make a middle stage the fullest
