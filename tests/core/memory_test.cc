@@ -10,11 +10,13 @@
 namespace wavecrest {
 namespace {
 
-ModelSpec GptLayer() {
+// A GPT layer (or `layers` of them) at 2k tokens, over `cp` context-parallel ranks.
+ModelSpec GptLayer(int64_t layers = 1, int64_t cp = 1) {
   ModelSpec s;
   s.hidden_size = 4096;
   s.num_attention_heads = 32;
-  s.num_layers = 1;
+  s.num_layers = layers;
+  s.context_parallel = cp;
   s.vocab_size = 1024;
   s.seq_length = 2048;
   s.micro_batch_size = 2;
@@ -92,10 +94,8 @@ TEST(MemoryTest, ModelStateIsEighteenBytesAParameterOrShardedOverDataParallel) {
 // and two norms more state (18 bytes a parameter), and its layer's activations, its projection's
 // 2h input and another FP32 logits buffer. With a pipeline it is on the last stage.
 TEST(MemoryTest, MultiTokenPredictionAddsItsModuleOnTheLastStage) {
-  ModelSpec s = GptLayer();
-  s.num_layers = 4;
-  s = *NormalizeSpec(s);
-  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec s = GptLayer(4);
+  const GpuSpec& gpu = testing::H100();
   MemoryLayout layout;
   const MemoryEstimate base = EstimateMemory(s, gpu, layout);
   layout.mtp_layers = 1;
@@ -139,10 +139,8 @@ TEST(MemoryTest, AnEagerLossHoldsThreeFp32CopiesOfTheLogits) {
 // and V of the query heads and three FP32 copies of its own K and V's gradients: (c + 6) chunks of
 // b·(s/c)·heads·(d + d)·2 bytes; not beside the loss's logits, the larger of the two counted.
 TEST(MemoryTest, PyTorchsRingHoldsTheGatheredKeysAndValuesOrTheLossWhicheverIsLarger) {
-  ModelSpec s = GptLayer();
-  s.context_parallel = 4;
-  s = *NormalizeSpec(s);
-  const GpuSpec& gpu = **FindGpu("h100-sxm");
+  ModelSpec s = GptLayer(1, 4);
+  const GpuSpec& gpu = testing::H100();
   MemoryLayout layout;
   const MemoryEstimate te = EstimateMemory(s, gpu, layout);
   layout.torch_cp_ring = true;
