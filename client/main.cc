@@ -96,9 +96,10 @@ ABSL_FLAG(std::string, cp_ring, "",
           "ring, Megatron-Core's --cp-comm-type p2p, the KV heads' K and V sent beside each "
           "step) or torch (PyTorch's context_parallel as TorchTitan runs it, rotate method "
           "allgather: K and V of the query heads all-gathered under the first step, their FP32 "
-          "gradients sent on each step; TorchTitan's 6 published CP runs measured 13-66% slower "
-          "than so priced, its own error band); with --cp, or with --plan for the layouts it "
-          "searches with context parallelism");
+          "gradients sent on each step, its FP32 merges and copies on the compute stream; "
+          "TorchTitan's 6 published CP runs measured 7-54% slower than so priced, its own error "
+          "band); with --cp, or with --plan for the layouts it searches with context "
+          "parallelism");
 ABSL_FLAG(double, moe_host_ms, -1,
           "analyze: milliseconds charged to the host per MoE layer and micro-batch (forward "
           "and backward together; a fitted constant, not a measured wait): the dropless "

@@ -6,6 +6,7 @@
 
 #include "core/collectives.h"
 #include "core/derived_shape.h"
+#include "core/elementwise_cost.h"
 #include "core/parallelism.h"
 
 namespace wavecrest {
@@ -32,6 +33,33 @@ double TorchRingLayerS(const Analysis& a, const RunConfig& run, double chunk,
   return forward * (run.recompute == Recompute::kFull ? 2 : 1) + backward;
 }
 
+// What PyTorch's ring moves on the compute stream beyond its attention kernels, bytes per element
+// of a layer's attention output on this rank (b·(s/c) tokens × query heads × value head dim), counted
+// from _templated_ring_attention and its backward (torch/distributed/tensor/experimental/
+// _attention.py), not measured. Forward, each step after the first: the K and V concatenated for
+// the next (8), the step's output cast to FP32 and merged by its logsumexp (_SDPAMerger: 38 on a
+// step of every query, 27 on a load-balanced half step whose merged half is copied back whole by
+// torch.cat; 32.5 on average); once, the first step's cast and the result cast back (12).
+// Backward, each step after the first: K and V concatenated (8), the FP32 gradients of K and V
+// accumulated (23 on average, the half steps' copied back whole), concatenated to send (16), the
+// query's accumulated (11.5); once, three FP32 zero buffers, the first step's accumulations, the
+// send and the casts back (76).
+inline constexpr double kTorchRingForwardBytesPerStep = 40.5;
+inline constexpr double kTorchRingForwardBytesOnce = 12;
+inline constexpr double kTorchRingBackwardBytesPerStep = 58.5;
+inline constexpr double kTorchRingBackwardBytesOnce = 76;
+
+// Those bytes of one layer and micro-batch, seconds at the elementwise bandwidth (forward twice
+// under full recomputation).
+double TorchRingMergeS(const Analysis& a, const RunConfig& run, double out_elements) {
+  const double steps = static_cast<double>(a.spec.context_parallel - 1);
+  const double forward = steps * kTorchRingForwardBytesPerStep + kTorchRingForwardBytesOnce;
+  const double backward = steps * kTorchRingBackwardBytesPerStep + kTorchRingBackwardBytesOnce;
+  const double bytes =
+      (forward * (run.recompute == Recompute::kFull ? 2 : 1) + backward) * out_elements;
+  return bytes / ElementwiseBandwidth(a.spec, *a.gpu);
+}
+
 }  // namespace
 
 // Transformer Engine's ring (CpRing::kTe): each layer's K and V chunk (b·s/c tokens of
@@ -48,8 +76,11 @@ double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
   if (run.cp_ring == CpRing::kTorch) {
     const double chunk = static_cast<double>(d.tokens) *
                          static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
-    return layers * TorchRingLayerS(a, run, chunk, attention_forward_layer_s,
-                                    attention_layer_s - attention_forward_layer_s);
+    const double out_elements = static_cast<double>(d.tokens) *
+                                static_cast<double>(d.heads_per_rank * d.v_head_dim);
+    return layers * (TorchRingLayerS(a, run, chunk, attention_forward_layer_s,
+                                     attention_layer_s - attention_forward_layer_s) +
+                     TorchRingMergeS(a, run, out_elements));
   }
   const double kv_elements =
       s.kv_lora_rank > 0 ? static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim))

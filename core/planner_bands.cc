@@ -20,7 +20,7 @@ const std::vector<PlannerBand>& PlannerBands() {
       {kBandFsdpPrefetch, -0.123, 0.129, 31},
       {kBandExpertParallel, -0.113, 0.140, 73},
       {kBandContextParallel, -0.022, 0.066, 59},
-      {kBandContextParallelTorch, 0.060, 0.600, 7},
+      {kBandContextParallelTorch, 0.006, 0.493, 7},
   };
   return kBands;
 }

@@ -730,6 +730,21 @@ TEST(ParallelismTest, PyTorchsRingMovesTheQueryHeadsKAndVAndShowsAcrossNodes) {
   EXPECT_EQ(ring_torch.band_kind, kBandContextParallelTorch);
   EXPECT_GT(ring_torch.band_p10, 0);  // its published runs all measured slower than priced
   EXPECT_TRUE(Says(ring_torch, "PyTorch's ring"));
+  // Inside one node the gathers hide under the first step's attention, but the ring's FP32 merges
+  // and copies stay on the compute stream: 40.5 bytes an output element a step after the first
+  // and 12 once forward (twice under full recomputation), 58.5 and 76 backward.
+  ModelSpec node = s;
+  node.tensor_parallel = 1;
+  node.context_parallel = 8;
+  node = *NormalizeSpec(node);
+  RunConfig eight = torch;
+  eight.num_gpus = 8;
+  const StepBreakdown in_node = Plan(node, eight);
+  const double out_elements = (131072.0 / 8) * 64 * 128;  // b·(s/c) × heads × value head dim
+  const double merges = ((7 * 40.5 + 12) * 2 + 7 * 58.5 + 76) * out_elements * 8 /
+                        ElementwiseBandwidth(node, **FindGpu("h100-sxm"));  // 8 layers
+  EXPECT_GE(in_node.cp_comm_s, merges * 0.999);
+  EXPECT_LT(in_node.cp_comm_s, merges * 1.2);
   // Without context parallelism the knob changes nothing, and says so.
   s.context_parallel = 1;
   const StepBreakdown flat = Plan(s, torch);
