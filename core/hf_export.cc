@@ -102,6 +102,7 @@ absl::StatusOr<json> Deepseek(const ModelSpec& s, const DerivedShape& d) {
     j["moe_intermediate_size"] = s.ffn_hidden_size;
     j["n_shared_experts"] = s.shared_expert_ffn_hidden_size / s.ffn_hidden_size;
     j["first_k_dense_replace"] = s.first_dense_layers;
+    if (s.mtp_modules > 0) j["num_nextn_predict_layers"] = s.mtp_modules;
     j["moe_layer_freq"] = 1;
     const int64_t groups = std::max<int64_t>(s.expert_groups, 1);
     j["n_group"] = groups;

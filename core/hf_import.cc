@@ -124,6 +124,8 @@ absl::StatusOr<ModelSpec> ImportDeepseek(const json& j, ModelSpec s) {
   ASSIGN_OR_RETURN(dense_width, GetPositive(j, "intermediate_size", std::nullopt));
   ASSIGN_OR_RETURN(s.num_experts, GetInt(j, "n_routed_experts", 0));
   ASSIGN_OR_RETURN(s.tied_embeddings, GetBool(j, "tie_word_embeddings", false));
+  // DeepSeek-V3's multi-token prediction module(s), beside the model in its checkpoint.
+  ASSIGN_OR_RETURN(s.mtp_modules, GetInt(j, "num_nextn_predict_layers", 0));
   s.mlp = Mlp::kSwiglu;
   s.norm = Norm::kRmsNorm;
   if (s.num_experts == 0) {

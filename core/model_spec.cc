@@ -371,6 +371,7 @@ void ValidateRanges(const ModelSpec& s, std::vector<FieldViolation>& v) {
   CheckRange(v, "num_attention_heads", s.num_attention_heads, 1, kMaxHeads);
   CheckRange(v, "num_kv_heads", s.num_kv_heads, 1, kMaxHeads);
   CheckRange(v, "num_layers", s.num_layers, 1, kMaxLayers);
+  CheckRange(v, "mtp_modules", s.mtp_modules, 0, 8);
   CheckRange(v, "ffn_hidden_size", s.ffn_hidden_size, 1, kMaxFfnHiddenSize);
   CheckRange(v, "vocab_size", s.vocab_size, 1, kMaxVocabSize);
   CheckRange(v, "seq_length", s.seq_length, 1, kMaxSeqLength);

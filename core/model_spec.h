@@ -206,6 +206,10 @@ struct ModelSpec {
   int64_t mamba_groups = 0;
   int64_t mamba_conv_kernel = 0;
   int64_t mamba_chunk_size = 0;
+  // Multi-token prediction modules the model's checkpoint carries beside it (DeepSeek-V3's
+  // num_nextn_predict_layers: 1). The architecture's, not the run's: a step trains them only with
+  // RunConfig::mtp_layers, and the answer says so. Range [0, 8].
+  int64_t mtp_modules = 0;
 
   friend bool operator==(const ModelSpec&, const ModelSpec&) = default;
 };

@@ -399,7 +399,15 @@ std::vector<std::string> Assumptions(const Analysis& a, const RunConfig& run,
   AddRecomputeAssumptions(s, run, out);
   if (run.eager || run.rope_unfused) out.push_back(UnfusedKernelsAssumption(s, run));
   if (run.moe_unfused_ops && s.num_experts > 0) out.push_back(MoeUnfusedOpsAssumption(s));
-  if (run.mtp_layers > 0) out.push_back(MtpAssumption(run.mtp_layers));
+  if (run.mtp_layers > 0) {
+    out.push_back(MtpAssumption(run.mtp_layers));
+  } else if (s.mtp_modules > 0) {
+    out.push_back(absl::StrFormat(
+        "the model carries %d multi-token prediction module(s) (mtp_modules; a config's "
+        "num_nextn_predict_layers), not trained in this step: --mtp-layers %d prices them, as "
+        "DeepSeek-V3's pre-training and NVIDIA's DeepSeek-V3 recipes train them",
+        s.mtp_modules, s.mtp_modules));
+  }
   if (IsHybrid(s)) out.push_back(HybridAssumption(s));
   return out;
 }

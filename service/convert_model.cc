@@ -132,6 +132,7 @@ void ParallelAndExpertsFromProto(const v1::ModelSpec& p, ModelSpec& s) {
   s.expert_groups = p.expert_groups();
   s.expert_groups_per_token = p.expert_groups_per_token();
   s.first_dense_layers = p.first_dense_layers();
+  s.mtp_modules = p.mtp_modules();
   s.moe_layer_interval = p.moe_layer_interval();
   s.dense_ffn_hidden_size = p.dense_ffn_hidden_size();
 }
@@ -237,6 +238,7 @@ v1::ModelSpec ToProto(const ModelSpec& s) {
   p.set_expert_groups(s.expert_groups);
   p.set_expert_groups_per_token(s.expert_groups_per_token);
   p.set_first_dense_layers(s.first_dense_layers);
+  p.set_mtp_modules(s.mtp_modules);
   p.set_moe_layer_interval(s.moe_layer_interval);
   p.set_dense_ffn_hidden_size(s.dense_ffn_hidden_size);
   p.set_kv_lora_rank(s.kv_lora_rank);

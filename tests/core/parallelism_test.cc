@@ -754,6 +754,25 @@ TEST(ParallelismTest, PyTorchsRingMovesTheQueryHeadsKAndVAndShowsAcrossNodes) {
               HasSubstr("allowed: te (the default), torch"));
 }
 
+// A model carrying multi-token prediction modules (DeepSeek-V3's) trains them only when the run
+// says so; otherwise the answer says how to price them, and a spec cannot carry more than 8.
+TEST(ParallelismTest, MtpModulesTheModelCarriesAreNamedUntilTrained) {
+  ModelSpec s = Llama70B(8, 1);
+  s.num_layers = 8;
+  s.mtp_modules = 1;
+  RunConfig run;
+  run.num_gpus = 8;
+  const StepBreakdown untrained = Plan(*NormalizeSpec(s), run);
+  EXPECT_TRUE(Says(untrained, "carries 1 multi-token prediction module(s)"));
+  EXPECT_TRUE(Says(untrained, "--mtp-layers 1 prices them"));
+  run.mtp_layers = 1;
+  const StepBreakdown trained = Plan(*NormalizeSpec(s), run);
+  EXPECT_FALSE(Says(trained, "carries 1 multi-token prediction module(s)"));
+  EXPECT_GT(trained.step_s, untrained.step_s);
+  s.mtp_modules = 9;
+  EXPECT_THAT(std::string(NormalizeSpec(s).status().message()), HasSubstr("mtp_modules"));
+}
+
 TEST(ParallelismTest, ContextParallelismTheSpecCannotHaveIsRefused) {
   ModelSpec s = Llama70B(8, 1);
   s.seq_length = 4096;

@@ -407,6 +407,9 @@ TEST(HfImportTest, TodaysFamiliesKeepTheirStructure) {
   EXPECT_EQ(v3.expert_groups, 8);
   EXPECT_EQ(v3.expert_groups_per_token, 4);
   EXPECT_EQ(load("kimi-k2").expert_groups, 0);
+  // Its multi-token prediction module (num_nextn_predict_layers), which Kimi K2's config has none of.
+  EXPECT_EQ(v3.mtp_modules, 1);
+  EXPECT_EQ(load("kimi-k2").mtp_modules, 0);
   // "greedy" top-k (DeepSeek-V2-Lite's method) ignores the groups a config may still list.
   std::ifstream in(SourcePath("examples/models/hf/deepseek-v3.json"));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -310,6 +310,10 @@ class ModelSpec:
     mamba_groups: int = 0
     mamba_conv_kernel: int = 0
     mamba_chunk_size: int = 0
+    # Multi-token prediction modules the checkpoint carries beside the model (DeepSeek-V3's
+    # num_nextn_predict_layers: 1). The architecture's: a training step trains them only with the
+    # run's mtp_layers, and its answer says so. Range [0, 8].
+    mtp_modules: int = 0
 
 
 @dataclass(frozen=True)
