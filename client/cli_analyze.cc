@@ -20,7 +20,8 @@ bool AnyRunFlag(const CliOptions& o) {
   return o.gpus != 0 || o.global_batch != 0 || o.interleave != 0 || o.sequence_parallel ||
          !o.recompute.empty() || o.dp_overlap != 0 || o.tp_overlap != 0 || o.no_pp_overlap ||
          o.overlap_grad_reduce || o.zero3_prefetch || o.no_reshard_after_forward || o.ep_overlap ||
-         !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather || !o.fp8_recipe.empty() || !o.loss.empty() || !o.cp_ring.empty() ||
+         !o.network.empty() || !o.ep_dispatcher.empty() || o.fp8_param_gather ||
+         !o.fp8_recipe.empty() || !o.loss.empty() || !o.cp_ring.empty() ||
          o.moe_host_ms >= 0 || o.sustained_stretch != 0 || o.zero_stage != 0 || o.plan ||
          o.keep_degrees || o.tokens != 0 ||
          o.offload_activations || o.gradient_bytes != 0 || o.eager || o.rope_unfused ||

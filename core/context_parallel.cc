@@ -34,9 +34,9 @@ double TorchRingLayerS(const Analysis& a, const RunConfig& run, double chunk,
 }
 
 // What PyTorch's ring moves on the compute stream beyond its attention kernels, bytes per element
-// of a layer's attention output on this rank (b·(s/c) tokens × query heads × value head dim), counted
-// from _templated_ring_attention and its backward (torch/distributed/tensor/experimental/
-// _attention.py), not measured. Forward, each step after the first: the K and V concatenated for
+// of a layer's attention output on this rank (b·(s/c) tokens × query heads × value head dim),
+// counted from _templated_ring_attention and its backward (torch/distributed/tensor/
+// experimental/_attention.py), not measured. Forward, each step after the first: the K and V concatenated for
 // the next (8), the step's output cast to FP32 and merged by its logsumexp (_SDPAMerger: 38 on a
 // step of every query, 27 on a load-balanced half step whose merged half is copied back whole by
 // torch.cat; 32.5 on average); once, the first step's cast and the result cast back (12).

@@ -264,7 +264,8 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, cons
   // PyTorch's context-parallel ring's buffers while a layer's attention runs (MemoryLayout::
   // torch_cp_ring): never beside the loss's, so the larger of the two.
   const double c = static_cast<double>(spec.context_parallel);
-  const double chunk = s * b * static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
+  const double chunk =
+      s * b * static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
   const double ring = layout.torch_cp_ring && c > 1 ? (c + 6) * chunk : 0;
   const double head = std::max(loss, ring);
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
