@@ -62,6 +62,12 @@ double TorchRingMergeS(const Analysis& a, const RunConfig& run, double out_eleme
 
 }  // namespace
 
+double TorchRingChunkBytes(const ModelSpec& spec) {
+  const DerivedShape d = Derive(spec);
+  return static_cast<double>(d.tokens) *
+         static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
+}
+
 // Transformer Engine's ring (CpRing::kTe): each layer's K and V chunk (b·s/c tokens of
 // this rank's KV heads, 16-bit; under MLA K and V of every head) goes around c ranks in c - 1
 // sends forward, and backward sends K, V and their gradients (twice that); full recomputation
@@ -74,8 +80,7 @@ double ContextParallelS(const Analysis& a, const RunConfig& run, double layers,
   if (c <= 1) return 0;
   const DerivedShape d = Derive(s);
   if (run.cp_ring == CpRing::kTorch) {
-    const double chunk = static_cast<double>(d.tokens) *
-                         static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
+    const double chunk = TorchRingChunkBytes(s);
     const double out_elements = static_cast<double>(d.tokens) *
                                 static_cast<double>(d.heads_per_rank * d.v_head_dim);
     return layers * (TorchRingLayerS(a, run, chunk, attention_forward_layer_s,

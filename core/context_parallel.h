@@ -7,7 +7,12 @@
 namespace wavecrest {
 
 struct Analysis;
+struct ModelSpec;
 struct RunConfig;
+
+// PyTorch's ring's chunk: a rank's K and V of its query heads for one micro-batch, 16-bit bytes
+// (b·s/c tokens × heads × (query head dim + value head dim) × 2).
+double TorchRingChunkBytes(const ModelSpec& spec);
 
 // The ring of one micro-batch through one stage's `layers`, what attention's kernels do not hide:
 // `attention_layer_s` is a layer's attention core forward and backward, of it

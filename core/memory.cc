@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/context_parallel.h"
 #include "core/model_stats.h"
 #include "core/op_recompute.h"
 
@@ -264,9 +265,7 @@ void TrainingActivations(const ModelSpec& spec, const MemoryLayout& layout, cons
   // PyTorch's context-parallel ring's buffers while a layer's attention runs (MemoryLayout::
   // torch_cp_ring): never beside the loss's, so the larger of the two.
   const double c = static_cast<double>(spec.context_parallel);
-  const double chunk =
-      s * b * static_cast<double>(d.heads_per_rank * (d.head_dim + d.v_head_dim)) * 2;
-  const double ring = layout.torch_cp_ring && c > 1 ? (c + 6) * chunk : 0;
+  const double ring = layout.torch_cp_ring && c > 1 ? (c + 6) * TorchRingChunkBytes(spec) : 0;
   const double head = std::max(loss, ring);
   // Full recomputation keeps each layer's input (2·s·b·h, over t with sequence parallelism)
   // and one layer's activations.

@@ -331,12 +331,12 @@ std::string ContextParallelAssumption(const ModelSpec& s, const RunConfig& run,
             "published CP runs measured 7-54% slower than so priced, the more ranks the slower "
             "(the error band); in memory a layer's gathered K and V and FP32 gradients, c + 6 "
             "chunks, or the loss's logits if larger"
-          : run.zero3_prefetch
-              ? "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
-                "sends overlapped with the attention kernels; PyTorch's FSDP2 stacks (TorchTitan, "
-                "NeMo AutoModel over SDPA) run PyTorch's ring: --cp-ring torch"
-              : "Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV heads' K/V "
-                "sends overlapped with the attention kernels; --cp-ring torch prices PyTorch's",
+          : absl::StrCat("Transformer Engine's ring (cp_ring te, Megatron-Core's p2p): the KV "
+                         "heads' K/V sends overlapped with the attention kernels; ",
+                         run.zero3_prefetch
+                             ? "PyTorch's FSDP2 stacks (TorchTitan, NeMo AutoModel over SDPA) "
+                               "run PyTorch's ring: --cp-ring torch"
+                             : "--cp-ring torch prices PyTorch's"),
       r.data_parallel * s.context_parallel);
 }
 
